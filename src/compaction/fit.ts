@@ -1,0 +1,74 @@
+import { textTokens } from './tokens.js'
+import { LIST_SECTIONS, type ListSection, type SummarySections, itemPath } from './sections.js'
+
+/**
+ * Makes a summary fit its token budget by shortening, in stages, what matters least first: long items,
+ * then old entries of the long lists, then older requests (the newest is kept whole longest). Files are
+ * never dropped, only their descriptions. Each stage starts from the full summary, so the first stage
+ * that fits keeps the most.
+ */
+interface Stage {
+  /** Longest item, in characters. */
+  item: number
+  /** Most entries kept of a list that is not files or requests (newest kept). */
+  list: number
+  /** Longest older request, and the newest request. */
+  request: number
+  newestRequest: number
+  /** Keep only the path of a files entry. */
+  bareFiles: boolean
+  /** Most requests kept (newest), the rest counted in one line. */
+  requests: number
+}
+
+const STAGES: readonly Stage[] = [
+  { item: Infinity, list: Infinity, request: Infinity, newestRequest: Infinity, bareFiles: false, requests: Infinity },
+  { item: 600, list: 20, request: 2_000, newestRequest: 8_000, bareFiles: false, requests: Infinity },
+  { item: 300, list: 10, request: 600, newestRequest: 4_000, bareFiles: false, requests: Infinity },
+  { item: 160, list: 6, request: 240, newestRequest: 2_000, bareFiles: false, requests: Infinity },
+  { item: 120, list: 4, request: 120, newestRequest: 1_000, bareFiles: true, requests: 40 },
+  { item: 80, list: 2, request: 80, newestRequest: 600, bareFiles: true, requests: 12 },
+  { item: 60, list: 1, request: 60, newestRequest: 300, bareFiles: true, requests: 4 },
+  { item: 40, list: 0, request: 40, newestRequest: 200, bareFiles: true, requests: 1 }
+]
+
+const FILE_SECTIONS: ReadonlySet<ListSection> = new Set(['files_modified', 'files_inspected'])
+
+function shorten(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, Math.max(0, max - 1))}…`
+}
+
+function applyStage(s: SummarySections, stage: Stage): SummarySections {
+  const out = { objective: shorten(s.objective, Math.max(stage.item, 200)) } as SummarySections
+  for (const key of LIST_SECTIONS) {
+    const items = s[key]
+    if (key === 'user_requests') {
+      const keptCount = Math.min(items.length, stage.requests)
+      const dropped = items.length - keptCount
+      const kept = items.slice(items.length - keptCount).map((r, k) => shorten(r, k === keptCount - 1 ? stage.newestRequest : stage.request))
+      out[key] = dropped > 0 ? [`(${dropped} older requests shortened away to fit the summary budget)`, ...kept] : kept
+    } else if (FILE_SECTIONS.has(key)) {
+      out[key] = items.map((i) => (stage.bareFiles ? itemPath(i) : shorten(i, stage.item)))
+    } else {
+      out[key] = items.slice(Math.max(0, items.length - stage.list)).map((i) => shorten(i, stage.item))
+    }
+  }
+  return out
+}
+
+/**
+ * The sections shortened until `measure(sections)` is within `maxTokens`; the last stage when none fits
+ * (the files alone can exceed a very small budget).
+ */
+export function fitSections(
+  sections: SummarySections,
+  maxTokens: number,
+  measure: (s: SummarySections) => string
+): SummarySections {
+  let last = sections
+  for (const stage of STAGES) {
+    last = applyStage(sections, stage)
+    if (textTokens(measure(last)) <= maxTokens) return last
+  }
+  return last
+}

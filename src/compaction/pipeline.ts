@@ -1,0 +1,227 @@
+import { extractiveSections } from './extractive.js'
+import { fitSections } from './fit.js'
+import { type Ledger, readLedger, userText } from './ledger.js'
+import { guardSections, mergeSections } from './merge.js'
+import { type Clip, type CutPlan, planCut } from './plan.js'
+import { redact } from './redact.js'
+import { type RenderedSpan, renderSpan } from './render.js'
+import { LIST_SECTIONS, type SummarySections } from './sections.js'
+import { formatSummary } from './summary-text.js'
+import { MESSAGE_OVERHEAD_TOKENS, estimateScale, messageTokens, rawMessageTokens, rawSystemTokens, scaled, textTokens } from './tokens.js'
+import { assembleHistory, summaryBlocks, summaryNote } from './turn.js'
+import { type Message, type SystemPrompt, blocksOf, isPromptMessage, isTextBlock } from './types.js'
+
+export type Mode = 'auto' | 'manual'
+export type Reason = 'over_budget' | 'under_budget' | 'manual' | 'disabled' | 'nothing_to_compact' | 'dry_run'
+
+export const DEFAULT_KEEP_TURNS = 8
+/** The summary may take at most this share of the budget. */
+export const SUMMARY_SHARE = 10
+/** The tail may take at most this share of the budget unless the client says otherwise. */
+export const KEEP_SHARE = 3
+
+export interface CompactionInput {
+  messages: Message[]
+  system?: SystemPrompt
+  tools?: unknown[]
+  mode: Mode
+  /** The prompt size that triggers auto compaction, or 'off'. */
+  budgetTokens: number | 'off'
+  /** The budget that sizes the tail and summary when `budgetTokens` is 'off'. */
+  sizingBudgetTokens: number
+  keepTokens?: number
+  keepTurns: number
+  usageInputTokens?: number
+  dryRun: boolean
+}
+
+export interface CompactionStats {
+  raw_history_tokens: number
+  summary_tokens: number
+  compacted_turns: number
+  compacted_messages: number
+  kept_messages: number
+  kept_tokens: number
+  context_after_compaction: number
+  clipped_tool_results: number
+  guard_added: number
+  estimate_scale: number
+}
+
+/** Everything decided before a summarizer is called. Pure data: the summarizer works from it. */
+export interface CompactionPlan {
+  reason: Reason
+  /** True when there is a span to summarize and the caller asked for a summary (not a dry run). */
+  summarize: boolean
+  scale: number
+  fixedTokens: number
+  rawHistoryTokens: number
+  cut: CutPlan
+  /** The tail's hard bound as applied: keep_tokens, tightened so that the result fits the budget. */
+  tailBound: number
+  summaryMaxTokens: number
+  span: Message[]
+  ledger: Ledger
+  rendered: RenderedSpan
+  /** The prior summaries of the span, merged, redacted. */
+  prior: SummarySections | undefined
+  priorTurns: number
+  latestAssistantText: string
+  compactedTurns: number
+}
+
+function latestAssistantText(messages: readonly Message[]): string {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i]!
+    if (m.role !== 'assistant') continue
+    const text = blocksOf(m).filter(isTextBlock).map((b) => b.text).join('\n').trim()
+    if (text) return text
+  }
+  return ''
+}
+
+function redactSections(s: SummarySections): SummarySections {
+  const out = { objective: redact(s.objective) } as SummarySections
+  for (const key of LIST_SECTIONS) out[key] = s[key].map(redact)
+  return out
+}
+
+export function planCompaction(input: CompactionInput): CompactionPlan {
+  const { messages } = input
+  const rawFixed = rawSystemTokens(input.system, input.tools)
+  const rawMessages = messages.reduce((n, m) => n + rawMessageTokens(m), 0)
+  const scale = estimateScale(rawFixed + rawMessages, input.usageInputTokens)
+  const tokens = messageTokens(messages, scale)
+  const fixedTokens = scaled(rawFixed, scale)
+  const rawHistoryTokens = fixedTokens + tokens.reduce((a, b) => a + b, 0)
+
+  const budget = input.budgetTokens === 'off' ? undefined : input.budgetTokens
+  const sizing = budget ?? input.sizingBudgetTokens
+  const keepTokens = input.keepTokens ?? Math.floor(sizing / KEEP_SHARE)
+  const summaryMaxTokens = Math.floor(sizing / SUMMARY_SHARE)
+  const tailBound = Math.max(0, budget === undefined ? keepTokens : Math.min(keepTokens, budget - fixedTokens - summaryMaxTokens))
+
+  let reason: Reason
+  if (input.mode === 'manual') reason = 'manual'
+  else if (budget === undefined) reason = 'disabled'
+  else reason = rawHistoryTokens > budget ? 'over_budget' : 'under_budget'
+
+  const wantsCut = reason === 'manual' || reason === 'over_budget'
+  const cut = wantsCut
+    ? planCut(messages, tokens, { mode: input.mode, keepTokens: tailBound, keepTurns: input.keepTurns, scale })
+    : { cut: 0, tail: [...messages], tailTokens: rawHistoryTokens - fixedTokens, clips: [] as Clip[] }
+  if (wantsCut && cut.cut === 0) reason = 'nothing_to_compact'
+  else if (wantsCut && input.dryRun) reason = 'dry_run'
+
+  const span = messages.slice(0, cut.cut)
+  const rendered = renderSpan(span)
+  const priors = rendered.priorSummaries.map((p) => p.sections)
+  const prior = priors.length > 0 ? redactSections(priors.reduce((a, b) => mergeSections(a, b))) : undefined
+  return {
+    reason,
+    summarize: wantsCut && cut.cut > 0 && !input.dryRun,
+    scale,
+    fixedTokens,
+    rawHistoryTokens,
+    cut,
+    tailBound,
+    summaryMaxTokens,
+    span,
+    ledger: readLedger(span),
+    rendered,
+    prior,
+    priorTurns: rendered.priorSummaries.reduce((n, p) => n + p.compactedTurns, 0),
+    latestAssistantText: latestAssistantText(span),
+    compactedTurns: span.filter((m) => isPromptMessage(m) && userText(m) !== '').length
+  }
+}
+
+export interface SummaryResult {
+  id: string
+  text: string
+  sections: SummarySections
+}
+
+export interface CompactionOutcome {
+  compacted: boolean
+  reason: Reason
+  messages?: Message[]
+  kept_from: number
+  summary?: SummaryResult
+  clips: Clip[]
+  stats: CompactionStats
+}
+
+export interface FinishOptions {
+  /** The summary's id, made by the caller (the core has no clock and no randomness). */
+  id: string
+  recallHint?: string
+  /** Sections a model wrote; undefined for the extractive summary. */
+  modelSections?: SummarySections
+}
+
+/** The figures of a plan that did not compact. */
+export function uncompacted(plan: CompactionPlan): CompactionOutcome {
+  const kept = plan.reason === 'dry_run' ? plan.cut.tail : plan.span.concat(plan.cut.tail)
+  const keptTokens = plan.reason === 'dry_run' ? plan.cut.tailTokens : plan.rawHistoryTokens - plan.fixedTokens
+  return {
+    compacted: false,
+    reason: plan.reason,
+    kept_from: plan.reason === 'dry_run' ? plan.cut.cut : 0,
+    clips: plan.reason === 'dry_run' ? plan.cut.clips : [],
+    stats: {
+      raw_history_tokens: plan.rawHistoryTokens,
+      summary_tokens: 0,
+      compacted_turns: plan.reason === 'dry_run' ? plan.compactedTurns : 0,
+      compacted_messages: plan.reason === 'dry_run' ? plan.cut.cut : 0,
+      kept_messages: kept.length,
+      kept_tokens: keptTokens,
+      context_after_compaction: plan.rawHistoryTokens,
+      clipped_tool_results: plan.reason === 'dry_run' ? plan.cut.clips.length : 0,
+      guard_added: 0,
+      estimate_scale: plan.scale
+    }
+  }
+}
+
+/**
+ * Turns a plan and a summary (a model's sections, or none for the extractive one) into the compacted
+ * history: prior facts merged, the guard applied, secrets redacted, the summary fitted to its budget.
+ */
+export function finishCompaction(plan: CompactionPlan, options: FinishOptions): CompactionOutcome {
+  const written = options.modelSections ?? extractiveSections(plan.ledger, plan.latestAssistantText)
+  const merged = plan.prior ? mergeSections(plan.prior, written) : written
+  const guarded = guardSections(merged, plan.ledger)
+  const sections = redactSections(guarded.sections)
+
+  const header = { id: options.id, compactedTurns: plan.priorTurns + plan.compactedTurns }
+  const noteTokens = textTokens(summaryNote(options.recallHint)) + MESSAGE_OVERHEAD_TOKENS + 8
+  const textBudget = Math.max(0, Math.floor(plan.summaryMaxTokens / plan.scale) - noteTokens)
+  const fitted = fitSections(sections, textBudget, (s) => formatSummary(s, header))
+  const text = formatSummary(fitted, header)
+
+  const blocks = summaryBlocks(text, options.recallHint)
+  const messages = assembleHistory(blocks, plan.cut.tail)
+  const summaryTokens = scaled(rawMessageTokens({ role: 'user', content: blocks }), plan.scale)
+  const outputTokens = messages.reduce((n, m) => n + scaled(rawMessageTokens(m), plan.scale), 0)
+  return {
+    compacted: true,
+    reason: plan.reason,
+    messages,
+    kept_from: plan.cut.cut,
+    summary: { id: options.id, text, sections: fitted },
+    clips: plan.cut.clips,
+    stats: {
+      raw_history_tokens: plan.rawHistoryTokens,
+      summary_tokens: summaryTokens,
+      compacted_turns: plan.compactedTurns,
+      compacted_messages: plan.cut.cut,
+      kept_messages: plan.cut.tail.length,
+      kept_tokens: plan.cut.tailTokens,
+      context_after_compaction: plan.fixedTokens + outputTokens,
+      clipped_tool_results: plan.cut.clips.length,
+      guard_added: options.modelSections ? guarded.added : 0,
+      estimate_scale: Number(plan.scale.toFixed(4))
+    }
+  }
+}

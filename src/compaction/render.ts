@@ -1,0 +1,136 @@
+import { clipHeadTail } from './clip.js'
+import { NOTE_PREFIX, isSummaryText } from './markers.js'
+import { redact } from './redact.js'
+import { isSignalLine } from './signal.js'
+import { type ParsedSummary, parseSummary } from './summary-text.js'
+import { type Block, type Message, blocksOf, isTextBlock, isToolResult, toolResultText } from './types.js'
+
+export interface RenderOptions {
+  /** Characters kept from the head and the tail of a tool output. */
+  toolOutputHead: number
+  toolOutputTail: number
+  /** Signal lines kept from the clipped middle of a tool output. */
+  signalLines: number
+  /** Longest assistant text, tool input or user text rendered whole. */
+  assistantText: number
+  toolInput: number
+  userText: number
+  /** `plain` cuts each tool output at `toolOutputHead` characters and keeps nothing else (the baseline). */
+  clip: 'signal' | 'plain'
+}
+
+export const DEFAULT_RENDER: RenderOptions = {
+  toolOutputHead: 1_200,
+  toolOutputTail: 600,
+  signalLines: 30,
+  assistantText: 4_000,
+  toolInput: 1_500,
+  userText: 12_000,
+  clip: 'signal'
+}
+
+export interface RenderedMessage {
+  /** Index in the client's history. */
+  index: number
+  text: string
+}
+
+export interface RenderedSpan {
+  parts: RenderedMessage[]
+  /** Summaries of earlier compactions found in the span, oldest first: merged, never re-summarized. */
+  priorSummaries: ParsedSummary[]
+}
+
+export function spanText(span: RenderedSpan): string {
+  return span.parts.map((p) => p.text).join('\n\n')
+}
+
+/** Head and tail of a tool output, with the signal lines of the middle kept between them. */
+export function clipToolOutput(text: string, o: RenderOptions): string {
+  if (o.clip === 'plain') return text.length <= o.toolOutputHead ? text : `${text.slice(0, o.toolOutputHead)}…`
+  if (text.length <= o.toolOutputHead + o.toolOutputTail) return text
+  const lines = text.split('\n')
+  let headEnd = 0
+  for (let n = 0; headEnd < lines.length && n + lines[headEnd]!.length <= o.toolOutputHead; headEnd++) n += lines[headEnd]!.length + 1
+  let tailStart = lines.length
+  for (let n = 0; tailStart > headEnd && n + lines[tailStart - 1]!.length <= o.toolOutputTail; tailStart--) n += lines[tailStart - 1]!.length + 1
+  if (headEnd === 0 && tailStart === lines.length) return clipHeadTail(text, o.toolOutputHead + o.toolOutputTail)
+
+  const middle = lines.slice(headEnd, tailStart)
+  const signal = middle.filter(isSignalLine)
+  const kept = signal.slice(Math.max(0, signal.length - o.signalLines)).map((l) => (l.length > 300 ? `${l.slice(0, 300)}…` : l))
+  const note = `[… ${middle.length} lines clipped${kept.length ? `; ${kept.length} signal lines kept:` : ''} …]`
+  return [...lines.slice(0, headEnd), note, ...kept, ...(kept.length ? ['[…]'] : []), ...lines.slice(tailStart)].join('\n')
+}
+
+function shorten(text: string, max: number): string {
+  return text.length <= max ? text : clipHeadTail(text, max)
+}
+
+function renderInput(input: unknown, o: RenderOptions): string {
+  if (typeof input === 'object' && input !== null) {
+    const fields = input as Record<string, unknown>
+    for (const key of ['command', 'cmd']) {
+      if (typeof fields[key] === 'string') {
+        const rest = Object.fromEntries(Object.entries(fields).filter(([k]) => k !== key))
+        const extra = Object.keys(rest).length > 0 ? ` ${shorten(JSON.stringify(rest), o.toolInput)}` : ''
+        return `${shorten(fields[key] as string, o.toolInput)}${extra}`
+      }
+    }
+  }
+  return shorten(JSON.stringify(input ?? {}), o.toolInput)
+}
+
+function renderBlock(block: Block, role: Message['role'], names: Map<string, string>, o: RenderOptions): string | undefined {
+  switch (block.type) {
+    case 'text':
+      if (!isTextBlock(block) || block.text.trim() === '') return undefined
+      return shorten(block.text, role === 'user' ? o.userText : o.assistantText)
+    case 'thinking':
+    case 'redacted_thinking':
+      return undefined
+    case 'tool_use':
+      return `→ ${String(block.name)}: ${renderInput(block.input, o)}`
+    case 'tool_result': {
+      if (!isToolResult(block)) return undefined
+      const name = names.get(block.tool_use_id) ?? 'tool'
+      const status = block.is_error === true ? 'error' : 'ok'
+      return `← ${name} (${status}):\n${clipToolOutput(toolResultText(block), o)}`
+    }
+    case 'image':
+      return '[image]'
+    case 'document': {
+      const title = typeof block.title === 'string' ? `: ${block.title}` : ''
+      return `[document${title}]`
+    }
+    default:
+      return `[${block.type} block]`
+  }
+}
+
+/**
+ * The span as a compact transcript for the summarizer: one part per message, prior summaries lifted
+ * out, tool outputs clipped, thinking dropped, media as placeholders, every secret redacted.
+ * `offset` is the index of messages[0] in the client's history.
+ */
+export function renderSpan(messages: readonly Message[], offset = 0, options: RenderOptions = DEFAULT_RENDER): RenderedSpan {
+  const parts: RenderedMessage[] = []
+  const priorSummaries: ParsedSummary[] = []
+  const names = new Map<string, string>()
+  messages.forEach((m, k) => {
+    const lines: string[] = []
+    for (const block of blocksOf(m)) {
+      if (block.type === 'tool_use') names.set(String(block.id), String(block.name))
+      if (isTextBlock(block) && isSummaryText(block.text)) {
+        const parsed = parseSummary(block.text)
+        if (parsed) priorSummaries.push(parsed)
+        continue
+      }
+      if (isTextBlock(block) && block.text.startsWith(NOTE_PREFIX)) continue
+      const rendered = renderBlock(block, m.role, names, options)
+      if (rendered !== undefined) lines.push(rendered)
+    }
+    if (lines.length > 0) parts.push({ index: offset + k, text: redact(`[#${offset + k} ${m.role}]\n${lines.join('\n')}`) })
+  })
+  return { parts, priorSummaries }
+}

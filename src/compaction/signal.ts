@@ -1,0 +1,33 @@
+/**
+ * Lines of tool output that carry signal: errors, tracebacks, failing tests, assertion messages and
+ * exit codes. They survive every clip, so the summarizer sees why a command failed.
+ */
+const SIGNAL_LINE =
+  /\b(?:error|errors|exception|traceback|failed|failure|fatal|panic|assert\w*|segmentation fault|exit (?:code|status)|returncode|denied|not found|undefined|cannot|unable to|warning)\b|^\s*File "[^"]+", line \d+|^E\s{2,}|^(?:FAIL|FAILED|ERROR|PASSED|ok|not ok)\b|<returncode>|\b\d+ (?:passed|failed|errors?)\b|npm ERR!|^\s*at .+:\d+:\d+\)?$/i
+
+/** Exception class names: ValueError, KeyError, NullPointerException, AssertionError. */
+const EXCEPTION_NAME = /[a-z0-9](?:Error|Exception|Failure)\b/
+
+export function isSignalLine(line: string): boolean {
+  return line.length > 0 && (SIGNAL_LINE.test(line) || EXCEPTION_NAME.test(line))
+}
+
+export function signalLines(text: string, limit: number): string[] {
+  const out: string[] = []
+  for (const line of text.split('\n')) {
+    if (isSignalLine(line)) {
+      out.push(line.length > 300 ? `${line.slice(0, 300)}…` : line)
+      if (out.length >= limit) break
+    }
+  }
+  return out
+}
+
+/** The exit code a tool output reports, in the shapes the agents of the corpus use. */
+export function exitCodeOf(text: string): number | undefined {
+  const m =
+    /<returncode>\s*(-?\d+)\s*<\/returncode>/.exec(text) ??
+    /\[Command finished with exit code (-?\d+)\]/.exec(text) ??
+    /\b[Ee]xit (?:code|status)[:= ]\s*(-?\d+)/.exec(text)
+  return m ? Number(m[1]) : undefined
+}

@@ -1,0 +1,159 @@
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import {
+  type Block,
+  type Clip,
+  type Message,
+  emptySections,
+  finishCompaction,
+  formatSummary,
+  messageTokens,
+  planCompaction,
+  readLedger,
+  safeBoundaries,
+  validateHistory
+} from '../../src/compaction/index.js'
+
+/**
+ * Generated histories: turns of a prompt (string or blocks), steps of parallel tool calls with results
+ * from tiny to huge, thinking blocks, an optional prior summary in front and an optional pending call.
+ */
+const text = fc.string({ minLength: 1, maxLength: 300 })
+const output = fc.oneof(
+  { weight: 6, arbitrary: fc.string({ maxLength: 400 }) },
+  { weight: 2, arbitrary: fc.integer({ min: 1_000, max: 20_000 }).map((n) => `${'log line\n'.repeat(n / 9)}Traceback: boom`) },
+  { weight: 1, arbitrary: fc.integer({ min: 50_000, max: 200_000 }).map((n) => 'x'.repeat(n)) }
+)
+const toolCall = fc.record({
+  name: fc.constantFrom('bash', 'Edit', 'Read', 'str_replace_editor', 'Write'),
+  path: fc.constantFrom('src/a.ts', 'src/b.py', 'lib/c.go', 'README.md', 'test/d.test.ts'),
+  output,
+  isError: fc.boolean(),
+  blockContent: fc.boolean()
+})
+const step = fc.record({ thinking: fc.boolean(), say: fc.option(text), calls: fc.array(toolCall, { minLength: 1, maxLength: 3 }) })
+const turn = fc.record({ prompt: text, asBlocks: fc.boolean(), steps: fc.array(step, { maxLength: 5 }), answer: text })
+const history = fc.record({
+  turns: fc.array(turn, { minLength: 1, maxLength: 12 }),
+  prior: fc.option(fc.record({ file: fc.constantFrom('old/x.ts', 'old/y.ts'), ask: text })),
+  /** The client compacts mid-turn, right after a tool result (an agent loop does). */
+  ending: fc.constantFrom<'answer' | 'pending' | 'tool_result'>('answer', 'pending', 'tool_result')
+})
+
+function inputFor(name: string, path: string): Record<string, unknown> {
+  if (name === 'bash') return { command: `sed -i 's/a/b/' ${path}` }
+  if (name === 'str_replace_editor') return { command: 'str_replace', path, old_str: 'a', new_str: 'b' }
+  return { file_path: path }
+}
+
+function build(h: fc.Value<typeof history>): Message[] {
+  const messages: Message[] = []
+  let id = 0
+  h.turns.forEach((t, ti) => {
+    const promptBlocks: Block[] = [{ type: 'text', text: t.prompt }]
+    if (ti === 0 && h.prior) {
+      const s = emptySections()
+      s.files_modified = [`${h.prior.file} — changed earlier`]
+      s.user_requests = [h.prior.ask]
+      promptBlocks.unshift({ type: 'text', text: formatSummary(s, { id: 'cmp_prior', compactedTurns: 2 }) })
+    }
+    messages.push({ role: 'user', content: t.asBlocks || (ti === 0 && h.prior) ? promptBlocks : t.prompt })
+    for (const s of t.steps) {
+      const calls = s.calls.map((c) => ({ ...c, id: `toolu_${id++}` }))
+      const content: Block[] = []
+      if (s.thinking) content.push({ type: 'thinking', thinking: 'hmm '.repeat(50), signature: 'sig' })
+      if (s.say) content.push({ type: 'text', text: s.say })
+      for (const c of calls) content.push({ type: 'tool_use', id: c.id, name: c.name, input: inputFor(c.name, c.path) })
+      messages.push({ role: 'assistant', content })
+      messages.push({
+        role: 'user',
+        content: calls.map((c) => ({
+          type: 'tool_result',
+          tool_use_id: c.id,
+          content: c.blockContent ? [{ type: 'text', text: c.output }] : c.output,
+          ...(c.isError ? { is_error: true } : {})
+        }))
+      })
+    }
+    messages.push({ role: 'assistant', content: [{ type: 'text', text: t.answer }] })
+  })
+  if (h.ending === 'pending') {
+    const last = messages.pop()!
+    messages.push({ ...last, content: [...(last.content as Block[]), { type: 'tool_use', id: `toolu_${id}`, name: 'bash', input: { command: 'ls' } }] })
+  } else if (h.ending === 'tool_result' && messages.length > 2) {
+    messages.pop()
+  }
+  return messages
+}
+
+const settings = fc.record({
+  mode: fc.constantFrom<'auto' | 'manual'>('auto', 'manual'),
+  budget: fc.integer({ min: 3_000, max: 60_000 }),
+  keepShare: fc.constantFrom(0.2, 0.33, 0.5),
+  keepTurns: fc.integer({ min: 1, max: 8 })
+})
+
+/** The tail the client gets back: the output less the summary blocks. */
+function tailOf(out: Message[], input: Message[], keptFrom: number): Message[] {
+  const first = out[0]!
+  if (input[keptFrom]!.role === 'assistant') return out.slice(1)
+  const own = (first.content as Block[]).slice(2)
+  const original = input[keptFrom]!
+  return [{ ...first, content: typeof original.content === 'string' ? (own[0] as { text: string }).text : own }, ...out.slice(1)]
+}
+
+function sameExceptClips(tail: Message[], suffix: Message[], keptFrom: number, clips: Clip[]): void {
+  expect(tail.length).toBe(suffix.length)
+  tail.forEach((m, k) => {
+    const clipped = clips.filter((c) => c.message_index === keptFrom + k)
+    if (clipped.length === 0) return expect(m).toEqual(suffix[k])
+    const blocks = m.content as Block[]
+    const orig = suffix[k]!.content as Block[]
+    blocks.forEach((b, j) => {
+      if (!clipped.some((c) => c.block_index === j)) return expect(b).toEqual(orig[j])
+      expect({ ...b, content: undefined }).toEqual({ ...orig[j], content: undefined })
+      expect(JSON.stringify(b.content)).toContain('characters clipped by compaction-gateway')
+    })
+  })
+}
+
+describe('compaction invariants over generated histories', () => {
+  it('hold for every history and setting', () => {
+    fc.assert(
+      fc.property(history, settings, (h, s) => {
+        const input = build(h)
+        expect(validateHistory(input)).toBeUndefined()
+        const keepTokens = Math.floor(s.budget * s.keepShare)
+        const plan = planCompaction({ messages: input, mode: s.mode, budgetTokens: s.budget, sizingBudgetTokens: s.budget, keepTokens, keepTurns: s.keepTurns, dryRun: false })
+        if (!plan.summarize) {
+          if (s.mode === 'manual') expect(plan.reason).toBe('nothing_to_compact')
+          return
+        }
+        const out = finishCompaction(plan, { id: 'cmp_p' })
+        const messages = out.messages!
+
+        // roles alternate, starting with the user; every tool_use is answered (a final pending call aside)
+        expect(validateHistory(messages)).toBeUndefined()
+        expect(messages[0]!.role).toBe('user')
+        // the cut is at a safe boundary
+        expect(safeBoundaries(input)).toContain(out.kept_from)
+        // the tail is the input's suffix, except the reported clips
+        sameExceptClips(tailOf(messages, input, out.kept_from), input.slice(out.kept_from), out.kept_from, out.clips)
+        // the tail stays within keep_tokens, measured afresh
+        const tailTokens = messageTokens(tailOf(messages, input, out.kept_from), 1).reduce((a, b) => a + b, 0)
+        expect(tailTokens).toBeLessThanOrEqual(keepTokens)
+        // the context after compaction stays within the budget
+        expect(out.stats.context_after_compaction).toBeLessThanOrEqual(s.budget)
+        const recount = messageTokens(messages, 1).reduce((a, b) => a + b, 0)
+        expect(recount).toBe(out.stats.context_after_compaction)
+        // nothing lost but what is reported: every file the span touched is in the summary
+        const ledger = readLedger(input.slice(0, out.kept_from))
+        for (const f of ledger.filesModified) expect(out.summary!.text).toContain(f.path)
+        if (h.prior && out.kept_from > 0) expect(out.summary!.text).toContain(h.prior.file)
+        // no summary nests in another
+        expect(JSON.stringify(messages).match(/<compaction-summary /g)).toHaveLength(1)
+      }),
+      { numRuns: 300 }
+    )
+  })
+})

@@ -57,11 +57,11 @@ describe('planCut', () => {
     expect(plan.tailTokens).toBeLessThanOrEqual(2_000)
     expect(sum(tokensOf(plan.tail))).toBeLessThanOrEqual(2_000)
     expect(plan.clips).toEqual([{ message_index: 4, block_index: 0, tool_use_id: 'a', original_chars: huge.length, kept_chars: expect.any(Number) }])
-    const kept = (plan.tail[1]!.content as { content: string }[])[0]!.content
+    const kept = (plan.tail[1]!.content as unknown as { content: string }[])[0]!.content
     expect(kept).toContain('characters clipped by compaction-gateway')
     expect(kept.endsWith('boom')).toBe(true)
     // the client's own history is not touched
-    expect((h[4]!.content as { content: string }[])[0]!.content).toBe(huge)
+    expect((h[4]!.content as unknown as { content: string }[])[0]!.content).toBe(huge)
   })
 
   it('shrinks the tail to the last turn in manual mode when everything fits', () => {

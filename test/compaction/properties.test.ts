@@ -46,7 +46,9 @@ function inputFor(name: string, path: string): Record<string, unknown> {
   return { file_path: path }
 }
 
-function build(h: fc.Value<typeof history>): Message[] {
+type History = typeof history extends fc.Arbitrary<infer T> ? T : never
+
+function build(h: History): Message[] {
   const messages: Message[] = []
   let id = 0
   h.turns.forEach((t, ti) => {
@@ -99,7 +101,7 @@ function tailOf(out: Message[], input: Message[], keptFrom: number): Message[] {
   if (input[keptFrom]!.role === 'assistant') return out.slice(1)
   const own = (first.content as Block[]).slice(2)
   const original = input[keptFrom]!
-  return [{ ...first, content: typeof original.content === 'string' ? (own[0] as { text: string }).text : own }, ...out.slice(1)]
+  return [{ ...first, content: typeof original.content === 'string' ? (own[0] as unknown as { text: string }).text : own }, ...out.slice(1)]
 }
 
 function sameExceptClips(tail: Message[], suffix: Message[], keptFrom: number, clips: Clip[]): void {

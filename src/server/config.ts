@@ -1,0 +1,96 @@
+import { type Static, Type } from 'typebox'
+import { Value } from 'typebox/value'
+
+/** Every default in one place (DESIGN 5). */
+export const DEFAULT_PORT = 8080
+export const DEFAULT_HOST = '127.0.0.1'
+export const DEFAULT_BUDGET_TOKENS = 45_000
+export const DEFAULT_KEEP_TURNS = 8
+export const DEFAULT_BODY_LIMIT_MB = 32
+export const DEFAULT_MODEL = 'claude-sonnet-5-5'
+export const DEFAULT_SUMMARIZER_TIMEOUT_MS = 60_000
+export const DEFAULT_SUMMARIZER_INPUT_TOKENS = 100_000
+
+const LogLevel = Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)))
+
+/** The environment the service reads, as one schema: validation, defaults and the type at once. */
+export const ConfigSchema = Type.Object({
+  PORT: Type.Integer({ minimum: 0, maximum: 65_535, default: DEFAULT_PORT }),
+  HOST: Type.String({ minLength: 1, default: DEFAULT_HOST }),
+  LOG_LEVEL: Type.Unsafe<'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'>({ ...LogLevel, default: 'info' }),
+  ANTHROPIC_API_KEY: Type.Optional(Type.String({ minLength: 1 })),
+  ANTHROPIC_BASE_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
+  COMPACT_MODEL: Type.String({ minLength: 1, default: DEFAULT_MODEL }),
+  COMPACT_BUDGET: Type.Union([Type.Integer({ minimum: 1_000 }), Type.Literal('off')], { default: DEFAULT_BUDGET_TOKENS }),
+  COMPACT_KEEP_TOKENS: Type.Optional(Type.Integer({ minimum: 100 })),
+  COMPACT_KEEP_TURNS: Type.Integer({ minimum: 1, maximum: 1_000, default: DEFAULT_KEEP_TURNS }),
+  COMPACT_API_KEYS: Type.Optional(Type.String()),
+  COMPACT_BODY_LIMIT_MB: Type.Number({ exclusiveMinimum: 0, maximum: 1_024, default: DEFAULT_BODY_LIMIT_MB }),
+  COMPACT_DB: Type.Optional(Type.String({ minLength: 1 })),
+  COMPACT_SUMMARIZER_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600_000, default: DEFAULT_SUMMARIZER_TIMEOUT_MS }),
+  COMPACT_SUMMARIZER_INPUT_TOKENS: Type.Integer({ minimum: 2_000, maximum: 1_000_000, default: DEFAULT_SUMMARIZER_INPUT_TOKENS }),
+  COMPACT_FALLBACK: Type.Union([Type.Literal('extractive'), Type.Literal('error')], { default: 'extractive' })
+})
+
+export type Config = Static<typeof ConfigSchema>
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    message: string
+  ) {
+    super(message)
+    this.name = 'ConfigError'
+  }
+}
+
+/**
+ * Reads the configuration from an environment, once, at start-up. Unset and empty variables take their
+ * defaults; a bad value throws a ConfigError naming the variable and what it must be.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const picked: Record<string, string> = {}
+  for (const key of Object.keys(ConfigSchema.properties)) {
+    const v = env[key]
+    if (v !== undefined && v.trim() !== '') picked[key] = v.trim()
+  }
+  const value = Value.Convert(ConfigSchema, Value.Default(ConfigSchema, picked))
+  if (Value.Check(ConfigSchema, value)) return value
+  const first = Value.Errors(ConfigSchema, value)[0]
+  const variable = first?.instancePath.replace(/^\//, '') || 'environment'
+  const shown = variable in picked ? ` (got ${JSON.stringify(picked[variable])})` : ''
+  throw new ConfigError(variable, `invalid ${variable}${shown}: ${describe(variable)}`)
+}
+
+function describe(variable: string): string {
+  const schema = (ConfigSchema.properties as unknown as Record<string, Record<string, unknown>>)[variable]
+  if (!schema) return 'unknown setting'
+  if (variable === 'COMPACT_BUDGET') return 'an integer of at least 1000, or "off"'
+  if (variable === 'LOG_LEVEL') return 'one of fatal, error, warn, info, debug, trace, silent'
+  if (variable === 'COMPACT_FALLBACK') return 'one of extractive, error'
+  if (variable === 'ANTHROPIC_BASE_URL') return 'an http(s) URL'
+  const range = [
+    schema.minimum !== undefined ? `at least ${String(schema.minimum)}` : undefined,
+    schema.exclusiveMinimum !== undefined ? `above ${String(schema.exclusiveMinimum)}` : undefined,
+    schema.maximum !== undefined ? `at most ${String(schema.maximum)}` : undefined
+  ].filter(Boolean)
+  const kind = schema.type === 'integer' ? 'an integer' : schema.type === 'number' ? 'a number' : 'a non-empty string'
+  return range.length ? `${kind}, ${range.join(' and ')}` : kind
+}
+
+/** The keys a client may present, by name. `name=key` names a client; a bare key is named by its position. */
+export function parseApiKeys(raw: string | undefined): Map<string, string> {
+  const keys = new Map<string, string>()
+  if (!raw) return keys
+  raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .forEach((entry, i) => {
+      const eq = entry.indexOf('=')
+      const [name, key] = eq > 0 ? [entry.slice(0, eq).trim(), entry.slice(eq + 1).trim()] : [`key${i + 1}`, entry]
+      if (!key) throw new ConfigError('COMPACT_API_KEYS', `invalid COMPACT_API_KEYS: entry ${i + 1} has an empty key`)
+      keys.set(key, name)
+    })
+  return keys
+}

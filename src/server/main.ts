@@ -1,0 +1,53 @@
+import { buildApp } from './app.js'
+import { ConfigError, loadConfig, parseApiKeys } from './config.js'
+
+/** How long in-flight compactions may take to finish after SIGTERM before the process exits anyway. */
+export const SHUTDOWN_GRACE_MS = 30_000
+
+const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/
+
+async function main(): Promise<void> {
+  let config
+  try {
+    config = loadConfig()
+    const keys = parseApiKeys(config.COMPACT_API_KEYS)
+    if (keys.size === 0 && !LOOPBACK.test(config.HOST) && process.env.COMPACT_ALLOW_NO_AUTH !== '1') {
+      throw new ConfigError('HOST', `refusing to listen on ${config.HOST} without COMPACT_API_KEYS (set COMPACT_ALLOW_NO_AUTH=1 to allow it)`)
+    }
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`compaction-gateway: ${err.message}\n`)
+      process.exit(78) // EX_CONFIG: a bad setting, not a crash; a supervisor should not loop on it
+    }
+    throw err
+  }
+
+  const app = await buildApp({ config })
+  let closing = false
+  const shutdown = (signal: string): void => {
+    if (closing) return
+    closing = true
+    app.log.info({ signal }, 'shutting down: no new connections, in-flight compactions finish')
+    const timer = setTimeout(() => {
+      app.log.error('shutdown grace period over; exiting with requests still in flight')
+      process.exit(1)
+    }, SHUTDOWN_GRACE_MS)
+    timer.unref()
+    app.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        app.log.error({ err }, 'error while closing')
+        process.exit(1)
+      }
+    )
+  }
+  process.on('SIGTERM', () => shutdown('SIGTERM'))
+  process.on('SIGINT', () => shutdown('SIGINT'))
+
+  await app.listen({ port: config.PORT, host: config.HOST })
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`compaction-gateway: failed to start: ${err instanceof Error ? err.message : String(err)}\n`)
+  process.exit(1)
+})

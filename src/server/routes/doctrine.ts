@@ -1,0 +1,16 @@
+import type { FastifyPluginAsync } from 'fastify'
+import { Type } from 'typebox'
+import { DOCTRINE_SHA256, DOCTRINE_TEXT, DOCTRINE_VERSION } from '../../prompts/doctrine.js'
+
+export const Doctrine = Type.Object(
+  { version: Type.String(), sha256: Type.String(), text: Type.String() },
+  { additionalProperties: false }
+)
+
+export const doctrineRoutes: FastifyPluginAsync = async (app) => {
+  app.get(
+    '/v1/doctrine',
+    { schema: { tags: ['compaction'], summary: 'The server-owned compaction prompt: version, hash and text', response: { 200: Doctrine } } },
+    async () => ({ version: DOCTRINE_VERSION, sha256: DOCTRINE_SHA256, text: DOCTRINE_TEXT })
+  )
+}

@@ -1,0 +1,156 @@
+import { type Static, Type } from 'typebox'
+import { LIST_SECTIONS } from '../compaction/sections.js'
+
+/**
+ * The HTTP contract (DESIGN 3) as TypeBox schemas: one source for validation, the TypeScript types and
+ * the OpenAPI document. Messages and blocks keep every field the client sent (additionalProperties),
+ * because the tail goes back to the client as it came.
+ */
+
+export const Block = Type.Object(
+  { type: Type.String({ minLength: 1, description: 'text, tool_use, tool_result, thinking, image, document, or any later type' }) },
+  { additionalProperties: true, $id: 'Block', description: 'An Anthropic Messages content block; fields beyond `type` pass through untouched.' }
+)
+
+export const Message = Type.Object(
+  {
+    role: Type.Union([Type.Literal('user'), Type.Literal('assistant')]),
+    content: Type.Union([Type.String(), Type.Array(Type.Ref('Block'))])
+  },
+  { additionalProperties: true, $id: 'Message', description: 'An Anthropic Messages API message (MessageParam).' }
+)
+
+export const Usage = Type.Object(
+  {
+    input_tokens: Type.Integer({ minimum: 0 }),
+    cache_creation_input_tokens: Type.Optional(Type.Union([Type.Integer({ minimum: 0 }), Type.Null()])),
+    cache_read_input_tokens: Type.Optional(Type.Union([Type.Integer({ minimum: 0 }), Type.Null()]))
+  },
+  {
+    additionalProperties: true,
+    description:
+      "The provider's usage report for the client's last prompt. The prompt's size is input_tokens plus the cache fields; other fields are not read."
+  }
+)
+
+export const CompactRequest = Type.Object(
+  {
+    messages: Type.Array(Type.Ref('Message'), { minItems: 1, description: "The client's history, Anthropic format." }),
+    system: Type.Optional(Type.Union([Type.String(), Type.Array(Type.Ref('Block'))], { description: 'Counted only, never returned.' })),
+    tools: Type.Optional(Type.Array(Type.Object({}, { additionalProperties: true }), { description: 'Counted only, never returned.' })),
+    mode: Type.Optional(Type.Union([Type.Literal('auto'), Type.Literal('manual')], { description: 'auto compacts over budget; manual whenever there is a span.' })),
+    budget_tokens: Type.Optional(
+      Type.Union([Type.Integer({ minimum: 1_000 }), Type.Literal('off')], { description: 'Prompt size that triggers auto compaction; the server default when absent.' })
+    ),
+    keep_tokens: Type.Optional(Type.Integer({ minimum: 100, description: 'Hard bound on the raw tail; one third of the budget when absent.' })),
+    keep_turns: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000, description: 'At most this many prompt messages in the tail.' })),
+    instructions: Type.Optional(Type.String({ maxLength: 4_000, description: "The user's focus for this compaction; added to the doctrine, never replacing it." })),
+    session_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Ties records and logs to a client session.' })),
+    usage: Type.Optional(Usage),
+    recall_hint: Type.Optional(Type.String({ maxLength: 2_000, description: 'How the agent can search its raw older turns; quoted in the summary turn.' })),
+    summarizer: Type.Optional(Type.Union([Type.Literal('auto'), Type.Literal('anthropic'), Type.Literal('extractive')])),
+    dry_run: Type.Optional(Type.Boolean({ description: 'Plan and report; call no summarizer.' }))
+  },
+  { additionalProperties: false }
+)
+export type CompactRequestBody = Static<typeof CompactRequest>
+
+const sectionProperties = Object.fromEntries(LIST_SECTIONS.map((k) => [k, Type.Array(Type.String())]))
+export const SummarySectionsSchema = Type.Object({ objective: Type.String(), ...sectionProperties } as Record<string, ReturnType<typeof Type.String> | ReturnType<typeof Type.Array>>, {
+  additionalProperties: false,
+  $id: 'SummarySections'
+})
+
+export const Stats = Type.Object(
+  {
+    raw_history_tokens: Type.Integer({ description: 'Estimated tokens of the request: messages, system and tools.' }),
+    summary_tokens: Type.Integer(),
+    compacted_turns: Type.Integer(),
+    compacted_messages: Type.Integer(),
+    kept_messages: Type.Integer(),
+    kept_tokens: Type.Integer(),
+    context_after_compaction: Type.Integer({ description: 'system + tools + summary turn + tail, estimated.' }),
+    clipped_tool_results: Type.Integer(),
+    guard_added: Type.Integer({ description: 'Facts the guard put back into a model summary from the ledger.' }),
+    estimate_scale: Type.Number({ description: 'Factor applied to the estimate to match usage.input_tokens (1 without usage).' })
+  },
+  { additionalProperties: false, $id: 'Stats' }
+)
+
+export const Clip = Type.Object(
+  {
+    message_index: Type.Integer(),
+    block_index: Type.Integer(),
+    tool_use_id: Type.String(),
+    original_chars: Type.Integer(),
+    kept_chars: Type.Integer()
+  },
+  { additionalProperties: false, $id: 'Clip', description: 'A tool_result of the newest step clipped to fit keep_tokens.' }
+)
+
+export const SummarizerReport = Type.Object(
+  {
+    kind: Type.Union([Type.Literal('anthropic'), Type.Literal('extractive'), Type.Literal('cache')]),
+    model: Type.Union([Type.String(), Type.Null()]),
+    input_tokens: Type.Integer(),
+    output_tokens: Type.Integer(),
+    calls: Type.Integer(),
+    fallback_reason: Type.Union([Type.String(), Type.Null()]),
+    duration_ms: Type.Number()
+  },
+  { additionalProperties: false, $id: 'SummarizerReport' }
+)
+
+export const Reason = Type.Union(
+  [
+    Type.Literal('over_budget'),
+    Type.Literal('under_budget'),
+    Type.Literal('manual'),
+    Type.Literal('disabled'),
+    Type.Literal('nothing_to_compact'),
+    Type.Literal('dry_run')
+  ],
+  { description: 'Why the history was or was not compacted.' }
+)
+
+export const CompactResponse = Type.Object(
+  {
+    compacted: Type.Boolean(),
+    reason: Reason,
+    messages: Type.Optional(Type.Array(Type.Ref('Message'), { description: 'The new history: summary turn, then the kept tail. Present only when compacted.' })),
+    kept_from: Type.Integer({ description: "Index into the request's messages where the kept tail starts." }),
+    summary: Type.Optional(
+      Type.Object({ id: Type.String(), text: Type.String(), sections: Type.Ref('SummarySections') }, { additionalProperties: false })
+    ),
+    clips: Type.Array(Type.Ref('Clip')),
+    stats: Type.Ref('Stats'),
+    summarizer: Type.Optional(Type.Ref('SummarizerReport')),
+    doctrine_version: Type.String()
+  },
+  { additionalProperties: false }
+)
+
+export const ErrorResponse = Type.Object(
+  {
+    type: Type.Literal('error'),
+    error: Type.Object(
+      {
+        type: Type.String({ description: 'invalid_request_error, authentication_error, not_found_error, request_too_large, rate_limit_error, overloaded_error, api_error' }),
+        message: Type.String(),
+        path: Type.Optional(Type.String({ description: 'JSON pointer to the offending place in the request body.' }))
+      },
+      { additionalProperties: false }
+    )
+  },
+  { additionalProperties: false, $id: 'ErrorResponse' }
+)
+export type ErrorResponseBody = Static<typeof ErrorResponse>
+
+export const Health = Type.Object({ status: Type.String() }, { additionalProperties: false })
+export const Ready = Type.Object(
+  { status: Type.String(), checks: Type.Record(Type.String(), Type.String()) },
+  { additionalProperties: false }
+)
+
+/** Schemas registered once with `addSchema`, so routes and the OpenAPI document refer to them by name. */
+export const SHARED_SCHEMAS = [Block, Message, SummarySectionsSchema, Stats, Clip, SummarizerReport, ErrorResponse]

@@ -1,0 +1,88 @@
+import {
+  type CompactionOutcome,
+  type Message,
+  finishCompaction,
+  planCompaction,
+  uncompacted,
+  validateHistory
+} from '../compaction/index.js'
+import { DOCTRINE_VERSION } from '../prompts/doctrine.js'
+import type { CompactRequestBody } from '../server/schemas.js'
+import type { SummarizerReport, Summarizer } from '../summarizer/summarizer.js'
+import { InvalidHistoryError, SummarizerUnavailableError } from './errors.js'
+
+export interface CompactDefaults {
+  budgetTokens: number | 'off'
+  keepTokens?: number
+  keepTurns: number
+}
+
+export interface CompactDeps {
+  defaults: CompactDefaults
+  /** The model summarizer, when the server has one. */
+  model?: Summarizer
+  extractive: Summarizer
+  newId: () => string
+  now: () => number
+}
+
+/** Time spent in each phase, for the Server-Timing header. */
+export interface PhaseTimings {
+  validate: number
+  plan: number
+  summarize: number
+}
+
+/** The response body of POST /v1/compact (its schema: CompactResponse in server/schemas.ts). */
+export type CompactResponseBody = CompactionOutcome & { summarizer?: SummarizerReport; doctrine_version: string }
+
+export interface CompactRun {
+  response: CompactResponseBody
+  outcome: CompactionOutcome
+  timings: PhaseTimings
+}
+
+/** The whole path of one compaction: validate, plan, summarize (or not), finish. */
+export async function runCompaction(body: CompactRequestBody, deps: CompactDeps, signal?: AbortSignal): Promise<CompactRun> {
+  const t0 = deps.now()
+  const messages = body.messages as unknown as Message[]
+  const problem = validateHistory(messages)
+  if (problem) throw new InvalidHistoryError(problem)
+  const t1 = deps.now()
+
+  const usage = body.usage
+  const plan = planCompaction({
+    messages,
+    system: body.system as never,
+    tools: body.tools,
+    mode: body.mode ?? 'auto',
+    budgetTokens: body.budget_tokens ?? deps.defaults.budgetTokens,
+    sizingBudgetTokens: typeof deps.defaults.budgetTokens === 'number' ? deps.defaults.budgetTokens : 45_000,
+    keepTokens: body.keep_tokens ?? deps.defaults.keepTokens,
+    keepTurns: body.keep_turns ?? deps.defaults.keepTurns,
+    usageInputTokens: usage ? usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0) : undefined,
+    dryRun: body.dry_run ?? false
+  })
+  const t2 = deps.now()
+  if (!plan.summarize) {
+    const outcome = uncompacted(plan)
+    return { outcome, response: { ...outcome, doctrine_version: DOCTRINE_VERSION }, timings: { validate: t1 - t0, plan: t2 - t1, summarize: 0 } }
+  }
+
+  const summarizer = chooseSummarizer(body.summarizer ?? 'auto', deps)
+  const result = await summarizer.summarize({ plan, instructions: body.instructions, signal })
+  const t3 = deps.now()
+  const outcome = finishCompaction(plan, { id: deps.newId(), recallHint: body.recall_hint, modelSections: result.sections })
+  const report: SummarizerReport = { ...result.report, duration_ms: Math.round(result.report.duration_ms || t3 - t2) }
+  return {
+    outcome,
+    response: { ...outcome, summarizer: report, doctrine_version: DOCTRINE_VERSION },
+    timings: { validate: t1 - t0, plan: t2 - t1, summarize: t3 - t2 }
+  }
+}
+
+function chooseSummarizer(requested: 'auto' | 'anthropic' | 'extractive', deps: CompactDeps): Summarizer {
+  if (requested === 'extractive') return deps.extractive
+  if (requested === 'anthropic' && !deps.model) throw new SummarizerUnavailableError(requested)
+  return deps.model ?? deps.extractive
+}

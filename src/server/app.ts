@@ -9,6 +9,7 @@ import type { Config } from './config.js'
 import { installErrorHandling } from './errors.js'
 import { compactRoutes } from './routes/compact.js'
 import { doctrineRoutes } from './routes/doctrine.js'
+import { registerOpenapi } from './openapi.js'
 import { healthRoutes } from './routes/health.js'
 import { SHARED_SCHEMAS } from './schemas.js'
 
@@ -20,6 +21,8 @@ export interface AppOptions {
   summarizer?: Summarizer
   /** Makes summary ids; the default is random. */
   newId?: () => string
+  /** Collect the routes into an OpenAPI document (app.swagger()); needs the dev dependency @fastify/swagger. */
+  openapi?: boolean
 }
 
 /** Explicit socket timeouts, so that a slow or idle client cannot hold a connection forever. */
@@ -27,6 +30,9 @@ export const CONNECTION_TIMEOUT_MS = 10_000
 export const KEEP_ALIVE_TIMEOUT_MS = 72_000
 /** Long enough for a folded summary of a very large history through the model. */
 export const REQUEST_TIMEOUT_MS = 300_000
+
+/** The service's version, as package.json has it; the OpenAPI document carries it. */
+export const SERVICE_VERSION = '0.1.0'
 
 export type App = FastifyInstance
 
@@ -44,6 +50,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false } }
   }).withTypeProvider<TypeBoxTypeProvider>()
 
+  if (options.openapi) await registerOpenapi(app, SERVICE_VERSION)
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema)
   installErrorHandling(app)
   app.addHook('onSend', async (request, reply) => {

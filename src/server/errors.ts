@@ -51,7 +51,9 @@ function describeValidation(issues: readonly AjvIssue[], context: string): { mes
   } else if (issue.keyword === 'required') {
     path = `${path}/${String(issue.params.missingProperty)}`
     text = 'is required'
-  } else if (issue.keyword === 'enum' || issue.keyword === 'const' || issue.keyword === 'anyOf') {
+  } else if (issue.keyword === 'enum') {
+    text = `must be one of ${(issue.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`
+  } else if (issue.keyword === 'const' || issue.keyword === 'anyOf') {
     const allowed = issues.filter((i) => i.instancePath === issue.instancePath && i.keyword === 'const').map((i) => JSON.stringify(i.params.allowedValue))
     text = allowed.length > 0 ? `must be one of ${allowed.join(', ')}` : text
   }

@@ -1,5 +1,6 @@
 import { type Static, Type } from 'typebox'
 import { LIST_SECTIONS } from '../compaction/sections.js'
+import { compactRequestExample, compactResponseExample, errorExample } from './examples.js'
 
 /**
  * The HTTP contract (DESIGN 3) as TypeBox schemas: one source for validation, the TypeScript types and
@@ -14,7 +15,7 @@ export const Block = Type.Object(
 
 export const Message = Type.Object(
   {
-    role: Type.Union([Type.Literal('user'), Type.Literal('assistant')]),
+    role: Type.Enum(['user', 'assistant']),
     content: Type.Union([Type.String(), Type.Array(Type.Ref('Block'))])
   },
   { additionalProperties: true, $id: 'Message', description: 'An Anthropic Messages API message (MessageParam).' }
@@ -38,7 +39,7 @@ export const CompactRequest = Type.Object(
     messages: Type.Array(Type.Ref('Message'), { minItems: 1, description: "The client's history, Anthropic format." }),
     system: Type.Optional(Type.Union([Type.String(), Type.Array(Type.Ref('Block'))], { description: 'Counted only, never returned.' })),
     tools: Type.Optional(Type.Array(Type.Object({}, { additionalProperties: true }), { description: 'Counted only, never returned.' })),
-    mode: Type.Optional(Type.Union([Type.Literal('auto'), Type.Literal('manual')], { description: 'auto compacts over budget; manual whenever there is a span.' })),
+    mode: Type.Optional(Type.Enum(['auto', 'manual'], { description: 'auto compacts over budget; manual whenever there is a span. Default auto.' })),
     budget_tokens: Type.Optional(
       Type.Union([Type.Integer({ minimum: 1_000 }), Type.Literal('off')], { description: 'Prompt size that triggers auto compaction; the server default when absent.' })
     ),
@@ -48,10 +49,12 @@ export const CompactRequest = Type.Object(
     session_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Ties records and logs to a client session.' })),
     usage: Type.Optional(Usage),
     recall_hint: Type.Optional(Type.String({ maxLength: 2_000, description: 'How the agent can search its raw older turns; quoted in the summary turn.' })),
-    summarizer: Type.Optional(Type.Union([Type.Literal('auto'), Type.Literal('anthropic'), Type.Literal('extractive')])),
+    summarizer: Type.Optional(
+      Type.Enum(['auto', 'anthropic', 'extractive'], { description: 'auto: Anthropic when the server has a key, else extractive. Default auto.' })
+    ),
     dry_run: Type.Optional(Type.Boolean({ description: 'Plan and report; call no summarizer.' }))
   },
-  { additionalProperties: false }
+  { additionalProperties: false, examples: [compactRequestExample] }
 )
 export type CompactRequestBody = Static<typeof CompactRequest>
 
@@ -90,7 +93,7 @@ export const Clip = Type.Object(
 
 export const SummarizerReport = Type.Object(
   {
-    kind: Type.Union([Type.Literal('anthropic'), Type.Literal('extractive'), Type.Literal('cache')]),
+    kind: Type.Enum(['anthropic', 'extractive', 'cache']),
     model: Type.Union([Type.String(), Type.Null()]),
     input_tokens: Type.Integer(),
     output_tokens: Type.Integer(),
@@ -101,17 +104,9 @@ export const SummarizerReport = Type.Object(
   { additionalProperties: false, $id: 'SummarizerReport' }
 )
 
-export const Reason = Type.Union(
-  [
-    Type.Literal('over_budget'),
-    Type.Literal('under_budget'),
-    Type.Literal('manual'),
-    Type.Literal('disabled'),
-    Type.Literal('nothing_to_compact'),
-    Type.Literal('dry_run')
-  ],
-  { description: 'Why the history was or was not compacted.' }
-)
+export const Reason = Type.Enum(['over_budget', 'under_budget', 'manual', 'disabled', 'nothing_to_compact', 'dry_run'], {
+  description: 'Why the history was or was not compacted.'
+})
 
 export const CompactResponse = Type.Object(
   {
@@ -127,7 +122,11 @@ export const CompactResponse = Type.Object(
     summarizer: Type.Optional(Type.Ref('SummarizerReport')),
     doctrine_version: Type.String()
   },
-  { additionalProperties: false }
+  {
+    additionalProperties: false,
+    description: 'The compaction, or why there was none. `messages` is the new history to send on.',
+    examples: [compactResponseExample]
+  }
 )
 
 export const ErrorResponse = Type.Object(
@@ -142,14 +141,14 @@ export const ErrorResponse = Type.Object(
       { additionalProperties: false }
     )
   },
-  { additionalProperties: false, $id: 'ErrorResponse' }
+  { additionalProperties: false, $id: 'ErrorResponse', examples: [errorExample] }
 )
 export type ErrorResponseBody = Static<typeof ErrorResponse>
 
-export const Health = Type.Object({ status: Type.String() }, { additionalProperties: false })
+export const Health = Type.Object({ status: Type.String() }, { additionalProperties: false, description: 'The process answers.' })
 export const Ready = Type.Object(
   { status: Type.String(), checks: Type.Record(Type.String(), Type.String()) },
-  { additionalProperties: false }
+  { additionalProperties: false, description: 'Readiness and the state of each dependency checked.' }
 )
 
 /** Schemas registered once with `addSchema`, so routes and the OpenAPI document refer to them by name. */

@@ -4,7 +4,18 @@ import { type CompactDeps, runCompaction } from '../../service/compact.js'
 import { Type } from 'typebox'
 import { CompactRequest, CompactResponse } from '../schemas.js'
 
-const errorResponses = Object.fromEntries([400, 401, 404, 413, 422, 429, 500, 502, 503].map((s) => [s, Type.Ref('ErrorResponse')]))
+const ERROR_MEANINGS: Record<number, string> = {
+  400: 'The body breaks the schema; `error.path` points at the place.',
+  401: 'No API key, or a wrong one.',
+  413: 'The body is over COMPACT_BODY_LIMIT_MB.',
+  422: 'The history breaks the rules of a conversation (an unanswered tool_use, a tool_result that answers nothing, roles out of turn); `error.path` points at the place.',
+  429: 'Rate limited; retry after the Retry-After header.',
+  500: 'An unexpected failure; details are in the server log only.',
+  502: 'The model summary failed and the operator chose no fallback (COMPACT_FALLBACK=error).',
+  503: 'Overloaded: too many summaries in flight; retry after the Retry-After header.'
+}
+
+const errorResponses = Object.fromEntries(Object.entries(ERROR_MEANINGS).map(([s, description]) => [s, Type.Ref('ErrorResponse', { description })]))
 
 export const compactRoutes: FastifyPluginAsync<{ deps: CompactDeps }> = async (app, { deps }) => {
   app.withTypeProvider<TypeBoxTypeProvider>().post(

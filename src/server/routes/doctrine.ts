@@ -4,7 +4,7 @@ import { DOCTRINE_SHA256, DOCTRINE_TEXT, DOCTRINE_VERSION } from '../../prompts/
 
 export const Doctrine = Type.Object(
   { version: Type.String(), sha256: Type.String(), text: Type.String() },
-  { additionalProperties: false }
+  { additionalProperties: false, description: 'The compaction prompt the server owns; clients cannot replace it.' }
 )
 
 export const doctrineRoutes: FastifyPluginAsync = async (app) => {

@@ -4,7 +4,7 @@ import { type Ledger, readLedger, userText } from './ledger.js'
 import { guardSections, mergeSections } from './merge.js'
 import { type Clip, type CutPlan, planCut } from './plan.js'
 import { redact } from './redact.js'
-import { type RenderedSpan, renderSpan } from './render.js'
+import { findPriorSummaries } from './render.js'
 import { LIST_SECTIONS, type SummarySections } from './sections.js'
 import { formatSummary } from './summary-text.js'
 import { MESSAGE_OVERHEAD_TOKENS, estimateScale, messageTokens, rawMessageTokens, rawSystemTokens, scaled, textTokens } from './tokens.js'
@@ -60,9 +60,9 @@ export interface CompactionPlan {
   /** The tail's hard bound as applied: keep_tokens, tightened so that the result fits the budget. */
   tailBound: number
   summaryMaxTokens: number
+  /** The messages to summarize; a model summarizer renders them (renderSpan), the extractive one never does. */
   span: Message[]
   ledger: Ledger
-  rendered: RenderedSpan
   /** The prior summaries of the span, merged, redacted. */
   prior: SummarySections | undefined
   priorTurns: number
@@ -114,8 +114,8 @@ export function planCompaction(input: CompactionInput): CompactionPlan {
   else if (wantsCut && input.dryRun) reason = 'dry_run'
 
   const span = messages.slice(0, cut.cut)
-  const rendered = renderSpan(span)
-  const priors = rendered.priorSummaries.map((p) => p.sections)
+  const priorSummaries = findPriorSummaries(span)
+  const priors = priorSummaries.map((p) => p.sections)
   const prior = priors.length > 0 ? redactSections(priors.reduce((a, b) => mergeSections(a, b))) : undefined
   return {
     reason,
@@ -128,9 +128,8 @@ export function planCompaction(input: CompactionInput): CompactionPlan {
     summaryMaxTokens,
     span,
     ledger: readLedger(span),
-    rendered,
     prior,
-    priorTurns: rendered.priorSummaries.reduce((n, p) => n + p.compactedTurns, 0),
+    priorTurns: priorSummaries.reduce((n, p) => n + p.compactedTurns, 0),
     latestAssistantText: latestAssistantText(span),
     compactedTurns: span.filter((m) => isPromptMessage(m) && userText(m) !== '').length
   }

@@ -41,6 +41,21 @@ export interface RenderedSpan {
   priorSummaries: ParsedSummary[]
 }
 
+/** Summaries of earlier compactions in a span, oldest first, without rendering the span. */
+export function findPriorSummaries(messages: readonly Message[]): ParsedSummary[] {
+  const out: ParsedSummary[] = []
+  for (const m of messages) {
+    if (m.role !== 'user' || typeof m.content === 'string') continue
+    for (const b of m.content) {
+      if (isTextBlock(b) && isSummaryText(b.text)) {
+        const parsed = parseSummary(b.text)
+        if (parsed) out.push(parsed)
+      }
+    }
+  }
+  return out
+}
+
 export function spanText(span: RenderedSpan): string {
   return span.parts.map((p) => p.text).join('\n\n')
 }

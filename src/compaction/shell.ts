@@ -19,53 +19,40 @@ interface Word {
   op: boolean
 }
 
-const OPERATORS = ['&&', '||', '>>', '&>', '2>', '<<', ';', '|', '>', '<', '&', '(', ')', '\n']
+/**
+ * One token at a time: blanks, a single-quoted or double-quoted piece, an escaped character, an
+ * operator, or a run of plain characters. Adjacent pieces make one word (`a"b c"d` is `ab cd`).
+ */
+const TOKEN = /[ \t]+|'([^']*)'?|"((?:\\[\s\S]|[^"\\])*)"?|\\([\s\S])|(&&|\|\||>>|&>|2>|<<|[;|><&()\n])|([^\s'"\\;|><&()]+)/y
 
 /** Splits a command line into words and operators, honouring quotes and backslashes. */
 function tokenize(line: string): Word[] {
   const out: Word[] = []
   let cur = ''
   let has = false
-  const flush = (): void => {
-    if (has) out.push({ text: cur, op: false })
-    cur = ''
-    has = false
-  }
-  for (let i = 0; i < line.length; i++) {
-    const c = line[i]!
-    if (c === "'") {
-      const end = line.indexOf("'", i + 1)
-      const stop = end < 0 ? line.length : end
-      cur += line.slice(i + 1, stop)
+  TOKEN.lastIndex = 0
+  let m: RegExpExecArray | null
+  while (TOKEN.lastIndex < line.length && (m = TOKEN.exec(line)) !== null) {
+    if (m[5] !== undefined) {
+      cur += m[5]
       has = true
-      i = stop
-    } else if (c === '"') {
-      let j = i + 1
-      for (; j < line.length && line[j] !== '"'; j++) {
-        if (line[j] === '\\' && j + 1 < line.length) j++
-        cur += line[j]
-      }
+    } else if (m[1] !== undefined) {
+      cur += m[1]
       has = true
-      i = j
-    } else if (c === '\\' && i + 1 < line.length) {
-      if (line[i + 1] !== '\n') cur += line[i + 1]
+    } else if (m[2] !== undefined) {
+      cur += m[2].replace(/\\([\s\S])/g, '$1')
       has = true
-      i++
-    } else if (c === ' ' || c === '\t') {
-      flush()
+    } else if (m[3] !== undefined) {
+      if (m[3] !== '\n') cur += m[3]
+      has = true
     } else {
-      const op = OPERATORS.find((o) => line.startsWith(o, i))
-      if (op && !(op === '2>' && has)) {
-        flush()
-        out.push({ text: op, op: true })
-        i += op.length - 1
-      } else {
-        cur += c
-        has = true
-      }
+      if (has) out.push({ text: cur, op: false })
+      cur = ''
+      has = false
+      if (m[4] !== undefined) out.push({ text: m[4], op: true })
     }
   }
-  flush()
+  if (has) out.push({ text: cur, op: false })
   return out
 }
 

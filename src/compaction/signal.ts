@@ -24,7 +24,9 @@ export function signalLines(text: string, limit: number): string[] {
 }
 
 /** The exit code a tool output reports, in the shapes the agents of the corpus use. */
-export function exitCodeOf(text: string): number | undefined {
+export function exitCodeOf(output: string): number | undefined {
+  // Agents report the code at the start (mini-swe-agent) or the end (OpenHands) of an output.
+  const text = output.length <= 1_200 ? output : `${output.slice(0, 600)}\n${output.slice(-600)}`
   const m =
     /<returncode>\s*(-?\d+)\s*<\/returncode>/.exec(text) ??
     /\[Command finished with exit code (-?\d+)\]/.exec(text) ??

@@ -1,0 +1,169 @@
+/**
+ * `npm run bench [folder]`: what compaction costs, as ratios to baselines measured in the same run.
+ *   core:  plan + ledger + extractive summary (what the extractive route runs), and the same with the span
+ *          rendered as a model summarizer gets it, against JSON.parse + JSON.stringify of the body;
+ *   route: POST /v1/compact over loopback, against a bare node:http server that parses the same body
+ *          and answers with a quarter of it;
+ *   growth: the core on one history repeated 1, 2, 4, 8 and 16 times, to see how time grows with size.
+ * Aims: core under 1.0x, route under 2.0x.
+ */
+import { once } from 'node:events'
+import { type Server, createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { type Message, finishCompaction, planCompaction, renderSpan, spanText } from '../src/compaction/index.js'
+import { buildApp } from '../src/server/app.js'
+import { loadConfig } from '../src/server/config.js'
+import { corpusDir, loadCorpus, short, table } from './corpus.js'
+
+const CORE_RUNS = Number(process.env.BENCH_CORE_RUNS ?? 21)
+const HTTP_RUNS = Number(process.env.BENCH_HTTP_RUNS ?? 15)
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b)
+  const mid = s.length >> 1
+  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2
+}
+
+/** Median wall time of `fn` over `runs` runs after two warm-up runs, in milliseconds. */
+function timeIt(fn: () => unknown, runs: number): number {
+  fn()
+  fn()
+  const times: number[] = []
+  for (let i = 0; i < runs; i++) {
+    const t0 = performance.now()
+    fn()
+    times.push(performance.now() - t0)
+  }
+  return median(times)
+}
+
+async function timeAsync(fn: () => Promise<unknown>, runs: number): Promise<number> {
+  await fn()
+  await fn()
+  const times: number[] = []
+  for (let i = 0; i < runs; i++) {
+    const t0 = performance.now()
+    await fn()
+    times.push(performance.now() - t0)
+  }
+  return median(times)
+}
+
+/** What the extractive route runs: plan (estimate, cut, ledger, prior summaries) and the extractive summary. */
+function core(messages: Message[], system?: string): unknown {
+  const plan = planCompaction({ messages, system, mode: 'manual', budgetTokens: 45_000, sizingBudgetTokens: 45_000, keepTurns: 8, dryRun: false })
+  return plan.summarize ? finishCompaction(plan, { id: 'cmp_bench' }) : plan
+}
+
+/** The same plus the span rendered (clipped, redacted) as a model summarizer receives it. */
+function coreWithRender(messages: Message[], system?: string): unknown {
+  const plan = planCompaction({ messages, system, mode: 'manual', budgetTokens: 45_000, sizingBudgetTokens: 45_000, keepTurns: 8, dryRun: false })
+  spanText(renderSpan(plan.span))
+  return plan.summarize ? finishCompaction(plan, { id: 'cmp_bench' }) : plan
+}
+
+function jsonRoundTrip(raw: string): unknown {
+  return JSON.stringify(JSON.parse(raw))
+}
+
+/** The baseline server: parse the body, answer with a quarter of its messages. */
+function bareServer(): Server {
+  return createServer((req, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => {
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { messages: unknown[] }
+      const out = JSON.stringify({ messages: body.messages.slice(body.messages.length - Math.ceil(body.messages.length / 4)) })
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(out) })
+      res.end(out)
+    })
+  })
+}
+
+async function post(url: string, body: string): Promise<void> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+  if (res.status !== 200) throw new Error(`${url}: ${res.status} ${await res.text()}`)
+  await res.arrayBuffer()
+}
+
+const dir = corpusDir(process.argv[2])
+const transcripts = loadCorpus(dir)
+
+const app = await buildApp({ config: loadConfig({}), logger: false })
+await app.listen({ port: 0, host: '127.0.0.1' })
+const appUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/v1/compact`
+const bare = bareServer()
+bare.listen(0, '127.0.0.1')
+await once(bare, 'listening')
+const bareUrl = `http://127.0.0.1:${(bare.address() as AddressInfo).port}/`
+
+const rows: (string | number)[][] = []
+const coreRatios: number[] = []
+const renderRatios: number[] = []
+const routeRatios: number[] = []
+for (const t of transcripts) {
+  const coreMs = timeIt(() => core(t.messages, t.system), CORE_RUNS)
+  const renderMs = timeIt(() => coreWithRender(t.messages, t.system), CORE_RUNS)
+  const jsonMs = timeIt(() => jsonRoundTrip(t.raw), CORE_RUNS)
+  const body = JSON.stringify({ messages: t.messages, system: t.system, mode: 'manual' })
+  const routeMs = await timeAsync(() => post(appUrl, body), HTTP_RUNS)
+  const bareMs = await timeAsync(() => post(bareUrl, body), HTTP_RUNS)
+  coreRatios.push(coreMs / jsonMs)
+  renderRatios.push(renderMs / jsonMs)
+  routeRatios.push(routeMs / bareMs)
+  rows.push([
+    short(t.name),
+    `${(t.raw.length / 1024).toFixed(0)} KiB`,
+    jsonMs.toFixed(2),
+    coreMs.toFixed(2),
+    `${(coreMs / jsonMs).toFixed(2)}x`,
+    renderMs.toFixed(2),
+    `${(renderMs / jsonMs).toFixed(2)}x`,
+    routeMs.toFixed(2),
+    bareMs.toFixed(2),
+    `${(routeMs / bareMs).toFixed(2)}x`
+  ])
+}
+rows.push(['MEDIAN', '', '', '', `${median(coreRatios).toFixed(2)}x`, '', `${median(renderRatios).toFixed(2)}x`, '', '', `${median(routeRatios).toFixed(2)}x`])
+rows.push(['WORST', '', '', '', `${Math.max(...coreRatios).toFixed(2)}x`, '', `${Math.max(...renderRatios).toFixed(2)}x`, '', '', `${Math.max(...routeRatios).toFixed(2)}x`])
+
+await app.close()
+bare.close()
+
+// Growth: the largest transcript repeated, its tool ids made unique per copy.
+const largest = [...transcripts].sort((a, b) => b.raw.length - a.raw.length)[0]!
+function repeated(times: number): Message[] {
+  const out: Message[] = []
+  for (let k = 0; k < times; k++) {
+    const copy = JSON.parse(JSON.stringify(largest.messages).replace(/"(tool_use_id|id)":"([^"]+)"/g, `"$1":"$2_${k}"`)) as Message[]
+    // Keep roles alternating across copies: each copy opens with a user message and ends with one.
+    if (out.length > 0 && out[out.length - 1]!.role === 'user') out.push({ role: 'assistant', content: 'continuing' })
+    out.push(...copy)
+  }
+  return out
+}
+const growthRows: (string | number)[][] = []
+const points: [number, number][] = []
+for (const times of [1, 2, 4, 8, 16]) {
+  const messages = repeated(times)
+  const raw = JSON.stringify({ messages })
+  const coreMs = timeIt(() => core(messages), Math.max(5, Math.floor(CORE_RUNS / times)))
+  const jsonMs = timeIt(() => jsonRoundTrip(raw), Math.max(5, Math.floor(CORE_RUNS / times)))
+  points.push([raw.length, coreMs])
+  growthRows.push([`${times}x`, messages.length, `${(raw.length / 1024 / 1024).toFixed(2)} MiB`, coreMs.toFixed(1), jsonMs.toFixed(1), `${(coreMs / jsonMs).toFixed(2)}x`, ((coreMs * 1000) / messages.length).toFixed(1)])
+}
+// Slope of log(time) against log(size): 1 is linear.
+const lx = points.map(([x]) => Math.log(x))
+const ly = points.map(([, y]) => Math.log(y))
+const mx = lx.reduce((a, b) => a + b, 0) / lx.length
+const my = ly.reduce((a, b) => a + b, 0) / ly.length
+const slope = lx.reduce((n, x, i) => n + (x - mx) * (ly[i]! - my), 0) / lx.reduce((n, x) => n + (x - mx) ** 2, 0)
+
+console.log(`corpus: ${dir} (${transcripts.length} transcripts); medians of ${CORE_RUNS} core runs and ${HTTP_RUNS} HTTP requests; node ${process.version}\n`)
+console.log(table(['transcript', 'body', 'JSON ms', 'core ms', 'core/JSON', '+render ms', '+render/JSON', 'route ms', 'bare ms', 'route/bare'], rows))
+console.log(`\ngrowth: ${short(largest.name)} repeated\n`)
+console.log(table(['copies', 'messages', 'body', 'core ms', 'JSON ms', 'core/JSON', 'µs per message'], growthRows))
+console.log(`\ntime grows as size^${slope.toFixed(2)} (1.00 is linear); rss ${(process.memoryUsage().rss / 1024 / 1024).toFixed(0)} MiB`)
+console.log(
+  `aims: core median ${median(coreRatios).toFixed(2)}x (< 1.0x; ${median(renderRatios).toFixed(2)}x with the span rendered for a model), route median ${median(routeRatios).toFixed(2)}x (< 2.0x)`
+)

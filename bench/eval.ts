@@ -1,0 +1,149 @@
+/**
+ * `npm run eval [folder]`: the compaction pipeline over a folder of transcripts, one row each, with the
+ * invariants checked, a second round of compaction, the recall of the files of the final diff, and the
+ * span rendering compared with a plain 2,000-character clip of each tool output.
+ */
+import {
+  DEFAULT_RENDER,
+  type Message,
+  finishCompaction,
+  isToolResult,
+  messageTokens,
+  planCompaction,
+  readLedger,
+  renderSpan,
+  safeBoundaries,
+  spanText,
+  textTokens,
+  toolResultText,
+  validateHistory
+} from '../src/compaction/index.js'
+import { corpusDir, loadCorpus, short, table } from './corpus.js'
+
+const BUDGET = 45_000
+const KEEP_TOKENS = Math.floor(BUDGET / 3)
+
+/** Lines that say what failed; counted independently of the renderer's own signal rule. */
+const FAILURE_LINE = /Traceback \(most recent call last\)|\b\w*(?:Error|Exception)\b:|\bFAILED\b|\bFAIL\b|^E {2,}\S|assert(?:ion)?\b.*(?:failed|!=|==)|exit (?:code|status) [1-9]/i
+
+function failureLines(span: Message[]): Set<string> {
+  const lines = new Set<string>()
+  for (const m of span) {
+    if (typeof m.content === 'string') continue
+    for (const b of m.content) {
+      if (!isToolResult(b)) continue
+      for (const line of toolResultText(b).split('\n')) {
+        const t = line.trim()
+        if (t.length > 3 && t.length <= 300 && FAILURE_LINE.test(t)) lines.add(t)
+      }
+    }
+  }
+  return lines
+}
+
+function survivors(lines: Set<string>, rendered: string): number {
+  let n = 0
+  for (const l of lines) if (rendered.includes(l)) n++
+  return n
+}
+
+function compact(messages: Message[], system?: string) {
+  const plan = planCompaction({ messages, system, mode: 'manual', budgetTokens: BUDGET, sizingBudgetTokens: BUDGET, keepTokens: KEEP_TOKENS, keepTurns: 8, dryRun: false })
+  return { plan, out: plan.summarize ? finishCompaction(plan, { id: 'cmp_eval' }) : undefined }
+}
+
+function invariantsHold(input: Message[], out: NonNullable<ReturnType<typeof compact>['out']>): string[] {
+  const broken: string[] = []
+  const messages = out.messages!
+  if (validateHistory(messages)) broken.push('adjacency/roles')
+  if (!safeBoundaries(input).includes(out.kept_from)) broken.push('safe boundary')
+  const tail = input[out.kept_from]!.role === 'assistant' ? messages.slice(1) : messages.slice(1)
+  const expected = input.slice(out.kept_from + (input[out.kept_from]!.role === 'assistant' ? 0 : 1))
+  const clipped = new Set(out.clips.map((c) => c.message_index))
+  expected.forEach((m, k) => {
+    const index = out.kept_from + (input[out.kept_from]!.role === 'assistant' ? 0 : 1) + k
+    if (!clipped.has(index) && JSON.stringify(m) !== JSON.stringify(tail[k])) broken.push(`tail changed at ${index}`)
+  })
+  const keptTokens = messageTokens(input.slice(out.kept_from), 1).reduce((a, b) => a + b, 0)
+  if (out.clips.length === 0 && keptTokens > KEEP_TOKENS) broken.push('keep_tokens')
+  if (out.stats.context_after_compaction > BUDGET) broken.push('budget')
+  return broken
+}
+
+function roundTwo(first: NonNullable<ReturnType<typeof compact>['out']>): string {
+  const second = compact(first.messages!).out
+  // The result is a single message (the summary before the user's last prompt): nothing left to fold.
+  if (!second) return 'ok (nothing to compact)'
+  const files = [...first.summary!.sections.files_modified, ...first.summary!.sections.files_inspected].map((i) => i.split(' — ')[0]!)
+  const lost = files.filter((f) => !second.summary!.text.includes(f))
+  const nested = (JSON.stringify(second.messages).match(/<compaction-summary /g) ?? []).length !== 1
+  if (lost.length === 0 && !nested) return `ok (${files.length} files)`
+  return `${lost.length ? `lost ${lost.length}` : ''}${nested ? ' nested' : ''}`.trim()
+}
+
+const dir = corpusDir(process.argv[2])
+const transcripts = loadCorpus(dir)
+const rows: (string | number)[][] = []
+const renderRows: (string | number)[][] = []
+const totals = { messages: 0, raw: 0, kept: 0, summary: 0, after: 0, held: 0, round2: 0, gtFound: 0, gtTotal: 0, signalTokens: 0, plainTokens: 0, failures: 0, signalKept: 0, plainKept: 0 }
+
+for (const t of transcripts) {
+  const { plan, out } = compact(t.messages, t.system)
+  if (!out) {
+    rows.push([short(t.name), t.messages.length, plan.rawHistoryTokens, '-', '-', '-', plan.reason, '-', '-'])
+    continue
+  }
+  const broken = invariantsHold(t.messages, out)
+  const r2 = roundTwo(out)
+  const span = t.messages.slice(0, out.kept_from)
+  const ledger = readLedger(span)
+  const named = [...ledger.filesModified.map((f) => f.path), ...ledger.filesRead]
+  const gt = t.metadata?.ground_truth?.files_in_final_diff
+  let recall = '-'
+  if (gt && gt.length > 0) {
+    const found = gt.filter((f) => named.some((p) => p === f || p.endsWith(`/${f}`))).length
+    totals.gtFound += found
+    totals.gtTotal += gt.length
+    recall = `${found}/${gt.length}`
+  }
+  rows.push([short(t.name), t.messages.length, out.stats.raw_history_tokens, out.stats.kept_tokens, out.stats.summary_tokens, out.stats.context_after_compaction, broken.length ? broken.join(', ') : 'yes', r2, recall])
+  totals.messages += t.messages.length
+  totals.raw += out.stats.raw_history_tokens
+  totals.kept += out.stats.kept_tokens
+  totals.summary += out.stats.summary_tokens
+  totals.after += out.stats.context_after_compaction
+  if (broken.length === 0) totals.held++
+  if (r2.startsWith('ok')) totals.round2++
+
+  const signal = spanText(renderSpan(span))
+  const plain = spanText(renderSpan(span, 0, { ...DEFAULT_RENDER, clip: 'plain', toolOutputHead: 2_000 }))
+  const failures = failureLines(span)
+  const s = survivors(failures, signal)
+  const p = survivors(failures, plain)
+  renderRows.push([short(t.name), textTokens(signal), textTokens(plain), failures.size, s, p])
+  totals.signalTokens += textTokens(signal)
+  totals.plainTokens += textTokens(plain)
+  totals.failures += failures.size
+  totals.signalKept += s
+  totals.plainKept += p
+}
+
+const n = transcripts.length
+rows.push([
+  `TOTAL (${n})`,
+  totals.messages,
+  totals.raw,
+  totals.kept,
+  totals.summary,
+  totals.after,
+  `${totals.held}/${n}`,
+  `${totals.round2}/${n}`,
+  totals.gtTotal ? `${totals.gtFound}/${totals.gtTotal} (${((100 * totals.gtFound) / totals.gtTotal).toFixed(0)}%)` : '-'
+])
+renderRows.push([`TOTAL (${n})`, totals.signalTokens, totals.plainTokens, totals.failures, `${totals.signalKept} (${((100 * totals.signalKept) / Math.max(1, totals.failures)).toFixed(0)}%)`, `${totals.plainKept} (${((100 * totals.plainKept) / Math.max(1, totals.failures)).toFixed(0)}%)`])
+
+console.log(`corpus: ${dir} (${n} transcripts); mode manual, budget ${BUDGET}, keep_tokens ${KEEP_TOKENS}, keep_turns 8, extractive summarizer\n`)
+console.log(table(['transcript', 'messages', 'raw tokens', 'kept tokens', 'summary tokens', 'context after', 'invariants', 'round two', 'diff-file recall'], rows))
+console.log('\nspan rendering: signal-keeping clip vs a plain 2,000-character clip of each tool output\n')
+console.log(table(['transcript', 'tokens (signal clip)', 'tokens (plain clip)', 'failure lines', 'kept (signal clip)', 'kept (plain clip)'], renderRows))
+if (totals.held !== n - rows.filter((r) => r[3] === '-').length) process.exitCode = 1

@@ -3,6 +3,7 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { LoggerOptions } from 'pino'
 import { ExtractiveSummarizer } from '../summarizer/extractive.js'
+import { modelSummarizer } from '../summarizer/index.js'
 import type { Summarizer } from '../summarizer/summarizer.js'
 import { loggerOptions } from '../telemetry/logger.js'
 import type { Config } from './config.js'
@@ -17,7 +18,7 @@ export interface AppOptions {
   config: Config
   /** Pino options, or false for a silent app (tests). Defaults to JSON lines at config.LOG_LEVEL. */
   logger?: LoggerOptions | false
-  /** The model summarizer; tests pass one wired to a fake server. */
+  /** A model summarizer to use instead of Anthropic's (it still runs behind the timeout and fallback). */
   summarizer?: Summarizer
   /** Makes summary ids; the default is random. */
   newId?: () => string
@@ -62,7 +63,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
   await app.register(compactRoutes, {
     deps: {
       defaults: { budgetTokens: config.COMPACT_BUDGET, keepTokens: config.COMPACT_KEEP_TOKENS, keepTurns: config.COMPACT_KEEP_TURNS },
-      model: options.summarizer,
+      model: modelSummarizer(config, options.summarizer),
       extractive: new ExtractiveSummarizer(),
       newId: options.newId ?? (() => `cmp_${randomUUID().replace(/-/g, '')}`),
       now: () => performance.now()

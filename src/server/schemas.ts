@@ -98,7 +98,10 @@ export const SummarizerReport = Type.Object(
     input_tokens: Type.Integer(),
     output_tokens: Type.Integer(),
     calls: Type.Integer(),
-    fallback_reason: Type.Union([Type.String(), Type.Null()]),
+    fallback_reason: Type.Union([Type.String(), Type.Null()], {
+      description:
+        'Why the extractive summary stands in for a model one: no_api_key, timeout, rate_limited, overloaded, server_error, connection_error, auth_error, bad_request, refusal, no_tool_call, invalid_output, cancelled. Null when none was needed.'
+    }),
     duration_ms: Type.Number()
   },
   { additionalProperties: false, $id: 'SummarizerReport' }

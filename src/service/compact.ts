@@ -19,7 +19,7 @@ export interface CompactDefaults {
 
 export interface CompactDeps {
   defaults: CompactDefaults
-  /** The model summarizer, when the server has one. */
+  /** The model summarizer behind its fallback, when the server has one. */
   model?: Summarizer
   extractive: Summarizer
   newId: () => string
@@ -69,8 +69,12 @@ export async function runCompaction(body: CompactRequestBody, deps: CompactDeps,
     return { outcome, response: { ...outcome, doctrine_version: DOCTRINE_VERSION }, timings: { validate: t1 - t0, plan: t2 - t1, summarize: 0 } }
   }
 
-  const summarizer = chooseSummarizer(body.summarizer ?? 'auto', deps)
+  const requested = body.summarizer ?? 'auto'
+  if (requested === 'anthropic' && !deps.model) throw new SummarizerUnavailableError(requested)
+  const summarizer = requested === 'extractive' || !deps.model ? deps.extractive : deps.model
   const result = await summarizer.summarize({ plan, instructions: body.instructions, signal })
+  // Without a key the extractive summary is the default, and the response says why no model wrote it.
+  if (requested === 'auto' && !deps.model) result.report = { ...result.report, fallback_reason: 'no_api_key' }
   const t3 = deps.now()
   const outcome = finishCompaction(plan, { id: deps.newId(), recallHint: body.recall_hint, modelSections: result.sections })
   const report: SummarizerReport = { ...result.report, duration_ms: Math.round(result.report.duration_ms || t3 - t2) }
@@ -79,10 +83,4 @@ export async function runCompaction(body: CompactRequestBody, deps: CompactDeps,
     response: { ...outcome, summarizer: report, doctrine_version: DOCTRINE_VERSION },
     timings: { validate: t1 - t0, plan: t2 - t1, summarize: t3 - t2 }
   }
-}
-
-function chooseSummarizer(requested: 'auto' | 'anthropic' | 'extractive', deps: CompactDeps): Summarizer {
-  if (requested === 'extractive') return deps.extractive
-  if (requested === 'anthropic' && !deps.model) throw new SummarizerUnavailableError(requested)
-  return deps.model ?? deps.extractive
 }

@@ -33,7 +33,7 @@ describe('POST /v1/compact', () => {
     expect(body.stats.context_after_compaction).toBeLessThanOrEqual(20_000)
     expect(body.stats.kept_tokens).toBeLessThanOrEqual(Math.floor(20_000 / 3))
     expect(body.stats.raw_history_tokens).toBeGreaterThan(20_000)
-    expect(body.summarizer).toMatchObject({ kind: 'extractive', model: null, calls: 0, fallback_reason: null })
+    expect(body.summarizer).toMatchObject({ kind: 'extractive', model: null, calls: 0, fallback_reason: 'no_api_key' })
     expect(res.headers['server-timing']).toMatch(/validate;dur=[\d.]+, plan;dur=[\d.]+, summarize;dur=[\d.]+, total;dur=[\d.]+/)
     expect(res.headers['x-request-id']).toMatch(/[0-9a-f-]{36}/)
   })

@@ -10,6 +10,10 @@ export const DEFAULT_BODY_LIMIT_MB = 32
 export const DEFAULT_MODEL = 'claude-sonnet-5-5'
 export const DEFAULT_SUMMARIZER_TIMEOUT_MS = 60_000
 export const DEFAULT_SUMMARIZER_INPUT_TOKENS = 100_000
+export const DEFAULT_MAX_SUMMARIES = 8
+export const DEFAULT_SUMMARY_QUEUE = 16
+export const DEFAULT_RATE_LIMIT_PER_MIN = 600
+export const DEFAULT_SHUTDOWN_GRACE_MS = 30_000
 
 const LogLevel = Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)))
 
@@ -29,7 +33,12 @@ export const ConfigSchema = Type.Object({
   COMPACT_DB: Type.Optional(Type.String({ minLength: 1 })),
   COMPACT_SUMMARIZER_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600_000, default: DEFAULT_SUMMARIZER_TIMEOUT_MS }),
   COMPACT_SUMMARIZER_INPUT_TOKENS: Type.Integer({ minimum: 2_000, maximum: 1_000_000, default: DEFAULT_SUMMARIZER_INPUT_TOKENS }),
-  COMPACT_FALLBACK: Type.Union([Type.Literal('extractive'), Type.Literal('error')], { default: 'extractive' })
+  COMPACT_FALLBACK: Type.Union([Type.Literal('extractive'), Type.Literal('error')], { default: 'extractive' }),
+  COMPACT_ALLOW_NO_AUTH: Type.Union([Type.Literal('0'), Type.Literal('1')], { default: '0' }),
+  COMPACT_MAX_SUMMARIES: Type.Integer({ minimum: 1, maximum: 1_000, default: DEFAULT_MAX_SUMMARIES }),
+  COMPACT_SUMMARY_QUEUE: Type.Integer({ minimum: 0, maximum: 10_000, default: DEFAULT_SUMMARY_QUEUE }),
+  COMPACT_RATE_LIMIT_PER_MIN: Type.Integer({ minimum: 1, maximum: 1_000_000, default: DEFAULT_RATE_LIMIT_PER_MIN }),
+  COMPACT_SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 0, maximum: 600_000, default: DEFAULT_SHUTDOWN_GRACE_MS })
 })
 
 export type Config = Static<typeof ConfigSchema>
@@ -68,6 +77,7 @@ function describe(variable: string): string {
   if (variable === 'COMPACT_BUDGET') return 'an integer of at least 1000, or "off"'
   if (variable === 'LOG_LEVEL') return 'one of fatal, error, warn, info, debug, trace, silent'
   if (variable === 'COMPACT_FALLBACK') return 'one of extractive, error'
+  if (variable === 'COMPACT_ALLOW_NO_AUTH') return '0 or 1'
   if (variable === 'ANTHROPIC_BASE_URL') return 'an http(s) URL'
   const range = [
     schema.minimum !== undefined ? `at least ${String(schema.minimum)}` : undefined,

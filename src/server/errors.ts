@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { InvalidHistoryError, SummarizerFailedError, SummarizerUnavailableError } from '../service/errors.js'
+import { InvalidHistoryError, OverloadedError, SummarizerFailedError, SummarizerUnavailableError } from '../service/errors.js'
 import type { ErrorResponseBody } from './schemas.js'
 
 /** An error with its HTTP status and Anthropic-style type, thrown by routes and hooks. */
@@ -78,6 +78,10 @@ export function installErrorHandling(app: FastifyInstance): void {
     }
     if (error instanceof SummarizerUnavailableError) {
       void reply.code(400).send(errorBody('invalid_request_error', error.message, '/summarizer'))
+      return
+    }
+    if (error instanceof OverloadedError) {
+      void reply.code(503).header('retry-after', String(error.retryAfterS)).send(errorBody('overloaded_error', error.message))
       return
     }
     if (error instanceof SummarizerFailedError) {

@@ -1,9 +1,6 @@
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig, parseApiKeys } from './config.js'
 
-/** How long in-flight compactions may take to finish after SIGTERM before the process exits anyway. */
-export const SHUTDOWN_GRACE_MS = 30_000
-
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/
 
 async function main(): Promise<void> {
@@ -11,7 +8,7 @@ async function main(): Promise<void> {
   try {
     config = loadConfig()
     const keys = parseApiKeys(config.COMPACT_API_KEYS)
-    if (keys.size === 0 && !LOOPBACK.test(config.HOST) && process.env.COMPACT_ALLOW_NO_AUTH !== '1') {
+    if (keys.size === 0 && !LOOPBACK.test(config.HOST) && config.COMPACT_ALLOW_NO_AUTH !== '1') {
       throw new ConfigError('HOST', `refusing to listen on ${config.HOST} without COMPACT_API_KEYS (set COMPACT_ALLOW_NO_AUTH=1 to allow it)`)
     }
   } catch (err) {
@@ -23,6 +20,7 @@ async function main(): Promise<void> {
   }
 
   const app = await buildApp({ config })
+  const grace = config.COMPACT_SHUTDOWN_GRACE_MS
   let closing = false
   const shutdown = (signal: string): void => {
     if (closing) return
@@ -31,7 +29,7 @@ async function main(): Promise<void> {
     const timer = setTimeout(() => {
       app.log.error('shutdown grace period over; exiting with requests still in flight')
       process.exit(1)
-    }, SHUTDOWN_GRACE_MS)
+    }, grace)
     timer.unref()
     app.close().then(
       () => process.exit(0),

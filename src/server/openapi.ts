@@ -18,6 +18,12 @@ export async function registerOpenapi(app: FastifyInstance, version: string): Pr
         license: { name: 'MIT', identifier: 'MIT' }
       },
       servers: [{ url: 'http://127.0.0.1:8080', description: 'the embedded defaults' }],
+      components: {
+        securitySchemes: {
+          bearerKey: { type: 'http', scheme: 'bearer', description: 'An API key from COMPACT_API_KEYS, as Authorization: Bearer KEY' },
+          apiKeyHeader: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'An API key from COMPACT_API_KEYS, as x-api-key: KEY' }
+        }
+      },
       tags: [
         { name: 'compaction', description: 'Compacting histories and the prompt that does it' },
         { name: 'health', description: 'Liveness and readiness' }

@@ -26,3 +26,14 @@ export class SummarizerUnavailableError extends Error {
     this.name = 'SummarizerUnavailableError'
   }
 }
+
+/** Too many summaries in flight and queued: the client should retry after `retryAfterS` seconds. */
+export class OverloadedError extends Error {
+  constructor(
+    detail: string,
+    readonly retryAfterS: number
+  ) {
+    super(`the service is overloaded (${detail}); retry after ${retryAfterS} s`)
+    this.name = 'OverloadedError'
+  }
+}

@@ -36,7 +36,7 @@ describe('the real server process', () => {
           .map((l) => JSON.parse(l) as Record<string, unknown>)
           .find((l) => l.event === 'context_compacted')
       )
-      expect(event).toMatchObject({ session_id: 'proc-test', summarizer: 'extractive', compacted: true })
+      expect(event).toMatchObject({ session_id: 'proc-test', summarizer: 'extractive', reason: 'manual', compacted_turns: expect.any(Number) })
     } finally {
       server.child.kill('SIGTERM')
     }

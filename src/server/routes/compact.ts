@@ -1,8 +1,10 @@
-import type { FastifyPluginAsync } from 'fastify'
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { type CompactDeps, runCompaction } from '../../service/compact.js'
 import { Type } from 'typebox'
+import { type CompactDeps, type CompactRun, runCompaction } from '../../service/compact.js'
+import type { Metrics } from '../../telemetry/metrics.js'
 import { CompactRequest, CompactResponse } from '../schemas.js'
+import { KEYED } from './security.js'
 
 const ERROR_MEANINGS: Record<number, string> = {
   400: 'The body breaks the schema; `error.path` points at the place.',
@@ -17,13 +19,46 @@ const ERROR_MEANINGS: Record<number, string> = {
 
 const errorResponses = Object.fromEntries(Object.entries(ERROR_MEANINGS).map(([s, description]) => [s, Type.Ref('ErrorResponse', { description })]))
 
-export const compactRoutes: FastifyPluginAsync<{ deps: CompactDeps }> = async (app, { deps }) => {
+function record(metrics: Metrics, run: CompactRun): void {
+  const { response } = run
+  const s = response.stats
+  if (response.compacted) {
+    metrics.rawHistoryTokens.observe(s.raw_history_tokens)
+    metrics.summaryTokens.observe(s.summary_tokens)
+    metrics.compactedTurns.observe(s.compacted_turns)
+    metrics.contextAfterTokens.observe(s.context_after_compaction)
+  }
+  const r = response.summarizer
+  if (!r) return
+  const reason = r.fallback_reason
+  // A model that failed is counted as such; the extractive summary that stood in is counted too.
+  if (reason && reason !== 'no_api_key') metrics.summarizerCalls.inc({ kind: 'anthropic', result: reason })
+  metrics.summarizerCalls.inc({ kind: r.kind, result: 'ok' })
+  metrics.summarizerDuration.observe({ kind: r.kind }, r.duration_ms / 1_000)
+  if (r.input_tokens) metrics.summarizerTokens.inc({ direction: 'input' }, r.input_tokens)
+  if (r.output_tokens) metrics.summarizerTokens.inc({ direction: 'output' }, r.output_tokens)
+}
+
+function modeOf(request: FastifyRequest): string {
+  const mode = (request.body as { mode?: unknown } | undefined)?.mode
+  return mode === 'manual' || mode === 'auto' ? mode : mode === undefined && request.body ? 'auto' : 'unknown'
+}
+
+export const compactRoutes: FastifyPluginAsync<{ deps: CompactDeps; metrics: Metrics }> = async (app, { deps, metrics }) => {
+  const reasons = new WeakMap<FastifyRequest, string>()
+  app.addHook('onResponse', async (request, reply) => {
+    if (request.routeOptions.url !== '/v1/compact') return
+    const outcome = reasons.get(request) ?? (reply.statusCode < 500 ? 'rejected' : 'failed')
+    metrics.requests.inc({ mode: modeOf(request), outcome })
+  })
+
   app.withTypeProvider<TypeBoxTypeProvider>().post(
     '/v1/compact',
     {
       schema: {
         tags: ['compaction'],
         summary: 'Compact a history: a summary turn plus the most recent turns, kept raw within a hard bound',
+        security: KEYED,
         body: CompactRequest,
         response: { 200: CompactResponse, ...errorResponses }
       },
@@ -32,30 +67,40 @@ export const compactRoutes: FastifyPluginAsync<{ deps: CompactDeps }> = async (a
       serializerCompiler: () => (data) => JSON.stringify(data)
     },
     async (request, reply) => {
+      // A client that hangs up before its answer cancels the model call. (The request stream's own
+      // 'close' fires as soon as the body is read, so the response's is the one to watch.)
       const abort = new AbortController()
-      request.raw.once('close', () => {
-        if (!reply.sent) abort.abort()
+      reply.raw.once('close', () => {
+        if (!reply.raw.writableFinished) abort.abort()
       })
+      const started = performance.now()
       const run = await runCompaction(request.body, deps, abort.signal)
-      const { stats } = run.response
+      const { response } = run
+      reasons.set(request, response.reason)
+      record(metrics, run)
+      // One event per compaction, with its figures and never its content.
       request.log.info(
         {
-          event: 'context_compacted',
+          event: response.compacted ? 'context_compacted' : 'compaction_skipped',
           session_id: request.body.session_id,
-          compacted: run.response.compacted,
-          reason: run.response.reason,
-          summarizer: run.response.summarizer?.kind,
-          fallback_reason: run.response.summarizer?.fallback_reason ?? undefined,
-          ...stats
+          key_name: request.keyName || undefined,
+          mode: request.body.mode ?? 'auto',
+          reason: response.reason,
+          summarizer: response.summarizer?.kind,
+          model: response.summarizer?.model ?? undefined,
+          fallback_reason: response.summarizer?.fallback_reason ?? undefined,
+          summarizer_calls: response.summarizer?.calls,
+          duration_ms: Math.round(performance.now() - started),
+          ...response.stats
         },
-        run.response.compacted ? 'context_compacted' : 'compaction_skipped'
+        response.compacted ? 'context_compacted' : 'compaction_skipped'
       )
       const t = run.timings
       void reply.header(
         'server-timing',
         `validate;dur=${t.validate.toFixed(1)}, plan;dur=${t.plan.toFixed(1)}, summarize;dur=${t.summarize.toFixed(1)}, total;dur=${(t.validate + t.plan + t.summarize).toFixed(1)}`
       )
-      return run.response
+      return response
     }
   )
 }

@@ -1,0 +1,92 @@
+/**
+ * `npm run load`: a bounded loopback load run against the real server process on the extractive
+ * summarizer: 2,000 compactions at concurrency 32 (LOAD_REQUESTS, LOAD_CONCURRENCY). It fails (exit 1)
+ * on any error, or when the server's resident memory after the run is over 1.5x what it was before.
+ */
+import { spawn } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { resolve } from 'node:path'
+import { corpusDir, loadCorpus } from './corpus.js'
+
+const REQUESTS = Number(process.env.LOAD_REQUESTS ?? 2_000)
+const CONCURRENCY = Number(process.env.LOAD_CONCURRENCY ?? 32)
+/** Enough requests at full concurrency for the server's heap to reach its working size. */
+const WARMUP = 500
+const MAX_RSS_GROWTH = 1.5
+const ROOT = resolve(import.meta.dirname, '..')
+
+function rssMiB(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+  return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) / 1024
+}
+
+const bodies = loadCorpus(corpusDir(process.argv[2]))
+  .slice(0, 8)
+  .map((t) => JSON.stringify({ messages: t.messages, system: t.system, mode: 'manual', session_id: `load-${t.name}` }))
+
+const child = spawn(process.execPath, ['--import', 'tsx', 'src/server/main.ts'], {
+  cwd: ROOT,
+  env: { PATH: process.env.PATH ?? '', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', COMPACT_RATE_LIMIT_PER_MIN: '1000000' },
+  stdio: ['ignore', 'pipe', 'inherit']
+})
+let out = ''
+child.stdout.on('data', (d: Buffer) => (out += d.toString()))
+const url = await new Promise<string>((res, rej) => {
+  const onData = (): void => {
+    const m = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(out)
+    if (m) {
+      child.stdout.off('data', onData)
+      res(`${m[1]}/v1/compact`)
+    }
+  }
+  child.stdout.on('data', onData)
+  child.once('exit', () => rej(new Error(`server exited: ${out}`)))
+})
+// The server logs every request at info, as in production; the lines are read and dropped.
+child.stdout.on('data', () => (out = ''))
+
+let errors = 0
+const statuses = new Map<number, number>()
+const latencies: number[] = []
+async function run(total: number): Promise<void> {
+  let next = 0
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < total) {
+        const body = bodies[next++ % bodies.length]!
+        const t0 = performance.now()
+        try {
+          const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+          await res.arrayBuffer()
+          statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1)
+          if (res.status !== 200) errors++
+        } catch {
+          errors++
+        }
+        latencies.push(performance.now() - t0)
+      }
+    })
+  )
+}
+
+await run(WARMUP)
+const before = rssMiB(child.pid!)
+statuses.clear()
+latencies.length = 0
+errors = 0
+const t0 = performance.now()
+await run(REQUESTS)
+const seconds = (performance.now() - t0) / 1_000
+const after = rssMiB(child.pid!)
+child.kill('SIGTERM')
+const code = await new Promise<number | null>((res) => child.once('exit', res))
+
+latencies.sort((a, b) => a - b)
+const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]!.toFixed(1)
+const growth = after / before
+console.log(`load: ${REQUESTS} compactions at concurrency ${CONCURRENCY} over loopback, extractive summarizer, ${bodies.length} corpus bodies`)
+console.log(`  ${(REQUESTS / seconds).toFixed(0)} req/s over ${seconds.toFixed(1)} s; latency p50 ${pct(0.5)} ms, p99 ${pct(0.99)} ms, max ${pct(1)} ms`)
+console.log(`  statuses ${JSON.stringify(Object.fromEntries(statuses))}; errors ${errors}`)
+console.log(`  server rss ${before.toFixed(0)} MiB after warm-up, ${after.toFixed(0)} MiB after the run: ${growth.toFixed(2)}x (limit ${MAX_RSS_GROWTH}x)`)
+console.log(`  server exit code after SIGTERM: ${code}`)
+if (errors > 0 || growth > MAX_RSS_GROWTH || code !== 0) process.exitCode = 1

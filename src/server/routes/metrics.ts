@@ -1,0 +1,25 @@
+import type { FastifyPluginAsync } from 'fastify'
+import type { Metrics } from '../../telemetry/metrics.js'
+
+/** Prometheus text exposition of this app's own registry. */
+export const metricsRoutes: FastifyPluginAsync<{ metrics: Metrics }> = async (app, { metrics }) => {
+  app.get(
+    '/metrics',
+    {
+      schema: {
+        tags: ['health'],
+        summary: 'Prometheus metrics: compaction figures, summarizer calls, HTTP durations, process defaults',
+        response: {
+          200: {
+            description: 'Prometheus text format',
+            content: { 'text/plain': { schema: { type: 'string' } } }
+          }
+        }
+      }
+    },
+    async (_request, reply) => {
+      void reply.type(metrics.registry.contentType)
+      return metrics.registry.metrics()
+    }
+  )
+}

@@ -1,0 +1,81 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { App } from '../../src/server/app.js'
+import { testApp } from '../helpers/app.js'
+import { FakeAnthropic } from '../helpers/fake-anthropic.js'
+import { assistant, user } from '../helpers/history.js'
+
+const history = { messages: [user('a'), assistant('b'), user('c')], mode: 'manual' }
+
+describe('API keys', () => {
+  let app: App
+  beforeAll(async () => {
+    app = await testApp({ COMPACT_API_KEYS: 'alpha=key-alpha-1234567890, key-unnamed-0987654321' })
+  })
+  afterAll(async () => {
+    await app.close()
+  })
+  const post = (headers: Record<string, string>) => app.inject({ method: 'POST', url: '/v1/compact', headers, payload: history })
+
+  it('401 without a key, in the one error shape', async () => {
+    const res = await post({})
+    expect(res.statusCode).toBe(401)
+    expect(res.json()).toEqual({ type: 'error', error: { type: 'authentication_error', message: expect.stringContaining('API key is required') } })
+  })
+
+  it('401 with a wrong key, in either header', async () => {
+    expect((await post({ authorization: 'Bearer key-alpha-123456789X' })).statusCode).toBe(401)
+    expect((await post({ 'x-api-key': 'nope' })).statusCode).toBe(401)
+    expect((await post({ authorization: 'Basic a2V5LWFscGhh' })).statusCode).toBe(401)
+  })
+
+  it('accepts a right key in both header forms, named or not', async () => {
+    expect((await post({ authorization: 'Bearer key-alpha-1234567890' })).statusCode).toBe(200)
+    expect((await post({ 'x-api-key': 'key-alpha-1234567890' })).statusCode).toBe(200)
+    expect((await post({ authorization: 'bearer key-unnamed-0987654321' })).statusCode).toBe(200)
+  })
+
+  it('keeps the probes and the scrape open', async () => {
+    for (const url of ['/healthz', '/readyz', '/metrics']) expect((await app.inject({ url })).statusCode).toBe(200)
+    expect((await app.inject({ url: '/v1/doctrine' })).statusCode).toBe(401)
+  })
+})
+
+describe('limits', () => {
+  it('429 with Retry-After past the per-key rate, each key counted on its own', async () => {
+    const app = await testApp({ COMPACT_API_KEYS: 'a=key-a-0000000000,b=key-b-0000000000', COMPACT_RATE_LIMIT_PER_MIN: '2' })
+    const post = (key: string) => app.inject({ method: 'POST', url: '/v1/compact', headers: { 'x-api-key': key }, payload: history })
+    expect((await post('key-a-0000000000')).statusCode).toBe(200)
+    expect((await post('key-a-0000000000')).statusCode).toBe(200)
+    const limited = await post('key-a-0000000000')
+    expect(limited.statusCode).toBe(429)
+    expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0)
+    expect(limited.json().error.type).toBe('rate_limit_error')
+    expect((await post('key-b-0000000000')).statusCode).toBe(200)
+    expect((await app.inject({ url: '/healthz' })).statusCode).toBe(200)
+    await app.close()
+  })
+
+  it('503 with Retry-After when summaries in flight and the queue are full', async () => {
+    const fake = await new FakeAnthropic().start()
+    fake.fallback = { delayMs: 800, toolInput: {} }
+    const app = await testApp({ ANTHROPIC_API_KEY: 'sk-ant-test-limits-00000000000', ANTHROPIC_BASE_URL: fake.url, COMPACT_MAX_SUMMARIES: '1', COMPACT_SUMMARY_QUEUE: '1' })
+    const send = () => app.inject({ method: 'POST', url: '/v1/compact', payload: history })
+    const results = await Promise.all([send(), send(), send()])
+    const codes = results.map((r) => r.statusCode).sort()
+    expect(codes).toEqual([200, 200, 503])
+    const turnedAway = results.find((r) => r.statusCode === 503)!
+    expect(Number(turnedAway.headers['retry-after'])).toBeGreaterThan(0)
+    expect(turnedAway.json().error.type).toBe('overloaded_error')
+    // the queued one ran after the first: never two calls at once
+    expect(fake.requests).toHaveLength(2)
+    await app.close()
+    await fake.close()
+  })
+
+  it('413 over the body limit comes before auth is of any use', async () => {
+    const app = await testApp({ COMPACT_BODY_LIMIT_MB: '0.01', COMPACT_API_KEYS: 'k=key-k-000000000000' })
+    const res = await app.inject({ method: 'POST', url: '/v1/compact', headers: { 'x-api-key': 'key-k-000000000000' }, payload: { messages: [user('x'.repeat(20_000))] } })
+    expect(res.statusCode).toBe(413)
+    await app.close()
+  })
+})

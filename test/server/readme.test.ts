@@ -1,0 +1,20 @@
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { ConfigSchema } from '../../src/server/config.js'
+import { ROOT } from '../helpers/process.js'
+
+describe('README', () => {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
+
+  it('opens with the two commands for a fresh machine', () => {
+    const head = readme.split('\n').slice(0, 10).join('\n')
+    expect(head).toContain('npm ci && npm start')
+    expect(head).toContain('npm ci && npm test')
+  })
+
+  it('documents every setting in its table', () => {
+    const rows = new Set([...readme.matchAll(/^\| `([A-Z_]+)` \|/gm)].map((m) => m[1]))
+    for (const key of Object.keys(ConfigSchema.properties)) expect(rows.has(key), key).toBe(true)
+  })
+})

@@ -2,6 +2,10 @@
 # compaction-gateway: build with dev dependencies, run the compiled server with production ones only.
 
 FROM node:20.20.2-bookworm-slim AS build
+# better-sqlite3 compiles its native addon when no prebuilt binary can be fetched.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 make g++ \
+ && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund

@@ -6,7 +6,10 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { LoggerOptions } from 'pino'
 import { ExtractiveSummarizer } from '../summarizer/extractive.js'
 import { modelSummarizer } from '../summarizer/index.js'
+import { CachingSummarizer } from '../summarizer/cache.js'
 import { LimitedSummarizer } from '../summarizer/limit.js'
+import { SqliteStore } from '../storage/sqlite.js'
+import type { Store } from '../storage/store.js'
 import type { Summarizer } from '../summarizer/summarizer.js'
 import { loggerOptions } from '../telemetry/logger.js'
 import { type Metrics, createMetrics } from '../telemetry/metrics.js'
@@ -18,6 +21,7 @@ import { compactRoutes } from './routes/compact.js'
 import { doctrineRoutes } from './routes/doctrine.js'
 import { healthRoutes } from './routes/health.js'
 import { metricsRoutes } from './routes/metrics.js'
+import { CompactionRecordSchema, sessionRoutes } from './routes/sessions.js'
 import { SHARED_SCHEMAS } from './schemas.js'
 
 export interface AppOptions {
@@ -32,7 +36,14 @@ export interface AppOptions {
   newId?: () => string
   /** Collect the routes into an OpenAPI document (app.swagger()); needs the dev dependency @fastify/swagger. */
   openapi?: boolean
+  /** The store for records and the summary cache; by default SQLite at COMPACT_DB. The app closes it. */
+  store?: Store
+  /** The clock for records, the cache and retention (tests move it). */
+  now?: () => number
 }
+
+/** How often old records and expired cache rows are pruned. */
+export const PRUNE_INTERVAL_MS = 3_600_000
 
 /** Explicit socket timeouts, so that a slow or idle client cannot hold a connection forever. */
 export const CONNECTION_TIMEOUT_MS = 10_000
@@ -45,7 +56,7 @@ export const OVERLOADED_RETRY_AFTER_S = 5
 /** The service's version, as package.json has it; the OpenAPI document carries it. */
 export const SERVICE_VERSION = '0.1.0'
 
-export type App = FastifyInstance & { metrics: Metrics }
+export type App = FastifyInstance & { metrics: Metrics; store: Store }
 
 export async function buildApp(options: AppOptions): Promise<App> {
   const { config } = options
@@ -64,8 +75,28 @@ export async function buildApp(options: AppOptions): Promise<App> {
 
   const metrics = createMetrics()
   app.decorate('metrics', metrics)
+  // Opening the store first: a database that cannot be opened stops the start, naming the file.
+  const store = options.store ?? new SqliteStore(config.COMPACT_DB)
+  app.decorate('store', store)
+  const now = options.now ?? Date.now
+  const prune = (): void => {
+    try {
+      const pruned = store.prune(now() - config.COMPACT_RETENTION_DAYS * 86_400_000, now())
+      if (pruned.records + pruned.cache > 0) app.log.info({ event: 'store_pruned', ...pruned }, 'store_pruned')
+    } catch (err) {
+      metrics.storeErrors.inc({ operation: 'prune' })
+      app.log.error({ err }, 'store prune failed')
+    }
+  }
+  const pruneTimer = setInterval(prune, PRUNE_INTERVAL_MS)
+  pruneTimer.unref()
+  app.addHook('onReady', async () => prune())
+  app.addHook('onClose', async () => {
+    clearInterval(pruneTimer)
+    store.close()
+  })
   if (options.openapi) await registerOpenapi(app, SERVICE_VERSION)
-  for (const schema of SHARED_SCHEMAS) app.addSchema(schema)
+  for (const schema of [...SHARED_SCHEMAS, CompactionRecordSchema]) app.addSchema(schema)
   installErrorHandling(app)
   // While closing, answers in flight tell the client to drop the connection, so that a keep-alive
   // socket cannot hold the shutdown open until its idle timeout.
@@ -95,17 +126,32 @@ export async function buildApp(options: AppOptions): Promise<App> {
       })
   })
 
-  const model = modelSummarizer(config, options.summarizer)
-  await app.register(healthRoutes)
+  const resilient = modelSummarizer(config, options.summarizer)
+  const model = resilient
+    ? new CachingSummarizer(
+        new LimitedSummarizer(resilient, { concurrency: config.COMPACT_MAX_SUMMARIES, queue: config.COMPACT_SUMMARY_QUEUE, retryAfterS: OVERLOADED_RETRY_AFTER_S }),
+        {
+          store,
+          ttlMs: config.COMPACT_CACHE_TTL_S * 1_000,
+          model: config.COMPACT_MODEL,
+          now,
+          onStoreError: (operation, err) => {
+            metrics.storeErrors.inc({ operation })
+            app.log.error({ err, operation }, 'summary cache failed; served without it')
+          }
+        }
+      )
+    : undefined
+  await app.register(healthRoutes, { store })
   await app.register(metricsRoutes, { metrics })
   await app.register(doctrineRoutes)
+  await app.register(sessionRoutes, { store })
   await app.register(compactRoutes, {
     metrics,
+    store,
     deps: {
       defaults: { budgetTokens: config.COMPACT_BUDGET, keepTokens: config.COMPACT_KEEP_TOKENS, keepTurns: config.COMPACT_KEEP_TURNS },
-      model: model
-        ? new LimitedSummarizer(model, { concurrency: config.COMPACT_MAX_SUMMARIES, queue: config.COMPACT_SUMMARY_QUEUE, retryAfterS: OVERLOADED_RETRY_AFTER_S })
-        : undefined,
+      model,
       extractive: new ExtractiveSummarizer(),
       newId: options.newId ?? (() => `cmp_${randomUUID().replace(/-/g, '')}`),
       now: () => performance.now()

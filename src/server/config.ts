@@ -14,6 +14,9 @@ export const DEFAULT_MAX_SUMMARIES = 8
 export const DEFAULT_SUMMARY_QUEUE = 16
 export const DEFAULT_RATE_LIMIT_PER_MIN = 600
 export const DEFAULT_SHUTDOWN_GRACE_MS = 30_000
+export const DEFAULT_DB = './data/compaction.db'
+export const DEFAULT_CACHE_TTL_S = 86_400
+export const DEFAULT_RETENTION_DAYS = 30
 
 const LogLevel = Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)))
 
@@ -30,7 +33,9 @@ export const ConfigSchema = Type.Object({
   COMPACT_KEEP_TURNS: Type.Integer({ minimum: 1, maximum: 1_000, default: DEFAULT_KEEP_TURNS }),
   COMPACT_API_KEYS: Type.Optional(Type.String()),
   COMPACT_BODY_LIMIT_MB: Type.Number({ exclusiveMinimum: 0, maximum: 1_024, default: DEFAULT_BODY_LIMIT_MB }),
-  COMPACT_DB: Type.Optional(Type.String({ minLength: 1 })),
+  COMPACT_DB: Type.String({ minLength: 1, default: DEFAULT_DB }),
+  COMPACT_CACHE_TTL_S: Type.Integer({ minimum: 0, maximum: 31_536_000, default: DEFAULT_CACHE_TTL_S }),
+  COMPACT_RETENTION_DAYS: Type.Integer({ minimum: 1, maximum: 36_500, default: DEFAULT_RETENTION_DAYS }),
   COMPACT_SUMMARIZER_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600_000, default: DEFAULT_SUMMARIZER_TIMEOUT_MS }),
   COMPACT_SUMMARIZER_INPUT_TOKENS: Type.Integer({ minimum: 2_000, maximum: 1_000_000, default: DEFAULT_SUMMARIZER_INPUT_TOKENS }),
   COMPACT_FALLBACK: Type.Union([Type.Literal('extractive'), Type.Literal('error')], { default: 'extractive' }),

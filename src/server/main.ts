@@ -1,4 +1,5 @@
 import { buildApp } from './app.js'
+import { StoreError } from '../storage/store.js'
 import { ConfigError, loadConfig, parseApiKeys } from './config.js'
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/
@@ -19,7 +20,16 @@ async function main(): Promise<void> {
     throw err
   }
 
-  const app = await buildApp({ config })
+  let app
+  try {
+    app = await buildApp({ config })
+  } catch (err) {
+    if (err instanceof StoreError) {
+      process.stderr.write(`compaction-gateway: COMPACT_DB: ${err.message}\n`)
+      process.exit(78) // a bad database is a setting to fix, not a crash to restart in a loop
+    }
+    throw err
+  }
   const grace = config.COMPACT_SHUTDOWN_GRACE_MS
   let closing = false
   const shutdown = (signal: string): void => {

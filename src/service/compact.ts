@@ -43,7 +43,14 @@ export interface CompactRun {
 }
 
 /** The whole path of one compaction: validate, plan, summarize (or not), finish. */
-export async function runCompaction(body: CompactRequestBody, deps: CompactDeps, signal?: AbortSignal): Promise<CompactRun> {
+export interface RunContext {
+  /** The API key's name ('' without auth). */
+  tenant: string
+  /** Aborted when the client goes away. */
+  signal?: AbortSignal
+}
+
+export async function runCompaction(body: CompactRequestBody, deps: CompactDeps, context: RunContext = { tenant: '' }): Promise<CompactRun> {
   const t0 = deps.now()
   const messages = body.messages as unknown as Message[]
   const problem = validateHistory(messages)
@@ -72,7 +79,7 @@ export async function runCompaction(body: CompactRequestBody, deps: CompactDeps,
   const requested = body.summarizer ?? 'auto'
   if (requested === 'anthropic' && !deps.model) throw new SummarizerUnavailableError(requested)
   const summarizer = requested === 'extractive' || !deps.model ? deps.extractive : deps.model
-  const result = await summarizer.summarize({ plan, instructions: body.instructions, signal })
+  const result = await summarizer.summarize({ plan, instructions: body.instructions, tenant: context.tenant, signal: context.signal })
   // Without a key the extractive summary is the default, and the response says why no model wrote it.
   if (requested === 'auto' && !deps.model) result.report = { ...result.report, fallback_reason: 'no_api_key' }
   const t3 = deps.now()

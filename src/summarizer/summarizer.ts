@@ -18,6 +18,8 @@ export interface SummarizeRequest {
   plan: CompactionPlan
   /** The user's focus for this compaction; added to the doctrine, never replacing it. */
   instructions?: string
+  /** Whose request this is (the API key's name); cached summaries are never shared across tenants. */
+  tenant?: string
   signal?: AbortSignal
 }
 

@@ -24,6 +24,7 @@ export function createMetrics() {
     summarizerCalls: new Counter({ name: 'compaction_summarizer_calls_total', help: 'Summaries by summarizer kind and result (ok, or why a model summary failed)', labelNames: ['kind', 'result'] as const, registers }),
     summarizerDuration: new Histogram({ name: 'compaction_summarizer_duration_seconds', help: 'Time to write a summary, by summarizer kind', labelNames: ['kind'] as const, buckets: SECONDS_BUCKETS, registers }),
     summarizerTokens: new Counter({ name: 'compaction_summarizer_tokens_total', help: 'Model tokens used by summaries, by direction', labelNames: ['direction'] as const, registers }),
+    storeErrors: new Counter({ name: 'compaction_store_errors_total', help: 'Store operations that failed (the compaction was served all the same)', labelNames: ['operation'] as const, registers }),
     httpDuration: new Histogram({ name: 'http_request_duration_seconds', help: 'HTTP request duration by method, route template and status code', labelNames: ['method', 'route', 'status_code'] as const, buckets: SECONDS_BUCKETS, registers })
   }
 }

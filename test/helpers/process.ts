@@ -1,5 +1,7 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process'
-import { dirname, resolve } from 'node:path'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
@@ -12,11 +14,16 @@ export interface ServerProcess {
   exited: Promise<number | null>
 }
 
+/** A database file of its own for one test. */
+export function tempDb(): string {
+  return join(mkdtempSync(join(tmpdir(), 'compaction-gateway-')), 'compaction.db')
+}
+
 /** Starts the real server (the TypeScript entry point, through tsx) on a free loopback port. */
 export async function startServer(env: Record<string, string> = {}, entry = 'src/server/main.ts'): Promise<ServerProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', entry], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env }
+    env: { PATH: process.env.PATH ?? '', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', COMPACT_DB: tempDb(), ...env }
   })
   let out = ''
   let err = ''
@@ -44,7 +51,7 @@ export async function startServer(env: Record<string, string> = {}, entry = 'src
 /** Runs the entry point to completion (for start-up failures). */
 export function runToExit(env: Record<string, string>, entry = 'src/server/main.ts'): Promise<{ code: number | null; stderr: string }> {
   return new Promise((res) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', entry], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env } })
+    const child = spawn(process.execPath, ['--import', 'tsx', entry], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', COMPACT_DB: tempDb(), ...env } })
     let err = ''
     child.stderr.on('data', (d: Buffer) => (err += d.toString()))
     child.once('exit', (code) => res({ code, stderr: err }))

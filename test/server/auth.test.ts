@@ -59,8 +59,9 @@ describe('limits', () => {
     const fake = await new FakeAnthropic().start()
     fake.fallback = { delayMs: 800, toolInput: {} }
     const app = await testApp({ ANTHROPIC_API_KEY: 'sk-ant-test-limits-00000000000', ANTHROPIC_BASE_URL: fake.url, COMPACT_MAX_SUMMARIES: '1', COMPACT_SUMMARY_QUEUE: '1' })
-    const send = () => app.inject({ method: 'POST', url: '/v1/compact', payload: history })
-    const results = await Promise.all([send(), send(), send()])
+    // three different histories: identical ones would share one model call
+    const send = (n: number) => app.inject({ method: 'POST', url: '/v1/compact', payload: { messages: [user(`a${n}`), assistant('b'), user('c')], mode: 'manual' } })
+    const results = await Promise.all([send(1), send(2), send(3)])
     const codes = results.map((r) => r.statusCode).sort()
     expect(codes).toEqual([200, 200, 503])
     const turnedAway = results.find((r) => r.statusCode === 503)!

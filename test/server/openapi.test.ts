@@ -28,10 +28,17 @@ describe('openapi.yaml', () => {
     const routes = app
       .printRoutes({ commonPrefix: false })
       .split('\n')
-      .map((l) => /([/\w{}.-]+) \(([A-Z, ]+)\)/.exec(l.replace(/[└├│─ ]+/, '')))
+      .map((l) => /([/\w{}:.-]+) \(([A-Z, ]+)\)/.exec(l.replace(/[└├│─ ]+/, '')))
       .filter((m): m is RegExpExecArray => m !== null)
     await app.close()
-    const served = new Set(routes.flatMap((m) => m[2]!.split(', ').filter((v) => v !== 'HEAD').map((v) => `${v.toLowerCase()} ${m[1]}`)))
+    const served = new Set(
+      routes.flatMap((m) =>
+        m[2]!
+          .split(', ')
+          .filter((v) => v !== 'HEAD')
+          .map((v) => `${v.toLowerCase()} ${m[1]!.replace(/:(\w+)/g, '{$1}')}`)
+      )
+    )
     const documented = new Set(Object.entries(doc.paths).flatMap(([p, ops]) => Object.keys(ops).map((v) => `${v} ${p}`)))
     expect(served.size).toBeGreaterThanOrEqual(4)
     expect([...served].sort()).toEqual([...documented].sort())

@@ -18,6 +18,8 @@ const env = (extra: Record<string, string> = {}) => ({
   ANTHROPIC_BASE_URL: fake.url,
   COMPACT_MODEL: 'claude-test-model',
   COMPACT_SUMMARIZER_TIMEOUT_MS: String(TIMEOUT_MS),
+  // These tests are about the model call; a cached summary would answer the repeated histories instead.
+  COMPACT_CACHE_TTL_S: '0',
   ...extra
 })
 

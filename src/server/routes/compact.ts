@@ -1,9 +1,10 @@
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
+import type { FastifyBaseLogger, FastifyPluginAsync, FastifyRequest } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { type CompactDeps, type CompactRun, runCompaction } from '../../service/compact.js'
+import type { Store } from '../../storage/store.js'
 import type { Metrics } from '../../telemetry/metrics.js'
-import { CompactRequest, CompactResponse } from '../schemas.js'
+import { CompactRequest, type CompactRequestBody, CompactResponse } from '../schemas.js'
 import { KEYED } from './security.js'
 
 const ERROR_MEANINGS: Record<number, string> = {
@@ -44,7 +45,29 @@ function modeOf(request: FastifyRequest): string {
   return mode === 'manual' || mode === 'auto' ? mode : mode === undefined && request.body ? 'auto' : 'unknown'
 }
 
-export const compactRoutes: FastifyPluginAsync<{ deps: CompactDeps; metrics: Metrics }> = async (app, { deps, metrics }) => {
+/** Keeps the record of a compaction. A store that fails loses the record, never the compaction. */
+function remember(store: Store, metrics: Metrics, log: FastifyBaseLogger, body: CompactRequestBody, keyName: string, run: CompactRun): void {
+  const { response } = run
+  try {
+    store.saveRecord({
+      id: response.summary!.id,
+      session_id: body.session_id ?? null,
+      key_name: keyName,
+      created_at: new Date().toISOString(),
+      mode: body.mode ?? 'auto',
+      reason: response.reason,
+      stats: response.stats,
+      summarizer: response.summarizer!,
+      doctrine_version: response.doctrine_version,
+      summary: { text: response.summary!.text, sections: response.summary!.sections }
+    })
+  } catch (err) {
+    metrics.storeErrors.inc({ operation: 'record_write' })
+    log.error({ err, summary_id: response.summary!.id }, 'compaction record not saved')
+  }
+}
+
+export const compactRoutes: FastifyPluginAsync<{ deps: CompactDeps; metrics: Metrics; store?: Store }> = async (app, { deps, metrics, store }) => {
   const reasons = new WeakMap<FastifyRequest, string>()
   app.addHook('onResponse', async (request, reply) => {
     if (request.routeOptions.url !== '/v1/compact') return
@@ -74,10 +97,11 @@ export const compactRoutes: FastifyPluginAsync<{ deps: CompactDeps; metrics: Met
         if (!reply.raw.writableFinished) abort.abort()
       })
       const started = performance.now()
-      const run = await runCompaction(request.body, deps, abort.signal)
+      const run = await runCompaction(request.body, deps, { tenant: request.keyName, signal: abort.signal })
       const { response } = run
       reasons.set(request, response.reason)
       record(metrics, run)
+      if (response.compacted && store) remember(store, metrics, request.log, request.body, request.keyName, run)
       // One event per compaction, with its figures and never its content.
       request.log.info(
         {

@@ -1,0 +1,73 @@
+import type { FastifyPluginAsync } from 'fastify'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+import { type Store, StoreError } from '../../storage/store.js'
+import { ApiError } from '../errors.js'
+import { KEYED } from './security.js'
+
+export const DEFAULT_PAGE_SIZE = 20
+export const MAX_PAGE_SIZE = 100
+
+export const CompactionRecordSchema = Type.Object(
+  {
+    id: Type.String(),
+    session_id: Type.Union([Type.String(), Type.Null()]),
+    key_name: Type.String({ description: "The API key's name ('' without auth); never the key." }),
+    created_at: Type.String({ format: 'date-time' }),
+    mode: Type.Enum(['auto', 'manual']),
+    reason: Type.String(),
+    stats: Type.Ref('Stats'),
+    summarizer: Type.Ref('SummarizerReport'),
+    doctrine_version: Type.String(),
+    summary: Type.Object({ text: Type.String(), sections: Type.Ref('SummarySections') }, { additionalProperties: false })
+  },
+  { additionalProperties: false, $id: 'CompactionRecord', description: 'What one compaction said and cost. The history itself is never kept.' }
+)
+
+const SessionCompactions = Type.Object(
+  {
+    session_id: Type.String(),
+    compactions: Type.Array(Type.Ref('CompactionRecord'), { description: 'Newest first.' }),
+    next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as `cursor` for the next, older page; null on the last page.' })
+  },
+  { additionalProperties: false, description: "The caller's compactions of this session. A session that is not the caller's reads exactly like an empty one." }
+)
+
+export const sessionRoutes: FastifyPluginAsync<{ store: Store }> = async (app, { store }) => {
+  app.withTypeProvider<TypeBoxTypeProvider>().get(
+    '/v1/sessions/:session_id/compactions',
+    {
+      schema: {
+        tags: ['compaction'],
+        summary: "A session's compaction records, newest first, paginated",
+        security: KEYED,
+        params: Type.Object({ session_id: Type.String({ minLength: 1, maxLength: 200 }) }),
+        querystring: Type.Object(
+          {
+            limit: Type.Optional(Type.String({ pattern: '^[0-9]+$', description: `Records per page, 1 to ${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE}).` })),
+            cursor: Type.Optional(Type.String({ maxLength: 200 }))
+          },
+          { additionalProperties: false }
+        ),
+        response: {
+          200: SessionCompactions,
+          400: Type.Ref('ErrorResponse', { description: 'A bad limit or cursor.' }),
+          401: Type.Ref('ErrorResponse', { description: 'No API key, or a wrong one.' }),
+          503: Type.Ref('ErrorResponse', { description: 'The store cannot be read.' })
+        }
+      }
+    },
+    async (request) => {
+      const limit = request.query.limit === undefined ? DEFAULT_PAGE_SIZE : Number(request.query.limit)
+      if (!(limit >= 1 && limit <= MAX_PAGE_SIZE)) throw new ApiError(400, 'invalid_request_error', `querystring.limit must be from 1 to ${MAX_PAGE_SIZE}`, '/limit')
+      try {
+        const page = store.listRecords(request.params.session_id, request.keyName, { limit, cursor: request.query.cursor })
+        return { session_id: request.params.session_id, compactions: page.records, next_cursor: page.next_cursor }
+      } catch (err) {
+        if (err instanceof StoreError) throw new ApiError(400, 'invalid_request_error', `querystring.cursor ${err.message.replace(/^invalid cursor$/, 'is not a cursor this server gave')}`, '/cursor')
+        request.log.error({ err }, 'store read failed')
+        throw new ApiError(503, 'overloaded_error', 'the record store cannot be read right now', undefined, { 'retry-after': '5' })
+      }
+    }
+  )
+}

@@ -1,0 +1,136 @@
+import { mkdirSync } from 'node:fs'
+import { dirname } from 'node:path'
+import Database from 'better-sqlite3'
+import type { CachedSummary, CompactionRecord, RecordPage, Store } from './store.js'
+import { StoreError } from './store.js'
+
+/**
+ * Schema migrations, versioned in code: migration N brings `user_version` from N-1 to N. Append only;
+ * never edit one that has shipped.
+ */
+const MIGRATIONS: readonly string[] = [
+  `CREATE TABLE compactions (
+     seq INTEGER PRIMARY KEY AUTOINCREMENT,
+     id TEXT NOT NULL UNIQUE,
+     session_id TEXT,
+     key_name TEXT NOT NULL,
+     created_at TEXT NOT NULL,
+     created_ms INTEGER NOT NULL,
+     record TEXT NOT NULL
+   );
+   CREATE INDEX compactions_by_session ON compactions (key_name, session_id, seq);
+   CREATE INDEX compactions_by_age ON compactions (created_ms);
+   CREATE TABLE summary_cache (
+     key TEXT PRIMARY KEY,
+     value TEXT NOT NULL,
+     expires_ms INTEGER NOT NULL
+   );
+   CREATE INDEX summary_cache_by_expiry ON summary_cache (expires_ms);
+   CREATE TABLE health (id INTEGER PRIMARY KEY CHECK (id = 1), checked_ms INTEGER NOT NULL);`
+]
+
+export const SCHEMA_VERSION = MIGRATIONS.length
+
+function encodeCursor(seq: number): string {
+  return Buffer.from(`s${seq}`).toString('base64url')
+}
+
+function decodeCursor(cursor: string): number {
+  const m = /^s(\d+)$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'))
+  if (!m) throw new StoreError('invalid cursor')
+  return Number(m[1])
+}
+
+/** SQLite through better-sqlite3, in WAL mode: readers never wait for the writer. */
+export class SqliteStore implements Store {
+  private readonly db: Database.Database
+  private readonly statements
+
+  /** Opens (creating the file and its folder) and migrates; throws a StoreError naming the file on failure. */
+  constructor(readonly path: string) {
+    try {
+      if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
+      this.db = new Database(path)
+      this.db.pragma('journal_mode = WAL')
+      this.db.pragma('synchronous = NORMAL')
+      this.db.pragma('busy_timeout = 5000')
+      this.migrate()
+    } catch (err) {
+      throw new StoreError(`cannot open the database ${path}: ${err instanceof Error ? err.message : String(err)}`, { cause: err })
+    }
+    this.statements = {
+      insert: this.db.prepare(
+        'INSERT INTO compactions (id, session_id, key_name, created_at, created_ms, record) VALUES (@id, @session_id, @key_name, @created_at, @created_ms, @record)'
+      ),
+      page: this.db.prepare('SELECT seq, record FROM compactions WHERE key_name = ? AND session_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?'),
+      getCache: this.db.prepare('SELECT value FROM summary_cache WHERE key = ? AND expires_ms > ?'),
+      putCache: this.db.prepare('INSERT INTO summary_cache (key, value, expires_ms) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value, expires_ms = excluded.expires_ms'),
+      pruneRecords: this.db.prepare('DELETE FROM compactions WHERE created_ms < ?'),
+      pruneCache: this.db.prepare('DELETE FROM summary_cache WHERE expires_ms <= ?'),
+      health: this.db.prepare('INSERT INTO health (id, checked_ms) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET checked_ms = excluded.checked_ms')
+    }
+  }
+
+  private migrate(): void {
+    const current = this.db.pragma('user_version', { simple: true }) as number
+    if (current > MIGRATIONS.length) {
+      throw new StoreError(`schema version ${current} is newer than this build knows (${MIGRATIONS.length})`)
+    }
+    for (let v = current; v < MIGRATIONS.length; v++) {
+      this.db.transaction(() => {
+        this.db.exec(MIGRATIONS[v]!)
+        this.db.pragma(`user_version = ${v + 1}`)
+      })()
+    }
+  }
+
+  saveRecord(record: CompactionRecord): void {
+    this.statements.insert.run({
+      id: record.id,
+      session_id: record.session_id,
+      key_name: record.key_name,
+      created_at: record.created_at,
+      created_ms: Date.parse(record.created_at),
+      record: JSON.stringify(record)
+    })
+  }
+
+  listRecords(sessionId: string, keyName: string, options: { limit: number; cursor?: string }): RecordPage {
+    const before = options.cursor ? decodeCursor(options.cursor) : Number.MAX_SAFE_INTEGER
+    const rows = this.statements.page.all(keyName, sessionId, before, options.limit + 1) as { seq: number; record: string }[]
+    const page = rows.slice(0, options.limit)
+    return {
+      records: page.map((r) => JSON.parse(r.record) as CompactionRecord),
+      next_cursor: rows.length > options.limit ? encodeCursor(page[page.length - 1]!.seq) : null
+    }
+  }
+
+  getCached(key: string, nowMs: number): CachedSummary | undefined {
+    const row = this.statements.getCache.get(key, nowMs) as { value: string } | undefined
+    return row ? (JSON.parse(row.value) as CachedSummary) : undefined
+  }
+
+  putCached(key: string, value: CachedSummary, expiresAtMs: number): void {
+    this.statements.putCache.run(key, JSON.stringify(value), expiresAtMs)
+  }
+
+  prune(beforeMs: number, nowMs: number): { records: number; cache: number } {
+    return {
+      records: this.statements.pruneRecords.run(beforeMs).changes,
+      cache: this.statements.pruneCache.run(nowMs).changes
+    }
+  }
+
+  checkWritable(): void {
+    this.statements.health.run(Date.now())
+  }
+
+  /** The connection itself, for tests that must make the disk misbehave. */
+  get connection(): Database.Database {
+    return this.db
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close()
+  }
+}

@@ -1,0 +1,162 @@
+import { writeFileSync } from 'node:fs'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import type { App } from '../../src/server/app.js'
+import type { SqliteStore } from '../../src/storage/sqlite.js'
+import { StoreError } from '../../src/storage/store.js'
+import { testApp } from '../helpers/app.js'
+import { FakeAnthropic } from '../helpers/fake-anthropic.js'
+import { assistant, user } from '../helpers/history.js'
+import { responseValidator } from '../helpers/openapi.js'
+import { runToExit, tempDb } from '../helpers/process.js'
+
+const KEYS = 'alice=key-alice-000000000001,bob=key-bob-000000000000002'
+const history = (n = 0) => ({ messages: [user(`fix bug ${n}`), assistant('looking'), user('and?')], mode: 'manual', session_id: 'sess-1' })
+const check = responseValidator()
+
+let fake: FakeAnthropic
+beforeAll(async () => {
+  fake = await new FakeAnthropic().start()
+})
+afterAll(async () => {
+  await fake.close()
+})
+beforeEach(() => {
+  fake.requests.length = 0
+  fake.fallback = { toolInput: { objective: 'cached objective' } }
+})
+const modelEnv = () => ({ ANTHROPIC_API_KEY: 'sk-ant-test-cache-000000000000', ANTHROPIC_BASE_URL: fake.url, COMPACT_API_KEYS: KEYS })
+const post = (app: App, key: string, body: object) => app.inject({ method: 'POST', url: '/v1/compact', headers: { 'x-api-key': key }, payload: body })
+
+describe('the summary cache', () => {
+  it('answers a retried compaction from the store, with no second model call', async () => {
+    const app = await testApp({ ...modelEnv(), COMPACT_DB: tempDb() })
+    const first = (await post(app, 'key-alice-000000000001', history())).json()
+    const retry = (await post(app, 'key-alice-000000000001', history())).json()
+    expect(fake.requests).toHaveLength(1)
+    expect(first.summarizer).toMatchObject({ kind: 'anthropic', calls: 1 })
+    expect(retry.summarizer).toMatchObject({ kind: 'cache', calls: 0, input_tokens: 0, model: 'claude-sonnet-5-5' })
+    expect(retry.summary.sections).toEqual(first.summary.sections)
+    expect(retry.summary.id).not.toBe(first.summary.id)
+    expect(check('POST', '/v1/compact', 200, retry)).toEqual([])
+    await app.close()
+  })
+
+  it('makes one model call for four identical requests in flight at once', async () => {
+    fake.fallback = { delayMs: 300, toolInput: { objective: 'shared' } }
+    const app = await testApp({ ...modelEnv() })
+    const answers = await Promise.all([1, 2, 3, 4].map(() => post(app, 'key-alice-000000000001', history(7))))
+    expect(answers.map((a) => a.statusCode)).toEqual([200, 200, 200, 200])
+    expect(fake.requests).toHaveLength(1)
+    const kinds = answers.map((a) => a.json().summarizer.kind).sort()
+    expect(kinds).toEqual(['anthropic', 'cache', 'cache', 'cache'])
+    for (const a of answers) expect(a.json().summary.sections.objective).toBe('shared')
+    await app.close()
+  })
+
+  it('is never shared across keys, and changes with the instructions', async () => {
+    const app = await testApp({ ...modelEnv() })
+    await post(app, 'key-alice-000000000001', history(9))
+    await post(app, 'key-bob-000000000000002', history(9))
+    await post(app, 'key-alice-000000000001', { ...history(9), instructions: 'focus on the parser' })
+    expect(fake.requests).toHaveLength(3)
+    await app.close()
+  })
+
+  it('expires after COMPACT_CACHE_TTL_S', async () => {
+    let now = Date.parse('2026-11-30T00:00:00Z')
+    const app = await testApp({ ...modelEnv(), COMPACT_CACHE_TTL_S: '60' }, { now: () => now })
+    await post(app, 'key-alice-000000000001', history(11))
+    now += 59_000
+    await post(app, 'key-alice-000000000001', history(11))
+    expect(fake.requests).toHaveLength(1)
+    now += 2_000
+    await post(app, 'key-alice-000000000001', history(11))
+    expect(fake.requests).toHaveLength(2)
+    await app.close()
+  })
+})
+
+describe('GET /v1/sessions/{session_id}/compactions', () => {
+  it('lists records newest first, which survive a restart of the app', async () => {
+    const db = tempDb()
+    const before = await testApp({ COMPACT_API_KEYS: KEYS, COMPACT_DB: db })
+    const ids: string[] = []
+    for (let i = 0; i < 3; i++) ids.push((await post(before, 'key-alice-000000000001', history(i))).json().summary.id)
+    await before.close()
+
+    const after = await testApp({ COMPACT_API_KEYS: KEYS, COMPACT_DB: db })
+    const res = await after.inject({ url: '/v1/sessions/sess-1/compactions?limit=2', headers: { 'x-api-key': 'key-alice-000000000001' } })
+    expect(res.statusCode).toBe(200)
+    const page = res.json()
+    expect(check('GET', '/v1/sessions/{session_id}/compactions', 200, page)).toEqual([])
+    expect(page.compactions.map((r: { id: string }) => r.id)).toEqual([ids[2], ids[1]])
+    expect(page.compactions[0]).toMatchObject({ session_id: 'sess-1', key_name: 'alice', mode: 'manual', reason: 'manual', summarizer: { kind: 'extractive' } })
+    expect(page.compactions[0].summary.text).toContain('fix bug 2')
+    const next = (await after.inject({ url: `/v1/sessions/sess-1/compactions?limit=2&cursor=${page.next_cursor}`, headers: { 'x-api-key': 'key-alice-000000000001' } })).json()
+    expect(next.compactions.map((r: { id: string }) => r.id)).toEqual([ids[0]])
+    expect(next.next_cursor).toBeNull()
+    await after.close()
+  })
+
+  it("answers another key's session exactly like an empty one", async () => {
+    const app = await testApp({ COMPACT_API_KEYS: KEYS })
+    await post(app, 'key-alice-000000000001', history())
+    const get = (key: string, session: string) => app.inject({ url: `/v1/sessions/${session}/compactions`, headers: { 'x-api-key': key } })
+    const notYours = await get('key-bob-000000000000002', 'sess-1')
+    const none = await get('key-bob-000000000000002', 'sess-never')
+    expect(notYours.statusCode).toBe(none.statusCode)
+    expect(notYours.json()).toEqual({ ...none.json(), session_id: 'sess-1' })
+    expect(notYours.json().compactions).toEqual([])
+    expect((await get('key-alice-000000000001', 'sess-1')).json().compactions).toHaveLength(1)
+    expect((await app.inject({ url: '/v1/sessions/sess-1/compactions' })).statusCode).toBe(401)
+    await app.close()
+  })
+
+  it('400 for a bad limit or cursor, naming it', async () => {
+    const app = await testApp()
+    expect((await app.inject({ url: '/v1/sessions/s/compactions?limit=0' })).json().error.path).toBe('/limit')
+    expect((await app.inject({ url: '/v1/sessions/s/compactions?cursor=nope' })).json().error.path).toBe('/cursor')
+    await app.close()
+  })
+})
+
+describe('a store that fails', () => {
+  it('a corrupt database file is a clear start-up error, not a crash loop', async () => {
+    const db = tempDb()
+    writeFileSync(db, 'not sqlite at all '.repeat(200))
+    await expect(testApp({ COMPACT_DB: db })).rejects.toThrow(StoreError)
+    const { code, stderr } = await runToExit({ COMPACT_DB: db, PORT: '0' })
+    expect(code).toBe(78)
+    expect(stderr).toContain(`COMPACT_DB: cannot open the database ${db}: file is not a database`)
+  })
+
+  it('a store that turns read-only fails /readyz with 503, and compactions are still answered', async () => {
+    const app = await testApp({ COMPACT_DB: tempDb() })
+    expect((await app.inject({ url: '/readyz' })).json()).toEqual({ status: 'ready', checks: { store: 'ok' } })
+    ;(app.store as SqliteStore).connection.pragma('query_only = 1')
+    const ready = await app.inject({ url: '/readyz' })
+    expect(ready.statusCode).toBe(503)
+    expect(ready.json().checks.store).toMatch(/not writable/)
+    expect(check('GET', '/readyz', 503, ready.json())).toEqual([])
+    const res = await app.inject({ method: 'POST', url: '/v1/compact', payload: history() })
+    expect(res.statusCode).toBe(200)
+    expect(res.json().compacted).toBe(true)
+    const metrics = (await app.inject({ url: '/metrics' })).body
+    expect(metrics).toMatch(/compaction_store_errors_total\{operation="record_write"\} 1/)
+    await app.close()
+  })
+
+  it('prunes records past COMPACT_RETENTION_DAYS', async () => {
+    let now = Date.parse('2026-01-01T00:00:00Z')
+    const db = tempDb()
+    const app = await testApp({ COMPACT_DB: db, COMPACT_RETENTION_DAYS: '30' })
+    await app.inject({ method: 'POST', url: '/v1/compact', payload: history() })
+    await app.close()
+    // the record was written at the real time; a clock 40 days on prunes it at start
+    now = Date.now() + 40 * 86_400_000
+    const later = await testApp({ COMPACT_DB: db, COMPACT_RETENTION_DAYS: '30' }, { now: () => now })
+    await later.ready()
+    expect((await later.inject({ url: '/v1/sessions/sess-1/compactions' })).json().compactions).toEqual([])
+    await later.close()
+  })
+})

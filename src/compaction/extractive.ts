@@ -5,9 +5,13 @@ import { type SummarySections, emptySections } from './sections.js'
 const RECENT_COMMANDS = 12
 const RECENT_ERRORS = 12
 
-/** The first line that says something: blank lines and bare tags (`<pr_description>`) are skipped. */
+/**
+ * The first line that says something: blank lines, bare tags (`<pr_description>`) and lines that only
+ * introduce what follows (`Consider the following PR description:`) are skipped.
+ */
 function firstLine(text: string, max: number): string {
-  const line = text.split('\n').find((l) => l.trim() !== '' && !/^<\/?[\w-]+>$/.test(l.trim()))?.trim() ?? ''
+  const lines = text.split('\n').map((l) => l.trim())
+  const line = lines.find((l) => l !== '' && !/^<\/?[\w-]+>$/.test(l) && !l.endsWith(':')) ?? lines.find((l) => l !== '') ?? ''
   return line.length > max ? `${line.slice(0, max - 1)}…` : line
 }
 

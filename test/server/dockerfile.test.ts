@@ -38,6 +38,9 @@ describe('Dockerfile', () => {
     execFileSync('npm', ['run', 'build'], { cwd: ROOT, stdio: 'pipe' })
     const cmd = JSON.parse(instruction('CMD')[0]!) as string[]
     expect(existsSync(join(ROOT, cmd[1]!))).toBe(true)
+    // the package's command-line client is built too
+    const bin = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { bin: Record<string, string> }).bin['compaction-gateway']!
+    expect(readFileSync(join(ROOT, bin), 'utf8').startsWith('#!/usr/bin/env node')).toBe(true)
 
     const port = String(20_000 + Math.floor(Math.random() * 20_000))
     // The image listens on all interfaces, which needs a key; nothing but loopback talks to it here.

@@ -1,0 +1,36 @@
+/** The response of POST /v1/compact as a person reads it: the summary, then a few figures. */
+export interface CompactResponseView {
+  compacted: boolean
+  reason: string
+  kept_from: number
+  summary?: { text: string }
+  stats: Record<string, number>
+  summarizer?: { kind: string; model: string | null; calls: number; fallback_reason: string | null; duration_ms: number }
+}
+
+function n(value: number): string {
+  return value.toLocaleString('en-US')
+}
+
+export function formatReport(r: CompactResponseView, elapsedMs: number): string {
+  const s = r.stats
+  const lines: string[] = []
+  if (r.compacted && r.summary) lines.push(r.summary.text, '')
+  else lines.push(`not compacted: ${r.reason}`, '')
+  const rows: [string, string][] = [
+    ['tokens before', n(s.raw_history_tokens ?? 0)],
+    ['tokens after', r.compacted ? n(s.context_after_compaction ?? 0) : n(s.raw_history_tokens ?? 0)],
+    ['compacted turns', n(s.compacted_turns ?? 0)],
+    ['kept messages', `${n(s.kept_messages ?? 0)} (from index ${r.kept_from})`]
+  ]
+  if (s.clipped_tool_results) rows.push(['clipped tool results', n(s.clipped_tool_results)])
+  if (r.summarizer) {
+    const model = r.summarizer.model ? ` ${r.summarizer.model}` : ''
+    const fallback = r.summarizer.fallback_reason ? ` (fallback: ${r.summarizer.fallback_reason})` : ''
+    rows.push(['summarizer', `${r.summarizer.kind}${model}${fallback}`])
+  }
+  rows.push(['duration', `${n(Math.round(elapsedMs))} ms`])
+  const width = Math.max(...rows.map(([k]) => k.length))
+  for (const [k, v] of rows) lines.push(`${k.padEnd(width)}  ${v}`)
+  return lines.join('\n')
+}

@@ -1,0 +1,100 @@
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { createServer } from 'node:net'
+import type { AddressInfo } from 'node:net'
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { validateHistory } from '../../src/compaction/index.js'
+import { FIXTURE_DIR } from '../helpers/corpus.js'
+import { responseValidator } from '../helpers/openapi.js'
+import { ROOT, type ServerProcess, startServer, tempDb } from '../helpers/process.js'
+
+const fixture = join(FIXTURE_DIR, 'mini-swe-agent__django__django-11149.json')
+
+/** Runs the CLI as a real process; stderr is not a terminal here, so no spinner. */
+function cli(args: string[], env: Record<string, string> = {}, stdin?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env } })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+    if (stdin !== undefined) child.stdin.end(stdin)
+    else child.stdin.end()
+    child.once('exit', (code) => resolve({ code, stdout, stderr }))
+  })
+}
+
+let server: ServerProcess
+beforeAll(async () => {
+  server = await startServer({ COMPACT_API_KEYS: 'cli=key-cli-000000000000' })
+})
+afterAll(async () => {
+  server.child.kill('SIGTERM')
+  await server.exited
+})
+
+describe('compaction-gateway compact', () => {
+  it('writes with --out a compacted history that is a valid request body again', async () => {
+    const out = join(tempDb(), '..', 'next.json')
+    const { code, stdout, stderr } = await cli(['compact', fixture, '--url', server.url, '--key', 'key-cli-000000000000', '--out', out])
+    expect(stderr).toBe('')
+    expect(code).toBe(0)
+    // for a person: the summary, then the figures
+    expect(stdout).toMatch(/^<compaction-summary id="cmp_/)
+    expect(stdout).toMatch(/tokens before\s+[\d,]+/)
+    expect(stdout).toMatch(/tokens after\s+[\d,]+/)
+    expect(stdout).toMatch(/summarizer\s+extractive/)
+    const next = JSON.parse(readFileSync(out, 'utf8')) as { messages: unknown[]; system?: string }
+    expect(validateHistory(next.messages as never)).toBeUndefined()
+    expect(next.system).toBe((JSON.parse(readFileSync(fixture, 'utf8')) as { system: string }).system)
+    // ...and the service takes it as it is
+    const again = await fetch(`${server.url}/v1/compact`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': 'key-cli-000000000000' },
+      body: JSON.stringify({ ...next, mode: 'manual' })
+    })
+    expect(again.status).toBe(200)
+  })
+
+  it('prints with --json the raw response, which validates against openapi.yaml', async () => {
+    const { code, stdout } = await cli(['compact', '-', '--json', '--mode', 'manual', '--budget', '20000'], { COMPACTION_GATEWAY_URL: server.url, COMPACTION_GATEWAY_KEY: 'key-cli-000000000000' }, readFileSync(fixture, 'utf8'))
+    expect(code).toBe(0)
+    const body = JSON.parse(stdout) as { compacted: boolean }
+    expect(body.compacted).toBe(true)
+    expect(responseValidator()('POST', '/v1/compact', 200, body)).toEqual([])
+  })
+
+  it('names the URL when the server cannot be reached, and exits 3', async () => {
+    // a port that was free a moment ago: nothing listens there
+    const probe = createServer().listen(0, '127.0.0.1')
+    await once(probe, 'listening')
+    const port = (probe.address() as AddressInfo).port
+    await new Promise((r) => probe.close(r))
+    const { code, stderr, stdout } = await cli(['compact', fixture, '--url', `http://127.0.0.1:${port}`])
+    expect(code).toBe(3)
+    expect(stdout).toBe('')
+    expect(stderr).toContain(`cannot reach the service at http://127.0.0.1:${port}`)
+    expect(stderr).toContain('ECONNREFUSED')
+  })
+
+  it("passes on the service's own error message, and exits 4", async () => {
+    const bad = join(tempDb(), '..', 'bad.json')
+    writeFileSync(bad, JSON.stringify({ messages: [{ role: 'user', content: 'a' }, { role: 'assistant', content: [{ type: 'tool_use', id: 't', name: 'bash', input: {} }] }, { role: 'user', content: 'b' }] }))
+    const unauthorized = await cli(['compact', bad, '--url', server.url])
+    expect(unauthorized.code).toBe(4)
+    expect(unauthorized.stderr).toContain('401 authentication_error')
+    const invalid = await cli(['compact', bad, '--url', server.url, '--key', 'key-cli-000000000000'])
+    expect(invalid.code).toBe(4)
+    expect(invalid.stderr).toContain('422 invalid_request_error: messages[1].content[0]')
+    expect(invalid.stderr).toContain('(at /messages/1/content/0)')
+  })
+
+  it('exits 2 on a usage mistake', async () => {
+    const { code, stderr } = await cli(['compact', fixture, '--mode', 'sometimes'])
+    expect(code).toBe(2)
+    expect(stderr).toContain('--mode is auto or manual')
+    expect((await cli(['frobnicate'])).code).toBe(2)
+  })
+})

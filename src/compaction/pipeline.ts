@@ -108,7 +108,7 @@ export function planCompaction(input: CompactionInput): CompactionPlan {
 
   const wantsCut = reason === 'manual' || reason === 'over_budget'
   const cut = wantsCut
-    ? planCut(messages, tokens, { mode: input.mode, keepTokens: tailBound, keepTurns: input.keepTurns, scale })
+    ? planCut(messages, tokens, { keepTokens: tailBound, keepTurns: input.keepTurns, scale })
     : { cut: 0, tail: [...messages], tailTokens: rawHistoryTokens - fixedTokens, clips: [] as Clip[] }
   if (wantsCut && cut.cut === 0) reason = 'nothing_to_compact'
   else if (wantsCut && input.dryRun) reason = 'dry_run'

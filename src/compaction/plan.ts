@@ -4,7 +4,6 @@ import { CHARS_PER_TOKEN, rawMessageTokens, scaled } from './tokens.js'
 import { type Block, type Message, isPromptMessage, isTextBlock, isToolResult } from './types.js'
 
 export interface CutPolicy {
-  mode: 'auto' | 'manual'
   /** Hard bound on the estimated tokens of the kept tail. */
   keepTokens: number
   /** At most this many prompt messages in the tail. */

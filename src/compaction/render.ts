@@ -1,5 +1,5 @@
 import { clipHeadTail } from './clip.js'
-import { NOTE_PREFIX, isSummaryText } from './markers.js'
+import { isServiceText, isSummaryText } from './markers.js'
 import { redact } from './redact.js'
 import { isSignalLine } from './signal.js'
 import { type ParsedSummary, parseSummary } from './summary-text.js'
@@ -36,9 +36,8 @@ export interface RenderedMessage {
 }
 
 export interface RenderedSpan {
+  /** One part per message that says something; a prior summary is not among them (findPriorSummaries). */
   parts: RenderedMessage[]
-  /** Summaries of earlier compactions found in the span, oldest first: merged, never re-summarized. */
-  priorSummaries: ParsedSummary[]
 }
 
 /** Summaries of earlier compactions in a span, oldest first, without rendering the span. */
@@ -124,28 +123,23 @@ function renderBlock(block: Block, role: Message['role'], names: Map<string, str
 }
 
 /**
- * The span as a compact transcript for the summarizer: one part per message, prior summaries lifted
- * out, tool outputs clipped, thinking dropped, media as placeholders, every secret redacted.
+ * The span as a compact transcript for the summarizer: one part per message, the service's own summary
+ * and note blocks left out (a prior summary is merged, never re-summarized as if the user said it), tool
+ * outputs clipped, thinking dropped, media as placeholders, every secret redacted.
  * `offset` is the index of messages[0] in the client's history.
  */
 export function renderSpan(messages: readonly Message[], offset = 0, options: RenderOptions = DEFAULT_RENDER): RenderedSpan {
   const parts: RenderedMessage[] = []
-  const priorSummaries: ParsedSummary[] = []
   const names = new Map<string, string>()
   messages.forEach((m, k) => {
     const lines: string[] = []
     for (const block of blocksOf(m)) {
       if (block.type === 'tool_use') names.set(String(block.id), String(block.name))
-      if (isTextBlock(block) && isSummaryText(block.text)) {
-        const parsed = parseSummary(block.text)
-        if (parsed) priorSummaries.push(parsed)
-        continue
-      }
-      if (isTextBlock(block) && block.text.startsWith(NOTE_PREFIX)) continue
+      if (isTextBlock(block) && isServiceText(block.text)) continue
       const rendered = renderBlock(block, m.role, names, options)
       if (rendered !== undefined) lines.push(rendered)
     }
     if (lines.length > 0) parts.push({ index: offset + k, text: redact(`[#${offset + k} ${m.role}]\n${lines.join('\n')}`) })
   })
-  return { parts, priorSummaries }
+  return { parts }
 }

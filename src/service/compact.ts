@@ -7,6 +7,7 @@ import {
   validateHistory
 } from '../compaction/index.js'
 import { DOCTRINE_VERSION } from '../prompts/doctrine.js'
+import { DEFAULT_BUDGET_TOKENS } from '../server/config.js'
 import type { CompactRequestBody } from '../server/schemas.js'
 import type { SummarizerReport, Summarizer } from '../summarizer/summarizer.js'
 import { InvalidHistoryError, SummarizerUnavailableError } from './errors.js'
@@ -64,7 +65,7 @@ export async function runCompaction(body: CompactRequestBody, deps: CompactDeps,
     tools: body.tools,
     mode: body.mode ?? 'auto',
     budgetTokens: body.budget_tokens ?? deps.defaults.budgetTokens,
-    sizingBudgetTokens: typeof deps.defaults.budgetTokens === 'number' ? deps.defaults.budgetTokens : 45_000,
+    sizingBudgetTokens: typeof deps.defaults.budgetTokens === 'number' ? deps.defaults.budgetTokens : DEFAULT_BUDGET_TOKENS,
     keepTokens: body.keep_tokens ?? deps.defaults.keepTokens,
     keepTurns: body.keep_turns ?? deps.defaults.keepTurns,
     usageInputTokens: usage ? usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0) : undefined,

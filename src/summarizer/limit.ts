@@ -26,10 +26,6 @@ export class LimitedSummarizer implements Summarizer {
     this.kind = inner.kind
   }
 
-  get inFlight(): number {
-    return this.active
-  }
-
   async summarize(request: SummarizeRequest): Promise<SummarizeResult> {
     if (this.active >= this.options.concurrency) {
       if (this.waiting.length >= this.options.queue) {

@@ -9,7 +9,7 @@ import {
 } from '../../src/compaction/index.js'
 import { assistant, call, result, results, shellStep, user } from '../helpers/history.js'
 
-const policy = (keepTokens: number, keepTurns = 8) => ({ mode: 'auto' as const, keepTokens, keepTurns, scale: 1 })
+const policy = (keepTokens: number, keepTurns = 8) => ({ keepTokens, keepTurns, scale: 1 })
 const tokensOf = (m: Message[]) => messageTokens(m, 1)
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0)
 

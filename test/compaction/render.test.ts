@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { DEFAULT_RENDER, clipToolOutput, renderSpan, spanText } from '../../src/compaction/index.js'
+import { DEFAULT_RENDER, clipToolOutput, findPriorSummaries, renderSpan, spanText } from '../../src/compaction/index.js'
 import { assistant, call, result, results, user } from '../helpers/history.js'
 
 describe('clipToolOutput', () => {
@@ -55,9 +55,12 @@ describe('renderSpan', () => {
 
   it('lifts a prior summary out instead of rendering it as the user speaking', () => {
     const prior = '<compaction-summary id="cmp_a" version="1" compacted_turns="4">\n## Files modified\n- src/a.ts — added x\n</compaction-summary>'
-    const span = renderSpan([{ role: 'user', content: [{ type: 'text', text: prior }, { type: 'text', text: 'continue' }] }, assistant('ok')])
-    expect(span.priorSummaries).toHaveLength(1)
-    expect(span.priorSummaries[0]!.sections.files_modified).toEqual(['src/a.ts — added x'])
+    const messages = [{ role: 'user' as const, content: [{ type: 'text', text: prior }, { type: 'text', text: 'continue' }] }, assistant('ok')]
+    const span = renderSpan(messages)
+    const priors = findPriorSummaries(messages)
+    expect(priors).toHaveLength(1)
+    expect(priors[0]!.sections.files_modified).toEqual(['src/a.ts — added x'])
+    expect(priors[0]!.compactedTurns).toBe(4)
     expect(spanText(span)).not.toContain('compaction-summary')
     expect(spanText(span)).toContain('continue')
   })

@@ -8,6 +8,9 @@
  * Aims: core under 1.0x, route under 2.0x.
  */
 import { once } from 'node:events'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { type Server, createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { type Message, finishCompaction, planCompaction, renderSpan, spanText } from '../src/compaction/index.js'
@@ -89,7 +92,8 @@ async function post(url: string, body: string): Promise<void> {
 const dir = corpusDir(process.argv[2])
 const transcripts = loadCorpus(dir)
 
-const app = await buildApp({ config: loadConfig({}), logger: false })
+// Records are written as in production, to a database of the run's own.
+const app = await buildApp({ config: loadConfig({ COMPACT_DB: join(mkdtempSync(join(tmpdir(), 'compaction-bench-')), 'compaction.db') }), logger: false })
 await app.listen({ port: 0, host: '127.0.0.1' })
 const appUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/v1/compact`
 const bare = bareServer()

@@ -16,6 +16,7 @@ import { type Metrics, createMetrics } from '../telemetry/metrics.js'
 import { installAuth } from './auth.js'
 import { type Config, parseApiKeys } from './config.js'
 import { ApiError, installErrorHandling } from './errors.js'
+import { installJsonParser } from './json.js'
 import { registerOpenapi } from './openapi.js'
 import { compactRoutes } from './routes/compact.js'
 import { doctrineRoutes } from './routes/doctrine.js'
@@ -98,6 +99,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
   if (options.openapi) await registerOpenapi(app, SERVICE_VERSION)
   for (const schema of [...SHARED_SCHEMAS, CompactionRecordSchema]) app.addSchema(schema)
   installErrorHandling(app)
+  installJsonParser(app)
   // While closing, answers in flight tell the client to drop the connection, so that a keep-alive
   // socket cannot hold the shutdown open until its idle timeout.
   let closing = false

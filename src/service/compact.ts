@@ -30,7 +30,9 @@ export interface CompactDeps {
 /** Time spent in each phase, for the Server-Timing header. */
 export interface PhaseTimings {
   validate: number
+  /** Estimate, cut, ledger, prior summaries. */
   plan: number
+  /** The summary written, merged, guarded, fitted, and the history assembled. */
   summarize: number
 }
 
@@ -83,8 +85,8 @@ export async function runCompaction(body: CompactRequestBody, deps: CompactDeps,
   const result = await summarizer.summarize({ plan, instructions: body.instructions, tenant: context.tenant, signal: context.signal })
   // Without a key the extractive summary is the default, and the response says why no model wrote it.
   if (requested === 'auto' && !deps.model) result.report = { ...result.report, fallback_reason: 'no_api_key' }
-  const t3 = deps.now()
   const outcome = finishCompaction(plan, { id: deps.newId(), recallHint: body.recall_hint, modelSections: result.sections })
+  const t3 = deps.now()
   const report: SummarizerReport = { ...result.report, duration_ms: Math.round(result.report.duration_ms || t3 - t2) }
   return {
     outcome,

@@ -126,6 +126,18 @@ describe('errors', () => {
     expect(res.json().type).toBe('error')
   })
 
+  it('400 for a body that could poison prototypes', async () => {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/compact',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"messages": [{"role": "user", "content": "x"}], "__proto__": {"polluted": true}}'
+    })
+    expect(res.statusCode).toBe(400)
+    expect(res.json().error.message).toContain('not valid JSON')
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined()
+  })
+
   it('404 in the one error shape', async () => {
     const res = await app.inject({ method: 'GET', url: '/nope?x=1' })
     expect(res.statusCode).toBe(404)

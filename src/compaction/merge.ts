@@ -5,7 +5,9 @@ const FILE_SECTIONS = new Set(['files_modified', 'files_inspected'])
 
 /**
  * Anchored, iterative summarization: the newer summary's facts are laid over the older one's, and
- * nothing of the older one is dropped. A file keeps one entry, the newer description winning.
+ * nothing of the older one is dropped. A file keeps one entry, the newer description winning; a user
+ * request is kept verbatim once; any other item that the newer summary restates (the same words,
+ * perhaps followed by more, such as "(superseded: …)") is replaced by the restatement in place.
  */
 export function mergeSections(older: SummarySections, newer: SummarySections): SummarySections {
   const out = emptySections()
@@ -15,13 +17,43 @@ export function mergeSections(older: SummarySections, newer: SummarySections): S
       const byPath = new Map<string, string>()
       for (const item of [...older[key], ...newer[key]]) byPath.set(itemPath(item), item)
       out[key] = [...byPath.values()]
-    } else {
+    } else if (key === 'user_requests') {
       out[key] = dedupe([...older[key], ...newer[key]])
+    } else {
+      out[key] = layOver(older[key], newer[key])
     }
   }
   // A file once modified is listed there only, even when a later span merely read it.
   const modified = new Set(out.files_modified.map(itemPath))
   out.files_inspected = out.files_inspected.filter((i) => !modified.has(itemPath(i)))
+  return out
+}
+
+/** Lower case, words only: how two statements of one fact are compared. */
+function normalized(item: string): string {
+  return item
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}]+/gu, ' ')
+    .trim()
+}
+
+/** Shorter than this, a prefix says too little to count as the same fact. */
+const MIN_RESTATED_CHARS = 12
+
+function layOver(older: readonly string[], newer: readonly string[]): string[] {
+  const out = dedupe(older)
+  const keys = out.map(normalized)
+  for (const item of dedupe(newer)) {
+    const key = normalized(item)
+    const same = keys.findIndex((k) => k === key || (Math.min(k.length, key.length) >= MIN_RESTATED_CHARS && (key.startsWith(k) || k.startsWith(key))))
+    if (same >= 0) {
+      out[same] = item
+      keys[same] = key
+    } else {
+      out.push(item)
+      keys.push(key)
+    }
+  }
   return out
 }
 

@@ -30,6 +30,18 @@ describe('summary text', () => {
     expect(m.key_decisions).toEqual(['use SQLite', 'use WAL mode'])
   })
 
+  it('replaces an older item the newer summary restates, such as a decision marked superseded', () => {
+    const older = emptySections()
+    older.key_decisions = ['Use SQLite for storage', 'Retry three times']
+    older.user_requests = ['fix it', 'fix it please']
+    const newer = emptySections()
+    newer.key_decisions = ['Use SQLite for storage (superseded: Postgres, for concurrent writers)', 'Log every retry']
+    newer.user_requests = ['fix it']
+    const m = mergeSections(older, newer)
+    expect(m.key_decisions).toEqual(['Use SQLite for storage (superseded: Postgres, for concurrent writers)', 'Retry three times', 'Log every retry'])
+    expect(m.user_requests).toEqual(['fix it', 'fix it please'])
+  })
+
   it('the guard puts back ledger files and requests a model left out', () => {
     const ledger = readLedger([
       user('please fix x'),

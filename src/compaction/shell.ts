@@ -168,7 +168,7 @@ function readSimple(argv: string[], effects: ShellEffects, heredocBody: string |
     case 'perl': {
       const inPlace = args.some((a) => /^-[a-zA-Z]*i/.test(a) || a.startsWith('--in-place'))
       const scripted = args.some((a) => a === '-e' || a === '-f' || a === '--expression')
-      const files = operands(args.filter((a, k) => !(k > 0 && ['-e', '-f', '--expression'].includes(args[k - 1]!))))
+      const files = operands(args.filter((_, k) => !(k > 0 && ['-e', '-f', '--expression'].includes(args[k - 1]!))))
       const targets = scripted ? files : files.slice(1)
       if (inPlace) for (const f of targets) write(f, `edited in place with ${cmd}`)
       else for (const f of targets) if (looksLikeFile(f)) effects.reads.push(f)
@@ -196,7 +196,7 @@ function readSimple(argv: string[], effects: ShellEffects, heredocBody: string |
       for (const f of operands(args)) write(f, 'created (touch)')
       return
     case 'patch': {
-      const source = stdin ?? args.find((a, k) => k > 0 && args[k - 1] === '-i')
+      const source = stdin ?? args.find((_, k) => k > 0 && args[k - 1] === '-i')
       effects.applies.push({ source, body: heredocBody })
       return
     }

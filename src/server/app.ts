@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { createRequire } from 'node:module'
 import type { Writable } from 'node:stream'
 import rateLimit from '@fastify/rate-limit'
 import Fastify, { type FastifyInstance } from 'fastify'
@@ -54,8 +55,8 @@ export const REQUEST_TIMEOUT_MS = 300_000
 /** What a 503 for too many summaries in flight tells the client to wait. */
 export const OVERLOADED_RETRY_AFTER_S = 5
 
-/** The service's version, as package.json has it; the OpenAPI document carries it. */
-export const SERVICE_VERSION = '0.1.0'
+/** The service's version, read from package.json (beside src/ and dist/ alike); the OpenAPI document carries it. */
+export const SERVICE_VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version
 
 export type App = FastifyInstance & { metrics: Metrics; store: Store }
 

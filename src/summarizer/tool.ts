@@ -1,4 +1,4 @@
-import { type Static, Type } from 'typebox'
+import { Type } from 'typebox'
 import { Value } from 'typebox/value'
 import { LIST_SECTIONS, SECTION_PURPOSE, type SummarySections, emptySections } from '../compaction/index.js'
 
@@ -11,7 +11,6 @@ const listProperties = Object.fromEntries(
 
 /** Every section may be left out (it is then empty); any section present must have the right shape. */
 export const SummaryToolInput = Type.Object({ objective: Type.Optional(Type.String({ description: SECTION_PURPOSE.objective })), ...listProperties })
-export type SummaryToolInputValue = Static<typeof SummaryToolInput>
 
 export const summaryTool = {
   name: SUMMARY_TOOL_NAME,

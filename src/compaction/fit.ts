@@ -1,4 +1,5 @@
-import { textTokens } from './tokens.js'
+import { type SummaryHeader, formattedLength } from './summary-text.js'
+import { CHARS_PER_TOKEN } from './tokens.js'
 import { LIST_SECTIONS, type ListSection, type SummarySections, itemPath } from './sections.js'
 
 /**
@@ -57,18 +58,14 @@ function applyStage(s: SummarySections, stage: Stage): SummarySections {
 }
 
 /**
- * The sections shortened until `measure(sections)` is within `maxTokens`; the last stage when none fits
- * (the files alone can exceed a very small budget).
+ * The sections shortened until their text form (formatSummary with this header) is within `maxTokens`;
+ * the last stage when none fits (the files alone can exceed a very small budget).
  */
-export function fitSections(
-  sections: SummarySections,
-  maxTokens: number,
-  measure: (s: SummarySections) => string
-): SummarySections {
+export function fitSections(sections: SummarySections, maxTokens: number, header: SummaryHeader): SummarySections {
   let last = sections
   for (const stage of STAGES) {
     last = applyStage(sections, stage)
-    if (textTokens(measure(last)) <= maxTokens) return last
+    if (Math.ceil(formattedLength(last, header) / CHARS_PER_TOKEN) <= maxTokens) return last
   }
   return last
 }

@@ -7,7 +7,7 @@ import { redact } from './redact.js'
 import { findPriorSummaries } from './render.js'
 import { LIST_SECTIONS, type SummarySections } from './sections.js'
 import { formatSummary } from './summary-text.js'
-import { MESSAGE_OVERHEAD_TOKENS, estimateScale, messageTokens, rawMessageTokens, rawSystemTokens, scaled, textTokens } from './tokens.js'
+import { MESSAGE_OVERHEAD_TOKENS, estimateScale, rawMessageTokens, rawSystemTokens, scaled, textTokens } from './tokens.js'
 import { assembleHistory, summaryBlocks, summaryNote } from './turn.js'
 import { type Message, type SystemPrompt, blocksOf, isPromptMessage, isTextBlock } from './types.js'
 
@@ -89,9 +89,9 @@ function redactSections(s: SummarySections): SummarySections {
 export function planCompaction(input: CompactionInput): CompactionPlan {
   const { messages } = input
   const rawFixed = rawSystemTokens(input.system, input.tools)
-  const rawMessages = messages.reduce((n, m) => n + rawMessageTokens(m), 0)
-  const scale = estimateScale(rawFixed + rawMessages, input.usageInputTokens)
-  const tokens = messageTokens(messages, scale)
+  const raw = messages.map(rawMessageTokens)
+  const scale = estimateScale(rawFixed + raw.reduce((a, b) => a + b, 0), input.usageInputTokens)
+  const tokens = raw.map((r) => scaled(r, scale))
   const fixedTokens = scaled(rawFixed, scale)
   const rawHistoryTokens = fixedTokens + tokens.reduce((a, b) => a + b, 0)
 
@@ -196,13 +196,17 @@ export function finishCompaction(plan: CompactionPlan, options: FinishOptions): 
   const header = { id: options.id, compactedTurns: plan.priorTurns + plan.compactedTurns }
   const noteTokens = textTokens(summaryNote(options.recallHint)) + MESSAGE_OVERHEAD_TOKENS + 8
   const textBudget = Math.max(0, Math.floor(plan.summaryMaxTokens / plan.scale) - noteTokens)
-  const fitted = fitSections(sections, textBudget, (s) => formatSummary(s, header))
+  const fitted = fitSections(sections, textBudget, header)
   const text = formatSummary(fitted, header)
 
   const blocks = summaryBlocks(text, options.recallHint)
   const messages = assembleHistory(blocks, plan.cut.tail)
   const summaryTokens = scaled(rawMessageTokens({ role: 'user', content: blocks }), plan.scale)
-  const outputTokens = messages.reduce((n, m) => n + scaled(rawMessageTokens(m), plan.scale), 0)
+  // The tail's tokens are known from the plan; only a first message that took the summary is new.
+  const summaryInTail = messages.length === plan.cut.tail.length
+  const outputTokens = summaryInTail
+    ? plan.cut.tailTokens - scaled(rawMessageTokens(plan.cut.tail[0]!), plan.scale) + scaled(rawMessageTokens(messages[0]!), plan.scale)
+    : summaryTokens + plan.cut.tailTokens
   return {
     compacted: true,
     reason: plan.reason,

@@ -20,9 +20,39 @@ function escapeAttr(value: string): string {
   return value.replace(/[^A-Za-z0-9_.:-]/g, '_')
 }
 
+function openingLine(header: SummaryHeader): string {
+  return `${SUMMARY_OPEN} id="${escapeAttr(header.id)}" version="${SUMMARY_FORMAT_VERSION}" compacted_turns="${header.compactedTurns}">`
+}
+
+function oneLine(objective: string): string {
+  return objective.replace(/\s*\n\s*/g, ' ').trim()
+}
+
+/**
+ * The length formatSummary's text would have, counted without building it: fitting a summary to its
+ * budget measures many candidates, and the verbatim requests in them can be long.
+ */
+export function formattedLength(sections: SummarySections, header: SummaryHeader): number {
+  let chars = openingLine(header).length + 1 + SUMMARY_CLOSE.length
+  const objective = oneLine(sections.objective)
+  if (objective) chars += 3 + SECTION_HEADINGS.objective.length + 1 + objective.length + 1
+  for (const key of LIST_SECTIONS) {
+    const items = sections[key]
+    if (items.length === 0) continue
+    chars += 3 + SECTION_HEADINGS[key].length + 1
+    for (const item of items) {
+      let lines = 1
+      for (let i = item.indexOf('\n'); i >= 0; i = item.indexOf('\n', i + 1)) lines++
+      // every line of an item gets a two-character prefix; its own newlines stay as the separators
+      chars += item.length + 2 * lines + 1
+    }
+  }
+  return chars
+}
+
 export function formatSummary(sections: SummarySections, header: SummaryHeader): string {
-  const lines = [`${SUMMARY_OPEN} id="${escapeAttr(header.id)}" version="${SUMMARY_FORMAT_VERSION}" compacted_turns="${header.compactedTurns}">`]
-  const objective = sections.objective.replace(/\s*\n\s*/g, ' ').trim()
+  const lines = [openingLine(header)]
+  const objective = oneLine(sections.objective)
   if (objective) lines.push(`## ${SECTION_HEADINGS.objective}`, objective)
   for (const key of LIST_SECTIONS) {
     const items = sections[key]

@@ -10,6 +10,29 @@ export const MESSAGE_OVERHEAD_TOKENS = 4
 /** A client's reported usage may move the estimate by at most this factor either way. */
 export const MAX_ESTIMATE_SCALE = 4
 
+/**
+ * About the length of JSON.stringify(value), without building the string: a tool input is mostly one
+ * long string (a command, a file's content), whose length is known at once. Escapes are not counted.
+ */
+export function jsonChars(value: unknown): number {
+  switch (typeof value) {
+    case 'string':
+      return value.length + 2
+    case 'number':
+    case 'boolean':
+      return String(value).length
+    case 'object': {
+      if (value === null) return 4
+      if (Array.isArray(value)) return value.reduce((n: number, v) => n + jsonChars(v) + 1, 1)
+      let n = 1
+      for (const key in value) n += key.length + 4 + jsonChars((value as Record<string, unknown>)[key])
+      return n
+    }
+    default:
+      return 0
+  }
+}
+
 /** How many characters of text a block stands for (media excluded). */
 function blockChars(block: Block): number {
   switch (block.type) {
@@ -18,7 +41,7 @@ function blockChars(block: Block): number {
     case 'thinking':
       return typeof block.thinking === 'string' ? block.thinking.length : 0
     case 'tool_use':
-      return String(block.name ?? '').length + JSON.stringify(block.input ?? null).length
+      return String(block.name ?? '').length + jsonChars(block.input ?? null)
     case 'tool_result': {
       const c = block.content
       if (typeof c === 'string') return c.length
@@ -29,7 +52,7 @@ function blockChars(block: Block): number {
     case 'document':
       return 0
     default:
-      return JSON.stringify(block).length
+      return jsonChars(block)
   }
 }
 
@@ -58,7 +81,7 @@ export function rawSystemTokens(system: SystemPrompt | undefined, tools: readonl
   let chars = 0
   if (typeof system === 'string') chars += system.length
   else if (Array.isArray(system)) chars += system.reduce((n, b) => n + blockChars(b), 0)
-  if (tools) chars += JSON.stringify(tools).length
+  if (tools) chars += jsonChars(tools)
   return chars / CHARS_PER_TOKEN
 }
 

@@ -66,7 +66,7 @@ export class AnthropicSummarizer implements Summarizer {
     for (let k = 0; k < chunks.length; k++) {
       const prompt = promptFor(chunks[k]!, k, chunks.length, running, focus, summaryBudget)
       const written = await this.call(prompt, summaryBudget, usage, signal)
-      running = fitSections(written, summaryBudget, (s) => formatSummary(s, { id: 'running', compactedTurns: 0 }))
+      running = fitSections(written, summaryBudget, { id: 'running', compactedTurns: 0 })
     }
     return {
       sections: running,

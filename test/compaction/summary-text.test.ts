@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { emptySections, formatSummary, guardSections, mergeSections, parseSummary, readLedger } from '../../src/compaction/index.js'
+import fc from 'fast-check'
+import { emptySections, formatSummary, formattedLength, guardSections, mergeSections, parseSummary, readLedger } from '../../src/compaction/index.js'
 import { assistant, call, result, results, user } from '../helpers/history.js'
 
 describe('summary text', () => {
@@ -16,6 +17,22 @@ describe('summary text', () => {
     expect(parsed.id).toBe('cmp_1')
     expect(parsed.compactedTurns).toBe(3)
     expect(parsed.sections).toEqual(s)
+  })
+
+  it('counts the length of the text form without building it, exactly', () => {
+    const lists = fc.array(fc.string({ maxLength: 80 }).map((s) => s.replace(/\r/g, '')), { maxLength: 4 })
+    fc.assert(
+      fc.property(fc.string({ maxLength: 60 }), lists, lists, lists, fc.nat(999), (objective, requests, files, steps, turns) => {
+        const s = emptySections()
+        s.objective = objective
+        s.user_requests = requests
+        s.files_modified = files
+        s.next_steps = steps
+        const header = { id: `cmp_${turns}`, compactedTurns: turns }
+        expect(formattedLength(s, header)).toBe(formatSummary(s, header).length)
+      }),
+      { numRuns: 300 }
+    )
   })
 
   it('merges a prior summary without losing its facts; newer file descriptions win', () => {

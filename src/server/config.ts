@@ -68,7 +68,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const v = env[key]
     if (v !== undefined && v.trim() !== '') picked[key] = v.trim()
   }
-  const value = Value.Convert(ConfigSchema, Value.Default(ConfigSchema, picked))
+  // Default and Convert work in place; `picked` keeps the strings as given, for the error message.
+  const value = Value.Convert(ConfigSchema, Value.Default(ConfigSchema, { ...picked }))
   if (Value.Check(ConfigSchema, value)) return value
   const first = Value.Errors(ConfigSchema, value)[0]
   const variable = first?.instancePath.replace(/^\//, '') || 'environment'

@@ -159,6 +159,10 @@ export interface FinishOptions {
   modelSections?: SummarySections
 }
 
+function roundScale(scale: number): number {
+  return Number(scale.toFixed(4))
+}
+
 /** The figures of a plan that did not compact. */
 export function uncompacted(plan: CompactionPlan): CompactionOutcome {
   const kept = plan.reason === 'dry_run' ? plan.cut.tail : plan.span.concat(plan.cut.tail)
@@ -178,7 +182,7 @@ export function uncompacted(plan: CompactionPlan): CompactionOutcome {
       context_after_compaction: plan.rawHistoryTokens,
       clipped_tool_results: plan.reason === 'dry_run' ? plan.cut.clips.length : 0,
       guard_added: 0,
-      estimate_scale: plan.scale
+      estimate_scale: roundScale(plan.scale)
     }
   }
 }
@@ -224,7 +228,7 @@ export function finishCompaction(plan: CompactionPlan, options: FinishOptions): 
       context_after_compaction: plan.fixedTokens + outputTokens,
       clipped_tool_results: plan.cut.clips.length,
       guard_added: options.modelSections ? guarded.added : 0,
-      estimate_scale: Number(plan.scale.toFixed(4))
+      estimate_scale: roundScale(plan.scale)
     }
   }
 }

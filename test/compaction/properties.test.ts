@@ -144,7 +144,8 @@ describe('compaction invariants over generated histories', () => {
         // the tail stays within keep_tokens, measured afresh
         const tailTokens = messageTokens(tailOf(messages, input, out.kept_from), 1).reduce((a, b) => a + b, 0)
         expect(tailTokens).toBeLessThanOrEqual(keepTokens)
-        // the context after compaction stays within the budget
+        // the summary stays within its tenth of the budget, the context after compaction within the budget
+        expect(out.stats.summary_tokens).toBeLessThanOrEqual(Math.floor(s.budget / 10))
         expect(out.stats.context_after_compaction).toBeLessThanOrEqual(s.budget)
         const recount = messageTokens(messages, 1).reduce((a, b) => a + b, 0)
         expect(recount).toBe(out.stats.context_after_compaction)

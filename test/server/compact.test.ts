@@ -74,6 +74,16 @@ describe('POST /v1/compact', () => {
     expect(body.messages.slice(1)).toEqual(odd.slice(3))
   })
 
+  it("calibrates the estimate to the provider's reported usage, cache tokens included", async () => {
+    const plain = (await compact({ messages: django.messages, dry_run: true, mode: 'manual' })).json()
+    const raw = plain.stats.raw_history_tokens
+    const scaled = (
+      await compact({ messages: django.messages, dry_run: true, mode: 'manual', usage: { input_tokens: raw, cache_read_input_tokens: Math.floor(raw / 2), output_tokens: 12 } })
+    ).json()
+    expect(scaled.stats.estimate_scale).toBeCloseTo(1.5, 1)
+    expect(scaled.stats.raw_history_tokens).toBeGreaterThan(raw * 1.45)
+  })
+
   it('reports the clip of a huge newest tool result', async () => {
     const huge = 'x'.repeat(400_000)
     const res = await compact({ messages: [user('go'), assistant(call('a', 'bash', { command: 'cat big' })), results(result('a', huge))], mode: 'manual', keep_tokens: 5_000 })

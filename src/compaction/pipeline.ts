@@ -6,7 +6,7 @@ import { type Clip, type CutPlan, planCut } from './plan.js'
 import { redact } from './redact.js'
 import { findPriorSummaries } from './render.js'
 import { LIST_SECTIONS, type SummarySections } from './sections.js'
-import { formatSummary } from './summary-text.js'
+import { formatSummary, oneLine } from './summary-text.js'
 import { MESSAGE_OVERHEAD_TOKENS, estimateScale, rawMessageTokens, rawSystemTokens, scaled, textTokens } from './tokens.js'
 import { assembleHistory, summaryBlocks, summaryNote } from './turn.js'
 import { type Message, type SystemPrompt, blocksOf, isPromptMessage, isTextBlock } from './types.js'
@@ -195,7 +195,8 @@ export function finishCompaction(plan: CompactionPlan, options: FinishOptions): 
   const written = options.modelSections ?? extractiveSections(plan.ledger, plan.latestAssistantText)
   const merged = plan.prior ? mergeSections(plan.prior, written) : written
   const guarded = guardSections(merged, plan.ledger)
-  const sections = redactSections(guarded.sections)
+  // The objective is one line, as the text form holds it, so that the text parses back to these sections.
+  const sections = redactSections({ ...guarded.sections, objective: oneLine(guarded.sections.objective) })
 
   const header = { id: options.id, compactedTurns: plan.priorTurns + plan.compactedTurns }
   const noteTokens = textTokens(summaryNote(options.recallHint)) + MESSAGE_OVERHEAD_TOKENS + 8

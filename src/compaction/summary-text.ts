@@ -24,7 +24,8 @@ function openingLine(header: SummaryHeader): string {
   return `${SUMMARY_OPEN} id="${escapeAttr(header.id)}" version="${SUMMARY_FORMAT_VERSION}" compacted_turns="${header.compactedTurns}">`
 }
 
-function oneLine(objective: string): string {
+/** The objective as the text form holds it: one line. */
+export function oneLine(objective: string): string {
   return objective.replace(/\s*\n\s*/g, ' ').trim()
 }
 

@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
+import { emptySections, parseSummary } from '../compaction/index.js'
 import type { CachedSummary, CompactionRecord, RecordPage, Store } from './store.js'
 import { StoreError } from './store.js'
 
@@ -30,6 +31,13 @@ const MIGRATIONS: readonly string[] = [
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS.length
+
+type StoredRecord = Omit<CompactionRecord, 'summary'> & { summary: { text: string } }
+
+function withSections(stored: StoredRecord): CompactionRecord {
+  const sections = parseSummary(stored.summary.text)?.sections ?? emptySections()
+  return { ...stored, summary: { text: stored.summary.text, sections } }
+}
 
 function encodeCursor(seq: number): string {
   return Buffer.from(`s${seq}`).toString('base64url')
@@ -91,7 +99,8 @@ export class SqliteStore implements Store {
       key_name: record.key_name,
       created_at: record.created_at,
       created_ms: Date.parse(record.created_at),
-      record: JSON.stringify(record)
+      // The sections parse back out of the summary text, so only the text is kept.
+      record: JSON.stringify({ ...record, summary: { text: record.summary.text } })
     })
   }
 
@@ -100,7 +109,7 @@ export class SqliteStore implements Store {
     const rows = this.statements.page.all(keyName, sessionId, before, options.limit + 1) as { seq: number; record: string }[]
     const page = rows.slice(0, options.limit)
     return {
-      records: page.map((r) => JSON.parse(r.record) as CompactionRecord),
+      records: page.map((r) => withSections(JSON.parse(r.record) as StoredRecord)),
       next_cursor: rows.length > options.limit ? encodeCursor(page[page.length - 1]!.seq) : null
     }
   }

@@ -81,7 +81,9 @@ describe('GET /v1/sessions/{session_id}/compactions', () => {
     const db = tempDb()
     const before = await testApp({ COMPACT_API_KEYS: KEYS, COMPACT_DB: db })
     const ids: string[] = []
-    for (let i = 0; i < 3; i++) ids.push((await post(before, 'key-alice-000000000001', history(i))).json().summary.id)
+    const summaries: { id: string; text: string; sections: unknown }[] = []
+    for (let i = 0; i < 3; i++) summaries.push((await post(before, 'key-alice-000000000001', history(i))).json().summary)
+    ids.push(...summaries.map((s) => s.id))
     await before.close()
 
     const after = await testApp({ COMPACT_API_KEYS: KEYS, COMPACT_DB: db })
@@ -92,6 +94,8 @@ describe('GET /v1/sessions/{session_id}/compactions', () => {
     expect(page.compactions.map((r: { id: string }) => r.id)).toEqual([ids[2], ids[1]])
     expect(page.compactions[0]).toMatchObject({ session_id: 'sess-1', key_name: 'alice', mode: 'manual', reason: 'manual', summarizer: { kind: 'extractive' } })
     expect(page.compactions[0].summary.text).toContain('fix bug 2')
+    // the record says what the response said, sections included
+    expect(page.compactions[0].summary).toEqual({ text: summaries[2]!.text, sections: summaries[2]!.sections })
     const next = (await after.inject({ url: `/v1/sessions/sess-1/compactions?limit=2&cursor=${page.next_cursor}`, headers: { 'x-api-key': 'key-alice-000000000001' } })).json()
     expect(next.compactions.map((r: { id: string }) => r.id)).toEqual([ids[0]])
     expect(next.next_cursor).toBeNull()

@@ -10,6 +10,7 @@ describe('load', () => {
     child.stderr.on('data', (d: Buffer) => (out += d.toString()))
     const code = await new Promise<number | null>((res) => child.once('exit', res))
     expect(out).toContain('statuses {"200":2000}; errors 0')
+    console.log(out.trim()) // the figures, for the CI log
     expect(code, out).toBe(0)
   }, 120_000)
 })

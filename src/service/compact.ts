@@ -41,11 +41,9 @@ export type CompactResponseBody = CompactionOutcome & { summarizer?: SummarizerR
 
 export interface CompactRun {
   response: CompactResponseBody
-  outcome: CompactionOutcome
   timings: PhaseTimings
 }
 
-/** The whole path of one compaction: validate, plan, summarize (or not), finish. */
 export interface RunContext {
   /** The API key's name ('' without auth). */
   tenant: string
@@ -53,6 +51,7 @@ export interface RunContext {
   signal?: AbortSignal
 }
 
+/** The whole path of one compaction: validate, plan, summarize (or not), finish. */
 export async function runCompaction(body: CompactRequestBody, deps: CompactDeps, context: RunContext = { tenant: '' }): Promise<CompactRun> {
   const t0 = deps.now()
   const messages = body.messages as unknown as Message[]
@@ -76,7 +75,7 @@ export async function runCompaction(body: CompactRequestBody, deps: CompactDeps,
   const t2 = deps.now()
   if (!plan.summarize) {
     const outcome = uncompacted(plan)
-    return { outcome, response: { ...outcome, doctrine_version: DOCTRINE_VERSION }, timings: { validate: t1 - t0, plan: t2 - t1, summarize: 0 } }
+    return { response: { ...outcome, doctrine_version: DOCTRINE_VERSION }, timings: { validate: t1 - t0, plan: t2 - t1, summarize: 0 } }
   }
 
   const requested = body.summarizer ?? 'auto'
@@ -89,7 +88,6 @@ export async function runCompaction(body: CompactRequestBody, deps: CompactDeps,
   const t3 = deps.now()
   const report: SummarizerReport = { ...result.report, duration_ms: Math.round(result.report.duration_ms || t3 - t2) }
   return {
-    outcome,
     response: { ...outcome, summarizer: report, doctrine_version: DOCTRINE_VERSION },
     timings: { validate: t1 - t0, plan: t2 - t1, summarize: t3 - t2 }
   }

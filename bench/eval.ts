@@ -57,12 +57,13 @@ function invariantsHold(input: Message[], out: NonNullable<ReturnType<typeof com
   const messages = out.messages!
   if (validateHistory(messages)) broken.push('adjacency/roles')
   if (!safeBoundaries(input).includes(out.kept_from)) broken.push('safe boundary')
-  const tail = input[out.kept_from]!.role === 'assistant' ? messages.slice(1) : messages.slice(1)
-  const expected = input.slice(out.kept_from + (input[out.kept_from]!.role === 'assistant' ? 0 : 1))
+  // messages[0] is the summary turn, or the tail's first user message with the summary put before it;
+  // everything after it must be the client's own messages, clips aside.
+  const first = out.kept_from + (input[out.kept_from]!.role === 'assistant' ? 0 : 1)
+  const tail = messages.slice(1)
   const clipped = new Set(out.clips.map((c) => c.message_index))
-  expected.forEach((m, k) => {
-    const index = out.kept_from + (input[out.kept_from]!.role === 'assistant' ? 0 : 1) + k
-    if (!clipped.has(index) && JSON.stringify(m) !== JSON.stringify(tail[k])) broken.push(`tail changed at ${index}`)
+  input.slice(first).forEach((m, k) => {
+    if (!clipped.has(first + k) && JSON.stringify(m) !== JSON.stringify(tail[k])) broken.push(`tail changed at ${first + k}`)
   })
   const keptTokens = messageTokens(input.slice(out.kept_from), 1).reduce((a, b) => a + b, 0)
   if (out.clips.length === 0 && keptTokens > KEEP_TOKENS) broken.push('keep_tokens')

@@ -1,7 +1,7 @@
 import { clipHeadTail } from './clip.js'
 import { isServiceText, isSummaryText } from './markers.js'
 import { redact } from './redact.js'
-import { isSignalLine } from './signal.js'
+import { isSignalLine, shortLine } from './signal.js'
 import { type ParsedSummary, parseSummary } from './summary-text.js'
 import { type Block, type Message, blocksOf, isTextBlock, isToolResult, toolResultText } from './types.js'
 
@@ -72,7 +72,7 @@ export function clipToolOutput(text: string, o: RenderOptions): string {
 
   const middle = lines.slice(headEnd, tailStart)
   const signal = middle.filter(isSignalLine)
-  const kept = signal.slice(Math.max(0, signal.length - o.signalLines)).map((l) => (l.length > 300 ? `${l.slice(0, 300)}…` : l))
+  const kept = signal.slice(Math.max(0, signal.length - o.signalLines)).map(shortLine)
   const note = `[… ${middle.length} lines clipped${kept.length ? `; ${kept.length} signal lines kept:` : ''} …]`
   return [...lines.slice(0, headEnd), note, ...kept, ...(kept.length ? ['[…]'] : []), ...lines.slice(tailStart)].join('\n')
 }

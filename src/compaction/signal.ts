@@ -8,6 +8,11 @@ const SIGNAL_LINE =
 /** Exception class names: ValueError, KeyError, NullPointerException, AssertionError. */
 const EXCEPTION_NAME = /[a-z0-9](?:Error|Exception|Failure)\b/
 
+/** A signal line as kept: its first 300 characters. */
+export function shortLine(line: string): string {
+  return line.length > 300 ? `${line.slice(0, 300)}…` : line
+}
+
 export function isSignalLine(line: string): boolean {
   return line.length > 0 && (SIGNAL_LINE.test(line) || EXCEPTION_NAME.test(line))
 }
@@ -16,7 +21,7 @@ export function signalLines(text: string, limit: number): string[] {
   const out: string[] = []
   for (const line of text.split('\n')) {
     if (isSignalLine(line)) {
-      out.push(line.length > 300 ? `${line.slice(0, 300)}…` : line)
+      out.push(shortLine(line))
       if (out.length >= limit) break
     }
   }

@@ -14,7 +14,7 @@ import type { Store } from '../storage/store.js'
 import type { Summarizer } from '../summarizer/summarizer.js'
 import { loggerOptions } from '../telemetry/logger.js'
 import { type Metrics, createMetrics } from '../telemetry/metrics.js'
-import { installAuth } from './auth.js'
+import { OPEN_ROUTES, installAuth } from './auth.js'
 import { type Config, parseApiKeys } from './config.js'
 import { ApiError, installErrorHandling } from './errors.js'
 import { installJsonParser } from './json.js'
@@ -122,7 +122,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
     max: config.COMPACT_RATE_LIMIT_PER_MIN,
     timeWindow: 60_000,
     keyGenerator: (request) => (request.keyName ? `key:${request.keyName}` : `ip:${request.ip}`),
-    allowList: (request) => ['/healthz', '/readyz', '/metrics'].includes(request.url.split('?')[0]!),
+    allowList: (request) => OPEN_ROUTES.has(request.url.split('?')[0]!),
     errorResponseBuilder: (_request, context) =>
       new ApiError(429, 'rate_limit_error', `rate limit of ${context.max} requests per minute reached; retry in ${context.after}`, undefined, {
         'retry-after': String(Math.ceil(context.ttl / 1_000))

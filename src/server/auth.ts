@@ -9,8 +9,8 @@ declare module 'fastify' {
   }
 }
 
-/** Routes anyone may call: probes and the scrape. */
-const OPEN_ROUTES = new Set(['/healthz', '/readyz', '/metrics'])
+/** Routes anyone may call, with no key and no rate limit: probes and the scrape. */
+export const OPEN_ROUTES: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics'])
 
 function digest(value: string): Buffer {
   return createHash('sha256').update(value).digest()

@@ -5,11 +5,11 @@ import { type CompactDeps, type CompactRun, runCompaction } from '../../service/
 import type { Store } from '../../storage/store.js'
 import type { Metrics } from '../../telemetry/metrics.js'
 import { CompactRequest, type CompactRequestBody, CompactResponse } from '../schemas.js'
-import { KEYED } from './security.js'
+import { KEYED, UNAUTHORIZED_DESCRIPTION } from './security.js'
 
 const ERROR_MEANINGS: Record<number, string> = {
   400: 'The body breaks the schema; `error.path` points at the place.',
-  401: 'No API key, or a wrong one.',
+  401: UNAUTHORIZED_DESCRIPTION,
   413: 'The body is over COMPACT_BODY_LIMIT_MB.',
   422: 'The history breaks the rules of a conversation (an unanswered tool_use, a tool_result that answers nothing, roles out of turn); `error.path` points at the place.',
   429: 'Rate limited; retry after the Retry-After header.',

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify'
 import { Type } from 'typebox'
-import { KEYED } from './security.js'
+import { KEYED, unauthorizedResponse } from './security.js'
 import { DOCTRINE_SHA256, DOCTRINE_TEXT, DOCTRINE_VERSION } from '../../prompts/doctrine.js'
 
 export const Doctrine = Type.Object(
@@ -16,7 +16,7 @@ export const doctrineRoutes: FastifyPluginAsync = async (app) => {
         tags: ['compaction'],
         summary: 'The server-owned compaction prompt: version, hash and text',
         security: KEYED,
-        response: { 200: Doctrine, 401: Type.Ref('ErrorResponse', { description: 'No API key, or a wrong one.' }) }
+        response: { 200: Doctrine, 401: unauthorizedResponse() }
       }
     },
     async () => ({ version: DOCTRINE_VERSION, sha256: DOCTRINE_SHA256, text: DOCTRINE_TEXT })

@@ -3,7 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { type Store, StoreError } from '../../storage/store.js'
 import { ApiError } from '../errors.js'
-import { KEYED } from './security.js'
+import { KEYED, unauthorizedResponse } from './security.js'
 
 export const DEFAULT_PAGE_SIZE = 20
 export const MAX_PAGE_SIZE = 100
@@ -52,7 +52,7 @@ export const sessionRoutes: FastifyPluginAsync<{ store: Store }> = async (app, {
         response: {
           200: SessionCompactions,
           400: Type.Ref('ErrorResponse', { description: 'A bad limit or cursor.' }),
-          401: Type.Ref('ErrorResponse', { description: 'No API key, or a wrong one.' }),
+          401: unauthorizedResponse(),
           503: Type.Ref('ErrorResponse', { description: 'The store cannot be read.' })
         }
       }

@@ -33,6 +33,9 @@ const STAGES: readonly Stage[] = [
   { item: 40, list: 0, request: 40, newestRequest: 200, bareFiles: true, requests: 1 }
 ]
 
+/** The least a summary can say: a short objective and the newest request, shortened. */
+const SMALLEST: Stage = { item: 0, list: 0, request: 0, newestRequest: 80, bareFiles: true, requests: 1 }
+
 const FILE_SECTIONS: ReadonlySet<ListSection> = new Set(['files_modified', 'files_inspected'])
 
 function shorten(text: string, max: number): string {
@@ -40,7 +43,7 @@ function shorten(text: string, max: number): string {
 }
 
 function applyStage(s: SummarySections, stage: Stage): SummarySections {
-  const out = { objective: shorten(s.objective, Math.max(stage.item, 200)) } as SummarySections
+  const out = { objective: shorten(s.objective, stage === SMALLEST ? 80 : Math.max(stage.item, 200)) } as SummarySections
   for (const key of LIST_SECTIONS) {
     const items = s[key]
     if (key === 'user_requests') {
@@ -57,15 +60,37 @@ function applyStage(s: SummarySections, stage: Stage): SummarySections {
   return out
 }
 
+/** Only the newest `keep` entries of each files list, the rest counted in one line. */
+function keepNewestFiles(s: SummarySections, keep: number): SummarySections {
+  const out = { ...s }
+  for (const key of FILE_SECTIONS) {
+    const items = s[key]
+    const dropped = items.length - Math.min(keep, items.length)
+    out[key] = dropped > 0 ? [`(${dropped} more files, older, left out to fit the summary budget)`, ...items.slice(dropped)] : items
+  }
+  return out
+}
+
 /**
- * The sections shortened until their text form (formatSummary with this header) is within `maxTokens`;
- * the last stage when none fits (the files alone can exceed a very small budget).
+ * The sections shortened until their text form (formatSummary with this header) is within `maxTokens`.
+ * Files are dropped last, oldest first, and only when the bare paths alone are over the budget; the
+ * bound holds whatever the history (a summary larger than its share would break the budget).
  */
 export function fitSections(sections: SummarySections, maxTokens: number, header: SummaryHeader): SummarySections {
+  const fits = (s: SummarySections): boolean => Math.ceil(formattedLength(s, header) / CHARS_PER_TOKEN) <= maxTokens
   let last = sections
   for (const stage of STAGES) {
     last = applyStage(sections, stage)
-    if (Math.ceil(formattedLength(last, header) / CHARS_PER_TOKEN) <= maxTokens) return last
+    if (fits(last)) return last
   }
-  return last
+  // Binary search for the most files that fit beside the rest of the last stage.
+  let lo = 0
+  let hi = Math.max(last.files_modified.length, last.files_inspected.length)
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2)
+    if (fits(keepNewestFiles(last, mid))) lo = mid
+    else hi = mid - 1
+  }
+  const withFiles = keepNewestFiles(last, lo)
+  return fits(withFiles) ? withFiles : keepNewestFiles(applyStage(sections, SMALLEST), 0)
 }

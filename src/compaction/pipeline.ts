@@ -7,9 +7,10 @@ import { redact } from './redact.js'
 import { findPriorSummaries } from './render.js'
 import { LIST_SECTIONS, type SummarySections } from './sections.js'
 import { formatSummary, oneLine } from './summary-text.js'
-import { MESSAGE_OVERHEAD_TOKENS, estimateScale, rawMessageTokens, rawSystemTokens, scaled, textTokens } from './tokens.js'
+import { CHARS_PER_TOKEN, MESSAGE_OVERHEAD_TOKENS, estimateScale, rawMessageTokens, rawSystemTokens, scaled, textTokens } from './tokens.js'
 import { assembleHistory, summaryBlocks, summaryNote } from './turn.js'
 import { type Message, type SystemPrompt, blocksOf, isPromptMessage, isTextBlock } from './types.js'
+import { type HistoryProblem, place, pointer } from './validate.js'
 
 export type Mode = 'auto' | 'manual'
 export type Reason = 'over_budget' | 'under_budget' | 'manual' | 'disabled' | 'nothing_to_compact' | 'dry_run'
@@ -68,6 +69,8 @@ export interface CompactionPlan {
   priorTurns: number
   latestAssistantText: string
   compactedTurns: number
+  /** Set when the tail cannot be brought within its bound: the request is refused, naming the place. */
+  problem?: HistoryProblem
 }
 
 function latestAssistantText(messages: readonly Message[]): string {
@@ -113,6 +116,8 @@ export function planCompaction(input: CompactionInput): CompactionPlan {
   if (wantsCut && cut.cut === 0) reason = 'nothing_to_compact'
   else if (wantsCut && input.dryRun) reason = 'dry_run'
 
+  const problem = wantsCut && cut.cut > 0 && cut.overBound ? unfitProblem(cut, tailBound, budget, fixedTokens, summaryMaxTokens) : undefined
+
   const span = messages.slice(0, cut.cut)
   const priorSummaries = findPriorSummaries(span)
   const priors = priorSummaries.map((p) => p.sections)
@@ -131,7 +136,21 @@ export function planCompaction(input: CompactionInput): CompactionPlan {
     prior,
     priorTurns: priorSummaries.reduce((n, p) => n + p.compactedTurns, 0),
     latestAssistantText: latestAssistantText(span),
-    compactedTurns: span.filter((m) => isPromptMessage(m) && userText(m) !== '').length
+    compactedTurns: span.filter((m) => isPromptMessage(m) && userText(m) !== '').length,
+    ...(problem ? { problem } : {})
+  }
+}
+
+/** Why the newest step cannot be kept within the bound even with every text of it clipped to a marker. */
+function unfitProblem(cut: CutPlan, tailBound: number, budget: number | undefined, fixedTokens: number, summaryMaxTokens: number): HistoryProblem {
+  const room =
+    budget === undefined
+      ? `keep_tokens (${tailBound})`
+      : `the ${tailBound} tokens left for it (budget_tokens ${budget}, less ${fixedTokens} for system and tools and ${summaryMaxTokens} for the summary)`
+  return {
+    kind: 'history',
+    path: pointer(cut.cut),
+    message: `${place(cut.cut)}: the newest step needs ${cut.tailTokens} tokens even with every text of it clipped, over ${room}; raise budget_tokens or keep_tokens, or send less in it`
   }
 }
 
@@ -199,12 +218,15 @@ export function finishCompaction(plan: CompactionPlan, options: FinishOptions): 
   const sections = redactSections({ ...guarded.sections, objective: oneLine(guarded.sections.objective) })
 
   const header = { id: options.id, compactedTurns: plan.priorTurns + plan.compactedTurns }
-  const noteTokens = textTokens(summaryNote(options.recallHint)) + MESSAGE_OVERHEAD_TOKENS + 8
+  // The client's recall hint may take at most a quarter of the summary's share, so the bound holds.
+  const hintChars = Math.floor((plan.summaryMaxTokens / plan.scale) * CHARS_PER_TOKEN * 0.25)
+  const recallHint = options.recallHint && options.recallHint.length > hintChars ? `${options.recallHint.slice(0, Math.max(0, hintChars - 1))}…` : options.recallHint
+  const noteTokens = textTokens(summaryNote(recallHint)) + MESSAGE_OVERHEAD_TOKENS + 8
   const textBudget = Math.max(0, Math.floor(plan.summaryMaxTokens / plan.scale) - noteTokens)
   const fitted = fitSections(sections, textBudget, header)
   const text = formatSummary(fitted, header)
 
-  const blocks = summaryBlocks(text, options.recallHint)
+  const blocks = summaryBlocks(text, recallHint)
   const messages = assembleHistory(blocks, plan.cut.tail)
   const summaryTokens = scaled(rawMessageTokens({ role: 'user', content: blocks }), plan.scale)
   // The tail's tokens are known from the plan; only a first message that took the summary is new.

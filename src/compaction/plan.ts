@@ -1,7 +1,7 @@
 import { clipHeadTail, clipMarker } from './clip.js'
 import { countPrompts, safeBoundaries } from './boundaries.js'
 import { CHARS_PER_TOKEN, rawMessageTokens, scaled } from './tokens.js'
-import { type Block, type Message, isPromptMessage, isTextBlock, isToolResult } from './types.js'
+import { type Block, type Message, isPromptMessage, isTextBlock, isToolResult, isToolUse } from './types.js'
 
 export interface CutPolicy {
   /** Hard bound on the estimated tokens of the kept tail. */
@@ -12,11 +12,18 @@ export interface CutPolicy {
   scale: number
 }
 
-/** One tool_result whose content was clipped so that the newest step fits the tail's bound. */
+export type ClipKind = 'prompt' | 'text' | 'thinking' | 'tool_input' | 'tool_result'
+
+/** One text of the tail clipped (head and tail kept, a marker between) so that the tail fits its bound. */
 export interface Clip {
+  kind: ClipKind
   message_index: number
-  block_index: number
-  tool_use_id: string
+  /** The block's index in the message's content; absent when the message's content is one string. */
+  block_index?: number
+  /** JSON pointer, in the request body, to the string that was clipped. */
+  path: string
+  /** The call the clipped tool input or tool result belongs to. */
+  tool_use_id?: string
   original_chars: number
   kept_chars: number
 }
@@ -28,9 +35,11 @@ export interface CutPlan {
   tail: Message[]
   tailTokens: number
   clips: Clip[]
+  /** Set when even every text of the newest step clipped to a marker leaves the tail over its bound. */
+  overBound?: boolean
 }
 
-/** Below this many characters a tool result is not clipped further. */
+/** Below this many characters a text is not clipped on the first pass; the second pass keeps only the marker. */
 export const MIN_CLIPPED_CHARS = 200
 
 /**
@@ -91,89 +100,134 @@ function sum(values: readonly number[], from: number, to = values.length): numbe
   return n
 }
 
+/** One string of the tail that may be clipped: where it is, what it is, how long. */
 interface Clippable {
+  kind: ClipKind
   tailIndex: number
+  /** -1 when the message's content is one string. */
   blockIndex: number
-  /** Index of the text block inside an array content, or -1 for string content. */
-  partIndex: number
+  /** Keys from the block (or, for string content, from the message) down to the string. */
+  keys: (string | number)[]
   chars: number
+  toolUseId?: string
 }
 
+/** Below this many characters a string of a tool input is left alone: clipping would not make it shorter. */
+const MIN_INPUT_STRING = 100
+
+/** The strings of a tool input long enough to clip, found without recursion. */
+function inputStrings(input: unknown): { keys: (string | number)[]; chars: number }[] {
+  const found: { keys: (string | number)[]; chars: number }[] = []
+  const stack: { value: unknown; keys: (string | number)[] }[] = [{ value: input, keys: [] }]
+  while (stack.length > 0) {
+    const { value, keys } = stack.pop()!
+    if (typeof value === 'string') {
+      if (value.length > MIN_INPUT_STRING) found.push({ keys, chars: value.length })
+    } else if (Array.isArray(value)) {
+      value.forEach((v, i) => stack.push({ value: v, keys: [...keys, i] }))
+    } else if (typeof value === 'object' && value !== null) {
+      for (const key in value) stack.push({ value: (value as Record<string, unknown>)[key], keys: [...keys, key] })
+    }
+  }
+  return found
+}
+
+/** Every text of the tail that clipping could shorten: prompts, assistant text, thinking, tool inputs and results. */
 function clippables(tail: readonly Message[]): Clippable[] {
   const out: Clippable[] = []
   tail.forEach((m, tailIndex) => {
-    if (typeof m.content === 'string') return
+    const textKind: ClipKind = m.role === 'user' ? 'prompt' : 'text'
+    if (typeof m.content === 'string') {
+      out.push({ kind: textKind, tailIndex, blockIndex: -1, keys: ['content'], chars: m.content.length })
+      return
+    }
     m.content.forEach((b, blockIndex) => {
-      if (!isToolResult(b)) return
-      if (typeof b.content === 'string') out.push({ tailIndex, blockIndex, partIndex: -1, chars: b.content.length })
-      else if (Array.isArray(b.content)) {
-        b.content.forEach((p, partIndex) => {
-          if (isTextBlock(p)) out.push({ tailIndex, blockIndex, partIndex, chars: p.text.length })
-        })
+      if (isTextBlock(b)) out.push({ kind: textKind, tailIndex, blockIndex, keys: ['text'], chars: b.text.length })
+      else if (b.type === 'thinking' && typeof b.thinking === 'string') out.push({ kind: 'thinking', tailIndex, blockIndex, keys: ['thinking'], chars: b.thinking.length })
+      else if (isToolUse(b)) {
+        for (const leaf of inputStrings(b.input)) out.push({ kind: 'tool_input', tailIndex, blockIndex, keys: ['input', ...leaf.keys], chars: leaf.chars, toolUseId: b.id })
+      } else if (isToolResult(b)) {
+        if (typeof b.content === 'string') out.push({ kind: 'tool_result', tailIndex, blockIndex, keys: ['content'], chars: b.content.length, toolUseId: b.tool_use_id })
+        else if (Array.isArray(b.content)) {
+          b.content.forEach((p, partIndex) => {
+            if (isTextBlock(p)) out.push({ kind: 'tool_result', tailIndex, blockIndex, keys: ['content', partIndex, 'text'], chars: p.text.length, toolUseId: b.tool_use_id })
+          })
+        }
       }
     })
   })
   return out
 }
 
-/** Clips the largest tool results of the tail, biggest first, until the tail fits its bound. */
+/** Reads the string a clippable names. */
+function readAt(message: Message, c: Clippable): string {
+  let node: unknown = c.blockIndex < 0 ? message : (message.content as Block[])[c.blockIndex]
+  for (const key of c.keys) node = (node as Record<string | number, unknown>)[key]
+  return node as string
+}
+
+/**
+ * A copy of the message with the named string replaced; every container on the way down is copied,
+ * so the client's own objects are never changed.
+ */
+function writeAt(message: Message, c: Clippable, text: string): Message {
+  const copy = (node: unknown, keys: readonly (string | number)[]): unknown => {
+    if (keys.length === 0) return text
+    const [key, ...rest] = keys as [string | number, ...(string | number)[]]
+    const container = node as Record<string | number, unknown>
+    const clone = (Array.isArray(node) ? [...(node as unknown[])] : { ...container }) as Record<string | number, unknown>
+    clone[key] = copy(container[key], rest)
+    return clone
+  }
+  if (c.blockIndex < 0) return copy(message, c.keys) as Message
+  return copy(message, ['content', c.blockIndex, ...c.keys]) as Message
+}
+
+function pointerOf(messageIndex: number, c: Clippable): string {
+  const keys = c.blockIndex < 0 ? c.keys : ['content', c.blockIndex, ...c.keys]
+  return `/messages/${messageIndex}/${keys.map((k) => String(k).replace(/~/g, '~0').replace(/\//g, '~1')).join('/')}`
+}
+
+/**
+ * Clips the tail's largest texts, biggest first, until the tail fits its bound: a first pass keeps at
+ * least MIN_CLIPPED_CHARS of each, a second keeps only the marker. Each text is clipped once per pass,
+ * so the work is O(n log n) in the texts of the tail.
+ */
 function clipToFit(messages: readonly Message[], cut: number, tokens: readonly number[], policy: CutPolicy): CutPlan {
   const tail: Message[] = messages.slice(cut)
   const tailTokensOf = tokens.slice(cut)
   const clips = new Map<string, Clip>()
   let total = sum(tailTokensOf, 0)
+  const candidates = clippables(tail).sort((a, b) => b.chars - a.chars)
 
-  for (let round = 0; round < 1_000 && total > policy.keepTokens; round++) {
-    const target = clippables(tail)
-      .filter((c) => c.chars > MIN_CLIPPED_CHARS)
-      .sort((a, b) => b.chars - a.chars)[0]
-    if (!target) break
-    const excessChars = Math.ceil(((total - policy.keepTokens) / policy.scale) * CHARS_PER_TOKEN)
-    const keepChars = Math.max(MIN_CLIPPED_CHARS, target.chars - excessChars - clipMarker(target.chars).length - 8)
-    const message = cloneForClip(tail[target.tailIndex]!, target.blockIndex)
-    const block = (message.content as Block[])[target.blockIndex]! as Block & { content: string | Block[]; tool_use_id: string }
-    let before: string
-    if (target.partIndex < 0) {
-      before = block.content as string
-      block.content = clipHeadTail(before, keepChars)
-    } else {
-      const parts = [...(block.content as Block[])]
-      const part = parts[target.partIndex] as Block & { text: string }
-      before = part.text
-      parts[target.partIndex] = { ...part, text: clipHeadTail(before, keepChars) }
-      block.content = parts
+  for (const floor of [MIN_CLIPPED_CHARS, 0]) {
+    for (const target of candidates) {
+      if (total <= policy.keepTokens) break
+      const before = readAt(tail[target.tailIndex]!, target)
+      if (before.length <= floor) continue
+      const excessChars = Math.ceil(((total - policy.keepTokens) / policy.scale) * CHARS_PER_TOKEN)
+      const keepChars = Math.max(floor, before.length - excessChars - clipMarker(before.length).length - 8)
+      const after = clipHeadTail(before, keepChars)
+      if (after.length >= before.length) continue
+      const message = writeAt(tail[target.tailIndex]!, target, after)
+      tail[target.tailIndex] = message
+      const messageIndex = cut + target.tailIndex
+      const path = pointerOf(messageIndex, target)
+      const prior = clips.get(path)
+      clips.set(path, {
+        kind: target.kind,
+        message_index: messageIndex,
+        ...(target.blockIndex >= 0 ? { block_index: target.blockIndex } : {}),
+        path,
+        ...(target.toolUseId !== undefined ? { tool_use_id: target.toolUseId } : {}),
+        original_chars: prior ? prior.original_chars : before.length,
+        kept_chars: after.length
+      })
+      const t = scaled(rawMessageTokens(message), policy.scale)
+      total += t - tailTokensOf[target.tailIndex]!
+      tailTokensOf[target.tailIndex] = t
     }
-    tail[target.tailIndex] = message
-    const key = `${target.tailIndex}:${target.blockIndex}`
-    const prior = clips.get(key)
-    const keptChars = textLength(block.content)
-    clips.set(key, {
-      message_index: cut + target.tailIndex,
-      block_index: target.blockIndex,
-      tool_use_id: block.tool_use_id,
-      original_chars: prior ? prior.original_chars : textLength(originalBlock(messages[cut + target.tailIndex]!, target.blockIndex).content),
-      kept_chars: keptChars
-    })
-    const t = scaled(rawMessageTokens(message), policy.scale)
-    total += t - tailTokensOf[target.tailIndex]!
-    tailTokensOf[target.tailIndex] = t
   }
-  return { cut, tail, tailTokens: total, clips: [...clips.values()].sort((a, b) => a.message_index - b.message_index || a.block_index - b.block_index) }
-}
-
-function originalBlock(message: Message, blockIndex: number): Block & { content?: string | Block[] } {
-  return (message.content as Block[])[blockIndex] as Block & { content?: string | Block[] }
-}
-
-function textLength(content: string | Block[] | undefined): number {
-  if (content === undefined) return 0
-  if (typeof content === 'string') return content.length
-  return content.reduce((n, b) => n + (isTextBlock(b) ? b.text.length : 0), 0)
-}
-
-/** A copy of the message with a fresh content array and a fresh copy of the one block to clip. */
-function cloneForClip(message: Message, blockIndex: number): Message {
-  const content = [...(message.content as Block[])]
-  content[blockIndex] = { ...content[blockIndex]! }
-  return { ...message, content }
+  const ordered = [...clips.values()].sort((a, b) => a.message_index - b.message_index || (a.block_index ?? -1) - (b.block_index ?? -1) || (a.path < b.path ? -1 : 1))
+  return { cut, tail, tailTokens: total, clips: ordered, ...(total > policy.keepTokens ? { overBound: true } : {}) }
 }

@@ -13,24 +13,39 @@ export const MAX_ESTIMATE_SCALE = 4
 /**
  * About the length of JSON.stringify(value), without building the string: a tool input is mostly one
  * long string (a command, a file's content), whose length is known at once. Escapes are not counted.
+ * Iterative, so that no nesting can overflow the stack.
  */
 export function jsonChars(value: unknown): number {
-  switch (typeof value) {
-    case 'string':
-      return value.length + 2
-    case 'number':
-    case 'boolean':
-      return String(value).length
-    case 'object': {
-      if (value === null) return 4
-      if (Array.isArray(value)) return value.reduce((n: number, v) => n + jsonChars(v) + 1, 1)
-      let n = 1
-      for (const key in value) n += key.length + 4 + jsonChars((value as Record<string, unknown>)[key])
-      return n
+  let n = 0
+  const stack: unknown[] = [value]
+  while (stack.length > 0) {
+    const v = stack.pop()
+    switch (typeof v) {
+      case 'string':
+        n += v.length + 2
+        break
+      case 'number':
+      case 'boolean':
+        n += String(v).length
+        break
+      case 'object':
+        if (v === null) n += 4
+        else if (Array.isArray(v)) {
+          n += 1 + v.length
+          for (let i = v.length - 1; i >= 0; i--) stack.push(v[i])
+        } else {
+          n += 1
+          for (const key in v) {
+            n += key.length + 4
+            stack.push((v as Record<string, unknown>)[key])
+          }
+        }
+        break
+      default:
+        break
     }
-    default:
-      return 0
   }
+  return n
 }
 
 /** How many characters of text a block stands for (media excluded). */

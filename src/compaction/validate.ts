@@ -1,4 +1,4 @@
-import { type Block, type Message, isToolResult, isToolUse } from './types.js'
+import { type Message, isToolResult, isToolUse } from './types.js'
 
 /** A place in the request and what is wrong there. `path` is a JSON pointer into the request body. */
 export interface HistoryProblem {
@@ -20,18 +20,65 @@ function problem(kind: HistoryProblem['kind'], i: number, j: number | undefined,
   return { kind, path: pointer(i, j), message: `${place(i, j)}: ${text}` }
 }
 
-function shapeProblem(block: Block, i: number, j: number): HistoryProblem | undefined {
-  if (block.type === 'text' && typeof block.text !== 'string') return problem('shape', i, j, 'a text block needs a string `text`')
-  if (block.type === 'tool_use') {
-    if (typeof block.id !== 'string' || block.id === '') return problem('shape', i, j, 'a tool_use block needs a string `id`')
-    if (typeof block.name !== 'string') return problem('shape', i, j, 'a tool_use block needs a string `name`')
-    if (!('input' in block)) return problem('shape', i, j, 'a tool_use block needs an `input`')
+/** The block types whose fields are checked; any other type passes untouched (the API may add more). */
+export const KNOWN_BLOCK_TYPES = ['text', 'image', 'document', 'tool_use', 'tool_result', 'thinking', 'redacted_thinking'] as const
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+function blockWithoutType(i: number, j: number, at: string, value: unknown): HistoryProblem {
+  const what = isObject(value) ? 'has no string `type`' : `is ${value === null ? 'null' : Array.isArray(value) ? 'an array' : `a ${typeof value}`}, not a block`
+  return {
+    kind: 'shape',
+    path: `${pointer(i, j)}${at}`,
+    message: `${place(i, j)}${at.replace(/\/content\/(\d+)/, '.content[$1]')} ${what}: a block is an object whose \`type\` is one of ${KNOWN_BLOCK_TYPES.join(', ')} (or a newer type)`
   }
-  if (block.type === 'tool_result') {
-    if (typeof block.tool_use_id !== 'string') return problem('shape', i, j, 'a tool_result block needs a string `tool_use_id`')
-    const c = block.content
-    if (c !== undefined && typeof c !== 'string' && !Array.isArray(c)) {
-      return problem('shape', i, j, 'a tool_result `content` is a string or an array of blocks')
+}
+
+/** The fields a block of a known type must have; tool_result content parts are checked one level down. */
+function shapeProblem(block: unknown, i: number, j: number): HistoryProblem | undefined {
+  if (!isObject(block) || typeof block.type !== 'string' || block.type === '') return blockWithoutType(i, j, '', block)
+  const fault = (text: string): HistoryProblem => problem('shape', i, j, text)
+  switch (block.type) {
+    case 'text':
+      return typeof block.text === 'string' ? undefined : fault('a text block needs a string `text`')
+    case 'thinking':
+      return typeof block.thinking === 'string' ? undefined : fault('a thinking block needs a string `thinking`')
+    case 'redacted_thinking':
+      return typeof block.data === 'string' ? undefined : fault('a redacted_thinking block needs a string `data`')
+    case 'image':
+    case 'document':
+      return isObject(block.source) ? undefined : fault(`an ${block.type === 'image' ? 'image' : 'document'} block needs a \`source\` object`)
+    case 'tool_use':
+      if (typeof block.id !== 'string' || block.id === '') return fault('a tool_use block needs a string `id`')
+      if (typeof block.name !== 'string') return fault('a tool_use block needs a string `name`')
+      return isObject(block.input) ? undefined : fault('a tool_use block needs an `input` object')
+    case 'tool_result':
+      return resultProblem(block, i, j)
+    default:
+      return undefined
+  }
+}
+
+function resultProblem(block: Record<string, unknown>, i: number, j: number): HistoryProblem | undefined {
+  if (typeof block.tool_use_id !== 'string') return problem('shape', i, j, 'a tool_result block needs a string `tool_use_id`')
+  if (block.is_error !== undefined && typeof block.is_error !== 'boolean') return problem('shape', i, j, 'a tool_result `is_error` is true or false')
+  const c = block.content
+  if (c === undefined || typeof c === 'string') return undefined
+  if (!Array.isArray(c)) return problem('shape', i, j, 'a tool_result `content` is a string or an array of blocks')
+  for (let k = 0; k < c.length; k++) {
+    const part: unknown = c[k]
+    const at = `/content/${k}`
+    if (!isObject(part) || typeof part.type !== 'string' || part.type === '') return blockWithoutType(i, j, at, part)
+    const where = { kind: 'shape' as const, path: `${pointer(i, j)}${at}` }
+    const name = `${place(i, j)}.content[${k}]`
+    if (part.type === 'tool_result' || part.type === 'tool_use') {
+      return { ...where, message: `${name}: a tool_result's content holds content blocks (text, image, document…), not a ${part.type}` }
+    }
+    if (part.type === 'text' && typeof part.text !== 'string') return { ...where, message: `${name}: a text block needs a string \`text\`` }
+    if ((part.type === 'image' || part.type === 'document') && !isObject(part.source)) {
+      return { ...where, message: `${name}: an ${part.type} block needs a \`source\` object` }
     }
   }
   return undefined
@@ -55,9 +102,9 @@ export function validateHistory(messages: readonly Message[]): HistoryProblem | 
     const answered = new Set<string>()
     const calls = new Map<string, number>()
     for (let j = 0; j < blocks.length; j++) {
-      const b = blocks[j]!
-      const bad = shapeProblem(b, i, j)
+      const bad = shapeProblem(blocks[j], i, j)
       if (bad) return bad
+      const b = blocks[j]!
       if (isToolUse(b)) {
         if (m.role !== 'assistant') return problem('history', i, j, 'a tool_use block belongs in an assistant message')
         if (calls.has(b.id)) return problem('history', i, j, `tool_use id "${b.id}" is used twice in this message`)

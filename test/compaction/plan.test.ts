@@ -56,7 +56,9 @@ describe('planCut', () => {
     expect(plan.cut).toBe(3)
     expect(plan.tailTokens).toBeLessThanOrEqual(2_000)
     expect(sum(tokensOf(plan.tail))).toBeLessThanOrEqual(2_000)
-    expect(plan.clips).toEqual([{ message_index: 4, block_index: 0, tool_use_id: 'a', original_chars: huge.length, kept_chars: expect.any(Number) }])
+    expect(plan.clips).toEqual([
+      { kind: 'tool_result', message_index: 4, block_index: 0, path: '/messages/4/content/0/content', tool_use_id: 'a', original_chars: huge.length, kept_chars: expect.any(Number) }
+    ])
     const kept = (plan.tail[1]!.content as unknown as { content: string }[])[0]!.content
     expect(kept).toContain('characters clipped by compaction-gateway')
     expect(kept.endsWith('boom')).toBe(true)

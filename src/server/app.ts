@@ -15,8 +15,9 @@ import type { Summarizer } from '../summarizer/summarizer.js'
 import { loggerOptions } from '../telemetry/logger.js'
 import { type Metrics, createMetrics } from '../telemetry/metrics.js'
 import { OPEN_ROUTES, installAuth } from './auth.js'
-import { type Config, parseApiKeys } from './config.js'
-import { ApiError, installErrorHandling } from './errors.js'
+import { type Config, parseApiKeys, trustProxy } from './config.js'
+import { ApiError, answerClientError, badUrl, installErrorHandling } from './errors.js'
+import { installRequestChecks, installTimeouts } from './guards.js'
 import { installJsonParser } from './json.js'
 import { registerOpenapi } from './openapi.js'
 import { compactRoutes } from './routes/compact.js'
@@ -47,11 +48,12 @@ export interface AppOptions {
 /** How often old records and expired cache rows are pruned. */
 export const PRUNE_INTERVAL_MS = 3_600_000
 
-/** Explicit socket timeouts, so that a slow or idle client cannot hold a connection forever. */
-export const CONNECTION_TIMEOUT_MS = 10_000
+/** How long a kept-alive connection may sit idle between requests. */
 export const KEEP_ALIVE_TIMEOUT_MS = 72_000
-/** Long enough for a folded summary of a very large history through the model. */
-export const REQUEST_TIMEOUT_MS = 300_000
+/** The request line and headers must arrive within this (and within the body timeout). */
+export const HEADERS_TIMEOUT_MS = 20_000
+/** A route or session id in the URL may be this long (a session id of 200 characters, percent-encoded). */
+export const MAX_PARAM_LENGTH = 1_000
 /** What a 503 for too many summaries in flight tells the client to wait. */
 export const OVERLOADED_RETRY_AFTER_S = 5
 
@@ -66,14 +68,24 @@ export async function buildApp(options: AppOptions): Promise<App> {
   const app = Fastify({
     logger,
     bodyLimit: Math.floor(config.COMPACT_BODY_LIMIT_MB * 1024 * 1024),
-    connectionTimeout: CONNECTION_TIMEOUT_MS,
+    // Slow clients are bounded while they send (headers, then the whole body) and while they read the
+    // answer (the idle timeout); no timeout runs while a compaction is being worked on (installTimeouts).
+    connectionTimeout: config.COMPACT_IDLE_TIMEOUT_MS,
     keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
-    requestTimeout: REQUEST_TIMEOUT_MS,
+    requestTimeout: config.COMPACT_BODY_TIMEOUT_MS,
+    // Node looks for requests over their time at this interval (30 s by default): a quarter of the body timeout.
+    http: { connectionsCheckingInterval: Math.max(100, Math.min(30_000, Math.floor(config.COMPACT_BODY_TIMEOUT_MS / 4))) },
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    trustProxy: trustProxy(config.COMPACT_TRUST_PROXY),
+    frameworkErrors: badUrl,
+    clientErrorHandler: answerClientError,
     genReqId: () => randomUUID(),
     requestIdHeader: 'x-request-id',
     // Validation must never change what a client sent: no stripped fields, no coerced types.
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false } }
   }).withTypeProvider<TypeBoxTypeProvider>()
+  app.server.headersTimeout = Math.min(HEADERS_TIMEOUT_MS, config.COMPACT_BODY_TIMEOUT_MS)
+  installTimeouts(app, config.COMPACT_IDLE_TIMEOUT_MS)
 
   const metrics = createMetrics()
   app.decorate('metrics', metrics)
@@ -101,6 +113,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
   for (const schema of [...SHARED_SCHEMAS, CompactionRecordSchema]) app.addSchema(schema)
   installErrorHandling(app)
   installJsonParser(app)
+  installRequestChecks(app)
   // While closing, answers in flight tell the client to drop the connection, so that a keep-alive
   // socket cannot hold the shutdown open until its idle timeout.
   let closing = false
@@ -117,7 +130,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
   })
 
   // Auth first, then the per-key rate limit, both before the body is read.
-  installAuth(app, parseApiKeys(config.COMPACT_API_KEYS))
+  installAuth(app, parseApiKeys(config.COMPACT_API_KEYS), { failuresPerMinute: config.COMPACT_AUTH_FAILURES_PER_MIN, now })
   await app.register(rateLimit, {
     max: config.COMPACT_RATE_LIMIT_PER_MIN,
     timeWindow: 60_000,
@@ -132,7 +145,13 @@ export async function buildApp(options: AppOptions): Promise<App> {
   const resilient = modelSummarizer(config, options.summarizer)
   const model = resilient
     ? new CachingSummarizer(
-        new LimitedSummarizer(resilient, { concurrency: config.COMPACT_MAX_SUMMARIES, queue: config.COMPACT_SUMMARY_QUEUE, retryAfterS: OVERLOADED_RETRY_AFTER_S }),
+        new LimitedSummarizer(resilient, {
+          concurrency: config.COMPACT_MAX_SUMMARIES,
+          queue: config.COMPACT_SUMMARY_QUEUE,
+          // A summary waits for a place no longer than one summary may take.
+          maxWaitMs: config.COMPACT_SUMMARIZER_TIMEOUT_MS,
+          retryAfterS: OVERLOADED_RETRY_AFTER_S
+        }),
         {
           store,
           ttlMs: config.COMPACT_CACHE_TTL_S * 1_000,

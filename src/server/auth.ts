@@ -27,22 +27,75 @@ function presentedKey(request: FastifyRequest): string | undefined {
   return typeof apiKey === 'string' && apiKey.trim() !== '' ? apiKey.trim() : undefined
 }
 
+export interface AuthOptions {
+  /** Failed authentications an address may make in a minute before it is answered 429. */
+  failuresPerMinute: number
+  now: () => number
+}
+
+const WINDOW_MS = 60_000
+const CHALLENGE = { 'www-authenticate': 'Bearer realm="compaction-gateway"' }
+
+/**
+ * Failed authentications per client address in fixed one-minute windows: past the limit an address
+ * is answered 429 before its key is even looked at, so keys cannot be guessed at the request rate.
+ * The table is dropped whole at each new window, so it holds at most one minute of addresses.
+ */
+class FailureLimit {
+  private counts = new Map<string, number>()
+  private windowEnds = 0
+
+  constructor(private readonly options: AuthOptions) {}
+
+  private roll(): void {
+    const now = this.options.now()
+    if (now >= this.windowEnds) {
+      this.counts = new Map()
+      this.windowEnds = now + WINDOW_MS
+    }
+  }
+
+  /** Seconds until the address may try again, or 0 when it may now. */
+  blockedFor(address: string): number {
+    this.roll()
+    if ((this.counts.get(address) ?? 0) < this.options.failuresPerMinute) return 0
+    return Math.max(1, Math.ceil((this.windowEnds - this.options.now()) / 1_000))
+  }
+
+  fail(address: string): void {
+    this.roll()
+    this.counts.set(address, (this.counts.get(address) ?? 0) + 1)
+  }
+}
+
 /**
  * Checks every non-open route's key against the configured ones. Each comparison is of two SHA-256
  * digests with timingSafeEqual, and every key is compared, so timing tells nothing about which matched.
+ * A 401 carries a Bearer challenge; an address that keeps failing is answered 429 with Retry-After.
  */
-export function installAuth(app: FastifyInstance, keys: ReadonlyMap<string, string>): void {
+export function installAuth(app: FastifyInstance, keys: ReadonlyMap<string, string>, options: AuthOptions): void {
   app.decorateRequest('keyName', '')
   if (keys.size === 0) return
   const known = [...keys].map(([key, name]) => ({ digest: digest(key), name }))
+  const failures = new FailureLimit(options)
   app.addHook('onRequest', async (request) => {
     if (OPEN_ROUTES.has(request.url.split('?')[0]!)) return
+    const wait = failures.blockedFor(request.ip)
+    if (wait > 0) {
+      throw new ApiError(429, 'rate_limit_error', `too many failed authentications from this address; retry in ${wait} s`, undefined, { 'retry-after': String(wait) })
+    }
     const key = presentedKey(request)
-    if (key === undefined) throw new ApiError(401, 'authentication_error', 'an API key is required: send Authorization: Bearer KEY or x-api-key: KEY')
+    if (key === undefined) {
+      failures.fail(request.ip)
+      throw new ApiError(401, 'authentication_error', 'an API key is required: send Authorization: Bearer KEY or x-api-key: KEY', undefined, CHALLENGE)
+    }
     const presented = digest(key)
     let name: string | undefined
     for (const k of known) if (timingSafeEqual(presented, k.digest) && name === undefined) name = k.name
-    if (name === undefined) throw new ApiError(401, 'authentication_error', 'invalid API key')
+    if (name === undefined) {
+      failures.fail(request.ip)
+      throw new ApiError(401, 'authentication_error', 'invalid API key', undefined, CHALLENGE)
+    }
     request.keyName = name
   })
 }

@@ -17,6 +17,12 @@ export const DEFAULT_SHUTDOWN_GRACE_MS = 30_000
 export const DEFAULT_DB = './data/compaction.db'
 export const DEFAULT_CACHE_TTL_S = 86_400
 export const DEFAULT_RETENTION_DAYS = 30
+export const DEFAULT_IDLE_TIMEOUT_MS = 30_000
+export const DEFAULT_BODY_TIMEOUT_MS = 120_000
+export const DEFAULT_AUTH_FAILURES_PER_MIN = 20
+
+/** false, true, a hop count, or a comma-separated list of addresses and CIDR ranges (Fastify's trustProxy). */
+const TRUST_PROXY_PATTERN = '^(false|true|\\d{1,2}|[0-9a-fA-F:.]+(/\\d{1,3})?(\\s*,\\s*[0-9a-fA-F:.]+(/\\d{1,3})?)*)$'
 
 const LogLevel = Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)))
 
@@ -43,7 +49,11 @@ export const ConfigSchema = Type.Object({
   COMPACT_MAX_SUMMARIES: Type.Integer({ minimum: 1, maximum: 1_000, default: DEFAULT_MAX_SUMMARIES }),
   COMPACT_SUMMARY_QUEUE: Type.Integer({ minimum: 0, maximum: 10_000, default: DEFAULT_SUMMARY_QUEUE }),
   COMPACT_RATE_LIMIT_PER_MIN: Type.Integer({ minimum: 1, maximum: 1_000_000, default: DEFAULT_RATE_LIMIT_PER_MIN }),
-  COMPACT_SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 0, maximum: 600_000, default: DEFAULT_SHUTDOWN_GRACE_MS })
+  COMPACT_SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 0, maximum: 600_000, default: DEFAULT_SHUTDOWN_GRACE_MS }),
+  COMPACT_IDLE_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600_000, default: DEFAULT_IDLE_TIMEOUT_MS }),
+  COMPACT_BODY_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 3_600_000, default: DEFAULT_BODY_TIMEOUT_MS }),
+  COMPACT_AUTH_FAILURES_PER_MIN: Type.Integer({ minimum: 1, maximum: 1_000_000, default: DEFAULT_AUTH_FAILURES_PER_MIN }),
+  COMPACT_TRUST_PROXY: Type.String({ pattern: TRUST_PROXY_PATTERN, default: 'false' })
 })
 
 export type Config = Static<typeof ConfigSchema>
@@ -85,6 +95,7 @@ function describe(variable: string): string {
   if (variable === 'COMPACT_FALLBACK') return 'one of extractive, error'
   if (variable === 'COMPACT_ALLOW_NO_AUTH') return '0 or 1'
   if (variable === 'ANTHROPIC_BASE_URL') return 'an http(s) URL'
+  if (variable === 'COMPACT_TRUST_PROXY') return 'false, true, a number of proxy hops, or a comma-separated list of proxy addresses or CIDR ranges'
   const range = [
     schema.minimum !== undefined ? `at least ${String(schema.minimum)}` : undefined,
     schema.exclusiveMinimum !== undefined ? `above ${String(schema.exclusiveMinimum)}` : undefined,
@@ -109,4 +120,15 @@ export function parseApiKeys(raw: string | undefined): Map<string, string> {
       keys.set(key, name)
     })
   return keys
+}
+
+/** COMPACT_TRUST_PROXY as Fastify's `trustProxy` option takes it. */
+export function trustProxy(raw: string): boolean | string[] | ((address: string, hop: number) => boolean) {
+  if (raw === 'false') return false
+  if (raw === 'true') return true
+  if (/^\d+$/.test(raw)) {
+    const hops = Number(raw)
+    return (_address, hop) => hop < hops // trust this many proxies in front of the server
+  }
+  return raw.split(',').map((s) => s.trim())
 }

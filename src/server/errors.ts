@@ -1,4 +1,8 @@
+import { STATUS_CODES } from 'node:http'
+import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { KNOWN_BLOCK_TYPES } from '../compaction/validate.js'
+import { loggableUrl } from '../telemetry/logger.js'
 import { InvalidHistoryError, OverloadedError, SummarizerFailedError, SummarizerUnavailableError } from '../service/errors.js'
 import type { ErrorResponseBody } from './schemas.js'
 
@@ -25,6 +29,8 @@ const TYPE_BY_STATUS: Record<number, string> = {
   401: 'authentication_error',
   403: 'permission_error',
   404: 'not_found_error',
+  405: 'invalid_request_error',
+  408: 'timeout_error',
   413: 'request_too_large',
   415: 'invalid_request_error',
   422: 'invalid_request_error',
@@ -40,30 +46,116 @@ interface AjvIssue {
   params: Record<string, unknown>
 }
 
-/** A schema failure as one sentence that names the place, e.g. `body/messages/3/role must be ...`. */
-function describeValidation(issues: readonly AjvIssue[], context: string): { message: string; path: string } {
-  const issue = issues[0]!
-  let path = issue.instancePath || ''
-  let text = issue.message ?? 'is invalid'
-  if (issue.keyword === 'additionalProperties') {
-    path = `${path}/${String(issue.params.additionalProperty)}`
-    text = 'is not a known field'
-  } else if (issue.keyword === 'required') {
-    path = `${path}/${String(issue.params.missingProperty)}`
-    text = 'is required'
-  } else if (issue.keyword === 'enum') {
-    text = `must be one of ${(issue.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`
-  } else if (issue.keyword === 'const' || issue.keyword === 'anyOf') {
-    const allowed = issues.filter((i) => i.instancePath === issue.instancePath && i.keyword === 'const').map((i) => JSON.stringify(i.params.allowedValue))
-    text = allowed.length > 0 ? `must be one of ${allowed.join(', ')}` : text
+function depth(issue: AjvIssue): number {
+  return issue.instancePath === '' ? 0 : issue.instancePath.split('/').length
+}
+
+/** What one failed keyword asks for, as a phrase: "an integer", "at least 1000", "\"off\"". */
+function wanted(issue: AjvIssue): string | undefined {
+  const p = issue.params
+  switch (issue.keyword) {
+    case 'type':
+      return p.type === 'integer' ? 'an integer' : p.type === 'object' ? 'an object' : p.type === 'array' ? 'an array' : `a ${String(p.type)}`
+    case 'const':
+      return JSON.stringify(p.allowedValue)
+    case 'enum':
+      return `one of ${(p.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`
+    case 'minimum':
+      return `at least ${String(p.limit)}`
+    case 'maximum':
+      return `at most ${String(p.limit)}`
+    case 'minLength':
+      return `at least ${String(p.limit)} characters long`
+    case 'maxLength':
+      return `at most ${String(p.limit)} characters long`
+    case 'minItems':
+      return `at least ${String(p.limit)} items`
+    default:
+      return undefined
   }
+}
+
+const BLOCK_PATH = /\/messages\/\d+\/content\/\d+$/
+const BLOCK_HINT = `a block is an object whose \`type\` is one of ${KNOWN_BLOCK_TYPES.join(', ')} (or a newer type)`
+
+/**
+ * A schema failure as one sentence that names the place, e.g. `body.messages[3].role must be ...`.
+ * Of the issues Ajv reports, the deepest is the one to name (a union's branches each fail at the top);
+ * where all branches of a union fail at the same place, the sentence lists what each would take.
+ */
+function describeValidation(issues: readonly AjvIssue[], context: string): { message: string; path: string } {
+  const issue = issues.reduce((best, i) => (i.keyword !== 'anyOf' && (best.keyword === 'anyOf' || depth(i) > depth(best)) ? i : best), issues[0]!)
+  const path = issue.instancePath || ''
+  let text: string
+  if (issue.keyword === 'additionalProperties') {
+    const field = String(issue.params.additionalProperty)
+    return describeAt(`${path}/${field}`, context, 'is not a known field')
+  } else if (issue.keyword === 'required') {
+    const field = String(issue.params.missingProperty)
+    text = BLOCK_PATH.test(path) && field === 'type' ? `has no \`type\`: ${BLOCK_HINT}` : `needs the field \`${field}\``
+  } else {
+    const here = issues.filter((i) => i.instancePath === issue.instancePath)
+    // A literal's branch fails twice (its type, then its value); the value says it all.
+    const literal = here.some((i) => i.keyword === 'const' || i.keyword === 'enum')
+    const alternatives = [...new Set(here.filter((i) => !(literal && i.keyword === 'type' && i.params.type === 'string')).map(wanted).filter((w): w is string => w !== undefined))]
+    text = alternatives.length > 0 ? `must be ${alternatives.join(' or ')}` : (issue.message ?? 'is invalid')
+    if (BLOCK_PATH.test(path)) text += `: ${BLOCK_HINT}`
+  }
+  return describeAt(path, context, text)
+}
+
+function describeAt(path: string, context: string, text: string): { message: string; path: string } {
   const where = path === '' ? context : `${context}${path.replace(/\/(\d+)(?=\/|$)/g, '[$1]').replace(/\//g, '.')}`
   return { message: `${where} ${text}`, path: path === '' ? '/' : path }
 }
 
+/** A URL Fastify could not route (a bad percent-escape, a parameter over the length limit), in the one error shape. */
+export function badUrl(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  const tooLong = error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+  void reply
+    .code(tooLong ? 414 : 400)
+    .send(errorBody('invalid_request_error', tooLong ? 'a part of the URL is too long' : 'the URL is not valid: a percent-escape does not decode'))
+}
+
+/**
+ * Errors on the socket before there is a request (a malformed request line, headers too large, both
+ * Content-Length and Transfer-Encoding, a body that did not arrive in time), answered in the one error
+ * shape, and the connection closed.
+ */
+export function answerClientError(this: FastifyInstance, err: Error & { code?: string }, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return
+  const [status, type, message] =
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, 'timeout_error', 'the request did not arrive in time (COMPACT_BODY_TIMEOUT_MS)']
+      : err.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'invalid_request_error', 'the request headers are too large']
+        : [400, 'invalid_request_error', `the request is not valid HTTP (${err.code ?? 'parse error'})`]
+  const body = JSON.stringify(errorBody(type, message))
+  this.log.debug({ err, status }, 'client error on the socket')
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
+  }
+  socket.destroy()
+}
+
 export function installErrorHandling(app: FastifyInstance): void {
+  // Route templates by method, so that a known path asked with another method is a 405 naming the allowed ones.
+  const routes: { pattern: RegExp; method: string }[] = []
+  app.addHook('onRoute', (route) => {
+    const pattern = new RegExp(`^${route.url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z_]+/g, '[^/]+')}$`)
+    for (const method of [route.method].flat()) routes.push({ pattern, method })
+  })
   app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) => {
-    void reply.code(404).send(errorBody('not_found_error', `no route for ${request.method} ${request.url.split('?')[0]}`))
+    const path = request.url.split('?')[0]!
+    const allowed = [...new Set(routes.filter((r) => r.pattern.test(path)).map((r) => r.method))]
+    if (allowed.length > 0) {
+      void reply
+        .code(405)
+        .header('allow', allowed.join(', '))
+        .send(errorBody('invalid_request_error', `${request.method} is not allowed on ${path}; use ${allowed.join(' or ')}`))
+      return
+    }
+    void reply.code(404).send(errorBody('not_found_error', `no route for ${request.method} ${path}`))
   })
 
   app.setErrorHandler((error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) => {
@@ -85,7 +177,7 @@ export function installErrorHandling(app: FastifyInstance): void {
       return
     }
     if (error instanceof SummarizerFailedError) {
-      request.log.warn({ err: error, reason: error.reason }, 'summarizer failed, no fallback')
+      request.log.warn({ event: 'summarizer_fault', err: error, reason: error.reason, key_name: request.keyName || undefined }, 'summarizer failed, no fallback')
       void reply.code(502).send(errorBody('api_error', error.message))
       return
     }
@@ -102,7 +194,7 @@ export function installErrorHandling(app: FastifyInstance): void {
       return
     }
     // 5xx details stay in the log; the client gets a stable, uninformative message.
-    request.log.error({ err: error, method: request.method, url: request.url }, 'unhandled error')
+    request.log.error({ err: error, method: request.method, url: loggableUrl(request.url) }, 'unhandled error')
     void reply.code(500).send(errorBody('api_error', 'internal error'))
   })
 }

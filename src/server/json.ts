@@ -1,23 +1,25 @@
 import type { FastifyInstance } from 'fastify'
-import sjson from 'secure-json-parse'
+import { jsonProblem } from '../compaction/nesting.js'
+import { ApiError } from './errors.js'
 
 /**
- * JSON bodies parsed with plain JSON.parse, which is what histories of megabytes need; only a body that
- * could carry prototype poisoning (a `__proto__` key, or `constructor` with `prototype`) goes through
- * the scanning parser, and is refused as Fastify refuses it by default.
+ * JSON bodies parsed with plain JSON.parse, which is what histories of megabytes need, then looked over
+ * once (iteratively) for nesting past the limit and for keys that could poison a prototype, escaped
+ * forms included. Both are refused with a 400 that points at the place.
  */
 export function installJsonParser(app: FastifyInstance): void {
-  app.removeContentTypeParser('application/json')
+  // JSON only: any other content type is a 415 (Fastify would otherwise read text/plain as a string).
+  app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
-    const text = body as string
+    let value: unknown
     try {
-      const suspicious = text.includes('"__proto__"') || (text.includes('"constructor"') && text.includes('"prototype"'))
-      done(null, suspicious ? sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' }) : JSON.parse(text))
+      value = JSON.parse(body as string)
     } catch (err) {
-      const error = err as Error & { statusCode?: number }
-      error.statusCode = 400
-      error.message = `the body is not valid JSON: ${error.message}`
-      done(error, undefined)
+      done(new ApiError(400, 'invalid_request_error', `the body is not valid JSON: ${(err as Error).message}`), undefined)
+      return
     }
+    const problem = jsonProblem(value)
+    if (problem) done(new ApiError(400, 'invalid_request_error', problem.message, problem.path), undefined)
+    else done(null, value)
   })
 }

@@ -82,13 +82,21 @@ export const Stats = Type.Object(
 
 export const Clip = Type.Object(
   {
+    kind: Type.Enum(['prompt', 'text', 'thinking', 'tool_input', 'tool_result'], {
+      description: "What was clipped: a user's prompt, assistant text, a thinking block, a string of a tool call's input, or a tool result."
+    }),
     message_index: Type.Integer(),
-    block_index: Type.Integer(),
-    tool_use_id: Type.String(),
+    block_index: Type.Optional(Type.Integer({ description: "Absent when the message's content is one string." })),
+    path: Type.String({ description: 'JSON pointer, in the request body, to the string that was clipped.' }),
+    tool_use_id: Type.Optional(Type.String({ description: 'The call a clipped tool input or tool result belongs to.' })),
     original_chars: Type.Integer(),
     kept_chars: Type.Integer()
   },
-  { additionalProperties: false, $id: 'Clip', description: 'A tool_result of the newest step clipped to fit keep_tokens.' }
+  {
+    additionalProperties: false,
+    $id: 'Clip',
+    description: 'A text of the kept tail clipped head and tail, with a marker saying how much was removed, so that the tail fits its bound.'
+  }
 )
 
 export const SummarizerReport = Type.Object(

@@ -72,6 +72,7 @@ export async function runCompaction(body: CompactRequestBody, deps: CompactDeps,
     usageInputTokens: usage ? usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0) : undefined,
     dryRun: body.dry_run ?? false
   })
+  if (plan.problem) throw new InvalidHistoryError(plan.problem)
   const t2 = deps.now()
   if (!plan.summarize) {
     const outcome = uncompacted(plan)

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs'
+import { existsSync, mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
 import { emptySections, parseSummary } from '../compaction/index.js'
@@ -49,6 +49,19 @@ function decodeCursor(cursor: string): number {
   return Number(m[1])
 }
 
+/**
+ * Creates a folder and its missing parents one level at a time. (Node's recursive mkdir loops forever
+ * on some paths, such as one under /proc; one level at a time fails at once with the real reason.)
+ */
+function makeFolder(folder: string): void {
+  const missing: string[] = []
+  for (let dir = folder; !existsSync(dir); dir = dirname(dir)) {
+    missing.push(dir)
+    if (dirname(dir) === dir) break
+  }
+  for (const dir of missing.reverse()) mkdirSync(dir)
+}
+
 /** SQLite through better-sqlite3, in WAL mode: readers never wait for the writer. */
 export class SqliteStore implements Store {
   private readonly db: Database.Database
@@ -57,7 +70,7 @@ export class SqliteStore implements Store {
   /** Opens (creating the file and its folder) and migrates; throws a StoreError naming the file on failure. */
   constructor(readonly path: string) {
     try {
-      if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
+      if (path !== ':memory:') makeFolder(dirname(path))
       this.db = new Database(path)
       this.db.pragma('journal_mode = WAL')
       this.db.pragma('synchronous = NORMAL')

@@ -6,13 +6,16 @@ export interface LimitOptions {
   concurrency: number
   /** Summaries waiting for a place; past this a request is turned away. */
   queue: number
+  /** How long a summary may wait for a place before it is turned away. */
+  maxWaitMs: number
   /** What the 503 tells the client to wait, in seconds. */
   retryAfterS: number
 }
 
 /**
- * Bounds model summaries in flight, with a short queue. A request that finds the queue full gets an
- * OverloadedError (503 with Retry-After) at once instead of waiting without end.
+ * Bounds model summaries in flight, with a short queue. A request that finds the queue full, or waits
+ * in it longer than `maxWaitMs`, gets an OverloadedError (503 with Retry-After) instead of waiting
+ * without end; one whose client has gone leaves the queue at once.
  */
 export class LimitedSummarizer implements Summarizer {
   readonly kind: Summarizer['kind']
@@ -26,12 +29,17 @@ export class LimitedSummarizer implements Summarizer {
     this.kind = inner.kind
   }
 
+  /** Summaries running and waiting now, for the saturation gauges. */
+  get load(): { active: number; waiting: number } {
+    return { active: this.active, waiting: this.waiting.length }
+  }
+
   async summarize(request: SummarizeRequest): Promise<SummarizeResult> {
     if (this.active >= this.options.concurrency) {
       if (this.waiting.length >= this.options.queue) {
         throw new OverloadedError(`${this.active} summaries in flight and ${this.waiting.length} waiting`, this.options.retryAfterS)
       }
-      await new Promise<void>((resolve) => this.waiting.push(resolve))
+      await this.waitForPlace(request.signal)
     } else {
       this.active++
     }
@@ -42,5 +50,32 @@ export class LimitedSummarizer implements Summarizer {
       if (next) next() // the place passes straight to the next in line
       else this.active--
     }
+  }
+
+  private waitForPlace(signal: AbortSignal | undefined): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const leave = (err: Error): void => {
+        const at = this.waiting.indexOf(waiter)
+        if (at >= 0) this.waiting.splice(at, 1)
+        cleanup()
+        reject(err)
+      }
+      const onAbort = (): void => leave(new OverloadedError('the client went away while waiting for a place', this.options.retryAfterS))
+      const timer = setTimeout(
+        () => leave(new OverloadedError(`no summary place within ${this.options.maxWaitMs} ms`, this.options.retryAfterS)),
+        this.options.maxWaitMs
+      )
+      const cleanup = (): void => {
+        clearTimeout(timer)
+        signal?.removeEventListener('abort', onAbort)
+      }
+      const waiter = (): void => {
+        cleanup()
+        resolve()
+      }
+      if (signal?.aborted) return onAbort()
+      signal?.addEventListener('abort', onAbort, { once: true })
+      this.waiting.push(waiter)
+    })
   }
 }

@@ -8,9 +8,29 @@ export const REDACTED_PATHS = [
   'res.headers["set-cookie"]'
 ]
 
+/** The URL as it may be logged: the path, and the names (never the values) of query parameters. */
+export function loggableUrl(url: string): string {
+  const q = url.indexOf('?')
+  if (q < 0) return url
+  const names = [...new URLSearchParams(url.slice(q + 1)).keys()]
+  return `${url.slice(0, q)}?${names.map((n) => `${encodeURIComponent(n)}=…`).join('&')}`
+}
+
+interface LoggedRequest {
+  method: string
+  url: string
+  host?: string
+  ip?: string
+  socket?: { remotePort?: number }
+}
+
 export function loggerOptions(level: string): LoggerOptions {
   return {
     level,
+    serializers: {
+      // Fastify's own request fields, with the query's values left out: a value there may be a key.
+      req: (req: LoggedRequest) => ({ method: req.method, url: loggableUrl(req.url), host: req.host, remoteAddress: req.ip, remotePort: req.socket?.remotePort })
+    },
     redact: { paths: REDACTED_PATHS, censor: '[REDACTED]' },
     base: { service: 'compaction-gateway' },
     timestamp: () => `,"time":"${new Date().toISOString()}"`

@@ -88,9 +88,61 @@ describe('POST /v1/compact', () => {
     const huge = 'x'.repeat(400_000)
     const res = await compact({ messages: [user('go'), assistant(call('a', 'bash', { command: 'cat big' })), results(result('a', huge))], mode: 'manual', keep_tokens: 5_000 })
     const body = res.json()
-    expect(body.clips).toEqual([{ message_index: 2, block_index: 0, tool_use_id: 'a', original_chars: 400_000, kept_chars: expect.any(Number) }])
+    expect(body.clips).toEqual([
+      { kind: 'tool_result', message_index: 2, block_index: 0, path: '/messages/2/content/0/content', tool_use_id: 'a', original_chars: 400_000, kept_chars: expect.any(Number) }
+    ])
     expect(body.stats.clipped_tool_results).toBe(1)
     expect(body.stats.kept_tokens).toBeLessThanOrEqual(5_000)
+  })
+
+  it('keeps the budget when the newest prompt alone is 400K characters: the prompt is clipped head and tail, and reported', async () => {
+    const prompt = `START ${'context '.repeat(57_000)} END`
+    const res = await compact({ messages: [user('first task'), assistant('done'), user(prompt)], budget_tokens: 45_000 })
+    expect(res.statusCode).toBe(200)
+    const body = res.json()
+    expect(body.stats.context_after_compaction).toBeLessThanOrEqual(45_000)
+    expect(body.clips).toEqual([{ kind: 'prompt', message_index: 2, path: '/messages/2/content', original_chars: prompt.length, kept_chars: expect.any(Number) }])
+    const kept = (body.messages as Message[]).at(-1)!.content as unknown as { text: string }[]
+    const text = kept.at(-1)!.text
+    expect(text.startsWith('START')).toBe(true)
+    expect(text.endsWith('END')).toBe(true)
+    expect(text).toMatch(/\[… \d+ characters clipped by compaction-gateway …\]/)
+  })
+
+  it('clips assistant text, thinking and every long string of a tool input in the newest step, naming each', async () => {
+    const big = (c: string) => c.repeat(200_000)
+    const messages = [
+      user('go'),
+      assistant('ok'),
+      user('write it'),
+      {
+        role: 'assistant',
+        content: [
+          { type: 'thinking', thinking: big('t'), signature: 'sig' },
+          { type: 'text', text: big('a') },
+          { type: 'tool_use', id: 'w', name: 'str_replace_editor', input: { command: 'str_replace', path: 'a.py', old_str: big('o'), new_str: big('n') } }
+        ]
+      },
+      results(result('w', 'done'))
+    ]
+    const res = await compact({ messages, budget_tokens: 45_000 })
+    expect(res.statusCode).toBe(200)
+    const body = res.json()
+    expect(body.stats.context_after_compaction).toBeLessThanOrEqual(45_000)
+    expect(body.clips.map((c: { kind: string; path: string }) => `${c.kind} ${c.path}`).sort()).toEqual([
+      'text /messages/3/content/1/text',
+      'thinking /messages/3/content/0/thinking',
+      'tool_input /messages/3/content/2/input/new_str',
+      'tool_input /messages/3/content/2/input/old_str'
+    ])
+    expect(body.clips.filter((c: { tool_use_id?: string }) => c.tool_use_id === 'w')).toHaveLength(2)
+  })
+
+  it('422 when the newest step cannot fit even clipped to markers (forty images), naming it and the figures', async () => {
+    const images = Array.from({ length: 40 }, () => ({ type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } }))
+    const res = await compact({ messages: [user('a'), assistant('b'), { role: 'user', content: images }], budget_tokens: 45_000 })
+    expect(res.statusCode).toBe(422)
+    expect(res.json().error).toMatchObject({ path: '/messages/2', message: expect.stringMatching(/needs \d+ tokens even with every text of it clipped, over the \d+ tokens left for it \(budget_tokens 45000/) })
   })
 })
 
@@ -109,7 +161,7 @@ describe('errors', () => {
   })
 
   it('400 for a missing field and for a malformed block', async () => {
-    expect((await compact({ mode: 'auto' })).json().error).toMatchObject({ path: '/messages', message: 'body.messages is required' })
+    expect((await compact({ mode: 'auto' })).json().error).toMatchObject({ path: '/', message: 'body needs the field `messages`' })
     const res = await compact({ messages: [user('x'), { role: 'assistant', content: [{ type: 'tool_use', name: 'bash', input: {} }] }] })
     expect(res.statusCode).toBe(400)
     expect(res.json().error.path).toBe('/messages/1/content/0')
@@ -144,7 +196,7 @@ describe('errors', () => {
       payload: '{"messages": [{"role": "user", "content": "x"}], "__proto__": {"polluted": true}}'
     })
     expect(res.statusCode).toBe(400)
-    expect(res.json().error.message).toContain('not valid JSON')
+    expect(res.json().error).toMatchObject({ path: '/__proto__', message: expect.stringContaining('could poison a prototype') })
     expect(({} as Record<string, unknown>).polluted).toBeUndefined()
   })
 

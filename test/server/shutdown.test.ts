@@ -7,7 +7,7 @@ describe('graceful shutdown', () => {
   it('lets an in-flight compaction finish on SIGTERM, answers it 200, and exits 0', async () => {
     const fake = await new FakeAnthropic().start()
     fake.fallback = { delayMs: 1_500, toolInput: { objective: 'slow but sure' } }
-    const server = await startServer({ ANTHROPIC_API_KEY: 'sk-ant-test-shutdown-0000000000', ANTHROPIC_BASE_URL: fake.url, COMPACT_SUMMARIZER_TIMEOUT_MS: '10000' })
+    const server = await startServer({ ANTHROPIC_API_KEY: 'sk-ant-test-shutdown-0000000000', ANTHROPIC_BASE_URL: fake.url, COMPACT_SUMMARIZER_TIMEOUT_MS: '10000', COMPACT_IDLE_TIMEOUT_MS: '500' })
     try {
       const pending = fetch(`${server.url}/v1/compact`, {
         method: 'POST',

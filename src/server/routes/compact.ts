@@ -11,7 +11,8 @@ const ERROR_MEANINGS: Record<number, string> = {
   400: 'The body breaks the schema; `error.path` points at the place.',
   401: UNAUTHORIZED_DESCRIPTION,
   413: 'The body is over COMPACT_BODY_LIMIT_MB.',
-  422: 'The history breaks the rules of a conversation (an unanswered tool_use, a tool_result that answers nothing, roles out of turn); `error.path` points at the place.',
+  415: 'The body is not JSON, or is sent with a Content-Encoding.',
+  422: 'The history breaks the rules of a conversation (an unanswered tool_use, a tool_result that answers nothing, roles out of turn), or its newest step cannot fit the budget even clipped; `error.path` points at the place.',
   429: 'Rate limited; retry after the Retry-After header.',
   500: 'An unexpected failure; details are in the server log only.',
   502: 'The model summary failed and the operator chose no fallback (COMPACT_FALLBACK=error).',
@@ -38,6 +39,14 @@ function record(metrics: Metrics, run: CompactRun): void {
   metrics.summarizerDuration.observe({ kind: r.kind }, r.duration_ms / 1_000)
   if (r.input_tokens) metrics.summarizerTokens.inc({ direction: 'input' }, r.input_tokens)
   if (r.output_tokens) metrics.summarizerTokens.inc({ direction: 'output' }, r.output_tokens)
+}
+
+/** What a request that produced no compaction came to, by its status: overload and limits apart from faults. */
+function outcomeOfStatus(status: number): string {
+  if (status === 503) return 'overloaded'
+  if (status === 429) return 'rate_limited'
+  if (status === 502) return 'summarizer_failed'
+  return status < 500 ? 'rejected' : 'failed'
 }
 
 function modeOf(request: FastifyRequest): string {
@@ -71,7 +80,7 @@ export const compactRoutes: FastifyPluginAsync<{ deps: CompactDeps; metrics: Met
   const reasons = new WeakMap<FastifyRequest, string>()
   app.addHook('onResponse', async (request, reply) => {
     if (request.routeOptions.url !== '/v1/compact') return
-    const outcome = reasons.get(request) ?? (reply.statusCode < 500 ? 'rejected' : 'failed')
+    const outcome = reasons.get(request) ?? outcomeOfStatus(reply.statusCode)
     metrics.requests.inc({ mode: modeOf(request), outcome })
   })
 
@@ -102,6 +111,14 @@ export const compactRoutes: FastifyPluginAsync<{ deps: CompactDeps; metrics: Met
       reasons.set(request, response.reason)
       record(metrics, run)
       if (response.compacted && store) remember(store, metrics, request.log, request.body, request.keyName, run)
+      const fault = response.summarizer?.fallback_reason
+      if (fault && fault !== 'no_api_key') {
+        // The compaction was answered, but an operator must see that the model is failing.
+        request.log.warn(
+          { event: 'summarizer_fault', reason: fault, key_name: request.keyName || undefined, session_id: request.body.session_id, summarizer_calls: response.summarizer?.calls },
+          `model summary failed (${fault}); the extractive summary stood in`
+        )
+      }
       // One event per compaction, with its figures and never its content.
       request.log.info(
         {

@@ -1,0 +1,40 @@
+import type { Socket } from 'node:net'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { ApiError } from './errors.js'
+
+/**
+ * The socket's idle timeout bounds a client that stalls while it sends or while it reads the answer,
+ * never the server's own work: it is lifted once the body is in and set again when the answer starts.
+ * A compaction that waits a minute for the model is therefore never cut by a socket timeout; its time
+ * is bounded by the summary queue's wait and the summarizer's deadline instead.
+ */
+export function installTimeouts(app: FastifyInstance, idleTimeoutMs: number): void {
+  // (app.inject's requests have a stand-in socket without timeouts.)
+  const idle = (request: FastifyRequest, ms: number): void => void (request.raw.socket as Partial<Socket> | undefined)?.setTimeout?.(ms)
+  app.addHook('preValidation', async (request) => idle(request, 0))
+  app.addHook('onSend', async (request) => idle(request, idleTimeoutMs))
+}
+
+/** Query parameters under which clients put keys; a key in a URL ends up in proxies' and browsers' logs. */
+const KEY_PARAMETERS = new Set(['api_key', 'apikey', 'api-key', 'key', 'x-api-key', 'access_token', 'token', 'authorization', 'auth'])
+
+/**
+ * Checks every request makes before its body is read: no key in the query string (refused, so that it
+ * is used once and then moved to a header) and no content-encoding the server cannot read.
+ */
+export function installRequestChecks(app: FastifyInstance): void {
+  app.addHook('onRequest', async (request) => {
+    const q = request.url.indexOf('?')
+    if (q >= 0) {
+      for (const name of new URLSearchParams(request.url.slice(q + 1)).keys()) {
+        if (KEY_PARAMETERS.has(name.toLowerCase())) {
+          throw new ApiError(400, 'invalid_request_error', `API keys are not accepted in the URL (query parameter "${name}"): send Authorization: Bearer KEY or x-api-key: KEY`)
+        }
+      }
+    }
+    const encoding = request.headers['content-encoding']
+    if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
+      throw new ApiError(415, 'invalid_request_error', `content-encoding "${encoding}" is not supported: send the body uncompressed`)
+    }
+  })
+}

@@ -13,7 +13,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { type Server, createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { type Message, finishCompaction, planCompaction, renderSpan, spanText } from '../src/compaction/index.js'
+import { type Message, findSecrets, finishCompaction, isToolResult, planCompaction, renderedSpan, spanText, toolResultText } from '../src/compaction/index.js'
+import { compactionRedactors, secretlintRanges } from '../src/secrets/index.js'
 import { buildApp } from '../src/server/app.js'
 import { loadConfig } from '../src/server/config.js'
 import { corpusDir, loadCorpus, short, table } from './corpus.js'
@@ -58,10 +59,10 @@ function core(messages: Message[], system?: string): unknown {
   return plan.summarize ? finishCompaction(plan, { id: 'cmp_bench' }) : plan
 }
 
-/** The same plus the span rendered (clipped, redacted) as a model summarizer receives it. */
+/** The same plus the span rendered (every text redacted with the service's ruleset, then clipped) as a model summarizer receives it. */
 function coreWithRender(messages: Message[], system?: string): unknown {
-  const plan = planCompaction({ messages, system, mode: 'manual', budgetTokens: 45_000, sizingBudgetTokens: 45_000, keepTurns: 8, dryRun: false })
-  spanText(renderSpan(plan.span))
+  const plan = planCompaction({ messages, system, mode: 'manual', budgetTokens: 45_000, sizingBudgetTokens: 45_000, keepTurns: 8, dryRun: false, ...compactionRedactors() })
+  spanText(renderedSpan(plan))
   return plan.summarize ? finishCompaction(plan, { id: 'cmp_bench' }) : plan
 }
 
@@ -163,10 +164,31 @@ const mx = lx.reduce((a, b) => a + b, 0) / lx.length
 const my = ly.reduce((a, b) => a + b, 0) / ly.length
 const slope = lx.reduce((n, x, i) => n + (x - mx) * (ly[i]! - my), 0) / lx.reduce((n, x) => n + (x - mx) ** 2, 0)
 
+// Redaction: every text of every transcript, as the model path sees them before clipping, as the service
+// runs it: its own patterns text by text, secretlint's preset in one pass over a history's texts.
+const histories: string[][] = transcripts.map((t) =>
+  t.messages.flatMap((m) =>
+    typeof m.content === 'string' ? [m.content] : m.content.map((b) => (b.type === 'text' && typeof b.text === 'string' ? b.text : isToolResult(b) ? toolResultText(b) : JSON.stringify(b)))
+  )
+)
+const texts = histories.flat()
+const textChars = texts.reduce((n, t) => n + t.length, 0)
+const asJson = texts.map((t) => JSON.stringify(t))
+const parseMs = timeIt(() => asJson.forEach((j) => JSON.parse(j)), 5)
+const redactRows = [
+  ['own patterns', timeIt(() => texts.forEach((t) => findSecrets(t)), 5)],
+  ['secretlint preset', timeIt(() => histories.forEach((h) => secretlintRanges(h.join('\n'))), 5)],
+  ['service redaction (both, replaced)', timeIt(() => histories.forEach((h) => compactionRedactors().redactParts(h)), 5)]
+].map(([name, ms]) => [name as string, (ms as number).toFixed(0), (textChars / 1e6 / ((ms as number) / 1_000)).toFixed(1), `${((ms as number) / parseMs).toFixed(1)}x`])
+const redactRatio = Number(redactRows[2]![3]!.replace('x', ''))
+
 console.log(`corpus: ${dir} (${transcripts.length} transcripts); medians of ${CORE_RUNS} core runs and ${HTTP_RUNS} HTTP requests; node ${process.version}\n`)
 console.log(table(['transcript', 'body', 'JSON ms', 'core ms', 'core/JSON', '+render ms', '+render/JSON', 'route ms', 'bare ms', 'route/bare'], rows))
 console.log(`\ngrowth: ${short(largest.name)} repeated\n`)
 console.log(table(['copies', 'messages', 'body', 'core ms', 'JSON ms', 'core/JSON', 'µs per message'], growthRows))
+console.log(`\nredaction of every text of the corpus (${(textChars / 1e6).toFixed(1)} MB), against JSON.parse of the same texts (${parseMs.toFixed(0)} ms)\n`)
+console.log(table(['detector', 'ms', 'MB/s', 'x JSON.parse'], redactRows))
+console.log(`redaction target: service redaction ≤ 10x JSON.parse of the same texts: ${redactRatio.toFixed(1)}x, ${redactRatio <= 10 ? 'meets' : 'misses'}`)
 console.log(`\ntime grows as size^${slope.toFixed(2)} (1.00 is linear); rss ${(process.memoryUsage().rss / 1024 / 1024).toFixed(0)} MiB`)
 console.log(
   `aims: core median ${median(coreRatios).toFixed(2)}x (< 1.0x; ${median(renderRatios).toFixed(2)}x with the span rendered for a model), route median ${median(routeRatios).toFixed(2)}x (< 2.0x)`

@@ -18,7 +18,44 @@ import {
   toolResultText,
   validateHistory
 } from '../src/compaction/index.js'
+import { findSecrets } from '../src/compaction/index.js'
+import { secretlintRanges } from '../src/secrets/index.js'
 import { corpusDir, loadCorpus, short, table } from './corpus.js'
+
+/** Every text of a history a summary or the model could see: prompts, assistant text, tool inputs and outputs. */
+function historyTexts(messages: Message[]): string[] {
+  const out: string[] = []
+  for (const m of messages) {
+    if (typeof m.content === 'string') out.push(m.content)
+    else
+      for (const b of m.content) {
+        if (b.type === 'text' && typeof b.text === 'string') out.push(b.text)
+        else if (b.type === 'tool_use') out.push(JSON.stringify(b.input ?? {}))
+        else if (isToolResult(b)) out.push(toolResultText(b))
+      }
+  }
+  return out
+}
+
+/** Characters the service's redaction would replace, and by which kinds; the corpus holds no real secrets. */
+function redactedShare(messages: Message[]): { chars: number; redacted: number; kinds: Map<string, number> } {
+  let chars = 0
+  let redacted = 0
+  const kinds = new Map<string, number>()
+  for (const text of historyTexts(messages)) {
+    chars += text.length
+    const seen: boolean[] = []
+    for (const r of [...findSecrets(text), ...secretlintRanges(text)]) {
+      kinds.set(r.kind, (kinds.get(r.kind) ?? 0) + 1)
+      for (let i = r.start; i < r.end; i++) {
+        if (seen[i]) continue
+        seen[i] = true
+        redacted++
+      }
+    }
+  }
+  return { chars, redacted, kinds }
+}
 
 const BUDGET = 45_000
 const KEEP_TOKENS = Math.floor(BUDGET / 3)
@@ -143,8 +180,23 @@ rows.push([
 ])
 renderRows.push([`TOTAL (${n})`, totals.signalTokens, totals.plainTokens, totals.failures, `${totals.signalKept} (${((100 * totals.signalKept) / Math.max(1, totals.failures)).toFixed(0)}%)`, `${totals.plainKept} (${((100 * totals.plainKept) / Math.max(1, totals.failures)).toFixed(0)}%)`])
 
+let secretChars = 0
+let secretRedacted = 0
+const secretKinds = new Map<string, number>()
+const secretRows: (string | number)[][] = []
+for (const t of transcripts) {
+  const r = redactedShare(t.messages)
+  secretChars += r.chars
+  secretRedacted += r.redacted
+  for (const [k, v] of r.kinds) secretKinds.set(k, (secretKinds.get(k) ?? 0) + v)
+  if (r.redacted > 0) secretRows.push([short(t.name), r.chars, r.redacted, `${((100 * r.redacted) / r.chars).toFixed(4)}%`, [...r.kinds].map(([k, v]) => `${k} ${v}`).join(', ')])
+}
+secretRows.push([`TOTAL (${transcripts.length})`, secretChars, secretRedacted, `${((100 * secretRedacted) / Math.max(1, secretChars)).toFixed(4)}%`, [...secretKinds].map(([k, v]) => `${k} ${v}`).join(', ') || '-'])
+
 console.log(`corpus: ${dir} (${n} transcripts); mode manual, budget ${BUDGET}, keep_tokens ${KEEP_TOKENS}, keep_turns 8, extractive summarizer\n`)
 console.log(table(['transcript', 'messages', 'raw tokens', 'kept tokens', 'summary tokens', 'context after', 'invariants', 'round two', 'diff-file recall'], rows))
 console.log('\nspan rendering: signal-keeping clip vs a plain 2,000-character clip of each tool output\n')
 console.log(table(['transcript', 'tokens (signal clip)', 'tokens (plain clip)', 'failure lines', 'kept (signal clip)', 'kept (plain clip)'], renderRows))
+console.log('\nfalse positives: characters the redaction (own patterns + secretlint preset) would replace; the corpus holds no real secrets\n')
+console.log(table(['transcript', 'characters', 'redacted', 'share', 'kinds'], secretRows))
 if (totals.held !== n - rows.filter((r) => r[3] === '-').length) process.exitCode = 1

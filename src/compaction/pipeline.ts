@@ -3,8 +3,8 @@ import { fitSections } from './fit.js'
 import { type Ledger, readLedger, userText } from './ledger.js'
 import { guardSections, mergeSections } from './merge.js'
 import { type Clip, type CutPlan, planCut } from './plan.js'
-import { redact } from './redact.js'
-import { findPriorSummaries } from './render.js'
+import { type Redact, type RedactMany, redact } from './redact.js'
+import { DEFAULT_RENDER, type RenderedSpan, findPriorSummaries, renderSpan } from './render.js'
 import { LIST_SECTIONS, type SummarySections } from './sections.js'
 import { formatSummary, oneLine } from './summary-text.js'
 import { CHARS_PER_TOKEN, MESSAGE_OVERHEAD_TOKENS, estimateScale, rawMessageTokens, rawSystemTokens, scaled, textTokens } from './tokens.js'
@@ -34,6 +34,12 @@ export interface CompactionInput {
   keepTurns: number
   usageInputTokens?: number
   dryRun: boolean
+  /** How secrets are found and replaced in everything the service writes; the core's own patterns by default. */
+  redact?: Redact
+  /** A quicker redaction for whole texts before they are clipped (the full one then runs on what is kept). */
+  redactBeforeClip?: Redact
+  /** The full redaction over many texts at once (the rendered span's messages). */
+  redactParts?: RedactMany
 }
 
 export interface CompactionStats {
@@ -71,6 +77,15 @@ export interface CompactionPlan {
   compactedTurns: number
   /** Set when the tail cannot be brought within its bound: the request is refused, naming the place. */
   problem?: HistoryProblem
+  /** The redaction every text the service writes or sends from this plan goes through. */
+  redact: Redact
+  redactBeforeClip: Redact
+  redactParts: RedactMany
+}
+
+/** The span as a model reads it: rendered, clipped, every text redacted with the plan's redaction first. */
+export function renderedSpan(plan: CompactionPlan): RenderedSpan {
+  return renderSpan(plan.span, 0, { ...DEFAULT_RENDER, redactParts: plan.redactParts, redactBeforeClip: plan.redactBeforeClip })
 }
 
 function latestAssistantText(messages: readonly Message[]): string {
@@ -83,14 +98,23 @@ function latestAssistantText(messages: readonly Message[]): string {
   return ''
 }
 
-function redactSections(s: SummarySections): SummarySections {
-  const out = { objective: redact(s.objective) } as SummarySections
-  for (const key of LIST_SECTIONS) out[key] = s[key].map(redact)
+/** Every text of the sections redacted at once (one pass of a slow ruleset, not one per item). */
+export function redactSections(s: SummarySections, redactMany: RedactMany): SummarySections {
+  const texts = [s.objective, ...LIST_SECTIONS.flatMap((key) => s[key])]
+  const redacted = redactMany(texts)
+  const out = { objective: redacted[0]! } as SummarySections
+  let k = 1
+  for (const key of LIST_SECTIONS) {
+    out[key] = redacted.slice(k, k + s[key].length)
+    k += s[key].length
+  }
   return out
 }
 
 export function planCompaction(input: CompactionInput): CompactionPlan {
   const { messages } = input
+  const redactText = input.redact ?? redact
+  const redactParts = input.redactParts ?? ((texts: readonly string[]) => texts.map(redactText))
   const rawFixed = rawSystemTokens(input.system, input.tools)
   const raw = messages.map(rawMessageTokens)
   const scale = estimateScale(rawFixed + raw.reduce((a, b) => a + b, 0), input.usageInputTokens)
@@ -121,7 +145,7 @@ export function planCompaction(input: CompactionInput): CompactionPlan {
   const span = messages.slice(0, cut.cut)
   const priorSummaries = findPriorSummaries(span)
   const priors = priorSummaries.map((p) => p.sections)
-  const prior = priors.length > 0 ? redactSections(priors.reduce((a, b) => mergeSections(a, b))) : undefined
+  const prior = priors.length > 0 ? redactSections(priors.reduce((a, b) => mergeSections(a, b)), redactParts) : undefined
   return {
     reason,
     summarize: wantsCut && cut.cut > 0 && !input.dryRun,
@@ -137,7 +161,10 @@ export function planCompaction(input: CompactionInput): CompactionPlan {
     priorTurns: priorSummaries.reduce((n, p) => n + p.compactedTurns, 0),
     latestAssistantText: latestAssistantText(span),
     compactedTurns: span.filter((m) => isPromptMessage(m) && userText(m) !== '').length,
-    ...(problem ? { problem } : {})
+    ...(problem ? { problem } : {}),
+    redact: redactText,
+    redactBeforeClip: input.redactBeforeClip ?? redactText,
+    redactParts
   }
 }
 
@@ -215,12 +242,13 @@ export function finishCompaction(plan: CompactionPlan, options: FinishOptions): 
   const merged = plan.prior ? mergeSections(plan.prior, written) : written
   const guarded = guardSections(merged, plan.ledger)
   // The objective is one line, as the text form holds it, so that the text parses back to these sections.
-  const sections = redactSections({ ...guarded.sections, objective: oneLine(guarded.sections.objective) })
+  const sections = redactSections({ ...guarded.sections, objective: oneLine(guarded.sections.objective) }, plan.redactParts)
 
   const header = { id: options.id, compactedTurns: plan.priorTurns + plan.compactedTurns }
   // The client's recall hint may take at most a quarter of the summary's share, so the bound holds.
   const hintChars = Math.floor((plan.summaryMaxTokens / plan.scale) * CHARS_PER_TOKEN * 0.25)
-  const recallHint = options.recallHint && options.recallHint.length > hintChars ? `${options.recallHint.slice(0, Math.max(0, hintChars - 1))}…` : options.recallHint
+  const hint = options.recallHint === undefined ? undefined : plan.redact(options.recallHint)
+  const recallHint = hint && hint.length > hintChars ? `${hint.slice(0, Math.max(0, hintChars - 1))}…` : hint
   const noteTokens = textTokens(summaryNote(recallHint)) + MESSAGE_OVERHEAD_TOKENS + 8
   const textBudget = Math.max(0, Math.floor(plan.summaryMaxTokens / plan.scale) - noteTokens)
   const fitted = fitSections(sections, textBudget, header)

@@ -1,62 +1,168 @@
+import { ASSIGNED_VALUE, KEY_BODY_LINE, SECRET_NAMES, SECRET_PATTERNS } from './secret-patterns.js'
+
 /**
- * Secrets of the common kinds, replaced by `[REDACTED:kind]` before any text leaves the process.
+ * Secrets replaced by `[REDACTED:kind]` before any text leaves the process. Detection is data
+ * (secret-patterns.ts); a caller may add ranges found by other rules (secretlint's preset, in
+ * src/secrets/) and apply both at once with `applyRedactions`.
  *
- * One case-insensitive scan finds the places where a secret can start (a key prefix, `://`, `Bearer`,
- * or a name like `password` or `api_key`); each place is then checked with a sticky pattern of its own
- * kind. Span texts run to megabytes, so one scan instead of a dozen keeps redaction cheap.
+ * One case-insensitive scan finds the places where a secret can start; each place is then checked
+ * with the sticky patterns whose prefix is there. Span texts run to megabytes, so one scan instead of
+ * one per pattern keeps redaction cheap.
  */
 
-interface SecretShape {
+/** A found secret: the characters [start, end) of the text, and what kind it is. */
+export interface SecretRange {
+  start: number
+  end: number
   kind: string
-  /** Matched at the candidate's position (sticky), case-sensitive. */
+}
+
+/** A function that returns a text with its secrets replaced; the core's own is `redact`. */
+export type Redact = (text: string) => string
+/** The same for many texts at once (one pass of a slower ruleset over all of them). */
+export type RedactMany = (texts: readonly string[]) => string[]
+
+interface Compiled {
+  kind: string
+  prefix: RegExp
   pattern: RegExp
-  /** The part of the match to replace: group index, 0 for the whole match. */
   group: number
-  /** A secret must not continue a word (`\b` before it). */
   wordStart: boolean
 }
 
-const shape = (kind: string, source: string, group = 0, wordStart = true): SecretShape => ({ kind, pattern: new RegExp(source, 'y'), group, wordStart })
+const COMPILED: readonly Compiled[] = SECRET_PATTERNS.map((p) => ({
+  kind: p.kind,
+  prefix: new RegExp(p.prefix, 'iy'),
+  pattern: new RegExp(p.pattern, 'y'),
+  group: p.group ?? 0,
+  wordStart: p.wordStart ?? false
+}))
 
-const PRIVATE_KEY = shape('private_key', '-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\\s\\S]*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|$)', 0, false)
-const ANTHROPIC = shape('anthropic_key', 'sk-ant-[A-Za-z0-9_-]{16,}')
-const OPENAI = shape('openai_key', 'sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}')
-const GITHUB = shape('github_token', '(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})')
-const SLACK = shape('slack_token', 'xox[abposr]-[A-Za-z0-9-]{10,}')
-const AWS = shape('aws_access_key', '(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}(?![A-Za-z0-9_])')
-const GOOGLE = shape('google_api_key', 'AIza[0-9A-Za-z_-]{35}(?![A-Za-z0-9_-])')
-const JWT = shape('jwt', 'eyJ[A-Za-z0-9_-]{8,}\\.eyJ[A-Za-z0-9_-]{8,}\\.[A-Za-z0-9_-]{8,}')
-/** `scheme://user:password@host`: only the password goes. Checked from the `://`. */
-const URL_PASSWORD = shape('url_password', ':\\/\\/[^\\s:/@\'"]+:([^\\s@/\'"]+)@', 1, false)
-const BEARER = shape('bearer_token', '[Bb]earer\\s+([A-Za-z0-9._~+/=-]{16,})', 1)
-/** What follows a secret's name: a separator, an optional quote, a value of six characters or more. */
-const ASSIGNED = shape('secret', '(?![A-Za-z0-9_])["\']?\\s*(?:=|:|=>)\\s*(["\']?)([^\\s"\'`,;)}\\]]{6,})\\1', 2, false)
-
-/** Where a secret can start; the match says which shapes to try there. */
-const CANDIDATE =
-  /-----BEGIN|sk-|gh[pousr]_|github_pat_|xox[abposr]-|A(?:KIA|SIA|GPA|IDA|ROA|NPA|NVA|IPA)|AIza|eyJ|:\/\/|bearer|password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credentials?/gi
-
-function shapesFor(found: string): readonly SecretShape[] {
-  switch (found) {
-    case '-----BEGIN':
-      return [PRIVATE_KEY]
-    case 'sk-':
-      return [ANTHROPIC, OPENAI]
-    case '://':
-      return [URL_PASSWORD]
-    case 'AIza':
-      return [GOOGLE]
-    case 'eyJ':
-      return [JWT]
-  }
-  if (/^gh[pousr]_|^github_pat_/.test(found)) return [GITHUB]
-  if (found.startsWith('xox')) return [SLACK]
-  if (/^A[A-Z]{3}$/.test(found)) return [AWS]
-  if (/^bearer$/i.test(found)) return [BEARER]
-  return []
+/**
+ * Patterns by the first character of their prefix (lower-cased); prefixes that open with a class or a
+ * group are tried at every candidate. Most candidates then try one or two patterns, not all of them.
+ */
+function byFirstChar(patterns: readonly Compiled[], prefixes: readonly string[]): { [c: string]: Compiled[] } {
+  const table: { [c: string]: Compiled[] } = {}
+  const anywhere: Compiled[] = []
+  patterns.forEach((p, i) => {
+    const prefix = prefixes[i]!
+    if (/^[A-Za-z0-9:"-]/.test(prefix) && !prefix.includes('|')) (table[prefix[0]!.toLowerCase()] ??= []).push(p)
+    else anywhere.push(p)
+  })
+  for (const c of Object.keys(table)) table[c] = [...table[c]!, ...anywhere]
+  table[''] = anywhere
+  return table
 }
 
+const BY_FIRST_CHAR = byFirstChar(COMPILED, SECRET_PATTERNS.map((p) => p.prefix))
+
+const NAME = new RegExp(SECRET_NAMES, 'iy')
+const ASSIGNED = new RegExp(ASSIGNED_VALUE, 'y')
+const CANDIDATE = new RegExp([...SECRET_PATTERNS.map((p) => p.prefix), SECRET_NAMES].join('|'), 'gi')
+const KEY_BODY = new RegExp(KEY_BODY_LINE, 'gm')
 const WORD_CHAR = /[A-Za-z0-9_]/
+
+/** A value after a secret's name that is code or a placeholder, not a secret. */
+function notASecret(value: string): boolean {
+  return (
+    /^[\d.]+$/.test(value) ||
+    value.startsWith('[REDACTED') ||
+    /^[$<{%]/.test(value) ||
+    // an identifier or attribute path without digits: `self.token`, `None`, `os.environ`
+    /^[A-Za-z_][A-Za-z_.-]*$/.test(value) ||
+    /^(.)\1+$/.test(value)
+  )
+}
+
+/** Basic credentials are base64 of `user:password`; anything else after the word "basic" is prose. */
+function isBasicCredential(value: string): boolean {
+  try {
+    const decoded = atob(value)
+    return decoded.includes(':') && /^[\x20-\x7e]+$/.test(decoded)
+  } catch {
+    return false
+  }
+}
+
+function isKeyBodyLine(line: string): boolean {
+  return /[A-Z]/.test(line) && /[a-z]/.test(line) && /\d/.test(line) && !/^[0-9a-fA-F]+$/.test(line)
+}
+
+/** Every secret the service's own patterns find in a text, in order, not overlapping. */
+export function findSecrets(text: string): SecretRange[] {
+  const found: SecretRange[] = []
+  let covered = 0
+  CANDIDATE.lastIndex = 0
+  let c: RegExpExecArray | null
+  while ((c = CANDIDATE.exec(text)) !== null) {
+    const at = c.index
+    if (at < covered) continue
+    let matched = false
+    for (const p of BY_FIRST_CHAR[text[at]!.toLowerCase()] ?? BY_FIRST_CHAR['']!) {
+      p.prefix.lastIndex = at
+      if (!p.prefix.test(text)) continue
+      if (p.wordStart && at > 0 && WORD_CHAR.test(text[at - 1]!)) continue
+      p.pattern.lastIndex = at
+      const m = p.pattern.exec(text)
+      if (!m) continue
+      const part = m[p.group]!
+      if (p.kind === 'basic_auth' && !isBasicCredential(part)) continue
+      const start = at + (p.group === 0 ? 0 : m[0].lastIndexOf(part))
+      found.push({ start, end: start + part.length, kind: p.kind })
+      covered = at + m[0].length
+      CANDIDATE.lastIndex = Math.max(CANDIDATE.lastIndex, covered)
+      matched = true
+      break
+    }
+    if (matched) continue
+    // A secret's name (`password`, `DB_PASSWORD`, `apiKey`): the value assigned to it goes.
+    NAME.lastIndex = at
+    const name = NAME.exec(text)
+    if (!name) continue
+    const end = at + name[0].length
+    ASSIGNED.lastIndex = end
+    const v = ASSIGNED.exec(text)
+    if (!v) continue
+    const value = v[2]!
+    if (notASecret(value)) continue
+    const start = end + v[0].length - value.length - v[1]!.length
+    found.push({ start, end: start + value.length, kind: 'secret' })
+    covered = start + value.length
+    CANDIDATE.lastIndex = covered
+  }
+  // Bare key bodies (a PEM or OpenSSH key whose BEGIN line is elsewhere): runs of base64-only lines.
+  if (text.length >= 60) {
+    KEY_BODY.lastIndex = 0
+    let line: RegExpExecArray | null
+    while ((line = KEY_BODY.exec(text)) !== null) {
+      const body = line[1]!
+      if (!isKeyBodyLine(body)) continue
+      const start = line.index + line[0].indexOf(body)
+      found.push({ start, end: start + body.length, kind: 'private_key' })
+    }
+  }
+  return found
+}
+
+/** The text with the given ranges (from any detector, overlapping or not) replaced by their markers. */
+export function applyRedactions(text: string, ranges: readonly SecretRange[]): string {
+  if (ranges.length === 0) return text
+  const sorted = [...ranges].sort((a, b) => a.start - b.start || b.end - a.end)
+  let out = ''
+  let last = 0
+  for (const r of sorted) {
+    if (r.end <= last) continue
+    if (r.start < last) {
+      // a range that began inside one already replaced extends it rather than leaving its tail
+      last = r.end
+      continue
+    }
+    out += `${text.slice(last, r.start)}[REDACTED:${r.kind}]`
+    last = r.end
+  }
+  return out + text.slice(last)
+}
 
 export interface Redaction {
   text: string
@@ -65,49 +171,11 @@ export interface Redaction {
 }
 
 export function redactSecrets(text: string): Redaction {
+  const ranges = findSecrets(text)
   const counts: Record<string, number> = {}
-  let out = ''
-  let last = 0
-  CANDIDATE.lastIndex = 0
-  let c: RegExpExecArray | null
-  while ((c = CANDIDATE.exec(text)) !== null) {
-    const at = c.index
-    const found = c[0]
-    const shapes = shapesFor(found)
-    let replaced = false
-    for (const s of shapes) {
-      if (s.wordStart && at > 0 && WORD_CHAR.test(text[at - 1]!)) continue
-      s.pattern.lastIndex = at
-      const m = s.pattern.exec(text)
-      if (!m) continue
-      const whole = m[0]
-      const part = m[s.group]!
-      const partStart = at + (s.group === 0 ? 0 : whole.lastIndexOf(part))
-      out += `${text.slice(last, partStart)}[REDACTED:${s.kind}]`
-      last = partStart + part.length
-      counts[s.kind] = (counts[s.kind] ?? 0) + 1
-      CANDIDATE.lastIndex = at + whole.length
-      replaced = true
-      break
-    }
-    if (replaced || shapes.length > 0) continue
-    // A secret's name (`password`, `API_KEY`, ...): the value assigned to it goes.
-    const end = at + found.length
-    ASSIGNED.pattern.lastIndex = end
-    const v = ASSIGNED.pattern.exec(text)
-    if (!v) continue
-    const value = v[2]!
-    if (/^[\d.]+$/.test(value) || value.startsWith('[REDACTED')) continue
-    const valueStart = end + v[0].length - value.length - v[1]!.length
-    if (valueStart < last) continue
-    out += `${text.slice(last, valueStart)}[REDACTED:secret]`
-    last = valueStart + value.length
-    counts.secret = (counts.secret ?? 0) + 1
-    CANDIDATE.lastIndex = last
-  }
-  return { text: last === 0 ? text : out + text.slice(last), counts }
+  for (const r of ranges) counts[r.kind] = (counts[r.kind] ?? 0) + 1
+  return { text: applyRedactions(text, ranges), counts }
 }
 
-export function redact(text: string): string {
-  return redactSecrets(text).text
-}
+/** The core's redaction: the service's own patterns. */
+export const redact: Redact = (text) => applyRedactions(text, findSecrets(text))

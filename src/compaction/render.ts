@@ -1,6 +1,6 @@
 import { clipHeadTail } from './clip.js'
 import { isServiceText, isSummaryText } from './markers.js'
-import { redact } from './redact.js'
+import { type Redact, type RedactMany, redact } from './redact.js'
 import { isSignalLine, shortLine } from './signal.js'
 import { type ParsedSummary, parseSummary } from './summary-text.js'
 import { type Block, type Message, blocksOf, isTextBlock, isToolResult, toolResultText } from './types.js'
@@ -17,6 +17,10 @@ export interface RenderOptions {
   userText: number
   /** `plain` cuts each tool output at `toolOutputHead` characters and keeps nothing else (the baseline). */
   clip: 'signal' | 'plain'
+  /** Applied to every text before it is clipped, so that no clip can cut a secret's marker off its body. */
+  redactBeforeClip: Redact
+  /** Applied to the rendered messages, clipped, all at once: the full ruleset runs over what actually leaves. */
+  redactParts: RedactMany
 }
 
 export const DEFAULT_RENDER: RenderOptions = {
@@ -26,7 +30,9 @@ export const DEFAULT_RENDER: RenderOptions = {
   assistantText: 4_000,
   toolInput: 1_500,
   userText: 12_000,
-  clip: 'signal'
+  clip: 'signal',
+  redactBeforeClip: redact,
+  redactParts: (texts) => texts.map(redact)
 }
 
 export interface RenderedMessage {
@@ -87,19 +93,19 @@ function renderInput(input: unknown, o: RenderOptions): string {
     for (const key of ['command', 'cmd']) {
       if (typeof fields[key] === 'string') {
         const rest = Object.fromEntries(Object.entries(fields).filter(([k]) => k !== key))
-        const extra = Object.keys(rest).length > 0 ? ` ${shorten(JSON.stringify(rest), o.toolInput)}` : ''
-        return `${shorten(fields[key] as string, o.toolInput)}${extra}`
+        const extra = Object.keys(rest).length > 0 ? ` ${shorten(o.redactBeforeClip(JSON.stringify(rest)), o.toolInput)}` : ''
+        return `${shorten(o.redactBeforeClip(fields[key] as string), o.toolInput)}${extra}`
       }
     }
   }
-  return shorten(JSON.stringify(input ?? {}), o.toolInput)
+  return shorten(o.redactBeforeClip(JSON.stringify(input ?? {})), o.toolInput)
 }
 
 function renderBlock(block: Block, role: Message['role'], names: Map<string, string>, o: RenderOptions): string | undefined {
   switch (block.type) {
     case 'text':
       if (!isTextBlock(block) || block.text.trim() === '') return undefined
-      return shorten(block.text, role === 'user' ? o.userText : o.assistantText)
+      return shorten(o.redactBeforeClip(block.text), role === 'user' ? o.userText : o.assistantText)
     case 'thinking':
     case 'redacted_thinking':
       return undefined
@@ -109,12 +115,12 @@ function renderBlock(block: Block, role: Message['role'], names: Map<string, str
       if (!isToolResult(block)) return undefined
       const name = names.get(block.tool_use_id) ?? 'tool'
       const status = block.is_error === true ? 'error' : 'ok'
-      return `← ${name} (${status}):\n${clipToolOutput(toolResultText(block), o)}`
+      return `← ${name} (${status}):\n${clipToolOutput(o.redactBeforeClip(toolResultText(block)), o)}`
     }
     case 'image':
       return '[image]'
     case 'document': {
-      const title = typeof block.title === 'string' ? `: ${block.title}` : ''
+      const title = typeof block.title === 'string' ? `: ${o.redactBeforeClip(block.title)}` : ''
       return `[document${title}]`
     }
     default:
@@ -125,7 +131,7 @@ function renderBlock(block: Block, role: Message['role'], names: Map<string, str
 /**
  * The span as a compact transcript for the summarizer: one part per message, the service's own summary
  * and note blocks left out (a prior summary is merged, never re-summarized as if the user said it), tool
- * outputs clipped, thinking dropped, media as placeholders, every secret redacted.
+ * outputs clipped, thinking dropped, media as placeholders, every secret redacted before any clip.
  * `offset` is the index of messages[0] in the client's history.
  */
 export function renderSpan(messages: readonly Message[], offset = 0, options: RenderOptions = DEFAULT_RENDER): RenderedSpan {
@@ -139,7 +145,8 @@ export function renderSpan(messages: readonly Message[], offset = 0, options: Re
       const rendered = renderBlock(block, m.role, names, options)
       if (rendered !== undefined) lines.push(rendered)
     }
-    if (lines.length > 0) parts.push({ index: offset + k, text: redact(`[#${offset + k} ${m.role}]\n${lines.join('\n')}`) })
+    if (lines.length > 0) parts.push({ index: offset + k, text: `[#${offset + k} ${m.role}]\n${lines.join('\n')}` })
   })
-  return { parts }
+  const redacted = options.redactParts(parts.map((p) => p.text))
+  return { parts: parts.map((p, k) => ({ ...p, text: redacted[k]! })) }
 }

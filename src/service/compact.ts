@@ -7,6 +7,7 @@ import {
   validateHistory
 } from '../compaction/index.js'
 import { DOCTRINE_VERSION } from '../prompts/doctrine.js'
+import { compactionRedactors } from '../secrets/index.js'
 import { DEFAULT_BUDGET_TOKENS } from '../server/config.js'
 import type { CompactRequestBody } from '../server/schemas.js'
 import type { SummarizerReport, Summarizer } from '../summarizer/summarizer.js'
@@ -70,7 +71,8 @@ export async function runCompaction(body: CompactRequestBody, deps: CompactDeps,
     keepTokens: body.keep_tokens ?? deps.defaults.keepTokens,
     keepTurns: body.keep_turns ?? deps.defaults.keepTurns,
     usageInputTokens: usage ? usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0) : undefined,
-    dryRun: body.dry_run ?? false
+    dryRun: body.dry_run ?? false,
+    ...compactionRedactors()
   })
   if (plan.problem) throw new InvalidHistoryError(plan.problem)
   const t2 = deps.now()

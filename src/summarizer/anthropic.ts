@@ -4,8 +4,7 @@ import {
   type SummarySections,
   fitSections,
   formatSummary,
-  redact,
-  renderSpan,
+  renderedSpan,
   textTokens
 } from '../compaction/index.js'
 import { DOCTRINE_TEXT } from '../prompts/doctrine.js'
@@ -54,12 +53,12 @@ export class AnthropicSummarizer implements Summarizer {
 
   async summarize({ plan, instructions, signal }: SummarizeRequest): Promise<SummarizeResult> {
     const started = performance.now()
-    const focus = instructions?.trim() ? redact(instructions.trim()) : undefined
+    const focus = instructions?.trim() ? plan.redact(instructions.trim()) : undefined
     const summaryBudget = Math.max(200, Math.floor(plan.summaryMaxTokens / plan.scale))
     // The running summary is fitted to the summary budget, so it never takes more than that in a call.
     const chunkBudget = this.inputBudget - this.fixedTokens - summaryBudget - textTokens(focus ?? '')
     if (chunkBudget < 500) throw new SummarizerFault('bad_request', `the summarizer input budget (${this.inputBudget}) leaves no room for the span`)
-    const chunks = chunkParts(renderSpan(plan.span).parts, chunkBudget)
+    const chunks = chunkParts(renderedSpan(plan).parts, chunkBudget)
     const usage: Usage = { input: 0, output: 0, calls: 0 }
 
     let running: SummarySections | undefined = plan.prior

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { SUMMARY_FORMAT_VERSION, formatSummary, renderSpan, spanText } from '../compaction/index.js'
+import { SUMMARY_FORMAT_VERSION, formatSummary, redactSections, renderedSpan, spanText } from '../compaction/index.js'
 import { DOCTRINE_VERSION } from '../prompts/doctrine.js'
 import type { Store } from '../storage/store.js'
 import type { SummarizeRequest, SummarizeResult, Summarizer, SummarizerReport } from './summarizer.js'
@@ -28,7 +28,7 @@ export function summaryCacheKey(request: SummarizeRequest, model: string): strin
     request.tenant ?? '',
     request.instructions?.trim() ?? '',
     plan.prior ? formatSummary(plan.prior, { id: 'prior', compactedTurns: 0 }) : '',
-    spanText(renderSpan(plan.span))
+    spanText(renderedSpan(plan))
   ]
   return createHash('sha256').update(JSON.stringify(parts)).digest('hex')
 }
@@ -63,8 +63,10 @@ export class CachingSummarizer implements Summarizer {
       .summarize({ ...request, signal: undefined })
       .then((result) => {
         if (result.sections && result.report.kind === 'anthropic') {
+          // The model's answer is redacted before it is stored: a model may repeat a secret back.
+          const sections = redactSections(result.sections, request.plan.redactParts)
           try {
-            this.options.store.putCached(key, { sections: result.sections, model: result.report.model }, this.options.now() + this.options.ttlMs)
+            this.options.store.putCached(key, { sections, model: result.report.model }, this.options.now() + this.options.ttlMs)
           } catch (err) {
             this.options.onStoreError('cache_write', err)
           }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { redactSecrets } from '../../src/compaction/index.js'
+import { serviceRedact } from '../../src/secrets/index.js'
 
 /** One planted secret of each kind the service promises to redact. */
 export const PLANTED_SECRETS: Record<string, string> = {
@@ -46,5 +47,34 @@ describe('redactSecrets', () => {
   it('leaves code that merely mentions tokens alone', () => {
     const code = 'tokenizer = AutoTokenizer.from_pretrained(name)\nmax_tokens = 4096\ninput_tokens: 123456'
     expect(redactSecrets(code).text).toBe(code)
+  })
+})
+
+describe('what redaction leaves alone', () => {
+  it('keeps git SHAs, UUIDs, lockfile hashes, test ids, checksums and prose', () => {
+    const text = [
+      'commit 3f2c9a1b8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c3b',
+      'Merge: 3f2c9a1 8e7d6c5',
+      'request_id: 123e4567-e89b-12d3-a456-426614174000',
+      '"integrity": "sha512-Kq5sNclPz7QV2+lfQIuiHkiGCAjV8Vo3uOcSwYyK1aEXTg9gUwo1L6bo9zwEJbn5Zxk7tCSRNEyRxs3kKNUyDw=="',
+      'resolved "https://registry.npmjs.org/left-pad/-/left-pad-1.3.0.tgz#5b8a3a7765dfe001261dde915589e782f8c94d1e"',
+      'sha256sum: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
+      'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
+      'FAILED tests/test_auth.py::test_token_refresh_expired - AssertionError: token mismatch',
+      'tests/test_secrets.py::TestPassword::test_password_reset PASSED',
+      'def get_token(self): return self._token',
+      'password = getpass.getpass()',
+      'api_key = os.environ["API_KEY"]',
+      'The basic functionality works; see the secret sauce section.',
+      'Bearer tokens are described in RFC 6750.'
+    ].join('\n')
+    expect(serviceRedact(text)).toBe(text)
+  })
+
+  it('catches a key body whose BEGIN line is gone, but not a line of hex', () => {
+    const body = ['MIIEpAIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF8PbnGy0AHB7MhgwMtBXzF1bZKq9', 'Rf7hGX0w3D0cX2q1W8wH9n7dJv9QX1Zk2b5ZcVQ5T8nR3mP6yL4kJ2hG1fD0sA9z'].join('\n')
+    const out = redactSecrets(`...tail of a log\n${body}\n-----END RSA PRIVATE KEY-----`).text
+    expect(out).not.toContain('MIIEpAIBAAKCAQEA0Z3VS5JJcds3xfn')
+    expect(out).toContain('[REDACTED:private_key]')
   })
 })

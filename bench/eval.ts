@@ -21,6 +21,7 @@ import {
 import { findSecrets } from '../src/compaction/index.js'
 import { secretlintRanges } from '../src/secrets/index.js'
 import { corpusDir, loadCorpus, short, table } from './corpus.js'
+import { type Quality, quality } from './quality.js'
 
 /** Every text of a history a summary or the model could see: prompts, assistant text, tool inputs and outputs. */
 function historyTexts(messages: Message[]): string[] {
@@ -197,6 +198,63 @@ console.log(`corpus: ${dir} (${n} transcripts); mode manual, budget ${BUDGET}, k
 console.log(table(['transcript', 'messages', 'raw tokens', 'kept tokens', 'summary tokens', 'context after', 'invariants', 'round two', 'diff-file recall'], rows))
 console.log('\nspan rendering: signal-keeping clip vs a plain 2,000-character clip of each tool output\n')
 console.log(table(['transcript', 'tokens (signal clip)', 'tokens (plain clip)', 'failure lines', 'kept (signal clip)', 'kept (plain clip)'], renderRows))
+const qualities: [string, Quality][] = []
+for (const t of transcripts) {
+  const q = quality(t.messages)
+  if (q) qualities.push([t.name, q])
+}
+const pct = (a: number, b: number): string => (b === 0 ? '-' : `${((100 * a) / b).toFixed(0)}%`)
+const qualityRows = qualities.map(([name, q]) => [
+  short(name),
+  q.objectiveReal ? 'yes' : 'NO',
+  `${q.tracebacksWithException}/${q.tracebacks}`,
+  q.duplicateErrors,
+  q.emptySearchErrors,
+  `${q.failingTestsNamed}/${q.failingTests}`,
+  q.singleTask ? (q.objectiveSteady ? 'yes' : 'NO') : q.objectiveSteady ? '(yes)' : '(no)',
+  q.workStood,
+  `${(100 * q.requestShare).toFixed(0)}%`
+])
+const sum = (f: (q: Quality) => number): number => qualities.reduce((n, [, q]) => n + f(q), 0)
+const single = qualities.filter(([, q]) => q.singleTask)
+const shares = qualities.map(([, q]) => q.requestShare).sort((a, b) => a - b)
+const q = {
+  real: sum((x) => (x.objectiveReal ? 1 : 0)),
+  tb: sum((x) => x.tracebacks),
+  tbOk: sum((x) => x.tracebacksWithException),
+  dup: sum((x) => x.duplicateErrors),
+  empty: sum((x) => x.emptySearchErrors),
+  tests: sum((x) => x.failingTests),
+  named: sum((x) => x.failingTestsNamed),
+  steady: single.filter(([, x]) => x.objectiveSteady).length,
+  stood: sum((x) => (x.workStood === 1 ? 1 : 0))
+}
+qualityRows.push([
+  `TOTAL (${qualities.length})`,
+  `${q.real}/${qualities.length}`,
+  `${q.tbOk}/${q.tb}`,
+  q.dup,
+  q.empty,
+  `${q.named}/${q.tests}`,
+  `${q.steady}/${single.length}`,
+  `${q.stood}/${qualities.length}`,
+  `median ${(100 * (shares[shares.length >> 1] ?? 0)).toFixed(0)}%`
+])
+console.log('\nextractive summary quality (the eval\'s own rules); objective over three rounds in parentheses for runs of several tasks\n')
+console.log(table(['transcript', 'objective real', 'tracebacks with exception', 'duplicate errors', 'empty searches as errors', 'failing tests named', 'objective steady', 'work stood entries', 'requests share'], qualityRows))
+const verdict = (ok: boolean): string => (ok ? 'meets' : 'misses')
+console.log(
+  [
+    `targets: objective real ${pct(q.real, qualities.length)} (100%: ${verdict(q.real === qualities.length)})`,
+    `tracebacks with their exception ${pct(q.tbOk, q.tb)} (≥ 95%: ${verdict(q.tb === 0 || q.tbOk / q.tb >= 0.95)})`,
+    `duplicate errors ${q.dup} (0: ${verdict(q.dup === 0)})`,
+    `empty searches as errors ${q.empty} (0: ${verdict(q.empty === 0)})`,
+    `failing tests named ${pct(q.named, q.tests)} (≥ 95%: ${verdict(q.tests === 0 || q.named / q.tests >= 0.95)})`,
+    `objective steady over three rounds on single-task runs ${pct(q.steady, single.length)} (100%: ${verdict(q.steady === single.length)})`,
+    `one "where the work stood" ${pct(q.stood, qualities.length)} (100%: ${verdict(q.stood === qualities.length)})`
+  ].join('\n')
+)
+
 console.log('\nfalse positives: characters the redaction (own patterns + secretlint preset) would replace; the corpus holds no real secrets\n')
 console.log(table(['transcript', 'characters', 'redacted', 'share', 'kinds'], secretRows))
 if (totals.held !== n - rows.filter((r) => r[3] === '-').length) process.exitCode = 1

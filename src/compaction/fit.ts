@@ -1,3 +1,4 @@
+import { taskStatement } from './requests.js'
 import { type SummaryHeader, formattedLength } from './summary-text.js'
 import { CHARS_PER_TOKEN } from './tokens.js'
 import { LIST_SECTIONS, type ListSection, type SummarySections, itemPath } from './sections.js'
@@ -20,21 +21,25 @@ interface Stage {
   bareFiles: boolean
   /** Most requests kept (newest), the rest counted in one line. */
   requests: number
+  /** Longest task statement (the first real request): shortened last, from its end, never dropped. */
+  task: number
 }
 
 const STAGES: readonly Stage[] = [
-  { item: Infinity, list: Infinity, request: Infinity, newestRequest: Infinity, bareFiles: false, requests: Infinity },
-  { item: 600, list: 20, request: 2_000, newestRequest: 8_000, bareFiles: false, requests: Infinity },
-  { item: 300, list: 10, request: 600, newestRequest: 4_000, bareFiles: false, requests: Infinity },
-  { item: 160, list: 6, request: 240, newestRequest: 2_000, bareFiles: false, requests: Infinity },
-  { item: 120, list: 4, request: 120, newestRequest: 1_000, bareFiles: true, requests: 40 },
-  { item: 80, list: 2, request: 80, newestRequest: 600, bareFiles: true, requests: 12 },
-  { item: 60, list: 1, request: 60, newestRequest: 300, bareFiles: true, requests: 4 },
-  { item: 40, list: 0, request: 40, newestRequest: 200, bareFiles: true, requests: 1 }
+  { item: Infinity, list: Infinity, request: Infinity, newestRequest: Infinity, bareFiles: false, requests: Infinity, task: Infinity },
+  { item: 600, list: 20, request: 2_000, newestRequest: 8_000, bareFiles: false, requests: Infinity, task: 12_000 },
+  { item: 300, list: 10, request: 600, newestRequest: 4_000, bareFiles: false, requests: Infinity, task: 8_000 },
+  { item: 160, list: 6, request: 240, newestRequest: 2_000, bareFiles: false, requests: Infinity, task: 6_000 },
+  { item: 120, list: 4, request: 120, newestRequest: 1_000, bareFiles: true, requests: 40, task: 4_000 },
+  { item: 80, list: 2, request: 80, newestRequest: 600, bareFiles: true, requests: 12, task: 2_000 },
+  { item: 60, list: 1, request: 60, newestRequest: 300, bareFiles: true, requests: 4, task: 1_000 },
+  { item: 40, list: 0, request: 40, newestRequest: 200, bareFiles: true, requests: 1, task: 400 },
+  // files are worth more than the words of a task whose title is the objective already
+  { item: 40, list: 0, request: 40, newestRequest: 80, bareFiles: true, requests: 1, task: 80 }
 ]
 
 /** The least a summary can say: a short objective and the newest request, shortened. */
-const SMALLEST: Stage = { item: 0, list: 0, request: 0, newestRequest: 80, bareFiles: true, requests: 1 }
+const SMALLEST: Stage = { item: 0, list: 0, request: 0, newestRequest: 80, bareFiles: true, requests: 1, task: 80 }
 
 const FILE_SECTIONS: ReadonlySet<ListSection> = new Set(['files_modified', 'files_inspected'])
 
@@ -47,10 +52,17 @@ function applyStage(s: SummarySections, stage: Stage): SummarySections {
   for (const key of LIST_SECTIONS) {
     const items = s[key]
     if (key === 'user_requests') {
-      const keptCount = Math.min(items.length, stage.requests)
-      const dropped = items.length - keptCount
-      const kept = items.slice(items.length - keptCount).map((r, k) => shorten(r, k === keptCount - 1 ? stage.newestRequest : stage.request))
-      out[key] = dropped > 0 ? [`(${dropped} older requests shortened away to fit the summary budget)`, ...kept] : kept
+      // The task statement stays, shortened from its end only and last; the newest requests after it.
+      const task = taskStatement(items)?.index
+      const others = items.map((r, i) => ({ r, i })).filter(({ i }) => i !== task)
+      const keptCount = Math.min(others.length, Math.max(1, stage.requests - (task === undefined ? 0 : 1)))
+      const dropped = others.length - keptCount
+      const newest = others.length - 1
+      const kept = others.slice(others.length - keptCount).map(({ r, i }) => ({ i, text: shorten(r, i === others[newest]?.i ? stage.newestRequest : stage.request) }))
+      if (task !== undefined) kept.unshift({ i: task, text: shorten(items[task]!, stage.task) })
+      kept.sort((a, b) => a.i - b.i)
+      const texts = kept.map((k) => k.text)
+      out[key] = dropped > 0 ? [`(${dropped} older requests shortened away to fit the summary budget)`, ...texts] : texts
     } else if (FILE_SECTIONS.has(key)) {
       out[key] = items.map((i) => (stage.bareFiles ? itemPath(i) : shorten(i, stage.item)))
     } else {

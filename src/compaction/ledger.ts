@@ -1,7 +1,8 @@
 import { toolRule } from './catalog.js'
 import { isServiceText } from './markers.js'
 import { patchFiles, readShellCommand } from './shell.js'
-import { exitCodeOf, signalLines } from './signal.js'
+import { type TestStatus, isEmptySearch, testResults, whyLines } from './failures.js'
+import { exitCodeOf } from './signal.js'
 import { type Message, type ToolResultBlock, type ToolUseBlock, blocksOf, isPromptMessage, isTextBlock, isToolResult, isToolUse, toolResultText } from './types.js'
 
 export interface FileChange {
@@ -14,16 +15,37 @@ export interface CommandRun {
   message_index: number
   tool: string
   command: string
-  outcome: 'ok' | 'error' | 'pending'
+  /** `no_match`: a search that found nothing (exit 1, no output), which is not a failure. */
+  outcome: 'ok' | 'error' | 'pending' | 'no_match'
   exit_code?: number
 }
 
 export interface ErrorSeen {
+  /** Where it was last seen. */
   message_index: number
   tool: string
   /** The call that failed, shortened, and the lines of its output that say why. */
   call: string
   lines: string[]
+  /** How many times the same call failed the same way. */
+  count: number
+  /** The same call succeeded later in the span. */
+  resolved: boolean
+}
+
+export interface TestSeen {
+  id: string
+  /** The latest status the span reports. */
+  status: TestStatus
+  /** Why it failed, when a runner said so on the line. */
+  reason?: string
+  /** It failed at some point in the span (only such tests are listed). */
+  failedOnce: boolean
+}
+
+export interface TodoItem {
+  content: string
+  status: string
 }
 
 export interface UserRequest {
@@ -38,9 +60,13 @@ export interface Ledger {
   commands: CommandRun[]
   errors: ErrorSeen[]
   userRequests: UserRequest[]
+  /** Tests the span saw fail, with their latest status. */
+  tests: TestSeen[]
+  /** The agent's latest to-do list (a TodoWrite call), as it stood. */
+  todos: TodoItem[]
 }
 
-export const ERROR_SIGNAL_LINES = 6
+export const ERROR_SIGNAL_LINES = 4
 
 /** The user's own words in a prompt message: its text, less the service's summary and note blocks. */
 export function userText(message: Message): string {
@@ -77,6 +103,8 @@ export function readLedger(messages: readonly Message[], offset = 0): Ledger {
   const errors: ErrorSeen[] = []
   const userRequests: UserRequest[] = []
   const heredocs = new Map<string, string>()
+  const tests = new Map<string, TestSeen>()
+  let todos: TodoItem[] = []
   let openFile: string | undefined
 
   const modify = (path: string, how: string): void => {
@@ -104,6 +132,13 @@ export function readLedger(messages: readonly Message[], offset = 0): Ledger {
       const failed = result !== undefined && (result.is_error === true || (exit !== undefined && exit !== 0))
       const rule = toolRule(use.name)
       const path = stringField(use.input, rule?.pathFields)
+      for (const t of testResults(output)) {
+        const prior = tests.get(t.id)
+        const failedOnce = (prior?.failedOnce ?? false) || t.status === 'failed'
+        tests.set(t.id, { id: t.id, status: t.status, failedOnce, ...(t.reason ? { reason: t.reason } : prior?.reason && t.status === 'failed' ? { reason: prior.reason } : {}) })
+      }
+      const list = todoList(use)
+      if (list) todos = list
 
       switch (rule?.kind) {
         case 'write': {
@@ -133,13 +168,15 @@ export function readLedger(messages: readonly Message[], offset = 0): Ledger {
         case 'shell': {
           const command = stringField(use.input, rule.textFields)
           if (!command) break
+          const noMatch = failed && isEmptySearch(command, output, exit)
           commands.push({
             message_index: offset + i,
             tool: use.name,
             command: command.length > 2_000 ? `${command.slice(0, 2_000)}…` : command,
-            outcome: result === undefined ? 'pending' : failed ? 'error' : 'ok',
+            outcome: result === undefined ? 'pending' : noMatch ? 'no_match' : failed ? 'error' : 'ok',
             ...(exit !== undefined ? { exit_code: exit } : {})
           })
+          if (noMatch) continue
           if (failed) break
           const effects = readShellCommand(command)
           for (const h of effects.heredocs) if (h.path) heredocs.set(h.path, h.body)
@@ -162,11 +199,48 @@ export function readLedger(messages: readonly Message[], offset = 0): Ledger {
           break
       }
       if (failed) {
-        errors.push({ message_index: offset + i + 1, tool: use.name, call: describeCall(use), lines: signalLines(output, ERROR_SIGNAL_LINES) })
+        errors.push({ message_index: offset + i + 1, tool: use.name, call: describeCall(use), lines: whyLines(output, ERROR_SIGNAL_LINES), count: 1, resolved: false })
       }
     }
   }
   const filesModified = [...modified.values()]
   const filesRead = [...read].filter((p) => !modified.has(p))
-  return { filesModified, filesRead, commands, errors, userRequests }
+  const failedTests = [...tests.values()].filter((t) => t.failedOnce)
+  return { filesModified, filesRead, commands, errors: mergeErrors(errors, commands), userRequests, tests: failedTests, todos }
+}
+
+/** The same call failing the same way (numbers aside) is one error with a count; one that later succeeded is resolved. */
+function mergeErrors(errors: readonly ErrorSeen[], commands: readonly CommandRun[]): ErrorSeen[] {
+  const shape = (e: ErrorSeen): string => `${e.call}\n${e.lines.join('\n')}`.replace(/0x[0-9a-f]+|\d+(?:\.\d+)?/gi, '#')
+  const merged = new Map<string, ErrorSeen>()
+  for (const e of errors) {
+    const key = shape(e)
+    const prior = merged.get(key)
+    if (prior) merged.delete(key) // the newest place stands, so the list stays in the order things last happened
+    merged.set(key, prior ? { ...e, count: prior.count + 1 } : e)
+  }
+  // A failed call is resolved when the same call (first line) later ran without failing.
+  const lastOk = new Map<string, number>()
+  for (const c of commands) if (c.outcome === 'ok') lastOk.set(firstLine(c.command), c.message_index)
+  return [...merged.values()].map((e) => {
+    const ok = lastOk.get(firstLine(e.call.replace(/ …$/, '')))
+    return ok !== undefined && ok >= e.message_index ? { ...e, resolved: true } : e
+  })
+}
+
+function firstLine(text: string): string {
+  return text.split('\n')[0]!.replace(/…$/, '').trim()
+}
+
+/** A TodoWrite-style call's list: `todos: [{content, status}]`. */
+function todoList(use: ToolUseBlock): TodoItem[] | undefined {
+  const todos = (use.input as { todos?: unknown } | null)?.todos
+  if (!Array.isArray(todos)) return undefined
+  const items: TodoItem[] = []
+  for (const t of todos) {
+    if (typeof t !== 'object' || t === null) continue
+    const { content, status } = t as { content?: unknown; status?: unknown }
+    if (typeof content === 'string' && content.trim() !== '') items.push({ content: content.trim(), status: typeof status === 'string' ? status : 'pending' })
+  }
+  return items
 }

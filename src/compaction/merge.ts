@@ -1,4 +1,6 @@
+import { TODO_LABEL, WORK_STOOD } from './extractive.js'
 import type { Ledger } from './ledger.js'
+import { REPEAT_SUFFIX, changesTask, requestEntries, requestShape } from './requests.js'
 import { LIST_SECTIONS, type SummarySections, emptySections, itemPath } from './sections.js'
 
 const FILE_SECTIONS = new Set(['files_modified', 'files_inspected'])
@@ -9,16 +11,26 @@ const FILE_SECTIONS = new Set(['files_modified', 'files_inspected'])
  * request is kept verbatim once; any other item that the newer summary restates (the same words,
  * perhaps followed by more, such as "(superseded: …)") is replaced by the restatement in place.
  */
-export function mergeSections(older: SummarySections, newer: SummarySections): SummarySections {
+export function mergeSections(older: SummarySections, newer: SummarySections, newRequests: readonly string[] = []): SummarySections {
   const out = emptySections()
-  out.objective = newer.objective.trim() || older.objective.trim()
+  // The older objective stands unless a newer request plainly sets another task.
+  const oldObjective = older.objective.trim()
+  const replaced = oldObjective === '' || (newer.objective.trim() !== '' && newRequests.some((r) => changesTask(oldObjective, r)))
+  out.objective = replaced ? newer.objective.trim() || oldObjective : oldObjective
   for (const key of LIST_SECTIONS) {
     if (FILE_SECTIONS.has(key)) {
       const byPath = new Map<string, string>()
       for (const item of [...older[key], ...newer[key]]) byPath.set(itemPath(item), item)
       out[key] = [...byPath.values()]
     } else if (key === 'user_requests') {
-      out[key] = dedupe([...older[key], ...newer[key]])
+      out[key] = mergeRequests(older[key], newer[key])
+    } else if (key === 'next_steps') {
+      // One "where the work stood" and one to-do list: the newest.
+      const labels = [WORK_STOOD, `${TODO_LABEL} [`].filter((l) => newer[key].some((i) => i.startsWith(l)))
+      out[key] = layOver(
+        older[key].filter((i) => !labels.some((l) => i.startsWith(l))),
+        newer[key]
+      )
     } else {
       out[key] = layOver(older[key], newer[key])
     }
@@ -40,21 +52,61 @@ function normalized(item: string): string {
 /** Shorter than this, a prefix says too little to count as the same fact. */
 const MIN_RESTATED_CHARS = 12
 
+/**
+ * What an item is about, when it names a thing whose state can change: a test (`FAILING id`, `id — failed
+ * earlier, passes now`) or a failed call (`tool \`call\` failed ...`). A newer item about the same thing
+ * replaces the older: the newest state wins.
+ */
+function subject(item: string): string | undefined {
+  const test = /^FAILING (\S+)/.exec(item) ?? /^(\S+) — failed earlier, passes now/.exec(item)
+  if (test) return `test ${test[1]}`
+  const call = /^(\S+ `[^`]*`) failed/.exec(item)
+  return call ? `call ${call[1]}` : undefined
+}
+
 function layOver(older: readonly string[], newer: readonly string[]): string[] {
   const out = dedupe(older)
   const keys = out.map(normalized)
+  const subjects = out.map(subject)
   for (const item of dedupe(newer)) {
     const key = normalized(item)
-    const same = keys.findIndex((k) => k === key || (Math.min(k.length, key.length) >= MIN_RESTATED_CHARS && (key.startsWith(k) || k.startsWith(key))))
+    const about = subject(item)
+    const same =
+      about !== undefined && subjects.includes(about)
+        ? subjects.indexOf(about)
+        : keys.findIndex((k) => k === key || (Math.min(k.length, key.length) >= MIN_RESTATED_CHARS && (key.startsWith(k) || k.startsWith(key))))
     if (same >= 0) {
       out[same] = item
       keys[same] = key
+      subjects[same] = about
     } else {
       out.push(item)
       keys.push(key)
+      subjects.push(about)
     }
   }
   return out
+}
+
+/**
+ * Requests of both summaries, each once: a request repeated with only its numbers changed is one entry,
+ * where it last came, its counts added up.
+ */
+function mergeRequests(older: readonly string[], newer: readonly string[]): string[] {
+  const entries = new Map<string, { text: string; count: number; varied: boolean }>()
+  for (const item of [...older, ...newer]) {
+    const m = REPEAT_SUFFIX.exec(item)
+    const text = m ? item.slice(0, m.index) : item
+    const count = m ? Number(m[1]) : 1
+    const shape = requestShape(text)
+    const prior = entries.get(shape)
+    if (prior && prior.text.trim() === text.trim() && !m && prior.count === 1) {
+      continue // the same request restated verbatim by both summaries is one request, not two, where it first came
+    }
+    entries.delete(shape)
+    entries.set(shape, { text, count: (prior?.count ?? 0) + count, varied: (prior?.varied ?? false) || Boolean(m?.[2]) || (prior !== undefined && prior.text.trim() !== text.trim()) })
+  }
+  return [...entries.values()].map((e) => (e.count > 1 ? `${e.text.trim()} (×${e.count}${e.varied ? ', numbers varied' : ''})` : e.text))
 }
 
 function dedupe(items: readonly string[]): string[] {
@@ -96,11 +148,18 @@ export function guardSections(sections: SummarySections, ledger: Ledger): { sect
       added++
     }
   }
-  // Requests the ledger saw are laid out verbatim in the user's order, after those it did not see
-  // (a prior summary's); the model's paraphrases of them are not kept twice.
-  const fromLedger = new Set(ledger.userRequests.map((r) => r.text.trim()))
-  const present = new Set(out.user_requests.map((r) => r.trim()))
-  added += [...fromLedger].filter((r) => !present.has(r)).length
-  out.user_requests = [...out.user_requests.filter((r) => !fromLedger.has(r.trim())), ...dedupe(ledger.userRequests.map((r) => r.text))]
+  // Every request the ledger saw is there verbatim (repeats collapsed, counted where the merge added
+  // them up); one the summary lacks is put back, in the user's order.
+  const shapeOf = (item: string): string => {
+    const m = REPEAT_SUFFIX.exec(item)
+    return requestShape(m ? item.slice(0, m.index) : item)
+  }
+  const present = new Set(out.user_requests.map(shapeOf))
+  for (const entry of requestEntries(ledger.userRequests.map((r) => r.text))) {
+    if (present.has(shapeOf(entry))) continue
+    out.user_requests.push(entry)
+    present.add(shapeOf(entry))
+    added++
+  }
   return { sections: out, added }
 }

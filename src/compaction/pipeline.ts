@@ -239,7 +239,7 @@ export function uncompacted(plan: CompactionPlan): CompactionOutcome {
  */
 export function finishCompaction(plan: CompactionPlan, options: FinishOptions): CompactionOutcome {
   const written = options.modelSections ?? extractiveSections(plan.ledger, plan.latestAssistantText)
-  const merged = plan.prior ? mergeSections(plan.prior, written) : written
+  const merged = plan.prior ? mergeSections(plan.prior, written, plan.ledger.userRequests.map((r) => r.text)) : written
   const guarded = guardSections(merged, plan.ledger)
   // The objective is one line, as the text form holds it, so that the text parses back to these sections.
   const sections = redactSections({ ...guarded.sections, objective: oneLine(guarded.sections.objective) }, plan.redactParts)

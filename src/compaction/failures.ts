@@ -1,0 +1,139 @@
+/**
+ * Why a command failed, and which tests fail, read from tool outputs across languages and runners.
+ * A traceback's frames say where; its last line says why, and that line is the one a summary keeps.
+ */
+
+/**
+ * Lines that say why: an exception or assertion (Python, Java, JS), pytest's `E` lines, compiler and
+ * runner errors (`error:`, `error[E0425]:`, `error TS2345:`, `--- FAIL:`, `FAILED`, `panic:`), shell
+ * failures (`command not found`, `No such file or directory`), and tool errors (`Error: ...`).
+ */
+const WHY_LINE = new RegExp(
+  [
+    '^\\s*(?:[A-Za-z_][\\w.]*\\.)?[A-Z]\\w*(?:Error|Exception|Exit|Interrupt|Failure|Warning)\\b(?::.*)?$',
+    '^E\\s{2,}\\S',
+    '^\\s*(?:error|fatal|panic)(?:\\[\\w+\\])?:',
+    '^\\s*.*\\berror TS\\d+:',
+    '^\\s*.*:\\d+(?::\\d+)?: (?:fatal )?error\\b',
+    '^\\s*--- FAIL:',
+    '^\\s*(?:FAILED|FAIL|ERROR)[: ]\\s*\\S',
+    '^\\s*(?:✕|×|✗|●)\\s+\\S',
+    '^\\s*npm ERR!',
+    '^\\s*thread .* panicked at',
+    '^\\s*AssertionError\\b',
+    '^\\s*assert\\b.*(?:==|!=|is not|not in)',
+    'command not found|No such file or directory|Permission denied|ModuleNotFoundError|cannot find module|is not defined',
+    '^\\s*Error:'
+  ].join('|'),
+  'i'
+)
+
+/** Lines that only locate (frames) or frame the output (harness tags, rules of = and _). */
+const NOISE_LINE = /^\s*(?:File "[^"]+", line \d+|at .+[:(]\d+:\d+\)?$|<\/?[\w_-]+>|<returncode>.*<\/returncode>|\[Command finished with exit code -?\d+\]|[-=_*]{5,}.*[-=_*]{5,}|[-=_]{5,})\s*$/
+/** A traceback starts here; the first non-indented line after its frames is the exception. */
+const TRACEBACK_START = /^\s*Traceback \(most recent call last\):/
+const SHORT = 300
+
+function short(line: string): string {
+  const t = line.trim()
+  return t.length > SHORT ? `${t.slice(0, SHORT)}…` : t
+}
+
+/**
+ * The lines of an output that say why it failed, at most `limit`: every traceback's exception line
+ * first (the last of them kept when there are too many), then other lines that say why, in order.
+ */
+export function whyLines(output: string, limit: number): string[] {
+  const lines = output.split('\n')
+  const exceptions: string[] = []
+  const others: string[] = []
+  let inTraceback = false
+  for (const line of lines) {
+    if (TRACEBACK_START.test(line)) {
+      inTraceback = true
+      continue
+    }
+    if (inTraceback) {
+      // Frames and their source lines are indented; the exception line is not.
+      if (/^\s/.test(line) || line.trim() === '') continue
+      inTraceback = false
+      if (!NOISE_LINE.test(line) && !line.startsWith('During handling')) exceptions.push(short(line))
+      continue
+    }
+    if (line.trim() === '' || NOISE_LINE.test(line)) continue
+    if (WHY_LINE.test(line)) others.push(short(line))
+  }
+  const unique = (xs: string[]): string[] => [...new Set(xs)]
+  const ex = unique(exceptions)
+  const keptExceptions = ex.length > limit ? ex.slice(ex.length - limit) : ex
+  return unique([...keptExceptions, ...unique(others).filter((l) => !keptExceptions.includes(l))]).slice(0, limit)
+}
+
+/** Programs whose exit code 1 with no output means "nothing matched", not a failure. */
+const SEARCHES = /^(?:grep|egrep|fgrep|rg|ag|ack|find|fd|locate|test|\[|\[\[|ls|which|command|type|git grep|git diff|diff|cmp)\b/
+
+/** What an output says besides the harness's own framing of it. */
+function substance(output: string): string {
+  return output
+    .split('\n')
+    .filter((l) => !NOISE_LINE.test(l))
+    .join('\n')
+    .trim()
+}
+
+/**
+ * A search that matched nothing (grep, rg, find, `test -f`, `[ -f x ]`, diff with no differences
+ * shown): exit 1 and no output. The last stage of a pipeline decides; `cd dir &&` prefixes are skipped.
+ */
+export function isEmptySearch(command: string, output: string, exitCode: number | undefined): boolean {
+  if (exitCode !== 1 || substance(output) !== '') return false
+  const stages = command.split(/\|\||&&|;|\|/).map((s) => s.trim()).filter(Boolean)
+  const last = stages[stages.length - 1] ?? ''
+  const first = stages.find((s) => !/^cd\b/.test(s)) ?? ''
+  return SEARCHES.test(last.replace(/^(?:sudo|command|time)\s+/, '')) || SEARCHES.test(first)
+}
+
+export type TestStatus = 'failed' | 'passed'
+
+export interface TestResult {
+  id: string
+  status: TestStatus
+  /** The runner's reason for a failure, when it gives one on the same line. */
+  reason?: string
+}
+
+/** Test ids and their status, in the shapes pytest, unittest, Jest/Vitest, go test and cargo test print. */
+const TEST_LINES: { pattern: RegExp; read: (m: RegExpExecArray) => TestResult | undefined }[] = [
+  // pytest short summary: FAILED tests/test_x.py::test_y - AssertionError: ...
+  { pattern: /^(FAILED|ERROR) (\S+::\S+?)(?: - (.+))?$/, read: (m) => ({ id: m[2]!, status: 'failed', ...(m[3] ? { reason: m[3] } : {}) }) },
+  // pytest -v: tests/test_x.py::test_y PASSED [ 10%]
+  { pattern: /^(\S+::\S+) (PASSED|FAILED|ERROR|XPASS)\b/, read: (m) => ({ id: m[1]!, status: m[2] === 'PASSED' || m[2] === 'XPASS' ? 'passed' : 'failed' }) },
+  // unittest: FAIL: test_y (module.TestX)   /   test_y (module.TestX) ... ok
+  { pattern: /^(FAIL|ERROR): (\w+) \(([\w.]+)\)/, read: (m) => ({ id: `${m[3]}.${m[2]}`, status: 'failed' }) },
+  { pattern: /^(\w+) \(([\w.]+)\)(?: \S.*)? \.\.\. (ok|FAIL|ERROR)$/, read: (m) => ({ id: `${m[2]}.${m[1]}`, status: m[3] === 'ok' ? 'passed' : 'failed' }) },
+  // go test: --- FAIL: TestX (0.00s)
+  { pattern: /^\s*--- (FAIL|PASS): (\S+)/, read: (m) => ({ id: m[2]!, status: m[1] === 'PASS' ? 'passed' : 'failed' }) },
+  // cargo test: test module::name ... FAILED
+  { pattern: /^test (\S+) \.\.\. (ok|FAILED)$/, read: (m) => ({ id: m[1]!, status: m[2] === 'ok' ? 'passed' : 'failed' }) },
+  // Jest / Vitest: ✕ name (3 ms)   ✓ name
+  { pattern: /^\s*(?:✕|×|✗) (.+?)(?: \(\d+(?:\.\d+)? ?m?s\))?$/, read: (m) => ({ id: m[1]!.trim(), status: 'failed' }) },
+  { pattern: /^\s*(?:✓|√) (.+?)(?: \(\d+(?:\.\d+)? ?m?s\))?$/, read: (m) => ({ id: m[1]!.trim(), status: 'passed' }) }
+]
+
+/** Every test result an output reports, in order. */
+export function testResults(output: string): TestResult[] {
+  const out: TestResult[] = []
+  if (!/PASS|FAIL|ERROR|ok$|✓|✕|×|✗|√/m.test(output)) return out
+  for (const raw of output.split('\n')) {
+    const line = raw.replace(/\s+$/, '')
+    if (line.length > 500) continue
+    for (const { pattern, read } of TEST_LINES) {
+      const m = pattern.exec(line)
+      if (!m) continue
+      const r = read(m)
+      if (r) out.push(r)
+      break
+    }
+  }
+  return out
+}

@@ -1,0 +1,162 @@
+/**
+ * What a user message says as a request: the task it states, or nothing but chatter. Agent harnesses
+ * and clients put much into user messages that no person asked (slash-command echoes and their output,
+ * transcript markers, uploaded-file listings, demonstrations, format complaints repeated every turn);
+ * the objective must come from the real request, and repeats must not fill the summary.
+ */
+
+/** Lines a client or harness writes, not the user: a slash command's echo and output, transcript markers. */
+const ECHO_LINE = /^(?:\/[\w:-]+(?:\s.*)?(?:is running…?)?|⎿.*|\[[^\]]*\]|<\/?[\w-]+>|Interrupted by user)$/
+/** A line that is only a path or a file listing entry. */
+const PATH_LINE = /^(?:[~.]?\/[\w.@+/-]*|[\w.-]+\/[\w./@+-]+)$/
+/** Blocks a harness wraps around material that is not the request (file listings, worked examples). */
+const WRAPPED_BLOCKS = [/<uploaded_files>[\s\S]*?<\/uploaded_files>/g, /^-{2,}\s*DEMONSTRATION\s*-{2,}$[\s\S]*?^-{2,}\s*END OF DEMONSTRATION\s*-{2,}$/gm]
+/** A demonstration's own introduction: text before the demonstration block that only presents it. */
+const DEMO_INTRO = /^[\s\S]*?(?=^-{2,}\s*DEMONSTRATION\s*-{2,}$)/m
+
+const STOP_WORDS = new Set(
+  'a an and are as at be but by can do does for from has have i if in into is it its let me my no not of on or our so that the their then there this to us was we were what when where which will with you your please just also now here'.split(
+    ' '
+  )
+)
+
+/** The words of a text that carry content: lower case, no stop words, three letters or more. */
+export function contentWords(text: string): Set<string> {
+  const words = new Set<string>()
+  for (const w of text.toLowerCase().match(/[\p{L}\p{N}_]{3,}/gu) ?? []) if (!STOP_WORDS.has(w)) words.add(w)
+  return words
+}
+
+/** The head of a request without the blocks a harness wraps around other material (file listings, demonstrations). */
+function withoutHarnessBlocks(text: string): string {
+  let body = text.length > READ_CHARS ? text.slice(0, READ_CHARS) : text
+  if (DEMO_INTRO.test(body) && WRAPPED_BLOCKS[1]!.test(body)) body = body.replace(DEMO_INTRO, '')
+  for (const block of WRAPPED_BLOCKS) body = body.replace(block, '')
+  return body
+}
+
+/** The request with harness material and echo lines taken out; what remains is what was asked. */
+export function requestBody(text: string): string {
+  return withoutHarnessBlocks(text)
+    .split('\n')
+    .filter((line) => {
+      const t = line.trim()
+      return t !== '' && !ECHO_LINE.test(t) && !PATH_LINE.test(t)
+    })
+    .join('\n')
+    .trim()
+}
+
+/** How a collapsed entry says how often its request came. */
+export const REPEAT_SUFFIX = / \(×(\d+)(, numbers varied)?\)$/
+
+/** A request's shape with its numbers left out, so that "found 2 actions" and "found 3 actions" are one. */
+export function requestShape(text: string): string {
+  // The head says what a request is; a long one is told apart by its length as well.
+  const head = text.length > READ_CHARS ? `${text.slice(0, READ_CHARS)}…${text.length}` : text
+  return head.replace(/\d+/g, '#').replace(/\s+/g, ' ').trim()
+}
+
+/** How much of a request is read to classify it: a task is stated at the start, and requests run to megabytes. */
+const READ_CHARS = 20_000
+
+/** Where an issue or pull request states its title inside a request, as the harnesses and trackers write it. */
+const TITLE_AFTER = [
+  /<pr_description>\s*(?:Consider the following PR description:\s*)?\n\s*(?:#+\s*)?(.+)/i,
+  /(?:PR|pull request) description:\s*\n\s*(?:<pr_description>\s*\n\s*)?(?:#+\s*)?(.+)/i,
+  /^ISSUE:\s*\n\s*(?:#+\s*)?(.+)/im,
+  /^(?:title|issue title|summary):\s*(.+)/im
+]
+
+/** The title of the issue or pull request a request carries, when it carries one. */
+export function requestTitle(text: string): string | undefined {
+  const head = withoutHarnessBlocks(text)
+  for (const pattern of TITLE_AFTER) {
+    const m = pattern.exec(head)
+    const title = m?.[1]?.trim()
+    if (title && !/^<\/?[\w-]+>$/.test(title) && contentWords(title).size > 0) return title
+  }
+  return undefined
+}
+
+/**
+ * Requests that are chatter: nothing left once echoes and harness material are out, a bare greeting
+ * or acknowledgement, or a request the span repeats (a person rarely says the same thing twice; a
+ * harness's format complaint says it every turn).
+ */
+export function isChatter(text: string, repeats = 1): boolean {
+  if (repeats > 1 || REPEAT_SUFFIX.test(text)) return true
+  const body = requestBody(text)
+  return contentWords(body).size < 2
+}
+
+/** The first sentence or two of a text, on one line, at most `max` characters. */
+function lead(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, ' ').trim()
+  // A sentence ends at . ! or ? before a space; a dot inside a name (`day-004.md`, `Header.fromstring`) does not end it.
+  const sentences = flat.split(/(?<=[.!?])\s+/)
+  let out = sentences[0]!.trim()
+  if (out.length < 80 && sentences[1]) out = `${out} ${sentences[1].trim()}`
+  return out.length > max ? `${out.slice(0, max - 1).trimEnd()}…` : out
+}
+
+export interface TaskStatement {
+  /** Index of the request in the list it was chosen from. */
+  index: number
+  objective: string
+}
+
+/**
+ * The task the requests state: the first real request (not chatter), as its issue or PR title when it
+ * carries one, else its first sentence or two. Undefined when every request is chatter.
+ */
+export function taskStatement(requests: readonly string[]): TaskStatement | undefined {
+  const shapes = new Map<string, number>()
+  for (const r of requests) shapes.set(requestShape(r), (shapes.get(requestShape(r)) ?? 0) + 1)
+  for (let index = 0; index < requests.length; index++) {
+    const text = requests[index]!
+    if (isChatter(text, shapes.get(requestShape(text)))) continue
+    const title = requestTitle(text)
+    return { index, objective: title ? lead(title, 300) : lead(requestBody(text), 300) }
+  }
+  return undefined
+}
+
+/**
+ * Whether a newer request plainly sets a new task rather than continuing the one an older objective
+ * names: it states an issue or PR of its own, or is a long request sharing almost no words with it.
+ */
+export function changesTask(olderObjective: string, request: string): boolean {
+  const older = contentWords(olderObjective)
+  if (older.size === 0) return true
+  const title = requestTitle(request)
+  const words = contentWords(title ?? requestBody(request))
+  let shared = 0
+  for (const w of words) if (older.has(w)) shared++
+  const overlap = shared / Math.max(1, Math.min(words.size, older.size))
+  if (title) return overlap < 0.5
+  return words.size >= 40 && overlap < 0.1
+}
+
+/**
+ * The user's requests as a summary lists them: verbatim, oldest first, but a request repeated with
+ * only its numbers changed is listed once, where it last appeared, with how many times it came.
+ */
+export function requestEntries(requests: readonly string[]): string[] {
+  const seen = new Map<string, { count: number; last: number; texts: Set<string> }>()
+  requests.forEach((r, i) => {
+    const shape = requestShape(r)
+    const entry = seen.get(shape) ?? { count: 0, last: i, texts: new Set<string>() }
+    entry.count++
+    entry.last = i
+    entry.texts.add(r.trim())
+    seen.set(shape, entry)
+  })
+  const out: string[] = []
+  requests.forEach((r, i) => {
+    const entry = seen.get(requestShape(r))!
+    if (entry.last !== i) return
+    out.push(entry.count > 1 ? `${r.trim()} (×${entry.count}${entry.texts.size > 1 ? ', numbers varied' : ''})` : r)
+  })
+  return out
+}

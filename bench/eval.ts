@@ -22,6 +22,10 @@ import { findSecrets } from '../src/compaction/index.js'
 import { secretlintRanges } from '../src/secrets/index.js'
 import { corpusDir, loadCorpus, short, table } from './corpus.js'
 import { type Quality, quality } from './quality.js'
+import { recallFacts } from './recall.js'
+import { compactionRedactors as redactors } from '../src/secrets/index.js'
+import { spanMemory } from '../src/service/compact.js'
+import { SqliteStore } from '../src/storage/sqlite.js'
 
 /** Every text of a history a summary or the model could see: prompts, assistant text, tool inputs and outputs. */
 function historyTexts(messages: Message[]): string[] {
@@ -254,6 +258,29 @@ console.log(
     `one "where the work stood" ${pct(q.stood, qualities.length)} (100%: ${verdict(q.stood === qualities.length)})`
   ].join('\n')
 )
+
+// The cold layer: facts of each removed span found again by a few of their words (recall@5).
+const recallRows: (string | number)[][] = []
+let factsTotal = 0
+let factsFound = 0
+for (const t of transcripts) {
+  const plan = planCompaction({ messages: t.messages, mode: 'manual', budgetTokens: BUDGET, sizingBudgetTokens: BUDGET, keepTokens: KEEP_TOKENS, keepTurns: 8, dryRun: false, ...redactors() })
+  if (!plan.summarize) continue
+  const out = finishCompaction(plan, { id: 'cmp_recall', recallTool: true })
+  const store = new SqliteStore(':memory:')
+  store.saveMemory({ compaction_id: 'cmp_recall', session_id: 's', key_name: '', created_at: new Date().toISOString() }, spanMemory(plan, t.messages, out.clips))
+  const facts = recallFacts(plan.span)
+  const found = facts.filter((f) => store.recall('s', '', { text: f.query, limit: 5 }).some((r) => r.messages[0] <= f.message && f.message <= r.messages[1]))
+  store.close()
+  factsTotal += facts.length
+  factsFound += found.length
+  const missed = facts.filter((f) => !found.includes(f)).map((f) => `${f.kind}: "${f.query}"`)
+  recallRows.push([short(t.name), facts.length, found.length, missed.join('; ') || '-'])
+}
+recallRows.push([`TOTAL (${recallRows.length})`, factsTotal, factsFound, `recall@5 ${pct(factsFound, factsTotal)}`])
+console.log('\ncold layer: facts of the removed span (a late sentence of an early request, an exception line, a command) searched by a few of their rarest words\n')
+console.log(table(['transcript', 'facts', 'found in top 5', 'missed'], recallRows))
+console.log(`target: recall@5 ≥ 95%: ${pct(factsFound, factsTotal)}, ${verdict(factsTotal === 0 || factsFound / factsTotal >= 0.95)}`)
 
 console.log('\nfalse positives: characters the redaction (own patterns + secretlint preset) would replace; the corpus holds no real secrets\n')
 console.log(table(['transcript', 'characters', 'redacted', 'share', 'kinds'], secretRows))

@@ -19,16 +19,23 @@ const USAGE = `usage:
   compaction-gateway compact FILE [options]
                                            compact the history in FILE (- for stdin): a JSON object
                                            with "messages" and optionally "system" and "tools"
-options for compact:
+  compaction-gateway recall SESSION QUERY [--limit N] [--kind KIND]...
+                                           search what compactions of SESSION removed
+  compaction-gateway recap SESSION         the session's current summary
+options for every command that calls the service:
   --url URL             the service (default $COMPACTION_GATEWAY_URL or ${DEFAULT_URL})
   --key KEY             API key (default $COMPACTION_GATEWAY_KEY)
+  --json                print the service's raw response
+options for compact:
   --mode auto|manual    default manual: compact now, as /compact does
   --budget N|off        budget_tokens
   --keep-tokens N       keep_tokens
   --instructions TEXT   the focus of this compaction
   --session ID          session_id, for the service's records
   --out FILE            write the compacted history as a request body, ready to send on
-  --json                print the service's raw response
+options for recall:
+  --limit N             at most N results (default 10, at most 50)
+  --kind KIND           only entries of this kind (ask, answer, command, error, evidence, file); repeatable
   -h, --help            this text`
 
 class UsageError extends Error {}
@@ -44,21 +51,93 @@ function positiveInt(name: string, value: string | undefined): number | undefine
   return Number(value)
 }
 
+interface Service {
+  base: string
+  key: string | undefined
+}
+
+function service(values: { url?: string; key?: string }): Service {
+  return { base: (values.url ?? process.env.COMPACTION_GATEWAY_URL ?? DEFAULT_URL).replace(/\/+$/, ''), key: values.key ?? process.env.COMPACTION_GATEWAY_KEY }
+}
+
+/** One call to the service: its JSON answer, or the process ends with exit 3 (unreachable) or 4 (an error answer). */
+async function callService(svc: Service, method: 'GET' | 'POST', path: string, body?: unknown, onAnswer?: () => void): Promise<unknown> {
+  let res: Response
+  try {
+    res = await fetch(`${svc.base}${path}`, {
+      method,
+      headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...(svc.key ? { authorization: `Bearer ${svc.key}` } : {}) },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {})
+    })
+  } catch (err) {
+    onAnswer?.()
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause
+    fail(`cannot reach the service at ${svc.base}: ${cause?.code ?? cause?.message ?? (err as Error).message}`, EXIT_UNREACHABLE)
+  }
+  const text = await res.text()
+  onAnswer?.()
+  let payload: unknown
+  try {
+    payload = JSON.parse(text)
+  } catch {
+    fail(`${svc.base} answered ${res.status} with something that is not JSON: ${text.slice(0, 200)}`, EXIT_SERVICE_ERROR)
+  }
+  if (!res.ok) {
+    const e = (payload as { error?: { type?: string; message?: string; path?: string } }).error
+    const where = e?.path ? ` (at ${e.path})` : ''
+    fail(`the service answered ${res.status} ${e?.type ?? ''}: ${e?.message ?? text.slice(0, 200)}${where}`, EXIT_SERVICE_ERROR)
+  }
+  return payload
+}
+
+const SERVICE_OPTIONS = {
+  url: { type: 'string' },
+  key: { type: 'string' },
+  json: { type: 'boolean', default: false },
+  help: { type: 'boolean', short: 'h', default: false }
+} as const
+
+async function recall(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { ...SERVICE_OPTIONS, limit: { type: 'string' }, kind: { type: 'string', multiple: true } } })
+  if (values.help) return void process.stdout.write(`${USAGE}\n`)
+  if (positionals.length < 2) throw new UsageError('recall takes a SESSION and a QUERY')
+  const [session, ...words] = positionals as [string, ...string[]]
+  const limit = positiveInt('limit', values.limit)
+  const body = { query: words.join(' '), ...(limit !== undefined ? { limit } : {}), ...(values.kind ? { kinds: values.kind } : {}) }
+  const payload = (await callService(service(values), 'POST', `/v1/sessions/${encodeURIComponent(session)}/recall`, body)) as {
+    results: { kind: string; text: string; compaction_id: string; messages: [number, number]; score: number }[]
+  }
+  if (values.json) return void process.stdout.write(`${JSON.stringify(payload, null, 2)}\n`)
+  if (payload.results.length === 0) return void process.stdout.write('no match\n')
+  const lines = payload.results.map((r, i) => `${i + 1}. [${r.kind}] messages ${r.messages[0]}–${r.messages[1]} of ${r.compaction_id} (score ${r.score})\n   ${r.text.replace(/\n/g, '\n   ')}`)
+  process.stdout.write(`${lines.join('\n')}\n`)
+}
+
+async function recap(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: SERVICE_OPTIONS })
+  if (values.help) return void process.stdout.write(`${USAGE}\n`)
+  if (positionals.length !== 1) throw new UsageError('recap takes one SESSION')
+  const payload = (await callService(service(values), 'GET', `/v1/sessions/${encodeURIComponent(positionals[0]!)}/recap`)) as {
+    summary: { text: string }
+    compactions: number
+    created_at: string
+  }
+  if (values.json) return void process.stdout.write(`${JSON.stringify(payload, null, 2)}\n`)
+  process.stdout.write(`${payload.compactions} compactions, the latest at ${payload.created_at}\n\n${payload.summary.text}\n`)
+}
+
 async function compact(argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
     options: {
-      url: { type: 'string' },
-      key: { type: 'string' },
+      ...SERVICE_OPTIONS,
       mode: { type: 'string', default: 'manual' },
       budget: { type: 'string' },
       'keep-tokens': { type: 'string' },
       instructions: { type: 'string' },
       session: { type: 'string' },
-      out: { type: 'string' },
-      json: { type: 'boolean', default: false },
-      help: { type: 'boolean', short: 'h', default: false }
+      out: { type: 'string' }
     }
   })
   if (values.help) {
@@ -87,38 +166,10 @@ async function compact(argv: string[]): Promise<void> {
     ...(values.instructions !== undefined ? { instructions: values.instructions } : {}),
     ...(values.session !== undefined ? { session_id: values.session } : {})
   }
-  const base = (values.url ?? process.env.COMPACTION_GATEWAY_URL ?? DEFAULT_URL).replace(/\/+$/, '')
-  const key = values.key ?? process.env.COMPACTION_GATEWAY_KEY
-  const url = `${base}/v1/compact`
-
   const stop = startSpinner('compacting')
   const started = performance.now()
-  let res: Response
-  try {
-    res = await fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
-      body: JSON.stringify(body)
-    })
-  } catch (err) {
-    stop()
-    const cause = (err as { cause?: { code?: string; message?: string } }).cause
-    fail(`cannot reach the service at ${base}: ${cause?.code ?? cause?.message ?? (err as Error).message}`, EXIT_UNREACHABLE)
-  }
-  const text = await res.text()
-  stop()
+  const payload = await callService(service(values), 'POST', '/v1/compact', body, stop)
   const elapsed = performance.now() - started
-  let payload: unknown
-  try {
-    payload = JSON.parse(text)
-  } catch {
-    fail(`${base} answered ${res.status} with something that is not JSON: ${text.slice(0, 200)}`, EXIT_SERVICE_ERROR)
-  }
-  if (!res.ok) {
-    const e = (payload as { error?: { type?: string; message?: string; path?: string } }).error
-    const where = e?.path ? ` (at ${e.path})` : ''
-    fail(`the service answered ${res.status} ${e?.type ?? ''}: ${e?.message ?? text.slice(0, 200)}${where}`, EXIT_SERVICE_ERROR)
-  }
   const response = payload as CompactResponseView & { messages?: unknown[] }
   if (values.out) {
     const next = { messages: response.messages ?? input.messages, ...(input.system !== undefined ? { system: input.system } : {}), ...(input.tools !== undefined ? { tools: input.tools } : {}) }
@@ -132,6 +183,8 @@ export async function run(argv: string[]): Promise<void> {
   try {
     if (command === 'serve') return await serve()
     if (command === 'compact') return await compact(rest)
+    if (command === 'recall') return await recall(rest)
+    if (command === 'recap') return await recap(rest)
     if (command === undefined || command === '-h' || command === '--help' || command === 'help') {
       process.stdout.write(`${USAGE}\n`)
       return

@@ -201,6 +201,8 @@ export interface FinishOptions {
   /** The summary's id, made by the caller (the core has no clock and no randomness). */
   id: string
   recallHint?: string
+  /** The session has a cold layer: the summary turn names the recall tool. */
+  recallTool?: boolean
   /** Sections a model wrote; undefined for the extractive summary. */
   modelSections?: SummarySections
 }
@@ -249,12 +251,12 @@ export function finishCompaction(plan: CompactionPlan, options: FinishOptions): 
   const hintChars = Math.floor((plan.summaryMaxTokens / plan.scale) * CHARS_PER_TOKEN * 0.25)
   const hint = options.recallHint === undefined ? undefined : plan.redact(options.recallHint)
   const recallHint = hint && hint.length > hintChars ? `${hint.slice(0, Math.max(0, hintChars - 1))}…` : hint
-  const noteTokens = textTokens(summaryNote(recallHint)) + MESSAGE_OVERHEAD_TOKENS + 8
+  const noteTokens = textTokens(summaryNote(recallHint, options.recallTool)) + MESSAGE_OVERHEAD_TOKENS + 8
   const textBudget = Math.max(0, Math.floor(plan.summaryMaxTokens / plan.scale) - noteTokens)
   const fitted = fitSections(sections, textBudget, header)
   const text = formatSummary(fitted, header)
 
-  const blocks = summaryBlocks(text, recallHint)
+  const blocks = summaryBlocks(text, recallHint, options.recallTool)
   const messages = assembleHistory(blocks, plan.cut.tail)
   const summaryTokens = scaled(rawMessageTokens({ role: 'user', content: blocks }), plan.scale)
   // The tail's tokens are known from the plan; only a first message that took the summary is new.

@@ -23,6 +23,7 @@ import { registerOpenapi } from './openapi.js'
 import { compactRoutes } from './routes/compact.js'
 import { doctrineRoutes } from './routes/doctrine.js'
 import { healthRoutes } from './routes/health.js'
+import { memoryRoutes } from './routes/memory.js'
 import { metricsRoutes } from './routes/metrics.js'
 import { CompactionRecordSchema, sessionRoutes } from './routes/sessions.js'
 import { SHARED_SCHEMAS } from './schemas.js'
@@ -96,7 +97,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
   const prune = (): void => {
     try {
       const pruned = store.prune(now() - config.COMPACT_RETENTION_DAYS * 86_400_000, now())
-      if (pruned.records + pruned.cache > 0) app.log.info({ event: 'store_pruned', ...pruned }, 'store_pruned')
+      if (pruned.records + pruned.cache + pruned.memory > 0) app.log.info({ event: 'store_pruned', ...pruned }, 'store_pruned')
     } catch (err) {
       metrics.storeErrors.inc({ operation: 'prune' })
       app.log.error({ err }, 'store prune failed')
@@ -168,6 +169,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
   await app.register(metricsRoutes, { metrics })
   await app.register(doctrineRoutes)
   await app.register(sessionRoutes, { store })
+  await app.register(memoryRoutes, { store, metrics })
   await app.register(compactRoutes, {
     metrics,
     store,
@@ -176,7 +178,8 @@ export async function buildApp(options: AppOptions): Promise<App> {
       model,
       extractive: new ExtractiveSummarizer(),
       newId: options.newId ?? (() => `cmp_${randomUUID().replace(/-/g, '')}`),
-      now: () => performance.now()
+      now: () => performance.now(),
+      coldLayer: true
     }
   })
   return app as unknown as App

@@ -26,6 +26,7 @@ export async function registerOpenapi(app: FastifyInstance, version: string): Pr
       },
       tags: [
         { name: 'compaction', description: 'Compacting histories and the prompt that does it' },
+        { name: 'memory', description: "A session's cold layer: what compaction removed, searchable" },
         { name: 'health', description: 'Liveness and readiness' }
       ]
     },

@@ -1,5 +1,7 @@
 import {
+  type Clip,
   type CompactionOutcome,
+  type CompactionPlan,
   type Message,
   finishCompaction,
   planCompaction,
@@ -7,6 +9,7 @@ import {
   validateHistory
 } from '../compaction/index.js'
 import { DOCTRINE_VERSION } from '../prompts/doctrine.js'
+import { type MemoryEntry, clippedMemory, readMemory, redactMemory } from '../memory/entries.js'
 import { compactionRedactors } from '../secrets/index.js'
 import { DEFAULT_BUDGET_TOKENS } from '../server/config.js'
 import type { CompactRequestBody } from '../server/schemas.js'
@@ -26,6 +29,8 @@ export interface CompactDeps {
   extractive: Summarizer
   newId: () => string
   now: () => number
+  /** Compactions with a session id keep a cold layer (a store is there to keep it). */
+  coldLayer?: boolean
 }
 
 /** Time spent in each phase, for the Server-Timing header. */
@@ -43,6 +48,8 @@ export type CompactResponseBody = CompactionOutcome & { summarizer?: SummarizerR
 export interface CompactRun {
   response: CompactResponseBody
   timings: PhaseTimings
+  /** What the compaction removed, redacted, for the session's cold layer (with a session id and a cold layer only). */
+  memory?: MemoryEntry[]
 }
 
 export interface RunContext {
@@ -50,6 +57,12 @@ export interface RunContext {
   tenant: string
   /** Aborted when the client goes away. */
   signal?: AbortSignal
+}
+
+/** What the compaction removed (and what the bound clipped from the tail), redacted like everything the service keeps. */
+export function spanMemory(plan: CompactionPlan, messages: Message[], clips: Clip[]): MemoryEntry[] {
+  const files = { modified: plan.ledger.filesModified.map((f) => f.path), read: plan.ledger.filesRead }
+  return redactMemory([...readMemory(plan.span, 0, files), ...clippedMemory(messages, clips)], plan.redactParts)
 }
 
 /** The whole path of one compaction: validate, plan, summarize (or not), finish. */
@@ -87,11 +100,13 @@ export async function runCompaction(body: CompactRequestBody, deps: CompactDeps,
   const result = await summarizer.summarize({ plan, instructions: body.instructions, tenant: context.tenant, signal: context.signal })
   // Without a key the extractive summary is the default, and the response says why no model wrote it.
   if (requested === 'auto' && !deps.model) result.report = { ...result.report, fallback_reason: 'no_api_key' }
-  const outcome = finishCompaction(plan, { id: deps.newId(), recallHint: body.recall_hint, modelSections: result.sections })
+  const coldLayer = deps.coldLayer === true && body.session_id !== undefined
+  const outcome = finishCompaction(plan, { id: deps.newId(), recallHint: body.recall_hint, modelSections: result.sections, recallTool: coldLayer })
   const t3 = deps.now()
   const report: SummarizerReport = { ...result.report, duration_ms: Math.round(result.report.duration_ms || t3 - t2) }
   return {
     response: { ...outcome, summarizer: report, doctrine_version: DOCTRINE_VERSION },
-    timings: { validate: t1 - t0, plan: t2 - t1, summarize: t3 - t2 }
+    timings: { validate: t1 - t0, plan: t2 - t1, summarize: t3 - t2 },
+    ...(coldLayer ? { memory: spanMemory(plan, messages, outcome.clips) } : {})
   }
 }

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
 import { emptySections, parseSummary } from '../compaction/index.js'
-import type { CachedSummary, CompactionRecord, RecordPage, Store } from './store.js'
+import type { CachedSummary, CompactionRecord, MemoryOwner, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, Store } from './store.js'
 import { StoreError } from './store.js'
 
 /**
@@ -27,8 +27,41 @@ const MIGRATIONS: readonly string[] = [
      expires_ms INTEGER NOT NULL
    );
    CREATE INDEX summary_cache_by_expiry ON summary_cache (expires_ms);
-   CREATE TABLE health (id INTEGER PRIMARY KEY CHECK (id = 1), checked_ms INTEGER NOT NULL);`
+   CREATE TABLE health (id INTEGER PRIMARY KEY CHECK (id = 1), checked_ms INTEGER NOT NULL);`,
+  // 2: the cold layer, searchable with FTS5 (bm25) through an external-content index kept by triggers.
+  `CREATE TABLE memory (
+     id INTEGER PRIMARY KEY,
+     key_name TEXT NOT NULL,
+     session_id TEXT NOT NULL,
+     compaction_id TEXT NOT NULL,
+     kind TEXT NOT NULL,
+     text TEXT NOT NULL,
+     msg_from INTEGER NOT NULL,
+     msg_to INTEGER NOT NULL,
+     created_at TEXT NOT NULL,
+     created_ms INTEGER NOT NULL
+   );
+   CREATE INDEX memory_by_session ON memory (key_name, session_id, id);
+   CREATE INDEX memory_by_age ON memory (created_ms);
+   CREATE VIRTUAL TABLE memory_fts USING fts5(text, content='memory', content_rowid='id', tokenize='porter unicode61');
+   CREATE TRIGGER memory_added AFTER INSERT ON memory BEGIN
+     INSERT INTO memory_fts (rowid, text) VALUES (new.id, new.text);
+   END;
+   CREATE TRIGGER memory_removed AFTER DELETE ON memory BEGIN
+     INSERT INTO memory_fts (memory_fts, rowid, text) VALUES ('delete', old.id, old.text);
+   END;`
 ]
+
+/** Most cold-layer entries one session keeps; past it the oldest go. */
+export const MAX_SESSION_MEMORY = 50_000
+/** Most words of a recall query that are searched for. */
+const MAX_QUERY_TERMS = 32
+
+/** A free-text query as an FTS5 expression: each word quoted (no operator a user types can break it), any of them. */
+export function ftsQuery(text: string): string | undefined {
+  const words = [...new Set((text.toLowerCase().match(/[\p{L}\p{N}_]{2,}/gu) ?? []).slice(0, MAX_QUERY_TERMS))]
+  return words.length === 0 ? undefined : words.map((w) => `"${w}"`).join(' OR ')
+}
 
 export const SCHEMA_VERSION = MIGRATIONS.length
 
@@ -88,7 +121,16 @@ export class SqliteStore implements Store {
       putCache: this.db.prepare('INSERT INTO summary_cache (key, value, expires_ms) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value, expires_ms = excluded.expires_ms'),
       pruneRecords: this.db.prepare('DELETE FROM compactions WHERE created_ms < ?'),
       pruneCache: this.db.prepare('DELETE FROM summary_cache WHERE expires_ms <= ?'),
-      health: this.db.prepare('INSERT INTO health (id, checked_ms) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET checked_ms = excluded.checked_ms')
+      health: this.db.prepare('INSERT INTO health (id, checked_ms) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET checked_ms = excluded.checked_ms'),
+      insertMemory: this.db.prepare(
+        'INSERT INTO memory (key_name, session_id, compaction_id, kind, text, msg_from, msg_to, created_at, created_ms) VALUES (@key_name, @session_id, @compaction_id, @kind, @text, @from, @to, @created_at, @created_ms)'
+      ),
+      capMemory: this.db.prepare(
+        'DELETE FROM memory WHERE key_name = ? AND session_id = ? AND id <= (SELECT id FROM memory WHERE key_name = ? AND session_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)'
+      ),
+      pruneMemory: this.db.prepare('DELETE FROM memory WHERE created_ms < ?'),
+      latest: this.db.prepare('SELECT record FROM compactions WHERE key_name = ? AND session_id = ? ORDER BY seq DESC LIMIT 1'),
+      countRecords: this.db.prepare('SELECT COUNT(*) AS n FROM compactions WHERE key_name = ? AND session_id = ?')
     }
   }
 
@@ -136,10 +178,57 @@ export class SqliteStore implements Store {
     this.statements.putCache.run(key, JSON.stringify(value), expiresAtMs)
   }
 
-  prune(beforeMs: number, nowMs: number): { records: number; cache: number } {
+  saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): void {
+    if (rows.length === 0) return
+    const created_ms = Date.parse(owner.created_at)
+    this.db.transaction(() => {
+      for (const r of rows) this.statements.insertMemory.run({ ...owner, created_ms, kind: r.kind, text: r.text, from: r.from, to: r.to })
+      this.statements.capMemory.run(owner.key_name, owner.session_id, owner.key_name, owner.session_id, MAX_SESSION_MEMORY)
+    })()
+  }
+
+  recall(sessionId: string, keyName: string, query: RecallQuery): RecallHit[] {
+    const match = ftsQuery(query.text)
+    if (!match) return []
+    const kinds = query.kinds && query.kinds.length > 0 ? query.kinds : undefined
+    // bm25 is negative, lower is better. The user's own requests and the reasons of failures are what a
+    // search is most often for, so they weigh a little more than the agent's prose; among equals, newest first.
+    const sql = `SELECT m.kind, m.text, m.compaction_id, m.msg_from, m.msg_to, m.created_at,
+         bm25(memory_fts) * CASE m.kind WHEN 'ask' THEN 1.5 WHEN 'error' THEN 1.3 WHEN 'answer' THEN 0.8 ELSE 1.0 END AS rank
+       FROM memory_fts JOIN memory m ON m.id = memory_fts.rowid
+       WHERE memory_fts MATCH ? AND m.key_name = ? AND m.session_id = ?${kinds ? ` AND m.kind IN (${kinds.map(() => '?').join(', ')})` : ''}
+       ORDER BY rank, m.id DESC LIMIT ?`
+    const rows = this.db.prepare(sql).all(match, keyName, sessionId, ...(kinds ?? []), query.limit) as {
+      kind: string
+      text: string
+      compaction_id: string
+      msg_from: number
+      msg_to: number
+      created_at: string
+      rank: number
+    }[]
+    return rows.map((r) => ({
+      kind: r.kind,
+      text: r.text,
+      compaction_id: r.compaction_id,
+      messages: [r.msg_from, r.msg_to],
+      score: Number((-r.rank).toFixed(4)),
+      created_at: r.created_at
+    }))
+  }
+
+  recap(sessionId: string, keyName: string): Recap | undefined {
+    const row = this.statements.latest.get(keyName, sessionId) as { record: string } | undefined
+    if (!row) return undefined
+    const { n } = this.statements.countRecords.get(keyName, sessionId) as { n: number }
+    return { record: withSections(JSON.parse(row.record) as StoredRecord), compactions: n }
+  }
+
+  prune(beforeMs: number, nowMs: number): { records: number; cache: number; memory: number } {
     return {
       records: this.statements.pruneRecords.run(beforeMs).changes,
-      cache: this.statements.pruneCache.run(nowMs).changes
+      cache: this.statements.pruneCache.run(nowMs).changes,
+      memory: this.statements.pruneMemory.run(beforeMs).changes
     }
   }
 

@@ -28,6 +28,44 @@ export interface CachedSummary {
   model: string | null
 }
 
+/** One entry of a session's cold layer: what a compaction removed, citing the messages it came from. */
+export interface MemoryRow {
+  kind: string
+  text: string
+  from: number
+  to: number
+}
+
+/** Whose and which compaction's entries these are. */
+export interface MemoryOwner {
+  compaction_id: string
+  session_id: string
+  key_name: string
+  created_at: string
+}
+
+export interface RecallQuery {
+  text: string
+  limit: number
+  kinds?: readonly string[]
+}
+
+export interface RecallHit {
+  kind: string
+  text: string
+  compaction_id: string
+  messages: [number, number]
+  /** Higher is better (the negated bm25 of the full-text index). */
+  score: number
+  created_at: string
+}
+
+/** A session's current summary: its newest record, and how many compactions it has had. */
+export interface Recap {
+  record: CompactionRecord
+  compactions: number
+}
+
 /** Where records and the summary cache live. SQLite is the one here; another store can take its place. */
 export interface Store {
   saveRecord(record: CompactionRecord): void
@@ -35,8 +73,14 @@ export interface Store {
   listRecords(sessionId: string, keyName: string, options: { limit: number; cursor?: string }): RecordPage
   getCached(key: string, nowMs: number): CachedSummary | undefined
   putCached(key: string, value: CachedSummary, expiresAtMs: number): void
-  /** Drops records created before `beforeMs` and expired cache rows. */
-  prune(beforeMs: number, nowMs: number): { records: number; cache: number }
+  /** Keeps a compaction's cold-layer entries (already redacted), within the per-session cap. */
+  saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): void
+  /** A tenant's entries of one session that match the query, best first. Someone else's session finds nothing. */
+  recall(sessionId: string, keyName: string, query: RecallQuery): RecallHit[]
+  /** The session's current summary, or undefined for a session the tenant has no record of. */
+  recap(sessionId: string, keyName: string): Recap | undefined
+  /** Drops records and cold-layer entries created before `beforeMs` and expired cache rows. */
+  prune(beforeMs: number, nowMs: number): { records: number; cache: number; memory: number }
   /** Throws when the store cannot be written. */
   checkWritable(): void
   close(): void

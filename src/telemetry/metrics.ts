@@ -24,6 +24,9 @@ export function createMetrics() {
     summarizerCalls: new Counter({ name: 'compaction_summarizer_calls_total', help: 'Summaries by summarizer kind and result (ok, or why a model summary failed)', labelNames: ['kind', 'result'] as const, registers }),
     summarizerDuration: new Histogram({ name: 'compaction_summarizer_duration_seconds', help: 'Time to write a summary, by summarizer kind', labelNames: ['kind'] as const, buckets: SECONDS_BUCKETS, registers }),
     summarizerTokens: new Counter({ name: 'compaction_summarizer_tokens_total', help: 'Model tokens used by summaries, by direction', labelNames: ['direction'] as const, registers }),
+    recallRequests: new Counter({ name: 'compaction_recall_requests_total', help: 'Searches of a session\'s cold layer, by outcome (hits, empty, failed)', labelNames: ['outcome'] as const, registers }),
+    recallHits: new Counter({ name: 'compaction_recall_hits_total', help: 'Entries returned by cold-layer searches', registers }),
+    memoryEntries: new Counter({ name: 'compaction_memory_entries_total', help: 'Entries written to cold layers by compactions', registers }),
     storeErrors: new Counter({ name: 'compaction_store_errors_total', help: 'Store operations that failed (the compaction was served all the same)', labelNames: ['operation'] as const, registers }),
     httpDuration: new Histogram({ name: 'http_request_duration_seconds', help: 'HTTP request duration by method, route template and status code', labelNames: ['method', 'route', 'status_code'] as const, buckets: SECONDS_BUCKETS, registers })
   }

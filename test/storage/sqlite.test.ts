@@ -65,7 +65,7 @@ describe('SqliteStore', () => {
     expect(s.getCached('k', 2_000)).toBeUndefined()
     s.saveRecord(record('old', 's', '', '2026-01-01T00:00:00.000Z'))
     s.saveRecord(record('new', 's', '', '2026-11-29T00:00:00.000Z'))
-    expect(s.prune(Date.parse('2026-06-01T00:00:00.000Z'), 3_000)).toEqual({ records: 1, cache: 1 })
+    expect(s.prune(Date.parse('2026-06-01T00:00:00.000Z'), 3_000)).toEqual({ records: 1, cache: 1, memory: 0 })
     expect(s.listRecords('s', '', { limit: 10 }).records.map((r) => r.id)).toEqual(['new'])
   })
 

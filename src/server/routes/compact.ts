@@ -54,15 +54,16 @@ function modeOf(request: FastifyRequest): string {
   return mode === 'manual' || mode === 'auto' ? mode : mode === undefined && request.body ? 'auto' : 'unknown'
 }
 
-/** Keeps the record of a compaction. A store that fails loses the record, never the compaction. */
-function remember(store: Store, metrics: Metrics, log: FastifyBaseLogger, body: CompactRequestBody, keyName: string, run: CompactRun): void {
+/** Keeps the record of a compaction and its cold layer. A store that fails loses them, never the compaction. */
+function keepRecord(store: Store, metrics: Metrics, log: FastifyBaseLogger, body: CompactRequestBody, keyName: string, run: CompactRun): void {
   const { response } = run
+  const created_at = new Date().toISOString()
   try {
     store.saveRecord({
       id: response.summary!.id,
       session_id: body.session_id ?? null,
       key_name: keyName,
-      created_at: new Date().toISOString(),
+      created_at,
       mode: body.mode ?? 'auto',
       reason: response.reason,
       stats: response.stats,
@@ -73,6 +74,14 @@ function remember(store: Store, metrics: Metrics, log: FastifyBaseLogger, body: 
   } catch (err) {
     metrics.storeErrors.inc({ operation: 'record_write' })
     log.error({ err, summary_id: response.summary!.id }, 'compaction record not saved')
+  }
+  if (!run.memory || body.session_id === undefined) return
+  try {
+    store.saveMemory({ compaction_id: response.summary!.id, session_id: body.session_id, key_name: keyName, created_at }, run.memory)
+    metrics.memoryEntries.inc(run.memory.length)
+  } catch (err) {
+    metrics.storeErrors.inc({ operation: 'memory_write' })
+    log.error({ err, summary_id: response.summary!.id }, 'cold layer not saved')
   }
 }
 
@@ -110,7 +119,7 @@ export const compactRoutes: FastifyPluginAsync<{ deps: CompactDeps; metrics: Met
       const { response } = run
       reasons.set(request, response.reason)
       record(metrics, run)
-      if (response.compacted && store) remember(store, metrics, request.log, request.body, request.keyName, run)
+      if (response.compacted && store) keepRecord(store, metrics, request.log, request.body, request.keyName, run)
       const fault = response.summarizer?.fallback_reason
       if (fault && fault !== 'no_api_key') {
         // The compaction was answered, but an operator must see that the model is failing.

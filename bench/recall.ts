@@ -1,0 +1,76 @@
+/**
+ * Facts of a removed span that a recall must find again, chosen by rules of their own (not the
+ * cold layer's): a sentence late in an early long request, the line that says why a command failed,
+ * a command. Each comes with a query of a few of its rarest words and the message it came from.
+ */
+import { type Message, isPromptMessage, isToolResult, isToolUse, toolResultText, userText } from '../src/compaction/index.js'
+
+export interface Fact {
+  kind: 'late sentence of a request' | 'exception line' | 'command'
+  text: string
+  query: string
+  /** A result answers the fact when its citation covers this message index. */
+  message: number
+}
+
+function words(text: string): string[] {
+  return text.toLowerCase().match(/[a-z][a-z0-9]{3,}/g) ?? []
+}
+
+/** The `n` words of a text that are rarest in the span: what a person who remembers the fact would type. */
+function query(text: string, counts: Map<string, number>, n = 4): string {
+  const unique = [...new Set(words(text))].filter((w) => !['that', 'this', 'with', 'from', 'have', 'will', 'would', 'should', 'there', 'when', 'what'].includes(w))
+  return unique
+    .sort((a, b) => (counts.get(a) ?? 0) - (counts.get(b) ?? 0) || b.length - a.length)
+    .slice(0, n)
+    .join(' ')
+}
+
+export function recallFacts(span: readonly Message[]): Fact[] {
+  const counts = new Map<string, number>()
+  const count = (t: string): void => {
+    for (const w of words(t)) counts.set(w, (counts.get(w) ?? 0) + 1)
+  }
+  span.forEach((m) => {
+    if (typeof m.content === 'string') count(m.content)
+    else for (const b of m.content) count(b.type === 'text' ? String(b.text) : isToolResult(b) ? toolResultText(b) : JSON.stringify(b))
+  })
+  const facts: Fact[] = []
+  // A sentence late in the first long request.
+  const early = span.findIndex((m) => isPromptMessage(m) && userText(m).length >= 600)
+  if (early >= 0) {
+    const lines = userText(span[early]!)
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => words(l).length >= 6 && !l.startsWith('<'))
+    const late = lines[Math.floor(lines.length * 0.75)]
+    if (late) facts.push({ kind: 'late sentence of a request', text: late, query: query(late, counts), message: early })
+  }
+  // The exception line of the last failing command with a traceback; and the last command run.
+  const calls = new Map<string, { command: string; index: number }>()
+  span.forEach((m, i) => {
+    if (typeof m.content === 'string') return
+    for (const b of m.content) {
+      if (isToolUse(b)) {
+        const c = (b.input as { command?: unknown } | null)?.command
+        if (typeof c === 'string') calls.set(b.id, { command: c, index: i })
+      } else if (isToolResult(b)) {
+        const out = toolResultText(b)
+        const exception = out
+          .split('\n')
+          .reverse()
+          .find((l) => /^[A-Za-z_][\w.]*(?:Error|Exception):\s+\S/.test(l))
+        if (exception && out.includes('Traceback')) {
+          const f: Fact = { kind: 'exception line', text: exception.trim(), query: query(exception, counts), message: i }
+          const at = facts.findIndex((x) => x.kind === 'exception line')
+          if (at >= 0) facts[at] = f
+          else facts.push(f)
+        }
+      }
+    }
+  })
+  const commands = [...calls.values()].filter((c) => words(c.command).length >= 3)
+  const cmd = commands[Math.floor(commands.length / 2)]
+  if (cmd) facts.push({ kind: 'command', text: cmd.command.split('\n')[0]!, query: query(cmd.command.split('\n')[0]!, counts), message: cmd.index })
+  return facts.filter((f) => f.query.split(' ').length >= 2)
+}

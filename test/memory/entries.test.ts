@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest'
+import { EVIDENCE_PER_OUTPUT, PASSAGE_CHARS, PASSAGE_OVERLAP, passages, readMemory } from '../../src/memory/entries.js'
+import { SqliteStore } from '../../src/storage/sqlite.js'
+import { assistant, shellStep, user } from '../helpers/history.js'
+
+describe('cold-layer entries', () => {
+  it('split a long text into overlapping passages that together hold all of it', () => {
+    const text = Array.from({ length: 400 }, (_, i) => `word${i}`).join(' ')
+    const parts = passages(text)
+    expect(parts.length).toBeGreaterThan(2)
+    for (const p of parts) expect(p.length).toBeLessThanOrEqual(PASSAGE_CHARS)
+    for (let i = 0; i < 400; i++) expect(parts.some((p) => p.split(' ').includes(`word${i}`))).toBe(true)
+    // consecutive passages share some words
+    const shared = parts[0]!.split(' ').filter((w) => parts[1]!.split(' ').includes(w))
+    expect(shared.join(' ').length).toBeGreaterThan(PASSAGE_OVERLAP / 2)
+  })
+
+  it('never keep a whole tool output: only the lines that say why and the evidence, capped', () => {
+    const output = [...Array.from({ length: 5_000 }, (_, i) => `noise line ${i} of a long build log`), 'src/app.py:42: error: name "x" is not defined', '3 failed, 10 passed in 1.2s'].join('\n')
+    const entries = readMemory([user('build it'), ...shellStep('a', 'make build', `${output}\n<returncode>2</returncode>`, true), assistant('it failed')], 0, { modified: [], read: [] })
+    const kept = entries.map((e) => e.text).join('\n')
+    expect(kept.length).toBeLessThan(5_000)
+    expect(kept).not.toContain('noise line 2500')
+    expect(entries.filter((e) => e.kind === 'evidence').length).toBeLessThanOrEqual(EVIDENCE_PER_OUTPUT)
+    expect(entries).toContainEqual({ kind: 'evidence', text: '3 failed, 10 passed in 1.2s', from: 1, to: 2 })
+    expect(entries.find((e) => e.kind === 'error')?.text).toContain('src/app.py:42: error: name "x" is not defined')
+    expect(entries.find((e) => e.kind === 'command')).toEqual({ kind: 'command', text: 'make build → failed (exit 2)', from: 1, to: 2 })
+  })
+
+  it('are pruned with the records past the retention, and capped per session', () => {
+    const store = new SqliteStore(':memory:')
+    const owner = { compaction_id: 'cmp_1', session_id: 's', key_name: '', created_at: '2026-01-01T00:00:00.000Z' }
+    store.saveMemory(owner, [{ kind: 'ask', text: 'rotate the signing keys', from: 0, to: 0 }])
+    expect(store.recall('s', '', { text: 'signing keys', limit: 5 })).toHaveLength(1)
+    expect(store.prune(Date.parse('2026-02-01T00:00:00.000Z'), Date.now()).memory).toBe(1)
+    expect(store.recall('s', '', { text: 'signing keys', limit: 5 })).toEqual([])
+    store.close()
+  })
+})

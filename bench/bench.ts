@@ -18,6 +18,7 @@ import { compactionRedactors, secretlintRanges } from '../src/secrets/index.js'
 import { buildApp } from '../src/server/app.js'
 import { loadConfig } from '../src/server/config.js'
 import { corpusDir, loadCorpus, short, table } from './corpus.js'
+import { manyFiles, parallelCalls } from './scale.js'
 
 const CORE_RUNS = Number(process.env.BENCH_CORE_RUNS ?? 21)
 const HTTP_RUNS = Number(process.env.BENCH_HTTP_RUNS ?? 15)
@@ -164,6 +165,18 @@ const mx = lx.reduce((a, b) => a + b, 0) / lx.length
 const my = ly.reduce((a, b) => a + b, 0) / ly.length
 const slope = lx.reduce((n, x, i) => n + (x - mx) * (ly[i]! - my), 0) / lx.reduce((n, x) => n + (x - mx) ** 2, 0)
 
+// Scale: work that must stay linear in calls and files (the core, with the span's ledger and guard).
+const scaleMs = (messages: Message[]): number => timeIt(() => core(messages), 3)
+const scale = [
+  ['parallel tool calls', 5_000, scaleMs(parallelCalls(5_000))],
+  ['parallel tool calls', 50_000, scaleMs(parallelCalls(50_000))],
+  ['files in the ledger', 10_000, scaleMs(manyFiles(10_000))],
+  ['files in the ledger', 100_000, scaleMs(manyFiles(100_000))]
+] as const
+const scaleRows = scale.map(([what, n, ms]) => [what, n.toLocaleString('en'), ms.toFixed(0)])
+const callsRatio = scale[1][2] / scale[0][2]
+const filesRatio = scale[3][2] / scale[2][2]
+
 // Redaction: every text of every transcript, as the model path sees them before clipping, as the service
 // runs it: its own patterns text by text, secretlint's preset in one pass over a history's texts.
 const histories: string[][] = transcripts.map((t) =>
@@ -186,6 +199,9 @@ console.log(`corpus: ${dir} (${transcripts.length} transcripts); medians of ${CO
 console.log(table(['transcript', 'body', 'JSON ms', 'core ms', 'core/JSON', '+render ms', '+render/JSON', 'route ms', 'bare ms', 'route/bare'], rows))
 console.log(`\ngrowth: ${short(largest.name)} repeated\n`)
 console.log(table(['copies', 'messages', 'body', 'core ms', 'JSON ms', 'core/JSON', 'µs per message'], growthRows))
+console.log('\nscale: the core on one step of N parallel calls, and on N files modified\n')
+console.log(table(['shape', 'N', 'core ms'], scaleRows))
+console.log(`scale targets: 50k calls ≤ 10x the time of 5k: ${callsRatio.toFixed(1)}x, ${callsRatio <= 10 ? 'meets' : 'misses'}; 100k files ≤ 10x of 10k: ${filesRatio.toFixed(1)}x, ${filesRatio <= 10 ? 'meets' : 'misses'}`)
 console.log(`\nredaction of every text of the corpus (${(textChars / 1e6).toFixed(1)} MB), against JSON.parse of the same texts (${parseMs.toFixed(0)} ms)\n`)
 console.log(table(['detector', 'ms', 'MB/s', 'x JSON.parse'], redactRows))
 console.log(`redaction target: service redaction ≤ 10x JSON.parse of the same texts: ${redactRatio.toFixed(1)}x, ${redactRatio <= 10 ? 'meets' : 'misses'}`)

@@ -122,8 +122,20 @@ function dedupe(items: readonly string[]): string[] {
   return out
 }
 
-function mentions(items: readonly string[], path: string): boolean {
-  return items.some((i) => itemPath(i) === path || i.includes(path))
+/**
+ * The paths a list of items names: each item's own path, and every path-like word in its text (a model
+ * writes "updated `src/a.py` to ..."). A set, so that checking a ledger of 100,000 files stays linear.
+ */
+function namedPaths(items: readonly string[]): Set<string> {
+  const paths = new Set<string>()
+  for (const item of items) {
+    const own = itemPath(item)
+    paths.add(own)
+    // only an item with more than its path ("path — what changed", prose) can name other paths
+    if (item.length === own.length) continue
+    for (const word of item.split(/[\s`'"(),;]+/)) if (word.includes('/') || word.includes('.')) paths.add(word.replace(/[.:]+$/, ''))
+  }
+  return paths
 }
 
 /**
@@ -135,18 +147,22 @@ export function guardSections(sections: SummarySections, ledger: Ledger): { sect
   const out: SummarySections = { ...sections }
   for (const key of LIST_SECTIONS) out[key] = [...sections[key]]
   let added = 0
+  const modified = namedPaths(out.files_modified)
+  const putBack = new Set<string>()
   for (const f of ledger.filesModified) {
-    if (!mentions(out.files_modified, f.path)) {
-      out.files_modified.push(`${f.path} — ${f.how.join('; ')}`)
-      out.files_inspected = out.files_inspected.filter((i) => itemPath(i) !== f.path)
-      added++
-    }
+    if (modified.has(f.path)) continue
+    out.files_modified.push(`${f.path} — ${f.how.join('; ')}`)
+    modified.add(f.path)
+    putBack.add(f.path)
+    added++
   }
+  if (putBack.size > 0) out.files_inspected = out.files_inspected.filter((i) => !putBack.has(itemPath(i)))
+  const inspected = namedPaths(out.files_inspected)
   for (const path of ledger.filesRead) {
-    if (!mentions(out.files_inspected, path) && !mentions(out.files_modified, path)) {
-      out.files_inspected.push(path)
-      added++
-    }
+    if (inspected.has(path) || modified.has(path)) continue
+    out.files_inspected.push(path)
+    inspected.add(path)
+    added++
   }
   // Every request the ledger saw is there verbatim (repeats collapsed, counted where the merge added
   // them up); one the summary lacks is put back, in the user's order.

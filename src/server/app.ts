@@ -7,9 +7,11 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { LoggerOptions } from 'pino'
 import { ExtractiveSummarizer } from '../summarizer/extractive.js'
 import { modelSummarizer } from '../summarizer/index.js'
+import { runCompaction } from '../service/compact.js'
 import { CachingSummarizer } from '../summarizer/cache.js'
 import { LimitedSummarizer } from '../summarizer/limit.js'
 import { SqliteStore } from '../storage/sqlite.js'
+import { CompactionPool } from '../workers/pool.js'
 import type { Store } from '../storage/store.js'
 import type { Summarizer } from '../summarizer/summarizer.js'
 import { loggerOptions } from '../telemetry/logger.js'
@@ -17,7 +19,7 @@ import { type Metrics, createMetrics } from '../telemetry/metrics.js'
 import { OPEN_ROUTES, installAuth } from './auth.js'
 import { type Config, parseApiKeys, trustProxy } from './config.js'
 import { ApiError, answerClientError, badUrl, installErrorHandling } from './errors.js'
-import { installRequestChecks, installTimeouts } from './guards.js'
+import { installAdmission, installRequestChecks, installTimeouts } from './guards.js'
 import { installJsonParser } from './json.js'
 import { registerOpenapi } from './openapi.js'
 import { compactRoutes } from './routes/compact.js'
@@ -55,13 +57,22 @@ export const KEEP_ALIVE_TIMEOUT_MS = 72_000
 export const HEADERS_TIMEOUT_MS = 20_000
 /** A route or session id in the URL may be this long (a session id of 200 characters, percent-encoded). */
 export const MAX_PARAM_LENGTH = 1_000
+/** A small history that runs every stage of the pipeline, for warming it at boot. */
+const WARM_HISTORY = [
+  { role: 'user' as const, content: 'Fix the failing test in tests/test_a.py; password=warm-up-only-1' },
+  { role: 'assistant' as const, content: [{ type: 'tool_use', id: 'w1', name: 'bash', input: { command: "sed -i 's/a/b/' src/a.py && pytest -x" } }] },
+  { role: 'user' as const, content: [{ type: 'tool_result', tool_use_id: 'w1', content: 'FAILED tests/test_a.py::test_x - AssertionError\n<returncode>1</returncode>', is_error: true }] },
+  { role: 'assistant' as const, content: 'Fixed it.' },
+  { role: 'user' as const, content: 'thanks' }
+]
+
 /** What a 503 for too many summaries in flight tells the client to wait. */
 export const OVERLOADED_RETRY_AFTER_S = 5
 
 /** The service's version, read from package.json (beside src/ and dist/ alike); the OpenAPI document carries it. */
 export const SERVICE_VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version
 
-export type App = FastifyInstance & { metrics: Metrics; store: Store }
+export type App = FastifyInstance & { metrics: Metrics; store: Store; pool: CompactionPool | undefined; warm: () => Promise<void> }
 
 export async function buildApp(options: AppOptions): Promise<App> {
   const { config } = options
@@ -115,6 +126,8 @@ export async function buildApp(options: AppOptions): Promise<App> {
   installErrorHandling(app)
   installJsonParser(app)
   installRequestChecks(app)
+  // Bytes of bodies in flight are bounded: past the bound a request is turned away before it is read.
+  installAdmission(app, { maxBytes: config.COMPACT_MAX_INFLIGHT_MB * 1024 * 1024, bodyLimit: Math.floor(config.COMPACT_BODY_LIMIT_MB * 1024 * 1024), retryAfterS: OVERLOADED_RETRY_AFTER_S })
   // While closing, answers in flight tell the client to drop the connection, so that a keep-alive
   // socket cannot hold the shutdown open until its idle timeout.
   let closing = false
@@ -170,17 +183,32 @@ export async function buildApp(options: AppOptions): Promise<App> {
   await app.register(doctrineRoutes)
   await app.register(sessionRoutes, { store })
   await app.register(memoryRoutes, { store, metrics })
+  // Workers take large extractive compactions off the event loop; with a model summarizer the route runs inline.
+  const pool = config.COMPACT_WORKERS > 0 && !model ? new CompactionPool(config.COMPACT_WORKERS) : undefined
+  app.decorate('pool', pool)
+  app.addHook('onClose', async () => pool?.close())
+  const deps = {
+    defaults: { budgetTokens: config.COMPACT_BUDGET, keepTokens: config.COMPACT_KEEP_TOKENS, keepTurns: config.COMPACT_KEEP_TURNS },
+    model,
+    extractive: new ExtractiveSummarizer(),
+    newId: options.newId ?? (() => `cmp_${randomUUID().replace(/-/g, '')}`),
+    now: () => performance.now(),
+    coldLayer: true
+  }
+  // The first compactions after boot pay for compiling the pipeline; warming runs one small one
+  // inline and one in every worker, so that they do not.
+  app.decorate('warm', async () => {
+    // extractive: warming never calls (or pays for) a model
+    const body = { mode: 'manual' as const, summarizer: 'extractive' as const, messages: WARM_HISTORY }
+    await runCompaction(body, deps, { tenant: '' })
+    await pool?.warm({ defaults: deps.defaults, tenant: '', coldLayer: false }, Buffer.from(JSON.stringify(body)))
+  })
   await app.register(compactRoutes, {
     metrics,
     store,
-    deps: {
-      defaults: { budgetTokens: config.COMPACT_BUDGET, keepTokens: config.COMPACT_KEEP_TOKENS, keepTurns: config.COMPACT_KEEP_TURNS },
-      model,
-      extractive: new ExtractiveSummarizer(),
-      newId: options.newId ?? (() => `cmp_${randomUUID().replace(/-/g, '')}`),
-      now: () => performance.now(),
-      coldLayer: true
-    }
+    pool,
+    workerMinBytes: config.COMPACT_WORKER_MIN_KB * 1024,
+    deps
   })
   return app as unknown as App
 }

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os'
 import { type Static, Type } from 'typebox'
 import { Value } from 'typebox/value'
 
@@ -20,6 +21,11 @@ export const DEFAULT_RETENTION_DAYS = 30
 export const DEFAULT_IDLE_TIMEOUT_MS = 30_000
 export const DEFAULT_BODY_TIMEOUT_MS = 120_000
 export const DEFAULT_AUTH_FAILURES_PER_MIN = 20
+/** One compaction worker per core. */
+export const DEFAULT_WORKERS = availableParallelism()
+/** Bodies from this size go to a worker; smaller ones are cheaper inline (npm run bench measures it). */
+export const DEFAULT_WORKER_MIN_KB = 256
+export const DEFAULT_MAX_INFLIGHT_MB = 512
 
 /** false, true, a hop count, or a comma-separated list of addresses and CIDR ranges (Fastify's trustProxy). */
 const TRUST_PROXY_PATTERN = '^(false|true|\\d{1,2}|[0-9a-fA-F:.]+(/\\d{1,3})?(\\s*,\\s*[0-9a-fA-F:.]+(/\\d{1,3})?)*)$'
@@ -53,7 +59,10 @@ export const ConfigSchema = Type.Object({
   COMPACT_IDLE_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600_000, default: DEFAULT_IDLE_TIMEOUT_MS }),
   COMPACT_BODY_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 3_600_000, default: DEFAULT_BODY_TIMEOUT_MS }),
   COMPACT_AUTH_FAILURES_PER_MIN: Type.Integer({ minimum: 1, maximum: 1_000_000, default: DEFAULT_AUTH_FAILURES_PER_MIN }),
-  COMPACT_TRUST_PROXY: Type.String({ pattern: TRUST_PROXY_PATTERN, default: 'false' })
+  COMPACT_TRUST_PROXY: Type.String({ pattern: TRUST_PROXY_PATTERN, default: 'false' }),
+  COMPACT_WORKERS: Type.Integer({ minimum: 0, maximum: 64, default: DEFAULT_WORKERS }),
+  COMPACT_WORKER_MIN_KB: Type.Integer({ minimum: 0, maximum: 1_048_576, default: DEFAULT_WORKER_MIN_KB }),
+  COMPACT_MAX_INFLIGHT_MB: Type.Number({ exclusiveMinimum: 0, maximum: 65_536, default: DEFAULT_MAX_INFLIGHT_MB })
 })
 
 export type Config = Static<typeof ConfigSchema>

@@ -1,10 +1,10 @@
 import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { KNOWN_BLOCK_TYPES } from '../compaction/validate.js'
 import { loggableUrl } from '../telemetry/logger.js'
 import { InvalidHistoryError, OverloadedError, SummarizerFailedError, SummarizerUnavailableError } from '../service/errors.js'
 import type { ErrorResponseBody } from './schemas.js'
+import { type AjvIssue, describeValidation } from './validation.js'
 
 /** An error with its HTTP status and Anthropic-style type, thrown by routes and hooks. */
 export class ApiError extends Error {
@@ -37,76 +37,6 @@ const TYPE_BY_STATUS: Record<number, string> = {
   429: 'rate_limit_error',
   502: 'api_error',
   503: 'overloaded_error'
-}
-
-interface AjvIssue {
-  instancePath: string
-  message?: string
-  keyword: string
-  params: Record<string, unknown>
-}
-
-function depth(issue: AjvIssue): number {
-  return issue.instancePath === '' ? 0 : issue.instancePath.split('/').length
-}
-
-/** What one failed keyword asks for, as a phrase: "an integer", "at least 1000", "\"off\"". */
-function wanted(issue: AjvIssue): string | undefined {
-  const p = issue.params
-  switch (issue.keyword) {
-    case 'type':
-      return p.type === 'integer' ? 'an integer' : p.type === 'object' ? 'an object' : p.type === 'array' ? 'an array' : `a ${String(p.type)}`
-    case 'const':
-      return JSON.stringify(p.allowedValue)
-    case 'enum':
-      return `one of ${(p.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`
-    case 'minimum':
-      return `at least ${String(p.limit)}`
-    case 'maximum':
-      return `at most ${String(p.limit)}`
-    case 'minLength':
-      return `at least ${String(p.limit)} characters long`
-    case 'maxLength':
-      return `at most ${String(p.limit)} characters long`
-    case 'minItems':
-      return `at least ${String(p.limit)} items`
-    default:
-      return undefined
-  }
-}
-
-const BLOCK_PATH = /\/messages\/\d+\/content\/\d+$/
-const BLOCK_HINT = `a block is an object whose \`type\` is one of ${KNOWN_BLOCK_TYPES.join(', ')} (or a newer type)`
-
-/**
- * A schema failure as one sentence that names the place, e.g. `body.messages[3].role must be ...`.
- * Of the issues Ajv reports, the deepest is the one to name (a union's branches each fail at the top);
- * where all branches of a union fail at the same place, the sentence lists what each would take.
- */
-function describeValidation(issues: readonly AjvIssue[], context: string): { message: string; path: string } {
-  const issue = issues.reduce((best, i) => (i.keyword !== 'anyOf' && (best.keyword === 'anyOf' || depth(i) > depth(best)) ? i : best), issues[0]!)
-  const path = issue.instancePath || ''
-  let text: string
-  if (issue.keyword === 'additionalProperties') {
-    const field = String(issue.params.additionalProperty)
-    return describeAt(`${path}/${field}`, context, 'is not a known field')
-  } else if (issue.keyword === 'required') {
-    const field = String(issue.params.missingProperty)
-    text = BLOCK_PATH.test(path) && field === 'type' ? `has no \`type\`: ${BLOCK_HINT}` : `needs the field \`${field}\``
-  } else {
-    const here = issues.filter((i) => i.instancePath === issue.instancePath)
-    // A literal's branch fails twice (its type, then its value); the value says it all.
-    const literal = here.some((i) => i.keyword === 'const' || i.keyword === 'enum')
-    const alternatives = [...new Set(here.filter((i) => !(literal && i.keyword === 'type' && i.params.type === 'string')).map(wanted).filter((w): w is string => w !== undefined))]
-    text = alternatives.length > 0 ? `must be ${alternatives.join(' or ')}` : (issue.message ?? 'is invalid')
-    if (BLOCK_PATH.test(path)) text += `: ${BLOCK_HINT}`
-  }
-  return describeAt(path, context, text)
-}
-
-function describeAt(path: string, context: string, text: string): { message: string; path: string } {
-  const where = path === '' ? context : `${context}${path.replace(/\/(\d+)(?=\/|$)/g, '[$1]').replace(/\//g, '.')}`
-  return { message: `${where} ${text}`, path: path === '' ? '/' : path }
 }
 
 /** A URL Fastify could not route (a bad percent-escape, a parameter over the length limit), in the one error shape. */

@@ -38,3 +38,47 @@ export function installRequestChecks(app: FastifyInstance): void {
     }
   })
 }
+
+export interface AdmissionOptions {
+  /** Most bytes of request bodies in flight at once. */
+  maxBytes: number
+  /** What a body without a Content-Length may grow to, and so what it reserves. */
+  bodyLimit: number
+  retryAfterS: number
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Bytes this request reserved of the in-flight bound. */
+    admittedBytes: number
+  }
+}
+
+/**
+ * Bounds the bytes of bodies in flight: a request reserves its Content-Length (or the body limit, when
+ * it sends none) before its body is read, and gives it back when answered. Past the bound it gets a 503
+ * with Retry-After, and its connection is closed so that its body is never read.
+ */
+export function installAdmission(app: FastifyInstance, options: AdmissionOptions): void {
+  let inflight = 0
+  app.decorateRequest('admittedBytes', 0)
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.method !== 'POST' && request.method !== 'PUT' && request.method !== 'PATCH') return
+    const length = Number(request.headers['content-length'] ?? Number.NaN)
+    const bytes = Number.isFinite(length) ? length : options.bodyLimit
+    if (bytes > 0 && inflight + bytes > options.maxBytes && inflight > 0) {
+      void reply.header('connection', 'close')
+      throw new ApiError(503, 'overloaded_error', `too many request bytes in flight (COMPACT_MAX_INFLIGHT_MB); retry in ${options.retryAfterS} s`, undefined, {
+        'retry-after': String(options.retryAfterS)
+      })
+    }
+    inflight += bytes
+    request.admittedBytes = bytes
+  })
+  const release = async (request: FastifyRequest): Promise<void> => {
+    inflight -= request.admittedBytes
+    request.admittedBytes = 0
+  }
+  app.addHook('onResponse', release)
+  app.addHook('onRequestAbort', release)
+}

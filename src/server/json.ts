@@ -7,19 +7,23 @@ import { ApiError } from './errors.js'
  * once (iteratively) for nesting past the limit and for keys that could poison a prototype, escaped
  * forms included. Both are refused with a 400 that points at the place.
  */
+export function parseJsonBody(text: string): { value: unknown; error?: undefined } | { value?: undefined; error: ApiError } {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch (err) {
+    return { error: new ApiError(400, 'invalid_request_error', `the body is not valid JSON: ${(err as Error).message}`) }
+  }
+  const problem = jsonProblem(value)
+  return problem ? { error: new ApiError(400, 'invalid_request_error', problem.message, problem.path) } : { value }
+}
+
 export function installJsonParser(app: FastifyInstance): void {
   // JSON only: any other content type is a 415 (Fastify would otherwise read text/plain as a string).
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
-    let value: unknown
-    try {
-      value = JSON.parse(body as string)
-    } catch (err) {
-      done(new ApiError(400, 'invalid_request_error', `the body is not valid JSON: ${(err as Error).message}`), undefined)
-      return
-    }
-    const problem = jsonProblem(value)
-    if (problem) done(new ApiError(400, 'invalid_request_error', problem.message, problem.path), undefined)
-    else done(null, value)
+    const parsed = parseJsonBody(body as string)
+    if (parsed.error) done(parsed.error, undefined)
+    else done(null, parsed.value)
   })
 }

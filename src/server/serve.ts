@@ -56,6 +56,8 @@ export async function serve(): Promise<void> {
   process.on('SIGTERM', () => shutdown('SIGTERM'))
   process.on('SIGINT', () => shutdown('SIGINT'))
 
+  // Warm before taking traffic: the first compactions would otherwise pay for compiling the pipeline.
+  await app.warm()
   await app.listen({ port: config.PORT, host: config.HOST })
 }
 

@@ -1,4 +1,5 @@
-import type { FastifyBaseLogger, FastifyPluginAsync, FastifyRequest } from 'fastify'
+import type { FastifyBaseLogger, FastifyPluginAsync, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify'
+import type { FastifyValidationResult } from 'fastify/types/schema.js'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { type CompactDeps, type CompactRun, runCompaction } from '../../service/compact.js'
@@ -6,6 +7,22 @@ import type { Store } from '../../storage/store.js'
 import type { Metrics } from '../../telemetry/metrics.js'
 import { CompactRequest, type CompactRequestBody, CompactResponse } from '../schemas.js'
 import { KEYED, UNAUTHORIZED_DESCRIPTION } from './security.js'
+import { ApiError } from '../errors.js'
+import { parseJsonBody } from '../json.js'
+import { compactRequestValidator } from '../validation.js'
+import type { CompactionPool } from '../../workers/pool.js'
+
+/** The request schema's check, passing a raw body through for its worker to check. */
+function rawOrValidated(): FastifyValidationResult {
+  const validator = compactRequestValidator()
+  const check = ((data: unknown): boolean => {
+    if (data instanceof RawBody) return true
+    const ok = validator.check(data)
+    check.errors = ok ? null : (validator.errors() as unknown as FastifySchemaValidationError[])
+    return ok
+  }) as FastifyValidationResult
+  return check
+}
 
 const ERROR_MEANINGS: Record<number, string> = {
   400: 'The body breaks the schema; `error.path` points at the place.',
@@ -55,7 +72,7 @@ function modeOf(request: FastifyRequest): string {
 }
 
 /** Keeps the record of a compaction and its cold layer. A store that fails loses them, never the compaction. */
-function keepRecord(store: Store, metrics: Metrics, log: FastifyBaseLogger, body: CompactRequestBody, keyName: string, run: CompactRun): void {
+function keepRecord(store: Store, metrics: Metrics, log: FastifyBaseLogger, body: Pick<CompactRequestBody, 'mode' | 'session_id'>, keyName: string, run: CompactRun): void {
   const { response } = run
   const created_at = new Date().toISOString()
   try {
@@ -85,7 +102,32 @@ function keepRecord(store: Store, metrics: Metrics, log: FastifyBaseLogger, body
   }
 }
 
-export const compactRoutes: FastifyPluginAsync<{ deps: CompactDeps; metrics: Metrics; store?: Store }> = async (app, { deps, metrics, store }) => {
+/** A body handed to a worker as it came: its bytes, unparsed. */
+class RawBody {
+  constructor(readonly bytes: Buffer) {}
+}
+
+export interface CompactRouteOptions {
+  deps: CompactDeps
+  metrics: Metrics
+  store?: Store
+  /** Compaction workers; bodies of `workerMinBytes` or more go to them (only when no model summarizer is configured). */
+  pool?: CompactionPool
+  workerMinBytes?: number
+}
+
+export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app, { deps, metrics, store, pool, workerMinBytes = 0 }) => {
+  if (pool) {
+    // In this plugin only: a large body is not parsed here at all; its bytes go to a worker.
+    app.removeContentTypeParser('application/json')
+    app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => {
+      const bytes = body as Buffer
+      if (bytes.length >= workerMinBytes) return done(null, new RawBody(bytes))
+      const parsed = parseJsonBody(bytes.toString('utf8'))
+      if (parsed.error) done(parsed.error, undefined)
+      else done(null, parsed.value)
+    })
+  }
   const reasons = new WeakMap<FastifyRequest, string>()
   app.addHook('onResponse', async (request, reply) => {
     if (request.routeOptions.url !== '/v1/compact') return
@@ -105,52 +147,69 @@ export const compactRoutes: FastifyPluginAsync<{ deps: CompactDeps; metrics: Met
       },
       // The response is built by the service from typed parts and checked against the contract in tests;
       // plain JSON.stringify is several times faster than a schema serializer on megabyte histories.
-      serializerCompiler: () => (data) => JSON.stringify(data)
+      serializerCompiler: () => (data) => JSON.stringify(data),
+      // With workers, a body left unparsed is validated in its worker, by the same schema and words.
+      ...(pool ? { validatorCompiler: rawOrValidated } : {})
     },
     async (request, reply) => {
+      const started = performance.now()
+      const raw = request.body as unknown
+      if (raw instanceof RawBody && pool) {
+        // Parsing, validation, the plan, the summary and serialization all happen in a worker.
+        const result = await pool.run({ defaults: deps.defaults, tenant: request.keyName, coldLayer: deps.coldLayer === true }, raw.bytes)
+        if (!result.ok) throw new ApiError(result.status, result.type, result.message, result.path)
+        afterCompaction(request, reply, result.run as CompactRun, result.body, started)
+        // already serialized in the worker: sent as it is (a string with a JSON content type is not serialized again)
+        return reply.type('application/json; charset=utf-8').send(result.json as never)
+      }
       // A client that hangs up before its answer cancels the model call. (The request stream's own
       // 'close' fires as soon as the body is read, so the response's is the one to watch.)
       const abort = new AbortController()
       reply.raw.once('close', () => {
         if (!reply.raw.writableFinished) abort.abort()
       })
-      const started = performance.now()
       const run = await runCompaction(request.body, deps, { tenant: request.keyName, signal: abort.signal })
-      const { response } = run
-      reasons.set(request, response.reason)
-      record(metrics, run)
-      if (response.compacted && store) keepRecord(store, metrics, request.log, request.body, request.keyName, run)
-      const fault = response.summarizer?.fallback_reason
-      if (fault && fault !== 'no_api_key') {
-        // The compaction was answered, but an operator must see that the model is failing.
-        request.log.warn(
-          { event: 'summarizer_fault', reason: fault, key_name: request.keyName || undefined, session_id: request.body.session_id, summarizer_calls: response.summarizer?.calls },
-          `model summary failed (${fault}); the extractive summary stood in`
-        )
-      }
-      // One event per compaction, with its figures and never its content.
-      request.log.info(
-        {
-          event: response.compacted ? 'context_compacted' : 'compaction_skipped',
-          session_id: request.body.session_id,
-          key_name: request.keyName || undefined,
-          mode: request.body.mode ?? 'auto',
-          reason: response.reason,
-          summarizer: response.summarizer?.kind,
-          model: response.summarizer?.model ?? undefined,
-          fallback_reason: response.summarizer?.fallback_reason ?? undefined,
-          summarizer_calls: response.summarizer?.calls,
-          duration_ms: Math.round(performance.now() - started),
-          ...response.stats
-        },
-        response.compacted ? 'context_compacted' : 'compaction_skipped'
-      )
-      const t = run.timings
-      void reply.header(
-        'server-timing',
-        `validate;dur=${t.validate.toFixed(1)}, plan;dur=${t.plan.toFixed(1)}, summarize;dur=${t.summarize.toFixed(1)}, total;dur=${(t.validate + t.plan + t.summarize).toFixed(1)}`
-      )
-      return response
+      afterCompaction(request, reply, run, request.body, started)
+      return run.response
     }
   )
+
+  /** What follows every compaction, wherever it ran: the counts, the record, the log event, Server-Timing. */
+  function afterCompaction(request: FastifyRequest, reply: FastifyReply, run: CompactRun, body: Pick<CompactRequestBody, 'mode' | 'session_id'>, started: number): void {
+    const { response } = run
+    reasons.set(request, response.reason)
+    record(metrics, run)
+    if (response.compacted && store) keepRecord(store, metrics, request.log, body, request.keyName, run)
+    const fault = response.summarizer?.fallback_reason
+    if (fault && fault !== 'no_api_key') {
+      // The compaction was answered, but an operator must see that the model is failing.
+      request.log.warn(
+        { event: 'summarizer_fault', reason: fault, key_name: request.keyName || undefined, session_id: body.session_id, summarizer_calls: response.summarizer?.calls },
+        `model summary failed (${fault}); the extractive summary stood in`
+      )
+    }
+    // One event per compaction, with its figures and never its content.
+    request.log.info(
+      {
+        event: response.compacted ? 'context_compacted' : 'compaction_skipped',
+        session_id: body.session_id,
+        key_name: request.keyName || undefined,
+        mode: body.mode ?? 'auto',
+        reason: response.reason,
+        summary_id: response.summary?.id,
+        summarizer: response.summarizer?.kind,
+        model: response.summarizer?.model ?? undefined,
+        fallback_reason: response.summarizer?.fallback_reason ?? undefined,
+        summarizer_calls: response.summarizer?.calls,
+        duration_ms: Math.round(performance.now() - started),
+        ...response.stats
+      },
+      response.compacted ? 'context_compacted' : 'compaction_skipped'
+    )
+    const t = run.timings
+    void reply.header(
+      'server-timing',
+      `validate;dur=${t.validate.toFixed(1)}, plan;dur=${t.plan.toFixed(1)}, summarize;dur=${t.summarize.toFixed(1)}, total;dur=${(t.validate + t.plan + t.summarize).toFixed(1)}`
+    )
+  }
 }

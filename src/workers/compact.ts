@@ -1,0 +1,63 @@
+/**
+ * A compaction off the event loop: a worker-pool task that gets the request body's raw bytes
+ * (transferred, not copied) and does everything that costs CPU there: parse, the nesting and
+ * prototype check, schema validation, the history's rules, the plan, the extractive summary, the cold
+ * layer's entries and the response's serialization. The main thread only routes and answers.
+ */
+import { jsonProblem } from '../compaction/index.js'
+import type { CompactRequestBody } from '../server/schemas.js'
+import { compactRequestValidator, describeValidation } from '../server/validation.js'
+import { InvalidHistoryError, SummarizerUnavailableError } from '../service/errors.js'
+import { type CompactDefaults, type CompactRun, runCompaction } from '../service/compact.js'
+import { ExtractiveSummarizer } from '../summarizer/extractive.js'
+import { randomUUID } from 'node:crypto'
+
+export interface CompactTask {
+  body: Uint8Array
+  defaults: CompactDefaults
+  tenant: string
+  coldLayer: boolean
+}
+
+/** The answer: the serialized response and what the main thread needs to count, record and log it. */
+export type CompactTaskResult =
+  | { ok: true; json: string; run: Omit<CompactRun, 'response'> & { response: Omit<CompactRun['response'], 'messages'> }; body: Pick<CompactRequestBody, 'mode' | 'session_id'> }
+  | { ok: false; status: number; type: string; message: string; path?: string }
+
+const validator = compactRequestValidator()
+const extractive = new ExtractiveSummarizer()
+const decoder = new TextDecoder()
+
+function refused(status: number, message: string, path?: string): CompactTaskResult {
+  return { ok: false, status, type: 'invalid_request_error', message, ...(path !== undefined ? { path } : {}) }
+}
+
+export default async function compactTask(task: CompactTask): Promise<CompactTaskResult> {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(decoder.decode(task.body))
+  } catch (err) {
+    return refused(400, `the body is not valid JSON: ${(err as Error).message}`)
+  }
+  const problem = jsonProblem(parsed)
+  if (problem) return refused(400, problem.message, problem.path)
+  if (!validator.check(parsed)) {
+    const { message, path } = describeValidation(validator.errors(), 'body')
+    return refused(400, message, path)
+  }
+  const body = parsed as CompactRequestBody
+  try {
+    const run = await runCompaction(
+      body,
+      { defaults: task.defaults, extractive, newId: () => `cmp_${randomUUID().replace(/-/g, '')}`, now: () => performance.now(), coldLayer: task.coldLayer },
+      { tenant: task.tenant }
+    )
+    const json = JSON.stringify(run.response)
+    const { messages: _messages, ...view } = run.response
+    return { ok: true, json, run: { ...run, response: view }, body: { mode: body.mode, session_id: body.session_id } }
+  } catch (err) {
+    if (err instanceof InvalidHistoryError) return refused(err.problem.kind === 'shape' ? 400 : 422, err.problem.message, err.problem.path)
+    if (err instanceof SummarizerUnavailableError) return refused(400, err.message, '/summarizer')
+    throw err
+  }
+}

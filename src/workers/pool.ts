@@ -1,0 +1,46 @@
+import { existsSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { Piscina } from 'piscina'
+import type { CompactTask, CompactTaskResult } from './compact.js'
+
+/**
+ * The pool of compaction workers, sized to the cores. Threads start on first use (a test app that
+ * never gets a large body starts none) or at `warm()`; bodies are transferred to them, not copied.
+ */
+export class CompactionPool {
+  private pool: Piscina | undefined
+
+  constructor(readonly threads: number) {}
+
+  private get piscina(): Piscina {
+    if (!this.pool) {
+      // Built, the worker is compact.js beside this file; run from the sources (tsx), it is compact.ts.
+      const built = new URL('./compact.js', import.meta.url)
+      const source = new URL('./compact.ts', import.meta.url)
+      const fromSource = !existsSync(fileURLToPath(built))
+      this.pool = new Piscina({
+        filename: (fromSource ? source : built).href,
+        minThreads: 0,
+        maxThreads: this.threads,
+        idleTimeout: 60_000,
+        ...(fromSource ? { execArgv: ['--import', 'tsx'] } : {})
+      })
+    }
+    return this.pool
+  }
+
+  run(task: Omit<CompactTask, 'body'>, body: Buffer): Promise<CompactTaskResult> {
+    // A body that owns its whole memory moves to the worker as it is; one that shares a pool is copied once.
+    const own = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength ? new Uint8Array(body.buffer) : new Uint8Array(body)
+    return this.piscina.run({ ...task, body: own } satisfies CompactTask, { transferList: [own.buffer as ArrayBuffer] }) as Promise<CompactTaskResult>
+  }
+
+  /** Starts every thread and runs a small compaction in each, so that the first requests find them warm. */
+  async warm(task: Omit<CompactTask, 'body'>, body: Buffer): Promise<void> {
+    await Promise.all(Array.from({ length: this.threads }, () => this.run(task, Buffer.from(body))))
+  }
+
+  async close(): Promise<void> {
+    await this.pool?.destroy()
+  }
+}

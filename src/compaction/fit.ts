@@ -47,13 +47,12 @@ function shorten(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, Math.max(0, max - 1))}…`
 }
 
-function applyStage(s: SummarySections, stage: Stage): SummarySections {
+function applyStage(s: SummarySections, stage: Stage, task = taskStatement(s.user_requests)?.index): SummarySections {
   const out = { objective: shorten(s.objective, stage === SMALLEST ? 80 : Math.max(stage.item, 200)) } as SummarySections
   for (const key of LIST_SECTIONS) {
     const items = s[key]
     if (key === 'user_requests') {
       // The task statement stays, shortened from its end only and last; the newest requests after it.
-      const task = taskStatement(items)?.index
       const others = items.map((r, i) => ({ r, i })).filter(({ i }) => i !== task)
       const keptCount = Math.min(others.length, Math.max(1, stage.requests - (task === undefined ? 0 : 1)))
       const dropped = others.length - keptCount
@@ -91,8 +90,9 @@ function keepNewestFiles(s: SummarySections, keep: number): SummarySections {
 export function fitSections(sections: SummarySections, maxTokens: number, header: SummaryHeader): SummarySections {
   const fits = (s: SummarySections): boolean => Math.ceil(formattedLength(s, header) / CHARS_PER_TOKEN) <= maxTokens
   let last = sections
+  const task = taskStatement(sections.user_requests)?.index
   for (const stage of STAGES) {
-    last = applyStage(sections, stage)
+    last = applyStage(sections, stage, task)
     if (fits(last)) return last
   }
   // Binary search for the most files that fit beside the rest of the last stage.
@@ -104,5 +104,5 @@ export function fitSections(sections: SummarySections, maxTokens: number, header
     else hi = mid - 1
   }
   const withFiles = keepNewestFiles(last, lo)
-  return fits(withFiles) ? withFiles : keepNewestFiles(applyStage(sections, SMALLEST), 0)
+  return fits(withFiles) ? withFiles : keepNewestFiles(applyStage(sections, SMALLEST, task), 0)
 }

@@ -9,10 +9,11 @@
 const ECHO_LINE = /^(?:\/[\w:-]+(?:\s.*)?(?:is running…?)?|⎿.*|\[[^\]]*\]|<\/?[\w-]+>|Interrupted by user)$/
 /** A line that is only a path or a file listing entry. */
 const PATH_LINE = /^(?:[~.]?\/[\w.@+/-]*|[\w.-]+\/[\w./@+-]+)$/
-/** Blocks a harness wraps around material that is not the request (file listings, worked examples). */
-const WRAPPED_BLOCKS = [/<uploaded_files>[\s\S]*?<\/uploaded_files>/g, /^-{2,}\s*DEMONSTRATION\s*-{2,}$[\s\S]*?^-{2,}\s*END OF DEMONSTRATION\s*-{2,}$/gm]
-/** A demonstration's own introduction: text before the demonstration block that only presents it. */
-const DEMO_INTRO = /^[\s\S]*?(?=^-{2,}\s*DEMONSTRATION\s*-{2,}$)/m
+/** A harness's file listing, which is no part of what was asked. */
+const UPLOADED_FILES = /<uploaded_files>[^<]*<\/uploaded_files>/g
+/** Where a worked example (a demonstration of another task) begins and ends; a line of its own each. */
+const DEMO_START = /^-{2,}\s*DEMONSTRATION\s*-{2,}$/m
+const DEMO_END = /^-{2,}\s*END OF DEMONSTRATION\s*-{2,}$/m
 
 const STOP_WORDS = new Set(
   'a an and are as at be but by can do does for from has have i if in into is it its let me my no not of on or our so that the their then there this to us was we were what when where which will with you your please just also now here'.split(
@@ -30,9 +31,11 @@ export function contentWords(text: string): Set<string> {
 /** The head of a request without the blocks a harness wraps around other material (file listings, demonstrations). */
 function withoutHarnessBlocks(text: string): string {
   let body = text.length > READ_CHARS ? text.slice(0, READ_CHARS) : text
-  if (DEMO_INTRO.test(body) && WRAPPED_BLOCKS[1]!.test(body)) body = body.replace(DEMO_INTRO, '')
-  for (const block of WRAPPED_BLOCKS) body = body.replace(block, '')
-  return body
+  // A demonstration and the text that introduces it go: the request is what follows its end.
+  const start = DEMO_START.exec(body)
+  const end = start ? DEMO_END.exec(body.slice(start.index)) : null
+  if (start && end) body = body.slice(start.index + end.index + end[0].length)
+  return body.replace(UPLOADED_FILES, '')
 }
 
 /** The request with harness material and echo lines taken out; what remains is what was asked. */
@@ -52,10 +55,18 @@ export const REPEAT_SUFFIX = / \(×(\d+)(, numbers varied)?\)$/
 
 /** A request's shape with its numbers left out, so that "found 2 actions" and "found 3 actions" are one. */
 export function requestShape(text: string): string {
+  const known = SHAPES.get(text)
+  if (known !== undefined) return known
   // The head says what a request is; a long one is told apart by its length as well.
   const head = text.length > READ_CHARS ? `${text.slice(0, READ_CHARS)}…${text.length}` : text
-  return head.replace(/\d+/g, '#').replace(/\s+/g, ' ').trim()
+  const shape = head.replace(/\d+/g, '#').replace(/\s+/g, ' ').trim()
+  if (SHAPES.size >= 1_024) SHAPES.clear()
+  SHAPES.set(text, shape)
+  return shape
 }
+
+/** Shapes already worked out: a compaction asks for the same requests' shapes several times. */
+const SHAPES = new Map<string, string>()
 
 /** How much of a request is read to classify it: a task is stated at the start, and requests run to megabytes. */
 const READ_CHARS = 20_000
@@ -86,8 +97,19 @@ export function requestTitle(text: string): string | undefined {
  */
 export function isChatter(text: string, repeats = 1): boolean {
   if (repeats > 1 || REPEAT_SUFFIX.test(text)) return true
-  const body = requestBody(text)
-  return contentWords(body).size < 2
+  return !hasContentWords(requestBody(text), 2)
+}
+
+/** Whether a text has at least `n` distinct content words; stops reading as soon as it has. */
+function hasContentWords(text: string, n: number): boolean {
+  const seen = new Set<string>()
+  const word = /[\p{L}\p{N}_]{3,}/gu
+  for (let m = word.exec(text); m !== null; m = word.exec(text)) {
+    const w = m[0].toLowerCase()
+    if (!STOP_WORDS.has(w)) seen.add(w)
+    if (seen.size >= n) return true
+  }
+  return false
 }
 
 /** The first sentence or two of a text, on one line, at most `max` characters. */

@@ -25,7 +25,7 @@ export const DEFAULT_AUTH_FAILURES_PER_MIN = 20
 export const DEFAULT_WORKERS = availableParallelism()
 /** Bodies from this size go to a worker; smaller ones are cheaper inline (npm run bench measures it). */
 export const DEFAULT_WORKER_MIN_KB = 256
-export const DEFAULT_MAX_INFLIGHT_MB = 512
+export const DEFAULT_MAX_INFLIGHT_MB = 256
 
 /** false, true, a hop count, or a comma-separated list of addresses and CIDR ranges (Fastify's trustProxy). */
 const TRUST_PROXY_PATTERN = '^(false|true|\\d{1,2}|[0-9a-fA-F:.]+(/\\d{1,3})?(\\s*,\\s*[0-9a-fA-F:.]+(/\\d{1,3})?)*)$'

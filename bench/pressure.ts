@@ -1,0 +1,116 @@
+/**
+ * `npm run load` (second part): the service under pressure, as real processes on loopback.
+ *   stall:      the worst /healthz wait while one 30 MB history compacts, inline (COMPACT_WORKERS=0)
+ *               and in workers; target ≤ 60 ms with workers.
+ *   throughput: compactions per second at concurrency 32 on a ~360 KB transcript, against a bare
+ *               single-threaded node:http server that parses the same body (the floor); target ≥ 0.9x.
+ *   burst:      16 bodies of 30 MB at once: each answered 200 or 503 + Retry-After, the process stays up,
+ *               and its peak resident memory.
+ * Every figure is printed beside its target with "meets" or "misses"; nothing here fails on noise.
+ */
+import type { AddressInfo } from 'node:net'
+import type { Message } from '../src/compaction/index.js'
+import { corpusDir, loadCorpus, table } from './corpus.js'
+import { bareServer, memoryMiB, startGateway } from './servers.js'
+
+const transcripts = loadCorpus(corpusDir(process.argv[2]))
+const THROUGHPUT_REQUESTS = Number(process.env.PRESSURE_REQUESTS ?? 640)
+
+/** One transcript repeated until the body reaches `bytes`, its tool ids made unique per copy. */
+function historyOf(bytes: number): string {
+  const base = [...transcripts].sort((a, b) => b.raw.length - a.raw.length)[0]!
+  const messages: Message[] = []
+  for (let k = 0; JSON.stringify(messages).length < bytes; k++) {
+    const copy = JSON.parse(JSON.stringify(base.messages).replace(/"(tool_use_id|id)":"([^"]+)"/g, `"$1":"$2_${k}"`)) as Message[]
+    if (messages.length > 0 && messages[messages.length - 1]!.role === 'user') messages.push({ role: 'assistant', content: 'continuing' })
+    messages.push(...copy)
+  }
+  return JSON.stringify({ mode: 'manual', messages })
+}
+
+/** Bodies are encoded once, up front: encoding 30 MB in the measuring process would stall its own poller. */
+async function post(url: string, body: Buffer): Promise<Response> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+  await res.arrayBuffer()
+  return res
+}
+
+/** The worst wait of /healthz, polled back to back, while `work` runs. */
+async function worstStall(base: string, work: Promise<unknown>): Promise<number> {
+  let done = false
+  void work.finally(() => (done = true))
+  let worst = 0
+  while (!done) {
+    const t0 = performance.now()
+    await (await fetch(`${base}/healthz`)).arrayBuffer()
+    worst = Math.max(worst, performance.now() - t0)
+    await new Promise((r) => setTimeout(r, 2))
+  }
+  return worst
+}
+
+async function throughput(url: string, body: Buffer, requests: number, concurrency = 32): Promise<number> {
+  let next = 0
+  const t0 = performance.now()
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next++ < requests) {
+        const res = await post(url, body)
+        if (res.status !== 200) throw new Error(`${url}: ${res.status}`)
+      }
+    })
+  )
+  return requests / ((performance.now() - t0) / 1_000)
+}
+
+const big = Buffer.from(historyOf(30 * 1024 * 1024))
+const medium = [...transcripts].sort((a, b) => Math.abs(a.raw.length - 360_000) - Math.abs(b.raw.length - 360_000))[0]!
+const mediumBody = Buffer.from(JSON.stringify({ mode: 'manual', messages: medium.messages, system: medium.system }))
+const verdict = (ok: boolean): string => (ok ? 'meets' : 'misses')
+
+// Stall: the same 30 MB compaction, inline and in workers.
+const stalls: [string, number, number][] = []
+for (const workers of ['0', '2']) {
+  const gw = await startGateway({ COMPACT_WORKERS: workers })
+  await post(`${gw.url}/v1/compact`, mediumBody) // warm
+  const t0 = performance.now()
+  const work = post(`${gw.url}/v1/compact`, big)
+  const worst = await worstStall(gw.url, work)
+  stalls.push([workers === '0' ? 'inline (COMPACT_WORKERS=0)' : 'workers (COMPACT_WORKERS=2)', worst, performance.now() - t0])
+  await gw.stop()
+}
+
+// Throughput: the bare floor and the gateway, in one run.
+const bare = bareServer().listen(0, '127.0.0.1')
+await new Promise((r) => bare.once('listening', r))
+const bareUrl = `http://127.0.0.1:${(bare.address() as AddressInfo).port}/`
+await throughput(bareUrl, mediumBody, 64)
+const floor = await throughput(bareUrl, mediumBody, THROUGHPUT_REQUESTS)
+bare.close()
+const gw = await startGateway()
+await throughput(`${gw.url}/v1/compact`, mediumBody, 64)
+const gateway = await throughput(`${gw.url}/v1/compact`, mediumBody, THROUGHPUT_REQUESTS)
+
+// Burst: 16 bodies of 30 MB at once against the same process.
+const before = memoryMiB(gw.child.pid!)
+const burst = await Promise.all(
+  Array.from({ length: 16 }, async () => {
+    const res = await post(`${gw.url}/v1/compact`, big)
+    return { status: res.status, retryAfter: res.headers.get('retry-after') }
+  })
+)
+const after = memoryMiB(gw.child.pid!)
+const alive = (await fetch(`${gw.url}/healthz`)).status === 200
+const code = await gw.stop()
+const statuses = burst.reduce<Record<string, number>>((m, r) => ({ ...m, [r.status]: (m[r.status] ?? 0) + 1 }), {})
+const answeredWell = burst.every((r) => r.status === 200 || (r.status === 503 && r.retryAfter !== null))
+
+console.log(`pressure: ${(big.length / 1024 / 1024).toFixed(1)} MB history; throughput on ${medium.name} (${(medium.raw.length / 1024).toFixed(0)} KiB), ${THROUGHPUT_REQUESTS} requests at concurrency 32\n`)
+console.log(table(['while a 30 MB history compacts', 'worst /healthz ms', 'compaction ms'], stalls.map(([w, s, t]) => [w, s.toFixed(0), t.toFixed(0)])))
+const workerStall = stalls[1]![1]
+console.log(`target: /healthz worst stall ≤ 60 ms with workers: ${workerStall.toFixed(0)} ms, ${verdict(workerStall <= 60)}`)
+console.log(`\nthroughput: gateway ${gateway.toFixed(0)} req/s, bare single-threaded floor ${floor.toFixed(0)} req/s: ${(gateway / floor).toFixed(2)}x`)
+console.log(`target: ≥ 0.9x the floor: ${(gateway / floor).toFixed(2)}x, ${verdict(gateway / floor >= 0.9)}`)
+console.log(`\nburst of 16 × 30 MB: statuses ${JSON.stringify(statuses)}; every one 200 or 503 with Retry-After: ${answeredWell ? 'yes' : 'NO'}; /healthz after: ${alive ? '200' : 'down'}`)
+console.log(`  server rss ${before.rss.toFixed(0)} MiB before, ${after.rss.toFixed(0)} MiB after; peak rss of the process ${after.peak.toFixed(0)} MiB; exit code after SIGTERM ${code}`)
+if (!answeredWell || !alive || code !== 0) process.exitCode = 1

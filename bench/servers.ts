@@ -1,0 +1,75 @@
+/** The servers benchmarks measure against: the real gateway as a process, and the bare JSON floor. */
+import { type ChildProcess, spawn } from 'node:child_process'
+import { mkdtempSync, readFileSync } from 'node:fs'
+import { type Server, createServer } from 'node:http'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+
+const ROOT = resolve(import.meta.dirname, '..')
+
+/** The baseline server: single-threaded node:http that parses the body and answers with a quarter of its messages. */
+export function bareServer(): Server {
+  return createServer((req, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => {
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { messages: unknown[] }
+      const out = JSON.stringify({ messages: body.messages.slice(body.messages.length - Math.ceil(body.messages.length / 4)) })
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(out) })
+      res.end(out)
+    })
+  })
+}
+
+export interface GatewayProcess {
+  child: ChildProcess
+  /** The service's base URL. */
+  url: string
+  stop: () => Promise<number | null>
+}
+
+/** The gateway as `npm start` runs it, on a free loopback port, with a database of its own; its log lines are dropped. */
+export async function startGateway(env: Record<string, string> = {}): Promise<GatewayProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server/main.ts'], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH ?? '',
+      PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      COMPACT_RATE_LIMIT_PER_MIN: '1000000',
+      COMPACT_DB: join(mkdtempSync(join(tmpdir(), 'compaction-bench-')), 'compaction.db'),
+      ...env
+    },
+    stdio: ['ignore', 'pipe', 'inherit']
+  })
+  let out = ''
+  const url = await new Promise<string>((res, rej) => {
+    const onData = (d: Buffer): void => {
+      out += d.toString()
+      const m = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(out)
+      if (m) {
+        child.stdout!.off('data', onData)
+        child.stdout!.on('data', () => undefined) // the log lines are read and dropped
+        res(m[1]!)
+      }
+    }
+    child.stdout!.on('data', onData)
+    child.once('exit', () => rej(new Error(`server exited: ${out}`)))
+  })
+  return {
+    child,
+    url,
+    stop: async () => {
+      child.kill('SIGTERM')
+      return new Promise<number | null>((res) => child.once('exit', res))
+    }
+  }
+}
+
+/** Resident memory of a process now, and the most it has had (VmHWM), in MiB. */
+export function memoryMiB(pid: number): { rss: number; peak: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+  const kb = (field: string): number => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)![1]) / 1024
+  return { rss: kb('VmRSS'), peak: kb('VmHWM') }
+}

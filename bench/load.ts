@@ -3,11 +3,8 @@
  * summarizer: 2,000 compactions at concurrency 32 (LOAD_REQUESTS, LOAD_CONCURRENCY). It fails (exit 1)
  * on any error, or when the server's resident memory after the run is over 1.5x what it was before.
  */
-import { spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
 import { corpusDir, loadCorpus } from './corpus.js'
+import { memoryMiB, startGateway } from './servers.js'
 
 const REQUESTS = Number(process.env.LOAD_REQUESTS ?? 2_000)
 const CONCURRENCY = Number(process.env.LOAD_CONCURRENCY ?? 32)
@@ -15,45 +12,15 @@ const CONCURRENCY = Number(process.env.LOAD_CONCURRENCY ?? 32)
 const WARMUP = 1_000
 const MAX_RSS_GROWTH = 1.5
 const SETTLE_MS = 3_000
-const ROOT = resolve(import.meta.dirname, '..')
-
-function rssMiB(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
-  return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) / 1024
-}
 
 const bodies = loadCorpus(corpusDir(process.argv[2]))
   .slice(0, 8)
   .map((t) => JSON.stringify({ messages: t.messages, system: t.system, mode: 'manual', session_id: `load-${t.name}` }))
 
-const child = spawn(process.execPath, ['--import', 'tsx', 'src/server/main.ts'], {
-  cwd: ROOT,
-  env: {
-    PATH: process.env.PATH ?? '',
-    PORT: '0',
-    HOST: '127.0.0.1',
-    LOG_LEVEL: 'info',
-    COMPACT_RATE_LIMIT_PER_MIN: '1000000',
-    // records are written as in production, to a database of the run's own
-    COMPACT_DB: join(mkdtempSync(join(tmpdir(), 'compaction-load-')), 'compaction.db')
-  },
-  stdio: ['ignore', 'pipe', 'inherit']
-})
-let out = ''
-child.stdout.on('data', (d: Buffer) => (out += d.toString()))
-const url = await new Promise<string>((res, rej) => {
-  const onData = (): void => {
-    const m = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(out)
-    if (m) {
-      child.stdout.off('data', onData)
-      res(`${m[1]}/v1/compact`)
-    }
-  }
-  child.stdout.on('data', onData)
-  child.once('exit', () => rej(new Error(`server exited: ${out}`)))
-})
-// The server logs every request at info, as in production; the lines are read and dropped.
-child.stdout.on('data', () => (out = ''))
+// records are written as in production, to a database of the run's own; the log lines are read and dropped
+const gateway = await startGateway()
+const child = gateway.child
+const url = `${gateway.url}/v1/compact`
 
 let errors = 0
 const statuses = new Map<number, number>()
@@ -80,19 +47,18 @@ async function run(total: number): Promise<void> {
 }
 
 await run(WARMUP)
-const before = rssMiB(child.pid!)
+const before = memoryMiB(child.pid!).rss
 statuses.clear()
 latencies.length = 0
 errors = 0
 const t0 = performance.now()
 await run(REQUESTS)
 const seconds = (performance.now() - t0) / 1_000
-const after = rssMiB(child.pid!)
+const after = memoryMiB(child.pid!).rss
 // Then idle for a moment, as a server between bursts is: V8's memory reducer collects when allocation stops.
 await new Promise((r) => setTimeout(r, SETTLE_MS))
-const settled = rssMiB(child.pid!)
-child.kill('SIGTERM')
-const code = await new Promise<number | null>((res) => child.once('exit', res))
+const settled = memoryMiB(child.pid!).rss
+const code = await gateway.stop()
 
 latencies.sort((a, b) => a - b)
 const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]!.toFixed(1)

@@ -4,6 +4,7 @@
  * came back. A thin client, and a reading of how to call the service.
  */
 import { readFileSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { parseArgs } from 'node:util'
 import { serve } from '../server/serve.js'
 import { type CompactResponseView, formatReport } from './report.js'
@@ -22,14 +23,19 @@ const USAGE = `usage:
   compaction-gateway recall SESSION QUERY [--limit N] [--kind KIND]...
                                            search what compactions of SESSION removed
   compaction-gateway recap SESSION         the session's current summary
+  compaction-gateway --version             the version of this client
 options for every command that calls the service:
   --url URL             the service (default $COMPACTION_GATEWAY_URL or ${DEFAULT_URL})
   --key KEY             API key (default $COMPACTION_GATEWAY_KEY)
+  --timeout SECONDS     give up (exit 3) when the service has not answered by then (default 300)
   --json                print the service's raw response
 options for compact:
   --mode auto|manual    default manual: compact now, as /compact does
   --budget N|off        budget_tokens
   --keep-tokens N       keep_tokens
+  --keep-turns N        keep_turns
+  --summarizer KIND     auto, anthropic or extractive
+  --dry-run             plan and report, summarize nothing
   --instructions TEXT   the focus of this compaction
   --session ID          session_id, for the service's records
   --out FILE            write the compacted history as a request body, ready to send on
@@ -54,10 +60,20 @@ function positiveInt(name: string, value: string | undefined): number | undefine
 interface Service {
   base: string
   key: string | undefined
+  timeoutMs: number
 }
 
-function service(values: { url?: string; key?: string }): Service {
-  return { base: (values.url ?? process.env.COMPACTION_GATEWAY_URL ?? DEFAULT_URL).replace(/\/+$/, ''), key: values.key ?? process.env.COMPACTION_GATEWAY_KEY }
+/** How long the client waits for an answer by default: longer than a model summary may take. */
+export const DEFAULT_TIMEOUT_S = 300
+
+function service(values: { url?: string; key?: string; timeout?: string }): Service {
+  const timeout = values.timeout === undefined ? DEFAULT_TIMEOUT_S : positiveInt('timeout', values.timeout)!
+  if (timeout < 1) throw new UsageError('--timeout takes a number of seconds, at least 1')
+  return {
+    base: (values.url ?? process.env.COMPACTION_GATEWAY_URL ?? DEFAULT_URL).replace(/\/+$/, ''),
+    key: values.key ?? process.env.COMPACTION_GATEWAY_KEY,
+    timeoutMs: timeout * 1_000
+  }
 }
 
 /** One call to the service: its JSON answer, or the process ends with exit 3 (unreachable) or 4 (an error answer). */
@@ -66,11 +82,13 @@ async function callService(svc: Service, method: 'GET' | 'POST', path: string, b
   try {
     res = await fetch(`${svc.base}${path}`, {
       method,
+      signal: AbortSignal.timeout(svc.timeoutMs),
       headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...(svc.key ? { authorization: `Bearer ${svc.key}` } : {}) },
       ...(body !== undefined ? { body: JSON.stringify(body) } : {})
     })
   } catch (err) {
     onAnswer?.()
+    if ((err as Error).name === 'TimeoutError') fail(`no answer from ${svc.base} within ${svc.timeoutMs / 1_000} s (--timeout)`, EXIT_UNREACHABLE)
     const cause = (err as { cause?: { code?: string; message?: string } }).cause
     fail(`cannot reach the service at ${svc.base}: ${cause?.code ?? cause?.message ?? (err as Error).message}`, EXIT_UNREACHABLE)
   }
@@ -93,6 +111,7 @@ async function callService(svc: Service, method: 'GET' | 'POST', path: string, b
 const SERVICE_OPTIONS = {
   url: { type: 'string' },
   key: { type: 'string' },
+  timeout: { type: 'string' },
   json: { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false }
 } as const
@@ -133,6 +152,9 @@ async function compact(argv: string[]): Promise<void> {
     options: {
       ...SERVICE_OPTIONS,
       mode: { type: 'string', default: 'manual' },
+      'keep-turns': { type: 'string' },
+      summarizer: { type: 'string' },
+      'dry-run': { type: 'boolean', default: false },
       budget: { type: 'string' },
       'keep-tokens': { type: 'string' },
       instructions: { type: 'string' },
@@ -146,14 +168,22 @@ async function compact(argv: string[]): Promise<void> {
   }
   if (positionals.length !== 1) throw new UsageError('compact takes one FILE (or - for stdin)')
   if (values.mode !== 'auto' && values.mode !== 'manual') throw new UsageError('--mode is auto or manual')
+  if (values.summarizer !== undefined && !['auto', 'anthropic', 'extractive'].includes(values.summarizer)) throw new UsageError('--summarizer is auto, anthropic or extractive')
   const file = positionals[0]!
+  let text: string
+  try {
+    text = readFileSync(file === '-' ? 0 : file, 'utf8')
+  } catch (err) {
+    const code = (err as { code?: string }).code
+    fail(code === 'ENOENT' ? `no such file: ${file}` : `cannot read ${file === '-' ? 'stdin' : file}: ${(err as Error).message}`, EXIT_USAGE)
+  }
   let input: { messages?: unknown; system?: unknown; tools?: unknown }
   try {
-    input = JSON.parse(readFileSync(file === '-' ? 0 : file, 'utf8')) as typeof input
+    input = JSON.parse(text) as typeof input
   } catch (err) {
-    throw new UsageError(`cannot read a JSON history from ${file === '-' ? 'stdin' : file}: ${err instanceof Error ? err.message : String(err)}`)
+    fail(`${file === '-' ? 'stdin' : file} is not JSON: ${(err as Error).message}`, EXIT_USAGE)
   }
-  if (!Array.isArray(input.messages)) throw new UsageError(`${file}: no "messages" array`)
+  if (!Array.isArray(input.messages)) fail(`${file}: no "messages" array`, EXIT_USAGE)
 
   const budget = values.budget === 'off' ? 'off' : positiveInt('budget', values.budget)
   const body = {
@@ -163,6 +193,9 @@ async function compact(argv: string[]): Promise<void> {
     mode: values.mode,
     ...(budget !== undefined ? { budget_tokens: budget } : {}),
     ...(values['keep-tokens'] !== undefined ? { keep_tokens: positiveInt('keep-tokens', values['keep-tokens']) } : {}),
+    ...(values['keep-turns'] !== undefined ? { keep_turns: positiveInt('keep-turns', values['keep-turns']) } : {}),
+    ...(values.summarizer !== undefined ? { summarizer: values.summarizer } : {}),
+    ...(values['dry-run'] ? { dry_run: true } : {}),
     ...(values.instructions !== undefined ? { instructions: values.instructions } : {}),
     ...(values.session !== undefined ? { session_id: values.session } : {})
   }
@@ -178,10 +211,19 @@ async function compact(argv: string[]): Promise<void> {
   process.stdout.write(values.json ? `${JSON.stringify(payload, null, 2)}\n` : `${formatReport(response, elapsed)}\n`)
 }
 
+/** The client's version: the package's. */
+export const CLI_VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version
+
 export async function run(argv: string[]): Promise<void> {
   const [command, ...rest] = argv
   try {
-    if (command === 'serve') return await serve()
+    if (command === '--version' || command === '-v' || command === 'version') return void process.stdout.write(`compaction-gateway ${CLI_VERSION}\n`)
+    // Help for any command prints and does nothing else (serve --help starts no server).
+    if (rest.includes('--help') || rest.includes('-h')) return void process.stdout.write(`${USAGE}\n`)
+    if (command === 'serve') {
+      if (rest.length > 0) throw new UsageError(`serve takes no arguments (its settings come from the environment); got ${rest.join(' ')}`)
+      return await serve()
+    }
     if (command === 'compact') return await compact(rest)
     if (command === 'recall') return await recall(rest)
     if (command === 'recap') return await recap(rest)
@@ -192,7 +234,7 @@ export async function run(argv: string[]): Promise<void> {
     throw new UsageError(`unknown command ${JSON.stringify(command)}`)
   } catch (err) {
     if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-      fail(`${(err as Error).message}\n\n${USAGE}`, EXIT_USAGE)
+      fail(`${(err as Error).message} (compaction-gateway --help for usage)`, EXIT_USAGE)
     }
     throw err
   }

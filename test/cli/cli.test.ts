@@ -91,10 +91,55 @@ describe('compaction-gateway compact', () => {
     expect(invalid.stderr).toContain('(at /messages/1/content/0)')
   })
 
-  it('exits 2 on a usage mistake', async () => {
+  it('exits 2 on a usage mistake, in one line', async () => {
     const { code, stderr } = await cli(['compact', fixture, '--mode', 'sometimes'])
     expect(code).toBe(2)
     expect(stderr).toContain('--mode is auto or manual')
+    expect(stderr.trim().split('\n')).toHaveLength(1)
     expect((await cli(['frobnicate'])).code).toBe(2)
+    expect((await cli(['compact', fixture, '--summarizer', 'gpt'])).stderr).toContain('--summarizer is auto, anthropic or extractive')
+  })
+
+  it('names a missing file and exits 2, without the usage text', async () => {
+    const { code, stderr } = await cli(['compact', 'no/such/history.json', '--url', server.url])
+    expect(code).toBe(2)
+    expect(stderr.trim()).toBe('compaction-gateway: no such file: no/such/history.json')
+  })
+
+  it('sends --keep-turns, --summarizer and --dry-run', async () => {
+    const { code, stdout } = await cli(['compact', fixture, '--json', '--dry-run', '--keep-turns', '1', '--summarizer', 'extractive', '--url', server.url, '--key', 'key-cli-000000000000'])
+    expect(code).toBe(0)
+    const body = JSON.parse(stdout) as { reason: string; compacted: boolean; kept_from: number }
+    expect(body).toMatchObject({ reason: 'dry_run', compacted: false })
+    expect(body.kept_from).toBeGreaterThan(0)
+  })
+
+  it('gives up after --timeout when the service accepts and never answers, and exits 3', async () => {
+    const silent = createServer(() => undefined).listen(0, '127.0.0.1')
+    await once(silent, 'listening')
+    const port = (silent.address() as AddressInfo).port
+    const started = Date.now()
+    const { code, stderr } = await cli(['compact', fixture, '--url', `http://127.0.0.1:${port}`, '--timeout', '1'])
+    silent.close()
+    expect(code).toBe(3)
+    expect(stderr).toContain('within 1 s (--timeout)')
+    expect(Date.now() - started).toBeLessThan(8_000)
+  })
+})
+
+describe('compaction-gateway itself', () => {
+  it('prints its version', async () => {
+    const { code, stdout } = await cli(['--version'])
+    expect(code).toBe(0)
+    expect(stdout.trim()).toBe(`compaction-gateway ${(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version}`)
+  })
+
+  it('prints help for any command and does nothing else: serve --help starts no server', async () => {
+    const started = Date.now()
+    const { code, stdout } = await cli(['serve', '--help'], { PORT: '0' })
+    expect(code).toBe(0)
+    expect(stdout).toContain('usage:')
+    expect(stdout).not.toContain('Server listening')
+    expect(Date.now() - started).toBeLessThan(10_000)
   })
 })

@@ -3,20 +3,14 @@ import { describe, expect, it } from 'vitest'
 import { recallFacts } from '../../bench/recall.js'
 import type { Message } from '../../src/compaction/index.js'
 import type { App } from '../../src/server/app.js'
+import type { RecallHit } from '../../src/storage/store.js'
 import { testApp } from '../helpers/app.js'
 import { allTranscripts } from '../helpers/corpus.js'
 import { assistant, call, result, results, shellStep, user } from '../helpers/history.js'
 import { ROOT, startServer, tempDb } from '../helpers/process.js'
 import { plantSecrets } from '../helpers/secrets.js'
 
-interface Hit {
-  kind: string
-  text: string
-  compaction_id: string
-  messages: [number, number]
-  score: number
-  created_at: string
-}
+type Hit = RecallHit
 
 const KEYS = 'alpha=key-alpha-0123456789abcdef,beta=key-beta-0123456789abcdef'
 const as = (name: 'alpha' | 'beta') => ({ authorization: `Bearer key-${name}-0123456789abcdef` })

@@ -15,7 +15,7 @@ import { CompactionPool } from '../workers/pool.js'
 import type { Store } from '../storage/store.js'
 import type { Summarizer } from '../summarizer/summarizer.js'
 import { loggerOptions } from '../telemetry/logger.js'
-import { type Metrics, createMetrics } from '../telemetry/metrics.js'
+import { type Metrics, createMetrics, initializeSeries } from '../telemetry/metrics.js'
 import { OPEN_ROUTES, installAuth } from './auth.js'
 import { type Config, parseApiKeys, trustProxy } from './config.js'
 import { ApiError, answerClientError, badUrl, installErrorHandling } from './errors.js'
@@ -28,7 +28,7 @@ import { healthRoutes } from './routes/health.js'
 import { memoryRoutes } from './routes/memory.js'
 import { metricsRoutes } from './routes/metrics.js'
 import { CompactionRecordSchema, sessionRoutes } from './routes/sessions.js'
-import { SHARED_SCHEMAS } from './schemas.js'
+import { type ErrorResponseBody, SHARED_SCHEMAS } from './schemas.js'
 
 export interface AppOptions {
   config: Config
@@ -100,6 +100,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
   installTimeouts(app, config.COMPACT_IDLE_TIMEOUT_MS)
 
   const metrics = createMetrics()
+  initializeSeries(metrics)
   app.decorate('metrics', metrics)
   // Opening the store first: a database that cannot be opened stops the start, naming the file.
   const store = options.store ?? new SqliteStore(config.COMPACT_DB)
@@ -134,9 +135,14 @@ export async function buildApp(options: AppOptions): Promise<App> {
   app.addHook('preClose', async () => {
     closing = true
   })
-  app.addHook('onSend', async (request, reply) => {
+  app.addHook('onSend', async (request, reply, payload) => {
     void reply.header('x-request-id', request.id)
     if (closing) void reply.header('connection', 'close')
+    // A refused request is logged with why and where (the error body: small, and never message content).
+    if (reply.statusCode >= 400 && reply.statusCode < 500 && typeof payload === 'string' && payload.startsWith('{"type":"error"')) {
+      const { error } = JSON.parse(payload) as ErrorResponseBody
+      request.log.info({ event: 'request_refused', status: reply.statusCode, error_type: error.type, reason: error.message, path: error.path }, 'request refused')
+    }
   })
   app.addHook('onResponse', async (request, reply) => {
     const route = request.routeOptions.url ?? 'unmatched'
@@ -157,26 +163,27 @@ export async function buildApp(options: AppOptions): Promise<App> {
   })
 
   const resilient = modelSummarizer(config, options.summarizer)
-  const model = resilient
-    ? new CachingSummarizer(
-        new LimitedSummarizer(resilient, {
-          concurrency: config.COMPACT_MAX_SUMMARIES,
-          queue: config.COMPACT_SUMMARY_QUEUE,
-          // A summary waits for a place no longer than one summary may take.
-          maxWaitMs: config.COMPACT_SUMMARIZER_TIMEOUT_MS,
-          retryAfterS: OVERLOADED_RETRY_AFTER_S
-        }),
-        {
-          store,
-          ttlMs: config.COMPACT_CACHE_TTL_S * 1_000,
-          model: config.COMPACT_MODEL,
-          now,
-          onStoreError: (operation, err) => {
-            metrics.storeErrors.inc({ operation })
-            app.log.error({ err, operation }, 'summary cache failed; served without it')
-          }
+  const limited = resilient
+    ? new LimitedSummarizer(resilient, {
+        concurrency: config.COMPACT_MAX_SUMMARIES,
+        queue: config.COMPACT_SUMMARY_QUEUE,
+        // A summary waits for a place no longer than one summary may take.
+        maxWaitMs: config.COMPACT_SUMMARIZER_TIMEOUT_MS,
+        retryAfterS: OVERLOADED_RETRY_AFTER_S
+      })
+    : undefined
+  if (limited) metrics.summaryLoad.read = () => limited.load
+  const model = limited
+    ? new CachingSummarizer(limited, {
+        store,
+        ttlMs: config.COMPACT_CACHE_TTL_S * 1_000,
+        model: config.COMPACT_MODEL,
+        now,
+        onStoreError: (operation, err) => {
+          metrics.storeErrors.inc({ operation })
+          app.log.error({ err, operation }, 'summary cache failed; served without it')
         }
-      )
+      })
     : undefined
   await app.register(healthRoutes, { store })
   await app.register(metricsRoutes, { metrics })

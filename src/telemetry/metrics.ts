@@ -1,7 +1,10 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 
-/** Token counts from a few hundred to a million. */
-export const TOKEN_BUCKETS = [250, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000, 500_000, 1_000_000]
+/** Token counts from a few hundred to a million, dense around the budgets clients use (30K to 200K). */
+export const TOKEN_BUCKETS = [
+  250, 500, 1_000, 2_000, 5_000, 10_000, 15_000, 20_000, 25_000, 30_000, 35_000, 40_000, 45_000, 50_000, 60_000, 80_000, 100_000, 120_000, 150_000, 200_000,
+  300_000, 500_000, 1_000_000
+]
 /** Turn counts from 1 to 1,000. */
 export const TURN_BUCKETS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000]
 export const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120]
@@ -14,8 +17,11 @@ export function createMetrics() {
   const registry = new Registry()
   collectDefaultMetrics({ register: registry })
   const registers = [registry]
+  // The summary limiter is made after the metrics; it tells the gauges its load through this.
+  const summaryLoad = { read: (): { active: number; waiting: number } => ({ active: 0, waiting: 0 }) }
   return {
     registry,
+    summaryLoad,
     rawHistoryTokens: new Histogram({ name: 'compaction_raw_history_tokens', help: 'Estimated tokens of each compacted request (messages, system, tools)', buckets: TOKEN_BUCKETS, registers }),
     summaryTokens: new Histogram({ name: 'compaction_summary_tokens', help: 'Estimated tokens of each summary turn', buckets: TOKEN_BUCKETS, registers }),
     compactedTurns: new Histogram({ name: 'compaction_compacted_turns', help: 'Turns folded into the summary by each compaction', buckets: TURN_BUCKETS, registers }),
@@ -27,9 +33,45 @@ export function createMetrics() {
     recallRequests: new Counter({ name: 'compaction_recall_requests_total', help: 'Searches of a session\'s cold layer, by outcome (hits, empty, failed)', labelNames: ['outcome'] as const, registers }),
     recallHits: new Counter({ name: 'compaction_recall_hits_total', help: 'Entries returned by cold-layer searches', registers }),
     memoryEntries: new Counter({ name: 'compaction_memory_entries_total', help: 'Entries written to cold layers by compactions', registers }),
+    summariesInFlight: new Gauge({
+      name: 'compaction_summaries_in_flight',
+      help: 'Model summaries running now',
+      registers,
+      collect() {
+        this.set(summaryLoad.read().active)
+      }
+    }),
+    summariesQueued: new Gauge({
+      name: 'compaction_summaries_queued',
+      help: 'Model summaries waiting for a place now',
+      registers,
+      collect() {
+        this.set(summaryLoad.read().waiting)
+      }
+    }),
+    cacheLookups: new Counter({ name: 'compaction_summary_cache_total', help: 'Model summaries asked of the cache, by result (hit, miss)', labelNames: ['result'] as const, registers }),
     storeErrors: new Counter({ name: 'compaction_store_errors_total', help: 'Store operations that failed (the compaction was served all the same)', labelNames: ['operation'] as const, registers }),
     httpDuration: new Histogram({ name: 'http_request_duration_seconds', help: 'HTTP request duration by method, route template and status code', labelNames: ['method', 'route', 'status_code'] as const, buckets: SECONDS_BUCKETS, registers })
   }
 }
 
 export type Metrics = ReturnType<typeof createMetrics>
+
+/** The label values each labelled counter can take, so that every series exists (at 0) from the start. */
+export const KNOWN_LABELS = {
+  modes: ['auto', 'manual'],
+  outcomes: ['over_budget', 'under_budget', 'manual', 'disabled', 'nothing_to_compact', 'dry_run', 'rejected', 'rate_limited', 'overloaded', 'summarizer_failed', 'failed'],
+  summarizerResults: ['ok', 'timeout', 'rate_limited', 'overloaded', 'server_error', 'connection_error', 'auth_error', 'bad_request', 'refusal', 'no_tool_call', 'invalid_output', 'cancelled'],
+  storeOperations: ['record_write', 'memory_write', 'cache_read', 'cache_write', 'prune', 'recall', 'recap', 'record_read']
+} as const
+
+/** Creates every known series at 0: a rate over a counter that has never moved is 0, not "no data". */
+export function initializeSeries(m: Metrics): void {
+  for (const mode of KNOWN_LABELS.modes) for (const outcome of KNOWN_LABELS.outcomes) m.requests.inc({ mode, outcome }, 0)
+  for (const result of KNOWN_LABELS.summarizerResults) m.summarizerCalls.inc({ kind: 'anthropic', result }, 0)
+  for (const kind of ['extractive', 'cache']) m.summarizerCalls.inc({ kind, result: 'ok' }, 0)
+  for (const operation of KNOWN_LABELS.storeOperations) m.storeErrors.inc({ operation }, 0)
+  for (const outcome of ['hits', 'empty', 'failed']) m.recallRequests.inc({ outcome }, 0)
+  for (const result of ['hit', 'miss']) m.cacheLookups.inc({ result }, 0)
+  for (const direction of ['input', 'output']) m.summarizerTokens.inc({ direction }, 0)
+}

@@ -53,6 +53,8 @@ function record(metrics: Metrics, run: CompactRun): void {
   // A model that failed is counted as such; the extractive summary that stood in is counted too.
   if (reason && reason !== 'no_api_key') metrics.summarizerCalls.inc({ kind: 'anthropic', result: reason })
   metrics.summarizerCalls.inc({ kind: r.kind, result: 'ok' })
+  if (r.kind === 'cache') metrics.cacheLookups.inc({ result: 'hit' })
+  else if (r.kind === 'anthropic' || (reason && reason !== 'no_api_key')) metrics.cacheLookups.inc({ result: 'miss' })
   metrics.summarizerDuration.observe({ kind: r.kind }, r.duration_ms / 1_000)
   if (r.input_tokens) metrics.summarizerTokens.inc({ direction: 'input' }, r.input_tokens)
   if (r.output_tokens) metrics.summarizerTokens.inc({ direction: 'output' }, r.output_tokens)

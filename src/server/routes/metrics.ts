@@ -1,11 +1,13 @@
 import type { FastifyPluginAsync } from 'fastify'
 import type { Metrics } from '../../telemetry/metrics.js'
+import { PROBE_LOG_LEVEL } from './health.js'
 
 /** Prometheus text exposition of this app's own registry. */
 export const metricsRoutes: FastifyPluginAsync<{ metrics: Metrics }> = async (app, { metrics }) => {
   app.get(
     '/metrics',
     {
+      logLevel: PROBE_LOG_LEVEL,
       schema: {
         tags: ['health'],
         summary: 'Prometheus metrics: compaction figures, summarizer calls, HTTP durations, process defaults',

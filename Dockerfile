@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # compaction-gateway: build with dev dependencies, run the compiled server with production ones only.
 
-FROM node:20.20.2-bookworm-slim AS build
+FROM node:22.14.0-bookworm-slim AS build
 # better-sqlite3 compiles its native addon when no prebuilt binary can be fetched.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ \
@@ -13,7 +13,7 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 RUN npm run build && npm prune --omit=dev
 
-FROM node:20.20.2-bookworm-slim AS runtime
+FROM node:22.14.0-bookworm-slim AS runtime
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=8080 \

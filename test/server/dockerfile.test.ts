@@ -34,7 +34,7 @@ describe('Dockerfile', () => {
     expect(readFileSync(join(ROOT, '.dockerignore'), 'utf8')).toMatch(/^node_modules$/m)
   })
 
-  it("builds, and the image's CMD starts with its ENV and passes its HEALTHCHECK", async () => {
+  it("runs the build stage's commands and the final stage's CMD with its ENV here (no Docker engine), and passes its HEALTHCHECK", async () => {
     execFileSync('npm', ['run', 'build'], { cwd: ROOT, stdio: 'pipe' })
     const cmd = JSON.parse(instruction('CMD')[0]!) as string[]
     expect(existsSync(join(ROOT, cmd[1]!))).toBe(true)

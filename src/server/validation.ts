@@ -84,3 +84,13 @@ export function compactRequestValidator(): { check: (data: unknown) => boolean; 
   const validate = ajv.compile(CompactRequest as object)
   return { check: (data) => validate(data) as boolean, errors: () => (validate.errors ?? []) as AjvIssue[] }
 }
+
+/**
+ * A route's URL parts (path parameters, query string) arrive as text: this compiler lets `?limit=20`
+ * meet an integer schema. Bodies are never coerced.
+ */
+let urlAjv: Ajv | undefined
+export function urlPartValidatorCompiler({ schema }: { schema: unknown }): (data: unknown) => boolean {
+  urlAjv ??= new Ajv({ coerceTypes: true, removeAdditional: false, useDefaults: false, allErrors: false, strict: false })
+  return urlAjv.compile(schema as object)
+}

@@ -30,7 +30,7 @@ const ERROR_MEANINGS: Record<number, string> = {
   413: 'The body is over COMPACT_BODY_LIMIT_MB.',
   415: 'The body is not JSON, or is sent with a Content-Encoding.',
   422: 'The history breaks the rules of a conversation (an unanswered tool_use, a tool_result that answers nothing, roles out of turn), or its newest step cannot fit the budget even clipped; `error.path` points at the place.',
-  429: 'Rate limited; retry after the Retry-After header.',
+  429: 'Rate limited (per key, or per address after failed authentications); retry after the Retry-After header.',
   500: 'An unexpected failure; details are in the server log only.',
   502: 'The model summary failed and the operator chose no fallback (COMPACT_FALLBACK=error).',
   503: 'Overloaded: too many summaries in flight; retry after the Retry-After header.'
@@ -142,6 +142,7 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
     {
       schema: {
         tags: ['compaction'],
+        operationId: 'compact',
         summary: 'Compact a history: a summary turn plus the most recent turns, kept raw within a hard bound',
         security: KEYED,
         body: CompactRequest,

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify'
 import { Type } from 'typebox'
-import { KEYED, unauthorizedResponse } from './security.js'
+import { KEYED, keyedResponses } from './security.js'
 import { DOCTRINE_SHA256, DOCTRINE_TEXT, DOCTRINE_VERSION } from '../../prompts/doctrine.js'
 
 export const Doctrine = Type.Object(
@@ -15,8 +15,9 @@ export const doctrineRoutes: FastifyPluginAsync = async (app) => {
       schema: {
         tags: ['compaction'],
         summary: 'The server-owned compaction prompt: version, hash and text',
+        operationId: 'getDoctrine',
         security: KEYED,
-        response: { 200: Doctrine, 401: unauthorizedResponse() }
+        response: { 200: Doctrine, ...keyedResponses() }
       }
     },
     async () => ({ version: DOCTRINE_VERSION, sha256: DOCTRINE_SHA256, text: DOCTRINE_TEXT })

@@ -1,21 +1,31 @@
 import type { FastifyPluginAsync } from 'fastify'
 import type { Store } from '../../storage/store.js'
 import { Health, Ready } from '../schemas.js'
+import { OPEN, openResponses } from './security.js'
 
 /** Probes and scrapes come every few seconds: their request lines are logged only at warn and above. */
 export const PROBE_LOG_LEVEL = 'warn'
 
 /** Liveness answers while the process does; readiness checks the store can be written, never the model. */
 export const healthRoutes: FastifyPluginAsync<{ store: Store }> = async (app, { store }) => {
-  app.get('/healthz', { logLevel: PROBE_LOG_LEVEL, schema: { tags: ['health'], summary: 'Liveness: the process answers', response: { 200: Health } } }, async () => ({ status: 'ok' }))
+  app.get(
+    '/healthz',
+    {
+      logLevel: PROBE_LOG_LEVEL,
+      schema: { tags: ['health'], operationId: 'getHealth', summary: 'Liveness: the process answers', security: OPEN, response: { 200: Health, ...openResponses() } }
+    },
+    async () => ({ status: 'ok' })
+  )
   app.get(
     '/readyz',
     {
       logLevel: PROBE_LOG_LEVEL,
       schema: {
         tags: ['health'],
+        operationId: 'getReadiness',
         summary: 'Readiness: the store can be written (the model is never called)',
-        response: { 200: Ready, 503: { ...Ready, description: 'Not ready: a check failed; `checks` says which.' } }
+        security: OPEN,
+        response: { 200: Ready, 503: { ...Ready, description: 'Not ready: a check failed; `checks` says which.' }, ...openResponses() }
       }
     },
     async (request, reply) => {

@@ -6,7 +6,7 @@ import { MEMORY_KINDS } from '../../memory/entries.js'
 import type { Store } from '../../storage/store.js'
 import type { Metrics } from '../../telemetry/metrics.js'
 import { ApiError } from '../errors.js'
-import { KEYED, unauthorizedResponse } from './security.js'
+import { KEYED, keyedResponses } from './security.js'
 
 export const DEFAULT_RECALL_LIMIT = 10
 export const MAX_RECALL_LIMIT = 50
@@ -30,7 +30,7 @@ const RecallResult = Type.Object(
     kind: Kind,
     text: Type.String({ description: 'The entry as kept: verbatim (a passage of a long text), redacted.' }),
     compaction_id: Type.String({ description: 'The compaction that removed it.' }),
-    messages: Type.Tuple([Type.Integer(), Type.Integer()], { description: "[from, to]: indices of the messages it came from, in the history as that compaction's request sent it." }),
+    messages: Type.Array(Type.Integer(), { minItems: 2, maxItems: 2, description: "[from, to]: indices of the messages it came from, in the history as that compaction's request sent it." }),
     score: Type.Number({ description: 'Relevance (bm25, higher is better).' }),
     created_at: Type.String({ format: 'date-time' })
   },
@@ -80,6 +80,7 @@ export const memoryRoutes: FastifyPluginAsync<{ store: Store; metrics: Metrics }
     {
       schema: {
         tags: ['memory'],
+        operationId: 'recallSession',
         summary: 'Search what compactions of this session removed; best matches first, each with its citation',
         security: KEYED,
         params: SessionParams,
@@ -87,8 +88,10 @@ export const memoryRoutes: FastifyPluginAsync<{ store: Store; metrics: Metrics }
         response: {
           200: RecallResponse,
           400: Type.Ref('ErrorResponse', { description: 'The body breaks the schema.' }),
-          401: unauthorizedResponse(),
-          503: Type.Ref('ErrorResponse', { description: 'The store cannot be read.' })
+          ...keyedResponses(),
+          413: Type.Ref('ErrorResponse', { description: 'The body is over COMPACT_BODY_LIMIT_MB.' }),
+          415: Type.Ref('ErrorResponse', { description: 'The body is not JSON, or is sent with a Content-Encoding.' }),
+          503: Type.Ref('ErrorResponse', { description: 'The store cannot be read, or too many request bytes are in flight.' })
         }
       }
     },
@@ -98,7 +101,7 @@ export const memoryRoutes: FastifyPluginAsync<{ store: Store; metrics: Metrics }
         const results = store.recall(request.params.session_id, request.keyName, { text: body.query, limit: body.limit ?? DEFAULT_RECALL_LIMIT, ...(body.kinds ? { kinds: body.kinds } : {}) })
         metrics.recallRequests.inc({ outcome: results.length > 0 ? 'hits' : 'empty' })
         metrics.recallHits.inc(results.length)
-        return { results: results as Static<typeof RecallResponse>['results'] }
+        return { results }
       } catch (err) {
         metrics.recallRequests.inc({ outcome: 'failed' })
         metrics.storeErrors.inc({ operation: 'recall' })
@@ -113,12 +116,13 @@ export const memoryRoutes: FastifyPluginAsync<{ store: Store; metrics: Metrics }
     {
       schema: {
         tags: ['memory'],
+        operationId: 'recapSession',
         summary: "The session's current summary (id, text, sections) and how many compactions it has had",
         security: KEYED,
         params: SessionParams,
         response: {
           200: RecapResponse,
-          401: unauthorizedResponse(),
+          ...keyedResponses(),
           404: Type.Ref('ErrorResponse', { description: 'No compaction of this session (or not the caller\'s).' }),
           503: Type.Ref('ErrorResponse', { description: 'The store cannot be read.' })
         }
@@ -144,9 +148,10 @@ export const memoryRoutes: FastifyPluginAsync<{ store: Store; metrics: Metrics }
     {
       schema: {
         tags: ['memory'],
+        operationId: 'getRecallTool',
         summary: 'The recall tool, ready to add to the tools of a Messages API request',
         security: KEYED,
-        response: { 200: RecallTool, 401: unauthorizedResponse() }
+        response: { 200: RecallTool, ...keyedResponses() }
       }
     },
     async () => RECALL_TOOL

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify'
 import type { Metrics } from '../../telemetry/metrics.js'
 import { PROBE_LOG_LEVEL } from './health.js'
+import { OPEN, openResponses } from './security.js'
 
 /** Prometheus text exposition of this app's own registry. */
 export const metricsRoutes: FastifyPluginAsync<{ metrics: Metrics }> = async (app, { metrics }) => {
@@ -10,12 +11,15 @@ export const metricsRoutes: FastifyPluginAsync<{ metrics: Metrics }> = async (ap
       logLevel: PROBE_LOG_LEVEL,
       schema: {
         tags: ['health'],
+        operationId: 'getMetrics',
         summary: 'Prometheus metrics: compaction figures, summarizer calls, HTTP durations, process defaults',
+        security: OPEN,
         response: {
           200: {
             description: 'Prometheus text format',
             content: { 'text/plain': { schema: { type: 'string' } } }
-          }
+          },
+          ...openResponses()
         }
       }
     },

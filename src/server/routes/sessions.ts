@@ -3,7 +3,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { type Store, StoreError } from '../../storage/store.js'
 import { ApiError } from '../errors.js'
-import { KEYED, unauthorizedResponse } from './security.js'
+import { urlPartValidatorCompiler } from '../validation.js'
+import { KEYED, keyedResponses } from './security.js'
 
 export const DEFAULT_PAGE_SIZE = 20
 export const MAX_PAGE_SIZE = 100
@@ -37,14 +38,17 @@ export const sessionRoutes: FastifyPluginAsync<{ store: Store }> = async (app, {
   app.withTypeProvider<TypeBoxTypeProvider>().get(
     '/v1/sessions/:session_id/compactions',
     {
+      // `?limit=20` is text; this route's URL parts are checked with coercion (it has no body).
+      validatorCompiler: urlPartValidatorCompiler,
       schema: {
         tags: ['compaction'],
+        operationId: 'listSessionCompactions',
         summary: "A session's compaction records, newest first, paginated",
         security: KEYED,
         params: Type.Object({ session_id: Type.String({ minLength: 1, maxLength: 200 }) }),
         querystring: Type.Object(
           {
-            limit: Type.Optional(Type.String({ pattern: '^[0-9]+$', description: `Records per page, 1 to ${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE}).` })),
+            limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, description: `Records per page, 1 to ${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE}).` })),
             cursor: Type.Optional(Type.String({ maxLength: 200 }))
           },
           { additionalProperties: false }
@@ -52,14 +56,13 @@ export const sessionRoutes: FastifyPluginAsync<{ store: Store }> = async (app, {
         response: {
           200: SessionCompactions,
           400: Type.Ref('ErrorResponse', { description: 'A bad limit or cursor.' }),
-          401: unauthorizedResponse(),
+          ...keyedResponses(),
           503: Type.Ref('ErrorResponse', { description: 'The store cannot be read.' })
         }
       }
     },
     async (request) => {
-      const limit = request.query.limit === undefined ? DEFAULT_PAGE_SIZE : Number(request.query.limit)
-      if (!(limit >= 1 && limit <= MAX_PAGE_SIZE)) throw new ApiError(400, 'invalid_request_error', `querystring.limit must be from 1 to ${MAX_PAGE_SIZE}`, '/limit')
+      const limit = request.query.limit ?? DEFAULT_PAGE_SIZE
       try {
         const page = store.listRecords(request.params.session_id, request.keyName, { limit, cursor: request.query.cursor })
         return { session_id: request.params.session_id, compactions: page.records, next_cursor: page.next_cursor }

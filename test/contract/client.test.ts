@@ -1,0 +1,76 @@
+import { execFileSync } from 'node:child_process'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import openapiTS, { astToString } from 'openapi-typescript'
+import { describe, expect, it } from 'vitest'
+import { parse } from 'yaml'
+import { ROOT } from '../helpers/process.js'
+
+/**
+ * A client generated from openapi.yaml (openapi-typescript, called through openapi-fetch) type-checks
+ * calls to every operation, with their bodies, parameters and answers; and a call that breaks the
+ * contract does not. The files go under node_modules/.cache so that the project's own build never sees them.
+ */
+const DIR = join(ROOT, 'node_modules/.cache/contract-client')
+
+const CALLS = `import createClient from 'openapi-fetch'
+import type { paths } from './api.js'
+
+const client = createClient<paths>({ baseUrl: 'http://127.0.0.1:8080', headers: { authorization: 'Bearer KEY' } })
+
+export async function everyOperation(): Promise<void> {
+  const compacted = await client.POST('/v1/compact', { body: { messages: [{ role: 'user', content: 'hi' }], mode: 'manual', budget_tokens: 'off', session_id: 's' } })
+  if (compacted.data) {
+    const kept: number = compacted.data.kept_from
+    const reason: 'over_budget' | 'under_budget' | 'manual' | 'disabled' | 'nothing_to_compact' | 'dry_run' = compacted.data.reason
+    void kept
+    void reason
+  }
+  if (compacted.error) void compacted.error.error.message
+  const page = await client.GET('/v1/sessions/{session_id}/compactions', { params: { path: { session_id: 's' }, query: { limit: 20 } } })
+  if (page.data) void page.data.next_cursor
+  const found = await client.POST('/v1/sessions/{session_id}/recall', { params: { path: { session_id: 's' } }, body: { query: 'an error', limit: 5, kinds: ['error'] } })
+  if (found.data) for (const r of found.data.results) void [r.kind, r.messages[0], r.score]
+  const recap = await client.GET('/v1/sessions/{session_id}/recap', { params: { path: { session_id: 's' } } })
+  if (recap.data) void recap.data.compactions
+  const tool = await client.GET('/v1/tools/recall')
+  if (tool.data) void tool.data.input_schema
+  const doctrine = await client.GET('/v1/doctrine')
+  if (doctrine.data) void doctrine.data.sha256
+  await client.GET('/healthz')
+  await client.GET('/readyz')
+  await client.GET('/metrics')
+}
+`
+
+function typecheck(files: string[]): { ok: boolean; output: string } {
+  try {
+    execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '--noEmit', '--strict', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022', '--skipLibCheck', ...files], { cwd: DIR, stdio: 'pipe' })
+    return { ok: true, output: '' }
+  } catch (err) {
+    return { ok: false, output: String((err as { stdout?: Buffer }).stdout ?? err) }
+  }
+}
+
+describe('a client generated from openapi.yaml', () => {
+  it('type-checks a call to every operation, and refuses one that breaks the contract', async () => {
+    mkdirSync(DIR, { recursive: true })
+    const spec = parse(readFileSync(join(ROOT, 'openapi.yaml'), 'utf8')) as { paths: Record<string, Record<string, { operationId?: string }>> }
+    const operations = Object.entries(spec.paths).flatMap(([path, methods]) => Object.entries(methods).map(([method, op]) => ({ path, method, id: op.operationId })))
+    expect(operations.every((o) => typeof o.id === 'string')).toBe(true)
+    for (const o of operations) expect(CALLS).toContain(`client.${o.method.toUpperCase()}('${o.path}'`)
+
+    writeFileSync(join(DIR, 'api.ts'), astToString(await openapiTS(new URL(`file://${join(ROOT, 'openapi.yaml')}`))))
+    writeFileSync(join(DIR, 'package.json'), '{"type":"module"}\n')
+    writeFileSync(join(DIR, 'calls.ts'), CALLS)
+    const good = typecheck(['calls.ts'])
+    expect(good.output).toBe('')
+    expect(good.ok).toBe(true)
+
+    // a limit that is not an integer, and a body without messages: the generated types say no
+    writeFileSync(join(DIR, 'wrong.ts'), `${CALLS}\nexport const wrong = [client.GET('/v1/sessions/{session_id}/compactions', { params: { path: { session_id: 's' }, query: { limit: 'twenty' } } }), client.POST('/v1/compact', { body: { mode: 'manual' } })]\n`)
+    const bad = typecheck(['wrong.ts'])
+    expect(bad.ok).toBe(false)
+    expect(bad.output).toMatch(/wrong\.ts\(\d+,\d+\): error TS/)
+  }, 60_000)
+})

@@ -15,7 +15,6 @@ import { type HistoryProblem, place, pointer } from './validate.js'
 export type Mode = 'auto' | 'manual'
 export type Reason = 'over_budget' | 'under_budget' | 'manual' | 'disabled' | 'nothing_to_compact' | 'dry_run'
 
-export const DEFAULT_KEEP_TURNS = 8
 /** The summary may take at most this share of the budget. */
 export const SUMMARY_SHARE = 10
 /** The tail may take at most this share of the budget unless the client says otherwise. */

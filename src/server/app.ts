@@ -28,7 +28,7 @@ import { healthRoutes } from './routes/health.js'
 import { memoryRoutes } from './routes/memory.js'
 import { metricsRoutes } from './routes/metrics.js'
 import { CompactionRecordSchema, sessionRoutes } from './routes/sessions.js'
-import { type ErrorResponseBody, SHARED_SCHEMAS } from './schemas.js'
+import { type ErrorResponseBody, SHARED_SCHEMAS } from '../contract/schemas.js'
 
 export interface AppOptions {
   config: Config

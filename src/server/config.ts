@@ -1,11 +1,12 @@
 import { availableParallelism } from 'node:os'
 import { type Static, Type } from 'typebox'
+import { DEFAULT_BUDGET_TOKENS } from '../service/defaults.js'
 import { Value } from 'typebox/value'
 
 /** Every default in one place (DESIGN 5). */
 export const DEFAULT_PORT = 8080
 export const DEFAULT_HOST = '127.0.0.1'
-export const DEFAULT_BUDGET_TOKENS = 45_000
+export { DEFAULT_BUDGET_TOKENS }
 export const DEFAULT_KEEP_TURNS = 8
 export const DEFAULT_BODY_LIMIT_MB = 32
 export const DEFAULT_MODEL = 'claude-sonnet-5-5'

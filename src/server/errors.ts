@@ -2,21 +2,20 @@ import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { loggableUrl } from '../telemetry/logger.js'
-import { InvalidHistoryError, OverloadedError, SummarizerFailedError, SummarizerUnavailableError } from '../service/errors.js'
-import type { ErrorResponseBody } from './schemas.js'
-import { type AjvIssue, describeValidation } from './validation.js'
+import { GatewayError, errorTypeOf } from '../contract/errors.js'
+import { SummarizerFailedError } from '../service/errors.js'
+import type { ErrorResponseBody } from '../contract/schemas.js'
+import { type AjvIssue, describeValidation } from '../contract/validation.js'
 
-/** An error with its HTTP status and Anthropic-style type, thrown by routes and hooks. */
-export class ApiError extends Error {
-  constructor(
-    readonly statusCode: number,
-    readonly type: string,
-    message: string,
-    readonly path?: string,
-    readonly headers: Record<string, string> = {}
-  ) {
-    super(message)
-    this.name = 'ApiError'
+/** An error a route or hook raises with its status and type (the one root: GatewayError). */
+export class ApiError extends GatewayError {
+  constructor(statusCode: number, type: string, message: string, path?: string, headers: Record<string, string> = {}) {
+    super(statusCode, message, { type, headers, ...(path !== undefined ? { path } : {}) })
+  }
+
+  /** Fastify reads an error's status from here. */
+  get statusCode(): number {
+    return this.status
   }
 }
 
@@ -24,20 +23,6 @@ export function errorBody(type: string, message: string, path?: string): ErrorRe
   return { type: 'error', error: path === undefined ? { type, message } : { type, message, path } }
 }
 
-const TYPE_BY_STATUS: Record<number, string> = {
-  400: 'invalid_request_error',
-  401: 'authentication_error',
-  403: 'permission_error',
-  404: 'not_found_error',
-  405: 'invalid_request_error',
-  408: 'timeout_error',
-  413: 'request_too_large',
-  415: 'invalid_request_error',
-  422: 'invalid_request_error',
-  429: 'rate_limit_error',
-  502: 'api_error',
-  503: 'overloaded_error'
-}
 
 /** A URL Fastify could not route (a bad percent-escape, a parameter over the length limit), in the one error shape. */
 export function badUrl(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
@@ -89,26 +74,12 @@ export function installErrorHandling(app: FastifyInstance): void {
   })
 
   app.setErrorHandler((error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) => {
-    if (error instanceof ApiError) {
-      void reply.code(error.statusCode).headers(error.headers).send(errorBody(error.type, error.message, error.path))
-      return
-    }
-    if (error instanceof InvalidHistoryError) {
-      const status = error.problem.kind === 'shape' ? 400 : 422
-      void reply.code(status).send(errorBody('invalid_request_error', error.problem.message, error.problem.path))
-      return
-    }
-    if (error instanceof SummarizerUnavailableError) {
-      void reply.code(400).send(errorBody('invalid_request_error', error.message, '/summarizer'))
-      return
-    }
-    if (error instanceof OverloadedError) {
-      void reply.code(503).header('retry-after', String(error.retryAfterS)).send(errorBody('overloaded_error', error.message))
-      return
-    }
-    if (error instanceof SummarizerFailedError) {
-      request.log.warn({ event: 'summarizer_fault', err: error, reason: error.reason, key_name: request.keyName || undefined }, 'summarizer failed, no fallback')
-      void reply.code(502).send(errorBody('api_error', error.message))
+    // Every error the service means to answer with carries its status and type: one branch for all.
+    if (error instanceof GatewayError) {
+      if (error instanceof SummarizerFailedError) {
+        request.log.warn({ event: 'summarizer_fault', err: error, reason: error.reason, key_name: request.keyName || undefined }, 'summarizer failed, no fallback')
+      }
+      void reply.code(error.status).headers(error.headers).send(errorBody(error.type, error.message, error.path))
       return
     }
     const fe = error as FastifyError & { validation?: AjvIssue[]; validationContext?: string }
@@ -120,7 +91,7 @@ export function installErrorHandling(app: FastifyInstance): void {
     const status = typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500 ? fe.statusCode : 500
     if (status < 500) {
       const headers = (fe as { headers?: Record<string, string> }).headers ?? {}
-      void reply.code(status).headers(headers).send(errorBody(TYPE_BY_STATUS[status] ?? 'invalid_request_error', fe.message))
+      void reply.code(status).headers(headers).send(errorBody(errorTypeOf(status), fe.message))
       return
     }
     // 5xx details stay in the log; the client gets a stable, uninformative message.

@@ -11,8 +11,8 @@ import {
 import { DOCTRINE_VERSION } from '../prompts/doctrine.js'
 import { type MemoryEntry, clippedMemory, readMemory, redactMemory } from '../memory/entries.js'
 import { compactionRedactors } from '../secrets/index.js'
-import { DEFAULT_BUDGET_TOKENS } from '../server/config.js'
-import type { CompactRequestBody } from '../server/schemas.js'
+import { DEFAULT_BUDGET_TOKENS } from './defaults.js'
+import type { CompactRequestBody } from '../contract/schemas.js'
 import type { SummarizerReport, Summarizer } from '../summarizer/summarizer.js'
 import { InvalidHistoryError, SummarizerUnavailableError } from './errors.js'
 

@@ -3,7 +3,7 @@ import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
 import { emptySections, parseSummary } from '../compaction/index.js'
 import type { CachedSummary, CompactionRecord, MemoryOwner, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, Store } from './store.js'
-import { StoreError } from './store.js'
+import { InvalidCursorError, StoreError } from './store.js'
 
 /**
  * Schema migrations, versioned in code: migration N brings `user_version` from N-1 to N. Append only;
@@ -78,7 +78,7 @@ function encodeCursor(seq: number): string {
 
 function decodeCursor(cursor: string): number {
   const m = /^s(\d+)$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'))
-  if (!m) throw new StoreError('invalid cursor')
+  if (!m) throw new InvalidCursorError()
   return Number(m[1])
 }
 

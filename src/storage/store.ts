@@ -1,5 +1,6 @@
 import type { CompactionStats, SummarySections } from '../compaction/index.js'
-import type { SummarizerReport } from '../summarizer/summarizer.js'
+import { GatewayError } from '../contract/errors.js'
+import type { SummarizerReportBody } from '../contract/schemas.js'
 
 /** One compaction as remembered: what it was asked, what it said, and what it cost. Never the history. */
 export interface CompactionRecord {
@@ -11,7 +12,7 @@ export interface CompactionRecord {
   mode: 'auto' | 'manual'
   reason: string
   stats: CompactionStats
-  summarizer: SummarizerReport
+  summarizer: SummarizerReportBody
   doctrine_version: string
   summary: { text: string; sections: SummarySections }
 }
@@ -86,6 +87,14 @@ export interface Store {
   close(): void
 }
 
+/** A cursor this server did not give: the client's mistake, a 400 at `/cursor`. */
+export class InvalidCursorError extends GatewayError {
+  constructor() {
+    super(400, 'querystring.cursor is not a cursor this server gave', { path: '/cursor' })
+  }
+}
+
+/** The store failed (an internal fault: the HTTP layer answers 503 and logs it). */
 export class StoreError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options)

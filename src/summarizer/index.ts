@@ -1,5 +1,4 @@
 import Anthropic from '@anthropic-ai/sdk'
-import type { Config } from '../server/config.js'
 import { AnthropicSummarizer } from './anthropic.js'
 import { ResilientSummarizer } from './resilient.js'
 import type { Summarizer } from './summarizer.js'
@@ -11,7 +10,17 @@ export const SDK_MAX_RETRIES = 2
  * The model summarizer the configuration asks for, behind the fallback: none without an API key.
  * `model` replaces the Anthropic one (tests wrap their own in the same fallback).
  */
-export function modelSummarizer(config: Config, model?: Summarizer): Summarizer | undefined {
+/** What the model summarizer is built from (the server's configuration has these names). */
+export interface ModelSettings {
+  ANTHROPIC_API_KEY?: string | undefined
+  ANTHROPIC_BASE_URL?: string | undefined
+  COMPACT_MODEL: string
+  COMPACT_SUMMARIZER_TIMEOUT_MS: number
+  COMPACT_SUMMARIZER_INPUT_TOKENS: number
+  COMPACT_FALLBACK: 'extractive' | 'error'
+}
+
+export function modelSummarizer(config: ModelSettings, model?: Summarizer): Summarizer | undefined {
   const options = { timeoutMs: config.COMPACT_SUMMARIZER_TIMEOUT_MS, fallback: config.COMPACT_FALLBACK }
   if (model) return new ResilientSummarizer(model, options)
   if (!config.ANTHROPIC_API_KEY) return undefined

@@ -1,4 +1,4 @@
-import { OverloadedError } from '../service/errors.js'
+import { OverloadedError } from './errors.js'
 import type { SummarizeRequest, SummarizeResult, Summarizer } from './summarizer.js'
 
 export interface LimitOptions {

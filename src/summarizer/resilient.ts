@@ -1,4 +1,4 @@
-import { SummarizerFailedError } from '../service/errors.js'
+import { SummarizerFailedError } from './errors.js'
 import { extractiveReport } from './extractive.js'
 import { type FaultReason, SummarizerFault, faultOf } from './faults.js'
 import type { SummarizeRequest, SummarizeResult, Summarizer } from './summarizer.js'

@@ -5,8 +5,8 @@
  * layer's entries and the response's serialization. The main thread only routes and answers.
  */
 import { jsonProblem } from '../compaction/index.js'
-import type { CompactRequestBody } from '../server/schemas.js'
-import { compactRequestValidator, describeValidation } from '../server/validation.js'
+import type { CompactRequestBody } from '../contract/schemas.js'
+import { compactRequestValidator, describeValidation } from '../contract/validation.js'
 import { InvalidHistoryError, SummarizerUnavailableError } from '../service/errors.js'
 import { type CompactDefaults, type CompactRun, runCompaction } from '../service/compact.js'
 import { ExtractiveSummarizer } from '../summarizer/extractive.js'

@@ -3,7 +3,7 @@ import Database from 'better-sqlite3'
 import { afterEach, describe, expect, it } from 'vitest'
 import { emptySections } from '../../src/compaction/index.js'
 import { SCHEMA_VERSION, SqliteStore } from '../../src/storage/sqlite.js'
-import { type CompactionRecord, StoreError } from '../../src/storage/store.js'
+import { type CompactionRecord, InvalidCursorError } from '../../src/storage/store.js'
 import { tempDb } from '../helpers/process.js'
 
 const stores: SqliteStore[] = []
@@ -54,7 +54,7 @@ describe('SqliteStore', () => {
     expect(last.next_cursor).toBeNull()
     expect(s.listRecords('sess', 'beta', { limit: 10 }).records.map((r) => r.id)).toEqual(['other'])
     expect(s.listRecords('sess', 'gamma', { limit: 10 })).toEqual({ records: [], next_cursor: null })
-    expect(() => s.listRecords('sess', 'alpha', { limit: 2, cursor: 'garbage' })).toThrow(StoreError)
+    expect(() => s.listRecords('sess', 'alpha', { limit: 2, cursor: 'garbage' })).toThrow(InvalidCursorError)
   })
 
   it('keeps cached summaries until they expire, and prunes old rows', () => {

@@ -5,11 +5,11 @@ import { Type } from 'typebox'
 import { type CompactDeps, type CompactRun, runCompaction } from '../../service/compact.js'
 import type { Store } from '../../storage/store.js'
 import type { Metrics } from '../../telemetry/metrics.js'
-import { CompactRequest, type CompactRequestBody, CompactResponse } from '../schemas.js'
+import { CompactRequest, type CompactRequestBody, CompactResponse } from '../../contract/schemas.js'
 import { KEYED, UNAUTHORIZED_DESCRIPTION } from './security.js'
 import { ApiError } from '../errors.js'
 import { parseJsonBody } from '../json.js'
-import { compactRequestValidator } from '../validation.js'
+import { compactRequestValidator } from '../../contract/validation.js'
 import type { CompactionPool } from '../../workers/pool.js'
 
 /** The request schema's check, passing a raw body through for its worker to check. */

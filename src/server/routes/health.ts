@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify'
 import type { Store } from '../../storage/store.js'
-import { Health, Ready } from '../schemas.js'
+import { Health, Ready } from '../../contract/schemas.js'
 import { OPEN, openResponses } from './security.js'
 
 /** Probes and scrapes come every few seconds: their request lines are logged only at warn and above. */

@@ -70,7 +70,7 @@ const RecallTool = Type.Object(
   { additionalProperties: false, description: 'A tool definition in the Messages API format.' }
 )
 
-const storeFailed = (): ApiError => new ApiError(503, 'overloaded_error', 'the store cannot be read right now', undefined, { 'retry-after': '5' })
+const storeFailed = (): ApiError => new ApiError(503, 'api_error', 'the store cannot be read right now', undefined, { 'retry-after': '5' })
 
 /** The cold layer: search what compaction removed, read a session's current summary, get the recall tool. */
 export const memoryRoutes: FastifyPluginAsync<{ store: Store; metrics: Metrics }> = async (app, { store, metrics }) => {

@@ -1,9 +1,9 @@
 import type { FastifyPluginAsync } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { type Store, StoreError } from '../../storage/store.js'
+import { InvalidCursorError, type Store } from '../../storage/store.js'
 import { ApiError } from '../errors.js'
-import { urlPartValidatorCompiler } from '../validation.js'
+import { urlPartValidatorCompiler } from '../../contract/validation.js'
 import { KEYED, keyedResponses } from './security.js'
 
 export const DEFAULT_PAGE_SIZE = 20
@@ -67,9 +67,9 @@ export const sessionRoutes: FastifyPluginAsync<{ store: Store }> = async (app, {
         const page = store.listRecords(request.params.session_id, request.keyName, { limit, cursor: request.query.cursor })
         return { session_id: request.params.session_id, compactions: page.records, next_cursor: page.next_cursor }
       } catch (err) {
-        if (err instanceof StoreError) throw new ApiError(400, 'invalid_request_error', `querystring.cursor ${err.message.replace(/^invalid cursor$/, 'is not a cursor this server gave')}`, '/cursor')
+        if (err instanceof InvalidCursorError) throw err
         request.log.error({ err }, 'store read failed')
-        throw new ApiError(503, 'overloaded_error', 'the record store cannot be read right now', undefined, { 'retry-after': '5' })
+        throw new ApiError(503, 'api_error', 'the record store cannot be read right now', undefined, { 'retry-after': '5' })
       }
     }
   )

@@ -115,6 +115,8 @@ export const SummarizerReport = Type.Object(
   { additionalProperties: false, $id: 'SummarizerReport' }
 )
 
+export type SummarizerReportBody = Static<typeof SummarizerReport>
+
 export const Reason = Type.Enum(['over_budget', 'under_budget', 'manual', 'disabled', 'nothing_to_compact', 'dry_run'], {
   description: 'Why the history was or was not compacted.'
 })

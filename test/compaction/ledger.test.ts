@@ -125,3 +125,14 @@ describe('readLedger', () => {
     expect(found / total).toBeGreaterThan(0.8)
   })
 })
+
+describe('more shell edits', () => {
+  it('reads `patch -i FILE` as applying that patch, and `git checkout -- FILES` as restoring them', () => {
+    const fx = readShellCommand('patch -p1 -i fix.diff && git checkout -- src/a.py src/b.py')
+    expect(fx.applies).toEqual([expect.objectContaining({ source: 'fix.diff' })])
+    expect(fx.writes.map((w) => [w.path, w.how])).toEqual([
+      ['src/a.py', 'restored with git checkout'],
+      ['src/b.py', 'restored with git checkout']
+    ])
+  })
+})

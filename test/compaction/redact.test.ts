@@ -78,3 +78,16 @@ describe('what redaction leaves alone', () => {
     expect(out).toContain('[REDACTED:private_key]')
   })
 })
+
+describe('keys by shape', () => {
+  it('redacts a Google API key and a JWT wherever they stand', () => {
+    const google = `AIza${'Sy3kX9'.repeat(5)}abcde`
+    const jwt = 'eyJhbGciOiJSUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJ1c2VyLTQyIiwiZXhwIjoxOTk5OTk5OTk5fQ.c2lnbmF0dXJlLWJ5dGVzLWhlcmU'
+    const text = `maps key=${google}; the cookie held ${jwt} until it expired`
+    const { text: out, counts } = redactSecrets(text)
+    expect(out).not.toContain(google)
+    expect(out).not.toContain(jwt)
+    expect(counts.google_api_key).toBe(1)
+    expect(counts.jwt).toBe(1)
+  })
+})

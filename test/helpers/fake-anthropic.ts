@@ -37,6 +37,8 @@ export interface ReceivedRequest {
  */
 export class FakeAnthropic {
   readonly requests: ReceivedRequest[] = []
+  /** Requests whose client went away before they were answered (an aborted SDK call). */
+  aborted = 0
   private readonly queue: FakeReply[] = []
   fallback: FakeReply | ((request: ReceivedRequest) => FakeReply) = { toolInput: { objective: 'fake summary' } }
   private server: Server | undefined
@@ -57,6 +59,9 @@ export class FakeAnthropic {
         const received: ReceivedRequest = { headers: req.headers, body: JSON.parse(raw) as ReceivedRequest['body'], raw }
         this.requests.push(received)
         const next = this.queue.shift() ?? (typeof this.fallback === 'function' ? this.fallback(received) : this.fallback)
+        res.once('close', () => {
+          if (!res.writableFinished) this.aborted++
+        })
         const send = (): void => {
           if (res.destroyed) return
           const status = next.status ?? 200

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import type { App } from '../../src/server/app.js'
-import type { SqliteStore } from '../../src/storage/sqlite.js'
+import { SqliteStore } from '../../src/storage/sqlite.js'
 import { StoreError } from '../../src/storage/store.js'
 import { testApp } from '../helpers/app.js'
 import { FakeAnthropic } from '../helpers/fake-anthropic.js'
@@ -162,5 +162,22 @@ describe('a store that fails', () => {
     await later.ready()
     expect((await later.inject({ url: '/v1/sessions/sess-1/compactions' })).json().compactions).toEqual([])
     await later.close()
+  })
+
+  it('answers 503 with Retry-After, in the one error shape, when the store cannot be read; the log keeps the reason', async () => {
+    const store = new SqliteStore(':memory:')
+    const app = await testApp({}, { store })
+    store.connection.close()
+    for (const [method, url, payload] of [
+      ['GET', '/v1/sessions/sess-1/compactions', undefined],
+      ['POST', '/v1/sessions/sess-1/recall', { query: 'parser' }],
+      ['GET', '/v1/sessions/sess-1/recap', undefined]
+    ] as const) {
+      const res = await app.inject({ method, url, ...(payload ? { payload } : {}) })
+      expect(res.statusCode, url).toBe(503)
+      expect(res.headers['retry-after']).toBe('5')
+      expect(res.json().error).toEqual({ type: 'api_error', message: expect.stringContaining('cannot be read') })
+    }
+    await app.close()
   })
 })

@@ -106,7 +106,11 @@ describe('faults end in the extractive summary', () => {
     ['a timeout', () => (fake.fallback = { delayMs: TIMEOUT_MS * 3, toolInput: {} }), 'timeout', 1],
     ['text without a tool call', () => (fake.fallback = { text: 'Here is a summary in prose.' }), 'no_tool_call', 2],
     ['invalid tool input', () => (fake.fallback = { toolInput: { files_modified: 'not a list' } }), 'invalid_output', 2],
-    ['a refusal', () => (fake.fallback = { toolInput: {}, stopReason: 'refusal' }), 'refusal', 1]
+    ['a refusal', () => (fake.fallback = { toolInput: {}, stopReason: 'refusal' }), 'refusal', 1],
+    ['401', () => (fake.fallback = { status: 401, errorType: 'authentication_error' }), 'auth_error', 1],
+    ['403', () => (fake.fallback = { status: 403, errorType: 'permission_error' }), 'auth_error', 1],
+    ['another 4xx (400)', () => (fake.fallback = { status: 400, errorType: 'invalid_request_error' }), 'bad_request', 1],
+    ['413', () => (fake.fallback = { status: 413, errorType: 'request_too_large' }), 'bad_request', 1]
   ]
   it.each(faults)('%s', async (_name, arrange, reason, calls) => {
     arrange()

@@ -165,7 +165,8 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
         // already serialized in the worker: sent as it is (a string with a JSON content type is not serialized again)
         return reply.type('application/json; charset=utf-8').send(result.json as never)
       }
-      // A client that hangs up before its answer cancels the model call. (The request stream's own
+      // A client that hangs up signals it here; a model summary goes on all the same, because the cache
+      // shares the call and the client's retry then pays for no second one. (The request stream's own
       // 'close' fires as soon as the body is read, so the response's is the one to watch.)
       const abort = new AbortController()
       reply.raw.once('close', () => {

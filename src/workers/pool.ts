@@ -4,11 +4,14 @@ import { Piscina } from 'piscina'
 import type { CompactTask, CompactTaskResult } from './compact.js'
 
 /**
- * The pool of compaction workers, sized to the cores. Threads start on first use (a test app that
- * never gets a large body starts none) or at `warm()`; bodies are transferred to them, not copied.
+ * The pool of compaction workers, sized to the cores. Threads start at `warm()` (the server, at boot)
+ * and stay up, or on first use (a test app that never gets a large body starts none); bodies are
+ * transferred to them, not copied.
  */
 export class CompactionPool {
   private pool: Piscina | undefined
+  /** Set by warm(): the threads then stay up (a server), instead of ending when idle (a test app). */
+  private keepWarm = false
 
   constructor(readonly threads: number) {}
 
@@ -20,7 +23,7 @@ export class CompactionPool {
       const fromSource = !existsSync(fileURLToPath(built))
       this.pool = new Piscina({
         filename: (fromSource ? source : built).href,
-        minThreads: 0,
+        minThreads: this.keepWarm ? this.threads : 0,
         maxThreads: this.threads,
         idleTimeout: 60_000,
         ...(fromSource ? { execArgv: ['--import', 'tsx'] } : {})
@@ -37,6 +40,7 @@ export class CompactionPool {
 
   /** Starts every thread and runs a small compaction in each, so that the first requests find them warm. */
   async warm(task: Omit<CompactTask, 'body'>, body: Buffer): Promise<void> {
+    this.keepWarm = true
     await Promise.all(Array.from({ length: this.threads }, () => this.run(task, Buffer.from(body))))
   }
 

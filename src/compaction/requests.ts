@@ -60,8 +60,11 @@ export function requestShape(text: string): string {
   // The head says what a request is; a long one is told apart by its length as well.
   const head = text.length > READ_CHARS ? `${text.slice(0, READ_CHARS)}…${text.length}` : text
   const shape = head.replace(/\d+/g, '#').replace(/\s+/g, ' ').trim()
-  if (SHAPES.size >= 1_024) SHAPES.clear()
-  SHAPES.set(text, shape)
+  // Only short texts are kept as keys: a memo of megabyte requests would hold them all in memory.
+  if (text.length <= READ_CHARS) {
+    if (SHAPES.size >= 1_024) SHAPES.clear()
+    SHAPES.set(text, shape)
+  }
   return shape
 }
 

@@ -186,15 +186,27 @@ export interface SummaryResult {
   sections: SummarySections
 }
 
-export interface CompactionOutcome {
-  compacted: boolean
+interface OutcomeFigures {
   reason: Reason
-  messages?: Message[]
   kept_from: number
-  summary?: SummaryResult
   clips: Clip[]
   stats: CompactionStats
 }
+
+/** A compaction: the new history and its summary. */
+export interface Compacted extends OutcomeFigures {
+  compacted: true
+  messages: Message[]
+  summary: SummaryResult
+}
+
+/** No compaction (under budget, disabled, nothing to compact, a dry run): the figures only. */
+export interface NotCompacted extends OutcomeFigures {
+  compacted: false
+}
+
+/** Tagged by `compacted`: a caller that checks it has the messages and the summary without assertions. */
+export type CompactionOutcome = Compacted | NotCompacted
 
 export interface FinishOptions {
   /** The summary's id, made by the caller (the core has no clock and no randomness). */
@@ -211,7 +223,7 @@ function roundScale(scale: number): number {
 }
 
 /** The figures of a plan that did not compact. */
-export function uncompacted(plan: CompactionPlan): CompactionOutcome {
+export function uncompacted(plan: CompactionPlan): NotCompacted {
   const kept = plan.reason === 'dry_run' ? plan.cut.tail : plan.span.concat(plan.cut.tail)
   const keptTokens = plan.reason === 'dry_run' ? plan.cut.tailTokens : plan.rawHistoryTokens - plan.fixedTokens
   return {
@@ -238,7 +250,7 @@ export function uncompacted(plan: CompactionPlan): CompactionOutcome {
  * Turns a plan and a summary (a model's sections, or none for the extractive one) into the compacted
  * history: prior facts merged, the guard applied, secrets redacted, the summary fitted to its budget.
  */
-export function finishCompaction(plan: CompactionPlan, options: FinishOptions): CompactionOutcome {
+export function finishCompaction(plan: CompactionPlan, options: FinishOptions): Compacted {
   const written = options.modelSections ?? extractiveSections(plan.ledger, plan.latestAssistantText)
   const merged = plan.prior ? mergeSections(plan.prior, written, plan.ledger.userRequests.map((r) => r.text)) : written
   const guarded = guardSections(merged, plan.ledger)

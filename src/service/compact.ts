@@ -1,6 +1,7 @@
 import {
   type Clip,
-  type CompactionOutcome,
+  type Compacted,
+  type NotCompacted,
   type CompactionPlan,
   type Message,
   finishCompaction,
@@ -43,7 +44,20 @@ export interface PhaseTimings {
 }
 
 /** The response body of POST /v1/compact (its schema: CompactResponse in server/schemas.ts). */
-export type CompactResponseBody = CompactionOutcome & { summarizer?: SummarizerReport; doctrine_version: string }
+export type CompactResponseBody = (Compacted & { summarizer: SummarizerReport; doctrine_version: string }) | (NotCompacted & { summarizer?: undefined; doctrine_version: string })
+
+/** A compaction's answer that did compact: its summary and summarizer are there, no assertion needed. */
+export type CompactedResponse = Extract<CompactResponseBody, { compacted: true }>
+
+/** An answer without its messages (what a worker hands back beside the serialized answer). */
+export type ResponseView = CompactResponseBody extends infer T ? (T extends unknown ? Omit<T, 'messages'> : never) : never
+
+/** A compaction as the HTTP layer records, counts and logs it, wherever it ran. */
+export interface CompactRunView {
+  response: ResponseView
+  timings: PhaseTimings
+  memory?: MemoryEntry[]
+}
 
 export interface CompactRun {
   response: CompactResponseBody

@@ -8,7 +8,7 @@ import { jsonProblem } from '../compaction/index.js'
 import type { CompactRequestBody } from '../contract/schemas.js'
 import { compactRequestValidator, describeValidation } from '../contract/validation.js'
 import { InvalidHistoryError, SummarizerUnavailableError } from '../service/errors.js'
-import { type CompactDefaults, type CompactRun, runCompaction } from '../service/compact.js'
+import { type CompactDefaults, type CompactRunView, type ResponseView, runCompaction } from '../service/compact.js'
 import { ExtractiveSummarizer } from '../summarizer/extractive.js'
 import { randomUUID } from 'node:crypto'
 
@@ -21,7 +21,7 @@ export interface CompactTask {
 
 /** The answer: the serialized response and what the main thread needs to count, record and log it. */
 export type CompactTaskResult =
-  | { ok: true; json: string; run: Omit<CompactRun, 'response'> & { response: Omit<CompactRun['response'], 'messages'> }; body: Pick<CompactRequestBody, 'mode' | 'session_id'> }
+  | { ok: true; json: string; run: CompactRunView; body: Pick<CompactRequestBody, 'mode' | 'session_id'> }
   | { ok: false; status: number; type: string; message: string; path?: string }
 
 const validator = compactRequestValidator()
@@ -53,7 +53,8 @@ export default async function compactTask(task: CompactTask): Promise<CompactTas
       { tenant: task.tenant }
     )
     const json = JSON.stringify(run.response)
-    const { messages: _messages, ...view } = run.response
+    // the messages go back serialized only; the rest is what the main thread counts, records and logs
+    const view: ResponseView = run.response.compacted ? (({ messages: _messages, ...rest }) => rest)(run.response) : run.response
     return { ok: true, json, run: { ...run, response: view }, body: { mode: body.mode, session_id: body.session_id } }
   } catch (err) {
     if (err instanceof InvalidHistoryError) return refused(err.problem.kind === 'shape' ? 400 : 422, err.problem.message, err.problem.path)

@@ -2,7 +2,7 @@ import type { FastifyBaseLogger, FastifyPluginAsync, FastifyReply, FastifyReques
 import type { FastifyValidationResult } from 'fastify/types/schema.js'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { type CompactDeps, type CompactRun, runCompaction } from '../../service/compact.js'
+import { type CompactDeps, type CompactRunView, type ResponseView, runCompaction } from '../../service/compact.js'
 import type { Store } from '../../storage/store.js'
 import type { Metrics } from '../../telemetry/metrics.js'
 import { CompactRequest, type CompactRequestBody, CompactResponse } from '../../contract/schemas.js'
@@ -38,7 +38,7 @@ const ERROR_MEANINGS: Record<number, string> = {
 
 const errorResponses = Object.fromEntries(Object.entries(ERROR_MEANINGS).map(([s, description]) => [s, Type.Ref('ErrorResponse', { description })]))
 
-function record(metrics: Metrics, run: CompactRun): void {
+function record(metrics: Metrics, run: CompactRunView): void {
   const { response } = run
   const s = response.stats
   if (response.compacted) {
@@ -74,33 +74,40 @@ function modeOf(request: FastifyRequest): string {
 }
 
 /** Keeps the record of a compaction and its cold layer. A store that fails loses them, never the compaction. */
-function keepRecord(store: Store, metrics: Metrics, log: FastifyBaseLogger, body: Pick<CompactRequestBody, 'mode' | 'session_id'>, keyName: string, run: CompactRun): void {
-  const { response } = run
+function keepRecord(
+  store: Store,
+  metrics: Metrics,
+  log: FastifyBaseLogger,
+  body: Pick<CompactRequestBody, 'mode' | 'session_id'>,
+  keyName: string,
+  response: Extract<ResponseView, { compacted: true }>,
+  memory: CompactRunView['memory']
+): void {
   const created_at = new Date().toISOString()
   try {
     store.saveRecord({
-      id: response.summary!.id,
+      id: response.summary.id,
       session_id: body.session_id ?? null,
       key_name: keyName,
       created_at,
       mode: body.mode ?? 'auto',
       reason: response.reason,
       stats: response.stats,
-      summarizer: response.summarizer!,
+      summarizer: response.summarizer,
       doctrine_version: response.doctrine_version,
-      summary: { text: response.summary!.text, sections: response.summary!.sections }
+      summary: { text: response.summary.text, sections: response.summary.sections }
     })
   } catch (err) {
     metrics.storeErrors.inc({ operation: 'record_write' })
-    log.error({ err, summary_id: response.summary!.id }, 'compaction record not saved')
+    log.error({ err, summary_id: response.summary.id }, 'compaction record not saved')
   }
-  if (!run.memory || body.session_id === undefined) return
+  if (!memory || body.session_id === undefined) return
   try {
-    store.saveMemory({ compaction_id: response.summary!.id, session_id: body.session_id, key_name: keyName, created_at }, run.memory)
-    metrics.memoryEntries.inc(run.memory.length)
+    store.saveMemory({ compaction_id: response.summary.id, session_id: body.session_id, key_name: keyName, created_at }, memory)
+    metrics.memoryEntries.inc(memory.length)
   } catch (err) {
     metrics.storeErrors.inc({ operation: 'memory_write' })
-    log.error({ err, summary_id: response.summary!.id }, 'cold layer not saved')
+    log.error({ err, summary_id: response.summary.id }, 'cold layer not saved')
   }
 }
 
@@ -161,7 +168,7 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
         // Parsing, validation, the plan, the summary and serialization all happen in a worker.
         const result = await pool.run({ defaults: deps.defaults, tenant: request.keyName, coldLayer: deps.coldLayer === true }, raw.bytes)
         if (!result.ok) throw new ApiError(result.status, result.type, result.message, result.path)
-        afterCompaction(request, reply, result.run as CompactRun, result.body, started)
+        afterCompaction(request, reply, result.run, result.body, started)
         // already serialized in the worker: sent as it is (a string with a JSON content type is not serialized again)
         return reply.type('application/json; charset=utf-8').send(result.json as never)
       }
@@ -179,11 +186,11 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
   )
 
   /** What follows every compaction, wherever it ran: the counts, the record, the log event, Server-Timing. */
-  function afterCompaction(request: FastifyRequest, reply: FastifyReply, run: CompactRun, body: Pick<CompactRequestBody, 'mode' | 'session_id'>, started: number): void {
+  function afterCompaction(request: FastifyRequest, reply: FastifyReply, run: CompactRunView, body: Pick<CompactRequestBody, 'mode' | 'session_id'>, started: number): void {
     const { response } = run
     reasons.set(request, response.reason)
     record(metrics, run)
-    if (response.compacted && store) keepRecord(store, metrics, request.log, body, request.keyName, run)
+    if (response.compacted && store) keepRecord(store, metrics, request.log, body, request.keyName, response, run.memory)
     const fault = response.summarizer?.fallback_reason
     if (fault && fault !== 'no_api_key') {
       // The compaction was answered, but an operator must see that the model is failing.
@@ -200,7 +207,7 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
         key_name: request.keyName || undefined,
         mode: body.mode ?? 'auto',
         reason: response.reason,
-        summary_id: response.summary?.id,
+        summary_id: response.compacted ? response.summary.id : undefined,
         summarizer: response.summarizer?.kind,
         model: response.summarizer?.model ?? undefined,
         fallback_reason: response.summarizer?.fallback_reason ?? undefined,

@@ -17,6 +17,12 @@ export type Reason = 'over_budget' | 'under_budget' | 'manual' | 'disabled' | 'n
 
 /** The summary may take at most this share of the budget. */
 export const SUMMARY_SHARE = 10
+/**
+ * The least a summary turn needs (its header, the server's note, a short objective and the newest
+ * request): under a budget of a few thousand tokens a tenth is less than that, and the tail is then
+ * sized for this much instead, so that the context still fits the budget.
+ */
+export const SUMMARY_FLOOR_TOKENS = 300
 /** The tail may take at most this share of the budget unless the client says otherwise. */
 export const KEEP_SHARE = 3
 
@@ -124,7 +130,7 @@ export function planCompaction(input: CompactionInput): CompactionPlan {
   const budget = input.budgetTokens === 'off' ? undefined : input.budgetTokens
   const sizing = budget ?? input.sizingBudgetTokens
   const keepTokens = input.keepTokens ?? Math.floor(sizing / KEEP_SHARE)
-  const summaryMaxTokens = Math.floor(sizing / SUMMARY_SHARE)
+  const summaryMaxTokens = Math.max(SUMMARY_FLOOR_TOKENS, Math.floor(sizing / SUMMARY_SHARE))
   const tailBound = Math.max(0, budget === undefined ? keepTokens : Math.min(keepTokens, budget - fixedTokens - summaryMaxTokens))
 
   let reason: Reason

@@ -18,8 +18,7 @@ import {
   toolResultText,
   validateHistory
 } from '../src/compaction/index.js'
-import { findSecrets } from '../src/compaction/index.js'
-import { secretlintRanges } from '../src/secrets/index.js'
+import { rulesetRanges } from '../src/secrets/index.js'
 import { corpusDir, loadCorpus, short, table } from './corpus.js'
 import { type Quality, quality } from './quality.js'
 import { recallFacts } from './recall.js'
@@ -50,7 +49,7 @@ function redactedShare(messages: Message[]): { chars: number; redacted: number; 
   for (const text of historyTexts(messages)) {
     chars += text.length
     const seen: boolean[] = []
-    for (const r of [...findSecrets(text), ...secretlintRanges(text)]) {
+    for (const r of rulesetRanges(text)) {
       kinds.set(r.kind, (kinds.get(r.kind) ?? 0) + 1)
       for (let i = r.start; i < r.end; i++) {
         if (seen[i]) continue

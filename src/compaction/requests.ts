@@ -55,21 +55,10 @@ export const REPEAT_SUFFIX = / \(×(\d+)(, numbers varied)?\)$/
 
 /** A request's shape with its numbers left out, so that "found 2 actions" and "found 3 actions" are one. */
 export function requestShape(text: string): string {
-  const known = SHAPES.get(text)
-  if (known !== undefined) return known
   // The head says what a request is; a long one is told apart by its length as well.
   const head = text.length > READ_CHARS ? `${text.slice(0, READ_CHARS)}…${text.length}` : text
-  const shape = head.replace(/\d+/g, '#').replace(/\s+/g, ' ').trim()
-  // Only short texts are kept as keys: a memo of megabyte requests would hold them all in memory.
-  if (text.length <= READ_CHARS) {
-    if (SHAPES.size >= 1_024) SHAPES.clear()
-    SHAPES.set(text, shape)
-  }
-  return shape
+  return head.replace(/\d+/g, '#').replace(/\s+/g, ' ').trim()
 }
-
-/** Shapes already worked out: a compaction asks for the same requests' shapes several times. */
-const SHAPES = new Map<string, string>()
 
 /** How much of a request is read to classify it: a task is stated at the start, and requests run to megabytes. */
 const READ_CHARS = 20_000

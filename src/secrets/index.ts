@@ -6,7 +6,7 @@ import { secretlintRanges } from './secretlint.js'
  * service's own patterns (src/compaction/secret-patterns.ts) for the kinds it lacks or needs context
  * for, applied at once. Everything the service writes or sends goes through it.
  */
-function rulesetRanges(text: string): SecretRange[] {
+export function rulesetRanges(text: string): SecretRange[] {
   return [...findSecrets(text), ...secretlintRanges(text)]
 }
 

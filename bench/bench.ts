@@ -5,7 +5,9 @@
  *   route: POST /v1/compact over loopback, against a bare node:http server that parses the same body
  *          and answers with a quarter of it;
  *   growth: the core on one history repeated 1, 2, 4, 8 and 16 times, to see how time grows with size.
- * Targets: core ≤ 1.0x, route ≤ 1.5x, 50k parallel calls ≤ 10x the time of 5k; each printed with meets or misses.
+ *   proxy: the wait of the request that crosses a proxied session's budget, with and without precompute (bench/proxy.ts).
+ * Targets: core ≤ 1.0x, route ≤ 1.5x, 50k parallel calls ≤ 10x the time of 5k, the crossing ≤ 0.1x the model's
+ * delay with precompute; each printed with meets or misses.
  */
 import { once } from 'node:events'
 import { mkdtempSync } from 'node:fs'
@@ -19,6 +21,7 @@ import { loadConfig } from '../src/server/config.js'
 import { corpusDir, loadCorpus, short, table } from './corpus.js'
 import { manyFiles, parallelCalls } from './scale.js'
 import { bareServer } from './servers.js'
+import { proxyBench } from './proxy.js'
 
 const CORE_RUNS = Number(process.env.BENCH_CORE_RUNS ?? 21)
 const HTTP_RUNS = Number(process.env.BENCH_HTTP_RUNS ?? 15)
@@ -200,3 +203,5 @@ console.log(
     `target: route median ≤ 1.5x the bare node:http floor: ${routeMedian.toFixed(2)}x, ${routeMedian <= 1.5 ? 'meets' : 'misses'}`
   ].join('\n')
 )
+
+await proxyBench()

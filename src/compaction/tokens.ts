@@ -123,3 +123,10 @@ export function textTokens(text: string): number {
 export function messageTokens(messages: readonly Message[], scale: number): number[] {
   return messages.map((m) => scaled(rawMessageTokens(m), scale))
 }
+
+/** The estimate of a whole prompt (system, tools, messages) before any usage is known. */
+export function promptTokens(messages: readonly Message[], system: SystemPrompt | undefined, tools: readonly unknown[] | undefined): number {
+  let raw = rawSystemTokens(system, tools)
+  for (const m of messages) raw += rawMessageTokens(m)
+  return Math.ceil(raw)
+}

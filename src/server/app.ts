@@ -2,12 +2,12 @@ import { randomUUID } from 'node:crypto'
 import { createRequire } from 'node:module'
 import type { Writable } from 'node:stream'
 import rateLimit from '@fastify/rate-limit'
-import Fastify, { type FastifyInstance } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { LoggerOptions } from 'pino'
 import { ExtractiveSummarizer } from '../summarizer/extractive.js'
 import { modelSummarizer } from '../summarizer/index.js'
-import { runCompaction } from '../service/compact.js'
+import { type CompactDeps, runCompaction } from '../service/compact.js'
 import { CachingSummarizer } from '../summarizer/cache.js'
 import { LimitedSummarizer } from '../summarizer/limit.js'
 import { SqliteStore } from '../storage/sqlite.js'
@@ -17,7 +17,7 @@ import type { Summarizer } from '../summarizer/summarizer.js'
 import { loggerOptions } from '../telemetry/logger.js'
 import { type Metrics, createMetrics, initializeSeries } from '../telemetry/metrics.js'
 import { OPEN_ROUTES, installAuth } from './auth.js'
-import { type Config, parseApiKeys, trustProxy } from './config.js'
+import { type Config, DEFAULT_UPSTREAM_URL, parseApiKeys, trustProxy } from './config.js'
 import { ApiError, answerClientError, badUrl, installErrorHandling } from './errors.js'
 import { installAdmission, installRequestChecks, installTimeouts } from './guards.js'
 import { installJsonParser } from './json.js'
@@ -26,6 +26,9 @@ import { compactRoutes } from './routes/compact.js'
 import { doctrineRoutes } from './routes/doctrine.js'
 import { healthRoutes } from './routes/health.js'
 import { memoryRoutes } from './routes/memory.js'
+import { messagesRoutes } from './routes/messages.js'
+import { ProxyCompactor } from '../proxy/compactor.js'
+import { Upstream } from '../proxy/upstream.js'
 import { metricsRoutes } from './routes/metrics.js'
 import { CompactionRecordSchema, sessionRoutes } from './routes/sessions.js'
 import { type ErrorResponseBody, SHARED_SCHEMAS } from '../contract/schemas.js'
@@ -150,7 +153,8 @@ export async function buildApp(options: AppOptions): Promise<App> {
   })
 
   // Auth first, then the per-key rate limit, both before the body is read.
-  installAuth(app, parseApiKeys(config.COMPACT_API_KEYS), { failuresPerMinute: config.COMPACT_AUTH_FAILURES_PER_MIN, now })
+  const apiKeys = parseApiKeys(config.COMPACT_API_KEYS)
+  installAuth(app, apiKeys, { failuresPerMinute: config.COMPACT_AUTH_FAILURES_PER_MIN, now })
   await app.register(rateLimit, {
     max: config.COMPACT_RATE_LIMIT_PER_MIN,
     timeWindow: 60_000,
@@ -217,5 +221,56 @@ export async function buildApp(options: AppOptions): Promise<App> {
     workerMinBytes: config.COMPACT_WORKER_MIN_KB * 1024,
     deps
   })
+  await app.register(messagesRoutes, {
+    upstream: proxyUpstream(app, config),
+    compactor: proxyCompactor(app, config, deps, metrics, limited),
+    metrics,
+    store,
+    budget: config.COMPACT_BUDGET,
+    credentials: upstreamCredentials(config.ANTHROPIC_API_KEY, apiKeys.size > 0),
+    streamIdleMs: config.COMPACT_UPSTREAM_TIMEOUT_MS
+  })
   return app as unknown as App
+}
+
+function proxyUpstream(app: FastifyInstance, config: Config): Upstream {
+  const upstream = new Upstream({ baseUrl: config.ANTHROPIC_BASE_URL ?? DEFAULT_UPSTREAM_URL, timeoutMs: config.COMPACT_UPSTREAM_TIMEOUT_MS, connections: config.COMPACT_UPSTREAM_CONNECTIONS })
+  app.addHook('onClose', async () => upstream.close())
+  return upstream
+}
+
+function proxyCompactor(app: FastifyInstance, config: Config, deps: CompactDeps, metrics: Metrics, limited: LimitedSummarizer | undefined): ProxyCompactor {
+  const compactor = new ProxyCompactor({
+    deps,
+    precomputeAt: config.COMPACT_PRECOMPUTE_AT === 'off' ? undefined : config.COMPACT_PRECOMPUTE_AT,
+    // Background summaries take a free place only: they never queue ahead of a client's.
+    canPrecompute: () => {
+      const load = limited?.load
+      return load !== undefined && load.waiting === 0 && load.active < config.COMPACT_MAX_SUMMARIES
+    },
+    onPrecompute: (event, err) => {
+      metrics.proxyPrecomputes.inc({ event })
+      if (err) app.log.warn({ err, event: 'precompute_failed' }, 'a background summary failed')
+    }
+  })
+  app.addHook('preClose', async () => compactor.close())
+  return compactor
+}
+
+/**
+ * What the proxy sends upstream as credentials: the gateway's ANTHROPIC_API_KEY; without one, and only
+ * when the gateway checks no keys of its own (so the client's key is not a gateway key), the client's own
+ * x-api-key or Authorization; else nothing can be sent (undefined).
+ */
+function upstreamCredentials(gatewayKey: string | undefined, checksKeys: boolean): (request: FastifyRequest) => Record<string, string> | undefined {
+  if (gatewayKey) return () => ({ 'x-api-key': gatewayKey })
+  if (checksKeys) return () => undefined
+  return (request) => {
+    const own: Record<string, string> = {}
+    const { authorization } = request.headers
+    const apiKey = request.headers['x-api-key']
+    if (typeof apiKey === 'string') own['x-api-key'] = apiKey
+    if (typeof authorization === 'string') own.authorization = authorization
+    return own
+  }
 }

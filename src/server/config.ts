@@ -27,6 +27,13 @@ export const DEFAULT_WORKERS = availableParallelism()
 /** Bodies from this size go to a worker; smaller ones are cheaper inline (npm run bench measures it). */
 export const DEFAULT_WORKER_MIN_KB = 256
 export const DEFAULT_MAX_INFLIGHT_MB = 256
+/** The Messages API the proxy forwards to when ANTHROPIC_BASE_URL is not set. */
+export const DEFAULT_UPSTREAM_URL = 'https://api.anthropic.com'
+/** The upstream may take this long to start answering, and may then be silent this long between chunks. */
+export const DEFAULT_UPSTREAM_TIMEOUT_MS = 600_000
+export const DEFAULT_UPSTREAM_CONNECTIONS = 128
+/** The proxy writes a session's next summary in the background from this share of its budget. */
+export const DEFAULT_PRECOMPUTE_AT = 0.75
 
 /** false, true, a hop count, or a comma-separated list of addresses and CIDR ranges (Fastify's trustProxy). */
 const TRUST_PROXY_PATTERN = '^(false|true|\\d{1,2}|[0-9a-fA-F:.]+(/\\d{1,3})?(\\s*,\\s*[0-9a-fA-F:.]+(/\\d{1,3})?)*)$'
@@ -63,7 +70,10 @@ export const ConfigSchema = Type.Object({
   COMPACT_TRUST_PROXY: Type.String({ pattern: TRUST_PROXY_PATTERN, default: 'false' }),
   COMPACT_WORKERS: Type.Integer({ minimum: 0, maximum: 64, default: DEFAULT_WORKERS }),
   COMPACT_WORKER_MIN_KB: Type.Integer({ minimum: 0, maximum: 1_048_576, default: DEFAULT_WORKER_MIN_KB }),
-  COMPACT_MAX_INFLIGHT_MB: Type.Number({ exclusiveMinimum: 0, maximum: 65_536, default: DEFAULT_MAX_INFLIGHT_MB })
+  COMPACT_MAX_INFLIGHT_MB: Type.Number({ exclusiveMinimum: 0, maximum: 65_536, default: DEFAULT_MAX_INFLIGHT_MB }),
+  COMPACT_UPSTREAM_TIMEOUT_MS: Type.Integer({ minimum: 1_000, maximum: 3_600_000, default: DEFAULT_UPSTREAM_TIMEOUT_MS }),
+  COMPACT_UPSTREAM_CONNECTIONS: Type.Integer({ minimum: 1, maximum: 10_000, default: DEFAULT_UPSTREAM_CONNECTIONS }),
+  COMPACT_PRECOMPUTE_AT: Type.Union([Type.Number({ exclusiveMinimum: 0, maximum: 1 }), Type.Literal('off')], { default: DEFAULT_PRECOMPUTE_AT })
 })
 
 export type Config = Static<typeof ConfigSchema>
@@ -102,6 +112,7 @@ function describe(variable: string): string {
   if (!schema) return 'unknown setting'
   if (variable === 'COMPACT_BUDGET') return 'an integer of at least 1000, or "off"'
   if (variable === 'LOG_LEVEL') return 'one of fatal, error, warn, info, debug, trace, silent'
+  if (variable === 'COMPACT_PRECOMPUTE_AT') return 'a share of the budget above 0 and at most 1, or "off"'
   if (variable === 'COMPACT_FALLBACK') return 'one of extractive, error'
   if (variable === 'COMPACT_ALLOW_NO_AUTH') return '0 or 1'
   if (variable === 'ANTHROPIC_BASE_URL') return 'an http(s) URL'

@@ -26,6 +26,7 @@ export async function registerOpenapi(app: FastifyInstance, version: string): Pr
       },
       tags: [
         { name: 'compaction', description: 'Compacting histories and the prompt that does it' },
+        { name: 'proxy', description: 'The Messages API, proxied: point ANTHROPIC_BASE_URL at the gateway and get compaction with no code change' },
         { name: 'memory', description: "A session's cold layer: what compaction removed, searchable" },
         { name: 'health', description: 'Liveness and readiness' }
       ]

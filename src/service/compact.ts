@@ -71,6 +71,11 @@ export interface RunContext {
   tenant: string
   /** Aborted when the client goes away. */
   signal?: AbortSignal
+  /**
+   * Whether the summary turn names the recall tool when the session has a cold layer (the default). A
+   * proxied client has no such tool: its cold layer is kept all the same, for the recall routes.
+   */
+  recallTool?: boolean
 }
 
 /** What the compaction removed (and what the bound clipped from the tail), redacted like everything the service keeps. */
@@ -115,7 +120,7 @@ export async function runCompaction(body: CompactRequestBody, deps: CompactDeps,
   // Without a key the extractive summary is the default, and the response says why no model wrote it.
   if (requested === 'auto' && !deps.model) result.report = { ...result.report, fallback_reason: 'no_api_key' }
   const coldLayer = deps.coldLayer === true && body.session_id !== undefined
-  const outcome = finishCompaction(plan, { id: deps.newId(), recallHint: body.recall_hint, modelSections: result.sections, recallTool: coldLayer })
+  const outcome = finishCompaction(plan, { id: deps.newId(), recallHint: body.recall_hint, modelSections: result.sections, recallTool: coldLayer && context.recallTool !== false })
   const t3 = deps.now()
   const report: SummarizerReport = { ...result.report, duration_ms: Math.round(result.report.duration_ms || t3 - t2) }
   return {

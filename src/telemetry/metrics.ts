@@ -51,6 +51,20 @@ export function createMetrics() {
     }),
     cacheLookups: new Counter({ name: 'compaction_summary_cache_total', help: 'Model summaries asked of the cache, by result (hit, miss)', labelNames: ['result'] as const, registers }),
     storeErrors: new Counter({ name: 'compaction_store_errors_total', help: 'Store operations that failed (the compaction was served all the same)', labelNames: ['operation'] as const, registers }),
+    proxyRequests: new Counter({
+      name: 'compaction_proxy_requests_total',
+      help: 'Proxied Messages API requests by endpoint, what compaction did (none, reused, compacted) and status class',
+      labelNames: ['endpoint', 'compaction', 'status'] as const,
+      registers
+    }),
+    proxyUpstreamSeconds: new Histogram({ name: 'compaction_proxy_upstream_seconds', help: 'Time until the Messages API began to answer a proxied request, by endpoint', labelNames: ['endpoint'] as const, buckets: SECONDS_BUCKETS, registers }),
+    proxyCompactions: new Counter({
+      name: 'compaction_proxy_compactions_total',
+      help: 'Compactions the proxy made, by source (model: summarized while the client waited; precomputed, merged: from a summary written ahead)',
+      labelNames: ['source'] as const,
+      registers
+    }),
+    proxyPrecomputes: new Counter({ name: 'compaction_proxy_precomputes_total', help: 'Background summaries of proxied sessions, by event (started, done, refined, skipped, failed)', labelNames: ['event'] as const, registers }),
     httpDuration: new Histogram({ name: 'http_request_duration_seconds', help: 'HTTP request duration by method, route template and status code', labelNames: ['method', 'route', 'status_code'] as const, buckets: SECONDS_BUCKETS, registers })
   }
 }
@@ -62,6 +76,7 @@ export const KNOWN_LABELS = {
   modes: ['auto', 'manual'],
   outcomes: ['over_budget', 'under_budget', 'manual', 'disabled', 'nothing_to_compact', 'dry_run', 'rejected', 'rate_limited', 'overloaded', 'summarizer_failed', 'failed'],
   summarizerResults: ['ok', 'timeout', 'rate_limited', 'overloaded', 'server_error', 'connection_error', 'auth_error', 'bad_request', 'refusal', 'no_tool_call', 'invalid_output', 'cancelled'],
+  proxyEndpoints: ['messages', 'count_tokens'],
   storeOperations: ['record_write', 'memory_write', 'cache_read', 'cache_write', 'prune', 'recall', 'recap', 'record_read']
 } as const
 
@@ -74,4 +89,9 @@ export function initializeSeries(m: Metrics): void {
   for (const outcome of ['hits', 'empty', 'failed']) m.recallRequests.inc({ outcome }, 0)
   for (const result of ['hit', 'miss']) m.cacheLookups.inc({ result }, 0)
   for (const direction of ['input', 'output']) m.summarizerTokens.inc({ direction }, 0)
+  for (const endpoint of KNOWN_LABELS.proxyEndpoints) {
+    for (const compaction of ['none', 'reused', 'compacted']) for (const status of ['2xx', '4xx', '5xx']) m.proxyRequests.inc({ endpoint, compaction, status }, 0)
+  }
+  for (const source of ['model', 'precomputed', 'merged']) m.proxyCompactions.inc({ source }, 0)
+  for (const event of ['started', 'done', 'refined', 'skipped', 'failed']) m.proxyPrecomputes.inc({ event }, 0)
 }

@@ -37,6 +37,10 @@ export async function everyOperation(): Promise<void> {
   if (tool.data) void tool.data.input_schema
   const doctrine = await client.GET('/v1/doctrine')
   if (doctrine.data) void doctrine.data.sha256
+  const message = await client.POST('/v1/messages', { body: { model: 'claude-x', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }], stream: false }, params: { header: { 'x-compaction-budget': '120000' } } })
+  if (message.error) void message.error.error.type
+  const counted = await client.POST('/v1/messages/count_tokens', { body: { model: 'claude-x', messages: [{ role: 'user', content: [{ type: 'text' }] }] } })
+  void counted.response.status
   await client.GET('/healthz')
   await client.GET('/readyz')
   await client.GET('/metrics')

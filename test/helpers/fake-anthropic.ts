@@ -15,6 +15,10 @@ export interface FakeReply {
   stopReason?: string
   /** For an error status: the error type in the body. */
   errorType?: string
+  /** For a streamed answer (a request with stream: true): milliseconds between events. */
+  eventDelayMs?: number
+  /** For a streamed answer: the connection is cut after this many events. */
+  breakAfterEvents?: number
 }
 
 export interface ReceivedRequest {
@@ -29,6 +33,8 @@ export interface ReceivedRequest {
     [k: string]: unknown
   }
   raw: string
+  /** The request's path (/v1/messages, /v1/messages/count_tokens). */
+  path: string
 }
 
 /**
@@ -39,6 +45,8 @@ export class FakeAnthropic {
   readonly requests: ReceivedRequest[] = []
   /** Requests whose client went away before they were answered (an aborted SDK call). */
   aborted = 0
+  /** When the last event of a streamed answer was written (performance.now()). */
+  lastEventAt = 0
   private readonly queue: FakeReply[] = []
   fallback: FakeReply | ((request: ReceivedRequest) => FakeReply) = { toolInput: { objective: 'fake summary' } }
   private server: Server | undefined
@@ -56,7 +64,7 @@ export class FakeAnthropic {
       req.on('data', (c: Buffer) => chunks.push(c))
       req.on('end', () => {
         const raw = Buffer.concat(chunks).toString('utf8')
-        const received: ReceivedRequest = { headers: req.headers, body: JSON.parse(raw) as ReceivedRequest['body'], raw }
+        const received: ReceivedRequest = { headers: req.headers, body: JSON.parse(raw) as ReceivedRequest['body'], raw, path: req.url ?? '' }
         this.requests.push(received)
         const next = this.queue.shift() ?? (typeof this.fallback === 'function' ? this.fallback(received) : this.fallback)
         res.once('close', () => {
@@ -65,6 +73,15 @@ export class FakeAnthropic {
         const send = (): void => {
           if (res.destroyed) return
           const status = next.status ?? 200
+          if (status === 200 && received.path.endsWith('/count_tokens')) {
+            res.writeHead(200, { 'content-type': 'application/json', ...next.headers })
+            res.end(JSON.stringify({ input_tokens: Math.ceil(raw.length / 4) }))
+            return
+          }
+          if (status === 200 && received.body.stream === true) {
+            void this.stream(res, events(message(received.body.model, next) as StreamedMessage), next)
+            return
+          }
           const body =
             status === 200
               ? message(received.body.model, next)
@@ -84,6 +101,22 @@ export class FakeAnthropic {
     await once(this.server, 'listening')
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`
     return this
+  }
+
+  /** Sends a message as server-sent events, one event at a time, cut off where the reply says. */
+  private async stream(res: import('node:http').ServerResponse, all: string[], reply: FakeReply): Promise<void> {
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'request-id': 'req_fake_stream', ...reply.headers })
+    for (let i = 0; i < all.length; i++) {
+      if (res.destroyed) return
+      if (reply.breakAfterEvents !== undefined && i >= reply.breakAfterEvents) {
+        res.socket?.destroy()
+        return
+      }
+      res.write(all[i])
+      this.lastEventAt = performance.now()
+      if (reply.eventDelayMs) await new Promise((r) => setTimeout(r, reply.eventDelayMs))
+    }
+    res.end()
   }
 
   async close(): Promise<void> {
@@ -109,6 +142,33 @@ function message(model: string, reply: FakeReply): unknown {
     stop_sequence: null,
     usage: { input_tokens: 1_000 + counter, output_tokens: 100 + counter }
   }
+}
+
+interface StreamedMessage {
+  id: string
+  model: string
+  content: ({ type: 'text'; text: string } | { type: 'tool_use'; id: string; name: string; input: unknown })[]
+  stop_reason: string
+  usage: { input_tokens: number; output_tokens: number }
+}
+
+/** A message as the Messages API streams it: message_start, each block in deltas, message_delta, message_stop. */
+function events(m: StreamedMessage): string[] {
+  const sse = (type: string, data: unknown): string => `event: ${type}\ndata: ${JSON.stringify({ type, ...(data as object) })}\n\n`
+  const out = [sse('message_start', { message: { ...m, content: [], stop_reason: null, usage: { input_tokens: m.usage.input_tokens, output_tokens: 1 } } }), sse('ping', {})]
+  m.content.forEach((block, index) => {
+    if (block.type === 'text') {
+      out.push(sse('content_block_start', { index, content_block: { type: 'text', text: '' } }))
+      for (const piece of block.text.match(/.{1,8}/gs) ?? []) out.push(sse('content_block_delta', { index, delta: { type: 'text_delta', text: piece } }))
+    } else {
+      out.push(sse('content_block_start', { index, content_block: { ...block, input: {} } }))
+      out.push(sse('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: JSON.stringify(block.input) } }))
+    }
+    out.push(sse('content_block_stop', { index }))
+  })
+  out.push(sse('message_delta', { delta: { stop_reason: m.stop_reason, stop_sequence: null }, usage: { output_tokens: m.usage.output_tokens } }))
+  out.push(sse('message_stop', {}))
+  return out
 }
 
 /** The text of a received request's messages, for looking things up in it. */

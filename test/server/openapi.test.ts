@@ -25,18 +25,23 @@ describe('openapi.yaml', () => {
   it('describes every route the app serves', async () => {
     const doc = parse(committed) as { paths: Record<string, Record<string, unknown>> }
     const app = await testApp()
-    const routes = app
-      .printRoutes({ commonPrefix: false })
-      .split('\n')
-      .map((l) => /([/\w{}:.-]+) \(([A-Z, ]+)\)/.exec(l.replace(/[└├│─ ]+/, '')))
-      .filter((m): m is RegExpExecArray => m !== null)
+    // The tree nests a route under its prefix (/v1/messages, then /count_tokens four columns further in).
+    const prefixes: string[] = []
+    const routes: [string, string][] = []
+    for (const line of app.printRoutes({ commonPrefix: false }).split('\n')) {
+      const m = /^([└├│─ ]*)([/\w{}:.-]+) \(([A-Z, ]+)\)/.exec(line)
+      if (!m) continue
+      const depth = m[1]!.length / 4 - 1
+      prefixes[depth] = m[2]!
+      routes.push([prefixes.slice(0, depth + 1).join(''), m[3]!])
+    }
     await app.close()
     const served = new Set(
-      routes.flatMap((m) =>
-        m[2]!
+      routes.flatMap(([path, methods]) =>
+        methods
           .split(', ')
           .filter((v) => v !== 'HEAD')
-          .map((v) => `${v.toLowerCase()} ${m[1]!.replace(/:(\w+)/g, '{$1}')}`)
+          .map((v) => `${v.toLowerCase()} ${path.replace(/:(\w+)/g, '{$1}')}`)
       )
     )
     const documented = new Set(Object.entries(doc.paths).flatMap(([p, ops]) => Object.keys(ops).map((v) => `${v} ${p}`)))

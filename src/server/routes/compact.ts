@@ -1,8 +1,9 @@
-import type { FastifyBaseLogger, FastifyPluginAsync, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify'
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify'
 import type { FastifyValidationResult } from 'fastify/types/schema.js'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { type CompactDeps, type CompactRunView, type ResponseView, runCompaction } from '../../service/compact.js'
+import { type CompactDeps, type CompactRunView, runCompaction } from '../../service/compact.js'
+import { keepRecord, record } from '../records.js'
 import type { Store } from '../../storage/store.js'
 import type { Metrics } from '../../telemetry/metrics.js'
 import { CompactRequest, type CompactRequestBody, CompactResponse } from '../../contract/schemas.js'
@@ -38,28 +39,6 @@ const ERROR_MEANINGS: Record<number, string> = {
 
 const errorResponses = Object.fromEntries(Object.entries(ERROR_MEANINGS).map(([s, description]) => [s, Type.Ref('ErrorResponse', { description })]))
 
-function record(metrics: Metrics, run: CompactRunView): void {
-  const { response } = run
-  const s = response.stats
-  if (response.compacted) {
-    metrics.rawHistoryTokens.observe(s.raw_history_tokens)
-    metrics.summaryTokens.observe(s.summary_tokens)
-    metrics.compactedTurns.observe(s.compacted_turns)
-    metrics.contextAfterTokens.observe(s.context_after_compaction)
-  }
-  const r = response.summarizer
-  if (!r) return
-  const reason = r.fallback_reason
-  // A model that failed is counted as such; the extractive summary that stood in is counted too.
-  if (reason && reason !== 'no_api_key') metrics.summarizerCalls.inc({ kind: 'anthropic', result: reason })
-  metrics.summarizerCalls.inc({ kind: r.kind, result: 'ok' })
-  if (r.kind === 'cache') metrics.cacheLookups.inc({ result: 'hit' })
-  else if (r.kind === 'anthropic' || (reason && reason !== 'no_api_key')) metrics.cacheLookups.inc({ result: 'miss' })
-  metrics.summarizerDuration.observe({ kind: r.kind }, r.duration_ms / 1_000)
-  if (r.input_tokens) metrics.summarizerTokens.inc({ direction: 'input' }, r.input_tokens)
-  if (r.output_tokens) metrics.summarizerTokens.inc({ direction: 'output' }, r.output_tokens)
-}
-
 /** What a request that produced no compaction came to, by its status: overload and limits apart from faults. */
 function outcomeOfStatus(status: number): string {
   if (status === 503) return 'overloaded'
@@ -71,44 +50,6 @@ function outcomeOfStatus(status: number): string {
 function modeOf(request: FastifyRequest): string {
   const mode = (request.body as { mode?: unknown } | undefined)?.mode
   return mode === 'manual' || mode === 'auto' ? mode : mode === undefined && request.body ? 'auto' : 'unknown'
-}
-
-/** Keeps the record of a compaction and its cold layer. A store that fails loses them, never the compaction. */
-function keepRecord(
-  store: Store,
-  metrics: Metrics,
-  log: FastifyBaseLogger,
-  body: Pick<CompactRequestBody, 'mode' | 'session_id'>,
-  keyName: string,
-  response: Extract<ResponseView, { compacted: true }>,
-  memory: CompactRunView['memory']
-): void {
-  const created_at = new Date().toISOString()
-  try {
-    store.saveRecord({
-      id: response.summary.id,
-      session_id: body.session_id ?? null,
-      key_name: keyName,
-      created_at,
-      mode: body.mode ?? 'auto',
-      reason: response.reason,
-      stats: response.stats,
-      summarizer: response.summarizer,
-      doctrine_version: response.doctrine_version,
-      summary: { text: response.summary.text, sections: response.summary.sections }
-    })
-  } catch (err) {
-    metrics.storeErrors.inc({ operation: 'record_write' })
-    log.error({ err, summary_id: response.summary.id }, 'compaction record not saved')
-  }
-  if (!memory || body.session_id === undefined) return
-  try {
-    store.saveMemory({ compaction_id: response.summary.id, session_id: body.session_id, key_name: keyName, created_at }, memory)
-    metrics.memoryEntries.inc(memory.length)
-  } catch (err) {
-    metrics.storeErrors.inc({ operation: 'memory_write' })
-    log.error({ err, summary_id: response.summary.id }, 'cold layer not saved')
-  }
 }
 
 /** A body handed to a worker as it came: its bytes, unparsed. */

@@ -1,0 +1,269 @@
+import { createHash } from 'node:crypto'
+import { type Message, type SystemPrompt, promptTokens } from '../compaction/index.js'
+import type { MemoryEntry } from '../memory/entries.js'
+import type { CompactRequestBody } from '../contract/schemas.js'
+import { type CompactDeps, type CompactRun, type CompactedResponse, runCompaction } from '../service/compact.js'
+import { type Anchor, anchorOf, holds, withAnchor } from './anchors.js'
+
+/** Sessions whose anchors are remembered at most; the least recently used is forgotten first. */
+export const MAX_PROXY_SESSIONS = 10_000
+/** A precomputed summary is written again once the history has grown by this share of the budget since. */
+export const PRECOMPUTE_STEP = 0.1
+
+export interface ProxyRequest {
+  messages: Message[]
+  system?: CompactRequestBody['system']
+  tools?: CompactRequestBody['tools']
+  /** The API key's name ('' without auth): anchors and summaries are never shared across tenants. */
+  tenant: string
+  /** The client's session (x-compaction-session or metadata.user_id): records and the cold layer are kept under it. */
+  session?: string
+  budget: number | 'off'
+  signal?: AbortSignal
+}
+
+/** What the proxy forwards: the body as it came, or with its messages replaced. */
+export type ProxyOutcome =
+  | { kind: 'none'; tokens: number }
+  /** An earlier compaction's summary stands in for the turns it compacted; nothing new was summarized. */
+  | { kind: 'reused'; tokens: number; messages: Message[]; summaryId: string }
+  | {
+      kind: 'compacted'
+      tokens: number
+      messages: Message[]
+      summaryId: string
+      /** model: summarized while the client waited; precomputed: a summary written in the background, taken as it was; merged: one merged with the turns since. */
+      source: 'model' | 'precomputed' | 'merged'
+      run: CompactRun & { response: CompactedResponse }
+      /** The cold layer of everything this compaction removed. */
+      memory: MemoryEntry[] | undefined
+    }
+
+export type PrecomputeEvent = 'started' | 'done' | 'failed' | 'skipped' | 'refined'
+
+export interface ProxyCompactorOptions {
+  deps: CompactDeps
+  /** The share of the budget from which a session's summary is written in the background; undefined: never. */
+  precomputeAt: number | undefined
+  /** Whether a background summary may start now (the summary limiter has a free place). */
+  canPrecompute: () => boolean
+  onPrecompute: (event: PrecomputeEvent, err?: unknown) => void
+  maxSessions?: number
+}
+
+interface Pending extends Anchor {
+  /** The estimate of the history when it was written. */
+  atTokens: number
+  run: CompactRun & { response: CompactedResponse }
+}
+
+interface SessionState {
+  /** The summary sent now in place of the first turns. */
+  current?: Anchor
+  /** The same cut as `current`, summarized by the model after an anchored merge: the base of the next compaction. */
+  refined?: Anchor
+  /** A summary written in the background, ahead of the crossing. */
+  pending?: Pending
+  /** The background summary in flight. */
+  working?: Promise<void>
+}
+
+function isCompacted(run: CompactRun): run is CompactRun & { response: CompactedResponse } {
+  return run.response.compacted
+}
+
+/** Waits for a promise, or until the client goes away. */
+async function unlessAborted(work: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
+  if (!signal) return work
+  signal.throwIfAborted()
+  await new Promise<void>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason as Error)
+    signal.addEventListener('abort', onAbort, { once: true })
+    void work.finally(() => {
+      signal.removeEventListener('abort', onAbort)
+      resolve()
+    })
+  })
+}
+
+/**
+ * Compaction for a proxy whose clients keep sending their whole history. Per session it remembers the
+ * summary that stands for the history's first turns (an anchor), so that each request sends the same
+ * summary turn and the raw turns since; only when that is over the budget is a new compaction made.
+ *
+ * Past a share of the budget it writes the next summary in the background (through the summary cache
+ * and limiter, like any other), so that the request that crosses the budget takes that summary and has
+ * the turns since merged into it from the ledger, with no model call to wait for. The model then
+ * rewrites the merged summary in the background, and the next compaction builds on that.
+ */
+export class ProxyCompactor {
+  private readonly sessions = new Map<string, SessionState>()
+  private readonly background = new Set<Promise<void>>()
+  private closed = false
+
+  constructor(private readonly options: ProxyCompactorOptions) {}
+
+  async prepare(request: ProxyRequest): Promise<ProxyOutcome> {
+    const { messages, budget } = request
+    const state = this.state(request)
+    if (state.current && !holds(state.current, messages)) {
+      // The client's history is not the one summarized (it was edited, or this is another conversation).
+      this.reset(state)
+    }
+    const current = state.current
+    const effective = current ? withAnchor(current, messages) : messages
+    const tokens = promptTokens(effective, request.system as SystemPrompt | undefined, request.tools)
+    if (budget === 'off' || tokens <= budget) {
+      this.maybePrecompute(state, request, tokens)
+      return current ? { kind: 'reused', tokens, messages: effective, summaryId: current.summaryId } : { kind: 'none', tokens }
+    }
+
+    // Over the budget: a summary written ahead is taken at once (a newer one being written is not waited for).
+    const pending = state.pending && holds(state.pending, messages) && state.pending.cut > (current?.cut ?? 0) ? state.pending : undefined
+    if (pending) return this.fromPending(state, request, pending)
+    // With none ready, the one being written is worth the wait (it started earlier than a new call would),
+    // and a compaction made meanwhile by a request of the same session may be all this one needs.
+    if (state.working) {
+      await unlessAborted(state.working, request.signal)
+      return this.prepare(request)
+    }
+
+    const base = holds(state.refined, messages) ? state.refined : current
+    const input = base ? withAnchor(base, messages) : messages
+    const run = await runCompaction(this.body(request, input, 'auto'), this.options.deps, { tenant: request.tenant, signal: request.signal, recallTool: false })
+    if (!isCompacted(run)) return current ? { kind: 'reused', tokens, messages: effective, summaryId: current.summaryId } : { kind: 'none', tokens }
+    const anchor = anchorOf(run.response, messages, base)
+    this.adopt(state, anchor)
+    return { kind: 'compacted', tokens, messages: run.response.messages, summaryId: anchor.summaryId, source: 'model', run, memory: run.memory }
+  }
+
+  /** The crossing, with a summary written ahead: taken as it is if it fits, else merged with the turns since. */
+  private async fromPending(state: SessionState, request: ProxyRequest, pending: Pending): Promise<ProxyOutcome> {
+    const { messages, budget } = request
+    const anchored = withAnchor(pending, messages)
+    const tokens = promptTokens(anchored, request.system as SystemPrompt | undefined, request.tools)
+    const adopted = { ...pending.run, response: { ...pending.run.response, reason: 'over_budget' as const } }
+    if (budget === 'off' || tokens <= budget) {
+      this.adopt(state, pending)
+      return { kind: 'compacted', tokens, messages: anchored, summaryId: pending.summaryId, source: 'precomputed', run: adopted, memory: pending.run.memory }
+    }
+    // The anchored merge: the precomputed summary is the prior, the turns since come from the ledger.
+    const run = await runCompaction(this.body(request, anchored, 'auto', 'extractive'), this.options.deps, { tenant: request.tenant, signal: request.signal, recallTool: false })
+    if (!isCompacted(run)) {
+      this.adopt(state, pending)
+      return { kind: 'compacted', tokens, messages: anchored, summaryId: pending.summaryId, source: 'precomputed', run: adopted, memory: pending.run.memory }
+    }
+    const anchor = anchorOf(run.response, messages, pending)
+    this.adopt(state, anchor)
+    this.refine(state, request, anchored, pending, anchor)
+    const memory = [...(pending.run.memory ?? []), ...(run.memory ?? [])]
+    return { kind: 'compacted', tokens, messages: run.response.messages, summaryId: anchor.summaryId, source: 'merged', run, memory: memory.length > 0 ? memory : undefined }
+  }
+
+  private adopt(state: SessionState, anchor: Anchor): void {
+    state.current = { cut: anchor.cut, prefixHash: anchor.prefixHash, blocks: anchor.blocks, summaryId: anchor.summaryId }
+    state.refined = undefined
+    state.pending = undefined
+  }
+
+  private reset(state: SessionState): void {
+    state.current = undefined
+    state.refined = undefined
+    state.pending = undefined
+  }
+
+  private body(request: ProxyRequest, messages: Message[], mode: 'auto' | 'manual', summarizer: 'auto' | 'extractive' = 'auto'): CompactRequestBody {
+    return {
+      messages,
+      system: request.system,
+      tools: request.tools,
+      mode,
+      budget_tokens: request.budget,
+      summarizer,
+      ...(request.session !== undefined ? { session_id: request.session } : {})
+    }
+  }
+
+  /** From `precomputeAt` of the budget on, the compaction the crossing would make is written ahead. */
+  private maybePrecompute(state: SessionState, request: ProxyRequest, tokens: number): void {
+    const { precomputeAt } = this.options
+    const { budget, messages } = request
+    if (this.closed || precomputeAt === undefined || budget === 'off' || !this.options.deps.model || state.working) return
+    if (tokens < precomputeAt * budget) return
+    const current = state.current
+    if (state.pending && holds(state.pending, messages) && state.pending.cut > (current?.cut ?? 0) && tokens - state.pending.atTokens < PRECOMPUTE_STEP * budget) return
+    if (!this.options.canPrecompute()) return this.options.onPrecompute('skipped')
+    const base = holds(state.refined, messages) ? state.refined : current
+    const input = base ? withAnchor(base, messages) : messages
+    this.options.onPrecompute('started')
+    this.track(state, async () => {
+      const run = await runCompaction(this.body(request, input, 'manual'), this.options.deps, { tenant: request.tenant, recallTool: false })
+      if (!isCompacted(run) || state.current !== current) return
+      const anchor = anchorOf(run.response, messages, base)
+      if (anchor.cut > (current?.cut ?? 0)) state.pending = { ...anchor, atTokens: tokens, run }
+      this.options.onPrecompute('done')
+    })
+  }
+
+  /** After an anchored merge: the model summarizes the same span, and the next compaction builds on that. */
+  private refine(state: SessionState, request: ProxyRequest, anchored: Message[], pending: Anchor, merged: Anchor): void {
+    if (this.closed || !this.options.deps.model || !this.options.canPrecompute()) return
+    this.track(state, async () => {
+      const run = await runCompaction(this.body(request, anchored, 'auto'), this.options.deps, { tenant: request.tenant, recallTool: false })
+      if (!isCompacted(run) || state.current?.summaryId !== merged.summaryId) return
+      const anchor = anchorOf(run.response, request.messages, pending)
+      if (anchor.cut === merged.cut) {
+        state.refined = anchor
+        this.options.onPrecompute('refined')
+      }
+    })
+  }
+
+  private track(state: SessionState, work: () => Promise<void>): void {
+    const job = work()
+      .catch((err: unknown) => this.options.onPrecompute('failed', err))
+      .finally(() => {
+        if (state.working === job) state.working = undefined
+        this.background.delete(job)
+      })
+    state.working = job
+    this.background.add(job)
+  }
+
+  private state(request: ProxyRequest): SessionState {
+    const key = sessionKey(request)
+    let state = this.sessions.get(key)
+    if (state) this.sessions.delete(key)
+    else state = {}
+    this.sessions.set(key, state) // most recently used last
+    const max = this.options.maxSessions ?? MAX_PROXY_SESSIONS
+    while (this.sessions.size > max) this.sessions.delete(this.sessions.keys().next().value as string)
+    return state
+  }
+
+  /** Sessions remembered now. */
+  get size(): number {
+    return this.sessions.size
+  }
+
+  /** Resolves when the background work in flight now is over. */
+  async idle(): Promise<void> {
+    await Promise.allSettled([...this.background])
+  }
+
+  /** No new background work; the work in flight is waited for. */
+  async close(): Promise<void> {
+    this.closed = true
+    await Promise.allSettled([...this.background])
+  }
+}
+
+/**
+ * The session a request belongs to: the client's, or else one named by its system prompt and first
+ * message (a conversation's first message does not change as it grows), per tenant.
+ */
+export function sessionKey(request: Pick<ProxyRequest, 'tenant' | 'session' | 'messages' | 'system'>): string {
+  if (request.session !== undefined) return `${request.tenant}\u0000s:${request.session}`
+  const hash = createHash('sha256').update(JSON.stringify(request.system ?? null)).update('\n').update(JSON.stringify(request.messages[0] ?? null))
+  return `${request.tenant}\u0000h:${hash.digest('hex')}`
+}

@@ -1,0 +1,79 @@
+import { createHash } from 'node:crypto'
+import type { Message } from '../compaction/index.js'
+import { GatewayError } from '../contract/errors.js'
+import type { CompactRequestBody } from '../contract/schemas.js'
+
+/** The longest session id records keep; a longer metadata.user_id is named by its hash. */
+export const MAX_SESSION_LENGTH = 200
+
+/** The parts of a Messages API request the proxy reads; everything else passes through untouched. */
+export interface MessagesRequestParts {
+  messages: Message[]
+  system?: CompactRequestBody['system']
+  tools?: CompactRequestBody['tools']
+  /** metadata.user_id, when the client sent one. */
+  userId?: string
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+function invalid(message: string, path: string): GatewayError {
+  return new GatewayError(400, message, { path })
+}
+
+/**
+ * Reads what compaction needs from a Messages API body, refusing (400, naming the place) what could not
+ * be estimated: the Messages API's own rules are the upstream's to enforce.
+ */
+export function readMessagesRequest(body: unknown): MessagesRequestParts {
+  if (!isObject(body)) throw invalid('the body must be a JSON object (a Messages API request)', '')
+  const { messages, system, tools, metadata } = body
+  if (!Array.isArray(messages)) throw invalid('messages: an array of messages is required', '/messages')
+  for (let i = 0; i < messages.length; i++) {
+    const m: unknown = messages[i]
+    if (!isObject(m)) throw invalid(`messages[${i}]: a message is an object with a role and content`, `/messages/${i}`)
+    if (m.role !== 'user' && m.role !== 'assistant') throw invalid(`messages[${i}].role: must be "user" or "assistant"`, `/messages/${i}/role`)
+    if (typeof m.content !== 'string' && !Array.isArray(m.content)) throw invalid(`messages[${i}].content: must be a string or an array of blocks`, `/messages/${i}/content`)
+    if (Array.isArray(m.content)) {
+      const j = m.content.findIndex((b: unknown) => !isObject(b) || typeof b.type !== 'string')
+      if (j >= 0) throw invalid(`messages[${i}].content[${j}]: a block is an object with a string \`type\``, `/messages/${i}/content/${j}`)
+    }
+  }
+  if (system !== undefined && typeof system !== 'string' && !Array.isArray(system)) throw invalid('system: must be a string or an array of text blocks', '/system')
+  if (Array.isArray(system)) {
+    const j = system.findIndex((b: unknown) => !isObject(b))
+    if (j >= 0) throw invalid(`system[${j}]: a block is an object`, `/system/${j}`)
+  }
+  if (tools !== undefined && (!Array.isArray(tools) || tools.some((t) => !isObject(t)))) throw invalid('tools: must be an array of tool definitions', '/tools')
+  const userId = isObject(metadata) && typeof metadata.user_id === 'string' && metadata.user_id !== '' ? metadata.user_id : undefined
+  return {
+    messages: messages as Message[],
+    ...(system !== undefined ? { system: system as CompactRequestBody['system'] } : {}),
+    ...(tools !== undefined ? { tools: tools as CompactRequestBody['tools'] } : {}),
+    ...(userId !== undefined ? { userId } : {})
+  }
+}
+
+/** The session of a proxied request: x-compaction-session, else metadata.user_id (hashed when too long to keep). */
+export function proxySession(header: string | string[] | undefined, userId: string | undefined): string | undefined {
+  if (header !== undefined) {
+    const value = Array.isArray(header) ? header[0] : header
+    if (value === undefined || value.trim() === '' || value.length > MAX_SESSION_LENGTH) {
+      throw invalid(`x-compaction-session: a session id of 1 to ${MAX_SESSION_LENGTH} characters`, '/headers/x-compaction-session')
+    }
+    return value.trim()
+  }
+  if (userId === undefined) return undefined
+  return userId.length <= MAX_SESSION_LENGTH ? userId : `user-${createHash('sha256').update(userId).digest('hex')}`
+}
+
+/** The budget of a proxied request: x-compaction-budget (an integer of at least 1000, or "off"), else the server's. */
+export function proxyBudget(header: string | string[] | undefined, fallback: number | 'off'): number | 'off' {
+  if (header === undefined) return fallback
+  const value = (Array.isArray(header) ? header[0] : header)?.trim()
+  if (value === 'off') return 'off'
+  if (value !== undefined && /^\d{4,9}$/.test(value) && Number(value) >= 1_000) return Number(value)
+  throw invalid('x-compaction-budget: an integer of at least 1000, or "off"', '/headers/x-compaction-budget')
+}

@@ -1,0 +1,207 @@
+import { Readable } from 'node:stream'
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import { Type } from 'typebox'
+import type { ProxyCompactor, ProxyOutcome } from '../../proxy/compactor.js'
+import { proxyBudget, proxySession, readMessagesRequest } from '../../proxy/request.js'
+import { type Upstream, clientHeaders, upstreamHeaders } from '../../proxy/upstream.js'
+import { InvalidHistoryError } from '../../service/errors.js'
+import type { Store } from '../../storage/store.js'
+import type { Metrics } from '../../telemetry/metrics.js'
+import { ApiError, errorBody } from '../errors.js'
+import { parseJsonBody } from '../json.js'
+import { keepRecord, record } from '../records.js'
+import { KEYED, keyedResponses } from './security.js'
+
+/** A proxied body: its bytes as they came (forwarded as they are when nothing is compacted) and their JSON. */
+class ProxiedBody {
+  constructor(
+    readonly bytes: Buffer,
+    readonly value: unknown
+  ) {}
+}
+
+export interface MessagesRouteOptions {
+  upstream: Upstream
+  compactor: ProxyCompactor
+  metrics: Metrics
+  store?: Store
+  /** COMPACT_BUDGET: the prompt size from which a proxied request is compacted. */
+  budget: number | 'off'
+  /**
+   * The credentials a request is forwarded with: the gateway's own key, or (only when the gateway checks
+   * no keys of its own and has none for the upstream) the client's; undefined when there are none.
+   */
+  credentials: (request: FastifyRequest) => Record<string, string> | undefined
+  /** How long a proxied answer may be silent before the client's socket is dropped. */
+  streamIdleMs: number
+}
+
+type Endpoint = 'messages' | 'count_tokens'
+
+/** The Messages API's request, described for the contract; the upstream checks it whole. */
+const MessagesRequest = Type.Object(
+  {
+    model: Type.String(),
+    messages: Type.Array(Type.Object({ role: Type.Union([Type.Literal('user'), Type.Literal('assistant')]), content: Type.Union([Type.String(), Type.Array(Type.Object({ type: Type.String() }))]) })),
+    system: Type.Optional(Type.Union([Type.String(), Type.Array(Type.Object({ type: Type.String() }))])),
+    tools: Type.Optional(Type.Array(Type.Object({}))),
+    max_tokens: Type.Optional(Type.Integer()),
+    stream: Type.Optional(Type.Boolean()),
+    metadata: Type.Optional(Type.Object({ user_id: Type.Optional(Type.String({ description: 'Names the session when x-compaction-session is absent.' })) }))
+  },
+  { additionalProperties: true, description: 'A Messages API request, as the Anthropic SDKs send it. Every field passes to the upstream unchanged, but for `messages` when they are compacted.' }
+)
+
+const PROXY_HEADERS = Type.Object({
+  'x-compaction-budget': Type.Optional(Type.String({ description: 'The prompt size (tokens) past which this request is compacted, or "off"; COMPACT_BUDGET by default.' })),
+  'x-compaction-session': Type.Optional(Type.String({ description: 'The session (1 to 200 characters); metadata.user_id by default.' }))
+})
+
+const upstreamAnswer = (what: string) => ({
+  description: `${what}, as the Messages API gave it (status, headers and body; \`text/event-stream\` for \`stream: true\`), with \`x-compaction: none|compacted\` and \`x-compaction-summary-id\`.`,
+  content: { 'application/json': { schema: Type.Object({}, { additionalProperties: true }) }, 'text/event-stream': { schema: Type.String() } }
+})
+
+const gatewayErrors = () => ({
+  ...keyedResponses(),
+  400: Type.Ref('ErrorResponse', { description: 'The body is not a Messages API request the gateway can estimate, or an over-budget history breaks the rules of a conversation; `error.path` names the place.' }),
+  413: Type.Ref('ErrorResponse', { description: 'The body is over COMPACT_BODY_LIMIT_MB.' }),
+  502: Type.Ref('ErrorResponse', { description: 'The Messages API could not be reached (or the model summary failed and COMPACT_FALLBACK=error).' }),
+  504: Type.Ref('ErrorResponse', { description: 'The Messages API did not begin to answer within COMPACT_UPSTREAM_TIMEOUT_MS.' }),
+  '4XX': Type.Ref('ErrorResponse', { description: "The Messages API's own refusals come back with their status, body and headers." }),
+  '5XX': Type.Ref('ErrorResponse', { description: "The Messages API's own failures (500, 529 overloaded…) come back with their status, body and retry-after." })
+})
+
+/** An event stream with an error event at the end when the upstream breaks off mid-stream. */
+function withErrorEvent(body: Readable, aborted: () => boolean): Readable {
+  async function* pump(): AsyncGenerator<Buffer> {
+    try {
+      for await (const chunk of body) yield chunk as Buffer
+    } catch (err) {
+      if (aborted()) return
+      const event = errorBody('api_error', `the Messages API stream broke off: ${(err as Error).message}`)
+      yield Buffer.from(`\n\nevent: error\ndata: ${JSON.stringify(event)}\n\n`)
+    }
+  }
+  return Readable.from(pump(), { objectMode: false })
+}
+
+/**
+ * POST /v1/messages and /v1/messages/count_tokens: the Messages API, proxied. A request over its budget
+ * has its messages compacted (the pipeline, doctrine, summarizer, records and cold layer of /v1/compact);
+ * one under it is forwarded byte for byte. The answer streams back as it arrives.
+ */
+export const messagesRoutes: FastifyPluginAsync<MessagesRouteOptions> = async (app, options) => {
+  const { upstream, compactor, metrics, store } = options
+  // In this plugin only: the body's bytes are kept beside its JSON, so that it can be forwarded unchanged.
+  app.removeContentTypeParser('application/json')
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => {
+    const bytes = body as Buffer
+    const parsed = parseJsonBody(bytes.toString('utf8'))
+    if (parsed.error) done(parsed.error, undefined)
+    else done(null, new ProxiedBody(bytes, parsed.value))
+  })
+
+  const outcomes = new WeakMap<FastifyRequest, ProxyOutcome['kind']>()
+  app.addHook('onResponse', async (request, reply) => {
+    const endpoint = request.routeOptions.url === '/v1/messages/count_tokens' ? 'count_tokens' : 'messages'
+    metrics.proxyRequests.inc({ endpoint, compaction: outcomes.get(request) ?? 'none', status: `${Math.floor(reply.statusCode / 100)}xx` })
+  })
+  // An answer relayed from the model may be silent for as long as the upstream may be.
+  app.addHook('onSend', async (request) => void (request.raw.socket as { setTimeout?: (ms: number) => void } | undefined)?.setTimeout?.(options.streamIdleMs))
+
+  async function proxy(endpoint: Endpoint, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+    const started = performance.now()
+    const body = request.body as ProxiedBody
+    const parts = readMessagesRequest(body.value)
+    const budget = proxyBudget(request.headers['x-compaction-budget'], options.budget)
+    const session = proxySession(request.headers['x-compaction-session'], parts.userId)
+    const credentials = options.credentials(request)
+    if (!credentials) throw new ApiError(500, 'api_error', 'the gateway has no key for the Messages API: set ANTHROPIC_API_KEY on the gateway')
+
+    const abort = new AbortController()
+    reply.raw.once('close', () => {
+      if (!reply.raw.writableFinished) abort.abort()
+    })
+    let outcome: ProxyOutcome
+    try {
+      outcome = await compactor.prepare({ ...parts, tenant: request.keyName, session, budget, signal: abort.signal })
+    } catch (err) {
+      // In the Messages API every refusal of a request's content is a 400.
+      if (err instanceof InvalidHistoryError) throw new ApiError(400, 'invalid_request_error', err.message, err.path)
+      throw err
+    }
+    outcomes.set(request, outcome.kind)
+    if (outcome.kind === 'compacted') {
+      const { run } = outcome
+      record(metrics, run)
+      metrics.proxyCompactions.inc({ source: outcome.source })
+      if (store) keepRecord(store, metrics, request.log, { mode: 'auto', session_id: session }, request.keyName, run.response, outcome.memory)
+      request.log.info(
+        { event: 'context_compacted', via: 'proxy', source: outcome.source, session_id: session, key_name: request.keyName || undefined, summary_id: outcome.summaryId, summarizer: run.response.summarizer.kind, ...run.response.stats },
+        'context_compacted'
+      )
+    }
+    const payload = outcome.kind === 'none' ? body.bytes : Buffer.from(JSON.stringify({ ...(body.value as object), messages: outcome.messages }))
+    const path = endpoint === 'messages' ? '/v1/messages' : '/v1/messages/count_tokens'
+    const asked = performance.now()
+    const res = await upstream.send(path, upstreamHeaders(request.headers, credentials), payload, abort.signal)
+    const upstreamMs = performance.now() - asked
+    metrics.proxyUpstreamSeconds.observe({ endpoint }, upstreamMs / 1_000)
+    request.log.info(
+      {
+        event: 'proxied',
+        endpoint,
+        status: res.status,
+        compaction: outcome.kind,
+        summary_id: outcome.kind === 'none' ? undefined : outcome.summaryId,
+        estimated_tokens: outcome.tokens,
+        session_id: session,
+        prepare_ms: Math.round(asked - started),
+        upstream_ms: Math.round(upstreamMs)
+      },
+      'proxied'
+    )
+    void reply.code(res.status).headers(clientHeaders(res.headers))
+    void reply.header('x-compaction', outcome.kind === 'none' ? 'none' : 'compacted')
+    if (outcome.kind !== 'none') void reply.header('x-compaction-summary-id', outcome.summaryId)
+    const contentType = res.headers['content-type']
+    const stream = typeof contentType === 'string' && contentType.startsWith('text/event-stream')
+    return reply.send(stream ? withErrorEvent(res.body, () => abort.signal.aborted) : res.body)
+  }
+
+  // The body is read here, not by a schema: the contract describes it, the upstream checks it.
+  const accept = { validatorCompiler: () => () => true }
+  app.post(
+    '/v1/messages',
+    {
+      schema: {
+        tags: ['proxy'],
+        operationId: 'createMessage',
+        summary: 'The Messages API, proxied: compacted past the budget, forwarded byte for byte under it, streamed back as it arrives',
+        security: KEYED,
+        headers: PROXY_HEADERS,
+        body: MessagesRequest,
+        response: { 200: upstreamAnswer('The message'), ...gatewayErrors() }
+      },
+      ...accept
+    },
+    async (request, reply) => proxy('messages', request, reply)
+  )
+  app.post(
+    '/v1/messages/count_tokens',
+    {
+      schema: {
+        tags: ['proxy'],
+        operationId: 'countMessageTokens',
+        summary: 'The Messages API token count, proxied: it counts what /v1/messages would send (compacted past the budget)',
+        security: KEYED,
+        headers: PROXY_HEADERS,
+        body: MessagesRequest,
+        response: { 200: upstreamAnswer('The count'), ...gatewayErrors() }
+      },
+      ...accept
+    },
+    async (request, reply) => proxy('count_tokens', request, reply)
+  )
+}

@@ -1,0 +1,103 @@
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import { type Message, emptySections, promptTokens, validateHistory } from '../../src/compaction/index.js'
+import { ProxyCompactor, type ProxyOutcome } from '../../src/proxy/compactor.js'
+import { ExtractiveSummarizer } from '../../src/summarizer/extractive.js'
+import type { Summarizer } from '../../src/summarizer/summarizer.js'
+import { assistant, call, result, results, user } from '../helpers/history.js'
+
+/** A model that answers at once: the proxy's background paths run as they would with a real one. */
+const model: Summarizer = {
+  kind: 'anthropic',
+  summarize: async () => ({
+    sections: { ...emptySections(), objective: 'Keep the service running' },
+    report: { kind: 'anthropic', model: 'm', input_tokens: 1, output_tokens: 1, calls: 1, fallback_reason: null, duration_ms: 0 }
+  })
+}
+
+function compactor(withModel: boolean, precomputeAt: number | undefined): ProxyCompactor {
+  let n = 0
+  return new ProxyCompactor({
+    deps: { defaults: { budgetTokens: 45_000, keepTurns: 8 }, extractive: new ExtractiveSummarizer(), ...(withModel ? { model } : {}), newId: () => `cmp_${++n}`, now: () => performance.now() },
+    precomputeAt,
+    canPrecompute: () => true,
+    onPrecompute: () => undefined
+  })
+}
+
+/** A turn: a prompt, then tool steps with outputs of the given sizes, then the assistant's answer. */
+const turn = fc.record({
+  prompt: fc.string({ minLength: 1, maxLength: 200 }),
+  outputs: fc.array(fc.integer({ min: 0, max: 6_000 }), { maxLength: 4 }),
+  answer: fc.string({ maxLength: 300 })
+})
+
+function build(turns: { prompt: string; outputs: number[]; answer: string }[]): Message[][] {
+  const requests: Message[][] = []
+  const history: Message[] = []
+  turns.forEach((t, i) => {
+    history.push(user(`${t.prompt} (turn ${i})`))
+    t.outputs.forEach((size, j) => {
+      const id = `toolu_${i}_${j}`
+      history.push(assistant(call(id, 'bash', { command: `cat src/f${i}_${j}.ts` })), results(result(id, 'o'.repeat(size))))
+    })
+    requests.push([...history]) // the client asks the model with its history so far
+    history.push(assistant(t.answer || 'ok'))
+  })
+  return requests
+}
+
+describe('the proxy compactor over a growing session', () => {
+  it('forwards a valid history, within the budget whenever it changed it, ending in the client\'s own newest turns', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(turn, { minLength: 2, maxLength: 40 }),
+        fc.integer({ min: 4_000, max: 20_000 }),
+        fc.constantFrom<[boolean, number | undefined]>([false, undefined], [true, undefined], [true, 0.75], [true, 0.5]),
+        fc.boolean(),
+        async (turns, budget, [withModel, precomputeAt], settle) => {
+          const proxy = compactor(withModel, precomputeAt)
+          let lastSummary: string | undefined
+          for (const messages of build(turns)) {
+            const outcome: ProxyOutcome = await proxy.prepare({ messages, tenant: 't', session: 's', budget })
+            if (settle) await proxy.idle()
+            if (outcome.kind === 'none') {
+              expect(outcome.tokens).toBe(promptTokens(messages, undefined, undefined))
+              continue
+            }
+            const sent = outcome.messages
+            expect(validateHistory(sent)).toBeUndefined()
+            expect(promptTokens(sent, undefined, undefined)).toBeLessThanOrEqual(budget)
+            // Everything after the summary turn is the client's own newest messages, as sent (or, where the
+            // newest step alone was over the tail's bound, clipped and the clips reported).
+            const clipped = outcome.kind === 'compacted' && outcome.run.response.clips.length > 0
+            if (!clipped) expect(sent.slice(1)).toEqual(messages.slice(messages.length - sent.length + 1))
+            else expect(sent.length).toBeLessThanOrEqual(messages.length)
+            // A reused summary is the one the last compaction made: the prefix holds between compactions.
+            if (outcome.kind === 'reused') expect(outcome.summaryId).toBe(lastSummary)
+            lastSummary = outcome.summaryId
+          }
+          await proxy.close()
+        }
+      ),
+      { numRuns: 60 }
+    )
+  }, 180_000)
+
+  it('starts over when the client sends another history under the same session', async () => {
+    const proxy = compactor(false, undefined)
+    const long = build([{ prompt: 'first task', outputs: [20_000, 20_000, 20_000], answer: 'done' }, { prompt: 'next', outputs: [100], answer: '' }]).at(-1)!
+    const first = await proxy.prepare({ messages: long, tenant: 't', session: 's', budget: 10_000 })
+    expect(first.kind).toBe('compacted')
+    const other = [user('an unrelated question')]
+    expect((await proxy.prepare({ messages: other, tenant: 't', session: 's', budget: 10_000 })).kind).toBe('none')
+  })
+
+  it('never shares a session across tenants', async () => {
+    const proxy = compactor(false, undefined)
+    const long = build([{ prompt: 'first task', outputs: [20_000, 20_000, 20_000], answer: 'done' }, { prompt: 'next', outputs: [100], answer: '' }]).at(-1)!
+    expect((await proxy.prepare({ messages: long, tenant: 'a', session: 's', budget: 10_000 })).kind).toBe('compacted')
+    const again = await proxy.prepare({ messages: long, tenant: 'b', session: 's', budget: 10_000 })
+    expect(again.kind).toBe('compacted')
+  })
+})

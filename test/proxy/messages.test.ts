@@ -1,0 +1,249 @@
+import type { AddressInfo } from 'node:net'
+import Anthropic from '@anthropic-ai/sdk'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { type Message, validateHistory } from '../../src/compaction/index.js'
+import type { App } from '../../src/server/app.js'
+import { testApp } from '../helpers/app.js'
+import { FakeAnthropic, type ReceivedRequest } from '../helpers/fake-anthropic.js'
+import { assistant, shellStep, user } from '../helpers/history.js'
+
+const UPSTREAM_KEY = 'sk-ant-upstream-proxy-test-0000000000'
+const GATEWAY_KEY = 'gw-proxy-test-key-1'
+
+/** A coding session: a task, then `steps` shell steps with outputs of `chars` characters each, then a new request. */
+function session(steps: number, chars = 2_000, tag = 'a'): Message[] {
+  const messages: Message[] = [user(`Fix the failing parser test in src/parse_${tag}.ts`)]
+  for (let i = 0; i < steps; i++) messages.push(...shellStep(`toolu_${tag}_${i}`, `cat src/module_${i}.ts`, `line ${i}: ${'x'.repeat(chars)}`))
+  messages.push(assistant(`Read ${steps} modules.`), user('Now update docs/parser.md to match'))
+  return messages
+}
+
+const isSummaryCall = (r: ReceivedRequest): boolean => (r.body.tools ?? []).some((t) => t.name === 'record_summary')
+const proxied = (fake: FakeAnthropic): ReceivedRequest[] => fake.requests.filter((r) => !isSummaryCall(r))
+
+describe('POST /v1/messages: a drop-in proxy for Messages API clients', () => {
+  let fake: FakeAnthropic
+  let app: App
+  let url: string
+  let sdk: Anthropic
+
+  beforeAll(async () => {
+    fake = await new FakeAnthropic().start()
+    app = await testApp({
+      ANTHROPIC_API_KEY: UPSTREAM_KEY,
+      ANTHROPIC_BASE_URL: fake.url,
+      COMPACT_API_KEYS: `alice=${GATEWAY_KEY}`,
+      COMPACT_PRECOMPUTE_AT: 'off'
+    })
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
+    sdk = new Anthropic({ apiKey: GATEWAY_KEY, baseURL: url, maxRetries: 0 })
+  })
+  afterAll(async () => {
+    await app.close()
+    await fake.close()
+  })
+  afterEach(() => {
+    fake.requests.length = 0
+    fake.fallback = (r) => (isSummaryCall(r) ? { toolInput: { objective: 'Fix the failing parser test' } } : { text: 'Hello from the upstream.' })
+  })
+
+  it('answers the real SDK with the upstream message, forwarding with the gateway key and never the client key', async () => {
+    fake.fallback = { text: 'Hello from the upstream.' }
+    const { data, response } = await sdk.messages
+      .create({ model: 'claude-test', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] }, { headers: { 'anthropic-beta': 'test-beta-2026' } })
+      .withResponse()
+    expect(data.content).toEqual([{ type: 'text', text: 'Hello from the upstream.' }])
+    expect(response.headers.get('x-compaction')).toBe('none')
+    const [sent] = fake.requests
+    expect(sent?.headers['x-api-key']).toBe(UPSTREAM_KEY)
+    expect(sent?.headers.authorization).toBeUndefined()
+    expect(JSON.stringify(sent?.headers)).not.toContain(GATEWAY_KEY)
+    expect(sent?.headers['anthropic-version']).toMatch(/^\d{4}-\d{2}-\d{2}$/)
+    expect(sent?.headers['anthropic-beta']).toBe('test-beta-2026')
+  })
+
+  it('forwards a body under the budget byte for byte: spacing, key order and unknown fields as sent', async () => {
+    fake.fallback = { text: 'ok' }
+    const raw = `{"max_tokens": 16,  "model":"claude-test","messages":[{"role":"user","content":"h\\u00e9llo"}],"zz_future_field":{"a":[1,2.50,3]}, "metadata":{"user_id":"u-1"}}`
+    const res = await fetch(`${url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY, 'anthropic-version': '2023-06-01' }, body: raw })
+    expect(res.status).toBe(200)
+    expect(fake.requests[0]?.raw).toBe(raw)
+  })
+
+  it('streams with messages.stream: the events arrive as the upstream sends them', async () => {
+    fake.fallback = { text: 'Streamed answer, piece by piece.', eventDelayMs: 40 }
+    const stream = sdk.messages.stream({ model: 'claude-test', max_tokens: 64, messages: [{ role: 'user', content: 'stream please' }] })
+    const deltas: string[] = []
+    let firstDeltaAt = 0
+    stream.on('text', (t) => {
+      firstDeltaAt ||= performance.now()
+      deltas.push(t)
+    })
+    const final = await stream.finalMessage()
+    // The first piece reached the client before the upstream had written its last: nothing was held back.
+    expect(firstDeltaAt).toBeGreaterThan(0)
+    expect(firstDeltaAt).toBeLessThan(fake.lastEventAt)
+    expect(final.content).toEqual([{ type: 'text', text: 'Streamed answer, piece by piece.' }])
+    expect(deltas.length).toBeGreaterThan(3)
+    expect(fake.requests[0]?.body.stream).toBe(true)
+  })
+
+  it('compacts an over-budget history before forwarding it: tool pairs intact, the newest message as sent', async () => {
+    const history = session(40)
+    const { data, response } = await sdk.messages
+      .create({ model: 'claude-test', max_tokens: 64, messages: history as Anthropic.MessageParam[] }, { headers: { 'x-compaction-budget': '6000', 'x-compaction-session': 'proxy-s1' } })
+      .withResponse()
+    expect(data.content).toEqual([{ type: 'text', text: 'Hello from the upstream.' }])
+    expect(response.headers.get('x-compaction')).toBe('compacted')
+    const summaryId = response.headers.get('x-compaction-summary-id')
+    expect(summaryId).toMatch(/^cmp_/)
+    expect(fake.requests.filter(isSummaryCall)).toHaveLength(1)
+    const [sent] = proxied(fake)
+    const messages = sent!.body.messages as unknown as Message[]
+    expect(messages.length).toBeLessThan(history.length)
+    expect(validateHistory(messages)).toBeUndefined()
+    expect(messages.at(-1)).toEqual(history.at(-1))
+    expect(JSON.stringify(messages[0])).toContain('Fix the failing parser test')
+    expect(sent!.body.model).toBe('claude-test')
+    expect(sent!.body.max_tokens).toBe(64)
+    // The record is kept under the session, like /v1/compact's.
+    const records = await fetch(`${url}/v1/sessions/proxy-s1/compactions`, { headers: { 'x-api-key': GATEWAY_KEY } })
+    const listed = (await records.json()) as { compactions: { id: string }[] }
+    expect(listed.compactions.map((c) => c.id)).toContain(summaryId)
+  })
+
+  it('sends the same summary turn on the next request of the session, so the prompt prefix stays the same', async () => {
+    const history = session(40, 2_000, 'b')
+    const options = { headers: { 'x-compaction-budget': '6000', 'x-compaction-session': 'proxy-s2' } }
+    const first = await sdk.messages.create({ model: 'claude-test', max_tokens: 64, messages: history as Anthropic.MessageParam[] }, options).withResponse()
+    const grown = [...history, assistant('Updated the docs.'), user('Thanks; run the tests once more')]
+    const second = await sdk.messages.create({ model: 'claude-test', max_tokens: 64, messages: grown as Anthropic.MessageParam[] }, options).withResponse()
+    expect(second.response.headers.get('x-compaction-summary-id')).toBe(first.response.headers.get('x-compaction-summary-id'))
+    expect(fake.requests.filter(isSummaryCall)).toHaveLength(1)
+    const [a, b] = proxied(fake)
+    const sentA = a!.body.messages
+    const sentB = b!.body.messages
+    expect(JSON.stringify(sentB.slice(0, sentA.length))).toBe(JSON.stringify(sentA))
+    expect(sentB.slice(sentA.length)).toEqual(grown.slice(history.length))
+  })
+
+  it('refuses a wrong key before any upstream call', async () => {
+    const stranger = new Anthropic({ apiKey: 'not-a-gateway-key', baseURL: url, maxRetries: 0 })
+    const err = await stranger.messages.create({ model: 'claude-test', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(Anthropic.AuthenticationError)
+    expect(fake.requests).toHaveLength(0)
+  })
+
+  it("gives back the upstream's errors with their status, body and retry-after: a 529 is a 529", async () => {
+    fake.fallback = { status: 529, errorType: 'overloaded_error', headers: { 'retry-after': '7' } }
+    const err = await sdk.messages.create({ model: 'claude-test', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(Anthropic.APIError)
+    expect((err as InstanceType<typeof Anthropic.APIError>).status).toBe(529)
+    const res = await fetch(`${url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY }, body: JSON.stringify({ model: 'm', max_tokens: 1, messages: [{ role: 'user', content: 'x' }] }) })
+    expect(res.status).toBe(529)
+    expect(res.headers.get('retry-after')).toBe('7')
+    expect(await res.json()).toEqual({ type: 'error', error: { type: 'overloaded_error', message: 'fake 529' } })
+  })
+
+  it('forwards count_tokens the same way', async () => {
+    const counted = await sdk.messages.countTokens({ model: 'claude-test', messages: [{ role: 'user', content: 'count me' }] })
+    expect(counted.input_tokens).toBeGreaterThan(0)
+    expect(fake.requests[0]?.path).toBe('/v1/messages/count_tokens')
+    expect(fake.requests[0]?.headers['x-api-key']).toBe(UPSTREAM_KEY)
+  })
+
+  it('ends a stream the upstream breaks off with an error event the SDK reports', async () => {
+    fake.fallback = { text: 'This answer will not finish because the connection drops.', breakAfterEvents: 4, eventDelayMs: 10 }
+    const stream = sdk.messages.stream({ model: 'claude-test', max_tokens: 64, messages: [{ role: 'user', content: 'go' }] })
+    const err = await stream.finalMessage().catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(Error)
+    expect(String(err)).toMatch(/broke off/)
+  })
+
+  it('aborts the upstream request when the client goes away mid-stream', async () => {
+    fake.fallback = { text: 'a long answer '.repeat(40), eventDelayMs: 50 }
+    const before = fake.aborted
+    const client = new AbortController()
+    const res = await fetch(`${url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY },
+      body: JSON.stringify({ model: 'm', max_tokens: 1, stream: true, messages: [{ role: 'user', content: 'x' }] }),
+      signal: client.signal
+    })
+    const reader = res.body!.getReader()
+    await reader.read()
+    client.abort()
+    for (let i = 0; i < 100 && fake.aborted === before; i++) await new Promise((r) => setTimeout(r, 20))
+    expect(fake.aborted).toBe(before + 1)
+  })
+
+  it('names the place of a body it cannot read, in the Messages error shape', async () => {
+    const res = await fetch(`${url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY }, body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }, { role: 'robot', content: 'y' }] }) })
+    expect(res.status).toBe(400)
+    expect(await res.json()).toEqual({ type: 'error', error: { type: 'invalid_request_error', message: 'messages[1].role: must be "user" or "assistant"', path: '/messages/1/role' } })
+    const budget = await fetch(`${url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY, 'x-compaction-budget': 'lots' }, body: JSON.stringify({ model: 'm', messages: [] }) })
+    expect(budget.status).toBe(400)
+    expect(((await budget.json()) as { error: { message: string } }).error.message).toMatch(/x-compaction-budget/)
+    expect(fake.requests).toHaveLength(0)
+  })
+})
+
+describe('the proxy as configured', () => {
+  let fake: FakeAnthropic
+  beforeAll(async () => {
+    fake = await new FakeAnthropic().start()
+    fake.fallback = { text: 'ok' }
+  })
+  afterAll(async () => fake.close())
+
+  const post = (app: App, headers: Record<string, string>) =>
+    app.inject({ method: 'POST', url: '/v1/messages', headers: { 'content-type': 'application/json', ...headers }, payload: JSON.stringify({ model: 'm', max_tokens: 1, messages: [{ role: 'user', content: 'x' }] }) })
+
+  it('without keys of its own and no Anthropic key, passes the client its own credentials (a local pass-through)', async () => {
+    const app = await testApp({ ANTHROPIC_BASE_URL: fake.url })
+    try {
+      fake.requests.length = 0
+      expect((await post(app, { 'x-api-key': 'sk-ant-clients-own-key' })).statusCode).toBe(200)
+      expect(fake.requests[0]?.headers['x-api-key']).toBe('sk-ant-clients-own-key')
+    } finally {
+      await app.close()
+    }
+  })
+
+  it('with gateway keys but no Anthropic key, says what is missing and calls nothing', async () => {
+    const app = await testApp({ ANTHROPIC_BASE_URL: fake.url, COMPACT_API_KEYS: 'k=gw-key-x' })
+    try {
+      fake.requests.length = 0
+      const res = await post(app, { 'x-api-key': 'gw-key-x' })
+      expect(res.statusCode).toBe(500)
+      expect(res.json()).toEqual({ type: 'error', error: { type: 'api_error', message: 'the gateway has no key for the Messages API: set ANTHROPIC_API_KEY on the gateway' } })
+      expect(fake.requests).toHaveLength(0)
+    } finally {
+      await app.close()
+    }
+  })
+
+  it("applies the gateway's rate limit to proxied requests", async () => {
+    const app = await testApp({ ANTHROPIC_API_KEY: 'sk-ant-upstream-x', ANTHROPIC_BASE_URL: fake.url, COMPACT_API_KEYS: 'k=gw-key-y', COMPACT_RATE_LIMIT_PER_MIN: '2' })
+    try {
+      const statuses = []
+      for (let i = 0; i < 3; i++) statuses.push((await post(app, { 'x-api-key': 'gw-key-y' })).statusCode)
+      expect(statuses).toEqual([200, 200, 429])
+    } finally {
+      await app.close()
+    }
+  })
+
+  it('answers 502 in the Messages error shape when the upstream cannot be reached', async () => {
+    const app = await testApp({ ANTHROPIC_API_KEY: 'sk-ant-upstream-x', ANTHROPIC_BASE_URL: 'http://127.0.0.1:9' })
+    try {
+      const res = await post(app, {})
+      expect(res.statusCode).toBe(502)
+      expect(res.json()).toMatchObject({ type: 'error', error: { type: 'api_error' } })
+      expect(res.json().error.message).toMatch(/could not be reached/)
+    } finally {
+      await app.close()
+    }
+  })
+})

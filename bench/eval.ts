@@ -267,10 +267,11 @@ for (const t of transcripts) {
   if (!plan.summarize) continue
   const out = finishCompaction(plan, { id: 'cmp_recall', recallTool: true })
   const store = new SqliteStore(':memory:')
-  store.saveMemory({ compaction_id: 'cmp_recall', session_id: 's', key_name: '', created_at: new Date().toISOString() }, spanMemory(plan, t.messages, out.clips))
+  await store.saveMemory({ compaction_id: 'cmp_recall', session_id: 's', key_name: '', created_at: new Date().toISOString() }, spanMemory(plan, t.messages, out.clips))
   const facts = recallFacts(plan.span)
-  const found = facts.filter((f) => store.recall('s', '', { text: f.query, limit: 5 }).some((r) => r.messages[0] <= f.message && f.message <= r.messages[1]))
-  store.close()
+  const found: typeof facts = []
+  for (const f of facts) if ((await store.recall('s', '', { text: f.query, limit: 5 })).some((r) => r.messages[0] <= f.message && f.message <= r.messages[1])) found.push(f)
+  await store.close()
   factsTotal += facts.length
   factsFound += found.length
   const missed = facts.filter((f) => !found.includes(f)).map((f) => `${f.kind}: "${f.query}"`)

@@ -11,6 +11,8 @@ import { type CompactDeps, runCompaction } from '../service/compact.js'
 import { CachingSummarizer } from '../summarizer/cache.js'
 import { LimitedSummarizer } from '../summarizer/limit.js'
 import { SqliteStore } from '../storage/sqlite.js'
+import { PostgresStore, isPostgresUrl } from '../storage/postgres.js'
+import { type SharedState, connectRedis, rateLimitStore, redisFlight } from '../storage/redis.js'
 import { CompactionPool } from '../workers/pool.js'
 import type { Store } from '../storage/store.js'
 import type { Summarizer } from '../summarizer/summarizer.js'
@@ -106,24 +108,25 @@ export async function buildApp(options: AppOptions): Promise<App> {
   initializeSeries(metrics)
   app.decorate('metrics', metrics)
   // Opening the store first: a database that cannot be opened stops the start, naming the file.
-  const store = options.store ?? new SqliteStore(config.COMPACT_DB)
+  const store = options.store ?? openStore(app, config.COMPACT_DB, metrics)
   app.decorate('store', store)
+  const shared = config.COMPACT_REDIS_URL ? sharedState(app, config.COMPACT_REDIS_URL) : undefined
   const now = options.now ?? Date.now
-  const prune = (): void => {
+  const prune = async (): Promise<void> => {
     try {
-      const pruned = store.prune(now() - config.COMPACT_RETENTION_DAYS * 86_400_000, now())
+      const pruned = await store.prune(now() - config.COMPACT_RETENTION_DAYS * 86_400_000, now())
       if (pruned.records + pruned.cache + pruned.memory > 0) app.log.info({ event: 'store_pruned', ...pruned }, 'store_pruned')
     } catch (err) {
       metrics.storeErrors.inc({ operation: 'prune' })
       app.log.error({ err }, 'store prune failed')
     }
   }
-  const pruneTimer = setInterval(prune, PRUNE_INTERVAL_MS)
+  const pruneTimer = setInterval(() => void prune(), PRUNE_INTERVAL_MS)
   pruneTimer.unref()
   app.addHook('onReady', async () => prune())
   app.addHook('onClose', async () => {
     clearInterval(pruneTimer)
-    store.close()
+    await store.close()
   })
   if (options.openapi) await registerOpenapi(app, SERVICE_VERSION)
   for (const schema of [...SHARED_SCHEMAS, CompactionRecordSchema]) app.addSchema(schema)
@@ -160,6 +163,8 @@ export async function buildApp(options: AppOptions): Promise<App> {
     timeWindow: 60_000,
     keyGenerator: (request) => (request.keyName ? `key:${request.keyName}` : `ip:${request.ip}`),
     allowList: (request) => OPEN_ROUTES.has(request.url.split('?')[0]!),
+    // With Redis, one budget across the replicas (each counts alone while Redis is away).
+    ...(shared ? { store: rateLimitStore(shared) } : {}),
     errorResponseBuilder: (_request, context) =>
       new ApiError(429, 'rate_limit_error', `rate limit of ${context.max} requests per minute reached; retry in ${context.after}`, undefined, {
         'retry-after': String(Math.ceil(context.ttl / 1_000))
@@ -183,6 +188,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
         ttlMs: config.COMPACT_CACHE_TTL_S * 1_000,
         model: config.COMPACT_MODEL,
         now,
+        ...(shared ? { flight: redisFlight(shared, randomUUID()), flightTtlMs: 2 * config.COMPACT_SUMMARIZER_TIMEOUT_MS + 5_000 } : {}),
         onStoreError: (operation, err) => {
           metrics.storeErrors.inc({ operation })
           app.log.error({ err, operation }, 'summary cache failed; served without it')
@@ -231,6 +237,27 @@ export async function buildApp(options: AppOptions): Promise<App> {
     streamIdleMs: config.COMPACT_UPSTREAM_TIMEOUT_MS
   })
   return app as unknown as App
+}
+
+/** SQLite at a path, or PostgreSQL at a postgres:// URL (its faults logged and counted, never fatal after start). */
+function openStore(app: FastifyInstance, db: string, metrics: Metrics): Store {
+  if (!isPostgresUrl(db)) return new SqliteStore(db)
+  return new PostgresStore(db, {
+    onPoolError: (err) => {
+      metrics.storeErrors.inc({ operation: 'connection' })
+      app.log.error({ err, event: 'store_connection_lost' }, 'a PostgreSQL connection failed; the pool reconnects')
+    }
+  })
+}
+
+/** Redis for what the replicas share; it going away is logged once, and its coming back once. */
+function sharedState(app: FastifyInstance, url: string): SharedState {
+  const shared = connectRedis(url, {
+    onDown: (err) => app.log.error({ err, event: 'redis_down' }, 'Redis is unavailable: rate limits and summaries in flight are per replica until it is back'),
+    onUp: () => app.log.info({ event: 'redis_up' }, 'Redis is back: rate limits and summaries in flight are shared again')
+  })
+  app.addHook('onClose', async () => shared.close())
+  return shared
 }
 
 function proxyUpstream(app: FastifyInstance, config: Config): Upstream {

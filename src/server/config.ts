@@ -54,6 +54,7 @@ export const ConfigSchema = Type.Object({
   COMPACT_API_KEYS: Type.Optional(Type.String()),
   COMPACT_BODY_LIMIT_MB: Type.Number({ exclusiveMinimum: 0, maximum: 1_024, default: DEFAULT_BODY_LIMIT_MB }),
   COMPACT_DB: Type.String({ minLength: 1, default: DEFAULT_DB }),
+  COMPACT_REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
   COMPACT_CACHE_TTL_S: Type.Integer({ minimum: 0, maximum: 31_536_000, default: DEFAULT_CACHE_TTL_S }),
   COMPACT_RETENTION_DAYS: Type.Integer({ minimum: 1, maximum: 36_500, default: DEFAULT_RETENTION_DAYS }),
   COMPACT_SUMMARIZER_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600_000, default: DEFAULT_SUMMARIZER_TIMEOUT_MS }),
@@ -116,6 +117,7 @@ function describe(variable: string): string {
   if (variable === 'COMPACT_FALLBACK') return 'one of extractive, error'
   if (variable === 'COMPACT_ALLOW_NO_AUTH') return '0 or 1'
   if (variable === 'ANTHROPIC_BASE_URL') return 'an http(s) URL'
+  if (variable === 'COMPACT_REDIS_URL') return 'a redis:// or rediss:// URL'
   if (variable === 'COMPACT_TRUST_PROXY') return 'false, true, a number of proxy hops, or a comma-separated list of proxy addresses or CIDR ranges'
   const range = [
     schema.minimum !== undefined ? `at least ${String(schema.minimum)}` : undefined,

@@ -27,8 +27,8 @@ export function record(metrics: Metrics, run: CompactRunView): void {
   if (r.output_tokens) metrics.summarizerTokens.inc({ direction: 'output' }, r.output_tokens)
 }
 
-export /** Keeps the record of a compaction and its cold layer. A store that fails loses them, never the compaction. */
-function keepRecord(
+/** Keeps the record of a compaction and its cold layer. A store that fails loses them, never the compaction. */
+export async function keepRecord(
   store: Store,
   metrics: Metrics,
   log: FastifyBaseLogger,
@@ -36,10 +36,10 @@ function keepRecord(
   keyName: string,
   response: Extract<ResponseView, { compacted: true }>,
   memory: CompactRunView['memory']
-): void {
+): Promise<void> {
   const created_at = new Date().toISOString()
   try {
-    store.saveRecord({
+    await store.saveRecord({
       id: response.summary.id,
       session_id: body.session_id ?? null,
       key_name: keyName,
@@ -57,7 +57,7 @@ function keepRecord(
   }
   if (!memory || body.session_id === undefined) return
   try {
-    store.saveMemory({ compaction_id: response.summary.id, session_id: body.session_id, key_name: keyName, created_at }, memory)
+    await store.saveMemory({ compaction_id: response.summary.id, session_id: body.session_id, key_name: keyName, created_at }, memory)
     metrics.memoryEntries.inc(memory.length)
   } catch (err) {
     metrics.storeErrors.inc({ operation: 'memory_write' })

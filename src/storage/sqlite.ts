@@ -1,9 +1,9 @@
 import { existsSync, mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
-import { emptySections, parseSummary } from '../compaction/index.js'
 import type { CachedSummary, CompactionRecord, MemoryOwner, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, Store } from './store.js'
-import { InvalidCursorError, StoreError } from './store.js'
+import { StoreError } from './store.js'
+import { KIND_WEIGHT, type StoredRecord, decodeCursor, encodeCursor, queryWords, withSections } from './common.js'
 
 /**
  * Schema migrations, versioned in code: migration N brings `user_version` from N-1 to N. Append only;
@@ -54,33 +54,13 @@ const MIGRATIONS: readonly string[] = [
 
 /** Most cold-layer entries one session keeps; past it the oldest go. */
 export const MAX_SESSION_MEMORY = 50_000
-/** Most words of a recall query that are searched for. */
-const MAX_QUERY_TERMS = 32
-
-/** A free-text query as an FTS5 expression: each word quoted (no operator a user types can break it), any of them. */
+/** A free-text query as an FTS5 expression: each word quoted, any of them. */
 export function ftsQuery(text: string): string | undefined {
-  const words = [...new Set((text.toLowerCase().match(/[\p{L}\p{N}_]{2,}/gu) ?? []).slice(0, MAX_QUERY_TERMS))]
+  const words = queryWords(text)
   return words.length === 0 ? undefined : words.map((w) => `"${w}"`).join(' OR ')
 }
 
 export const SCHEMA_VERSION = MIGRATIONS.length
-
-type StoredRecord = Omit<CompactionRecord, 'summary'> & { summary: { text: string } }
-
-function withSections(stored: StoredRecord): CompactionRecord {
-  const sections = parseSummary(stored.summary.text)?.sections ?? emptySections()
-  return { ...stored, summary: { text: stored.summary.text, sections } }
-}
-
-function encodeCursor(seq: number): string {
-  return Buffer.from(`s${seq}`).toString('base64url')
-}
-
-function decodeCursor(cursor: string): number {
-  const m = /^s(\d+)$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'))
-  if (!m) throw new InvalidCursorError()
-  return Number(m[1])
-}
 
 /**
  * Creates a folder and its missing parents one level at a time. (Node's recursive mkdir loops forever
@@ -147,7 +127,7 @@ export class SqliteStore implements Store {
     }
   }
 
-  saveRecord(record: CompactionRecord): void {
+  async saveRecord(record: CompactionRecord): Promise<void> {
     this.statements.insert.run({
       id: record.id,
       session_id: record.session_id,
@@ -159,7 +139,7 @@ export class SqliteStore implements Store {
     })
   }
 
-  listRecords(sessionId: string, keyName: string, options: { limit: number; cursor?: string }): RecordPage {
+  async listRecords(sessionId: string, keyName: string, options: { limit: number; cursor?: string }): Promise<RecordPage> {
     const before = options.cursor ? decodeCursor(options.cursor) : Number.MAX_SAFE_INTEGER
     const rows = this.statements.page.all(keyName, sessionId, before, options.limit + 1) as { seq: number; record: string }[]
     const page = rows.slice(0, options.limit)
@@ -169,16 +149,16 @@ export class SqliteStore implements Store {
     }
   }
 
-  getCached(key: string, nowMs: number): CachedSummary | undefined {
+  async getCached(key: string, nowMs: number): Promise<CachedSummary | undefined> {
     const row = this.statements.getCache.get(key, nowMs) as { value: string } | undefined
     return row ? (JSON.parse(row.value) as CachedSummary) : undefined
   }
 
-  putCached(key: string, value: CachedSummary, expiresAtMs: number): void {
+  async putCached(key: string, value: CachedSummary, expiresAtMs: number): Promise<void> {
     this.statements.putCache.run(key, JSON.stringify(value), expiresAtMs)
   }
 
-  saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): void {
+  async saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): Promise<void> {
     if (rows.length === 0) return
     const created_ms = Date.parse(owner.created_at)
     this.db.transaction(() => {
@@ -187,14 +167,14 @@ export class SqliteStore implements Store {
     })()
   }
 
-  recall(sessionId: string, keyName: string, query: RecallQuery): RecallHit[] {
+  async recall(sessionId: string, keyName: string, query: RecallQuery): Promise<RecallHit[]> {
     const match = ftsQuery(query.text)
     if (!match) return []
     const kinds = query.kinds && query.kinds.length > 0 ? query.kinds : undefined
     // bm25 is negative, lower is better. The user's own requests and the reasons of failures are what a
     // search is most often for, so they weigh a little more than the agent's prose; among equals, newest first.
     const sql = `SELECT m.kind, m.text, m.compaction_id, m.msg_from, m.msg_to, m.created_at,
-         bm25(memory_fts) * CASE m.kind WHEN 'ask' THEN 1.5 WHEN 'error' THEN 1.3 WHEN 'answer' THEN 0.8 ELSE 1.0 END AS rank
+         bm25(memory_fts) * CASE m.kind ${Object.entries(KIND_WEIGHT).map(([kind, w]) => `WHEN '${kind}' THEN ${w}`).join(' ')} ELSE 1.0 END AS rank
        FROM memory_fts JOIN memory m ON m.id = memory_fts.rowid
        WHERE memory_fts MATCH ? AND m.key_name = ? AND m.session_id = ?${kinds ? ` AND m.kind IN (${kinds.map(() => '?').join(', ')})` : ''}
        ORDER BY rank, m.id DESC LIMIT ?`
@@ -217,14 +197,14 @@ export class SqliteStore implements Store {
     }))
   }
 
-  recap(sessionId: string, keyName: string): Recap | undefined {
+  async recap(sessionId: string, keyName: string): Promise<Recap | undefined> {
     const row = this.statements.latest.get(keyName, sessionId) as { record: string } | undefined
     if (!row) return undefined
     const { n } = this.statements.countRecords.get(keyName, sessionId) as { n: number }
     return { record: withSections(JSON.parse(row.record) as StoredRecord), compactions: n }
   }
 
-  prune(beforeMs: number, nowMs: number): { records: number; cache: number; memory: number } {
+  async prune(beforeMs: number, nowMs: number): Promise<{ records: number; cache: number; memory: number }> {
     return {
       records: this.statements.pruneRecords.run(beforeMs).changes,
       cache: this.statements.pruneCache.run(nowMs).changes,
@@ -232,7 +212,7 @@ export class SqliteStore implements Store {
     }
   }
 
-  checkWritable(): void {
+  async checkWritable(): Promise<void> {
     this.statements.health.run(Date.now())
   }
 
@@ -241,7 +221,7 @@ export class SqliteStore implements Store {
     return this.db
   }
 
-  close(): void {
+  async close(): Promise<void> {
     if (this.db.open) this.db.close()
   }
 }

@@ -67,24 +67,24 @@ export interface Recap {
   compactions: number
 }
 
-/** Where records and the summary cache live. SQLite is the one here; another store can take its place. */
+/** Where records, the summary cache and the cold layer live: SQLite (the embedded default) or PostgreSQL. */
 export interface Store {
-  saveRecord(record: CompactionRecord): void
+  saveRecord(record: CompactionRecord): Promise<void>
   /** A tenant's records of one session, newest first. Someone else's session reads as an empty one. */
-  listRecords(sessionId: string, keyName: string, options: { limit: number; cursor?: string }): RecordPage
-  getCached(key: string, nowMs: number): CachedSummary | undefined
-  putCached(key: string, value: CachedSummary, expiresAtMs: number): void
+  listRecords(sessionId: string, keyName: string, options: { limit: number; cursor?: string }): Promise<RecordPage>
+  getCached(key: string, nowMs: number): Promise<CachedSummary | undefined>
+  putCached(key: string, value: CachedSummary, expiresAtMs: number): Promise<void>
   /** Keeps a compaction's cold-layer entries (already redacted), within the per-session cap. */
-  saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): void
+  saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): Promise<void>
   /** A tenant's entries of one session that match the query, best first. Someone else's session finds nothing. */
-  recall(sessionId: string, keyName: string, query: RecallQuery): RecallHit[]
+  recall(sessionId: string, keyName: string, query: RecallQuery): Promise<RecallHit[]>
   /** The session's current summary, or undefined for a session the tenant has no record of. */
-  recap(sessionId: string, keyName: string): Recap | undefined
+  recap(sessionId: string, keyName: string): Promise<Recap | undefined>
   /** Drops records and cold-layer entries created before `beforeMs` and expired cache rows. */
-  prune(beforeMs: number, nowMs: number): { records: number; cache: number; memory: number }
+  prune(beforeMs: number, nowMs: number): Promise<{ records: number; cache: number; memory: number }>
   /** Throws when the store cannot be written. */
-  checkWritable(): void
-  close(): void
+  checkWritable(): Promise<void>
+  close(): Promise<void>
 }
 
 /** A cursor this server did not give: the client's mistake, a 400 at `/cursor`. */

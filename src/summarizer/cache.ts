@@ -1,8 +1,13 @@
 import { createHash } from 'node:crypto'
 import { SUMMARY_FORMAT_VERSION, formatSummary, redactSections, renderedSpan, spanText } from '../compaction/index.js'
 import { DOCTRINE_VERSION } from '../prompts/doctrine.js'
-import type { Store } from '../storage/store.js'
+import type { CachedSummary, Store } from '../storage/store.js'
+import type { SharedFlight } from '../storage/redis.js'
 import type { SummarizeRequest, SummarizeResult, Summarizer, SummarizerReport } from './summarizer.js'
+
+/** How often a replica waiting for another's summary looks for it in the shared cache. */
+export const FLIGHT_POLL_MS = 100
+export const DEFAULT_FLIGHT_TTL_MS = 120_000
 
 export interface CacheOptions {
   store: Store
@@ -10,6 +15,10 @@ export interface CacheOptions {
   /** The model the summaries come from; part of the key. */
   model: string
   now: () => number
+  /** Summaries in flight shared with other replicas (Redis); without it, identical calls are shared in this process only. */
+  flight?: SharedFlight
+  /** How long a replica's claim on a summary lasts at most (it is released when the summary is done). */
+  flightTtlMs?: number
   /** Told when the store fails; the summary is served all the same. */
   onStoreError: (operation: 'cache_read' | 'cache_write', err: unknown) => void
 }
@@ -50,7 +59,7 @@ export class CachingSummarizer implements Summarizer {
   async summarize(request: SummarizeRequest): Promise<SummarizeResult> {
     const started = this.options.now()
     const key = summaryCacheKey(request, this.options.model)
-    const hit = this.read(key)
+    const hit = await this.read(key)
     if (hit) return { sections: hit.sections, report: this.cacheReport(hit.model, started) }
 
     const shared = this.inflight.get(key)
@@ -59,28 +68,51 @@ export class CachingSummarizer implements Summarizer {
       // A follower made no call of its own: it reports the shared answer as a cache hit.
       return result.sections ? { sections: result.sections, report: this.cacheReport(result.report.model, started) } : result
     }
-    const call = this.inner
-      .summarize({ ...request, signal: undefined })
-      .then((result) => {
-        if (result.sections && result.report.kind === 'anthropic') {
-          // The model's answer is redacted before it is stored: a model may repeat a secret back.
-          const sections = redactSections(result.sections, request.plan.redactParts)
-          try {
-            this.options.store.putCached(key, { sections, model: result.report.model }, this.options.now() + this.options.ttlMs)
-          } catch (err) {
-            this.options.onStoreError('cache_write', err)
-          }
-        }
-        return result
-      })
-      .finally(() => this.inflight.delete(key))
+    const call = this.lead(request, key, started).finally(() => this.inflight.delete(key))
     this.inflight.set(key, call)
     return call
   }
 
-  private read(key: string) {
+  /**
+   * Makes the call, unless another replica is making it: then its summary is waited for in the shared
+   * cache, for as long as it holds the key's lock (and made here after all if it ends without one).
+   */
+  private async lead(request: SummarizeRequest, key: string, started: number): Promise<SummarizeResult> {
+    const flight = this.options.flight
+    const role = flight ? await flight.acquire(key, this.options.flightTtlMs ?? DEFAULT_FLIGHT_TTL_MS) : 'alone'
+    if (role === 'follower' && flight) {
+      const other = await this.awaitOther(flight, key)
+      if (other) return { sections: other.sections, report: this.cacheReport(other.model, started) }
+    }
     try {
-      return this.options.store.getCached(key, this.options.now())
+      const result = await this.inner.summarize({ ...request, signal: undefined })
+      if (result.sections && result.report.kind === 'anthropic') {
+        // The model's answer is redacted before it is stored: a model may repeat a secret back.
+        const sections = redactSections(result.sections, request.plan.redactParts)
+        try {
+          await this.options.store.putCached(key, { sections, model: result.report.model }, this.options.now() + this.options.ttlMs)
+        } catch (err) {
+          this.options.onStoreError('cache_write', err)
+        }
+      }
+      return result
+    } finally {
+      if (role === 'leader') await flight?.release(key)
+    }
+  }
+
+  private async awaitOther(flight: SharedFlight, key: string): Promise<CachedSummary | undefined> {
+    for (;;) {
+      await new Promise((resolve) => setTimeout(resolve, FLIGHT_POLL_MS))
+      const hit = await this.read(key)
+      if (hit) return hit
+      if (!(await flight.held(key))) return this.read(key)
+    }
+  }
+
+  private async read(key: string) {
+    try {
+      return await this.options.store.getCached(key, this.options.now())
     } catch (err) {
       this.options.onStoreError('cache_read', err)
       return undefined

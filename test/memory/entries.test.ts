@@ -27,13 +27,13 @@ describe('cold-layer entries', () => {
     expect(entries.find((e) => e.kind === 'command')).toEqual({ kind: 'command', text: 'make build → failed (exit 2)', from: 1, to: 2 })
   })
 
-  it('are pruned with the records past the retention, and capped per session', () => {
+  it('are pruned with the records past the retention, and capped per session', async () => {
     const store = new SqliteStore(':memory:')
     const owner = { compaction_id: 'cmp_1', session_id: 's', key_name: '', created_at: '2026-01-01T00:00:00.000Z' }
-    store.saveMemory(owner, [{ kind: 'ask', text: 'rotate the signing keys', from: 0, to: 0 }])
-    expect(store.recall('s', '', { text: 'signing keys', limit: 5 })).toHaveLength(1)
-    expect(store.prune(Date.parse('2026-02-01T00:00:00.000Z'), Date.now()).memory).toBe(1)
-    expect(store.recall('s', '', { text: 'signing keys', limit: 5 })).toEqual([])
-    store.close()
+    await store.saveMemory(owner, [{ kind: 'ask', text: 'rotate the signing keys', from: 0, to: 0 }])
+    expect(await store.recall('s', '', { text: 'signing keys', limit: 5 })).toHaveLength(1)
+    expect((await store.prune(Date.parse('2026-02-01T00:00:00.000Z'), Date.now())).memory).toBe(1)
+    expect(await store.recall('s', '', { text: 'signing keys', limit: 5 })).toEqual([])
+    await store.close()
   })
 })

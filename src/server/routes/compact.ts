@@ -109,7 +109,7 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
         // Parsing, validation, the plan, the summary and serialization all happen in a worker.
         const result = await pool.run({ defaults: deps.defaults, tenant: request.keyName, coldLayer: deps.coldLayer === true }, raw.bytes)
         if (!result.ok) throw new ApiError(result.status, result.type, result.message, result.path)
-        afterCompaction(request, reply, result.run, result.body, started)
+        await afterCompaction(request, reply, result.run, result.body, started)
         // already serialized in the worker: sent as it is (a string with a JSON content type is not serialized again)
         return reply.type('application/json; charset=utf-8').send(result.json as never)
       }
@@ -121,17 +121,17 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
         if (!reply.raw.writableFinished) abort.abort()
       })
       const run = await runCompaction(request.body, deps, { tenant: request.keyName, signal: abort.signal })
-      afterCompaction(request, reply, run, request.body, started)
+      await afterCompaction(request, reply, run, request.body, started)
       return run.response
     }
   )
 
   /** What follows every compaction, wherever it ran: the counts, the record, the log event, Server-Timing. */
-  function afterCompaction(request: FastifyRequest, reply: FastifyReply, run: CompactRunView, body: Pick<CompactRequestBody, 'mode' | 'session_id'>, started: number): void {
+  async function afterCompaction(request: FastifyRequest, reply: FastifyReply, run: CompactRunView, body: Pick<CompactRequestBody, 'mode' | 'session_id'>, started: number): Promise<void> {
     const { response } = run
     reasons.set(request, response.reason)
     record(metrics, run)
-    if (response.compacted && store) keepRecord(store, metrics, request.log, body, request.keyName, response, run.memory)
+    if (response.compacted && store) await keepRecord(store, metrics, request.log, body, request.keyName, response, run.memory)
     const fault = response.summarizer?.fallback_reason
     if (fault && fault !== 'no_api_key') {
       // The compaction was answered, but an operator must see that the model is failing.

@@ -30,7 +30,7 @@ export const healthRoutes: FastifyPluginAsync<{ store: Store }> = async (app, { 
     },
     async (request, reply) => {
       try {
-        store.checkWritable()
+        await store.checkWritable()
         return { status: 'ready', checks: { store: 'ok' } }
       } catch (err) {
         request.log.warn({ err }, 'readiness: store not writable')

@@ -98,7 +98,7 @@ export const memoryRoutes: FastifyPluginAsync<{ store: Store; metrics: Metrics }
     async (request) => {
       const body: Static<typeof RecallRequest> = request.body
       try {
-        const results = store.recall(request.params.session_id, request.keyName, { text: body.query, limit: body.limit ?? DEFAULT_RECALL_LIMIT, ...(body.kinds ? { kinds: body.kinds } : {}) })
+        const results = await store.recall(request.params.session_id, request.keyName, { text: body.query, limit: body.limit ?? DEFAULT_RECALL_LIMIT, ...(body.kinds ? { kinds: body.kinds } : {}) })
         metrics.recallRequests.inc({ outcome: results.length > 0 ? 'hits' : 'empty' })
         metrics.recallHits.inc(results.length)
         return { results }
@@ -131,7 +131,7 @@ export const memoryRoutes: FastifyPluginAsync<{ store: Store; metrics: Metrics }
     async (request) => {
       let recap
       try {
-        recap = store.recap(request.params.session_id, request.keyName)
+        recap = await store.recap(request.params.session_id, request.keyName)
       } catch (err) {
         metrics.storeErrors.inc({ operation: 'recap' })
         request.log.error({ err }, 'recap failed')

@@ -136,7 +136,7 @@ export const messagesRoutes: FastifyPluginAsync<MessagesRouteOptions> = async (a
       const { run } = outcome
       record(metrics, run)
       metrics.proxyCompactions.inc({ source: outcome.source })
-      if (store) keepRecord(store, metrics, request.log, { mode: 'auto', session_id: session }, request.keyName, run.response, outcome.memory)
+      if (store) await keepRecord(store, metrics, request.log, { mode: 'auto', session_id: session }, request.keyName, run.response, outcome.memory)
       request.log.info(
         { event: 'context_compacted', via: 'proxy', source: outcome.source, session_id: session, key_name: request.keyName || undefined, summary_id: outcome.summaryId, summarizer: run.response.summarizer.kind, ...run.response.stats },
         'context_compacted'

@@ -64,7 +64,7 @@ export const sessionRoutes: FastifyPluginAsync<{ store: Store }> = async (app, {
     async (request) => {
       const limit = request.query.limit ?? DEFAULT_PAGE_SIZE
       try {
-        const page = store.listRecords(request.params.session_id, request.keyName, { limit, cursor: request.query.cursor })
+        const page = await store.listRecords(request.params.session_id, request.keyName, { limit, cursor: request.query.cursor })
         return { session_id: request.params.session_id, compactions: page.records, next_cursor: page.next_cursor }
       } catch (err) {
         if (err instanceof InvalidCursorError) throw err

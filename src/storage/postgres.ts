@@ -1,0 +1,264 @@
+import pg from 'pg'
+import type { CachedSummary, CompactionRecord, MemoryOwner, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, Store } from './store.js'
+import { StoreError } from './store.js'
+import { KIND_WEIGHT, type StoredRecord, decodeCursor, encodeCursor, queryWords, withSections } from './common.js'
+
+/**
+ * Schema migrations, versioned in code: migration N is recorded in schema_migrations as version N.
+ * Append only; never edit one that has shipped. They run at start, in one transaction, under an advisory
+ * lock, so that replicas starting together migrate once.
+ */
+const MIGRATIONS: readonly string[] = [
+  `CREATE TABLE compactions (
+     seq BIGSERIAL PRIMARY KEY,
+     id TEXT NOT NULL UNIQUE,
+     session_id TEXT,
+     key_name TEXT NOT NULL,
+     created_at TEXT NOT NULL,
+     created_ms BIGINT NOT NULL,
+     record JSONB NOT NULL
+   );
+   CREATE INDEX compactions_by_session ON compactions (key_name, session_id, seq);
+   CREATE INDEX compactions_by_age ON compactions (created_ms);
+   CREATE TABLE summary_cache (key TEXT PRIMARY KEY, value JSONB NOT NULL, expires_ms BIGINT NOT NULL);
+   CREATE INDEX summary_cache_by_expiry ON summary_cache (expires_ms);
+   CREATE TABLE health (id INT PRIMARY KEY CHECK (id = 1), checked_ms BIGINT NOT NULL);
+   CREATE TABLE memory (
+     id BIGSERIAL PRIMARY KEY,
+     key_name TEXT NOT NULL,
+     session_id TEXT NOT NULL,
+     compaction_id TEXT NOT NULL,
+     kind TEXT NOT NULL,
+     text TEXT NOT NULL,
+     msg_from INT NOT NULL,
+     msg_to INT NOT NULL,
+     created_at TEXT NOT NULL,
+     created_ms BIGINT NOT NULL,
+     search TSVECTOR GENERATED ALWAYS AS (to_tsvector('english', text)) STORED
+   );
+   CREATE INDEX memory_by_session ON memory (key_name, session_id, id);
+   CREATE INDEX memory_by_age ON memory (created_ms);
+   CREATE INDEX memory_search ON memory USING GIN (search);`
+]
+
+export const PG_SCHEMA_VERSION = MIGRATIONS.length
+/** The advisory lock key under which migrations run (any fixed number the deployment does not use elsewhere). */
+const MIGRATION_LOCK = 7_318_204_551
+/** Most cold-layer entries one session keeps; past it the oldest go. */
+export const MAX_SESSION_MEMORY_PG = 50_000
+
+/** Whether COMPACT_DB names a PostgreSQL database rather than a SQLite file. */
+export function isPostgresUrl(value: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(value)
+}
+
+/** The URL as pg takes it, and the schema named by its `schema` parameter (public by default). */
+export function parsePostgresUrl(url: string): { connectionString: string; schema: string } {
+  const parsed = new URL(url)
+  const schema = parsed.searchParams.get('schema') ?? 'public'
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) throw new StoreError(`COMPACT_DB: schema "${schema}" must be lower-case letters, digits and _`)
+  parsed.searchParams.delete('schema')
+  return { connectionString: parsed.toString(), schema }
+}
+
+/** The same URL with its password hidden, for logs and errors. */
+export function redactedUrl(url: string): string {
+  try {
+    const parsed = new URL(url)
+    if (parsed.password) parsed.password = '***'
+    return parsed.toString()
+  } catch {
+    return 'postgres://…'
+  }
+}
+
+export interface PostgresOptions {
+  /** Connections in the pool at most. */
+  maxConnections?: number
+  /** Told when an idle connection fails (the server went away); the pool makes new ones when it is back. */
+  onPoolError?: (err: Error) => void
+}
+
+/**
+ * PostgreSQL through a pg pool: several replicas share records, the summary cache and the cold layer
+ * (full-text search over a generated tsvector). A database that is down fails each operation quickly
+ * (callers lose the record or skip the cache, never the compaction); the pool reconnects on its own.
+ */
+export class PostgresStore implements Store {
+  private readonly pool: pg.Pool
+  private readonly schema: string
+  private migrated: Promise<void> | undefined
+  private closed = false
+
+  constructor(
+    readonly url: string,
+    options: PostgresOptions = {}
+  ) {
+    const { connectionString, schema } = parsePostgresUrl(url)
+    this.schema = schema
+    this.pool = new pg.Pool({
+      connectionString,
+      max: options.maxConnections ?? 10,
+      connectionTimeoutMillis: 3_000,
+      idleTimeoutMillis: 30_000,
+      query_timeout: 10_000,
+      options: `-c search_path=${schema}`,
+      application_name: 'compaction-gateway'
+    })
+    this.pool.on('error', (err) => options.onPoolError?.(err))
+  }
+
+  /** Runs the migrations (once; again after a failure). Every operation waits for them. */
+  migrate(): Promise<void> {
+    this.migrated ??= this.runMigrations().catch((err: unknown) => {
+      this.migrated = undefined
+      throw err instanceof StoreError ? err : new StoreError(`cannot migrate ${redactedUrl(this.url)}: ${err instanceof Error ? err.message : String(err)}`, { cause: err })
+    })
+    return this.migrated
+  }
+
+  private async runMigrations(): Promise<void> {
+    const client = await this.pool.connect()
+    try {
+      await client.query('BEGIN')
+      await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK])
+      await client.query(`CREATE SCHEMA IF NOT EXISTS ${this.schema}`)
+      await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version INT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())')
+      const { rows } = await client.query<{ v: number | null }>('SELECT max(version) AS v FROM schema_migrations')
+      const current = rows[0]?.v ?? 0
+      if (current > MIGRATIONS.length) throw new StoreError(`schema version ${current} is newer than this build knows (${MIGRATIONS.length})`)
+      for (let v = current; v < MIGRATIONS.length; v++) {
+        await client.query(MIGRATIONS[v]!)
+        await client.query('INSERT INTO schema_migrations (version) VALUES ($1)', [v + 1])
+      }
+      await client.query('COMMIT')
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined)
+      throw err
+    } finally {
+      client.release()
+    }
+  }
+
+  private async query<R extends pg.QueryResultRow>(sql: string, values: unknown[] = []): Promise<pg.QueryResult<R>> {
+    if (this.closed) throw new StoreError('the store is closed')
+    await this.migrate()
+    return this.pool.query<R>(sql, values)
+  }
+
+  async saveRecord(record: CompactionRecord): Promise<void> {
+    await this.query('INSERT INTO compactions (id, session_id, key_name, created_at, created_ms, record) VALUES ($1, $2, $3, $4, $5, $6)', [
+      record.id,
+      record.session_id,
+      record.key_name,
+      record.created_at,
+      Date.parse(record.created_at),
+      JSON.stringify({ ...record, summary: { text: record.summary.text } })
+    ])
+  }
+
+  async listRecords(sessionId: string, keyName: string, options: { limit: number; cursor?: string }): Promise<RecordPage> {
+    const before = options.cursor ? decodeCursor(options.cursor) : Number.MAX_SAFE_INTEGER
+    const { rows } = await this.query<{ seq: string; record: StoredRecord }>(
+      'SELECT seq, record FROM compactions WHERE key_name = $1 AND session_id = $2 AND seq < $3 ORDER BY seq DESC LIMIT $4',
+      [keyName, sessionId, before, options.limit + 1]
+    )
+    const page = rows.slice(0, options.limit)
+    return {
+      records: page.map((r) => withSections(r.record)),
+      next_cursor: rows.length > options.limit ? encodeCursor(Number(page[page.length - 1]!.seq)) : null
+    }
+  }
+
+  async getCached(key: string, nowMs: number): Promise<CachedSummary | undefined> {
+    const { rows } = await this.query<{ value: CachedSummary }>('SELECT value FROM summary_cache WHERE key = $1 AND expires_ms > $2', [key, nowMs])
+    return rows[0]?.value
+  }
+
+  async putCached(key: string, value: CachedSummary, expiresAtMs: number): Promise<void> {
+    await this.query('INSERT INTO summary_cache (key, value, expires_ms) VALUES ($1, $2, $3) ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_ms = excluded.expires_ms', [
+      key,
+      JSON.stringify(value),
+      expiresAtMs
+    ])
+  }
+
+  async saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): Promise<void> {
+    if (rows.length === 0) return
+    const createdMs = Date.parse(owner.created_at)
+    // One statement for all the entries, and the cap, in one transaction.
+    await this.migrate()
+    const client = await this.pool.connect()
+    try {
+      await client.query('BEGIN')
+      await client.query(
+        `INSERT INTO memory (key_name, session_id, compaction_id, kind, text, msg_from, msg_to, created_at, created_ms)
+         SELECT $1, $2, $3, kind, text, msg_from, msg_to, $4, $5 FROM unnest($6::text[], $7::text[], $8::int[], $9::int[]) AS e(kind, text, msg_from, msg_to)`,
+        [owner.key_name, owner.session_id, owner.compaction_id, owner.created_at, createdMs, rows.map((r) => r.kind), rows.map((r) => r.text), rows.map((r) => r.from), rows.map((r) => r.to)]
+      )
+      await client.query(
+        'DELETE FROM memory WHERE key_name = $1 AND session_id = $2 AND id <= (SELECT id FROM memory WHERE key_name = $1 AND session_id = $2 ORDER BY id DESC LIMIT 1 OFFSET $3)',
+        [owner.key_name, owner.session_id, MAX_SESSION_MEMORY_PG]
+      )
+      await client.query('COMMIT')
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined)
+      throw err
+    } finally {
+      client.release()
+    }
+  }
+
+  async recall(sessionId: string, keyName: string, query: RecallQuery): Promise<RecallHit[]> {
+    const words = queryWords(query.text)
+    if (words.length === 0) return []
+    const kinds = query.kinds && query.kinds.length > 0 ? [...query.kinds] : undefined
+    const weights = Object.entries(KIND_WEIGHT)
+      .map(([kind, w]) => `WHEN '${kind}' THEN ${w}`)
+      .join(' ')
+    // websearch_to_tsquery reads "a or b or c" as any of the words (each stemmed like the entries).
+    const { rows } = await this.query<{ kind: string; text: string; compaction_id: string; msg_from: number; msg_to: number; created_at: string; rank: number }>(
+      `SELECT kind, text, compaction_id, msg_from, msg_to, created_at,
+          ts_rank(search, q) * CASE kind ${weights} ELSE 1.0 END AS rank
+        FROM memory, websearch_to_tsquery('english', $1) AS q
+        WHERE search @@ q AND key_name = $2 AND session_id = $3 AND ($4::text[] IS NULL OR kind = ANY($4::text[]))
+        ORDER BY rank DESC, id DESC LIMIT $5`,
+      [words.join(' or '), keyName, sessionId, kinds ?? null, query.limit]
+    )
+    return rows.map((r) => ({
+      kind: r.kind,
+      text: r.text,
+      compaction_id: r.compaction_id,
+      messages: [r.msg_from, r.msg_to],
+      score: Number(Number(r.rank).toFixed(4)),
+      created_at: r.created_at
+    }))
+  }
+
+  async recap(sessionId: string, keyName: string): Promise<Recap | undefined> {
+    const { rows } = await this.query<{ record: StoredRecord; n: string }>(
+      `SELECT record, (SELECT count(*) FROM compactions WHERE key_name = $1 AND session_id = $2) AS n
+         FROM compactions WHERE key_name = $1 AND session_id = $2 ORDER BY seq DESC LIMIT 1`,
+      [keyName, sessionId]
+    )
+    const row = rows[0]
+    return row ? { record: withSections(row.record), compactions: Number(row.n) } : undefined
+  }
+
+  async prune(beforeMs: number, nowMs: number): Promise<{ records: number; cache: number; memory: number }> {
+    const records = await this.query('DELETE FROM compactions WHERE created_ms < $1', [beforeMs])
+    const cache = await this.query('DELETE FROM summary_cache WHERE expires_ms <= $1', [nowMs])
+    const memory = await this.query('DELETE FROM memory WHERE created_ms < $1', [beforeMs])
+    return { records: records.rowCount ?? 0, cache: cache.rowCount ?? 0, memory: memory.rowCount ?? 0 }
+  }
+
+  async checkWritable(): Promise<void> {
+    await this.query('INSERT INTO health (id, checked_ms) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET checked_ms = excluded.checked_ms', [Date.now()])
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    await this.pool.end()
+  }
+}

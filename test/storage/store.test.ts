@@ -1,0 +1,175 @@
+import { writeFileSync } from 'node:fs'
+import Database from 'better-sqlite3'
+import pg from 'pg'
+import { afterAll, afterEach, describe, expect, it } from 'vitest'
+import { emptySections } from '../../src/compaction/index.js'
+import { PG_SCHEMA_VERSION, PostgresStore } from '../../src/storage/postgres.js'
+import { SCHEMA_VERSION, SqliteStore } from '../../src/storage/sqlite.js'
+import { type CompactionRecord, InvalidCursorError, type Store } from '../../src/storage/store.js'
+import { tempDb } from '../helpers/process.js'
+import { PG_URL, dropSchemas, freshPgUrl, pgMissing } from '../helpers/services.js'
+
+const stores: Store[] = []
+afterEach(async () => {
+  for (const s of stores.splice(0)) await s.close()
+})
+afterAll(async () => {
+  if (!pgMissing) await dropSchemas()
+})
+
+function record(id: string, session: string, key: string, at = '2026-11-30T00:00:00.000Z'): CompactionRecord {
+  return {
+    id,
+    session_id: session,
+    key_name: key,
+    created_at: at,
+    mode: 'manual',
+    reason: 'manual',
+    stats: { raw_history_tokens: 1, summary_tokens: 1, compacted_turns: 1, compacted_messages: 1, kept_messages: 1, kept_tokens: 1, context_after_compaction: 1, clipped_tool_results: 0, guard_added: 0, estimate_scale: 1 },
+    summarizer: { kind: 'extractive', model: null, input_tokens: 0, output_tokens: 0, calls: 0, fallback_reason: null, duration_ms: 1 },
+    doctrine_version: 'v',
+    summary: { text: `summary ${id}`, sections: emptySections() }
+  }
+}
+
+const backends: { name: string; missing: string | undefined; open: () => Store }[] = [
+  { name: 'SQLite', missing: undefined, open: () => new SqliteStore(tempDb()) },
+  { name: 'PostgreSQL', missing: pgMissing, open: () => new PostgresStore(freshPgUrl()) }
+]
+
+/** The same behaviour from every store: the contract of the Store interface. */
+for (const backend of backends) {
+  describe.skipIf(backend.missing !== undefined)(`${backend.name} store${backend.missing ? ` (skipped: ${backend.missing})` : ''}`, () => {
+    const open = (): Store => {
+      const s = backend.open()
+      stores.push(s)
+      return s
+    }
+
+    it("lists a tenant's session newest first, in pages", async () => {
+      const s = open()
+      for (let i = 1; i <= 5; i++) await s.saveRecord(record(`c${i}`, 'sess', 'alpha'))
+      await s.saveRecord(record('other', 'sess', 'beta'))
+      const first = await s.listRecords('sess', 'alpha', { limit: 2 })
+      expect(first.records.map((r) => r.id)).toEqual(['c5', 'c4'])
+      const second = await s.listRecords('sess', 'alpha', { limit: 2, cursor: first.next_cursor! })
+      expect(second.records.map((r) => r.id)).toEqual(['c3', 'c2'])
+      const last = await s.listRecords('sess', 'alpha', { limit: 2, cursor: second.next_cursor! })
+      expect(last.records.map((r) => r.id)).toEqual(['c1'])
+      expect(last.next_cursor).toBeNull()
+      expect((await s.listRecords('sess', 'beta', { limit: 10 })).records.map((r) => r.id)).toEqual(['other'])
+      expect(await s.listRecords('sess', 'gamma', { limit: 10 })).toEqual({ records: [], next_cursor: null })
+      await expect(s.listRecords('sess', 'alpha', { limit: 2, cursor: 'garbage' })).rejects.toThrow(InvalidCursorError)
+      const recap = await s.recap('sess', 'alpha')
+      expect(recap?.record.id).toBe('c5')
+      expect(recap?.compactions).toBe(5)
+      expect(await s.recap('sess', 'gamma')).toBeUndefined()
+    })
+
+    it('keeps cached summaries until they expire, and prunes old rows', async () => {
+      const s = open()
+      const value = { sections: { ...emptySections(), objective: 'cached' }, model: 'm' }
+      await s.putCached('k', value, 2_000)
+      expect(await s.getCached('k', 1_999)).toEqual(value)
+      expect(await s.getCached('k', 2_000)).toBeUndefined()
+      await s.saveRecord(record('old', 's', '', '2026-01-01T00:00:00.000Z'))
+      await s.saveRecord(record('new', 's', '', '2026-11-29T00:00:00.000Z'))
+      expect(await s.prune(Date.parse('2026-06-01T00:00:00.000Z'), 3_000)).toEqual({ records: 1, cache: 1, memory: 0 })
+      expect((await s.listRecords('s', '', { limit: 10 })).records.map((r) => r.id)).toEqual(['new'])
+    })
+
+    it("finds a session's cold-layer entries by any of the words, best first, the tenant's own only", async () => {
+      const s = open()
+      const owner = { compaction_id: 'cmp_1', session_id: 's', key_name: 'alpha', created_at: '2026-11-30T00:00:00.000Z' }
+      await s.saveMemory(owner, [
+        { kind: 'ask', text: 'Rotate the signing keys before the release', from: 0, to: 0 },
+        { kind: 'error', text: 'TypeError: cannot read properties of undefined (reading "keys") in src/sign.ts', from: 3, to: 4 },
+        { kind: 'answer', text: 'The parser handles nested quotes now', from: 5, to: 5 }
+      ])
+      await s.saveMemory({ ...owner, key_name: 'beta' }, [{ kind: 'ask', text: 'signing keys of another tenant', from: 0, to: 0 }])
+      const hits = await s.recall('s', 'alpha', { text: 'signing keys', limit: 5 })
+      expect(hits.map((h) => h.kind)).toEqual(['ask', 'error'])
+      expect(hits[0]).toMatchObject({ compaction_id: 'cmp_1', messages: [0, 0], created_at: owner.created_at })
+      expect(hits[0]!.score).toBeGreaterThanOrEqual(hits[1]!.score)
+      expect((await s.recall('s', 'alpha', { text: 'signing keys', limit: 5, kinds: ['error'] })).map((h) => h.kind)).toEqual(['error'])
+      expect(await s.recall('s', 'alpha', { text: 'OR AND NOT " ( *', limit: 5 })).toEqual([])
+      expect(await s.recall('s', 'gamma', { text: 'signing', limit: 5 })).toEqual([])
+      expect((await s.prune(Date.parse('2026-12-01T00:00:00.000Z'), 0)).memory).toBe(4)
+    })
+
+    it('says it can be written', async () => {
+      await expect(open().checkWritable()).resolves.toBeUndefined()
+    })
+  })
+}
+
+describe('SqliteStore', () => {
+  it('creates the file and its folder, in WAL mode, migrated to the current schema', async () => {
+    const path = tempDb().replace('compaction.db', 'nested/deeper/c.db')
+    stores.push(new SqliteStore(path))
+    const db = new Database(path, { readonly: true })
+    expect(db.pragma('journal_mode', { simple: true })).toBe('wal')
+    expect(db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION)
+    db.close()
+  })
+
+  it('refuses a file that is not a database, naming it', () => {
+    const path = tempDb()
+    writeFileSync(path, 'this is not a database, just text that happens to be here '.repeat(100))
+    expect(() => new SqliteStore(path)).toThrow(/cannot open the database .*compaction\.db: file is not a database/)
+  })
+
+  it('refuses a schema newer than it knows', () => {
+    const path = tempDb()
+    const db = new Database(path)
+    db.pragma(`user_version = ${SCHEMA_VERSION + 1}`)
+    db.close()
+    expect(() => new SqliteStore(path)).toThrow(/newer than this build knows/)
+  })
+
+  it('says when it cannot be written', async () => {
+    const s = new SqliteStore(tempDb())
+    stores.push(s)
+    await expect(s.checkWritable()).resolves.toBeUndefined()
+    s.connection.pragma('query_only = 1')
+    await expect(s.checkWritable()).rejects.toThrow(/readonly|read-only/i)
+  })
+})
+
+describe.skipIf(pgMissing !== undefined)(`PostgresStore${pgMissing ? ` (skipped: ${pgMissing})` : ''}`, () => {
+  it('migrates once when replicas start together, under the advisory lock', async () => {
+    const url = freshPgUrl()
+    const replicas = Array.from({ length: 4 }, () => new PostgresStore(url))
+    stores.push(...replicas)
+    await Promise.all(replicas.map((r) => r.checkWritable()))
+    const schema = new URL(url).searchParams.get('schema')!
+    const client = new pg.Client({ connectionString: PG_URL })
+    await client.connect()
+    const { rows } = await client.query<{ version: number }>(`SELECT version FROM ${schema}.schema_migrations ORDER BY version`)
+    await client.end()
+    expect(rows.map((r) => r.version)).toEqual(Array.from({ length: PG_SCHEMA_VERSION }, (_, i) => i + 1))
+  })
+
+  it('refuses a schema newer than it knows', async () => {
+    const url = freshPgUrl()
+    const first = new PostgresStore(url)
+    stores.push(first)
+    await first.checkWritable()
+    const schema = new URL(url).searchParams.get('schema')!
+    const client = new pg.Client({ connectionString: PG_URL })
+    await client.connect()
+    await client.query(`INSERT INTO ${schema}.schema_migrations (version) VALUES (${PG_SCHEMA_VERSION + 1})`)
+    await client.end()
+    const later = new PostgresStore(url)
+    stores.push(later)
+    await expect(later.checkWritable()).rejects.toThrow(/newer than this build knows/)
+  })
+
+  it('fails fast while the database is unreachable, and names it without its password', async () => {
+    const s = new PostgresStore('postgres://gateway:s3cret@127.0.0.1:9/none')
+    stores.push(s)
+    const err = await s.checkWritable().catch((e: unknown) => e as Error)
+    expect(String(err)).toMatch(/cannot migrate postgres:\/\/gateway:\*\*\*@127\.0\.0\.1:9\/none/)
+    expect(String(err)).not.toContain('s3cret')
+  })
+})

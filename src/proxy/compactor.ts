@@ -2,11 +2,13 @@ import { createHash } from 'node:crypto'
 import { type Message, type SystemPrompt, promptTokens } from '../compaction/index.js'
 import type { MemoryEntry } from '../memory/entries.js'
 import type { CompactRequestBody } from '../contract/schemas.js'
-import { type CompactDeps, type CompactRun, type CompactedResponse, runCompaction } from '../service/compact.js'
+import { type CompactDeps, type CompactRun, type CompactRunView, type CompactedResponse, type ResponseView, runCompaction } from '../service/compact.js'
 import { type Anchor, anchorOf, holds, withAnchor } from './anchors.js'
 
 /** Sessions whose anchors are remembered at most; the least recently used is forgotten first. */
 export const MAX_PROXY_SESSIONS = 10_000
+/** A session not seen for this long is forgotten (with the summary written ahead for it). */
+export const PROXY_SESSION_IDLE_MS = 3_600_000
 /** A precomputed summary is written again once the history has grown by this share of the budget since. */
 export const PRECOMPUTE_STEP = 0.1
 
@@ -34,7 +36,8 @@ export type ProxyOutcome =
       summaryId: string
       /** model: summarized while the client waited; precomputed: a summary written in the background, taken as it was; merged: one merged with the turns since. */
       source: 'model' | 'precomputed' | 'merged'
-      run: CompactRun & { response: CompactedResponse }
+      /** The compaction as it is recorded and counted (its messages are the ones above). */
+      run: CompactedView
       /** The cold layer of everything this compaction removed. */
       memory: MemoryEntry[] | undefined
     }
@@ -51,13 +54,19 @@ export interface ProxyCompactorOptions {
   maxSessions?: number
 }
 
+/** A compaction without its messages: what is recorded and counted. */
+export type CompactedView = CompactRunView & { response: Extract<ResponseView, { compacted: true }> }
+
 interface Pending extends Anchor {
   /** The estimate of the history when it was written. */
   atTokens: number
-  run: CompactRun & { response: CompactedResponse }
+  /** The compaction that wrote it, without its messages (the anchor rebuilds them from the client's). */
+  run: CompactedView
 }
 
 interface SessionState {
+  /** When a request of the session was last seen. */
+  seenAt: number
   /** The summary sent now in place of the first turns. */
   current?: Anchor
   /** The same cut as `current`, summarized by the model after an anchored merge: the base of the next compaction. */
@@ -200,7 +209,8 @@ export class ProxyCompactor {
       const run = await runCompaction(this.body(request, input, 'manual'), this.options.deps, { tenant: request.tenant, recallTool: false })
       if (!isCompacted(run) || state.current !== current) return
       const anchor = anchorOf(run.response, messages, base)
-      if (anchor.cut > (current?.cut ?? 0)) state.pending = { ...anchor, atTokens: tokens, run }
+      const { messages: _sent, ...response } = run.response
+      if (anchor.cut > (current?.cut ?? 0)) state.pending = { ...anchor, atTokens: tokens, run: { ...run, response } }
       this.options.onPrecompute('done')
     })
   }
@@ -232,12 +242,18 @@ export class ProxyCompactor {
 
   private state(request: ProxyRequest): SessionState {
     const key = sessionKey(request)
+    const now = Date.now()
     let state = this.sessions.get(key)
     if (state) this.sessions.delete(key)
-    else state = {}
+    else state = { seenAt: now }
+    state.seenAt = now
     this.sessions.set(key, state) // most recently used last
+    // The least recently used come first: forget those over the count, and those idle too long.
     const max = this.options.maxSessions ?? MAX_PROXY_SESSIONS
-    while (this.sessions.size > max) this.sessions.delete(this.sessions.keys().next().value as string)
+    for (const [k, s] of this.sessions) {
+      if (this.sessions.size <= max && now - s.seenAt < PROXY_SESSION_IDLE_MS) break
+      this.sessions.delete(k)
+    }
     return state
   }
 

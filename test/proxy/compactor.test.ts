@@ -1,7 +1,7 @@
 import fc from 'fast-check'
-import { describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { type Message, emptySections, promptTokens, validateHistory } from '../../src/compaction/index.js'
-import { ProxyCompactor, type ProxyOutcome } from '../../src/proxy/compactor.js'
+import { PROXY_SESSION_IDLE_MS, ProxyCompactor, type ProxyOutcome } from '../../src/proxy/compactor.js'
 import { ExtractiveSummarizer } from '../../src/summarizer/extractive.js'
 import type { Summarizer } from '../../src/summarizer/summarizer.js'
 import { assistant, call, result, results, user } from '../helpers/history.js'
@@ -99,5 +99,25 @@ describe('the proxy compactor over a growing session', () => {
     expect((await proxy.prepare({ messages: long, tenant: 'a', session: 's', budget: 10_000 })).kind).toBe('compacted')
     const again = await proxy.prepare({ messages: long, tenant: 'b', session: 's', budget: 10_000 })
     expect(again.kind).toBe('compacted')
+  })
+
+  afterEach(() => vi.useRealTimers())
+
+  it('forgets a session idle for longer than an hour, and the least recently used past the count', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] })
+    const long = build([{ prompt: 'first task', outputs: [20_000, 20_000, 20_000], answer: 'done' }, { prompt: 'next', outputs: [100], answer: '' }]).at(-1)!
+    const proxy = compactor(false, undefined)
+    const first = await proxy.prepare({ messages: long, tenant: 't', session: 'idle', budget: 10_000 })
+    expect((await proxy.prepare({ messages: long, tenant: 't', session: 'idle', budget: 10_000 })).kind).toBe('reused')
+    vi.setSystemTime(Date.now() + PROXY_SESSION_IDLE_MS + 1)
+    await proxy.prepare({ messages: [user('another session')], tenant: 't', session: 'other', budget: 10_000 })
+    expect(proxy.size).toBe(1)
+    const later = await proxy.prepare({ messages: long, tenant: 't', session: 'idle', budget: 10_000 })
+    expect(later.kind).toBe('compacted')
+    expect(later.kind === 'compacted' && first.kind === 'compacted' && later.summaryId !== first.summaryId).toBe(true)
+
+    const small = new ProxyCompactor({ deps: { defaults: { budgetTokens: 45_000, keepTurns: 8 }, extractive: new ExtractiveSummarizer(), newId: () => 'x', now: () => 0 }, precomputeAt: undefined, canPrecompute: () => true, onPrecompute: () => undefined, maxSessions: 3 })
+    for (const session of ['a', 'b', 'c', 'd', 'e']) await small.prepare({ messages: [user(session)], tenant: 't', session, budget: 10_000 })
+    expect(small.size).toBe(3)
   })
 })

@@ -3,6 +3,9 @@ import { type CompactionRecord, InvalidCursorError } from './store.js'
 
 /** What every store shares: how records are kept, cursors made and recall queries read. */
 
+/** Most cold-layer entries one session keeps; past it the oldest go. */
+export const MAX_SESSION_MEMORY = 50_000
+
 /** Most words of a recall query that are searched for. */
 const MAX_QUERY_TERMS = 32
 

@@ -1,7 +1,7 @@
 import pg from 'pg'
 import type { CachedSummary, CompactionRecord, MemoryOwner, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, Store } from './store.js'
 import { StoreError } from './store.js'
-import { KIND_WEIGHT, type StoredRecord, decodeCursor, encodeCursor, queryWords, withSections } from './common.js'
+import { KIND_WEIGHT, MAX_SESSION_MEMORY, type StoredRecord, decodeCursor, encodeCursor, queryWords, withSections } from './common.js'
 
 /**
  * Schema migrations, versioned in code: migration N is recorded in schema_migrations as version N.
@@ -44,8 +44,6 @@ const MIGRATIONS: readonly string[] = [
 export const PG_SCHEMA_VERSION = MIGRATIONS.length
 /** The advisory lock key under which migrations run (any fixed number the deployment does not use elsewhere). */
 const MIGRATION_LOCK = 7_318_204_551
-/** Most cold-layer entries one session keeps; past it the oldest go. */
-export const MAX_SESSION_MEMORY_PG = 50_000
 
 /** Whether COMPACT_DB names a PostgreSQL database rather than a SQLite file. */
 export function isPostgresUrl(value: string): boolean {
@@ -118,9 +116,7 @@ export class PostgresStore implements Store {
   }
 
   private async runMigrations(): Promise<void> {
-    const client = await this.pool.connect()
-    try {
-      await client.query('BEGIN')
+    await this.transaction(async (client) => {
       await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK])
       await client.query(`CREATE SCHEMA IF NOT EXISTS ${this.schema}`)
       await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version INT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())')
@@ -131,6 +127,15 @@ export class PostgresStore implements Store {
         await client.query(MIGRATIONS[v]!)
         await client.query('INSERT INTO schema_migrations (version) VALUES ($1)', [v + 1])
       }
+    })
+  }
+
+  /** Runs `work` in one transaction on one connection: committed when it returns, rolled back when it throws. */
+  private async transaction(work: (client: pg.PoolClient) => Promise<void>): Promise<void> {
+    const client = await this.pool.connect()
+    try {
+      await client.query('BEGIN')
+      await work(client)
       await client.query('COMMIT')
     } catch (err) {
       await client.query('ROLLBACK').catch(() => undefined)
@@ -188,9 +193,7 @@ export class PostgresStore implements Store {
     const createdMs = Date.parse(owner.created_at)
     // One statement for all the entries, and the cap, in one transaction.
     await this.migrate()
-    const client = await this.pool.connect()
-    try {
-      await client.query('BEGIN')
+    await this.transaction(async (client) => {
       await client.query(
         `INSERT INTO memory (key_name, session_id, compaction_id, kind, text, msg_from, msg_to, created_at, created_ms)
          SELECT $1, $2, $3, kind, text, msg_from, msg_to, $4, $5 FROM unnest($6::text[], $7::text[], $8::int[], $9::int[]) AS e(kind, text, msg_from, msg_to)`,
@@ -198,15 +201,9 @@ export class PostgresStore implements Store {
       )
       await client.query(
         'DELETE FROM memory WHERE key_name = $1 AND session_id = $2 AND id <= (SELECT id FROM memory WHERE key_name = $1 AND session_id = $2 ORDER BY id DESC LIMIT 1 OFFSET $3)',
-        [owner.key_name, owner.session_id, MAX_SESSION_MEMORY_PG]
+        [owner.key_name, owner.session_id, MAX_SESSION_MEMORY]
       )
-      await client.query('COMMIT')
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined)
-      throw err
-    } finally {
-      client.release()
-    }
+    })
   }
 
   async recall(sessionId: string, keyName: string, query: RecallQuery): Promise<RecallHit[]> {

@@ -3,7 +3,7 @@ import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
 import type { CachedSummary, CompactionRecord, MemoryOwner, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, Store } from './store.js'
 import { StoreError } from './store.js'
-import { KIND_WEIGHT, type StoredRecord, decodeCursor, encodeCursor, queryWords, withSections } from './common.js'
+import { KIND_WEIGHT, MAX_SESSION_MEMORY, type StoredRecord, decodeCursor, encodeCursor, queryWords, withSections } from './common.js'
 
 /**
  * Schema migrations, versioned in code: migration N brings `user_version` from N-1 to N. Append only;
@@ -52,8 +52,6 @@ const MIGRATIONS: readonly string[] = [
    END;`
 ]
 
-/** Most cold-layer entries one session keeps; past it the oldest go. */
-export const MAX_SESSION_MEMORY = 50_000
 /** A free-text query as an FTS5 expression: each word quoted, any of them. */
 export function ftsQuery(text: string): string | undefined {
   const words = queryWords(text)

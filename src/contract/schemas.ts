@@ -158,6 +158,23 @@ export const ErrorResponse = Type.Object(
 )
 export type ErrorResponseBody = Static<typeof ErrorResponse>
 
+/** One compaction as the sessions route lists it (the storage layer's CompactionRecord agrees with it). */
+export const CompactionRecordSchema = Type.Object(
+  {
+    id: Type.String(),
+    session_id: Type.Union([Type.String(), Type.Null()]),
+    key_name: Type.String({ description: "The API key's name ('' without auth); never the key." }),
+    created_at: Type.String({ format: 'date-time' }),
+    mode: Type.Enum(['auto', 'manual']),
+    reason: Type.String(),
+    stats: Type.Ref('Stats'),
+    summarizer: Type.Ref('SummarizerReport'),
+    doctrine_version: Type.String(),
+    summary: Type.Object({ text: Type.String(), sections: Type.Ref('SummarySections') }, { additionalProperties: false })
+  },
+  { additionalProperties: false, $id: 'CompactionRecord', description: 'What one compaction said and cost. The history itself is never kept.' }
+)
+
 export const Health = Type.Object({ status: Type.String() }, { additionalProperties: false, description: 'The process answers.' })
 export const Ready = Type.Object(
   { status: Type.String(), checks: Type.Record(Type.String(), Type.String()) },
@@ -165,4 +182,4 @@ export const Ready = Type.Object(
 )
 
 /** Schemas registered once with `addSchema`, so routes and the OpenAPI document refer to them by name. */
-export const SHARED_SCHEMAS = [Block, Message, SummarySectionsSchema, Stats, Clip, SummarizerReport, ErrorResponse]
+export const SHARED_SCHEMAS = [Block, Message, SummarySectionsSchema, Stats, Clip, SummarizerReport, ErrorResponse, CompactionRecordSchema]

@@ -32,7 +32,7 @@ import { messagesRoutes } from './routes/messages.js'
 import { ProxyCompactor } from '../proxy/compactor.js'
 import { Upstream } from '../proxy/upstream.js'
 import { metricsRoutes } from './routes/metrics.js'
-import { CompactionRecordSchema, sessionRoutes } from './routes/sessions.js'
+import { sessionRoutes } from './routes/sessions.js'
 import { type ErrorResponseBody, SHARED_SCHEMAS } from '../contract/schemas.js'
 
 export interface AppOptions {
@@ -129,7 +129,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
     await store.close()
   })
   if (options.openapi) await registerOpenapi(app, SERVICE_VERSION)
-  for (const schema of [...SHARED_SCHEMAS, CompactionRecordSchema]) app.addSchema(schema)
+  for (const schema of SHARED_SCHEMAS) app.addSchema(schema)
   installErrorHandling(app)
   installJsonParser(app)
   installRequestChecks(app)

@@ -1,6 +1,8 @@
 import type { CompactionStats, SummarySections } from '../compaction/index.js'
 import { GatewayError } from '../contract/errors.js'
-import type { SummarizerReportBody } from '../contract/schemas.js'
+import type { Static } from 'typebox'
+import type { CompactionRecordSchema, SummarizerReportBody } from '../contract/schemas.js'
+import type { Agree, Same } from '../contract/agreement.js'
 
 /** One compaction as remembered: what it was asked, what it said, and what it cost. Never the history. */
 export interface CompactionRecord {
@@ -16,6 +18,10 @@ export interface CompactionRecord {
   doctrine_version: string
   summary: { text: string; sections: SummarySections }
 }
+
+/** The record as stored agrees with the contract's (its referenced parts are checked where they are defined). */
+type Referenced = 'stats' | 'summarizer' | 'summary'
+export type RecordAgreesWithContract = Agree<Same<Omit<CompactionRecord, Referenced>, Omit<Static<typeof CompactionRecordSchema>, Referenced>>>
 
 export interface RecordPage {
   records: CompactionRecord[]

@@ -1,18 +1,10 @@
 import type { CompactionPlan, SummarySections } from '../compaction/index.js'
+import type { SummarizerReportBody } from '../contract/schemas.js'
 
-export type SummarizerKind = 'anthropic' | 'extractive' | 'cache'
+/** What the response says of the summarizer that wrote the summary: the contract's type, one definition. */
+export type SummarizerReport = SummarizerReportBody
 
-/** What the response says of the summarizer that wrote the summary (DESIGN 3). */
-export interface SummarizerReport {
-  kind: SummarizerKind
-  model: string | null
-  input_tokens: number
-  output_tokens: number
-  calls: number
-  /** Why a model summary was not used, when the extractive one stands in for it. */
-  fallback_reason: string | null
-  duration_ms: number
-}
+export type SummarizerKind = SummarizerReport['kind']
 
 export interface SummarizeRequest {
   plan: CompactionPlan

@@ -9,22 +9,6 @@ import { KEYED, keyedResponses } from './security.js'
 export const DEFAULT_PAGE_SIZE = 20
 export const MAX_PAGE_SIZE = 100
 
-export const CompactionRecordSchema = Type.Object(
-  {
-    id: Type.String(),
-    session_id: Type.Union([Type.String(), Type.Null()]),
-    key_name: Type.String({ description: "The API key's name ('' without auth); never the key." }),
-    created_at: Type.String({ format: 'date-time' }),
-    mode: Type.Enum(['auto', 'manual']),
-    reason: Type.String(),
-    stats: Type.Ref('Stats'),
-    summarizer: Type.Ref('SummarizerReport'),
-    doctrine_version: Type.String(),
-    summary: Type.Object({ text: Type.String(), sections: Type.Ref('SummarySections') }, { additionalProperties: false })
-  },
-  { additionalProperties: false, $id: 'CompactionRecord', description: 'What one compaction said and cost. The history itself is never kept.' }
-)
-
 const SessionCompactions = Type.Object(
   {
     session_id: Type.String(),

@@ -19,6 +19,8 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }]
     }
   },
+  // In src, an index or a match that may be undefined is handled, never asserted away.
+  { files: ['src/**/*.ts'], rules: { '@typescript-eslint/no-non-null-assertion': 'error' } },
   layer('compaction', '^(?!\\./)', 'the core is pure: it imports nothing but its own modules (no package, no node:, no other layer)'),
   layer('contract', '^\\.\\./(?!compaction/)', 'the API contract builds on the core alone'),
   layer('prompts', '^\\.\\./(?!compaction/)', 'the doctrine builds on the core alone'),

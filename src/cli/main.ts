@@ -9,6 +9,7 @@ import { parseArgs } from 'node:util'
 import { serve } from '../server/serve.js'
 import { type CompactResponseView, formatReport } from './report.js'
 import { startSpinner } from './spinner.js'
+import { at } from '../compaction/index.js'
 
 export const EXIT_USAGE = 2
 export const EXIT_UNREACHABLE = 3
@@ -67,7 +68,7 @@ interface Service {
 export const DEFAULT_TIMEOUT_S = 300
 
 function service(values: { url?: string; key?: string; timeout?: string }): Service {
-  const timeout = values.timeout === undefined ? DEFAULT_TIMEOUT_S : positiveInt('timeout', values.timeout)!
+  const timeout = positiveInt('timeout', values.timeout) ?? DEFAULT_TIMEOUT_S
   if (timeout < 1) throw new UsageError('--timeout takes a number of seconds, at least 1')
   return {
     base: (values.url ?? process.env.COMPACTION_GATEWAY_URL ?? DEFAULT_URL).replace(/\/+$/, ''),
@@ -136,7 +137,7 @@ async function recap(argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: SERVICE_OPTIONS })
   if (values.help) return void process.stdout.write(`${USAGE}\n`)
   if (positionals.length !== 1) throw new UsageError('recap takes one SESSION')
-  const payload = (await callService(service(values), 'GET', `/v1/sessions/${encodeURIComponent(positionals[0]!)}/recap`)) as {
+  const payload = (await callService(service(values), 'GET', `/v1/sessions/${encodeURIComponent(at(positionals, 0))}/recap`)) as {
     summary: { text: string }
     compactions: number
     created_at: string
@@ -169,7 +170,7 @@ async function compact(argv: string[]): Promise<void> {
   if (positionals.length !== 1) throw new UsageError('compact takes one FILE (or - for stdin)')
   if (values.mode !== 'auto' && values.mode !== 'manual') throw new UsageError('--mode is auto or manual')
   if (values.summarizer !== undefined && !['auto', 'anthropic', 'extractive'].includes(values.summarizer)) throw new UsageError('--summarizer is auto, anthropic or extractive')
-  const file = positionals[0]!
+  const file = at(positionals, 0)
   let text: string
   try {
     text = readFileSync(file === '-' ? 0 : file, 'utf8')

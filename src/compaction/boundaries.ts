@@ -1,4 +1,5 @@
 import { type Message, isPromptMessage } from './types.js'
+import { at } from './at.js'
 
 /**
  * Indices where a cut may fall: an assistant message or a prompt message. A cut there never separates
@@ -7,7 +8,7 @@ import { type Message, isPromptMessage } from './types.js'
 export function safeBoundaries(messages: readonly Message[]): number[] {
   const out: number[] = []
   for (let i = 0; i < messages.length; i++) {
-    const m = messages[i]!
+    const m = at(messages, i)
     if (m.role === 'assistant' || isPromptMessage(m)) out.push(i)
   }
   return out
@@ -16,6 +17,6 @@ export function safeBoundaries(messages: readonly Message[]): number[] {
 /** Number of prompt messages (turns begun) in messages[from..to). */
 export function countPrompts(messages: readonly Message[], from = 0, to = messages.length): number {
   let n = 0
-  for (let i = from; i < to; i++) if (isPromptMessage(messages[i]!)) n++
+  for (let i = from; i < to; i++) if (isPromptMessage(at(messages, i))) n++
   return n
 }

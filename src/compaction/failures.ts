@@ -2,6 +2,7 @@
  * Why a command failed, and which tests fail, read from tool outputs across languages and runners.
  * A traceback's frames say where; its last line says why, and that line is the one a summary keeps.
  */
+import { at } from './at.js'
 
 /**
  * Lines that say why: an exception or assertion (Python, Java, JS), pytest's `E` lines, compiler and
@@ -105,19 +106,19 @@ export interface TestResult {
 /** Test ids and their status, in the shapes pytest, unittest, Jest/Vitest, go test and cargo test print. */
 const TEST_LINES: { pattern: RegExp; read: (m: RegExpExecArray) => TestResult | undefined }[] = [
   // pytest short summary: FAILED tests/test_x.py::test_y - AssertionError: ...
-  { pattern: /^(FAILED|ERROR) (\S+::\S+?)(?: - (.+))?$/, read: (m) => ({ id: m[2]!, status: 'failed', ...(m[3] ? { reason: m[3] } : {}) }) },
+  { pattern: /^(FAILED|ERROR) (\S+::\S+?)(?: - (.+))?$/, read: (m) => ({ id: at(m, 2), status: 'failed', ...(m[3] ? { reason: m[3] } : {}) }) },
   // pytest -v: tests/test_x.py::test_y PASSED [ 10%]
-  { pattern: /^(\S+::\S+) (PASSED|FAILED|ERROR|XPASS)\b/, read: (m) => ({ id: m[1]!, status: m[2] === 'PASSED' || m[2] === 'XPASS' ? 'passed' : 'failed' }) },
+  { pattern: /^(\S+::\S+) (PASSED|FAILED|ERROR|XPASS)\b/, read: (m) => ({ id: at(m, 1), status: m[2] === 'PASSED' || m[2] === 'XPASS' ? 'passed' : 'failed' }) },
   // unittest: FAIL: test_y (module.TestX)   /   test_y (module.TestX) ... ok
   { pattern: /^(FAIL|ERROR): (\w+) \(([\w.]+)\)/, read: (m) => ({ id: `${m[3]}.${m[2]}`, status: 'failed' }) },
   { pattern: /^(\w+) \(([\w.]+)\)(?: \S.*)? \.\.\. (ok|FAIL|ERROR)$/, read: (m) => ({ id: `${m[2]}.${m[1]}`, status: m[3] === 'ok' ? 'passed' : 'failed' }) },
   // go test: --- FAIL: TestX (0.00s)
-  { pattern: /^\s*--- (FAIL|PASS): (\S+)/, read: (m) => ({ id: m[2]!, status: m[1] === 'PASS' ? 'passed' : 'failed' }) },
+  { pattern: /^\s*--- (FAIL|PASS): (\S+)/, read: (m) => ({ id: at(m, 2), status: m[1] === 'PASS' ? 'passed' : 'failed' }) },
   // cargo test: test module::name ... FAILED
-  { pattern: /^test (\S+) \.\.\. (ok|FAILED)$/, read: (m) => ({ id: m[1]!, status: m[2] === 'ok' ? 'passed' : 'failed' }) },
+  { pattern: /^test (\S+) \.\.\. (ok|FAILED)$/, read: (m) => ({ id: at(m, 1), status: m[2] === 'ok' ? 'passed' : 'failed' }) },
   // Jest / Vitest: ✕ name (3 ms)   ✓ name
-  { pattern: /^\s*(?:✕|×|✗) (.+?)(?: \(\d+(?:\.\d+)? ?m?s\))?$/, read: (m) => ({ id: m[1]!.trim(), status: 'failed' }) },
-  { pattern: /^\s*(?:✓|√) (.+?)(?: \(\d+(?:\.\d+)? ?m?s\))?$/, read: (m) => ({ id: m[1]!.trim(), status: 'passed' }) }
+  { pattern: /^\s*(?:✕|×|✗) (.+?)(?: \(\d+(?:\.\d+)? ?m?s\))?$/, read: (m) => ({ id: at(m, 1).trim(), status: 'failed' }) },
+  { pattern: /^\s*(?:✓|√) (.+?)(?: \(\d+(?:\.\d+)? ?m?s\))?$/, read: (m) => ({ id: at(m, 1).trim(), status: 'passed' }) }
 ]
 
 /** Every test result an output reports, in order. */

@@ -2,6 +2,7 @@ import { taskStatement } from './requests.js'
 import { type SummaryHeader, formattedLength } from './summary-text.js'
 import { CHARS_PER_TOKEN } from './tokens.js'
 import { LIST_SECTIONS, type ListSection, type SummarySections, itemPath } from './sections.js'
+import { at } from './at.js'
 
 /**
  * Makes a summary fit its token budget by shortening, in stages, what matters least first: long items,
@@ -58,7 +59,7 @@ function applyStage(s: SummarySections, stage: Stage, task = taskStatement(s.use
       const dropped = others.length - keptCount
       const newest = others.length - 1
       const kept = others.slice(others.length - keptCount).map(({ r, i }) => ({ i, text: shorten(r, i === others[newest]?.i ? stage.newestRequest : stage.request) }))
-      if (task !== undefined) kept.unshift({ i: task, text: shorten(items[task]!, stage.task) })
+      if (task !== undefined) kept.unshift({ i: task, text: shorten(at(items, task), stage.task) })
       kept.sort((a, b) => a.i - b.i)
       const texts = kept.map((k) => k.text)
       out[key] = dropped > 0 ? [`(${dropped} older requests shortened away to fit the summary budget)`, ...texts] : texts

@@ -4,6 +4,7 @@ import { patchFiles, readShellCommand } from './shell.js'
 import { type TestStatus, isEmptySearch, testResults, whyLines } from './failures.js'
 import { exitCodeOf } from './signal.js'
 import { type Message, type ToolResultBlock, type ToolUseBlock, blocksOf, isPromptMessage, isTextBlock, isToolResult, isToolUse, toolResultText } from './types.js'
+import { at } from './at.js'
 
 export interface FileChange {
   path: string
@@ -91,7 +92,7 @@ function describeCall(use: ToolUseBlock): string {
   const command = stringField(use.input, ['command', 'cmd', 'script'])
   const path = stringField(use.input, ['file_path', 'path', 'filename'])
   const text = command ?? (path ? `${use.name} ${path}` : `${use.name} ${JSON.stringify(use.input ?? {})}`)
-  const oneLine = text.split('\n')[0]!
+  const oneLine = text.split('\n', 1)[0] ?? ''
   return oneLine.length > 200 ? `${oneLine.slice(0, 200)}…` : oneLine + (text.includes('\n') ? ' …' : '')
 }
 
@@ -114,7 +115,7 @@ export function readLedger(messages: readonly Message[], offset = 0): Ledger {
   }
 
   for (let i = 0; i < messages.length; i++) {
-    const message = messages[i]!
+    const message = at(messages, i)
     if (isPromptMessage(message)) {
       const text = userText(message)
       if (text) userRequests.push({ message_index: offset + i, text })
@@ -229,7 +230,7 @@ function mergeErrors(errors: readonly ErrorSeen[], commands: readonly CommandRun
 }
 
 function firstLine(text: string): string {
-  return text.split('\n')[0]!.replace(/…$/, '').trim()
+  return (text.split('\n', 1)[0] ?? '').replace(/…$/, '').trim()
 }
 
 /** A TodoWrite-style call's list: `todos: [{content, status}]`. */

@@ -40,9 +40,7 @@ export function jsonProblem(value: unknown, maxDepth = MAX_JSON_DEPTH): JsonProb
   if (!isContainer(value)) return undefined
   const values: object[] = [value]
   const depths: number[] = [1]
-  while (values.length > 0) {
-    const node = values.pop()!
-    const depth = depths.pop()!
+  for (let node = values.pop(), depth = depths.pop(); node !== undefined && depth !== undefined; node = values.pop(), depth = depths.pop()) {
     if (depth > maxDepth) return locate(value, maxDepth)
     if (Array.isArray(node)) {
       for (let i = 0; i < node.length; i++) {

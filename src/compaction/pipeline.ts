@@ -11,6 +11,7 @@ import { CHARS_PER_TOKEN, MESSAGE_OVERHEAD_TOKENS, estimateScale, rawMessageToke
 import { assembleHistory, summaryBlocks, summaryNote } from './turn.js'
 import { type Message, type SystemPrompt, blocksOf, isPromptMessage, isTextBlock } from './types.js'
 import { type HistoryProblem, place, pointer } from './validate.js'
+import { at } from './at.js'
 
 export type Mode = 'auto' | 'manual'
 export type Reason = 'over_budget' | 'under_budget' | 'manual' | 'disabled' | 'nothing_to_compact' | 'dry_run'
@@ -95,7 +96,7 @@ export function renderedSpan(plan: CompactionPlan): RenderedSpan {
 
 function latestAssistantText(messages: readonly Message[]): string {
   for (let i = messages.length - 1; i >= 0; i--) {
-    const m = messages[i]!
+    const m = at(messages, i)
     if (m.role !== 'assistant') continue
     const text = blocksOf(m).filter(isTextBlock).map((b) => b.text).join('\n').trim()
     if (text) return text
@@ -107,7 +108,7 @@ function latestAssistantText(messages: readonly Message[]): string {
 export function redactSections(s: SummarySections, redactMany: RedactMany): SummarySections {
   const texts = [s.objective, ...LIST_SECTIONS.flatMap((key) => s[key])]
   const redacted = redactMany(texts)
-  const out = { objective: redacted[0]! } as SummarySections
+  const out = { objective: at(redacted, 0) } as SummarySections
   let k = 1
   for (const key of LIST_SECTIONS) {
     out[key] = redacted.slice(k, k + s[key].length)
@@ -279,7 +280,7 @@ export function finishCompaction(plan: CompactionPlan, options: FinishOptions): 
   // The tail's tokens are known from the plan; only a first message that took the summary is new.
   const summaryInTail = messages.length === plan.cut.tail.length
   const outputTokens = summaryInTail
-    ? plan.cut.tailTokens - scaled(rawMessageTokens(plan.cut.tail[0]!), plan.scale) + scaled(rawMessageTokens(messages[0]!), plan.scale)
+    ? plan.cut.tailTokens - scaled(rawMessageTokens(at(plan.cut.tail, 0)), plan.scale) + scaled(rawMessageTokens(at(messages, 0)), plan.scale)
     : summaryTokens + plan.cut.tailTokens
   return {
     compacted: true,

@@ -2,6 +2,7 @@ import { clipHeadTail, clipMarker } from './clip.js'
 import { countPrompts, safeBoundaries } from './boundaries.js'
 import { CHARS_PER_TOKEN, rawMessageTokens, scaled } from './tokens.js'
 import { type Block, type Message, isPromptMessage, isTextBlock, isToolResult, isToolUse } from './types.js'
+import { at } from './at.js'
 
 export interface CutPolicy {
   /** Hard bound on the estimated tokens of the kept tail. */
@@ -58,8 +59,8 @@ export function planCut(messages: readonly Message[], tokens: readonly number[],
   let tailTokens = sum(tokens, last)
   let prompts = countPrompts(messages, last)
   for (let k = bounds.length - 2; k >= 0; k--) {
-    const b = bounds[k]!
-    const next = bounds[k + 1]!
+    const b = at(bounds, k)
+    const next = at(bounds, k + 1)
     const more = sum(tokens, b, next)
     const morePrompts = countPrompts(messages, b, next)
     if (tailTokens + more > policy.keepTokens) break
@@ -72,8 +73,8 @@ export function planCut(messages: readonly Message[], tokens: readonly number[],
     accepted = b
   }
   // A turn limit is met at a turn boundary, so the tail does not open with half of a summarized turn.
-  if (limitedByTurns && !isPromptMessage(messages[accepted]!)) {
-    const opening = bounds.find((b) => b > accepted && isPromptMessage(messages[b]!))
+  if (limitedByTurns && !isPromptMessage(at(messages, accepted))) {
+    const opening = bounds.find((b) => b > accepted && isPromptMessage(at(messages, b)))
     if (opening !== undefined) accepted = opening
   }
   if (accepted === 0) accepted = shrinkForSpan(messages, bounds)
@@ -88,15 +89,15 @@ export function planCut(messages: readonly Message[], tokens: readonly number[],
 /** The last turn when it is not the whole history, else the last step. */
 function shrinkForSpan(messages: readonly Message[], bounds: readonly number[]): number {
   for (let k = bounds.length - 1; k >= 0; k--) {
-    const b = bounds[k]!
-    if (b > 0 && isPromptMessage(messages[b]!)) return b
+    const b = at(bounds, k)
+    if (b > 0 && isPromptMessage(at(messages, b))) return b
   }
   return bounds[bounds.length - 1] ?? 0
 }
 
 function sum(values: readonly number[], from: number, to = values.length): number {
   let n = 0
-  for (let i = from; i < to; i++) n += values[i]!
+  for (let i = from; i < to; i++) n += at(values, i)
   return n
 }
 
@@ -119,8 +120,8 @@ const MIN_INPUT_STRING = 100
 function inputStrings(input: unknown): { keys: (string | number)[]; chars: number }[] {
   const found: { keys: (string | number)[]; chars: number }[] = []
   const stack: { value: unknown; keys: (string | number)[] }[] = [{ value: input, keys: [] }]
-  while (stack.length > 0) {
-    const { value, keys } = stack.pop()!
+  for (let top = stack.pop(); top !== undefined; top = stack.pop()) {
+    const { value, keys } = top
     if (typeof value === 'string') {
       if (value.length > MIN_INPUT_STRING) found.push({ keys, chars: value.length })
     } else if (Array.isArray(value)) {
@@ -203,13 +204,13 @@ function clipToFit(messages: readonly Message[], cut: number, tokens: readonly n
   for (const floor of [MIN_CLIPPED_CHARS, 0]) {
     for (const target of candidates) {
       if (total <= policy.keepTokens) break
-      const before = readAt(tail[target.tailIndex]!, target)
+      const before = readAt(at(tail, target.tailIndex), target)
       if (before.length <= floor) continue
       const excessChars = Math.ceil(((total - policy.keepTokens) / policy.scale) * CHARS_PER_TOKEN)
       const keepChars = Math.max(floor, before.length - excessChars - clipMarker(before.length).length - 8)
       const after = clipHeadTail(before, keepChars)
       if (after.length >= before.length) continue
-      const message = writeAt(tail[target.tailIndex]!, target, after)
+      const message = writeAt(at(tail, target.tailIndex), target, after)
       tail[target.tailIndex] = message
       const messageIndex = cut + target.tailIndex
       const path = pointerOf(messageIndex, target)
@@ -224,7 +225,7 @@ function clipToFit(messages: readonly Message[], cut: number, tokens: readonly n
         kept_chars: after.length
       })
       const t = scaled(rawMessageTokens(message), policy.scale)
-      total += t - tailTokensOf[target.tailIndex]!
+      total += t - at(tailTokensOf, target.tailIndex)
       tailTokensOf[target.tailIndex] = t
     }
   }

@@ -1,4 +1,5 @@
 import { ASSIGNED_VALUE, KEY_BODY_LINE, SECRET_NAMES, SECRET_PATTERNS } from './secret-patterns.js'
+import { at as elementAt } from './at.js'
 
 /**
  * Secrets replaced by `[REDACTED:kind]` before any text leaves the process. Detection is data
@@ -46,11 +47,11 @@ function byFirstChar(patterns: readonly Compiled[], prefixes: readonly string[])
   const table: { [c: string]: Compiled[] } = {}
   const anywhere: Compiled[] = []
   patterns.forEach((p, i) => {
-    const prefix = prefixes[i]!
-    if (/^[A-Za-z0-9:"-]/.test(prefix) && !prefix.includes('|')) (table[prefix[0]!.toLowerCase()] ??= []).push(p)
+    const prefix = elementAt(prefixes, i)
+    if (/^[A-Za-z0-9:"-]/.test(prefix) && !prefix.includes('|')) (table[elementAt(prefix, 0).toLowerCase()] ??= []).push(p)
     else anywhere.push(p)
   })
-  for (const c of Object.keys(table)) table[c] = [...table[c]!, ...anywhere]
+  for (const c of Object.keys(table)) table[c] = [...(table[c] ?? []), ...anywhere]
   table[''] = anywhere
   return table
 }
@@ -99,14 +100,14 @@ export function findSecrets(text: string): SecretRange[] {
     const at = c.index
     if (at < covered) continue
     let matched = false
-    for (const p of BY_FIRST_CHAR[text[at]!.toLowerCase()] ?? BY_FIRST_CHAR['']!) {
+    for (const p of BY_FIRST_CHAR[elementAt(text, at).toLowerCase()] ?? BY_FIRST_CHAR[''] ?? []) {
       p.prefix.lastIndex = at
       if (!p.prefix.test(text)) continue
-      if (p.wordStart && at > 0 && WORD_CHAR.test(text[at - 1]!)) continue
+      if (p.wordStart && at > 0 && WORD_CHAR.test(elementAt(text, at - 1))) continue
       p.pattern.lastIndex = at
       const m = p.pattern.exec(text)
       if (!m) continue
-      const part = m[p.group]!
+      const part = elementAt(m, p.group)
       if (p.kind === 'basic_auth' && !isBasicCredential(part)) continue
       const start = at + (p.group === 0 ? 0 : m[0].lastIndexOf(part))
       found.push({ start, end: start + part.length, kind: p.kind })
@@ -124,9 +125,9 @@ export function findSecrets(text: string): SecretRange[] {
     ASSIGNED.lastIndex = end
     const v = ASSIGNED.exec(text)
     if (!v) continue
-    const value = v[2]!
+    const value = elementAt(v, 2)
     if (notASecret(value)) continue
-    const start = end + v[0].length - value.length - v[1]!.length
+    const start = end + v[0].length - value.length - elementAt(v, 1).length
     found.push({ start, end: start + value.length, kind: 'secret' })
     covered = start + value.length
     CANDIDATE.lastIndex = covered
@@ -136,7 +137,7 @@ export function findSecrets(text: string): SecretRange[] {
     KEY_BODY.lastIndex = 0
     let line: RegExpExecArray | null
     while ((line = KEY_BODY.exec(text)) !== null) {
-      const body = line[1]!
+      const body = elementAt(line, 1)
       if (!isKeyBodyLine(body)) continue
       const start = line.index + line[0].indexOf(body)
       found.push({ start, end: start + body.length, kind: 'private_key' })

@@ -4,6 +4,7 @@ import { type Redact, type RedactMany, redact } from './redact.js'
 import { isSignalLine, shortLine } from './signal.js'
 import { type ParsedSummary, parseSummary } from './summary-text.js'
 import { type Block, type Message, blocksOf, isTextBlock, isToolResult, toolResultText } from './types.js'
+import { at } from './at.js'
 
 export interface RenderOptions {
   /** Characters kept from the head and the tail of a tool output. */
@@ -71,9 +72,9 @@ export function clipToolOutput(text: string, o: RenderOptions): string {
   if (text.length <= o.toolOutputHead + o.toolOutputTail) return text
   const lines = text.split('\n')
   let headEnd = 0
-  for (let n = 0; headEnd < lines.length && n + lines[headEnd]!.length <= o.toolOutputHead; headEnd++) n += lines[headEnd]!.length + 1
+  for (let n = 0; headEnd < lines.length && n + at(lines, headEnd).length <= o.toolOutputHead; headEnd++) n += at(lines, headEnd).length + 1
   let tailStart = lines.length
-  for (let n = 0; tailStart > headEnd && n + lines[tailStart - 1]!.length <= o.toolOutputTail; tailStart--) n += lines[tailStart - 1]!.length + 1
+  for (let n = 0; tailStart > headEnd && n + at(lines, tailStart - 1).length <= o.toolOutputTail; tailStart--) n += at(lines, tailStart - 1).length + 1
   if (headEnd === 0 && tailStart === lines.length) return clipHeadTail(text, o.toolOutputHead + o.toolOutputTail)
 
   const middle = lines.slice(headEnd, tailStart)
@@ -148,5 +149,5 @@ export function renderSpan(messages: readonly Message[], offset = 0, options: Re
     if (lines.length > 0) parts.push({ index: offset + k, text: `[#${offset + k} ${m.role}]\n${lines.join('\n')}` })
   })
   const redacted = options.redactParts(parts.map((p) => p.text))
-  return { parts: parts.map((p, k) => ({ ...p, text: redacted[k]! })) }
+  return { parts: parts.map((p, k) => ({ ...p, text: at(redacted, k) })) }
 }

@@ -4,6 +4,7 @@
  * transcript markers, uploaded-file listings, demonstrations, format complaints repeated every turn);
  * the objective must come from the real request, and repeats must not fill the summary.
  */
+import { at } from './at.js'
 
 /** Lines a client or harness writes, not the user: a slash command's echo and output, transcript markers. */
 const ECHO_LINE = /^(?:\/[\w:-]+(?:\s.*)?(?:is running…?)?|⎿.*|\[[^\]]*\]|<\/?[\w-]+>|Interrupted by user)$/
@@ -109,7 +110,7 @@ function lead(text: string, max: number): string {
   const flat = text.replace(/\s+/g, ' ').trim()
   // A sentence ends at . ! or ? before a space; a dot inside a name (`day-004.md`, `Header.fromstring`) does not end it.
   const sentences = flat.split(/(?<=[.!?])\s+/)
-  let out = sentences[0]!.trim()
+  let out = at(sentences, 0).trim()
   if (out.length < 80 && sentences[1]) out = `${out} ${sentences[1].trim()}`
   return out.length > max ? `${out.slice(0, max - 1).trimEnd()}…` : out
 }
@@ -128,7 +129,7 @@ export function taskStatement(requests: readonly string[]): TaskStatement | unde
   const shapes = new Map<string, number>()
   for (const r of requests) shapes.set(requestShape(r), (shapes.get(requestShape(r)) ?? 0) + 1)
   for (let index = 0; index < requests.length; index++) {
-    const text = requests[index]!
+    const text = at(requests, index)
     if (isChatter(text, shapes.get(requestShape(text)))) continue
     const title = requestTitle(text)
     return { index, objective: title ? lead(title, 300) : lead(requestBody(text), 300) }
@@ -168,8 +169,8 @@ export function requestEntries(requests: readonly string[]): string[] {
   })
   const out: string[] = []
   requests.forEach((r, i) => {
-    const entry = seen.get(requestShape(r))!
-    if (entry.last !== i) return
+    const entry = seen.get(requestShape(r))
+    if (entry === undefined || entry.last !== i) return
     out.push(entry.count > 1 ? `${r.trim()} (×${entry.count}${entry.texts.size > 1 ? ', numbers varied' : ''})` : r)
   })
   return out

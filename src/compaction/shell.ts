@@ -2,6 +2,7 @@
  * Reads a shell command for the files it writes and reads. It is a reader of common shapes (sed -i,
  * redirections, tee, heredocs, mv/cp/rm, git apply, patch), not a shell: what it cannot read it leaves out.
  */
+import { at } from './at.js'
 
 export interface ShellEffects {
   writes: { path: string; how: string }[]
@@ -62,15 +63,15 @@ function splitHeredocs(command: string): { text: string; bodies: string[] } {
   const kept: string[] = []
   const bodies: string[] = []
   for (let i = 0; i < lines.length; i++) {
-    const line = lines[i]!
+    const line = at(lines, i)
     kept.push(line)
     const re = /<<(-?)\s*(['"]?)([A-Za-z_][A-Za-z0-9_]*)\2/g
     let m: RegExpExecArray | null
     while ((m = re.exec(line)) !== null) {
-      const delimiter = m[3]!
+      const delimiter = at(m, 3)
       const body: string[] = []
       i++
-      while (i < lines.length && (m[1] ? lines[i]!.trim() : lines[i]) !== delimiter) body.push(lines[i++]!)
+      while (i < lines.length && (m[1] ? at(lines, i).trim() : lines[i]) !== delimiter) body.push(at(lines, i++))
       bodies.push(body.join('\n'))
     }
   }
@@ -124,7 +125,7 @@ export function readShellCommand(command: string): ShellEffects {
   }
 
   for (let i = 0; i < words.length; i++) {
-    const w = words[i]!
+    const w = at(words, i)
     if (!w.op) {
       simple.push(w.text)
       continue
@@ -152,11 +153,11 @@ export function readShellCommand(command: string): ShellEffects {
 
 function readSimple(argv: string[], effects: ShellEffects, heredocBody: string | undefined): void {
   let words = argv.filter((w) => !/^[A-Za-z_][A-Za-z0-9_]*=/.test(w))
-  while (words.length > 0 && WRAPPERS.has(words[0]!)) words = words.slice(1)
+  while (words.length > 0 && WRAPPERS.has(at(words, 0))) words = words.slice(1)
   if (words[0] === 'timeout') words = words.slice(2)
   if (words.length === 0) return
-  if (words[0]!.startsWith('./') && words[0]!.length > 2) effects.runs.push(words[0]!.slice(2))
-  const cmd = words[0]!.split('/').pop()!
+  if (at(words, 0).startsWith('./') && at(words, 0).length > 2) effects.runs.push(at(words, 0).slice(2))
+  const cmd = at(words, 0).split('/').pop() ?? ''
   const args = words.slice(1).filter((a) => !a.startsWith('<'))
   const stdin = words.slice(1).find((a) => a.startsWith('<'))?.slice(1)
 
@@ -168,7 +169,7 @@ function readSimple(argv: string[], effects: ShellEffects, heredocBody: string |
     case 'perl': {
       const inPlace = args.some((a) => /^-[a-zA-Z]*i/.test(a) || a.startsWith('--in-place'))
       const scripted = args.some((a) => a === '-e' || a === '-f' || a === '--expression')
-      const files = operands(args.filter((_, k) => !(k > 0 && ['-e', '-f', '--expression'].includes(args[k - 1]!))))
+      const files = operands(args.filter((_, k) => !(k > 0 && ['-e', '-f', '--expression'].includes(at(args, k - 1)))))
       const targets = scripted ? files : files.slice(1)
       if (inPlace) for (const f of targets) write(f, `edited in place with ${cmd}`)
       else for (const f of targets) if (looksLikeFile(f)) effects.reads.push(f)
@@ -186,7 +187,7 @@ function readSimple(argv: string[], effects: ShellEffects, heredocBody: string |
     }
     case 'cp': {
       const ops = operands(args)
-      if (ops.length > 1) write(ops[ops.length - 1]!, `copied from ${ops.slice(0, -1).join(', ')}`)
+      if (ops.length > 1) write(at(ops, ops.length - 1), `copied from ${ops.slice(0, -1).join(', ')}`)
       return
     }
     case 'rm':

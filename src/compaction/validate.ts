@@ -1,4 +1,5 @@
 import { type Message, isToolResult, isToolUse } from './types.js'
+import { at } from './at.js'
 
 /** A place in the request and what is wrong there. `path` is a JSON pointer into the request body. */
 export interface HistoryProblem {
@@ -90,12 +91,12 @@ function resultProblem(block: Record<string, unknown>, i: number, j: number): Hi
  */
 export function validateHistory(messages: readonly Message[]): HistoryProblem | undefined {
   if (messages.length === 0) return { kind: 'shape', path: '/messages', message: 'messages: at least one message is required' }
-  if (messages[0]!.role !== 'user') return problem('history', 0, undefined, 'the first message must have role "user"')
+  if (at(messages, 0).role !== 'user') return problem('history', 0, undefined, 'the first message must have role "user"')
 
   let pending = new Map<string, number>() // tool_use id -> block index, from the previous assistant message
   for (let i = 0; i < messages.length; i++) {
-    const m = messages[i]!
-    if (i > 0 && messages[i - 1]!.role === m.role) {
+    const m = at(messages, i)
+    if (i > 0 && at(messages, i - 1).role === m.role) {
       return problem('history', i, undefined, `two "${m.role}" messages in a row; roles must alternate`)
     }
     const blocks = typeof m.content === 'string' ? [] : m.content
@@ -104,7 +105,7 @@ export function validateHistory(messages: readonly Message[]): HistoryProblem | 
     for (let j = 0; j < blocks.length; j++) {
       const bad = shapeProblem(blocks[j], i, j)
       if (bad) return bad
-      const b = blocks[j]!
+      const b = at(blocks, j)
       if (isToolUse(b)) {
         if (m.role !== 'assistant') return problem('history', i, j, 'a tool_use block belongs in an assistant message')
         if (calls.has(b.id)) return problem('history', i, j, `tool_use id "${b.id}" is used twice in this message`)

@@ -1,6 +1,7 @@
 import { Ajv } from 'ajv'
 import { KNOWN_BLOCK_TYPES } from '../compaction/validate.js'
 import { CompactRequest, SHARED_SCHEMAS } from './schemas.js'
+import { at } from '../compaction/index.js'
 
 /**
  * Schema failures as one sentence that names the place, and the request schema compiled outside
@@ -51,7 +52,7 @@ const BLOCK_HINT = `a block is an object whose \`type\` is one of ${KNOWN_BLOCK_
  * where all branches of a union fail at the same place, the sentence lists what each would take.
  */
 export function describeValidation(issues: readonly AjvIssue[], context: string): { message: string; path: string } {
-  const issue = issues.reduce((best, i) => (i.keyword !== 'anyOf' && (best.keyword === 'anyOf' || depth(i) > depth(best)) ? i : best), issues[0]!)
+  const issue = issues.reduce((best, i) => (i.keyword !== 'anyOf' && (best.keyword === 'anyOf' || depth(i) > depth(best)) ? i : best), at(issues, 0))
   const path = issue.instancePath || ''
   let text: string
   if (issue.keyword === 'additionalProperties') {

@@ -13,6 +13,7 @@ import {
   userText,
   whyLines
 } from '../compaction/index.js'
+import { at } from '../compaction/index.js'
 
 /**
  * The cold layer's pure part: what a compaction removed, as entries a search can find again, each
@@ -89,7 +90,7 @@ function commandText(input: unknown, name: string): string {
 }
 
 function firstLine(text: string, max: number): string {
-  const line = text.split('\n')[0]!.trim()
+  const line = (text.split('\n', 1)[0] ?? '').trim()
   return line.length > max ? `${line.slice(0, max - 1)}…` : line
 }
 
@@ -185,5 +186,5 @@ function dedupeAdjacent(entries: MemoryEntry[]): MemoryEntry[] {
 /** The entries with every text redacted at once. */
 export function redactMemory(entries: readonly MemoryEntry[], redactMany: RedactMany): MemoryEntry[] {
   const texts = redactMany(entries.map((e) => e.text))
-  return entries.map((e, k) => ({ ...e, text: texts[k]! }))
+  return entries.map((e, k) => ({ ...e, text: at(texts, k) }))
 }

@@ -1,5 +1,6 @@
 import { type Redact, type RedactMany, type SecretRange, applyRedactions, findSecrets } from '../compaction/index.js'
 import { secretlintRanges } from './secretlint.js'
+import { at as elementAt } from '../compaction/index.js'
 
 /**
  * The service's redaction: secretlint's recommended preset for the providers it covers, and the
@@ -26,10 +27,10 @@ function secretlintRangesOfEach(texts: readonly string[]): SecretRange[][] {
   const each: SecretRange[][] = texts.map(() => [])
   for (const r of secretlintRanges(texts.join('\n'))) {
     for (let k = 0; k < texts.length; k++) {
-      const from = starts[k]!
-      const to = from + texts[k]!.length
+      const from = elementAt(starts, k)
+      const to = from + elementAt(texts, k).length
       if (r.end <= from || r.start >= to) continue
-      each[k]!.push({ start: Math.max(r.start, from) - from, end: Math.min(r.end, to) - from, kind: r.kind })
+      elementAt(each, k).push({ start: Math.max(r.start, from) - from, end: Math.min(r.end, to) - from, kind: r.kind })
     }
   }
   return each
@@ -70,7 +71,7 @@ export function compactionRedactors(): CompactionRedactors {
     redactBeforeClip: (text) => apply(text, findSecrets(text)),
     redactParts: (texts) => {
       const linted = secretlintRangesOfEach(texts)
-      return texts.map((text, k) => apply(text, [...findSecrets(text), ...linted[k]!]))
+      return texts.map((text, k) => apply(text, [...findSecrets(text), ...elementAt(linted, k)]))
     }
   }
 }

@@ -162,7 +162,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
     max: config.COMPACT_RATE_LIMIT_PER_MIN,
     timeWindow: 60_000,
     keyGenerator: (request) => (request.keyName ? `key:${request.keyName}` : `ip:${request.ip}`),
-    allowList: (request) => OPEN_ROUTES.has(request.url.split('?')[0]!),
+    allowList: (request) => OPEN_ROUTES.has(request.url.split('?', 1)[0] ?? ''),
     // With Redis, one budget across the replicas (each counts alone while Redis is away).
     ...(shared ? { store: rateLimitStore(shared) } : {}),
     errorResponseBuilder: (_request, context) =>

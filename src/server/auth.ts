@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { ApiError } from './errors.js'
+import { at } from '../compaction/index.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -21,7 +22,7 @@ function presentedKey(request: FastifyRequest): string | undefined {
   const header = request.headers.authorization
   if (typeof header === 'string') {
     const m = /^Bearer\s+(.+)$/i.exec(header.trim())
-    if (m) return m[1]!.trim()
+    if (m) return at(m, 1).trim()
   }
   const apiKey = request.headers['x-api-key']
   return typeof apiKey === 'string' && apiKey.trim() !== '' ? apiKey.trim() : undefined
@@ -79,7 +80,7 @@ export function installAuth(app: FastifyInstance, keys: ReadonlyMap<string, stri
   const known = [...keys].map(([key, name]) => ({ digest: digest(key), name }))
   const failures = new FailureLimit(options)
   app.addHook('onRequest', async (request) => {
-    if (OPEN_ROUTES.has(request.url.split('?')[0]!)) return
+    if (OPEN_ROUTES.has(request.url.split('?', 1)[0] ?? '')) return
     const wait = failures.blockedFor(request.ip)
     if (wait > 0) {
       throw new ApiError(429, 'rate_limit_error', `too many failed authentications from this address; retry in ${wait} s`, undefined, { 'retry-after': String(wait) })

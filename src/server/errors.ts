@@ -61,7 +61,7 @@ export function installErrorHandling(app: FastifyInstance): void {
     for (const method of [route.method].flat()) routes.push({ pattern, method })
   })
   app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) => {
-    const path = request.url.split('?')[0]!
+    const path = request.url.split('?', 1)[0] ?? ''
     const allowed = [...new Set(routes.filter((r) => r.pattern.test(path)).map((r) => r.method))]
     if (allowed.length > 0) {
       void reply

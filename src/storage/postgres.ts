@@ -2,6 +2,7 @@ import pg from 'pg'
 import type { CachedSummary, CompactionRecord, MemoryOwner, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, Store } from './store.js'
 import { StoreError } from './store.js'
 import { KIND_WEIGHT, MAX_SESSION_MEMORY, type StoredRecord, decodeCursor, encodeCursor, queryWords, withSections } from './common.js'
+import { at } from '../compaction/index.js'
 
 /**
  * Schema migrations, versioned in code: migration N is recorded in schema_migrations as version N.
@@ -124,7 +125,7 @@ export class PostgresStore implements Store {
       const current = rows[0]?.v ?? 0
       if (current > MIGRATIONS.length) throw new StoreError(`schema version ${current} is newer than this build knows (${MIGRATIONS.length})`)
       for (let v = current; v < MIGRATIONS.length; v++) {
-        await client.query(MIGRATIONS[v]!)
+        await client.query(at(MIGRATIONS, v))
         await client.query('INSERT INTO schema_migrations (version) VALUES ($1)', [v + 1])
       }
     })
@@ -171,7 +172,7 @@ export class PostgresStore implements Store {
     const page = rows.slice(0, options.limit)
     return {
       records: page.map((r) => withSections(r.record)),
-      next_cursor: rows.length > options.limit ? encodeCursor(Number(page[page.length - 1]!.seq)) : null
+      next_cursor: rows.length > options.limit ? encodeCursor(Number(at(page, page.length - 1).seq)) : null
     }
   }
 

@@ -4,6 +4,7 @@ import Database from 'better-sqlite3'
 import type { CachedSummary, CompactionRecord, MemoryOwner, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, Store } from './store.js'
 import { StoreError } from './store.js'
 import { KIND_WEIGHT, MAX_SESSION_MEMORY, type StoredRecord, decodeCursor, encodeCursor, queryWords, withSections } from './common.js'
+import { at } from '../compaction/index.js'
 
 /**
  * Schema migrations, versioned in code: migration N brings `user_version` from N-1 to N. Append only;
@@ -119,7 +120,7 @@ export class SqliteStore implements Store {
     }
     for (let v = current; v < MIGRATIONS.length; v++) {
       this.db.transaction(() => {
-        this.db.exec(MIGRATIONS[v]!)
+        this.db.exec(at(MIGRATIONS, v))
         this.db.pragma(`user_version = ${v + 1}`)
       })()
     }
@@ -143,7 +144,7 @@ export class SqliteStore implements Store {
     const page = rows.slice(0, options.limit)
     return {
       records: page.map((r) => withSections(JSON.parse(r.record) as StoredRecord)),
-      next_cursor: rows.length > options.limit ? encodeCursor(page[page.length - 1]!.seq) : null
+      next_cursor: rows.length > options.limit ? encodeCursor(at(page, page.length - 1).seq) : null
     }
   }
 

@@ -12,6 +12,7 @@ import { chunkParts } from './chunks.js'
 import { SummarizerFault, faultOf } from './faults.js'
 import type { SummarizeRequest, SummarizeResult, Summarizer } from './summarizer.js'
 import { SUMMARY_TOOL_NAME, readToolInput, summaryTool } from './tool.js'
+import { at } from '../compaction/index.js'
 
 export interface AnthropicSummarizerOptions {
   client: Anthropic
@@ -63,7 +64,7 @@ export class AnthropicSummarizer implements Summarizer {
 
     let running: SummarySections | undefined = plan.prior
     for (let k = 0; k < chunks.length; k++) {
-      const prompt = promptFor(chunks[k]!, k, chunks.length, running, focus, summaryBudget)
+      const prompt = promptFor(at(chunks, k), k, chunks.length, running, focus, summaryBudget)
       const written = await this.call(prompt, summaryBudget, usage, signal)
       running = fitSections(written, summaryBudget, { id: 'running', compactedTurns: 0 })
     }
@@ -131,8 +132,8 @@ function promptFor(
   focus: string | undefined,
   summaryBudget: number
 ): string {
-  const first = chunk[0]!.index
-  const last = chunk[chunk.length - 1]!.index
+  const first = at(chunk, 0).index
+  const last = at(chunk, chunk.length - 1).index
   const lines = [`Summary budget: at most about ${summaryBudget} tokens for the whole summary.`]
   if (running) {
     lines.push(

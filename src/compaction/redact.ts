@@ -48,7 +48,7 @@ function byFirstChar(patterns: readonly Compiled[], prefixes: readonly string[])
   const anywhere: Compiled[] = []
   patterns.forEach((p, i) => {
     const prefix = elementAt(prefixes, i)
-    if (/^[A-Za-z0-9:"-]/.test(prefix) && !prefix.includes('|')) (table[elementAt(prefix, 0).toLowerCase()] ??= []).push(p)
+    if (/^[A-Za-z0-9:"-]/.test(prefix) && !prefix.includes('|')) (table[prefix.charAt(0).toLowerCase()] ??= []).push(p)
     else anywhere.push(p)
   })
   for (const c of Object.keys(table)) table[c] = [...(table[c] ?? []), ...anywhere]
@@ -100,10 +100,10 @@ export function findSecrets(text: string): SecretRange[] {
     const at = c.index
     if (at < covered) continue
     let matched = false
-    for (const p of BY_FIRST_CHAR[elementAt(text, at).toLowerCase()] ?? BY_FIRST_CHAR[''] ?? []) {
+    for (const p of BY_FIRST_CHAR[text.charAt(at).toLowerCase()] ?? BY_FIRST_CHAR[''] ?? []) {
       p.prefix.lastIndex = at
       if (!p.prefix.test(text)) continue
-      if (p.wordStart && at > 0 && WORD_CHAR.test(elementAt(text, at - 1))) continue
+      if (p.wordStart && at > 0 && WORD_CHAR.test(text.charAt(at - 1))) continue
       p.pattern.lastIndex = at
       const m = p.pattern.exec(text)
       if (!m) continue

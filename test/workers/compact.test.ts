@@ -12,7 +12,7 @@ describe('compactions in workers', () => {
   it('answer exactly what the inline path answers, and the errors in the same shape and places', async () => {
     const inline = await testApp({ COMPACT_WORKERS: '0' })
     const worker = await testApp({ COMPACT_WORKERS: '2', COMPACT_WORKER_MIN_KB: '0' })
-    expect(worker.pool).toBeDefined()
+    expect(worker.compaction.pool).toBeDefined()
     const bodies: unknown[] = [
       { mode: 'manual', session_id: 'w', messages: transcript.messages },
       { messages: transcript.messages, budget_tokens: 'off' },

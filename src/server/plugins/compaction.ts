@@ -1,0 +1,101 @@
+import { randomUUID } from 'node:crypto'
+import fp from 'fastify-plugin'
+import { type CompactDeps, runCompaction } from '../../service/compact.js'
+import { redisFlight } from '../../storage/redis.js'
+import { CachingSummarizer } from '../../summarizer/cache.js'
+import { ExtractiveSummarizer } from '../../summarizer/extractive.js'
+import { modelSummarizer } from '../../summarizer/index.js'
+import { LimitedSummarizer } from '../../summarizer/limit.js'
+import type { Summarizer } from '../../summarizer/summarizer.js'
+import { CompactionPool } from '../../workers/pool.js'
+import type { Config } from '../config.js'
+
+/** What compacting takes: the summarizer stack, the defaults and the workers. */
+export interface Compaction {
+  deps: CompactDeps
+  /** The model summarizer's limiter (places and queue), when there is a model. */
+  limited: LimitedSummarizer | undefined
+  /** Workers for large extractive compactions (none when a model summarizer is configured). */
+  pool: CompactionPool | undefined
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    compaction: Compaction
+    /** Runs one small compaction inline and one in every worker, so that the first requests do not pay for compiling the pipeline. */
+    warm: () => Promise<void>
+  }
+}
+
+/** What a 503 for too many summaries in flight tells the client to wait. */
+export const OVERLOADED_RETRY_AFTER_S = 5
+
+/** A small history that runs every stage of the pipeline, for warming it at boot. */
+const WARM_HISTORY = [
+  { role: 'user' as const, content: 'Fix the failing test in tests/test_a.py; password=warm-up-only-1' },
+  { role: 'assistant' as const, content: [{ type: 'tool_use', id: 'w1', name: 'bash', input: { command: "sed -i 's/a/b/' src/a.py && pytest -x" } }] },
+  { role: 'user' as const, content: [{ type: 'tool_result', tool_use_id: 'w1', content: 'FAILED tests/test_a.py::test_x - AssertionError\n<returncode>1</returncode>', is_error: true }] },
+  { role: 'assistant' as const, content: 'Fixed it.' },
+  { role: 'user' as const, content: 'thanks' }
+]
+
+export interface CompactionPluginOptions {
+  config: Config
+  /** A model summarizer to use instead of Anthropic's (it still runs behind the timeout and fallback). */
+  summarizer?: Summarizer
+  newId?: () => string
+  now: () => number
+}
+
+/**
+ * The summarizer stack (the model behind its timeout and fallback, the limiter, the shared cache with
+ * its cross-replica singleflight), the extractive summarizer, the defaults, and the worker pool.
+ */
+export const compactionPlugin = fp<CompactionPluginOptions>(
+  async (app, { config, summarizer, newId, now }) => {
+    const { metrics, store, shared } = app
+    const resilient = modelSummarizer(config, summarizer)
+    const limited = resilient
+      ? new LimitedSummarizer(resilient, {
+          concurrency: config.COMPACT_MAX_SUMMARIES,
+          queue: config.COMPACT_SUMMARY_QUEUE,
+          // A summary waits for a place no longer than one summary may take.
+          maxWaitMs: config.COMPACT_SUMMARIZER_TIMEOUT_MS,
+          retryAfterS: OVERLOADED_RETRY_AFTER_S
+        })
+      : undefined
+    if (limited) metrics.summaryLoad.read = () => limited.load
+    const model = limited
+      ? new CachingSummarizer(limited, {
+          store,
+          ttlMs: config.COMPACT_CACHE_TTL_S * 1_000,
+          model: config.COMPACT_MODEL,
+          now,
+          ...(shared ? { flight: redisFlight(shared, randomUUID()), flightTtlMs: 2 * config.COMPACT_SUMMARIZER_TIMEOUT_MS + 5_000 } : {}),
+          onStoreError: (operation, err) => {
+            metrics.storeErrors.inc({ operation })
+            app.log.error({ err, operation }, 'summary cache failed; served without it')
+          }
+        })
+      : undefined
+    // Workers take large extractive compactions off the event loop; with a model summarizer the route runs inline.
+    const pool = config.COMPACT_WORKERS > 0 && !model ? new CompactionPool(config.COMPACT_WORKERS) : undefined
+    app.addHook('onClose', async () => pool?.close())
+    const deps: CompactDeps = {
+      defaults: { budgetTokens: config.COMPACT_BUDGET, keepTokens: config.COMPACT_KEEP_TOKENS, keepTurns: config.COMPACT_KEEP_TURNS },
+      ...(model ? { model } : {}),
+      extractive: new ExtractiveSummarizer(),
+      newId: newId ?? (() => `cmp_${randomUUID().replace(/-/g, '')}`),
+      now: () => performance.now(),
+      coldLayer: true
+    }
+    app.decorate('compaction', { deps, limited, pool })
+    app.decorate('warm', async () => {
+      // extractive: warming never calls (or pays for) a model
+      const body = { mode: 'manual' as const, summarizer: 'extractive' as const, messages: WARM_HISTORY }
+      await runCompaction(body, deps, { tenant: '' })
+      await pool?.warm({ defaults: deps.defaults, tenant: '', coldLayer: false }, Buffer.from(JSON.stringify(body)))
+    })
+  },
+  { name: 'compaction', dependencies: ['metrics', 'store', 'shared-state'] }
+)

@@ -1,0 +1,19 @@
+import fp from 'fastify-plugin'
+import { type Metrics, createMetrics, initializeSeries } from '../../telemetry/metrics.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** This app's registry and metrics (tests build many apps, each with its own). */
+    metrics: Metrics
+  }
+}
+
+/** The metrics, every known series created at 0. */
+export const metricsPlugin = fp(
+  async (app) => {
+    const metrics = createMetrics()
+    initializeSeries(metrics)
+    app.decorate('metrics', metrics)
+  },
+  { name: 'metrics' }
+)

@@ -1,0 +1,36 @@
+import fp from 'fastify-plugin'
+import { ProxyCompactor } from '../../proxy/compactor.js'
+import { Upstream } from '../../proxy/upstream.js'
+import { type Config, DEFAULT_UPSTREAM_URL } from '../config.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    proxy: { upstream: Upstream; compactor: ProxyCompactor }
+  }
+}
+
+/** The proxy's upstream client and its per-session compactor (anchors, summaries written ahead). */
+export const proxyPlugin = fp<{ config: Config }>(
+  async (app, { config }) => {
+    const { metrics } = app
+    const { deps, limited } = app.compaction
+    const upstream = new Upstream({ baseUrl: config.ANTHROPIC_BASE_URL ?? DEFAULT_UPSTREAM_URL, timeoutMs: config.COMPACT_UPSTREAM_TIMEOUT_MS, connections: config.COMPACT_UPSTREAM_CONNECTIONS })
+    const compactor = new ProxyCompactor({
+      deps,
+      precomputeAt: config.COMPACT_PRECOMPUTE_AT === 'off' ? undefined : config.COMPACT_PRECOMPUTE_AT,
+      // Background summaries take a free place only: they never queue ahead of a client's.
+      canPrecompute: () => {
+        const load = limited?.load
+        return load !== undefined && load.waiting === 0 && load.active < config.COMPACT_MAX_SUMMARIES
+      },
+      onPrecompute: (event, err) => {
+        metrics.proxyPrecomputes.inc({ event })
+        if (err) app.log.warn({ err, event: 'precompute_failed' }, 'a background summary failed')
+      }
+    })
+    app.decorate('proxy', { upstream, compactor })
+    app.addHook('preClose', async () => compactor.close())
+    app.addHook('onClose', async () => upstream.close())
+  },
+  { name: 'proxy', dependencies: ['metrics', 'compaction'] }
+)

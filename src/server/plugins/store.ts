@@ -1,0 +1,61 @@
+import fp from 'fastify-plugin'
+import { PostgresStore, isPostgresUrl } from '../../storage/postgres.js'
+import { SqliteStore } from '../../storage/sqlite.js'
+import type { Store } from '../../storage/store.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Records, the summary cache and the cold layer. */
+    store: Store
+  }
+}
+
+/** How often old records and expired cache rows are pruned. */
+export const PRUNE_INTERVAL_MS = 3_600_000
+
+export interface StorePluginOptions {
+  /** COMPACT_DB: a SQLite file, or a postgres:// URL. */
+  db: string
+  /** A store made by the caller instead (tests); the app closes it all the same. */
+  store?: Store
+  retentionDays: number
+  now: () => number
+}
+
+/**
+ * The store, opened first (a SQLite file that cannot be opened stops the start, naming it; PostgreSQL's
+ * faults are logged and counted, never fatal), pruned at start and hourly, closed last.
+ */
+export const storePlugin = fp<StorePluginOptions>(
+  async (app, { db, store: given, retentionDays, now }) => {
+    const { metrics } = app
+    const store =
+      given ??
+      (isPostgresUrl(db)
+        ? new PostgresStore(db, {
+            onPoolError: (err) => {
+              metrics.storeErrors.inc({ operation: 'connection' })
+              app.log.error({ err, event: 'store_connection_lost' }, 'a PostgreSQL connection failed; the pool reconnects')
+            }
+          })
+        : new SqliteStore(db))
+    app.decorate('store', store)
+    const prune = async (): Promise<void> => {
+      try {
+        const pruned = await store.prune(now() - retentionDays * 86_400_000, now())
+        if (pruned.records + pruned.cache + pruned.memory > 0) app.log.info({ event: 'store_pruned', ...pruned }, 'store_pruned')
+      } catch (err) {
+        metrics.storeErrors.inc({ operation: 'prune' })
+        app.log.error({ err }, 'store prune failed')
+      }
+    }
+    const timer = setInterval(() => void prune(), PRUNE_INTERVAL_MS)
+    timer.unref()
+    app.addHook('onReady', async () => prune())
+    app.addHook('onClose', async () => {
+      clearInterval(timer)
+      await store.close()
+    })
+  },
+  { name: 'store', dependencies: ['metrics'] }
+)

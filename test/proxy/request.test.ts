@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest'
+import { GatewayError } from '../../src/contract/errors.js'
+import { MAX_SESSION_LENGTH, proxyBudget, proxySession, readMessagesRequest } from '../../src/proxy/request.js'
+
+const refusal = (fn: () => unknown): { status: number; message: string; path: string | undefined } => {
+  try {
+    fn()
+  } catch (err) {
+    if (err instanceof GatewayError) return { status: err.status, message: err.message, path: err.path }
+    throw err
+  }
+  throw new Error('expected a refusal')
+}
+
+describe('readMessagesRequest', () => {
+  it('reads messages, system, tools and metadata.user_id, leaving every other field to the upstream', () => {
+    const parts = readMessagesRequest({ model: 'm', max_tokens: 5, system: 'be brief', tools: [{ name: 't' }], metadata: { user_id: 'u-1' }, messages: [{ role: 'user', content: 'hi' }], thinking: { type: 'enabled' } })
+    expect(parts).toEqual({ messages: [{ role: 'user', content: 'hi' }], system: 'be brief', tools: [{ name: 't' }], userId: 'u-1' })
+  })
+
+  it('names the place of what it cannot estimate', () => {
+    expect(refusal(() => readMessagesRequest([]))).toEqual({ status: 400, message: 'the body must be a JSON object (a Messages API request)', path: '' })
+    expect(refusal(() => readMessagesRequest({ model: 'm' })).path).toBe('/messages')
+    expect(refusal(() => readMessagesRequest({ messages: [null] })).path).toBe('/messages/0')
+    expect(refusal(() => readMessagesRequest({ messages: [{ role: 'user', content: 3 }] })).path).toBe('/messages/0/content')
+    expect(refusal(() => readMessagesRequest({ messages: [{ role: 'user', content: [{ text: 'no type' }] }] })).path).toBe('/messages/0/content/0')
+    expect(refusal(() => readMessagesRequest({ messages: [], system: 7 })).path).toBe('/system')
+    expect(refusal(() => readMessagesRequest({ messages: [], system: ['x'] })).path).toBe('/system/0')
+    expect(refusal(() => readMessagesRequest({ messages: [], tools: {} })).path).toBe('/tools')
+  })
+})
+
+describe('proxySession and proxyBudget', () => {
+  it('takes the session from the header, else metadata.user_id, hashing one too long to keep', () => {
+    expect(proxySession(' s-1 ', 'u')).toBe('s-1')
+    expect(proxySession(undefined, 'user_abc')).toBe('user_abc')
+    expect(proxySession(undefined, undefined)).toBeUndefined()
+    const long = proxySession(undefined, 'u'.repeat(MAX_SESSION_LENGTH + 1))
+    expect(long).toMatch(/^user-[0-9a-f]{64}$/)
+    expect(proxySession(undefined, 'u'.repeat(MAX_SESSION_LENGTH + 1))).toBe(long)
+    expect(refusal(() => proxySession('x'.repeat(MAX_SESSION_LENGTH + 1), undefined)).path).toBe('/headers/x-compaction-session')
+    expect(refusal(() => proxySession('  ', undefined)).status).toBe(400)
+  })
+
+  it('takes the budget from the header (an integer of at least 1000, or off), else the server default', () => {
+    expect(proxyBudget(undefined, 45_000)).toBe(45_000)
+    expect(proxyBudget('120000', 45_000)).toBe(120_000)
+    expect(proxyBudget('off', 45_000)).toBe('off')
+    for (const bad of ['999', '12.5', '-2000', 'lots', '', '1e6']) expect(refusal(() => proxyBudget(bad, 45_000)).path, bad).toBe('/headers/x-compaction-budget')
+  })
+})

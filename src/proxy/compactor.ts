@@ -81,6 +81,12 @@ function isCompacted(run: CompactRun): run is CompactRun & { response: Compacted
   return run.response.compacted
 }
 
+/** The summary written ahead for this history, when it still holds and goes further than the current one. */
+function pendingFor(state: SessionState, messages: readonly Message[]): Pending | undefined {
+  const { pending, current } = state
+  return pending && holds(pending, messages) && pending.cut > (current?.cut ?? 0) ? pending : undefined
+}
+
 /** Waits for a promise, or until the client goes away. */
 async function unlessAborted(work: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
   if (!signal) return work
@@ -122,13 +128,15 @@ export class ProxyCompactor {
     const current = state.current
     const effective = current ? withAnchor(current, messages) : messages
     const tokens = promptTokens(effective, request.system as SystemPrompt | undefined, request.tools)
+    // What is sent when nothing new is compacted: the current summary and the turns since, or the body as it came.
+    const unchanged: ProxyOutcome = current ? { kind: 'reused', tokens, messages: effective, summaryId: current.summaryId } : { kind: 'none', tokens }
     if (budget === 'off' || tokens <= budget) {
       this.maybePrecompute(state, request, tokens)
-      return current ? { kind: 'reused', tokens, messages: effective, summaryId: current.summaryId } : { kind: 'none', tokens }
+      return unchanged
     }
 
     // Over the budget: a summary written ahead is taken at once (a newer one being written is not waited for).
-    const pending = state.pending && holds(state.pending, messages) && state.pending.cut > (current?.cut ?? 0) ? state.pending : undefined
+    const pending = pendingFor(state, messages)
     if (pending) return this.fromPending(state, request, pending)
     // With none ready, the one being written is worth the wait (it started earlier than a new call would),
     // and a compaction made meanwhile by a request of the same session may be all this one needs.
@@ -140,7 +148,7 @@ export class ProxyCompactor {
     const base = holds(state.refined, messages) ? state.refined : current
     const input = base ? withAnchor(base, messages) : messages
     const run = await runCompaction(this.body(request, input, 'auto'), this.options.deps, { tenant: request.tenant, signal: request.signal, recallTool: false })
-    if (!isCompacted(run)) return current ? { kind: 'reused', tokens, messages: effective, summaryId: current.summaryId } : { kind: 'none', tokens }
+    if (!isCompacted(run)) return unchanged
     const anchor = anchorOf(run.response, messages, base)
     this.adopt(state, anchor)
     return { kind: 'compacted', tokens, messages: run.response.messages, summaryId: anchor.summaryId, source: 'model', run, memory: run.memory }
@@ -151,17 +159,15 @@ export class ProxyCompactor {
     const { messages, budget } = request
     const anchored = withAnchor(pending, messages)
     const tokens = promptTokens(anchored, request.system as SystemPrompt | undefined, request.tools)
-    const adopted = { ...pending.run, response: { ...pending.run.response, reason: 'over_budget' as const } }
-    if (budget === 'off' || tokens <= budget) {
+    const taken = (): ProxyOutcome => {
       this.adopt(state, pending)
-      return { kind: 'compacted', tokens, messages: anchored, summaryId: pending.summaryId, source: 'precomputed', run: adopted, memory: pending.run.memory }
+      const run = { ...pending.run, response: { ...pending.run.response, reason: 'over_budget' as const } }
+      return { kind: 'compacted', tokens, messages: anchored, summaryId: pending.summaryId, source: 'precomputed', run, memory: pending.run.memory }
     }
+    if (budget === 'off' || tokens <= budget) return taken()
     // The anchored merge: the precomputed summary is the prior, the turns since come from the ledger.
     const run = await runCompaction(this.body(request, anchored, 'auto', 'extractive'), this.options.deps, { tenant: request.tenant, signal: request.signal, recallTool: false })
-    if (!isCompacted(run)) {
-      this.adopt(state, pending)
-      return { kind: 'compacted', tokens, messages: anchored, summaryId: pending.summaryId, source: 'precomputed', run: adopted, memory: pending.run.memory }
-    }
+    if (!isCompacted(run)) return taken()
     const anchor = anchorOf(run.response, messages, pending)
     this.adopt(state, anchor)
     this.refine(state, request, anchored, pending, anchor)
@@ -170,9 +176,8 @@ export class ProxyCompactor {
   }
 
   private adopt(state: SessionState, anchor: Anchor): void {
+    this.reset(state)
     state.current = { cut: anchor.cut, prefixHash: anchor.prefixHash, blocks: anchor.blocks, summaryId: anchor.summaryId }
-    state.refined = undefined
-    state.pending = undefined
   }
 
   private reset(state: SessionState): void {
@@ -200,7 +205,8 @@ export class ProxyCompactor {
     if (this.closed || precomputeAt === undefined || budget === 'off' || !this.options.deps.model || state.working) return
     if (tokens < precomputeAt * budget) return
     const current = state.current
-    if (state.pending && holds(state.pending, messages) && state.pending.cut > (current?.cut ?? 0) && tokens - state.pending.atTokens < PRECOMPUTE_STEP * budget) return
+    const pending = pendingFor(state, messages)
+    if (pending && tokens - pending.atTokens < PRECOMPUTE_STEP * budget) return
     if (!this.options.canPrecompute()) return this.options.onPrecompute('skipped')
     const base = holds(state.refined, messages) ? state.refined : current
     const input = base ? withAnchor(base, messages) : messages

@@ -36,7 +36,24 @@ export interface MessagesRouteOptions {
   streamIdleMs: number
 }
 
-type Endpoint = 'messages' | 'count_tokens'
+/** The proxied endpoints: the same path upstream as here. */
+const ENDPOINTS = [
+  {
+    endpoint: 'messages',
+    path: '/v1/messages',
+    operationId: 'createMessage',
+    summary: 'The Messages API, proxied: compacted past the budget, forwarded byte for byte under it, streamed back as it arrives',
+    answer: 'The message'
+  },
+  {
+    endpoint: 'count_tokens',
+    path: '/v1/messages/count_tokens',
+    operationId: 'countMessageTokens',
+    summary: 'The Messages API token count, proxied: it counts what /v1/messages would send (compacted past the budget)',
+    answer: 'The count'
+  }
+] as const
+type Route = (typeof ENDPOINTS)[number]
 
 /** The Messages API's request, described for the contract; the upstream checks it whole. */
 const MessagesRequest = Type.Object(
@@ -104,13 +121,13 @@ export const messagesRoutes: FastifyPluginAsync<MessagesRouteOptions> = async (a
 
   const outcomes = new WeakMap<FastifyRequest, ProxyOutcome['kind']>()
   app.addHook('onResponse', async (request, reply) => {
-    const endpoint = request.routeOptions.url === '/v1/messages/count_tokens' ? 'count_tokens' : 'messages'
+    const endpoint = ENDPOINTS.find((e) => e.path === request.routeOptions.url)?.endpoint ?? 'messages'
     metrics.proxyRequests.inc({ endpoint, compaction: outcomes.get(request) ?? 'none', status: `${Math.floor(reply.statusCode / 100)}xx` })
   })
   // An answer relayed from the model may be silent for as long as the upstream may be.
   app.addHook('onSend', async (request) => void (request.raw.socket as { setTimeout?: (ms: number) => void } | undefined)?.setTimeout?.(options.streamIdleMs))
 
-  async function proxy(endpoint: Endpoint, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  async function proxy({ endpoint, path }: Route, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const started = performance.now()
     const body = request.body as ProxiedBody
     const parts = readMessagesRequest(body.value)
@@ -143,7 +160,6 @@ export const messagesRoutes: FastifyPluginAsync<MessagesRouteOptions> = async (a
       )
     }
     const payload = outcome.kind === 'none' ? body.bytes : Buffer.from(JSON.stringify({ ...(body.value as object), messages: outcome.messages }))
-    const path = endpoint === 'messages' ? '/v1/messages' : '/v1/messages/count_tokens'
     const asked = performance.now()
     const res = await upstream.send(path, upstreamHeaders(request.headers, credentials), payload, abort.signal)
     const upstreamMs = performance.now() - asked
@@ -171,37 +187,22 @@ export const messagesRoutes: FastifyPluginAsync<MessagesRouteOptions> = async (a
   }
 
   // The body is read here, not by a schema: the contract describes it, the upstream checks it.
-  const accept = { validatorCompiler: () => () => true }
-  app.post(
-    '/v1/messages',
-    {
-      schema: {
-        tags: ['proxy'],
-        operationId: 'createMessage',
-        summary: 'The Messages API, proxied: compacted past the budget, forwarded byte for byte under it, streamed back as it arrives',
-        security: KEYED,
-        headers: PROXY_HEADERS,
-        body: MessagesRequest,
-        response: { 200: upstreamAnswer('The message'), ...gatewayErrors() }
+  for (const route of ENDPOINTS) {
+    app.post(
+      route.path,
+      {
+        schema: {
+          tags: ['proxy'],
+          operationId: route.operationId,
+          summary: route.summary,
+          security: KEYED,
+          headers: PROXY_HEADERS,
+          body: MessagesRequest,
+          response: { 200: upstreamAnswer(route.answer), ...gatewayErrors() }
+        },
+        validatorCompiler: () => () => true
       },
-      ...accept
-    },
-    async (request, reply) => proxy('messages', request, reply)
-  )
-  app.post(
-    '/v1/messages/count_tokens',
-    {
-      schema: {
-        tags: ['proxy'],
-        operationId: 'countMessageTokens',
-        summary: 'The Messages API token count, proxied: it counts what /v1/messages would send (compacted past the budget)',
-        security: KEYED,
-        headers: PROXY_HEADERS,
-        body: MessagesRequest,
-        response: { 200: upstreamAnswer('The count'), ...gatewayErrors() }
-      },
-      ...accept
-    },
-    async (request, reply) => proxy('count_tokens', request, reply)
-  )
+      async (request, reply) => proxy(route, request, reply)
+    )
+  }
 }

@@ -57,8 +57,10 @@ export const REPEAT_SUFFIX = / \(×(\d+)(, numbers varied)?\)$/
 /** A request's shape with its numbers left out, so that "found 2 actions" and "found 3 actions" are one. */
 export function requestShape(text: string): string {
   // The head says what a request is; a long one is told apart by its length as well.
-  const head = text.length > READ_CHARS ? `${text.slice(0, READ_CHARS)}…${text.length}` : text
-  return head.replace(/\d+/g, '#').replace(/\s+/g, ' ').trim()
+  // (the length is added after the numbers are left out, else it would be left out with them)
+  const long = text.length > READ_CHARS
+  const shape = (long ? text.slice(0, READ_CHARS) : text).replace(/\d+/g, '#').replace(/\s+/g, ' ').trim()
+  return long ? `${shape}…${text.length}` : shape
 }
 
 /** How much of a request is read to classify it: a task is stated at the start, and requests run to megabytes. */

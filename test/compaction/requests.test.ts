@@ -1,0 +1,87 @@
+import { describe, expect, it } from 'vitest'
+import { changesTask, contentWords, isChatter, requestBody, requestEntries, requestShape, requestTitle, taskStatement } from '../../src/compaction/requests.js'
+
+describe('requestBody', () => {
+  it('takes out slash-command echoes, transcript markers, bare paths and uploaded-file listings', () => {
+    const text = ['/compact is running…', '⎿ done', '[Request interrupted]', '<command-name>', 'src/app/main.py', '<uploaded_files>/repo</uploaded_files>', 'Fix the login redirect'].join('\n')
+    expect(requestBody(text)).toBe('Fix the login redirect')
+  })
+
+  it('keeps what follows a demonstration, not the demonstration', () => {
+    const text = 'Here is an example.\n--- DEMONSTRATION ---\nfix some other repo\n--- END OF DEMONSTRATION ---\nNow fix the parser crash on empty input'
+    expect(requestBody(text)).toBe('Now fix the parser crash on empty input')
+  })
+})
+
+describe('requestShape', () => {
+  it('is the same for requests differing only in numbers and blanks', () => {
+    expect(requestShape('found 2 actions  in 10 files')).toBe(requestShape('found 31 actions in 7 files'))
+    expect(requestShape('found 2 actions')).not.toBe(requestShape('found 2 errors'))
+  })
+
+  it('tells long requests with the same head apart by their length', () => {
+    const head = 'a'.repeat(20_000)
+    expect(requestShape(`${head}b`)).not.toBe(requestShape(`${head}bc`))
+  })
+})
+
+describe('requestTitle', () => {
+  it.each([
+    ['<pr_description>\nConsider the following PR description:\n## Make the cache thread-safe\nbody', 'Make the cache thread-safe'],
+    ['ISSUE:\n# Crash on empty config\nsteps...', 'Crash on empty config'],
+    ['title: Support Python 3.13\n', 'Support Python 3.13']
+  ])('reads the title of %j', (text, title) => expect(requestTitle(text)).toBe(title))
+
+  it('has none for a plain request', () => expect(requestTitle('please rename foo to bar')).toBeUndefined())
+})
+
+describe('isChatter', () => {
+  it.each([
+    ['ok', true],
+    ['thanks!', true],
+    ['/clear', true],
+    ['Rename the config loader and update its callers', false]
+  ])('%j: %s', (text, chatter) => expect(isChatter(text)).toBe(chatter))
+
+  it('takes a request said more than once, or counted as repeated, as chatter', () => {
+    expect(isChatter('Your output was not formatted correctly, use one bash block', 3)).toBe(true)
+    expect(isChatter('Fix the build (×4)')).toBe(true)
+  })
+})
+
+describe('taskStatement', () => {
+  it('is the first real request, as its title when it has one, skipping chatter and repeated complaints', () => {
+    const requests = ['hi', 'Format error: use one block', 'ISSUE:\nDates parse wrong in UTC+14\nmore detail', 'Format error: use one block']
+    expect(taskStatement(requests)).toEqual({ index: 2, objective: 'Dates parse wrong in UTC+14' })
+  })
+
+  it('takes the first sentences of a request without a title, shortened to 300 characters', () => {
+    const t = taskStatement([`Refactor the storage layer. ${'Keep the API the same. '.repeat(40)}`])
+    expect(t?.objective.startsWith('Refactor the storage layer. Keep the API the same.')).toBe(true)
+    expect(t?.objective.length).toBeLessThanOrEqual(300)
+  })
+
+  it('is undefined when every request is chatter', () => expect(taskStatement(['ok', 'thanks'])).toBeUndefined())
+})
+
+describe('changesTask', () => {
+  it('sees a new issue with a title of its own as a new task, and the same issue as the same one', () => {
+    expect(changesTask('Dates parse wrong in UTC+14', 'ISSUE:\nMemory leak in the websocket pool')).toBe(true)
+    expect(changesTask('Dates parse wrong in UTC+14', 'ISSUE:\nDates parse wrong in UTC+14 again')).toBe(false)
+  })
+
+  it('sees a short follow-up as the same task, and any request as new when the objective says nothing', () => {
+    expect(changesTask('Dates parse wrong in UTC+14', 'now also add a test')).toBe(false)
+    expect(changesTask('', 'anything')).toBe(true)
+  })
+
+  it('counts content words only, lower case, without stop words', () => {
+    expect([...contentWords('The Parser and THE parser fail at it')]).toEqual(['parser', 'fail'])
+  })
+})
+
+describe('requestEntries', () => {
+  it('lists each request once, where it last came, counted, noting when its numbers varied', () => {
+    expect(requestEntries(['fix a', 'found 2 errors', 'fix b', 'found 3 errors', 'fix a'])).toEqual(['fix b', 'found 3 errors (×2, numbers varied)', 'fix a (×2)'])
+  })
+})

@@ -2,7 +2,7 @@ import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
 /**
- * Layers only reach down (DESIGN 8): server → service → (summarizer, storage, memory, secrets) →
+ * Layers only reach down: server → service → (summarizer, storage, memory, secrets) →
  * contract, prompts → compaction. Each folder lists the ones above or beside it that it must not import.
  */
 const layer = (folder, banned, why) => ({

@@ -45,7 +45,7 @@ export const MIN_CLIPPED_CHARS = 200
 
 /**
  * Chooses the cut: the longest suffix that starts at a safe boundary, holds at most `keepTurns` prompt
- * messages and at most `keepTokens` tokens. The bound is hard; there is no walk-back past it (seed 001).
+ * messages and at most `keepTokens` tokens. The bound is hard; there is no walk-back past it.
  * The newest step is always kept, clipped when it alone is over the bound. In manual mode, or whenever
  * everything would fit, the tail shrinks to the last turn (or step) so that there is something to summarize.
  */

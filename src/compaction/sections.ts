@@ -1,4 +1,4 @@
-/** The summary's sections (seed 000, DESIGN 4): one source for their keys, headings and order. */
+/** The summary's sections: one source for their keys, headings and order. */
 export const LIST_SECTIONS = [
   'user_requests',
   'current_plan',

@@ -2,7 +2,7 @@ import { SUMMARY_CLOSE, SUMMARY_OPEN } from './markers.js'
 import { LIST_SECTIONS, type ListSection, SECTION_HEADINGS, type SummarySections, emptySections } from './sections.js'
 
 /**
- * The text form of a summary (DESIGN 4) and its parser. Items are "- " lines; an item's further lines
+ * The text form of a summary and its parser. Items are "- " lines; an item's further lines
  * are indented by two spaces, so a verbatim request with headings or tags in it cannot break the form.
  */
 export const SUMMARY_FORMAT_VERSION = 1

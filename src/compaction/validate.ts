@@ -86,7 +86,7 @@ function resultProblem(block: Record<string, unknown>, i: number, j: number): Hi
 }
 
 /**
- * Checks the rules a history must keep to be cut safely (DESIGN 2.1). Returns the first problem, or
+ * Checks the rules a history must keep to be cut safely. Returns the first problem, or
  * undefined when the history is sound. Never guesses a repair: the client hears where it went wrong.
  */
 export function validateHistory(messages: readonly Message[]): HistoryProblem | undefined {

@@ -1,9 +1,10 @@
 import { type Static, Type } from 'typebox'
 import { LIST_SECTIONS } from '../compaction/sections.js'
+import type { Block as CoreBlock, Message as CoreMessage } from '../compaction/types.js'
 import { compactRequestExample, compactResponseExample, errorExample } from './examples.js'
 
 /**
- * The HTTP contract (DESIGN 3) as TypeBox schemas: one source for validation, the TypeScript types and
+ * The HTTP contract as TypeBox schemas: one source for validation, the TypeScript types and
  * the OpenAPI document. Messages and blocks keep every field the client sent (additionalProperties),
  * because the tail goes back to the client as it came.
  */
@@ -21,6 +22,14 @@ export const Message = Type.Object(
   { additionalProperties: true, $id: 'Message', description: 'An Anthropic Messages API message (MessageParam).' }
 )
 
+/**
+ * References to the two shapes above, typed as the core's Message and Block: the schema checks what the
+ * core relies on (a role, content as text or blocks each with a type) and lets every other field pass,
+ * so a validated body is the core's history as it stands, with no cast between them.
+ */
+const MessageRef = Type.Unsafe<CoreMessage>(Type.Ref('Message'))
+const BlockRef = Type.Unsafe<CoreBlock>(Type.Ref('Block'))
+
 export const Usage = Type.Object(
   {
     input_tokens: Type.Integer({ minimum: 0 }),
@@ -36,8 +45,8 @@ export const Usage = Type.Object(
 
 export const CompactRequest = Type.Object(
   {
-    messages: Type.Array(Type.Ref('Message'), { minItems: 1, description: "The client's history, Anthropic format." }),
-    system: Type.Optional(Type.Union([Type.String(), Type.Array(Type.Ref('Block'))], { description: 'Counted only, never returned.' })),
+    messages: Type.Array(MessageRef, { minItems: 1, description: "The client's history, Anthropic format." }),
+    system: Type.Optional(Type.Union([Type.String(), Type.Array(BlockRef)], { description: 'Counted only, never returned.' })),
     tools: Type.Optional(Type.Array(Type.Object({}, { additionalProperties: true }), { description: 'Counted only, never returned.' })),
     mode: Type.Optional(Type.Enum(['auto', 'manual'], { description: 'auto compacts over budget; manual whenever there is a span. Default auto.' })),
     budget_tokens: Type.Optional(
@@ -125,7 +134,7 @@ export const CompactResponse = Type.Object(
   {
     compacted: Type.Boolean(),
     reason: Reason,
-    messages: Type.Optional(Type.Array(Type.Ref('Message'), { description: 'The new history: summary turn, then the kept tail. Present only when compacted.' })),
+    messages: Type.Optional(Type.Array(MessageRef, { description: 'The new history: summary turn, then the kept tail. Present only when compacted.' })),
     kept_from: Type.Integer({ description: "Index into the request's messages where the kept tail starts." }),
     summary: Type.Optional(
       Type.Object({ id: Type.String(), text: Type.String(), sections: Type.Ref('SummarySections') }, { additionalProperties: false })

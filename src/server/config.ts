@@ -3,7 +3,7 @@ import { type Static, Type } from 'typebox'
 import { DEFAULT_BUDGET_TOKENS } from '../service/defaults.js'
 import { Value } from 'typebox/value'
 
-/** Every default in one place (DESIGN 5). */
+/** Every default in one place. */
 export const DEFAULT_PORT = 8080
 export const DEFAULT_HOST = '127.0.0.1'
 export { DEFAULT_BUDGET_TOKENS }

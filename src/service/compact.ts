@@ -87,7 +87,7 @@ export function spanMemory(plan: CompactionPlan, messages: Message[], clips: Cli
 /** The whole path of one compaction: validate, plan, summarize (or not), finish. */
 export async function runCompaction(body: CompactRequestBody, deps: CompactDeps, context: RunContext = { tenant: '' }): Promise<CompactRun> {
   const t0 = deps.now()
-  const messages = body.messages as unknown as Message[]
+  const messages = body.messages
   const problem = validateHistory(messages)
   if (problem) throw new InvalidHistoryError(problem)
   const t1 = deps.now()
@@ -95,7 +95,7 @@ export async function runCompaction(body: CompactRequestBody, deps: CompactDeps,
   const usage = body.usage
   const plan = planCompaction({
     messages,
-    system: body.system as never,
+    system: body.system,
     tools: body.tools,
     mode: body.mode ?? 'auto',
     budgetTokens: body.budget_tokens ?? deps.defaults.budgetTokens,

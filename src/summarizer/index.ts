@@ -6,10 +6,6 @@ import type { Summarizer } from './summarizer.js'
 /** Retries the SDK makes on 429, 5xx and 529 (honouring Retry-After): the one retry loop for those. */
 export const SDK_MAX_RETRIES = 2
 
-/**
- * The model summarizer the configuration asks for, behind the fallback: none without an API key.
- * `model` replaces the Anthropic one (tests wrap their own in the same fallback).
- */
 /** What the model summarizer is built from (the server's configuration has these names). */
 export interface ModelSettings {
   ANTHROPIC_API_KEY?: string | undefined
@@ -20,6 +16,10 @@ export interface ModelSettings {
   COMPACT_FALLBACK: 'extractive' | 'error'
 }
 
+/**
+ * The model summarizer the configuration asks for, behind the fallback: none without an API key.
+ * `model` replaces the Anthropic one (tests wrap their own in the same fallback).
+ */
 export function modelSummarizer(config: ModelSettings, model?: Summarizer): Summarizer | undefined {
   const options = { timeoutMs: config.COMPACT_SUMMARIZER_TIMEOUT_MS, fallback: config.COMPACT_FALLBACK }
   if (model) return new ResilientSummarizer(model, options)

@@ -1,41 +1,12 @@
 import { describe, expect, it } from 'vitest'
 import { type Message, readLedger } from '../../src/compaction/index.js'
-import { readShellCommand } from '../../src/compaction/shell.js'
 import { allTranscripts } from '../helpers/corpus.js'
 import { assistant, call, result, results, shellStep, user } from '../helpers/history.js'
 
 const modified = (h: Message[]) => readLedger(h).filesModified.map((f) => f.path)
 
-describe('readShellCommand', () => {
-  it.each([
-    ["sed -i 's/a/b/' src/x.py", ['src/x.py']],
-    ["sed -i.bak -e 's/a/b/' -e 's/c/d/' a.py b.py", ['a.py', 'b.py']],
-    ['echo hi > out.txt && echo more >> log/app.log 2>&1', ['out.txt', 'log/app.log']],
-    ['printf x | tee -a notes.md other.md', ['notes.md', 'other.md']],
-    ["cat > fix.py << 'EOF'\nprint('> not a file')\nEOF", ['fix.py']],
-    ['cat <<EOF > conf.ini\n[x]\nEOF\nsed -i "s/1/2/" conf.ini', ['conf.ini', 'conf.ini']],
-    ['mv old.py new.py', ['old.py', 'new.py']],
-    ['cp a.txt b.txt', ['b.txt']],
-    ['rm -f build/out.o tmp.txt', ['build/out.o', 'tmp.txt']],
-    ["perl -pi -e 's/x/y/' lib.pl", ['lib.pl']],
-    ['python run.py > /dev/null 2>&1', []]
-  ])('%s writes %j', (command, expected) => {
-    expect(readShellCommand(command).writes.map((w) => w.path)).toEqual(expected)
-  })
-
-  it('reads cat, head, tail, nl and sed -n', () => {
-    expect(readShellCommand("cat a.py | head -5 && nl -ba src/b.py | sed -n '10,20p' && tail -n 3 c.log").reads).toEqual(['a.py', 'src/b.py', 'c.log'])
-  })
-
-  it('reads the files a patch applies from an inline heredoc', () => {
-    const effects = readShellCommand("git apply <<'EOF'\n--- a/src/m.py\n+++ b/src/m.py\n@@\n-x\n+y\nEOF")
-    expect(effects.applies).toHaveLength(1)
-    expect(effects.applies[0]!.body).toContain('+++ b/src/m.py')
-  })
-})
-
 describe('readLedger', () => {
-  it('reads every tool family of section 2.5', () => {
+  it('reads every tool family: writes, reads, editors, patches and shell commands', () => {
     const h: Message[] = [
       user('fix the bug'),
       assistant(
@@ -123,16 +94,5 @@ describe('readLedger', () => {
       }
     }
     expect(found / total).toBeGreaterThan(0.8)
-  })
-})
-
-describe('more shell edits', () => {
-  it('reads `patch -i FILE` as applying that patch, and `git checkout -- FILES` as restoring them', () => {
-    const fx = readShellCommand('patch -p1 -i fix.diff && git checkout -- src/a.py src/b.py')
-    expect(fx.applies).toEqual([expect.objectContaining({ source: 'fix.diff' })])
-    expect(fx.writes.map((w) => [w.path, w.how])).toEqual([
-      ['src/a.py', 'restored with git checkout'],
-      ['src/b.py', 'restored with git checkout']
-    ])
   })
 })

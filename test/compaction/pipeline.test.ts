@@ -17,7 +17,7 @@ const manual = (messages: Message[], extra: Partial<Parameters<typeof planCompac
   )
 
 /** Seed 000's three tests, on every transcript at hand. */
-describe.each(allTranscripts().map((t) => [t.name, t] as const))('seed 000 on %s', (_name, t) => {
+describe.each(allTranscripts().map((t) => [t.name, t] as const))('the pipeline on %s', (_name, t) => {
   const out = manual(t.messages, { system: t.system })
   const span = t.messages.slice(0, out.kept_from)
   const ledger = readLedger(span)

@@ -21,7 +21,7 @@ describe('safeBoundaries', () => {
 })
 
 describe('planCut', () => {
-  it("seed 001: one prompt then 120 tool steps keeps a tail within keep_tokens, and the prompt goes to the summary verbatim", () => {
+  it("one prompt then 120 tool steps keeps a tail within keep_tokens, and the prompt goes to the summary verbatim", () => {
     const ask = 'Please refactor the parser in src/parse.ts and keep the public API stable.'
     const h: Message[] = [user(ask)]
     for (let i = 0; i < 120; i++) h.push(...shellStep(`t${i}`, `grep -n foo src/file${i}.ts`, `src/file${i}.ts:${i}: ${'x'.repeat(3_000)}`))

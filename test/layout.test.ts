@@ -3,11 +3,11 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 
 /**
- * The layers below the server keep a test file beside each module, by the same name under test/: a
+ * The layers below the server and storage keep a test file beside each module, by the same name under test/: a
  * module's tests are where a reader looks for them. Barrels (only `export * from`) and modules that
  * export types alone have nothing to run.
  */
-const MIRRORED = ['compaction', 'summarizer', 'proxy', 'memory']
+const MIRRORED = ['compaction', 'contract', 'memory', 'prompts', 'proxy', 'secrets', 'service', 'summarizer', 'telemetry', 'workers']
 
 function runtimeModule(source: string): boolean {
   const exports = source.split('\n').filter((l) => l.startsWith('export '))

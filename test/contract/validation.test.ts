@@ -1,0 +1,46 @@
+import { describe, expect, it } from 'vitest'
+import { compactRequestValidator, describeValidation, urlPartValidatorCompiler } from '../../src/contract/validation.js'
+
+const validator = compactRequestValidator()
+function problem(body: unknown): { message: string; path: string } {
+  expect(validator.check(body)).toBe(false)
+  return describeValidation(validator.errors(), 'body')
+}
+const history = [{ role: 'user', content: 'hi' }]
+
+describe('describeValidation', () => {
+  it('names the place of a wrong value in the client’s terms', () => {
+    expect(problem({ messages: [{ role: 'system', content: 'x' }] })).toEqual({ message: 'body.messages[0].role must be one of "user", "assistant"', path: '/messages/0/role' })
+  })
+
+  it('lists what each branch of a union would take', () => {
+    expect(problem({ messages: history, budget_tokens: 'lots' }).message).toBe('body.budget_tokens must be an integer or "off"')
+    expect(problem({ messages: history, budget_tokens: 10 }).message).toMatch(/^body\.budget_tokens must be at least 1000/)
+  })
+
+  it('names an unknown field and a missing one', () => {
+    expect(problem({ messages: history, budget: 5 })).toEqual({ message: 'body.budget is not a known field', path: '/budget' })
+    expect(problem({})).toEqual({ message: 'body needs the field `messages`', path: '/' })
+  })
+
+  it('says what a block is when a block lacks its type', () => {
+    const p = problem({ messages: [{ role: 'user', content: [{ text: 'no type' }] }] })
+    expect(p.path).toBe('/messages/0/content/0')
+    expect(p.message).toMatch(/^body\.messages\[0\]\.content\[0\] has no `type`: a block is an object whose `type` is one of text, /)
+  })
+
+  it('accepts what the contract allows, every other field of a message or block passing through', () => {
+    expect(validator.check({ messages: [{ role: 'user', content: [{ type: 'text', text: 'x', cache_control: { type: 'ephemeral' } }], extra: 1 }] })).toBe(true)
+  })
+})
+
+describe('urlPartValidatorCompiler', () => {
+  it('lets a query string’s text meet an integer schema, and refuses what is no integer', () => {
+    const check = urlPartValidatorCompiler({ schema: { type: 'object', properties: { limit: { type: 'integer', minimum: 1 } } } })
+    const query: Record<string, unknown> = { limit: '20' }
+    expect(check(query)).toBe(true)
+    expect(query.limit).toBe(20)
+    expect(check({ limit: 'many' })).toBe(false)
+    expect(check({ limit: '0' })).toBe(false)
+  })
+})

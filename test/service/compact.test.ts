@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest'
+import type { CompactRequestBody } from '../../src/contract/schemas.js'
+import { type CompactDeps, runCompaction } from '../../src/service/compact.js'
+import { InvalidHistoryError, SummarizerUnavailableError } from '../../src/service/errors.js'
+import { ExtractiveSummarizer } from '../../src/summarizer/extractive.js'
+import type { Summarizer } from '../../src/summarizer/summarizer.js'
+import { emptySections } from '../../src/compaction/index.js'
+import { shellStep, user } from '../helpers/history.js'
+
+const history = [user('Fix the flaky retry test'), ...Array.from({ length: 30 }, (_, i) => shellStep(`t${i}`, `npm test -- retry ${i}`, `run ${i}\n${'o'.repeat(600)}`)).flat()]
+let ids = 0
+const deps = (more: Partial<CompactDeps> = {}): CompactDeps => ({
+  defaults: { budgetTokens: 2_000, keepTurns: 4 },
+  extractive: new ExtractiveSummarizer(),
+  newId: () => `cmp_${++ids}`,
+  now: () => performance.now(),
+  ...more
+})
+const body = (more: Partial<CompactRequestBody> = {}): CompactRequestBody => ({ messages: history, ...more })
+
+describe('runCompaction', () => {
+  it('does not compact a history under its budget, and says why', async () => {
+    const run = await runCompaction(body({ budget_tokens: 1_000_000 }), deps())
+    expect(run.response).toMatchObject({ compacted: false, reason: 'under_budget' })
+    expect(run.timings.summarize).toBe(0)
+    expect(run.memory).toBeUndefined()
+  })
+
+  it('compacts with the extractive summary without a model, and says that no key was the reason', async () => {
+    const run = await runCompaction(body(), deps())
+    if (!run.response.compacted) throw new Error('not compacted')
+    expect(run.response.reason).toBe('over_budget')
+    expect(run.response.summary.id).toMatch(/^cmp_\d+$/)
+    expect(run.response.summarizer).toMatchObject({ kind: 'extractive', fallback_reason: 'no_api_key' })
+    expect(run.response.doctrine_version).toMatch(/^\d{4}-/)
+  })
+
+  it('asks the model when there is one, and the extractive summarizer when the request says so', async () => {
+    const calls: string[] = []
+    const model: Summarizer = {
+      kind: 'anthropic',
+      summarize: async () => {
+        calls.push('model')
+        return { sections: { ...emptySections(), objective: 'from the model' }, report: { kind: 'anthropic', model: 'm', input_tokens: 1, output_tokens: 1, calls: 1, fallback_reason: null, duration_ms: 0 } }
+      }
+    }
+    const withModel = await runCompaction(body(), deps({ model }))
+    expect(withModel.response.compacted && withModel.response.summary.sections.objective).toBe('from the model')
+    const extractive = await runCompaction(body({ summarizer: 'extractive' }), deps({ model }))
+    expect(extractive.response.summarizer?.kind).toBe('extractive')
+    expect(extractive.response.summarizer?.fallback_reason).toBeNull()
+    expect(calls).toEqual(['model'])
+  })
+
+  it('refuses a summarizer the server lacks, and a broken history, naming the place', async () => {
+    await expect(runCompaction(body({ summarizer: 'anthropic' }), deps())).rejects.toBeInstanceOf(SummarizerUnavailableError)
+    const broken = [user('a'), user('b')]
+    const err = await runCompaction(body({ messages: broken }), deps()).catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(InvalidHistoryError)
+    expect((err as InvalidHistoryError).path).toMatch(/^\/messages\/1/)
+  })
+
+  it('keeps the cold layer only for a session, and only where the server keeps one', async () => {
+    expect((await runCompaction(body({ session_id: 's1' }), deps())).memory).toBeUndefined()
+    expect((await runCompaction(body(), deps({ coldLayer: true }))).memory).toBeUndefined()
+    const kept = await runCompaction(body({ session_id: 's1' }), deps({ coldLayer: true }))
+    expect(kept.memory?.length).toBeGreaterThan(0)
+    expect(kept.response.compacted && kept.response.messages[0]?.content).toEqual(expect.arrayContaining([expect.objectContaining({ text: expect.stringContaining('recall') })]))
+  })
+})

@@ -1,0 +1,34 @@
+import { afterAll, describe, expect, it } from 'vitest'
+import { CompactionPool } from '../../src/workers/pool.js'
+import { shellStep, user } from '../helpers/history.js'
+
+const task = { defaults: { budgetTokens: 2_000, keepTurns: 4 }, tenant: '', coldLayer: false }
+const history = { mode: 'manual', messages: [user('fix it'), ...Array.from({ length: 30 }, (_, i) => shellStep(`t${i}`, `make ${i}`, 'q'.repeat(500))).flat()] }
+const pool = new CompactionPool(1)
+afterAll(() => pool.close())
+
+describe('CompactionPool', () => {
+  it('compacts a body in a worker and hands back the serialized answer with what the main thread counts', async () => {
+    const result = await pool.run(task, Buffer.from(JSON.stringify(history)))
+    if (!result.ok) throw new Error(result.message)
+    const answer = JSON.parse(result.json) as { compacted: boolean; messages: unknown[] }
+    expect(answer.compacted).toBe(true)
+    expect(result.run.response.compacted).toBe(true)
+    expect(result.body).toEqual({ mode: 'manual' })
+  })
+
+  it('moves a body that owns its memory to the worker, and copies one that shares a pool', async () => {
+    const owned = Buffer.from(new Uint8Array(Buffer.from(JSON.stringify(history))).buffer)
+    await pool.run(task, owned)
+    expect(owned.buffer.byteLength).toBe(0) // transferred: this thread's view is detached
+    const shared = Buffer.from('{"messages":[{"role":"user","content":"hi"}]}') // small: from Node's shared pool
+    expect(shared.byteLength).toBeLessThan(shared.buffer.byteLength)
+    await pool.run(task, shared)
+    expect(shared.toString()).toBe('{"messages":[{"role":"user","content":"hi"}]}')
+  })
+
+  it('answers a body it cannot parse with a 400 in the error’s shape, not a crash', async () => {
+    const result = await pool.run(task, Buffer.from('{"messages": ['))
+    expect(result).toMatchObject({ ok: false, status: 400, type: 'invalid_request_error' })
+  })
+})

@@ -45,8 +45,9 @@ function resolvedByCall(errors: readonly ErrorSeen[]): ErrorSeen[] {
 export function extractiveSections(ledger: Ledger, latestAssistantText: string): SummarySections {
   const s = emptySections()
   const requests = ledger.userRequests.map((r) => r.text)
-  s.objective = taskStatement(requests)?.objective ?? ''
-  s.user_requests = requestEntries(requests)
+  const shapes = ledger.userRequests.map((r) => r.shape)
+  s.objective = taskStatement(requests, shapes)?.objective ?? ''
+  s.user_requests = requestEntries(requests, shapes)
   s.files_modified = ledger.filesModified.map((f) => `${f.path} — ${f.how.join('; ')}`)
   s.files_inspected = [...ledger.filesRead]
   // Tests first, each with its latest status; then errors, unresolved ones last so the newest state is nearest.

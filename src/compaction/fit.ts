@@ -90,9 +90,11 @@ function keepNewestFiles(s: SummarySections, keep: number): SummarySections {
  */
 export function fitSections(sections: SummarySections, maxTokens: number, header: SummaryHeader): SummarySections {
   const fits = (s: SummarySections): boolean => Math.ceil(formattedLength(s, header) / CHARS_PER_TOKEN) <= maxTokens
-  let last = sections
+  // The first stage shortens nothing, so it needs no task statement; the others find it once.
+  let last = applyStage(sections, at(STAGES, 0), undefined)
+  if (fits(last)) return last
   const task = taskStatement(sections.user_requests)?.index
-  for (const stage of STAGES) {
+  for (const stage of STAGES.slice(1)) {
     last = applyStage(sections, stage, task)
     if (fits(last)) return last
   }

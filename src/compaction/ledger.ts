@@ -3,6 +3,7 @@ import { isServiceText } from './markers.js'
 import { patchFiles, readShellCommand } from './shell.js'
 import { type TestStatus, isEmptySearch, testResults, whyLines } from './failures.js'
 import { exitCodeOf } from './signal.js'
+import { requestShape } from './requests.js'
 import { type Message, type ToolResultBlock, type ToolUseBlock, blocksOf, isPromptMessage, isTextBlock, isToolResult, isToolUse, toolResultText } from './types.js'
 import { at } from './at.js'
 
@@ -52,6 +53,8 @@ export interface TodoItem {
 export interface UserRequest {
   message_index: number
   text: string
+  /** Its shape (requestShape), read once: the summary's steps compare requests by it many times. */
+  shape: string
 }
 
 /** Facts read deterministically out of the span: what the summary must not lose. */
@@ -118,7 +121,7 @@ export function readLedger(messages: readonly Message[], offset = 0): Ledger {
     const message = at(messages, i)
     if (isPromptMessage(message)) {
       const text = userText(message)
-      if (text) userRequests.push({ message_index: offset + i, text })
+      if (text) userRequests.push({ message_index: offset + i, text, shape: requestShape(text) })
       continue
     }
     if (message.role !== 'assistant') continue

@@ -1,6 +1,6 @@
 import { TODO_LABEL, WORK_STOOD } from './extractive.js'
 import type { Ledger } from './ledger.js'
-import { REPEAT_SUFFIX, changesTask, requestEntries, requestShape } from './requests.js'
+import { REPEAT_SUFFIX, changesTask, entryShape, requestShape, shapedEntries } from './requests.js'
 import { LIST_SECTIONS, type SummarySections, emptySections, itemPath } from './sections.js'
 
 const FILE_SECTIONS = new Set(['files_modified', 'files_inspected'])
@@ -166,15 +166,14 @@ export function guardSections(sections: SummarySections, ledger: Ledger): { sect
   }
   // Every request the ledger saw is there verbatim (repeats collapsed, counted where the merge added
   // them up); one the summary lacks is put back, in the user's order.
-  const shapeOf = (item: string): string => {
-    const m = REPEAT_SUFFIX.exec(item)
-    return requestShape(m ? item.slice(0, m.index) : item)
-  }
-  const present = new Set(out.user_requests.map(shapeOf))
-  for (const entry of requestEntries(ledger.userRequests.map((r) => r.text))) {
-    if (present.has(shapeOf(entry))) continue
-    out.user_requests.push(entry)
-    present.add(shapeOf(entry))
+  const present = new Set(out.user_requests.map(entryShape))
+  for (const entry of shapedEntries(
+    ledger.userRequests.map((r) => r.text),
+    ledger.userRequests.map((r) => r.shape)
+  )) {
+    if (present.has(entry.shape)) continue
+    out.user_requests.push(entry.text)
+    present.add(entry.shape)
     added++
   }
   return { sections: out, added }

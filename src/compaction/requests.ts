@@ -56,11 +56,43 @@ export const REPEAT_SUFFIX = / \(×(\d+)(, numbers varied)?\)$/
 
 /** A request's shape with its numbers left out, so that "found 2 actions" and "found 3 actions" are one. */
 export function requestShape(text: string): string {
-  // The head says what a request is; a long one is told apart by its length as well.
-  // (the length is added after the numbers are left out, else it would be left out with them)
+  // The head says what a request is; a long one is told apart by its length as well (added after the
+  // numbers are left out, else it would be left out with them). One pass: each run of digits becomes
+  // `#`, each run of blanks one space, blanks at either end go (what \d+, \s+ and trim would do).
   const long = text.length > READ_CHARS
-  const shape = (long ? text.slice(0, READ_CHARS) : text).replace(/\d+/g, '#').replace(/\s+/g, ' ').trim()
-  return long ? `${shape}…${text.length}` : shape
+  const end = long ? READ_CHARS : text.length
+  let out = ''
+  let i = 0
+  while (i < end && isBlank(text.charCodeAt(i))) i++
+  let plain = i
+  while (i < end) {
+    const c = text.charCodeAt(i)
+    if (c >= 48 && c <= 57) {
+      out += `${text.slice(plain, i)}#`
+      do i++
+      while (i < end && isDigit(text.charCodeAt(i)))
+      plain = i
+    } else if (isBlank(c)) {
+      out += text.slice(plain, i)
+      do i++
+      while (i < end && isBlank(text.charCodeAt(i)))
+      if (i < end) out += ' '
+      plain = i
+    } else i++
+  }
+  out += text.slice(plain, end)
+  return long ? `${out}…${text.length}` : out
+}
+
+function isDigit(c: number): boolean {
+  return c >= 48 && c <= 57
+}
+
+/** The characters of JavaScript's \s. */
+function isBlank(c: number): boolean {
+  if (c === 32 || (c >= 9 && c <= 13)) return true
+  if (c < 0xa0) return false
+  return c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff
 }
 
 /** How much of a request is read to classify it: a task is stated at the start, and requests run to megabytes. */
@@ -127,12 +159,12 @@ export interface TaskStatement {
  * The task the requests state: the first real request (not chatter), as its issue or PR title when it
  * carries one, else its first sentence or two. Undefined when every request is chatter.
  */
-export function taskStatement(requests: readonly string[]): TaskStatement | undefined {
-  const shapes = new Map<string, number>()
-  for (const r of requests) shapes.set(requestShape(r), (shapes.get(requestShape(r)) ?? 0) + 1)
+export function taskStatement(requests: readonly string[], shapes: readonly string[] = requests.map(requestShape)): TaskStatement | undefined {
+  const counts = new Map<string, number>()
+  for (const shape of shapes) counts.set(shape, (counts.get(shape) ?? 0) + 1)
   for (let index = 0; index < requests.length; index++) {
     const text = at(requests, index)
-    if (isChatter(text, shapes.get(requestShape(text)))) continue
+    if (isChatter(text, counts.get(at(shapes, index)))) continue
     const title = requestTitle(text)
     return { index, objective: title ? lead(title, 300) : lead(requestBody(text), 300) }
   }
@@ -159,21 +191,40 @@ export function changesTask(olderObjective: string, request: string): boolean {
  * The user's requests as a summary lists them: verbatim, oldest first, but a request repeated with
  * only its numbers changed is listed once, where it last appeared, with how many times it came.
  */
-export function requestEntries(requests: readonly string[]): string[] {
+export function requestEntries(requests: readonly string[], shapes: readonly string[] = requests.map(requestShape)): string[] {
+  return shapedEntries(requests, shapes).map((e) => e.text)
+}
+
+/** A request as the summary lists it, with the shape of what it says (its count left out). */
+export interface ShapedEntry {
+  text: string
+  shape: string
+}
+
+/** The shape of a summary's request entry: that of the request, its count left out. */
+export function entryShape(entry: string): string {
+  const m = entry.endsWith(')') ? REPEAT_SUFFIX.exec(entry) : null
+  return requestShape(m ? entry.slice(0, m.index) : entry)
+}
+
+/** requestEntries with each entry's shape, computed once: from the request's own where the entry is the request. */
+export function shapedEntries(requests: readonly string[], shapes: readonly string[] = requests.map(requestShape)): ShapedEntry[] {
   const seen = new Map<string, { count: number; last: number; texts: Set<string> }>()
   requests.forEach((r, i) => {
-    const shape = requestShape(r)
+    const shape = at(shapes, i)
     const entry = seen.get(shape) ?? { count: 0, last: i, texts: new Set<string>() }
     entry.count++
     entry.last = i
     entry.texts.add(r.trim())
     seen.set(shape, entry)
   })
-  const out: string[] = []
+  const out: ShapedEntry[] = []
   requests.forEach((r, i) => {
-    const entry = seen.get(requestShape(r))
+    const shape = at(shapes, i)
+    const entry = seen.get(shape)
     if (entry === undefined || entry.last !== i) return
-    out.push(entry.count > 1 ? `${r.trim()} (×${entry.count}${entry.texts.size > 1 ? ', numbers varied' : ''})` : r)
+    const text = entry.count > 1 ? `${r.trim()} (×${entry.count}${entry.texts.size > 1 ? ', numbers varied' : ''})` : r
+    out.push({ text, shape: text === r && !(r.endsWith(')') && REPEAT_SUFFIX.test(r)) ? shape : entryShape(text) })
   })
   return out
 }

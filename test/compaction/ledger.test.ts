@@ -37,7 +37,7 @@ describe('readLedger', () => {
       'sh/redirect.txt'
     ])
     expect(ledger.filesRead).toEqual(['/w/viewed.py', 'docs/read.md'])
-    expect(ledger.userRequests).toEqual([{ message_index: 0, text: 'fix the bug' }])
+    expect(ledger.userRequests).toEqual([{ message_index: 0, text: 'fix the bug', shape: 'fix the bug' }])
   })
 
   it("follows SWE-agent's open file for edit and insert", () => {
@@ -77,7 +77,7 @@ describe('readLedger', () => {
       { role: 'user', content: [{ type: 'text', text: '<compaction-summary id="c" version="1" compacted_turns="1">\n</compaction-summary>' }, { type: 'text', text: 'real ask\n  with lines' }] },
       assistant('ok')
     ]
-    expect(readLedger(h).userRequests).toEqual([{ message_index: 0, text: 'real ask\n  with lines' }])
+    expect(readLedger(h).userRequests).toEqual([{ message_index: 0, text: 'real ask\n  with lines', shape: 'real ask with lines' }])
   })
 
   it('names most files of the final diff in the mini-swe-agent runs of the corpus', () => {

@@ -85,3 +85,18 @@ describe('requestEntries', () => {
     expect(requestEntries(['fix a', 'found 2 errors', 'fix b', 'found 3 errors', 'fix a'])).toEqual(['fix b', 'found 3 errors (×2, numbers varied)', 'fix a (×2)'])
   })
 })
+
+describe('requestShape, as the three replacements it stands for', () => {
+  it('agrees with \\d+ → #, \\s+ → one space and trim on any text, Unicode blanks included', async () => {
+    const fc = (await import('fast-check')).default
+    const blanks = [' ', '\t', '\n', '\r', '\v', '\f', '\u00a0', '\u1680', '\u2003', '\u2028', '\u2029', '\u202f', '\u205f', '\u3000', '\ufeff']
+    const piece = fc.oneof(fc.string({ maxLength: 6 }), fc.constantFrom(...blanks), fc.integer({ min: 0, max: 99_999 }).map(String), fc.constantFrom('١٢', '²'))
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 40 }), (pieces) => {
+        const text = pieces.join('')
+        expect(requestShape(text)).toBe(text.replace(/\d+/g, '#').replace(/\s+/g, ' ').trim())
+      }),
+      { numRuns: 500 }
+    )
+  })
+})

@@ -29,8 +29,8 @@ export interface GatewayProcess {
 }
 
 /** The gateway as `npm start` runs it, on a free loopback port, with a database of its own; its log lines are dropped. */
-export async function startGateway(env: Record<string, string> = {}): Promise<GatewayProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server/main.ts'], {
+export async function startGateway(env: Record<string, string> = {}, nodeFlags: string[] = []): Promise<GatewayProcess> {
+  const child = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', 'src/server/main.ts'], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? '',

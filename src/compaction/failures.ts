@@ -9,7 +9,7 @@ import { at } from './at.js'
  * runner errors (`error:`, `error[E0425]:`, `error TS2345:`, `--- FAIL:`, `FAILED`, `panic:`), shell
  * failures (`command not found`, `No such file or directory`), and tool errors (`Error: ...`).
  */
-const WHY_LINE = new RegExp(
+export const WHY_LINE = new RegExp(
   [
     '^\\s*(?:[A-Za-z_][\\w.]*\\.)?[A-Z]\\w*(?:Error|Exception|Exit|Interrupt|Failure|Warning)\\b(?::.*)?$',
     '^E\\s{2,}\\S',
@@ -28,6 +28,12 @@ const WHY_LINE = new RegExp(
   ].join('|'),
   'i'
 )
+
+/**
+ * Words one of which every line WHY_LINE takes holds (each of its alternatives needs one): a line without
+ * any is passed over at the cost of one quick scan, and most lines of an output have none.
+ */
+export const WHY_HINT = /error|exception|exit|interrupt|fail|warning|fatal|panic|err!|assert|✕|×|✗|●|not found|no such file|permission denied|cannot find module|is not defined|^e\s\s/i
 
 /** Lines that only locate (frames) or frame the output (harness tags, rules of = and _). */
 const NOISE_LINE = /^\s*(?:File "[^"]+", line \d+|at .+[:(]\d+:\d+\)?$|<\/?[\w_-]+>|<returncode>.*<\/returncode>|\[Command finished with exit code -?\d+\]|[-=_*]{5,}.*[-=_*]{5,}|[-=_]{5,})\s*$/
@@ -61,7 +67,7 @@ export function whyLines(output: string, limit: number): string[] {
       if (!NOISE_LINE.test(line) && !line.startsWith('During handling')) exceptions.push(short(line))
       continue
     }
-    if (line.trim() === '' || NOISE_LINE.test(line)) continue
+    if (!WHY_HINT.test(line) || NOISE_LINE.test(line)) continue
     if (WHY_LINE.test(line)) others.push(short(line))
   }
   const unique = (xs: string[]): string[] => [...new Set(xs)]
@@ -121,13 +127,32 @@ const TEST_LINES: { pattern: RegExp; read: (m: RegExpExecArray) => TestResult | 
   { pattern: /^\s*(?:✓|√) (.+?)(?: \(\d+(?:\.\d+)? ?m?s\))?$/, read: (m) => ({ id: at(m, 1).trim(), status: 'passed' }) }
 ]
 
+/**
+ * Whether a line can be one of TEST_LINES at all: each of them starts with F, E or `test `, or holds
+ * `::`, ` ... `, `--- ` or a runner's mark. Most lines of an output are none of these.
+ */
+export function mayReportTest(line: string): boolean {
+  const first = line.charCodeAt(0)
+  return (
+    first === 70 /* F */ ||
+    first === 69 /* E */ ||
+    line.startsWith('test ') ||
+    line.includes('::') ||
+    line.includes(' ... ') ||
+    line.includes('--- ') ||
+    TEST_MARK.test(line)
+  )
+}
+const TEST_MARK = /[✕×✗✓√]/
+
 /** Every test result an output reports, in order. */
 export function testResults(output: string): TestResult[] {
   const out: TestResult[] = []
   // most outputs report no test at all: one quick look before reading them line by line
   if (!/PASS|FAIL|ERROR|\.\.\. ok|✓|✕|×|✗|√/.test(output)) return out
   for (const raw of output.split('\n')) {
-    const line = raw.replace(/\s+$/, '')
+    if (!mayReportTest(raw)) continue
+    const line = raw.trimEnd()
     if (line.length > 500) continue
     for (const { pattern, read } of TEST_LINES) {
       const m = pattern.exec(line)

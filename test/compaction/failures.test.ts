@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { isEmptySearch, testResults, whyLines } from '../../src/compaction/failures.js'
+import { WHY_HINT, WHY_LINE, isEmptySearch, mayReportTest, testResults, whyLines } from '../../src/compaction/failures.js'
 
 describe('whyLines', () => {
   it('keeps the exception line of a traceback, not its frames', () => {
@@ -79,5 +79,35 @@ describe('testResults', () => {
   it('reports nothing for an output with no test in it, and skips lines over 500 characters', () => {
     expect(testResults('compiling...\ndone')).toEqual([])
     expect(testResults(`FAILED a.py::${'t'.repeat(600)}`)).toEqual([])
+  })
+})
+
+describe('the quick look before the line patterns', () => {
+  it('passes every line the patterns take: no line that says why is passed over', async () => {
+    const fc = (await import('fast-check')).default
+    const words = ['Error', 'error TS2345:', 'ValueError', 'Exception', 'SystemExit', 'KeyboardInterrupt', 'Failure', 'Warning', 'FAILED', 'FAIL', 'ERROR', '--- FAIL:', 'fatal', 'panic', 'panicked at', 'npm ERR!', 'AssertionError', 'assert x == y', '✕', '×', '✗', '●', 'command not found', 'No such file or directory', 'Permission denied', 'ModuleNotFoundError', 'cannot find module', 'is not defined', 'E   ', 'e  x', 'thread main', ':12:3: error', ': fatal error']
+    const piece = fc.oneof(fc.constantFrom(...words), fc.string({ maxLength: 5 }), fc.constantFrom(' ', '  ', '\t', ':', '.', 'a.b.'))
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 8 }), (pieces) => {
+        const line = pieces.join('')
+        if (WHY_LINE.test(line)) expect(WHY_HINT.test(line), line).toBe(true)
+      }),
+      { numRuns: 3_000 }
+    )
+  })
+})
+
+describe('the quick look before the test-line patterns', () => {
+  it('passes every line testResults would read a result from', async () => {
+    const fc = (await import('fast-check')).default
+    const words = ['FAILED ', 'ERROR ', 'FAIL: ', 'ERROR: ', 'tests/a.py::t', ' PASSED', ' ... ', 'ok', '--- FAIL: ', '--- PASS: ', 'test ', '✕ ', '× ', '✓ ', '√ ', '(m.T)', ' - ', '(3 ms)']
+    const piece = fc.oneof(fc.constantFrom(...words), fc.string({ maxLength: 4 }), fc.constantFrom(' ', '  ', '\t'))
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 7 }), (pieces) => {
+        const line = pieces.join('')
+        if (testResults(line).length > 0) expect(mayReportTest(line), line).toBe(true)
+      }),
+      { numRuns: 3_000 }
+    )
   })
 })

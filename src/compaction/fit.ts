@@ -48,7 +48,8 @@ function shorten(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, Math.max(0, max - 1))}…`
 }
 
-function applyStage(s: SummarySections, stage: Stage, task = taskStatement(s.user_requests)?.index): SummarySections {
+/** The sections shortened as `stage` says; `task` is the index of the task statement among the requests, if any. */
+function applyStage(s: SummarySections, stage: Stage, task: number | undefined): SummarySections {
   const out = { objective: shorten(s.objective, stage === SMALLEST ? 80 : Math.max(stage.item, 200)) } as SummarySections
   for (const key of LIST_SECTIONS) {
     const items = s[key]

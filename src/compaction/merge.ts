@@ -166,11 +166,14 @@ export function guardSections(sections: SummarySections, ledger: Ledger): { sect
   }
   // Every request the ledger saw is there verbatim (repeats collapsed, counted where the merge added
   // them up); one the summary lacks is put back, in the user's order.
-  const present = new Set(out.user_requests.map(entryShape))
-  for (const entry of shapedEntries(
+  const entries = shapedEntries(
     ledger.userRequests.map((r) => r.text),
     ledger.userRequests.map((r) => r.shape)
-  )) {
+  )
+  // An item that is one of these entries has its shape already (the extractive summary's all are).
+  const known = new Map(entries.map((e) => [e.text, e.shape]))
+  const present = new Set(out.user_requests.map((item) => known.get(item) ?? entryShape(item)))
+  for (const entry of entries) {
     if (present.has(entry.shape)) continue
     out.user_requests.push(entry.text)
     present.add(entry.shape)

@@ -1,5 +1,5 @@
 import { taskStatement } from './requests.js'
-import { type SummaryHeader, formattedLength } from './summary-text.js'
+import { type SummaryHeader, formattedLength, headingLength, itemLength } from './summary-text.js'
 import { CHARS_PER_TOKEN } from './tokens.js'
 import { LIST_SECTIONS, type ListSection, type SummarySections, itemPath } from './sections.js'
 import { at } from './at.js'
@@ -73,15 +73,50 @@ function applyStage(s: SummarySections, stage: Stage, task: number | undefined):
   return out
 }
 
+/** The line that counts the files left out. */
+function droppedFilesLine(dropped: number): string {
+  return `(${dropped} more files, older, left out to fit the summary budget)`
+}
+
 /** Only the newest `keep` entries of each files list, the rest counted in one line. */
 function keepNewestFiles(s: SummarySections, keep: number): SummarySections {
   const out = { ...s }
   for (const key of FILE_SECTIONS) {
     const items = s[key]
     const dropped = items.length - Math.min(keep, items.length)
-    out[key] = dropped > 0 ? [`(${dropped} more files, older, left out to fit the summary budget)`, ...items.slice(dropped)] : items
+    out[key] = dropped > 0 ? [droppedFilesLine(dropped), ...items.slice(dropped)] : items
   }
   return out
+}
+
+/**
+ * The most newest files of each list (keepNewestFiles) that fit within `maxChars` of text beside the
+ * rest of `s`, found from the lengths of the items summed once from the newest (no candidate is built).
+ */
+function mostFilesWithin(s: SummarySections, maxChars: number, header: SummaryHeader): number {
+  const rest = formattedLength({ ...s, files_modified: [], files_inspected: [] }, header)
+  const lists = [...FILE_SECTIONS].map((key) => {
+    const items = s[key]
+    // newest[k]: the length of the newest k items
+    const newest = new Array<number>(items.length + 1)
+    newest[0] = 0
+    for (let k = 1; k <= items.length; k++) newest[k] = at(newest, k - 1) + itemLength(at(items, items.length - k))
+    return { count: items.length, newest, heading: items.length > 0 ? headingLength(key) : 0 }
+  })
+  const length = (keep: number): number =>
+    lists.reduce((n, l) => {
+      const kept = Math.min(keep, l.count)
+      const dropped = l.count - kept
+      return n + l.heading + at(l.newest, kept) + (dropped > 0 ? itemLength(droppedFilesLine(dropped)) : 0)
+    }, rest)
+  let lo = 0
+  let hi = Math.max(0, ...lists.map((l) => l.count))
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2)
+    if (length(mid) <= maxChars) lo = mid
+    else hi = mid - 1
+  }
+  return lo
 }
 
 /**
@@ -99,14 +134,7 @@ export function fitSections(sections: SummarySections, maxTokens: number, header
     last = applyStage(sections, stage, task)
     if (fits(last)) return last
   }
-  // Binary search for the most files that fit beside the rest of the last stage.
-  let lo = 0
-  let hi = Math.max(last.files_modified.length, last.files_inspected.length)
-  while (lo < hi) {
-    const mid = Math.ceil((lo + hi) / 2)
-    if (fits(keepNewestFiles(last, mid))) lo = mid
-    else hi = mid - 1
-  }
-  const withFiles = keepNewestFiles(last, lo)
+  // The most files that fit beside the rest of the last stage.
+  const withFiles = keepNewestFiles(last, mostFilesWithin(last, maxTokens * CHARS_PER_TOKEN, header))
   return fits(withFiles) ? withFiles : keepNewestFiles(applyStage(sections, SMALLEST, task), 0)
 }

@@ -40,15 +40,23 @@ export function formattedLength(sections: SummarySections, header: SummaryHeader
   for (const key of LIST_SECTIONS) {
     const items = sections[key]
     if (items.length === 0) continue
-    chars += 3 + SECTION_HEADINGS[key].length + 1
-    for (const item of items) {
-      let lines = 1
-      for (let i = item.indexOf('\n'); i >= 0; i = item.indexOf('\n', i + 1)) lines++
-      // every line of an item gets a two-character prefix; its own newlines stay as the separators
-      chars += item.length + 2 * lines + 1
-    }
+    chars += headingLength(key)
+    for (const item of items) chars += itemLength(item)
   }
   return chars
+}
+
+/** What a list section's heading adds to the text form (present when the list has an item). */
+export function headingLength(key: ListSection): number {
+  return 3 + SECTION_HEADINGS[key].length + 1
+}
+
+/** What one item of a list adds to the text form. */
+export function itemLength(item: string): number {
+  let lines = 1
+  for (let i = item.indexOf('\n'); i >= 0; i = item.indexOf('\n', i + 1)) lines++
+  // every line of an item gets a two-character prefix; its own newlines stay as the separators
+  return item.length + 2 * lines + 1
 }
 
 export function formatSummary(sections: SummarySections, header: SummaryHeader): string {

@@ -49,7 +49,7 @@ function shorten(text: string, max: number): string {
 }
 
 /** The sections shortened as `stage` says; `task` is the index of the task statement among the requests, if any. */
-function applyStage(s: SummarySections, stage: Stage, task: number | undefined): SummarySections {
+function applyStage(s: SummarySections, stage: Stage, task: number | undefined, files: FilesAt = filesAt(s)): SummarySections {
   const out = { objective: shorten(s.objective, stage === SMALLEST ? 80 : Math.max(stage.item, 200)) } as SummarySections
   for (const key of LIST_SECTIONS) {
     const items = s[key]
@@ -65,12 +65,38 @@ function applyStage(s: SummarySections, stage: Stage, task: number | undefined):
       const texts = kept.map((k) => k.text)
       out[key] = dropped > 0 ? [`(${dropped} older requests shortened away to fit the summary budget)`, ...texts] : texts
     } else if (FILE_SECTIONS.has(key)) {
-      out[key] = items.map((i) => (stage.bareFiles ? itemPath(i) : shorten(i, stage.item)))
+      out[key] = files(key, stage)
     } else {
       out[key] = items.slice(Math.max(0, items.length - stage.list)).map((i) => shorten(i, stage.item))
     }
   }
   return out
+}
+
+type FilesAt = (key: ListSection, stage: Stage) => string[]
+
+/**
+ * The files lists as each stage has them, each made once: the bare paths are the same in every stage
+ * that keeps only paths, and a stage whose item limit no entry reaches keeps the list as it is. (A
+ * history of 100,000 files would otherwise have its lists rebuilt in every stage.)
+ */
+function filesAt(s: SummarySections): FilesAt {
+  const made = new Map<string, string[]>()
+  const longest = new Map<ListSection, number>()
+  return (key, stage) => {
+    const items = s[key]
+    const most = longest.get(key) ?? items.reduce((n, i) => Math.max(n, i.length), 0)
+    longest.set(key, most)
+    const form = stage.bareFiles ? 'bare' : most <= stage.item ? 'whole' : `item ${stage.item}`
+    if (form === 'whole') return items
+    const id = `${key} ${form}`
+    let list = made.get(id)
+    if (list === undefined) {
+      list = items.map((i) => (stage.bareFiles ? itemPath(i) : shorten(i, stage.item)))
+      made.set(id, list)
+    }
+    return list
+  }
 }
 
 /** The line that counts the files left out. */
@@ -98,8 +124,7 @@ function mostFilesWithin(s: SummarySections, maxChars: number, header: SummaryHe
   const lists = [...FILE_SECTIONS].map((key) => {
     const items = s[key]
     // newest[k]: the length of the newest k items
-    const newest = new Array<number>(items.length + 1)
-    newest[0] = 0
+    const newest = new Float64Array(items.length + 1)
     for (let k = 1; k <= items.length; k++) newest[k] = at(newest, k - 1) + itemLength(at(items, items.length - k))
     return { count: items.length, newest, heading: items.length > 0 ? headingLength(key) : 0 }
   })
@@ -127,14 +152,15 @@ function mostFilesWithin(s: SummarySections, maxChars: number, header: SummaryHe
 export function fitSections(sections: SummarySections, maxTokens: number, header: SummaryHeader): SummarySections {
   const fits = (s: SummarySections): boolean => Math.ceil(formattedLength(s, header) / CHARS_PER_TOKEN) <= maxTokens
   // The first stage shortens nothing, so it needs no task statement; the others find it once.
-  let last = applyStage(sections, at(STAGES, 0), undefined)
+  const files = filesAt(sections)
+  let last = applyStage(sections, at(STAGES, 0), undefined, files)
   if (fits(last)) return last
   const task = taskStatement(sections.user_requests)?.index
   for (const stage of STAGES.slice(1)) {
-    last = applyStage(sections, stage, task)
+    last = applyStage(sections, stage, task, files)
     if (fits(last)) return last
   }
   // The most files that fit beside the rest of the last stage.
   const withFiles = keepNewestFiles(last, mostFilesWithin(last, maxTokens * CHARS_PER_TOKEN, header))
-  return fits(withFiles) ? withFiles : keepNewestFiles(applyStage(sections, SMALLEST, task), 0)
+  return fits(withFiles) ? withFiles : keepNewestFiles(applyStage(sections, SMALLEST, task, files), 0)
 }

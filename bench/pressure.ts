@@ -8,7 +8,11 @@
  *               and its peak resident memory.
  * Every figure is printed beside its target with "meets" or "misses"; nothing here fails on noise.
  */
+import { execFile } from 'node:child_process'
+import { mkdtempSync, writeFileSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import type { Message } from '../src/compaction/index.js'
 import { corpusDir, loadCorpus, table } from './corpus.js'
 import { bareServer, memoryMiB, startGateway } from './servers.js'
@@ -33,6 +37,16 @@ async function post(url: string, body: Buffer): Promise<Response> {
   const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
   await res.arrayBuffer()
   return res
+}
+
+/** Posts a file's bytes from a child process and resolves with the status. */
+function postFromChild(url: string, file: string): Promise<number> {
+  const script =
+    "const b=require('node:fs').readFileSync(process.argv[1]);" +
+    "fetch(process.argv[2],{method:'POST',headers:{'content-type':'application/json'},body:b}).then(async(r)=>{await r.arrayBuffer();process.stdout.write(String(r.status))})"
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, ['-e', script, file, url], { maxBuffer: 1024 }, (err, stdout) => (err ? reject(err) : resolve(Number(stdout))))
+  })
 }
 
 /** The worst wait of /healthz, polled back to back, while `work` runs. */
@@ -68,15 +82,20 @@ const medium = [...transcripts].sort((a, b) => Math.abs(a.raw.length - 360_000) 
 const mediumBody = Buffer.from(JSON.stringify({ mode: 'manual', messages: medium.messages, system: medium.system }))
 const verdict = (ok: boolean): string => (ok ? 'meets' : 'misses')
 
-// Stall: the same 30 MB compaction, inline and in workers.
+// Stall: the same 30 MB compaction, inline and in workers, the first of the process and the next. The
+// body is sent by a child process: sending 30 MB from this one stalls its own probes of /healthz.
+const bigFile = join(mkdtempSync(join(tmpdir(), 'compaction-pressure-')), 'big.json')
+writeFileSync(bigFile, big)
 const stalls: [string, number, number][] = []
 for (const workers of ['0', '2']) {
   const gw = await startGateway({ COMPACT_WORKERS: workers })
   await post(`${gw.url}/v1/compact`, mediumBody) // warm
-  const t0 = performance.now()
-  const work = post(`${gw.url}/v1/compact`, big)
-  const worst = await worstStall(gw.url, work)
-  stalls.push([workers === '0' ? 'inline (COMPACT_WORKERS=0)' : 'workers (COMPACT_WORKERS=2)', worst, performance.now() - t0])
+  for (const which of ['first', 'next']) {
+    const t0 = performance.now()
+    const work = postFromChild(`${gw.url}/v1/compact`, bigFile)
+    const worst = await worstStall(gw.url, work)
+    stalls.push([`${workers === '0' ? 'inline (COMPACT_WORKERS=0)' : 'workers (COMPACT_WORKERS=2)'}, ${which} 30 MB compaction`, worst, performance.now() - t0])
+  }
   await gw.stop()
 }
 
@@ -107,8 +126,9 @@ const answeredWell = burst.every((r) => r.status === 200 || (r.status === 503 &&
 
 console.log(`pressure: ${(big.length / 1024 / 1024).toFixed(1)} MB history; throughput on ${medium.name} (${(medium.raw.length / 1024).toFixed(0)} KiB), ${THROUGHPUT_REQUESTS} requests at concurrency 32\n`)
 console.log(table(['while a 30 MB history compacts', 'worst /healthz ms', 'compaction ms'], stalls.map(([w, s, t]) => [w, s.toFixed(0), t.toFixed(0)])))
-const workerStall = stalls[1]![1]
-console.log(`target: /healthz worst stall ≤ 60 ms with workers: ${workerStall.toFixed(0)} ms, ${verdict(workerStall <= 60)}`)
+const firstStall = stalls[2]![1]
+const nextStall = stalls[3]![1]
+console.log(`target: /healthz worst stall ≤ 60 ms with workers: ${nextStall.toFixed(0)} ms, ${verdict(nextStall <= 60)} (the first 30 MB compaction of the process: ${firstStall.toFixed(0)} ms, ${verdict(firstStall <= 60)})`)
 console.log(`\nthroughput: gateway ${gateway.toFixed(0)} req/s, bare single-threaded floor ${floor.toFixed(0)} req/s: ${(gateway / floor).toFixed(2)}x`)
 console.log(`target: ≥ 0.9x the floor: ${(gateway / floor).toFixed(2)}x, ${verdict(gateway / floor >= 0.9)}`)
 console.log(`\nburst of 16 × 30 MB: statuses ${JSON.stringify(statuses)}; every one 200 or 503 with Retry-After: ${answeredWell ? 'yes' : 'NO'}; /healthz after: ${alive ? '200' : 'down'}`)

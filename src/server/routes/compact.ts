@@ -3,7 +3,8 @@ import type { FastifyValidationResult } from 'fastify/types/schema.js'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { type CompactDeps, type CompactRunView, runCompaction } from '../../service/compact.js'
-import { keepRecord, record } from '../records.js'
+import { countCompaction, keepRecord } from '../records.js'
+import { readBody } from '../body.js'
 import type { Store } from '../../storage/store.js'
 import type { Metrics } from '../../telemetry/metrics.js'
 import { CompactRequest, type CompactRequestBody, CompactResponse } from '../../contract/schemas.js'
@@ -70,12 +71,15 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
   if (pool) {
     // In this plugin only: a large body is not parsed here at all; its bytes go to a worker.
     app.removeContentTypeParser('application/json')
-    app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => {
-      const bytes = body as Buffer
-      if (bytes.length >= workerMinBytes) return done(null, new RawBody(bytes))
-      const parsed = parseJsonBody(bytes.toString('utf8'))
-      if (parsed.error) done(parsed.error, undefined)
-      else done(null, parsed.value)
+    const bodyLimit = app.initialConfig.bodyLimit ?? 1_048_576 // Fastify's own default
+    app.addContentTypeParser('application/json', (request, payload, done) => {
+      readBody(payload, request.headers['content-length'], bodyLimit, (err, bytes) => {
+        if (err || bytes === undefined) return done(err ?? new Error('no body'), undefined)
+        if (bytes.length >= workerMinBytes) return done(null, new RawBody(bytes))
+        const parsed = parseJsonBody(bytes.toString('utf8'))
+        if (parsed.error) done(parsed.error, undefined)
+        else done(null, parsed.value)
+      })
     })
   }
   const reasons = new WeakMap<FastifyRequest, string>()
@@ -130,7 +134,7 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
   async function afterCompaction(request: FastifyRequest, reply: FastifyReply, run: CompactRunView, body: Pick<CompactRequestBody, 'mode' | 'session_id'>, started: number): Promise<void> {
     const { response } = run
     reasons.set(request, response.reason)
-    record(metrics, run)
+    countCompaction(metrics, run)
     if (response.compacted && store) await keepRecord(store, metrics, request.log, body, request.keyName, response, run.memory)
     const fault = response.summarizer?.fallback_reason
     if (fault && fault !== 'no_api_key') {

@@ -5,7 +5,7 @@ import type { Metrics } from '../telemetry/metrics.js'
 import type { CompactRequestBody } from '../contract/schemas.js'
 
 /** Counts a compaction's figures and its summarizer's work, wherever it ran (the compact route, the proxy). */
-export function record(metrics: Metrics, run: CompactRunView): void {
+export function countCompaction(metrics: Metrics, run: CompactRunView): void {
   const { response } = run
   const s = response.stats
   if (response.compacted) {

@@ -9,7 +9,7 @@ import type { Store } from '../../storage/store.js'
 import type { Metrics } from '../../telemetry/metrics.js'
 import { ApiError, errorBody } from '../errors.js'
 import { parseJsonBody } from '../json.js'
-import { keepRecord, record } from '../records.js'
+import { countCompaction, keepRecord } from '../records.js'
 import { KEYED, keyedResponses } from './security.js'
 
 /** A proxied body: its bytes as they came (forwarded as they are when nothing is compacted) and their JSON. */
@@ -151,7 +151,7 @@ export const messagesRoutes: FastifyPluginAsync<MessagesRouteOptions> = async (a
     outcomes.set(request, outcome.kind)
     if (outcome.kind === 'compacted') {
       const { run } = outcome
-      record(metrics, run)
+      countCompaction(metrics, run)
       metrics.proxyCompactions.inc({ source: outcome.source })
       if (store) await keepRecord(store, metrics, request.log, { mode: 'auto', session_id: session }, request.keyName, run.response, outcome.memory)
       request.log.info(

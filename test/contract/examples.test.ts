@@ -1,17 +1,11 @@
-import { Ajv } from 'ajv'
 import { describe, expect, it } from 'vitest'
+import { contractAjv } from '../helpers/contract.js'
 import { compactRequestExample, compactResponseExample, errorExample } from '../../src/contract/examples.js'
-import { CompactRequest, CompactResponse, ErrorResponse, SHARED_SCHEMAS } from '../../src/contract/schemas.js'
-
-function ajv(): Ajv {
-  const a = new Ajv({ strict: false })
-  for (const s of SHARED_SCHEMAS) a.addSchema(s as object)
-  return a
-}
+import { CompactRequest, CompactResponse, ErrorResponse } from '../../src/contract/schemas.js'
 
 describe('the contract’s examples', () => {
   it('are what the schemas accept, as the OpenAPI document shows them', () => {
-    const a = ajv()
+    const a = contractAjv()
     expect(a.validate(CompactRequest as object, compactRequestExample), JSON.stringify(a.errors)).toBe(true)
     expect(a.validate(CompactResponse as object, compactResponseExample), JSON.stringify(a.errors)).toBe(true)
     expect(a.validate(ErrorResponse as object, errorExample), JSON.stringify(a.errors)).toBe(true)

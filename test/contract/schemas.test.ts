@@ -1,14 +1,8 @@
-import { Ajv } from 'ajv'
 import { describe, expect, it } from 'vitest'
+import { contractAjv } from '../helpers/contract.js'
 import { LIST_SECTIONS } from '../../src/compaction/index.js'
 import { compactRequestExample } from '../../src/contract/examples.js'
 import { CompactRequest, SHARED_SCHEMAS, SummarySectionsSchema } from '../../src/contract/schemas.js'
-
-function ajv(): Ajv {
-  const a = new Ajv({ strict: false })
-  for (const s of SHARED_SCHEMAS) a.addSchema(s as object)
-  return a
-}
 
 describe('the contract’s schemas', () => {
   it('name each shared shape once, so that a $ref finds one schema', () => {
@@ -22,7 +16,7 @@ describe('the contract’s schemas', () => {
   })
 
   it('refuse a request field they do not know, where a message or block lets every field pass', () => {
-    const a = ajv()
+    const a = contractAjv()
     expect(a.validate(CompactRequest as object, { ...compactRequestExample, budget: 1 })).toBe(false)
     expect(a.validate(CompactRequest as object, { messages: [{ role: 'user', content: [{ type: 'future_block', x: 1 }], id: 'm1' }] })).toBe(true)
   })

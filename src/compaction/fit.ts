@@ -48,8 +48,11 @@ function shorten(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, Math.max(0, max - 1))}…`
 }
 
-/** The sections shortened as `stage` says; `task` is the index of the task statement among the requests, if any. */
-function applyStage(s: SummarySections, stage: Stage, task: number | undefined, files: FilesAt = filesAt(s)): SummarySections {
+/**
+ * The sections shortened as `stage` says; `task` is the index of the task statement among the requests,
+ * if any; `files` makes the files lists (once per form, for every stage of one fit).
+ */
+function applyStage(s: SummarySections, stage: Stage, task: number | undefined, files: FilesAt): SummarySections {
   const out = { objective: shorten(s.objective, stage === SMALLEST ? 80 : Math.max(stage.item, 200)) } as SummarySections
   for (const key of LIST_SECTIONS) {
     const items = s[key]

@@ -67,7 +67,7 @@ export function requestShape(text: string): string {
   let plain = i
   while (i < end) {
     const c = text.charCodeAt(i)
-    if (c >= 48 && c <= 57) {
+    if (isDigit(c)) {
       out += `${text.slice(plain, i)}#`
       do i++
       while (i < end && isDigit(text.charCodeAt(i)))
@@ -224,7 +224,8 @@ export function shapedEntries(requests: readonly string[], shapes: readonly stri
     const entry = seen.get(shape)
     if (entry === undefined || entry.last !== i) return
     const text = entry.count > 1 ? `${r.trim()} (×${entry.count}${entry.texts.size > 1 ? ', numbers varied' : ''})` : r
-    out.push({ text, shape: text === r && !(r.endsWith(')') && REPEAT_SUFFIX.test(r)) ? shape : entryShape(text) })
+    // an entry that is the request as sent has the request's shape, unless it ends as a count would
+    out.push({ text, shape: entry.count > 1 || (r.endsWith(')') && REPEAT_SUFFIX.test(r)) ? entryShape(text) : shape })
   })
   return out
 }

@@ -148,7 +148,15 @@ export class ProxyCompactor {
     const base = holds(state.refined, messages) ? state.refined : current
     const input = base ? withAnchor(base, messages) : messages
     const run = await runCompaction(this.body(request, input, 'auto'), this.options.deps, { tenant: request.tenant, signal: request.signal, recallTool: false })
-    if (!isCompacted(run)) return unchanged
+    if (!isCompacted(run)) {
+      // The model's rewrite of the current summary is shorter: sent from now on, it is all this history
+      // needs (the prefix changes once, as a compaction would change it). Else nothing could be compacted.
+      if (base !== undefined && base !== current) {
+        this.adopt(state, base)
+        return { kind: 'reused', tokens: promptTokens(input, request.system as SystemPrompt | undefined, request.tools), messages: input, summaryId: base.summaryId }
+      }
+      return unchanged
+    }
     const anchor = anchorOf(run.response, messages, base)
     this.adopt(state, anchor)
     return { kind: 'compacted', tokens, messages: run.response.messages, summaryId: anchor.summaryId, source: 'model', run, memory: run.memory }

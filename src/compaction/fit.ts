@@ -85,12 +85,10 @@ type FilesAt = (key: ListSection, stage: Stage) => string[]
  */
 function filesAt(s: SummarySections): FilesAt {
   const made = new Map<string, string[]>()
-  const longest = new Map<ListSection, number>()
+  const longest = new Map([...FILE_SECTIONS].map((key) => [key, s[key].reduce((n, i) => Math.max(n, i.length), 0)]))
   return (key, stage) => {
     const items = s[key]
-    const most = longest.get(key) ?? items.reduce((n, i) => Math.max(n, i.length), 0)
-    longest.set(key, most)
-    const form = stage.bareFiles ? 'bare' : most <= stage.item ? 'whole' : `item ${stage.item}`
+    const form = stage.bareFiles ? 'bare' : (longest.get(key) ?? 0) <= stage.item ? 'whole' : `item ${stage.item}`
     if (form === 'whole') return items
     const id = `${key} ${form}`
     let list = made.get(id)

@@ -224,8 +224,8 @@ export function shapedEntries(requests: readonly string[], shapes: readonly stri
     const entry = seen.get(shape)
     if (entry === undefined || entry.last !== i) return
     const text = entry.count > 1 ? `${r.trim()} (×${entry.count}${entry.texts.size > 1 ? ', numbers varied' : ''})` : r
-    // an entry that is the request as sent has the request's shape, unless it ends as a count would
-    out.push({ text, shape: entry.count > 1 || (r.endsWith(')') && REPEAT_SUFFIX.test(r)) ? entryShape(text) : shape })
+    // an entry that is the request as sent has the request's shape (one ending in `)` may end as a count does)
+    out.push({ text, shape: entry.count === 1 && !r.endsWith(')') ? shape : entryShape(text) })
   })
   return out
 }

@@ -11,6 +11,8 @@ import { InvalidHistoryError, SummarizerUnavailableError } from '../service/erro
 import { type CompactDefaults, type CompactRunView, type ResponseView, runCompaction } from '../service/compact.js'
 import { ExtractiveSummarizer } from '../summarizer/extractive.js'
 import { randomUUID } from 'node:crypto'
+import { Piscina } from 'piscina'
+import { jsonBytes, parseJsonBytes } from '../contract/wire.js'
 
 export interface CompactTask {
   body: Uint8Array
@@ -19,9 +21,13 @@ export interface CompactTask {
   coldLayer: boolean
 }
 
-/** The answer: the serialized response and what the main thread needs to count, record and log it. */
+/**
+ * The answer: the response's UTF-8 bytes and what the main thread needs to count, record and log it.
+ * The bytes are made here and moved, not copied: the main thread writes them to the socket as they are
+ * (handed a string instead, it spent about 2 ms per 110 KB response encoding it in its socket write).
+ */
 export type CompactTaskResult =
-  | { ok: true; json: string; run: CompactRunView; body: Pick<CompactRequestBody, 'mode' | 'session_id'> }
+  | { ok: true; json: Uint8Array; run: CompactRunView; body: Pick<CompactRequestBody, 'mode' | 'session_id'> }
   | { ok: false; status: number; type: string; message: string; path?: string }
 
 const validator = compactRequestValidator()
@@ -31,11 +37,10 @@ function refused(status: number, message: string, path?: string): CompactTaskRes
   return { ok: false, status, type: 'invalid_request_error', message, ...(path !== undefined ? { path } : {}) }
 }
 
-export default async function compactTask(task: CompactTask): Promise<CompactTaskResult> {
+export async function compactTask(task: CompactTask): Promise<CompactTaskResult> {
   let parsed: unknown
   try {
-    // Buffer's UTF-8 decoding is faster than TextDecoder's on Node 20 (a fifth, on a 360 KB history)
-    parsed = JSON.parse(Buffer.from(task.body.buffer, task.body.byteOffset, task.body.byteLength).toString('utf8'))
+    parsed = parseJsonBytes(task.body)
   } catch (err) {
     return refused(400, `the body is not valid JSON: ${(err as Error).message}`)
   }
@@ -52,7 +57,7 @@ export default async function compactTask(task: CompactTask): Promise<CompactTas
       { defaults: task.defaults, extractive, newId: () => `cmp_${randomUUID().replace(/-/g, '')}`, now: () => performance.now(), coldLayer: task.coldLayer },
       { tenant: task.tenant }
     )
-    const json = JSON.stringify(run.response)
+    const json = jsonBytes(run.response)
     // the messages go back serialized only; the rest is what the main thread counts, records and logs
     const view: ResponseView = run.response.compacted ? (({ messages: _messages, ...rest }) => rest)(run.response) : run.response
     return { ok: true, json, run: { ...run, response: view }, body: { mode: body.mode, session_id: body.session_id } }
@@ -61,4 +66,12 @@ export default async function compactTask(task: CompactTask): Promise<CompactTas
     if (err instanceof SummarizerUnavailableError) return refused(400, err.message, '/summarizer')
     throw err
   }
+}
+
+/** The pool's entry: the task, with the response's bytes moved to the main thread rather than copied. */
+export default async function moveResult(task: CompactTask): Promise<CompactTaskResult> {
+  const result = await compactTask(task)
+  if (!result.ok) return result
+  const moved = { [Piscina.transferableSymbol]: [result.json.buffer], [Piscina.valueSymbol]: result }
+  return Piscina.move(moved as unknown as Parameters<typeof Piscina.move>[0]) as unknown as CompactTaskResult
 }

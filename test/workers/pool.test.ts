@@ -11,7 +11,7 @@ describe('CompactionPool', () => {
   it('compacts a body in a worker and hands back the serialized answer with what the main thread counts', async () => {
     const result = await pool.run(task, Buffer.from(JSON.stringify(history)))
     if (!result.ok) throw new Error(result.message)
-    const answer = JSON.parse(result.json) as { compacted: boolean; messages: unknown[] }
+    const answer = JSON.parse(Buffer.from(result.json).toString()) as { compacted: boolean; messages: unknown[] }
     expect(answer.compacted).toBe(true)
     expect(result.run.response.compacted).toBe(true)
     expect(result.body).toEqual({ mode: 'manual' })

@@ -11,6 +11,7 @@ import { CompactRequest, type CompactRequestBody, CompactResponse } from '../../
 import { KEYED, UNAUTHORIZED_DESCRIPTION } from './security.js'
 import { ApiError } from '../errors.js'
 import { parseJsonBody } from '../json.js'
+import { jsonBytes } from '../../contract/wire.js'
 import { compactRequestValidator } from '../../contract/validation.js'
 import type { CompactionPool } from '../../workers/pool.js'
 
@@ -76,7 +77,7 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
       readBody(payload, request.headers['content-length'], bodyLimit, (err, bytes) => {
         if (err || bytes === undefined) return done(err ?? new Error('no body'), undefined)
         if (bytes.length >= workerMinBytes) return done(null, new RawBody(bytes))
-        const parsed = parseJsonBody(bytes.toString('utf8'))
+        const parsed = parseJsonBody(bytes)
         if (parsed.error) done(parsed.error, undefined)
         else done(null, parsed.value)
       })
@@ -114,8 +115,8 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
         const result = await pool.run({ defaults: deps.defaults, tenant: request.keyName, coldLayer: deps.coldLayer === true }, raw.bytes)
         if (!result.ok) throw new ApiError(result.status, result.type, result.message, result.path)
         await afterCompaction(request, reply, result.run, result.body, started)
-        // already serialized in the worker: sent as it is (a string with a JSON content type is not serialized again)
-        return reply.type('application/json; charset=utf-8').send(result.json as never)
+        // already serialized and encoded in the worker: its bytes are sent as they are
+        return sendJson(reply, result.json)
       }
       // A client that hangs up signals it here; a model summary goes on all the same, because the cache
       // shares the call and the client's retry then pays for no second one. (The request stream's own
@@ -126,9 +127,17 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
       })
       const run = await runCompaction(request.body, deps, { tenant: request.keyName, signal: abort.signal })
       await afterCompaction(request, reply, run, request.body, started)
-      return run.response
+      return sendJson(reply, jsonBytes(run.response))
     }
   )
+
+  /**
+   * A response's JSON sent as UTF-8 bytes, not as a string: Node encodes a string in its socket write, about
+   * 2 ms for a 110 KB answer, where the bytes are written message by message (jsonBytes) for a fifth of that.
+   */
+  function sendJson(reply: FastifyReply, json: Uint8Array): FastifyReply {
+    return reply.type('application/json; charset=utf-8').send(Buffer.from(json.buffer, json.byteOffset, json.byteLength) as never)
+  }
 
   /** What follows every compaction, wherever it ran: the counts, the record, the log event, Server-Timing. */
   async function afterCompaction(request: FastifyRequest, reply: FastifyReply, run: CompactRunView, body: Pick<CompactRequestBody, 'mode' | 'session_id'>, started: number): Promise<void> {

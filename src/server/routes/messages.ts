@@ -114,7 +114,7 @@ export const messagesRoutes: FastifyPluginAsync<MessagesRouteOptions> = async (a
   app.removeContentTypeParser('application/json')
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => {
     const bytes = body as Buffer
-    const parsed = parseJsonBody(bytes.toString('utf8'))
+    const parsed = parseJsonBody(bytes)
     if (parsed.error) done(parsed.error, undefined)
     else done(null, new ProxiedBody(bytes, parsed.value))
   })

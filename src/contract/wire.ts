@@ -1,0 +1,150 @@
+/**
+ * JSON to and from bytes without one big string: a request body's bytes parsed message by message, and
+ * a response encoded message by message.
+ *
+ * Decoding a whole body into one string puts that string, and every one like it, in fresh memory: V8
+ * keeps strings over 128 KB apart, each on pages of its own that are mapped when the string is made and
+ * returned when it dies. On the machine the benchmarks run on a fresh page costs about 15 µs, so decoding
+ * a 360 KB history took 3 ms where the decoding itself takes a tenth of that, and a 30 MB history
+ * touched 15,000 pages at once. Here the top-level `messages` array is cut at its elements' commas and
+ * each element is decoded and parsed on its own: small strings, in memory the runtime reuses.
+ *
+ * The answer is JSON.parse's, always: each piece goes through JSON.parse, and anything the cutter does
+ * not recognize as plain (no `messages` array, a second one, an escaped top-level key, a piece that does
+ * not parse) sends the whole body through JSON.parse instead, which also gives the error words and
+ * position a client sees for a body that is not JSON.
+ */
+export function parseJsonBytes(bytes: Uint8Array): unknown {
+  const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  const cuts = messageCuts(buffer)
+  if (cuts) {
+    try {
+      return parseInPieces(buffer, cuts)
+    } catch {
+      // not plain after all: the whole body's parse decides, and words its error
+    }
+  }
+  return JSON.parse(buffer.toString('utf8'))
+}
+
+/** Where the top-level `messages` array opens and closes, and the commas between its elements. */
+export interface MessageCuts {
+  open: number
+  close: number
+  commas: number[]
+}
+
+const QUOTE = 0x22
+const BACKSLASH = 0x5c
+const COMMA = 0x2c
+const COLON = 0x3a
+const OPEN_BRACE = 0x7b
+const CLOSE_BRACE = 0x7d
+const OPEN_BRACKET = 0x5b
+const CLOSE_BRACKET = 0x5d
+/** `"messages"`, as its bytes. */
+const MESSAGES_KEY = Buffer.from('"messages"')
+
+function isBlank(c: number | undefined): boolean {
+  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09
+}
+
+/**
+ * One pass over the bytes, outside strings counting depth; undefined unless the body is an object with
+ * one `messages` key, written plainly, whose value is an array. Bytes of multi-byte UTF-8 characters are
+ * all 0x80 or above, so no byte of them is taken for a quote, a bracket or a comma.
+ */
+export function messageCuts(bytes: Buffer): MessageCuts | undefined {
+  const n = bytes.length
+  let depth = 0
+  let open = -1
+  let close = -1
+  const commas: number[] = []
+  for (let i = 0; i < n; i++) {
+    const c = bytes[i] ?? 0 // i < n: always a byte
+    if (c === QUOTE) {
+      const start = i
+      i = closingQuote(bytes, i + 1)
+      if (depth !== 1) continue
+      let j = i + 1
+      while (isBlank(bytes[j])) j++
+      if (bytes[j] !== COLON) continue // a top-level value
+      // a top-level key: an escaped one might spell `messages`; only a plain `"messages"` opens the array
+      if (bytes.subarray(start, i).includes(BACKSLASH)) return undefined
+      if (i - start + 1 !== MESSAGES_KEY.length || !MESSAGES_KEY.equals(bytes.subarray(start, i + 1))) continue
+      j++
+      while (isBlank(bytes[j])) j++
+      if (bytes[j] !== OPEN_BRACKET || open !== -1) return undefined
+      open = j
+      depth = 2
+      i = j
+    } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      depth++
+    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
+      depth--
+      if (depth === 1 && open !== -1 && close === -1) close = i
+    } else if (c === COMMA && depth === 2 && open !== -1 && close === -1) {
+      commas.push(i)
+    }
+  }
+  return open !== -1 && close !== -1 ? { open, close, commas } : undefined
+}
+
+/**
+ * The index of the quote that closes a string whose first byte is at `from` (the end of the bytes if none
+ * does): the next quote not escaped, that is, not preceded by an odd run of backslashes. Long strings are
+ * crossed by the runtime's byte search rather than byte by byte.
+ */
+function closingQuote(bytes: Buffer, from: number): number {
+  for (let q = bytes.indexOf(QUOTE, from); q !== -1; q = bytes.indexOf(QUOTE, q + 1)) {
+    let k = q - 1
+    while (k >= from && bytes[k] === BACKSLASH) k--
+    if ((q - 1 - k) % 2 === 0) return q
+  }
+  return bytes.length
+}
+
+/** The body parsed piece by piece: the object with an empty array in place of the messages, then each element. */
+function parseInPieces(bytes: Buffer, { open, close, commas }: MessageCuts): unknown {
+  const outer: unknown = JSON.parse(`${bytes.toString('utf8', 0, open + 1)}${bytes.toString('utf8', close)}`)
+  if (outer === null || typeof outer !== 'object' || Array.isArray(outer)) throw new Error('not an object')
+  const messages: unknown[] = []
+  let from = open + 1
+  for (const comma of commas) {
+    messages.push(JSON.parse(bytes.toString('utf8', from, comma)))
+    from = comma + 1
+  }
+  const last = bytes.toString('utf8', from, close)
+  // an empty array has one blank piece and no commas; a blank piece after a comma is a trailing comma
+  if (commas.length > 0 || last.trim() !== '') messages.push(JSON.parse(last))
+  ;(outer as { messages: unknown[] }).messages = messages
+  return outer
+}
+
+/**
+ * `JSON.stringify(value)`'s UTF-8 bytes, written without making that string: each top-level value, and
+ * each element of the `messages` array, is stringified on its own and written into one buffer. A
+ * response of 110 KB took 1.2 ms through one string and 0.4 ms this way. For plain data (the service's
+ * responses): no `toJSON`, no replacer.
+ */
+export function jsonBytes(value: object): Uint8Array {
+  const parts: string[] = []
+  for (const [key, v] of Object.entries(value)) {
+    if (key === 'messages' && Array.isArray(v)) {
+      parts.push(`${parts.length === 0 ? '{' : ','}"messages":[`)
+      for (let i = 0; i < v.length; i++) parts.push((i === 0 ? '' : ',') + (JSON.stringify(v[i]) ?? 'null'))
+      parts.push(']')
+      continue
+    }
+    const json = JSON.stringify(v) as string | undefined // undefined for what JSON leaves out of objects
+    if (json !== undefined) parts.push(`${parts.length === 0 ? '{' : ','}${JSON.stringify(key)}:${json}`)
+  }
+  parts.push(parts.length === 0 ? '{}' : '}')
+  let length = 0
+  for (const part of parts) length += Buffer.byteLength(part)
+  // a zeroed Uint8Array's memory is reused from freed memory more often than Buffer.allocUnsafe's
+  const out = Buffer.from(new Uint8Array(length).buffer)
+  let at = 0
+  for (const part of parts) at += out.write(part, at)
+  return out
+}

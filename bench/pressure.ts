@@ -3,7 +3,8 @@
  *   stall:      the worst /healthz wait while one 30 MB history compacts, inline (COMPACT_WORKERS=0)
  *               and in workers; target ≤ 60 ms with workers.
  *   throughput: compactions per second at concurrency 32 on a ~360 KB transcript, against a bare
- *               single-threaded node:http server that parses the same body (the floor); target ≥ 0.9x.
+ *               single-threaded node:http server that parses the same body (the floor), run both in this
+ *               process and in one of its own; target ≥ 0.9x the higher of the two.
  *   burst:      16 bodies of 30 MB at once: each answered 200 or 503 + Retry-After, the process stays up,
  *               and its peak resident memory.
  * Every figure is printed beside its target with "meets" or "misses"; nothing here fails on noise.
@@ -15,7 +16,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Message } from '../src/compaction/index.js'
 import { corpusDir, loadCorpus, table } from './corpus.js'
-import { bareServer, memoryMiB, startGateway } from './servers.js'
+import { bareProcess, bareServer, memoryMiB, startGateway } from './servers.js'
 
 const transcripts = loadCorpus(corpusDir(process.argv[2]))
 const THROUGHPUT_REQUESTS = Number(process.env.PRESSURE_REQUESTS ?? 640)
@@ -106,6 +107,11 @@ const bareUrl = `http://127.0.0.1:${(bare.address() as AddressInfo).port}/`
 await throughput(bareUrl, mediumBody, 64)
 const floor = await throughput(bareUrl, mediumBody, THROUGHPUT_REQUESTS)
 bare.close()
+// The same floor in a process of its own, as the gateway runs (above, it shares its one thread with the load generator).
+const bareApart = await bareProcess()
+await throughput(bareApart.url, mediumBody, 64)
+const floorApart = await throughput(bareApart.url, mediumBody, THROUGHPUT_REQUESTS)
+await bareApart.stop()
 const gw = await startGateway()
 await throughput(`${gw.url}/v1/compact`, mediumBody, 64)
 const gateway = await throughput(`${gw.url}/v1/compact`, mediumBody, THROUGHPUT_REQUESTS)
@@ -129,8 +135,11 @@ console.log(table(['while a 30 MB history compacts', 'worst /healthz ms', 'compa
 const firstStall = stalls[2]![1]
 const nextStall = stalls[3]![1]
 console.log(`target: /healthz worst stall ≤ 60 ms with workers: ${nextStall.toFixed(0)} ms, ${verdict(nextStall <= 60)} (the first 30 MB compaction of the process: ${firstStall.toFixed(0)} ms, ${verdict(firstStall <= 60)})`)
-console.log(`\nthroughput: gateway ${gateway.toFixed(0)} req/s, bare single-threaded floor ${floor.toFixed(0)} req/s: ${(gateway / floor).toFixed(2)}x`)
-console.log(`target: ≥ 0.9x the floor: ${(gateway / floor).toFixed(2)}x, ${verdict(gateway / floor >= 0.9)}`)
+console.log(
+  `\nthroughput: gateway ${gateway.toFixed(0)} req/s; bare single-threaded floor ${floor.toFixed(0)} req/s in the load generator's process (${(gateway / floor).toFixed(2)}x), ${floorApart.toFixed(0)} req/s in a process of its own (${(gateway / floorApart).toFixed(2)}x)`
+)
+const against = Math.max(floor, floorApart) // the higher floor: the verdict is never flattered by where the floor ran
+console.log(`target: ≥ 0.9x the floor (the higher of the two): ${(gateway / against).toFixed(2)}x, ${verdict(gateway / against >= 0.9)}`)
 console.log(`\nburst of 16 × 30 MB: statuses ${JSON.stringify(statuses)}; every one 200 or 503 with Retry-After: ${answeredWell ? 'yes' : 'NO'}; /healthz after: ${alive ? '200' : 'down'}`)
 console.log(`  server rss ${before.rss.toFixed(0)} MiB before, ${after.rss.toFixed(0)} MiB after; peak rss of the process ${after.peak.toFixed(0)} MiB; exit code after SIGTERM ${code}`)
 if (!answeredWell || !alive || code !== 0) process.exitCode = 1

@@ -21,6 +21,27 @@ export function bareServer(): Server {
   })
 }
 
+/** The bare server in a process of its own, as the gateway runs: the load generator then has no share of its thread. */
+export async function bareProcess(): Promise<{ url: string; child: ChildProcess; stop: () => Promise<void> }> {
+  const script = `import('./bench/servers.ts').then(({ bareServer }) => { const s = bareServer().listen(0, '127.0.0.1', () => console.log('port ' + s.address().port)) })`
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] })
+  const port = await new Promise<string>((res, rej) => {
+    child.stdout!.on('data', (d: Buffer) => {
+      const m = /port (\d+)/.exec(d.toString())
+      if (m) res(m[1]!)
+    })
+    child.once('exit', () => rej(new Error('the bare server exited')))
+  })
+  return {
+    url: `http://127.0.0.1:${port}/`,
+    child,
+    stop: async () => {
+      child.kill('SIGTERM')
+      await new Promise((res) => child.once('exit', res))
+    }
+  }
+}
+
 export interface GatewayProcess {
   child: ChildProcess
   /** The service's base URL. */

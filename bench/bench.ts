@@ -14,14 +14,17 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { AddressInfo } from 'node:net'
-import { type Message, findSecrets, finishCompaction, isToolResult, planCompaction, renderedSpan, spanText, toolResultText } from '../src/compaction/index.js'
-import { compactionRedactors, secretlintRanges } from '../src/secrets/index.js'
-import { buildApp } from '../src/server/app.js'
-import { loadConfig } from '../src/server/config.js'
+import type { Message } from '../src/compaction/index.js'
 import { corpusDir, loadCorpus, short, table } from './corpus.js'
 import { manyFiles, parallelCalls } from './scale.js'
-import { bareServer } from './servers.js'
+import { bareServer, fromBuild } from './servers.js'
 import { proxyBench } from './proxy.js'
+
+// The service's code as `npm start` runs it: built (npm run bench builds first).
+const { findSecrets, finishCompaction, isToolResult, planCompaction, renderedSpan, spanText, toolResultText } = await fromBuild<typeof import('../src/compaction/index.js')>('compaction/index.js')
+const { compactionRedactors, secretlintRanges } = await fromBuild<typeof import('../src/secrets/index.js')>('secrets/index.js')
+const { buildApp } = await fromBuild<typeof import('../src/server/app.js')>('server/app.js')
+const { loadConfig } = await fromBuild<typeof import('../src/server/config.js')>('server/config.js')
 
 const CORE_RUNS = Number(process.env.BENCH_CORE_RUNS ?? 21)
 const HTTP_RUNS = Number(process.env.BENCH_HTTP_RUNS ?? 15)

@@ -4,6 +4,7 @@
  *          rendered as a model summarizer gets it, against JSON.parse + JSON.stringify of the body;
  *   route: POST /v1/compact over loopback, against a bare node:http server that parses the same body
  *          and answers with a quarter of it;
+ *   where a body goes: one compaction at a time inline and in a worker, by body size (COMPACT_WORKER_MIN_KB);
  *   growth: the core on one history repeated 1, 2, 4, 8 and 16 times, to see how time grows with size.
  *   proxy: the wait of the request that crosses a proxied session's budget, with and without precompute (bench/proxy.ts).
  * Targets: core ≤ 1.0x, route ≤ 1.5x, 50k parallel calls ≤ 10x the time of 5k, the crossing ≤ 0.1x the model's
@@ -24,7 +25,7 @@ import { proxyBench } from './proxy.js'
 const { findSecrets, finishCompaction, isToolResult, planCompaction, renderedSpan, spanText, toolResultText } = await fromBuild<typeof import('../src/compaction/index.js')>('compaction/index.js')
 const { compactionRedactors, secretlintRanges } = await fromBuild<typeof import('../src/secrets/index.js')>('secrets/index.js')
 const { buildApp } = await fromBuild<typeof import('../src/server/app.js')>('server/app.js')
-const { loadConfig } = await fromBuild<typeof import('../src/server/config.js')>('server/config.js')
+const { DEFAULT_WORKER_MIN_KB, loadConfig } = await fromBuild<typeof import('../src/server/config.js')>('server/config.js')
 
 const CORE_RUNS = Number(process.env.BENCH_CORE_RUNS ?? 21)
 const HTTP_RUNS = Number(process.env.BENCH_HTTP_RUNS ?? 15)
@@ -128,6 +129,32 @@ rows.push(['WORST', '', '', '', `${Math.max(...coreRatios).toFixed(2)}x`, '', `$
 await app.close()
 bare.close()
 
+// Where a body goes: one compaction at a time, every body inline (COMPACT_WORKERS=0) against every body in
+// a worker (COMPACT_WORKER_MIN_KB=0), by body size: what a worker costs a lone request, the price of
+// keeping the event loop free and using both cores under load.
+const bySize = [...transcripts].sort((a, b) => a.raw.length - b.raw.length)
+const sizeSamples = [0, 0.25, 0.5, 0.75, 1].map((q) => bySize[Math.min(bySize.length - 1, Math.floor(q * (bySize.length - 1)))]!)
+const thresholdBodies = [...new Set(sizeSamples)].map((t) => JSON.stringify({ messages: t.messages, system: t.system, mode: 'manual' }))
+const appFor = async (env: Record<string, string>): Promise<{ url: string; close: () => Promise<unknown> }> => {
+  const a = await buildApp({ config: loadConfig({ COMPACT_DB: join(mkdtempSync(join(tmpdir(), 'compaction-bench-')), 'compaction.db'), ...env }), logger: false })
+  await a.listen({ port: 0, host: '127.0.0.1' })
+  return { url: `http://127.0.0.1:${(a.server.address() as AddressInfo).port}/v1/compact`, close: () => a.close() }
+}
+const inlineApp = await appFor({ COMPACT_WORKERS: '0' })
+const workerApp = await appFor({ COMPACT_WORKER_MIN_KB: '0' })
+const thresholdRows: (string | number)[][] = []
+const workerAdds: number[] = []
+// Each app warmed on every body first: a worker's code warms in its own thread, apart from the main thread's.
+for (let i = 0; i < 60; i++) for (const body of thresholdBodies) await Promise.all([post(inlineApp.url, body), post(workerApp.url, body)])
+for (const body of thresholdBodies) {
+  const inlineMs = await timeAsync(() => post(inlineApp.url, body), HTTP_RUNS)
+  const workerMs = await timeAsync(() => post(workerApp.url, body), HTTP_RUNS)
+  workerAdds.push(workerMs - inlineMs)
+  thresholdRows.push([`${(Buffer.byteLength(body) / 1024).toFixed(0)} KiB`, inlineMs.toFixed(2), workerMs.toFixed(2), `${(workerMs / inlineMs).toFixed(2)}x`])
+}
+await inlineApp.close()
+await workerApp.close()
+
 // Growth: the largest transcript repeated, its tool ids made unique per copy.
 const largest = [...transcripts].sort((a, b) => b.raw.length - a.raw.length)[0]!
 function repeated(times: number): Message[] {
@@ -191,6 +218,11 @@ const redactRatio = Number(redactRows[2]![3]!.replace('x', ''))
 
 console.log(`corpus: ${dir} (${transcripts.length} transcripts); medians of ${CORE_RUNS} core runs and ${HTTP_RUNS} HTTP requests; node ${process.version}\n`)
 console.log(table(['transcript', 'body', 'JSON ms', 'core ms', 'core/JSON', '+render ms', '+render/JSON', 'route ms', 'bare ms', 'route/bare'], rows))
+console.log('\nwhere a body goes: one compaction at a time, inline against in a worker\n')
+console.log(table(['body', 'inline ms', 'worker ms', 'worker/inline'], thresholdRows))
+console.log(
+  `a worker adds ${Math.min(...workerAdds).toFixed(1)} to ${Math.max(...workerAdds).toFixed(1)} ms to a lone compaction at these sizes; COMPACT_WORKER_MIN_KB (${DEFAULT_WORKER_MIN_KB}) bounds how long an inline compaction holds the event loop, which the inline column shows`
+)
 console.log(`\ngrowth: ${short(largest.name)} repeated\n`)
 console.log(table(['copies', 'messages', 'body', 'core ms', 'JSON ms', 'core/JSON', 'µs per message'], growthRows))
 console.log('\nscale: the core on one step of N parallel calls, and on N files modified\n')

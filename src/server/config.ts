@@ -26,7 +26,7 @@ export const DEFAULT_AUTH_FAILURES_PER_MIN = 20
 export const DEFAULT_WORKERS = availableParallelism()
 /**
  * Bodies from this size go to a worker. A lone compaction is answered sooner inline at every size
- * `npm run bench` measures ("where a body goes": a worker adds up to about 3 ms); workers are for keeping
+ * `npm run bench` measures ("where a body goes": a worker adds a few milliseconds); workers are for keeping
  * the event loop free and using both cores under load. At 256 KB an inline compaction holds the event
  * loop for about 10 ms.
  */

@@ -4,7 +4,7 @@ import { patchFiles, readShellCommand } from './shell.js'
 import { type TestStatus, isEmptySearch, testResults, whyLines } from './failures.js'
 import { exitCodeOf } from './signal.js'
 import { requestShape } from './requests.js'
-import { type Message, type ToolResultBlock, type ToolUseBlock, blocksOf, isPromptMessage, isTextBlock, isToolResult, isToolUse, toolResultText } from './types.js'
+import { type Block, type Message, type ToolResultBlock, type ToolUseBlock, blocksOf, isPromptMessage, isTextBlock, isToolResult, isToolUse, toolResultText } from './types.js'
 import { at } from './at.js'
 
 export interface FileChange {
@@ -125,12 +125,13 @@ export function readLedger(messages: readonly Message[], offset = 0): Ledger {
       continue
     }
     if (message.role !== 'assistant') continue
-    const results = new Map<string, ToolResultBlock>()
     const next = messages[i + 1]
-    if (next?.role === 'user') for (const b of blocksOf(next)) if (isToolResult(b)) results.set(b.tool_use_id, b)
+    const answers = next?.role === 'user' ? stepResults(blocksOf(next)) : undefined
 
-    for (const use of blocksOf(message).filter(isToolUse)) {
-      const result = results.get(use.id)
+    let nth = 0
+    for (const use of blocksOf(message)) {
+      if (!isToolUse(use)) continue
+      const result = answers?.resultOf(use.id, nth++)
       const output = result ? toolResultText(result) : ''
       const exit = result ? exitCodeOf(output) : undefined
       const failed = result !== undefined && (result.is_error === true || (exit !== undefined && exit !== 0))
@@ -208,9 +209,30 @@ export function readLedger(messages: readonly Message[], offset = 0): Ledger {
     }
   }
   const filesModified = [...modified.values()]
-  const filesRead = [...read].filter((p) => !modified.has(p))
+  const filesRead: string[] = []
+  for (const p of read) if (!modified.has(p)) filesRead.push(p)
   const failedTests = [...tests.values()].filter((t) => t.failedOnce)
   return { filesModified, filesRead, commands, errors: mergeErrors(errors, commands), userRequests, tests: failedTests, todos }
+}
+
+/**
+ * A step's tool results, looked up by the call they answer. Clients answer parallel calls in the order
+ * they were made, so the nth call's answer is looked for at the nth result first; a map of all of them is
+ * made only when that guess misses. (At 50,000 parallel calls the map, rehashed as it grew, took megabytes
+ * of fresh memory on every compaction.) A history the service accepts answers each call once, so the
+ * guess and the map agree.
+ */
+function stepResults(blocks: readonly Block[]): { resultOf: (id: string, nth: number) => ToolResultBlock | undefined } {
+  const results = blocks.filter(isToolResult)
+  let byId: Map<string, ToolResultBlock> | undefined
+  return {
+    resultOf: (id, nth) => {
+      const guess = results[nth]
+      if (guess?.tool_use_id === id) return guess
+      byId ??= new Map(results.map((r) => [r.tool_use_id, r]))
+      return byId.get(id)
+    }
+  }
 }
 
 /** The same call failing the same way (numbers aside) is one error with a count; one that later succeeded is resolved. */

@@ -1,5 +1,6 @@
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { type Message, readLedger } from '../../src/compaction/index.js'
+import { type Block, type Message, readLedger } from '../../src/compaction/index.js'
 import { allTranscripts } from '../helpers/corpus.js'
 import { assistant, call, result, results, shellStep, user } from '../helpers/history.js'
 
@@ -94,5 +95,25 @@ describe('readLedger', () => {
       }
     }
     expect(found / total).toBeGreaterThan(0.8)
+  })
+
+  it('matches a step’s results to its calls by id, in whatever order they come', () => {
+    // a parallel step: some calls fail (a write that fails modifies nothing), some are left unanswered
+    const step = (n: number): { calls: Message; answers: Block[] } => {
+      const calls = Array.from({ length: n }, (_, i) =>
+        i % 3 === 0 ? call(`c${i}`, 'Write', { file_path: `w/${i}.py`, content: '' }) : call(`c${i}`, 'bash', { command: `cat r/${i}.txt && exit ${i % 2}` })
+      )
+      const answers = calls.flatMap((c, i) => (i % 5 === 4 ? [] : [result(`c${i}`, i % 2 ? 'boom' : 'ok', i % 7 === 0)]))
+      return { calls: assistant(...calls), answers }
+    }
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 40 }).chain((n) => fc.tuple(fc.constant(n), fc.shuffledSubarray([...Array(n).keys()], { minLength: n, maxLength: n }))), ([n, order]) => {
+        const { calls, answers } = step(n)
+        const inOrder = readLedger([user('go'), calls, results(...answers)])
+        const shuffled = readLedger([user('go'), calls, results(...order.filter((k) => k < answers.length).map((k) => answers[k]!))])
+        expect(shuffled).toEqual(inOrder)
+      }),
+      { numRuns: 300 }
+    )
   })
 })

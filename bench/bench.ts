@@ -144,6 +144,8 @@ const inlineApp = await appFor({ COMPACT_WORKERS: '0' })
 const workerApp = await appFor({ COMPACT_WORKER_MIN_KB: '0' })
 const thresholdRows: (string | number)[][] = []
 const workerAdds: number[] = []
+/** Milliseconds to a tenth, a difference too small to show as zero rather than -0.0. */
+const ms = (x: number): string => (Math.abs(x) < 0.05 ? 0 : x).toFixed(1)
 // Each app warmed on every body first: a worker's code warms in its own thread, apart from the main thread's.
 for (let i = 0; i < 60; i++) for (const body of thresholdBodies) await Promise.all([post(inlineApp.url, body), post(workerApp.url, body)])
 for (const body of thresholdBodies) {
@@ -221,7 +223,7 @@ console.log(table(['transcript', 'body', 'JSON ms', 'core ms', 'core/JSON', '+re
 console.log('\nwhere a body goes: one compaction at a time, inline against in a worker\n')
 console.log(table(['body', 'inline ms', 'worker ms', 'worker/inline'], thresholdRows))
 console.log(
-  `a worker adds ${Math.min(...workerAdds).toFixed(1)} to ${Math.max(...workerAdds).toFixed(1)} ms to a lone compaction at these sizes; COMPACT_WORKER_MIN_KB (${DEFAULT_WORKER_MIN_KB}) bounds how long an inline compaction holds the event loop, which the inline column shows`
+  `a worker adds ${ms(Math.min(...workerAdds))} to ${ms(Math.max(...workerAdds))} ms to a lone compaction at these sizes; COMPACT_WORKER_MIN_KB (${DEFAULT_WORKER_MIN_KB}) bounds how long an inline compaction holds the event loop, which the inline column shows`
 )
 console.log(`\ngrowth: ${short(largest.name)} repeated\n`)
 console.log(table(['copies', 'messages', 'body', 'core ms', 'JSON ms', 'core/JSON', 'µs per message'], growthRows))

@@ -103,7 +103,7 @@ describe('readLedger', () => {
       const calls = Array.from({ length: n }, (_, i) =>
         i % 3 === 0 ? call(`c${i}`, 'Write', { file_path: `w/${i}.py`, content: '' }) : call(`c${i}`, 'bash', { command: `cat r/${i}.txt && exit ${i % 2}` })
       )
-      const answers = calls.flatMap((c, i) => (i % 5 === 4 ? [] : [result(`c${i}`, i % 2 ? 'boom' : 'ok', i % 7 === 0)]))
+      const answers = calls.flatMap((_call, i) => (i % 5 === 4 ? [] : [result(`c${i}`, i % 2 ? 'boom' : 'ok', i % 7 === 0)]))
       return { calls: assistant(...calls), answers }
     }
     fc.assert(

@@ -14,9 +14,14 @@ const ROOT = resolve(import.meta.dirname, '..')
  * compaction (the transform wraps every inner function to keep its name).
  */
 export async function fromBuild<T>(module: string): Promise<T> {
+  return (await import(pathToFileURL(built(module)).href)) as T
+}
+
+/** A built file's path, or a clear error when the build has not run. */
+function built(module: string): string {
   const file = join(ROOT, 'dist', module)
   if (!existsSync(file)) throw new Error(`${file} is missing: run npm run build first`)
-  return (await import(pathToFileURL(file).href)) as T
+  return file
 }
 
 /** The baseline server: single-threaded node:http that parses the body and answers with a quarter of its messages. */
@@ -63,9 +68,7 @@ export interface GatewayProcess {
 
 /** The gateway as `npm start` runs it (built, see fromBuild), on a free loopback port, with a database of its own; its log lines are dropped. */
 export async function startGateway(env: Record<string, string> = {}, nodeFlags: string[] = []): Promise<GatewayProcess> {
-  const main = join(ROOT, 'dist/server/main.js')
-  if (!existsSync(main)) throw new Error(`${main} is missing: run npm run build first`)
-  const child = spawn(process.execPath, [...nodeFlags, main], {
+  const child = spawn(process.execPath, [...nodeFlags, built('server/main.js')], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? '',

@@ -24,6 +24,11 @@ export interface ProxyRequest {
   signal?: AbortSignal
 }
 
+/** The prompt's tokens when `messages` are sent with the request's system prompt and tools. */
+function requestTokens(request: ProxyRequest, messages: Message[]): number {
+  return promptTokens(messages, request.system as SystemPrompt | undefined, request.tools)
+}
+
 /** What the proxy forwards: the body as it came, or with its messages replaced. */
 export type ProxyOutcome =
   | { kind: 'none'; tokens: number }
@@ -127,7 +132,7 @@ export class ProxyCompactor {
     }
     const current = state.current
     const effective = current ? withAnchor(current, messages) : messages
-    const tokens = promptTokens(effective, request.system as SystemPrompt | undefined, request.tools)
+    const tokens = requestTokens(request, effective)
     // What is sent when nothing new is compacted: the current summary and the turns since, or the body as it came.
     const unchanged: ProxyOutcome = current ? { kind: 'reused', tokens, messages: effective, summaryId: current.summaryId } : { kind: 'none', tokens }
     if (budget === 'off' || tokens <= budget) {
@@ -153,7 +158,7 @@ export class ProxyCompactor {
       // needs (the prefix changes once, as a compaction would change it). Else nothing could be compacted.
       if (base !== undefined && base !== current) {
         this.adopt(state, base)
-        return { kind: 'reused', tokens: promptTokens(input, request.system as SystemPrompt | undefined, request.tools), messages: input, summaryId: base.summaryId }
+        return { kind: 'reused', tokens: requestTokens(request, input), messages: input, summaryId: base.summaryId }
       }
       return unchanged
     }
@@ -166,7 +171,7 @@ export class ProxyCompactor {
   private async fromPending(state: SessionState, request: ProxyRequest, pending: Pending): Promise<ProxyOutcome> {
     const { messages, budget } = request
     const anchored = withAnchor(pending, messages)
-    const tokens = promptTokens(anchored, request.system as SystemPrompt | undefined, request.tools)
+    const tokens = requestTokens(request, anchored)
     const taken = (): ProxyOutcome => {
       this.adopt(state, pending)
       const run = { ...pending.run, response: { ...pending.run.response, reason: 'over_budget' as const } }

@@ -2,15 +2,15 @@
  * `npm run bench [folder]`: what compaction costs, as ratios to baselines measured in the same run.
  *   core:  plan + ledger + extractive summary (what the extractive route runs), and the same with the span
  *          rendered as a model summarizer gets it, against JSON.parse + JSON.stringify of the body;
- *   route: POST /v1/compact over loopback, against a bare node:http server that parses the same body
- *          and answers with a quarter of it;
+ *   route: POST /v1/compact over loopback to the gateway as `npm start` runs it (a process of its own, its
+ *          log at info, SQLite), against a bare node:http server in a process of its own that parses the
+ *          same body and answers with a quarter of it; one request at a time, the two taken in turns;
  *   where a body goes: one compaction at a time inline and in a worker, by body size (COMPACT_WORKER_MIN_KB);
  *   growth: the core on one history repeated 1, 2, 4, 8 and 16 times, to see how time grows with size.
  *   proxy: the wait of the request that crosses a proxied session's budget, with and without precompute (bench/proxy.ts).
  * Targets: core ≤ 1.0x, route ≤ 1.5x, 50k parallel calls ≤ 10x the time of 5k, the crossing ≤ 0.1x the model's
  * delay with precompute; each printed with meets or misses.
  */
-import { once } from 'node:events'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -18,7 +18,7 @@ import type { AddressInfo } from 'node:net'
 import type { Message } from '../src/compaction/index.js'
 import { corpusDir, loadCorpus, short, table } from './corpus.js'
 import { manyFiles, parallelCalls } from './scale.js'
-import { bareServer, fromBuild } from './servers.js'
+import { bareProcess, fromBuild, startGateway } from './servers.js'
 import { proxyBench } from './proxy.js'
 
 // The service's code as `npm start` runs it: built (npm run bench builds first).
@@ -61,6 +61,21 @@ async function timeAsync(fn: () => Promise<unknown>, runs: number): Promise<numb
   return median(times)
 }
 
+/** Median wall times of `a` and `b` run in turns (a slower minute of the machine falls on both), after two warm-up rounds. */
+async function timeInTurns(a: () => Promise<unknown>, b: () => Promise<unknown>, runs: number): Promise<[number, number]> {
+  const ta: number[] = []
+  const tb: number[] = []
+  for (let i = -2; i < runs; i++) {
+    let t0 = performance.now()
+    await a()
+    if (i >= 0) ta.push(performance.now() - t0)
+    t0 = performance.now()
+    await b()
+    if (i >= 0) tb.push(performance.now() - t0)
+  }
+  return [median(ta), median(tb)]
+}
+
 /** What the extractive route runs: plan (estimate, cut, ledger, prior summaries) and the extractive summary. */
 function core(messages: Message[], system?: string): unknown {
   const plan = planCompaction({ messages, system, mode: 'manual', budgetTokens: 45_000, sizingBudgetTokens: 45_000, keepTurns: 8, dryRun: false })
@@ -87,14 +102,12 @@ async function post(url: string, body: string): Promise<void> {
 const dir = corpusDir(process.argv[2])
 const transcripts = loadCorpus(dir)
 
-// Records are written as in production, to a database of the run's own.
-const app = await buildApp({ config: loadConfig({ COMPACT_DB: join(mkdtempSync(join(tmpdir(), 'compaction-bench-')), 'compaction.db') }), logger: false })
-await app.listen({ port: 0, host: '127.0.0.1' })
-const appUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/v1/compact`
-const bare = bareServer()
-bare.listen(0, '127.0.0.1')
-await once(bare, 'listening')
-const bareUrl = `http://127.0.0.1:${(bare.address() as AddressInfo).port}/`
+// Both servers as a client meets them: processes of their own, so that neither shares a thread with the
+// client (records are written as in production, to a database of the run's own).
+const gateway = await startGateway()
+const appUrl = `${gateway.url}/v1/compact`
+const bare = await bareProcess()
+const bareUrl = bare.url
 
 const rows: (string | number)[][] = []
 const coreRatios: number[] = []
@@ -105,8 +118,7 @@ for (const t of transcripts) {
   const renderMs = timeIt(() => coreWithRender(t.messages, t.system), CORE_RUNS)
   const jsonMs = timeIt(() => jsonRoundTrip(t.raw), CORE_RUNS)
   const body = JSON.stringify({ messages: t.messages, system: t.system, mode: 'manual' })
-  const routeMs = await timeAsync(() => post(appUrl, body), HTTP_RUNS)
-  const bareMs = await timeAsync(() => post(bareUrl, body), HTTP_RUNS)
+  const [routeMs, bareMs] = await timeInTurns(() => post(appUrl, body), () => post(bareUrl, body), HTTP_RUNS)
   coreRatios.push(coreMs / jsonMs)
   renderRatios.push(renderMs / jsonMs)
   routeRatios.push(routeMs / bareMs)
@@ -126,8 +138,8 @@ for (const t of transcripts) {
 rows.push(['MEDIAN', '', '', '', `${median(coreRatios).toFixed(2)}x`, '', `${median(renderRatios).toFixed(2)}x`, '', '', `${median(routeRatios).toFixed(2)}x`])
 rows.push(['WORST', '', '', '', `${Math.max(...coreRatios).toFixed(2)}x`, '', `${Math.max(...renderRatios).toFixed(2)}x`, '', '', `${Math.max(...routeRatios).toFixed(2)}x`])
 
-await app.close()
-bare.close()
+await gateway.stop()
+await bare.stop()
 
 // Where a body goes: one compaction at a time, every body inline (COMPACT_WORKERS=0) against every body in
 // a worker (COMPACT_WORKER_MIN_KB=0), by body size: what a worker costs a lone request, the price of

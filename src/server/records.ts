@@ -27,11 +27,7 @@ export function countCompaction(metrics: Metrics, run: CompactRunView): void {
   if (r.output_tokens) metrics.summarizerTokens.inc({ direction: 'output' }, r.output_tokens)
 }
 
-/**
- * Keeps the record of a compaction and its cold layer. A store that fails loses them, never the
- * compaction. With a store that writes behind (SQLite: its reads commit what is queued first), the
- * answer does not wait for the commit; with one that other replicas read (PostgreSQL), it waits.
- */
+/** Keeps the record of a compaction and its cold layer. A store that fails loses them, never the compaction. */
 export async function keepRecord(
   store: Store,
   metrics: Metrics,
@@ -41,23 +37,9 @@ export async function keepRecord(
   response: Extract<ResponseView, { compacted: true }>,
   memory: CompactRunView['memory']
 ): Promise<void> {
-  const kept = writeRecord(store, metrics, log, body, keyName, response, memory)
-  if (!store.writesBehind) await kept
-}
-
-/** The record and the cold layer, written side by side; each failure counted and logged, never thrown. */
-async function writeRecord(
-  store: Store,
-  metrics: Metrics,
-  log: FastifyBaseLogger,
-  body: Pick<CompactRequestBody, 'mode' | 'session_id'>,
-  keyName: string,
-  response: Extract<ResponseView, { compacted: true }>,
-  memory: CompactRunView['memory']
-): Promise<void> {
   const created_at = new Date().toISOString()
-  const record = store
-    .saveRecord({
+  try {
+    await store.saveRecord({
       id: response.summary.id,
       session_id: body.session_id ?? null,
       key_name: keyName,
@@ -69,17 +51,17 @@ async function writeRecord(
       doctrine_version: response.doctrine_version,
       summary: { text: response.summary.text, sections: response.summary.sections }
     })
-    .catch((err: unknown) => {
-      metrics.storeErrors.inc({ operation: 'record_write' })
-      log.error({ err, summary_id: response.summary.id }, 'compaction record not saved')
-    })
-  if (!memory || body.session_id === undefined) return record
-  const coldLayer = store.saveMemory({ compaction_id: response.summary.id, session_id: body.session_id, key_name: keyName, created_at }, memory).then(
-    () => void metrics.memoryEntries.inc(memory.length),
-    (err: unknown) => {
-      metrics.storeErrors.inc({ operation: 'memory_write' })
-      log.error({ err, summary_id: response.summary.id }, 'cold layer not saved')
-    }
-  )
-  await Promise.all([record, coldLayer])
+  } catch (err) {
+    metrics.storeErrors.inc({ operation: 'record_write' })
+    log.error({ err, summary_id: response.summary.id }, 'compaction record not saved')
+  }
+  if (!memory || body.session_id === undefined) return
+  try {
+    await store.saveMemory({ compaction_id: response.summary.id, session_id: body.session_id, key_name: keyName, created_at }, memory)
+    metrics.memoryEntries.inc(memory.length)
+  } catch (err) {
+    metrics.storeErrors.inc({ operation: 'memory_write' })
+    log.error({ err, summary_id: response.summary.id }, 'cold layer not saved')
+  }
 }
+

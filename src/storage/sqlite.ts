@@ -74,29 +74,10 @@ function makeFolder(folder: string): void {
   for (const dir of missing.reverse()) mkdirSync(dir)
 }
 
-/** A write waiting for the next commit, and how to tell its caller how it went. */
-interface QueuedWrite {
-  write: () => void
-  resolve: () => void
-  reject: (err: unknown) => void
-}
-
-/**
- * SQLite through better-sqlite3, in WAL mode: readers never wait for the writer.
- *
- * Records and cold-layer entries are written behind: queued, and committed together in one transaction
- * at the end of the event loop's turn (a commit costs more than an insert: ~15 writes to the WAL), each
- * in a savepoint of its own so that one that fails is undone alone. Every read commits what is queued
- * first, so nothing written is missed by a later read; close commits it too.
- */
+/** SQLite through better-sqlite3, in WAL mode: readers never wait for the writer. */
 export class SqliteStore implements Store {
-  readonly writesBehind: boolean = true
   private readonly db: Database.Database
   private readonly statements
-  private queued: QueuedWrite[] = []
-  private commitScheduled: NodeJS.Immediate | undefined
-  /** Runs one queued write inside the batch's transaction: a savepoint, since it is nested. */
-  private readonly savepoint: (write: () => void) => void
 
   /** Opens (creating the file and its folder) and migrates; throws a StoreError naming the file on failure. */
   constructor(readonly path: string) {
@@ -130,43 +111,6 @@ export class SqliteStore implements Store {
       latest: this.db.prepare('SELECT record FROM compactions WHERE key_name = ? AND session_id = ? ORDER BY seq DESC LIMIT 1'),
       countRecords: this.db.prepare('SELECT COUNT(*) AS n FROM compactions WHERE key_name = ? AND session_id = ?')
     }
-    this.savepoint = this.db.transaction((write: () => void) => write())
-  }
-
-  /** Queues a write for the next commit; the promise settles when it is committed or has failed. */
-  private writeBehind(write: () => void): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.queued.push({ write, resolve, reject })
-      this.commitScheduled ??= setImmediate(() => this.flush())
-    })
-  }
-
-  /** Commits the queued writes now, in one transaction. */
-  flush(): void {
-    if (this.commitScheduled) clearImmediate(this.commitScheduled)
-    this.commitScheduled = undefined
-    if (this.queued.length === 0) return
-    const batch = this.queued
-    this.queued = []
-    const failed = new Map<QueuedWrite, unknown>()
-    try {
-      this.db.transaction(() => {
-        for (const item of batch) {
-          try {
-            this.savepoint(item.write)
-          } catch (err) {
-            failed.set(item, err)
-          }
-        }
-      })()
-    } catch (err) {
-      // The transaction itself failed (a closed connection, a failed commit): every write in it is lost.
-      for (const item of batch) if (!failed.has(item)) failed.set(item, err)
-    }
-    for (const item of batch) {
-      if (failed.has(item)) item.reject(failed.get(item))
-      else item.resolve()
-    }
   }
 
   private migrate(): void {
@@ -182,9 +126,8 @@ export class SqliteStore implements Store {
     }
   }
 
-  saveRecord(record: CompactionRecord): Promise<void> {
-    // Made into a row now: the caller's objects are not read after this returns.
-    const row = {
+  async saveRecord(record: CompactionRecord): Promise<void> {
+    this.statements.insert.run({
       id: record.id,
       session_id: record.session_id,
       key_name: record.key_name,
@@ -192,12 +135,10 @@ export class SqliteStore implements Store {
       created_ms: Date.parse(record.created_at),
       // The sections parse back out of the summary text, so only the text is kept.
       record: JSON.stringify({ ...record, summary: { text: record.summary.text } })
-    }
-    return this.writeBehind(() => this.statements.insert.run(row))
+    })
   }
 
   async listRecords(sessionId: string, keyName: string, options: { limit: number; cursor?: string }): Promise<RecordPage> {
-    this.flush()
     const before = options.cursor ? decodeCursor(options.cursor) : Number.MAX_SAFE_INTEGER
     const rows = this.statements.page.all(keyName, sessionId, before, options.limit + 1) as { seq: number; record: string }[]
     const page = rows.slice(0, options.limit)
@@ -216,18 +157,16 @@ export class SqliteStore implements Store {
     this.statements.putCache.run(key, JSON.stringify(value), expiresAtMs)
   }
 
-  saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): Promise<void> {
-    if (rows.length === 0) return Promise.resolve()
+  async saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): Promise<void> {
+    if (rows.length === 0) return
     const created_ms = Date.parse(owner.created_at)
-    const inserts = rows.map((r) => ({ ...owner, created_ms, kind: r.kind, text: r.text, from: r.from, to: r.to }))
-    return this.writeBehind(() => {
-      for (const row of inserts) this.statements.insertMemory.run(row)
+    this.db.transaction(() => {
+      for (const r of rows) this.statements.insertMemory.run({ ...owner, created_ms, kind: r.kind, text: r.text, from: r.from, to: r.to })
       this.statements.capMemory.run(owner.key_name, owner.session_id, owner.key_name, owner.session_id, MAX_SESSION_MEMORY)
-    })
+    })()
   }
 
   async recall(sessionId: string, keyName: string, query: RecallQuery): Promise<RecallHit[]> {
-    this.flush()
     const match = ftsQuery(query.text)
     if (!match) return []
     const kinds = query.kinds && query.kinds.length > 0 ? query.kinds : undefined
@@ -258,7 +197,6 @@ export class SqliteStore implements Store {
   }
 
   async recap(sessionId: string, keyName: string): Promise<Recap | undefined> {
-    this.flush()
     const row = this.statements.latest.get(keyName, sessionId) as { record: string } | undefined
     if (!row) return undefined
     const { n } = this.statements.countRecords.get(keyName, sessionId) as { n: number }
@@ -266,7 +204,6 @@ export class SqliteStore implements Store {
   }
 
   async prune(beforeMs: number, nowMs: number): Promise<{ records: number; cache: number; memory: number }> {
-    this.flush()
     return {
       records: this.statements.pruneRecords.run(beforeMs).changes,
       cache: this.statements.pruneCache.run(nowMs).changes,
@@ -275,7 +212,6 @@ export class SqliteStore implements Store {
   }
 
   async checkWritable(): Promise<void> {
-    this.flush()
     this.statements.health.run(Date.now())
   }
 
@@ -285,8 +221,6 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
-    // A closed connection fails what is queued rather than leaving it waiting.
-    this.flush()
     if (this.db.open) this.db.close()
   }
 }

@@ -75,11 +75,6 @@ export interface Recap {
 
 /** Where records, the summary cache and the cold layer live: SQLite (the embedded default) or PostgreSQL. */
 export interface Store {
-  /**
-   * True when writes are queued and committed just after, and this store's own reads commit what is
-   * queued first (SQLite, in this process only): callers need not wait for a write to be seen by a read.
-   */
-  readonly writesBehind?: boolean
   saveRecord(record: CompactionRecord): Promise<void>
   /** A tenant's records of one session, newest first. Someone else's session reads as an empty one. */
   listRecords(sessionId: string, keyName: string, options: { limit: number; cursor?: string }): Promise<RecordPage>

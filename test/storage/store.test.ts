@@ -119,53 +119,6 @@ describe('SqliteStore', () => {
     expect(() => new SqliteStore(path)).toThrow(/cannot open the database .*compaction\.db: file is not a database/)
   })
 
-  it('writes behind: what is queued is read at once, committed in one transaction, and a failed write fails alone', async () => {
-    const path = tempDb()
-    const s = new SqliteStore(path)
-    stores.push(s)
-    const owner = { compaction_id: 'c1', session_id: 'sess', key_name: 'alpha', created_at: '2026-11-30T00:00:00.000Z' }
-    // Queued, not awaited: the reads that follow at once see every one of them.
-    const writes = [s.saveRecord(record('c1', 'sess', 'alpha')), s.saveMemory(owner, [{ kind: 'ask', text: 'rotate the signing keys', from: 0, to: 0 }]), s.saveRecord(record('c2', 'sess', 'alpha'))]
-    const duplicate = s.saveRecord(record('c1', 'sess', 'alpha'))
-    // A write of several rows that fails at its second leaves none of them.
-    s.connection.exec("CREATE TEMP TRIGGER refuse BEFORE INSERT ON memory WHEN NEW.text = 'refused' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END")
-    const partial = s.saveMemory({ ...owner, compaction_id: 'c2' }, [
-      { kind: 'ask', text: 'a first entry that must not stay', from: 1, to: 1 },
-      { kind: 'ask', text: 'refused', from: 2, to: 2 }
-    ])
-    const after = s.saveRecord(record('c3', 'sess', 'alpha'))
-    expect((await s.listRecords('sess', 'alpha', { limit: 10 })).records.map((r) => r.id)).toEqual(['c3', 'c2', 'c1'])
-    expect((await s.recall('sess', 'alpha', { text: 'signing', limit: 5 })).map((h) => h.text)).toEqual(['rotate the signing keys'])
-    await expect(Promise.all([...writes, after])).resolves.toBeDefined()
-    await expect(duplicate).rejects.toThrow(/UNIQUE/)
-    await expect(partial).rejects.toThrow(/refused by the test/)
-    expect(await s.recall('sess', 'alpha', { text: 'first entry', limit: 5 })).toEqual([])
-    // Another connection sees the same once the store says so.
-    const other = new Database(path, { readonly: true })
-    expect(other.prepare('SELECT id FROM compactions ORDER BY seq').all()).toEqual([{ id: 'c1' }, { id: 'c2' }, { id: 'c3' }])
-    other.close()
-  })
-
-  it('writes behind: without a read, the commit comes at the end of the turn; close commits what is queued; a closed connection fails it', async () => {
-    const path = tempDb()
-    const s = new SqliteStore(path)
-    const saved = s.saveRecord(record('queued', 'sess', ''))
-    let settled = false
-    void saved.then(() => (settled = true))
-    await Promise.resolve()
-    expect(settled).toBe(false)
-    await saved
-    const late = s.saveRecord(record('at-close', 'sess', ''))
-    await s.close()
-    await expect(late).resolves.toBeUndefined()
-    const reopened = new SqliteStore(path)
-    expect((await reopened.listRecords('sess', '', { limit: 10 })).records.map((r) => r.id)).toEqual(['at-close', 'queued'])
-    const lost = reopened.saveRecord(record('lost', 'sess', ''))
-    reopened.connection.close()
-    await reopened.close()
-    await expect(lost).rejects.toThrow(/not open/)
-  })
-
   it('refuses a schema newer than it knows', () => {
     const path = tempDb()
     const db = new Database(path)

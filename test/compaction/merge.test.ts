@@ -1,7 +1,8 @@
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { readLedger } from '../../src/compaction/ledger.js'
 import { guardSections, mergeSections } from '../../src/compaction/merge.js'
-import { type SummarySections, emptySections } from '../../src/compaction/sections.js'
+import { type SummarySections, emptySections, itemPath } from '../../src/compaction/sections.js'
 import { TODO_LABEL, WORK_STOOD } from '../../src/compaction/extractive.js'
 import { assistant, call, result, results, user } from '../helpers/history.js'
 
@@ -84,4 +85,61 @@ describe('guardSections', () => {
     expect(out.files_inspected).not.toContain('src/loader.ts — read it')
     expect(out.files_modified[0]).toMatch(/^src\/loader\.ts — /)
   })
+
+  /** The guard as a plain statement of what it must do: every ledger file named by some item, else put back. */
+  function referenceGuard(given: SummarySections, ledger: ReturnType<typeof readLedger>): { modified: string[]; inspected: string[]; added: number } {
+    const named = (items: string[]): Set<string> => {
+      const out = new Set<string>()
+      for (const item of items) {
+        out.add(itemPath(item))
+        if (item !== itemPath(item)) for (const w of item.split(/[\s`'"(),;]+/)) if (w.includes('/') || w.includes('.')) out.add(w.replace(/[.:]+$/, ''))
+      }
+      return out
+    }
+    let added = 0
+    const modified = [...given.files_modified]
+    const modifiedNames = named(modified)
+    const putBack = new Set<string>()
+    for (const f of ledger.filesModified) {
+      if (modifiedNames.has(f.path)) continue
+      modified.push(`${f.path} — ${f.how.join('; ')}`)
+      modifiedNames.add(f.path)
+      putBack.add(f.path)
+      added++
+    }
+    const inspected = given.files_inspected.filter((i) => !putBack.has(itemPath(i)))
+    const inspectedNames = named(inspected)
+    for (const path of ledger.filesRead) {
+      if (inspectedNames.has(path) || modifiedNames.has(path)) continue
+      inspected.push(path)
+      inspectedNames.add(path)
+      added++
+    }
+    return { modified, inspected, added }
+  }
+
+  it('puts back exactly the files no item names, whether the summary lists the ledger in its order or not', () => {
+    const path = fc.constantFrom('src/a.py', 'src/b.py', 'lib/c.ts', 'd.md', 'src/e.py', 'x/y/z.go', 'odd — name.py', '`tick`.py')
+    const ledgerFiles = fc.uniqueArray(path, { maxLength: 8 }).chain((paths) =>
+      fc.tuple(fc.constant(paths), fc.integer({ min: 0, max: paths.length }), fc.array(fc.constantFrom('edited', 'sed -i on src/b.py', 'wrote'), { minLength: 1, maxLength: 2 }))
+    )
+    const item = fc.oneof(path, path.map((p) => `${p} — read it`), fc.tuple(path, path).map(([p, q]) => `${p} — moved from ${q}`))
+    fc.assert(
+      fc.property(ledgerFiles, fc.array(item, { maxLength: 6 }), fc.array(item, { maxLength: 6 }), fc.boolean(), fc.boolean(), ([paths, cut, how], extraModified, extraInspected, asExtractive, shuffle) => {
+        const ledger = { ...readLedger([]), filesModified: paths.slice(0, cut).map((p) => ({ path: p, how })), filesRead: paths.slice(cut) }
+        // the extractive summary's own lists, in the ledger's order, perhaps followed or replaced by others
+        const ownModified = ledger.filesModified.map((f) => `${f.path} — ${f.how.join('; ')}`)
+        const ownInspected = [...ledger.filesRead]
+        const order = <T>(xs: T[]): T[] => (shuffle ? [...xs].reverse() : xs)
+        const given = sections({
+          files_modified: asExtractive ? [...order(ownModified), ...extraModified] : extraModified,
+          files_inspected: asExtractive ? [...order(ownInspected), ...extraInspected] : extraInspected
+        })
+        const { sections: out, added } = guardSections(given, ledger)
+        expect({ modified: out.files_modified, inspected: out.files_inspected, added }).toEqual(referenceGuard(given, ledger))
+      }),
+      { numRuns: 2_000 }
+    )
+  })
 })
+

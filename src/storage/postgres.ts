@@ -84,6 +84,7 @@ export interface PostgresOptions {
  * (callers lose the record or skip the cache, never the compaction); the pool reconnects on its own.
  */
 export class PostgresStore implements Store {
+  readonly shared = true
   private readonly pool: pg.Pool
   private readonly schema: string
   private migrated: Promise<void> | undefined

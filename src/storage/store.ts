@@ -75,6 +75,8 @@ export interface Recap {
 
 /** Where records, the summary cache and the cold layer live: SQLite (the embedded default) or PostgreSQL. */
 export interface Store {
+  /** Read by other processes too (replicas sharing PostgreSQL): a write must be done before the answer that tells of it. */
+  readonly shared?: boolean
   saveRecord(record: CompactionRecord): Promise<void>
   /** A tenant's records of one session, newest first. Someone else's session reads as an empty one. */
   listRecords(sessionId: string, keyName: string, options: { limit: number; cursor?: string }): Promise<RecordPage>

@@ -2,11 +2,14 @@ import fp from 'fastify-plugin'
 import { PostgresStore, isPostgresUrl } from '../../storage/postgres.js'
 import { SqliteStore } from '../../storage/sqlite.js'
 import type { Store } from '../../storage/store.js'
+import { WritesAfterAnswers } from '../writes.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** Records, the summary cache and the cold layer. */
     store: Store
+    /** Writes begun after their answers; reads of records and the cold layer wait for them. */
+    writes: WritesAfterAnswers
   }
 }
 
@@ -24,7 +27,8 @@ export interface StorePluginOptions {
 
 /**
  * The store, opened first (a SQLite file that cannot be opened stops the start, naming it; PostgreSQL's
- * faults are logged and counted, never fatal), pruned at start and hourly, closed last.
+ * faults are logged and counted, never fatal), pruned at start and hourly, closed last (after the writes
+ * begun after their answers).
  */
 export const storePlugin = fp<StorePluginOptions>(
   async (app, { db, store: given, retentionDays, now }) => {
@@ -40,6 +44,8 @@ export const storePlugin = fp<StorePluginOptions>(
           })
         : new SqliteStore(db))
     app.decorate('store', store)
+    const writes = new WritesAfterAnswers()
+    app.decorate('writes', writes)
     const prune = async (): Promise<void> => {
       try {
         const pruned = await store.prune(now() - retentionDays * 86_400_000, now())
@@ -54,6 +60,7 @@ export const storePlugin = fp<StorePluginOptions>(
     app.addHook('onReady', async () => prune())
     app.addHook('onClose', async () => {
       clearInterval(timer)
+      await writes.drain()
       await store.close()
     })
   },

@@ -69,6 +69,7 @@ export interface CompactRouteOptions {
 }
 
 export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app, { deps, metrics, store, pool, workerMinBytes = 0 }) => {
+  const { writes } = app
   if (pool) {
     // In this plugin only: a large body is not parsed here at all; its bytes go to a worker.
     app.removeContentTypeParser('application/json')
@@ -144,7 +145,18 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
     const { response } = run
     reasons.set(request, response.reason)
     countCompaction(metrics, run)
-    if (response.compacted && store) await keepRecord(store, metrics, request.log, body, request.keyName, response, run.memory)
+    if (response.compacted && store) {
+      // The record and the cold layer are written once the answer has gone (or its client has); reads of
+      // them in this process wait for the write (WritesAfterAnswers). With PostgreSQL, which other
+      // replicas read, the answer waits for it instead.
+      const keep = (): Promise<void> => keepRecord(store, metrics, request.log, body, request.keyName, response, run.memory)
+      if (store.shared) await keep()
+      else {
+        const begin = writes.reserve(request.keyName, body.session_id, keep)
+        reply.raw.once('finish', begin)
+        reply.raw.once('close', begin)
+      }
+    }
     const fault = response.summarizer?.fallback_reason
     if (fault && fault !== 'no_api_key') {
       // The compaction was answered, but an operator must see that the model is failing.

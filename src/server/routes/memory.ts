@@ -98,6 +98,7 @@ export const memoryRoutes: FastifyPluginAsync<{ store: Store; metrics: Metrics }
     async (request) => {
       const body: Static<typeof RecallRequest> = request.body
       try {
+        await app.writes.settled(request.keyName, request.params.session_id)
         const results = await store.recall(request.params.session_id, request.keyName, { text: body.query, limit: body.limit ?? DEFAULT_RECALL_LIMIT, ...(body.kinds ? { kinds: body.kinds } : {}) })
         metrics.recallRequests.inc({ outcome: results.length > 0 ? 'hits' : 'empty' })
         metrics.recallHits.inc(results.length)
@@ -131,6 +132,7 @@ export const memoryRoutes: FastifyPluginAsync<{ store: Store; metrics: Metrics }
     async (request) => {
       let recap
       try {
+        await app.writes.settled(request.keyName, request.params.session_id)
         recap = await store.recap(request.params.session_id, request.keyName)
       } catch (err) {
         metrics.storeErrors.inc({ operation: 'recap' })

@@ -48,6 +48,7 @@ export const sessionRoutes: FastifyPluginAsync<{ store: Store }> = async (app, {
     async (request) => {
       const limit = request.query.limit ?? DEFAULT_PAGE_SIZE
       try {
+        await app.writes.settled(request.keyName, request.params.session_id)
         const page = await store.listRecords(request.params.session_id, request.keyName, { limit, cursor: request.query.cursor })
         return { session_id: request.params.session_id, compactions: page.records, next_cursor: page.next_cursor }
       } catch (err) {

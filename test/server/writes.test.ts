@@ -1,0 +1,120 @@
+import { describe, expect, it } from 'vitest'
+import { WritesAfterAnswers } from '../../src/server/writes.js'
+import { SqliteStore } from '../../src/storage/sqlite.js'
+import type { CompactionRecord } from '../../src/storage/store.js'
+import { testApp } from '../helpers/app.js'
+import { tempDb } from '../helpers/process.js'
+import { assistant, user } from '../helpers/history.js'
+
+/** A promise and the function that settles it. */
+function held(): { promise: Promise<void>; release: () => void } {
+  let release!: () => void
+  const promise = new Promise<void>((resolve) => (release = resolve))
+  return { promise, release }
+}
+
+/** Lets every pending callback and timer of this turn run. */
+const turns = async (n = 10): Promise<void> => {
+  for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve))
+}
+
+describe('WritesAfterAnswers', () => {
+  it("a read of a session waits for that session's writes reserved before it, begun or not, and for no other session's", async () => {
+    const writes = new WritesAfterAnswers()
+    const log: string[] = []
+    const slow = held()
+    const beginA = writes.reserve('alpha', 's1', async () => {
+      log.push('a begun')
+      await slow.promise
+      log.push('a written')
+    })
+    const beginB = writes.reserve('alpha', 's2', async () => void log.push('b written'))
+    const settled = { a: false, b: false, other: false }
+    void writes.settled('alpha', 's1').then(() => (settled.a = true))
+    void writes.settled('alpha', 's2').then(() => (settled.b = true))
+    void writes.settled('beta', 's1').then(() => (settled.other = true))
+    await turns()
+    expect(settled).toEqual({ a: false, b: false, other: true })
+    beginB()
+    beginB()
+    await turns()
+    expect(log).toEqual(['b written'])
+    expect(settled).toEqual({ a: false, b: true, other: true })
+    beginA()
+    await turns()
+    expect(log).toEqual(['b written', 'a begun'])
+    expect(settled.a).toBe(false)
+    slow.release()
+    await turns()
+    expect(log).toEqual(['b written', 'a begun', 'a written'])
+    expect(settled.a).toBe(true)
+  })
+
+  it('drain begins the writes still waiting for their answers and settles when all are written; a write that throws settles too', async () => {
+    const writes = new WritesAfterAnswers()
+    const log: string[] = []
+    writes.reserve('alpha', 's1', async () => void log.push('never begun by its answer'))
+    writes.reserve('alpha', undefined, async () => {
+      throw new Error('a failing write')
+    })
+    await writes.drain()
+    expect(log).toEqual(['never begun by its answer'])
+    await expect(writes.settled('alpha', 's1')).resolves.toBeUndefined()
+  })
+})
+
+describe('a compaction and its record', () => {
+  /** A SQLite store whose record writes wait until the test releases them. */
+  class HeldStore extends SqliteStore {
+    readonly saves = held()
+    readonly gate = held()
+    constructor(readonly shared: boolean) {
+      super(':memory:')
+    }
+    override async saveRecord(record: CompactionRecord): Promise<void> {
+      this.saves.release()
+      await this.gate.promise
+      return super.saveRecord(record)
+    }
+  }
+  const history = { messages: [user('fix the date parser'), assistant('looking'), user('and?')], mode: 'manual', session_id: 'sess-1' }
+
+  for (const shared of [false, true]) {
+    it(shared ? 'a store other replicas read (PostgreSQL): the answer waits for the record' : 'SQLite: the answer goes before the record is written, and a read of the session waits for it', async () => {
+      const store = new HeldStore(shared)
+      const app = await testApp({}, { store })
+      let answered = false
+      const answer = app.inject({ method: 'POST', url: '/v1/compact', payload: history }).then((r) => ((answered = true), r))
+      let listed = false
+      if (!shared) {
+        expect((await answer).statusCode).toBe(200)
+        await store.saves.promise
+        const list = app.inject({ url: '/v1/sessions/sess-1/compactions' }).then((r) => ((listed = true), r))
+        const recap = app.inject({ url: '/v1/sessions/sess-1/recap' })
+        await turns()
+        expect(listed).toBe(false)
+        store.gate.release()
+        expect((await list).json().compactions).toHaveLength(1)
+        expect((await recap).statusCode).toBe(200)
+      } else {
+        await store.saves.promise
+        await turns()
+        expect(answered).toBe(false)
+        store.gate.release()
+        expect((await answer).statusCode).toBe(200)
+        expect((await app.inject({ url: '/v1/sessions/sess-1/compactions' })).json().compactions).toHaveLength(1)
+      }
+      await app.close()
+    })
+  }
+
+  it('the record of an answer given just before shutdown is in the database after it', async () => {
+    const db = tempDb()
+    const app = await testApp({ COMPACT_DB: db })
+    expect((await app.inject({ method: 'POST', url: '/v1/compact', payload: history })).statusCode).toBe(200)
+    await app.close()
+    const reopened = new SqliteStore(db)
+    expect((await reopened.listRecords('sess-1', '', { limit: 10 })).records).toHaveLength(1)
+    await reopened.close()
+  })
+})

@@ -28,7 +28,7 @@ const { buildApp } = await fromBuild<typeof import('../src/server/app.js')>('ser
 const { DEFAULT_WORKER_MIN_KB, loadConfig } = await fromBuild<typeof import('../src/server/config.js')>('server/config.js')
 
 const CORE_RUNS = Number(process.env.BENCH_CORE_RUNS ?? 21)
-const HTTP_RUNS = Number(process.env.BENCH_HTTP_RUNS ?? 15)
+const HTTP_RUNS = Number(process.env.BENCH_HTTP_RUNS ?? 31)
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b)
@@ -199,14 +199,30 @@ const my = ly.reduce((a, b) => a + b, 0) / ly.length
 const slope = lx.reduce((n, x, i) => n + (x - mx) * (ly[i]! - my), 0) / lx.reduce((n, x) => n + (x - mx) ** 2, 0)
 
 // Scale: work that must stay linear in calls and files (the core, with the span's ledger and guard).
-// Medians over enough runs that the smaller size is measured warm (its first runs take 2-6x its later
-// ones, which once made the ratio look better than it is).
-const scaleMs = (messages: Message[], runs: number): number => timeIt(() => core(messages), runs)
+// The smaller and the larger size are run in turns, after warm-up runs of each, so that a slower minute
+// of the machine falls on both (the smaller size's first runs take 2-6x its later ones, and one size
+// measured in a slow minute once moved the ratio from 6x to 13x between two runs).
+function scalePair(small: Message[], large: Message[], rounds: number): [number, number] {
+  for (let i = 0; i < 3; i++) core(small)
+  core(large)
+  const [ts, tl]: [number[], number[]] = [[], []]
+  for (let i = 0; i < rounds; i++) {
+    let t0 = performance.now()
+    core(small)
+    ts.push(performance.now() - t0)
+    t0 = performance.now()
+    core(large)
+    tl.push(performance.now() - t0)
+  }
+  return [median(ts), median(tl)]
+}
+const [calls5k, calls50k] = scalePair(parallelCalls(5_000), parallelCalls(50_000), 15)
+const [files10k, files100k] = scalePair(manyFiles(10_000), manyFiles(100_000), 7)
 const scale = [
-  ['parallel tool calls', 5_000, scaleMs(parallelCalls(5_000), 15)],
-  ['parallel tool calls', 50_000, scaleMs(parallelCalls(50_000), 7)],
-  ['files in the ledger', 10_000, scaleMs(manyFiles(10_000), 9)],
-  ['files in the ledger', 100_000, scaleMs(manyFiles(100_000), 5)]
+  ['parallel tool calls', 5_000, calls5k],
+  ['parallel tool calls', 50_000, calls50k],
+  ['files in the ledger', 10_000, files10k],
+  ['files in the ledger', 100_000, files100k]
 ] as const
 const scaleRows = scale.map(([what, n, ms]) => [what, n.toLocaleString('en'), ms.toFixed(0)])
 const callsRatio = scale[1][2] / scale[0][2]

@@ -61,7 +61,7 @@ async function timeAsync(fn: () => Promise<unknown>, runs: number): Promise<numb
   return median(times)
 }
 
-/** Median wall times of `a` and `b` run in turns (a slower minute of the machine falls on both), after two warm-up rounds. */
+/** Median wall times of `a` and `b` run in turns (a slower minute of the machine falls on both), after two warm-up rounds; for servers and for the core's scale rows alike. */
 async function timeInTurns(a: () => Promise<unknown>, b: () => Promise<unknown>, runs: number): Promise<[number, number]> {
   const ta: number[] = []
   const tb: number[] = []
@@ -199,25 +199,13 @@ const my = ly.reduce((a, b) => a + b, 0) / ly.length
 const slope = lx.reduce((n, x, i) => n + (x - mx) * (ly[i]! - my), 0) / lx.reduce((n, x) => n + (x - mx) ** 2, 0)
 
 // Scale: work that must stay linear in calls and files (the core, with the span's ledger and guard).
-// The smaller and the larger size are run in turns, after warm-up runs of each, so that a slower minute
+// The smaller and the larger size are run in turns, after warm-up rounds, so that a slower minute
 // of the machine falls on both (the smaller size's first runs take 2-6x its later ones, and one size
 // measured in a slow minute once moved the ratio from 6x to 13x between two runs).
-function scalePair(small: Message[], large: Message[], rounds: number): [number, number] {
-  for (let i = 0; i < 3; i++) core(small)
-  core(large)
-  const [ts, tl]: [number[], number[]] = [[], []]
-  for (let i = 0; i < rounds; i++) {
-    let t0 = performance.now()
-    core(small)
-    ts.push(performance.now() - t0)
-    t0 = performance.now()
-    core(large)
-    tl.push(performance.now() - t0)
-  }
-  return [median(ts), median(tl)]
-}
-const [calls5k, calls50k] = scalePair(parallelCalls(5_000), parallelCalls(50_000), 15)
-const [files10k, files100k] = scalePair(manyFiles(10_000), manyFiles(100_000), 7)
+const inTurns = (small: Message[], large: Message[], rounds: number): Promise<[number, number]> =>
+  timeInTurns(async () => core(small), async () => core(large), rounds)
+const [calls5k, calls50k] = await inTurns(parallelCalls(5_000), parallelCalls(50_000), 15)
+const [files10k, files100k] = await inTurns(manyFiles(10_000), manyFiles(100_000), 7)
 const scale = [
   ['parallel tool calls', 5_000, calls5k],
   ['parallel tool calls', 50_000, calls50k],

@@ -128,16 +128,17 @@ export function readLedger(messages: readonly Message[], offset = 0): Ledger {
     const next = messages[i + 1]
     const answers = next?.role === 'user' ? stepResults(blocksOf(next)) : undefined
 
-    let nth = 0
     for (const use of blocksOf(message)) {
       if (!isToolUse(use)) continue
-      const result = answers?.resultOf(use.id, nth++)
+      const result = answers?.nextResult(use.id)
       const output = result ? toolResultText(result) : ''
       const exit = result ? exitCodeOf(output) : undefined
       const failed = result !== undefined && (result.is_error === true || (exit !== undefined && exit !== 0))
       const rule = toolRule(use.name)
       const path = stringField(use.input, rule?.pathFields)
-      for (const t of testResults(output)) {
+      const found = testResults(output)
+      for (let k = 0; k < found.length; k++) {
+        const t = at(found, k)
         const prior = tests.get(t.id)
         const failedOnce = (prior?.failedOnce ?? false) || t.status === 'failed'
         tests.set(t.id, { id: t.id, status: t.status, failedOnce, ...(t.reason ? { reason: t.reason } : prior?.reason && t.status === 'failed' ? { reason: prior.reason } : {}) })
@@ -209,27 +210,30 @@ export function readLedger(messages: readonly Message[], offset = 0): Ledger {
     }
   }
   const filesModified = [...modified.values()]
-  const filesRead: string[] = []
-  for (const p of read) if (!modified.has(p)) filesRead.push(p)
+  // Made at its size at once: a list grown by pushes is copied as it grows (megabytes at 50,000 files).
+  const filesRead: string[] = modified.size === 0 ? [...read] : []
+  if (modified.size > 0) for (const p of read) if (!modified.has(p)) filesRead.push(p)
   const failedTests = [...tests.values()].filter((t) => t.failedOnce)
   return { filesModified, filesRead, commands, errors: mergeErrors(errors, commands), userRequests, tests: failedTests, todos }
 }
 
 /**
- * A step's tool results, looked up by the call they answer. Clients answer parallel calls in the order
- * they were made, so the nth call's answer is looked for at the nth result first; a map of all of them is
- * made only when that guess misses. (At 50,000 parallel calls the map, rehashed as it grew, took megabytes
- * of fresh memory on every compaction.) A history the service accepts answers each call once, so the
- * guess and the map agree.
+ * A step's tool results, looked up by the call they answer, asked once per call in the order the calls
+ * were made. Clients answer parallel calls in that order, so the nth call's answer is looked for at the
+ * nth result first, found by a cursor that walks the blocks once; a map of all of them is made only when
+ * that guess misses. (At 50,000 parallel calls a map, or even a list of the results, took megabytes of
+ * fresh memory on every compaction.) A history the service accepts answers each call once, so the guess
+ * and the map agree.
  */
-function stepResults(blocks: readonly Block[]): { resultOf: (id: string, nth: number) => ToolResultBlock | undefined } {
-  const results = blocks.filter(isToolResult)
+function stepResults(blocks: readonly Block[]): { nextResult: (id: string) => ToolResultBlock | undefined } {
+  let cursor = 0
   let byId: Map<string, ToolResultBlock> | undefined
   return {
-    resultOf: (id, nth) => {
-      const guess = results[nth]
-      if (guess?.tool_use_id === id) return guess
-      byId ??= new Map(results.map((r) => [r.tool_use_id, r]))
+    nextResult: (id) => {
+      while (cursor < blocks.length && !isToolResult(at(blocks, cursor))) cursor++
+      const guess = blocks[cursor++]
+      if (guess !== undefined && isToolResult(guess) && guess.tool_use_id === id) return guess
+      byId ??= new Map(blocks.filter(isToolResult).map((r) => [r.tool_use_id, r]))
       return byId.get(id)
     }
   }

@@ -54,8 +54,12 @@ export function emptySections(): SummarySections {
   return s
 }
 
+const QUOTES = /^`|`$/g
+
 /** The path an item of a files section names: the text before " — ". */
 export function itemPath(item: string): string {
   const dash = item.indexOf(' — ')
-  return (dash < 0 ? item : item.slice(0, dash)).trim().replace(/^`|`$/g, '')
+  const path = (dash < 0 ? item : item.slice(0, dash)).trim()
+  // Once per file of a summary: no pattern (a new object at every call) unless there are quotes to strip.
+  return path.includes('`') ? path.replace(QUOTES, '') : path
 }

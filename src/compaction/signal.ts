@@ -28,13 +28,16 @@ export function signalLines(text: string, limit: number): string[] {
   return out
 }
 
+// Made once: a regular expression literal in a function is a new object at every call, and this runs once
+// a tool call (50,000 of them in one step make megabytes of them). None is global or sticky: exec keeps no state.
+const RETURN_CODE = /<returncode>\s*(-?\d+)\s*<\/returncode>/
+const COMMAND_FINISHED = /\[Command finished with exit code (-?\d+)\]/
+const EXIT_CODE = /\b[Ee]xit (?:code|status)[:= ]\s*(-?\d+)/
+
 /** The exit code a tool output reports, in the shapes the agents of the corpus use. */
 export function exitCodeOf(output: string): number | undefined {
   // Agents report the code at the start (mini-swe-agent) or the end (OpenHands) of an output.
   const text = output.length <= 1_200 ? output : `${output.slice(0, 600)}\n${output.slice(-600)}`
-  const m =
-    /<returncode>\s*(-?\d+)\s*<\/returncode>/.exec(text) ??
-    /\[Command finished with exit code (-?\d+)\]/.exec(text) ??
-    /\b[Ee]xit (?:code|status)[:= ]\s*(-?\d+)/.exec(text)
+  const m = RETURN_CODE.exec(text) ?? COMMAND_FINISHED.exec(text) ?? EXIT_CODE.exec(text)
   return m ? Number(m[1]) : undefined
 }

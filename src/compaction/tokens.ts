@@ -16,36 +16,45 @@ export const MAX_ESTIMATE_SCALE = 4
  * Iterative, so that no nesting can overflow the stack.
  */
 export function jsonChars(value: unknown): number {
+  if (typeof value !== 'object' || value === null) return scalarChars(value)
+  // Only nested objects wait on the stack, made at the first: a tool's input (once a call, 50,000 calls in
+  // one step) is mostly an object of strings and needs none.
   let n = 0
-  const stack: unknown[] = [value]
-  while (stack.length > 0) {
-    const v = stack.pop()
-    switch (typeof v) {
-      case 'string':
-        n += v.length + 2
-        break
-      case 'number':
-      case 'boolean':
-        n += String(v).length
-        break
-      case 'object':
-        if (v === null) n += 4
-        else if (Array.isArray(v)) {
-          n += 1 + v.length
-          for (let i = v.length - 1; i >= 0; i--) stack.push(v[i])
-        } else {
-          n += 1
-          for (const key in v) {
-            n += key.length + 4
-            stack.push((v as Record<string, unknown>)[key])
-          }
-        }
-        break
-      default:
-        break
+  let stack: object[] | undefined
+  let v: object | undefined = value
+  while (v !== undefined) {
+    if (Array.isArray(v)) {
+      n += 1 + v.length
+      for (const e of v as unknown[]) {
+        if (typeof e === 'object' && e !== null) (stack ??= []).push(e)
+        else n += scalarChars(e)
+      }
+    } else {
+      n += 1
+      for (const key in v) {
+        n += key.length + 4
+        const e = (v as Record<string, unknown>)[key]
+        if (typeof e === 'object' && e !== null) (stack ??= []).push(e)
+        else n += scalarChars(e)
+      }
     }
+    v = stack?.pop()
   }
   return n
+}
+
+function scalarChars(value: unknown): number {
+  switch (typeof value) {
+    case 'string':
+      return value.length + 2
+    case 'number':
+    case 'boolean':
+      return String(value).length
+    case 'object':
+      return 4 // null
+    default:
+      return 0
+  }
 }
 
 /** How many characters of text a block stands for (media excluded). */

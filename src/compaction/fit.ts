@@ -105,63 +105,94 @@ function droppedFilesLine(dropped: number): string {
   return `(${dropped} more files, older, left out to fit the summary budget)`
 }
 
-/** Only the newest `keep` entries of each files list, the rest counted in one line. */
-function keepNewestFiles(s: SummarySections, keep: number): SummarySections {
+/** How many older files each files list had cut before the fit (boundFiles); the fit counts them with its own. */
+export type OmittedFiles = Partial<Record<ListSection, number>>
+
+/**
+ * The newest files of each list that any fit within `maxTokens` could keep, the older ones counted. Every
+ * item takes at least 3 characters of the text form (its "- " and its newline), so a list of more items
+ * than a third of the budget's characters never fits and the fit keeps only its newest, fewer than that.
+ * Cutting such a list before the summary is redacted and fitted changes nothing in the fitted summary
+ * (fitSections with the counts), and bounds that work by the summary's budget instead of by the
+ * history's files: 50,000 files read were redacted and measured whole, several times, for a summary that
+ * keeps a few thousand at most.
+ */
+export function boundFiles(s: SummarySections, maxTokens: number): { sections: SummarySections; omitted: OmittedFiles } {
+  const most = Math.floor((Math.max(0, maxTokens) * CHARS_PER_TOKEN) / MIN_ITEM_CHARS)
+  const omitted: OmittedFiles = {}
+  let out = s
+  for (const key of FILE_SECTIONS) {
+    const items = s[key]
+    if (items.length <= most) continue
+    if (out === s) out = { ...s }
+    out[key] = items.slice(items.length - most)
+    omitted[key] = items.length - most
+  }
+  return { sections: out, omitted }
+}
+
+/** The fewest characters an item takes in the text form (an empty one: "- " and a newline). */
+const MIN_ITEM_CHARS = 3
+
+/** Only the newest `keep` entries of each files list, the rest (and those cut before, `omitted`) counted in one line. */
+function keepNewestFiles(s: SummarySections, keep: number, omitted: OmittedFiles): SummarySections {
   const out = { ...s }
   for (const key of FILE_SECTIONS) {
     const items = s[key]
-    const dropped = items.length - Math.min(keep, items.length)
-    out[key] = dropped > 0 ? [droppedFilesLine(dropped), ...items.slice(dropped)] : items
+    const cut = items.length - Math.min(keep, items.length)
+    const dropped = cut + (omitted[key] ?? 0)
+    out[key] = dropped > 0 ? [droppedFilesLine(dropped), ...items.slice(cut)] : items
   }
   return out
 }
 
 /**
  * The most newest files of each list (keepNewestFiles) that fit within `maxChars` of text beside the
- * rest of `s`, found from the lengths of the items summed once from the newest (no candidate is built).
+ * rest of `s`, found from the lengths of the items summed from the newest, only as far as they can fit
+ * (no candidate is built, and a list's older items are never read).
  */
-function mostFilesWithin(s: SummarySections, maxChars: number, header: SummaryHeader): number {
+function mostFilesWithin(s: SummarySections, maxChars: number, header: SummaryHeader, omitted: OmittedFiles): number {
   const rest = formattedLength({ ...s, files_modified: [], files_inspected: [] }, header)
-  const lists = [...FILE_SECTIONS].map((key) => {
-    const items = s[key]
-    // newest[k]: the length of the newest k items
-    const newest = new Float64Array(items.length + 1)
-    for (let k = 1; k <= items.length; k++) newest[k] = at(newest, k - 1) + itemLength(at(items, items.length - k))
-    return { count: items.length, newest, heading: items.length > 0 ? headingLength(key) : 0 }
-  })
-  const length = (keep: number): number =>
-    lists.reduce((n, l) => {
-      const kept = Math.min(keep, l.count)
-      const dropped = l.count - kept
-      return n + l.heading + at(l.newest, kept) + (dropped > 0 ? itemLength(droppedFilesLine(dropped)) : 0)
-    }, rest)
-  let lo = 0
-  let hi = Math.max(0, ...lists.map((l) => l.count))
-  while (lo < hi) {
-    const mid = Math.ceil((lo + hi) / 2)
-    if (length(mid) <= maxChars) lo = mid
-    else hi = mid - 1
+  const lists = [...FILE_SECTIONS].map((key) => ({ items: s[key], omitted: omitted[key] ?? 0, heading: s[key].length > 0 ? headingLength(key) : 0 }))
+  const most = Math.max(0, ...lists.map((l) => l.items.length))
+  // With `keep` files of each list, the items alone take `items` characters; that only grows, and once it
+  // is over no larger keep fits. The whole length (with each list's count line, which shrinks as more are
+  // kept) is checked at every keep, so the largest that fits is found even where the whole is not monotone.
+  const headings = lists.reduce((n, l) => n + l.heading, 0)
+  let best = 0
+  let length = rest + headings
+  for (let keep = 1; keep <= most; keep++) {
+    for (const l of lists) if (keep <= l.items.length) length += itemLength(at(l.items, l.items.length - keep))
+    if (length > maxChars) break
+    const whole = lists.reduce((n, l) => {
+      const dropped = Math.max(0, l.items.length - keep) + l.omitted
+      return n + (dropped > 0 ? itemLength(droppedFilesLine(dropped)) : 0)
+    }, length)
+    if (whole <= maxChars) best = keep
   }
-  return lo
+  return best
 }
 
 /**
  * The sections shortened until their text form (formatSummary with this header) is within `maxTokens`.
  * Files are dropped last, oldest first, and only when the bare paths alone are over the budget; the
- * bound holds whatever the history (a summary larger than its share would break the budget).
+ * bound holds whatever the history (a summary larger than its share would break the budget). `omitted`
+ * counts files cut from the lists before (boundFiles): they are counted with those the fit drops.
  */
-export function fitSections(sections: SummarySections, maxTokens: number, header: SummaryHeader): SummarySections {
+export function fitSections(sections: SummarySections, maxTokens: number, header: SummaryHeader, omitted: OmittedFiles = {}): SummarySections {
   const fits = (s: SummarySections): boolean => Math.ceil(formattedLength(s, header) / CHARS_PER_TOKEN) <= maxTokens
+  // Files cut before are counted in every candidate, as the fit's own are.
+  const counted = Object.values(omitted).some((n) => n > 0) ? (s: SummarySections) => keepNewestFiles(s, Infinity, omitted) : (s: SummarySections) => s
   // The first stage shortens nothing, so it needs no task statement; the others find it once.
   const files = filesAt(sections)
-  let last = applyStage(sections, at(STAGES, 0), undefined, files)
+  let last = counted(applyStage(sections, at(STAGES, 0), undefined, files))
   if (fits(last)) return last
   const task = taskStatement(sections.user_requests)?.index
   for (const stage of STAGES.slice(1)) {
     last = applyStage(sections, stage, task, files)
-    if (fits(last)) return last
+    if (fits(counted(last))) return counted(last)
   }
   // The most files that fit beside the rest of the last stage.
-  const withFiles = keepNewestFiles(last, mostFilesWithin(last, maxTokens * CHARS_PER_TOKEN, header))
-  return fits(withFiles) ? withFiles : keepNewestFiles(applyStage(sections, SMALLEST, task, files), 0)
+  const withFiles = keepNewestFiles(last, mostFilesWithin(last, maxTokens * CHARS_PER_TOKEN, header, omitted), omitted)
+  return fits(withFiles) ? withFiles : keepNewestFiles(applyStage(sections, SMALLEST, task, files), 0, omitted)
 }

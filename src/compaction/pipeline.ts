@@ -1,5 +1,5 @@
 import { extractiveSections } from './extractive.js'
-import { fitSections } from './fit.js'
+import { boundFiles, fitSections } from './fit.js'
 import { type Ledger, readLedger, userText } from './ledger.js'
 import { guardSections, mergeSections } from './merge.js'
 import { type Clip, type CutPlan, planCut } from './plan.js'
@@ -262,8 +262,6 @@ export function finishCompaction(plan: CompactionPlan, options: FinishOptions): 
   const written = options.modelSections ?? extractiveSections(plan.ledger, plan.latestAssistantText)
   const merged = plan.prior ? mergeSections(plan.prior, written, plan.ledger.userRequests.map((r) => r.text)) : written
   const guarded = guardSections(merged, plan.ledger)
-  // The objective is one line, as the text form holds it, so that the text parses back to these sections.
-  const sections = redactSections({ ...guarded.sections, objective: oneLine(guarded.sections.objective) }, plan.redactParts)
 
   const header = { id: options.id, compactedTurns: plan.priorTurns + plan.compactedTurns }
   // The client's recall hint may take at most a quarter of the summary's share, so the bound holds.
@@ -272,7 +270,11 @@ export function finishCompaction(plan: CompactionPlan, options: FinishOptions): 
   const recallHint = hint && hint.length > hintChars ? `${hint.slice(0, Math.max(0, hintChars - 1))}…` : hint
   const noteTokens = textTokens(summaryNote(recallHint, options.recallTool)) + MESSAGE_OVERHEAD_TOKENS + 8
   const textBudget = Math.max(0, Math.floor(plan.summaryMaxTokens / plan.scale) - noteTokens)
-  const fitted = fitSections(sections, textBudget, header)
+  // Files no fit could keep are counted, not redacted; the objective is one line, as the text form holds
+  // it, so that the text parses back to these sections.
+  const bounded = boundFiles({ ...guarded.sections, objective: oneLine(guarded.sections.objective) }, textBudget)
+  const sections = redactSections(bounded.sections, plan.redactParts)
+  const fitted = fitSections(sections, textBudget, header, bounded.omitted)
   const text = formatSummary(fitted, header)
 
   const blocks = summaryBlocks(text, recallHint, options.recallTool)

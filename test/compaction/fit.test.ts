@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { fitSections } from '../../src/compaction/fit.js'
+import { boundFiles, fitSections } from '../../src/compaction/fit.js'
 import { type SummarySections, emptySections, itemPath } from '../../src/compaction/sections.js'
 import { formattedLength } from '../../src/compaction/summary-text.js'
 import { CHARS_PER_TOKEN } from '../../src/compaction/tokens.js'
@@ -48,5 +48,43 @@ describe('fitSections', () => {
       }),
       { numRuns: 60 }
     )
+  })
+
+  it('fits a summary whose files were cut to the budget (boundFiles) as it fits the whole one, counting every file left out', () => {
+    // Items of every shape the files lists hold: bare paths, "path — what", several lines, empty.
+    const item = fc.oneof(
+      fc.integer({ min: 0, max: 1e6 }).map((i) => `src/m${i}.py`),
+      fc.tuple(fc.integer({ min: 0, max: 1e6 }), fc.string({ maxLength: 200 })).map(([i, how]) => `lib/f${i}.ts — ${how}`),
+      fc.string({ maxLength: 60 })
+    )
+    // Lists of up to 3,000 items (fast-check's own arrays stay short), cycling through drawn items.
+    const list = fc.tuple(fc.integer({ min: 0, max: 3_000 }), fc.array(item, { minLength: 1, maxLength: 12 })).map(([n, drawn]) => Array.from({ length: n }, (_, i) => drawn[i % drawn.length]!))
+    fc.assert(
+      fc.property(list, list, fc.integer({ min: 0, max: 60 }), fc.integer({ min: 0, max: 2_500 }), (modified, inspected, items, budget) => {
+        const s = big(0, items, 50)
+        s.files_modified = modified
+        s.files_inspected = inspected
+        const { sections, omitted } = boundFiles(s, budget)
+        const fitted = fitSections(sections, budget, header, omitted)
+        expect(fitted).toEqual(fitSections(s, budget, header))
+        for (const key of ['files_modified', 'files_inspected'] as const) {
+          const line = /^\((\d+) more files, older, left out to fit the summary budget\)$/.exec(fitted[key][0] ?? '')
+          const listed = fitted[key].length - (line ? 1 : 0)
+          expect(listed + Number(line?.[1] ?? 0)).toBe(s[key].length)
+        }
+      }),
+      { numRuns: 150 }
+    )
+  })
+
+  it('cuts only lists too long to fit whole, keeping their newest, and copies nothing otherwise', () => {
+    const s = big(100, 3, 10)
+    expect(boundFiles(s, 4_500)).toEqual({ sections: s, omitted: {} })
+    expect(boundFiles(s, 4_500).sections).toBe(s)
+    s.files_inspected = Array.from({ length: 10_000 }, (_, i) => `docs/p${i}.md`)
+    const { sections, omitted } = boundFiles(s, 4_500)
+    expect(omitted).toEqual({ files_inspected: 4_000 })
+    expect(sections.files_inspected).toEqual(s.files_inspected.slice(4_000))
+    expect(sections.files_modified).toBe(s.files_modified)
   })
 })

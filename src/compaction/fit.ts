@@ -155,9 +155,9 @@ function mostFilesWithin(s: SummarySections, maxChars: number, header: SummaryHe
   const rest = formattedLength({ ...s, files_modified: [], files_inspected: [] }, header)
   const lists = [...FILE_SECTIONS].map((key) => ({ items: s[key], omitted: omitted[key] ?? 0, heading: s[key].length > 0 ? headingLength(key) : 0 }))
   const most = Math.max(0, ...lists.map((l) => l.items.length))
-  // With `keep` files of each list, the items alone take `items` characters; that only grows, and once it
-  // is over no larger keep fits. The whole length (with each list's count line, which shrinks as more are
-  // kept) is checked at every keep, so the largest that fits is found even where the whole is not monotone.
+  // `length`: the rest, the headings and the newest `keep` items of each list. It only grows, so once it is
+  // over no larger keep fits; each list's count line (which shrinks as more are kept) is added at every
+  // keep, so the largest keep that fits is found even where the whole is not monotone.
   const headings = lists.reduce((n, l) => n + l.heading, 0)
   let best = 0
   let length = rest + headings
@@ -190,7 +190,8 @@ export function fitSections(sections: SummarySections, maxTokens: number, header
   const task = taskStatement(sections.user_requests)?.index
   for (const stage of STAGES.slice(1)) {
     last = applyStage(sections, stage, task, files)
-    if (fits(counted(last))) return counted(last)
+    const candidate = counted(last)
+    if (fits(candidate)) return candidate
   }
   // The most files that fit beside the rest of the last stage.
   const withFiles = keepNewestFiles(last, mostFilesWithin(last, maxTokens * CHARS_PER_TOKEN, header, omitted), omitted)

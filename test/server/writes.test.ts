@@ -4,7 +4,9 @@ import { SqliteStore } from '../../src/storage/sqlite.js'
 import type { CompactionRecord } from '../../src/storage/store.js'
 import { testApp } from '../helpers/app.js'
 import { tempDb } from '../helpers/process.js'
-import { assistant, user } from '../helpers/history.js'
+import { assistant, shellStep, user } from '../helpers/history.js'
+import { FakeAnthropic, type ReceivedRequest } from '../helpers/fake-anthropic.js'
+import type { Message } from '../../src/compaction/index.js'
 
 /** A promise and the function that settles it. */
 function held(): { promise: Promise<void>; release: () => void } {
@@ -63,20 +65,21 @@ describe('WritesAfterAnswers', () => {
   })
 })
 
-describe('a compaction and its record', () => {
-  /** A SQLite store whose record writes wait until the test releases them. */
-  class HeldStore extends SqliteStore {
-    readonly saves = held()
-    readonly gate = held()
-    constructor(readonly shared: boolean) {
-      super(':memory:')
-    }
-    override async saveRecord(record: CompactionRecord): Promise<void> {
-      this.saves.release()
-      await this.gate.promise
-      return super.saveRecord(record)
-    }
+/** A SQLite store whose record writes wait until the test releases them. */
+class HeldStore extends SqliteStore {
+  readonly saves = held()
+  readonly gate = held()
+  constructor(readonly shared: boolean) {
+    super(':memory:')
   }
+  override async saveRecord(record: CompactionRecord): Promise<void> {
+    this.saves.release()
+    await this.gate.promise
+    return super.saveRecord(record)
+  }
+}
+
+describe('a compaction and its record', () => {
   const history = { messages: [user('fix the date parser'), assistant('looking'), user('and?')], mode: 'manual', session_id: 'sess-1' }
 
   for (const shared of [false, true]) {
@@ -117,4 +120,59 @@ describe('a compaction and its record', () => {
     expect((await reopened.listRecords('sess-1', '', { limit: 10 })).records).toHaveLength(1)
     await reopened.close()
   })
+})
+
+describe('a proxied compaction and its record', () => {
+  const isSummaryCall = (r: ReceivedRequest): boolean => (r.body.tools ?? []).some((t) => t.name === 'record_summary')
+  /** A task and 40 shell steps of 2,000 characters: over a budget of 6,000 tokens. */
+  const history: Message[] = [user('Fix the failing parser test in src/parse.ts')]
+  for (let i = 0; i < 40; i++) history.push(...shellStep(`toolu_${i}`, `cat src/module_${i}.ts`, `line ${i}: ${'x'.repeat(2_000)}`))
+  history.push(assistant('Read 40 modules.'), user('Now update docs/parser.md to match'))
+
+  for (const shared of [false, true]) {
+    it(
+      shared
+        ? 'a store other replicas read: the request is forwarded while its record is written, and the answer waits for the record'
+        : 'SQLite: the request is forwarded while its record is written, the answer does not wait, and a read of the session does',
+      async () => {
+        const fake = await new FakeAnthropic().start()
+        fake.fallback = (r) => (isSummaryCall(r) ? { toolInput: { objective: 'Fix the failing parser test' } } : { text: 'forwarded' })
+        const store = new HeldStore(shared)
+        const app = await testApp({ ANTHROPIC_API_KEY: 'sk-ant-upstream-writes-test-000000', ANTHROPIC_BASE_URL: fake.url, COMPACT_PRECOMPUTE_AT: 'off' }, { store })
+        let answered = false
+        const answer = app
+          .inject({
+            method: 'POST',
+            url: '/v1/messages',
+            headers: { 'anthropic-version': '2023-06-01', 'x-compaction-budget': '6000', 'x-compaction-session': 'proxy-held' },
+            payload: { model: 'claude-test', max_tokens: 16, messages: history }
+          })
+          .then((r) => ((answered = true), r))
+        await store.saves.promise
+        // The record's write has begun and is held; the forwarded request reaches the upstream all the same.
+        for (let i = 0; i < 200 && !fake.requests.some((r) => !isSummaryCall(r)); i++) await new Promise((resolve) => setTimeout(resolve, 10))
+        expect(fake.requests.filter((r) => !isSummaryCall(r))).toHaveLength(1)
+        if (!shared) {
+          const res = await answer
+          expect(res.statusCode).toBe(200)
+          expect(res.headers['x-compaction']).toBe('compacted')
+          let listed = false
+          const list = app.inject({ url: '/v1/sessions/proxy-held/compactions' }).then((r) => ((listed = true), r))
+          await turns()
+          expect(listed).toBe(false)
+          store.gate.release()
+          expect((await list).json().compactions).toHaveLength(1)
+        } else {
+          // time enough for the upstream to answer: the answer still waits for the record
+          await new Promise((resolve) => setTimeout(resolve, 300))
+          expect(answered).toBe(false)
+          store.gate.release()
+          expect((await answer).statusCode).toBe(200)
+          expect((await app.inject({ url: '/v1/sessions/proxy-held/compactions' })).json().compactions).toHaveLength(1)
+        }
+        await app.close()
+        await fake.close()
+      }
+    )
+  }
 })

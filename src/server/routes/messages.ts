@@ -110,6 +110,7 @@ function withErrorEvent(body: Readable, aborted: () => boolean): Readable {
  */
 export const messagesRoutes: FastifyPluginAsync<MessagesRouteOptions> = async (app, options) => {
   const { upstream, compactor, metrics, store } = options
+  const { writes } = app
   // In this plugin only: the body's bytes are kept beside its JSON, so that it can be forwarded unchanged.
   app.removeContentTypeParser('application/json')
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => {
@@ -149,11 +150,24 @@ export const messagesRoutes: FastifyPluginAsync<MessagesRouteOptions> = async (a
       throw err
     }
     outcomes.set(request, outcome.kind)
+    // The record and the cold layer never hold the forward: they are written while the model works on the
+    // forwarded request. With SQLite, whose writes hold this thread, the write begins once the request is on
+    // its way, reads of the session waiting for it (WritesAfterAnswers); with a store other replicas read,
+    // the answer waits for it too.
+    let recorded: Promise<void> | undefined
+    let begin: (() => void) | undefined
     if (outcome.kind === 'compacted') {
       const { run } = outcome
       countCompaction(metrics, run)
       metrics.proxyCompactions.inc({ source: outcome.source })
-      if (store) await keepRecord(store, metrics, request.log, { mode: 'auto', session_id: session }, request.keyName, run.response, outcome.memory)
+      if (store) {
+        const keep = (): Promise<void> => keepRecord(store, metrics, request.log, { mode: 'auto', session_id: session }, request.keyName, run.response, outcome.memory)
+        if (store.shared) recorded = keep()
+        else {
+          begin = writes.reserve(request.keyName, session, keep)
+          reply.raw.once('close', begin)
+        }
+      }
       request.log.info(
         { event: 'context_compacted', via: 'proxy', source: outcome.source, session_id: session, key_name: request.keyName || undefined, summary_id: outcome.summaryId, summarizer: run.response.summarizer.kind, ...run.response.stats },
         'context_compacted'
@@ -161,8 +175,11 @@ export const messagesRoutes: FastifyPluginAsync<MessagesRouteOptions> = async (a
     }
     const payload = outcome.kind === 'none' ? body.bytes : Buffer.from(JSON.stringify({ ...(body.value as object), messages: outcome.messages }))
     const asked = performance.now()
-    const res = await upstream.send(path, upstreamHeaders(request.headers, credentials), payload, abort.signal)
+    const sending = upstream.send(path, upstreamHeaders(request.headers, credentials), payload, abort.signal)
+    if (begin) setImmediate(begin)
+    const res = await sending
     const upstreamMs = performance.now() - asked
+    await recorded // keepRecord logs and counts its own failures: it never rejects
     metrics.proxyUpstreamSeconds.observe({ endpoint }, upstreamMs / 1_000)
     request.log.info(
       {

@@ -5,6 +5,7 @@ import type { CachedSummary, CompactionRecord, MemoryOwner, MemoryRow, Recap, Re
 import { StoreError } from './store.js'
 import { KIND_WEIGHT, MAX_SESSION_MEMORY, type StoredRecord, decodeCursor, encodeCursor, queryWords, withSections } from './common.js'
 import { at } from '../compaction/index.js'
+import { type SqliteWriter, WriterThread, inlineWriter } from './sqlite-writer.js'
 
 /**
  * Schema migrations, versioned in code: migration N brings `user_version` from N-1 to N. Append only;
@@ -74,43 +75,110 @@ function makeFolder(folder: string): void {
   for (const dir of missing.reverse()) mkdirSync(dir)
 }
 
-/** SQLite through better-sqlite3, in WAL mode: readers never wait for the writer. */
+/** A connection as the store uses it: WAL (readers never wait for the writer), synchronous NORMAL, a busy timeout. */
+export function openConnection(path: string): Database.Database {
+  const db = new Database(path)
+  db.pragma('journal_mode = WAL')
+  db.pragma('synchronous = NORMAL')
+  db.pragma('busy_timeout = 5000')
+  return db
+}
+
+/**
+ * The store's writes on one connection, run where that connection lives: in the writer thread for a file
+ * (sqlite-writer.ts), in the calling thread for `:memory:` (no second connection can see it).
+ */
+export class SqliteWrites {
+  private readonly statements
+
+  constructor(private readonly db: Database.Database) {
+    this.statements = {
+      insert: db.prepare('INSERT INTO compactions (id, session_id, key_name, created_at, created_ms, record) VALUES (@id, @session_id, @key_name, @created_at, @created_ms, @record)'),
+      putCache: db.prepare('INSERT INTO summary_cache (key, value, expires_ms) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value, expires_ms = excluded.expires_ms'),
+      pruneRecords: db.prepare('DELETE FROM compactions WHERE created_ms < ?'),
+      pruneCache: db.prepare('DELETE FROM summary_cache WHERE expires_ms <= ?'),
+      health: db.prepare('INSERT INTO health (id, checked_ms) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET checked_ms = excluded.checked_ms'),
+      insertMemory: db.prepare(
+        'INSERT INTO memory (key_name, session_id, compaction_id, kind, text, msg_from, msg_to, created_at, created_ms) VALUES (@key_name, @session_id, @compaction_id, @kind, @text, @from, @to, @created_at, @created_ms)'
+      ),
+      capMemory: db.prepare('DELETE FROM memory WHERE key_name = ? AND session_id = ? AND id <= (SELECT id FROM memory WHERE key_name = ? AND session_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)'),
+      pruneMemory: db.prepare('DELETE FROM memory WHERE created_ms < ?')
+    }
+  }
+
+  /** A record whose summary is its text alone: the sections parse back out of the text, so only the text is kept. */
+  saveRecord(record: StoredRecord): void {
+    this.statements.insert.run({
+      id: record.id,
+      session_id: record.session_id,
+      key_name: record.key_name,
+      created_at: record.created_at,
+      created_ms: Date.parse(record.created_at),
+      record: JSON.stringify(record)
+    })
+  }
+
+  putCached(key: string, value: CachedSummary, expiresAtMs: number): void {
+    this.statements.putCache.run(key, JSON.stringify(value), expiresAtMs)
+  }
+
+  saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): void {
+    if (rows.length === 0) return
+    const created_ms = Date.parse(owner.created_at)
+    this.db.transaction(() => {
+      for (const r of rows) this.statements.insertMemory.run({ ...owner, created_ms, kind: r.kind, text: r.text, from: r.from, to: r.to })
+      this.statements.capMemory.run(owner.key_name, owner.session_id, owner.key_name, owner.session_id, MAX_SESSION_MEMORY)
+    })()
+  }
+
+  prune(beforeMs: number, nowMs: number): { records: number; cache: number; memory: number } {
+    return {
+      records: this.statements.pruneRecords.run(beforeMs).changes,
+      cache: this.statements.pruneCache.run(nowMs).changes,
+      memory: this.statements.pruneMemory.run(beforeMs).changes
+    }
+  }
+
+  checkWritable(): void {
+    this.statements.health.run(Date.now())
+  }
+}
+
+export interface SqliteStoreOptions {
+  /**
+   * Where writes run: `thread`, a writer thread with a connection of its own (the default for a file: a
+   * cold layer's indexing takes 10-45 ms, which the event loop no longer waits for), or `inline`, on this
+   * thread's connection (the only choice for `:memory:`).
+   */
+  writer?: 'thread' | 'inline'
+}
+
+/** SQLite through better-sqlite3, in WAL mode: reads on this thread's connection, writes where `writer` says. */
 export class SqliteStore implements Store {
   private readonly db: Database.Database
   private readonly statements
+  private readonly writer: SqliteWriter
 
   /** Opens (creating the file and its folder) and migrates; throws a StoreError naming the file on failure. */
-  constructor(readonly path: string) {
+  constructor(
+    readonly path: string,
+    options: SqliteStoreOptions = {}
+  ) {
     try {
       if (path !== ':memory:') makeFolder(dirname(path))
-      this.db = new Database(path)
-      this.db.pragma('journal_mode = WAL')
-      this.db.pragma('synchronous = NORMAL')
-      this.db.pragma('busy_timeout = 5000')
+      this.db = openConnection(path)
       this.migrate()
     } catch (err) {
       throw new StoreError(`cannot open the database ${path}: ${err instanceof Error ? err.message : String(err)}`, { cause: err })
     }
     this.statements = {
-      insert: this.db.prepare(
-        'INSERT INTO compactions (id, session_id, key_name, created_at, created_ms, record) VALUES (@id, @session_id, @key_name, @created_at, @created_ms, @record)'
-      ),
       page: this.db.prepare('SELECT seq, record FROM compactions WHERE key_name = ? AND session_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?'),
       getCache: this.db.prepare('SELECT value FROM summary_cache WHERE key = ? AND expires_ms > ?'),
-      putCache: this.db.prepare('INSERT INTO summary_cache (key, value, expires_ms) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value, expires_ms = excluded.expires_ms'),
-      pruneRecords: this.db.prepare('DELETE FROM compactions WHERE created_ms < ?'),
-      pruneCache: this.db.prepare('DELETE FROM summary_cache WHERE expires_ms <= ?'),
-      health: this.db.prepare('INSERT INTO health (id, checked_ms) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET checked_ms = excluded.checked_ms'),
-      insertMemory: this.db.prepare(
-        'INSERT INTO memory (key_name, session_id, compaction_id, kind, text, msg_from, msg_to, created_at, created_ms) VALUES (@key_name, @session_id, @compaction_id, @kind, @text, @from, @to, @created_at, @created_ms)'
-      ),
-      capMemory: this.db.prepare(
-        'DELETE FROM memory WHERE key_name = ? AND session_id = ? AND id <= (SELECT id FROM memory WHERE key_name = ? AND session_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)'
-      ),
-      pruneMemory: this.db.prepare('DELETE FROM memory WHERE created_ms < ?'),
       latest: this.db.prepare('SELECT record FROM compactions WHERE key_name = ? AND session_id = ? ORDER BY seq DESC LIMIT 1'),
       countRecords: this.db.prepare('SELECT COUNT(*) AS n FROM compactions WHERE key_name = ? AND session_id = ?')
     }
+    const inline = path === ':memory:' || options.writer === 'inline'
+    this.writer = inline ? inlineWriter(new SqliteWrites(this.db)) : new WriterThread(path)
   }
 
   private migrate(): void {
@@ -127,15 +195,8 @@ export class SqliteStore implements Store {
   }
 
   async saveRecord(record: CompactionRecord): Promise<void> {
-    this.statements.insert.run({
-      id: record.id,
-      session_id: record.session_id,
-      key_name: record.key_name,
-      created_at: record.created_at,
-      created_ms: Date.parse(record.created_at),
-      // The sections parse back out of the summary text, so only the text is kept.
-      record: JSON.stringify({ ...record, summary: { text: record.summary.text } })
-    })
+    // Only the text of the summary is kept (and sent to the writer).
+    await this.writer.run('saveRecord', [{ ...record, summary: { text: record.summary.text } }])
   }
 
   async listRecords(sessionId: string, keyName: string, options: { limit: number; cursor?: string }): Promise<RecordPage> {
@@ -154,16 +215,12 @@ export class SqliteStore implements Store {
   }
 
   async putCached(key: string, value: CachedSummary, expiresAtMs: number): Promise<void> {
-    this.statements.putCache.run(key, JSON.stringify(value), expiresAtMs)
+    await this.writer.run('putCached', [key, value, expiresAtMs])
   }
 
   async saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): Promise<void> {
     if (rows.length === 0) return
-    const created_ms = Date.parse(owner.created_at)
-    this.db.transaction(() => {
-      for (const r of rows) this.statements.insertMemory.run({ ...owner, created_ms, kind: r.kind, text: r.text, from: r.from, to: r.to })
-      this.statements.capMemory.run(owner.key_name, owner.session_id, owner.key_name, owner.session_id, MAX_SESSION_MEMORY)
-    })()
+    await this.writer.run('saveMemory', [owner, rows])
   }
 
   async recall(sessionId: string, keyName: string, query: RecallQuery): Promise<RecallHit[]> {
@@ -204,23 +261,25 @@ export class SqliteStore implements Store {
   }
 
   async prune(beforeMs: number, nowMs: number): Promise<{ records: number; cache: number; memory: number }> {
-    return {
-      records: this.statements.pruneRecords.run(beforeMs).changes,
-      cache: this.statements.pruneCache.run(nowMs).changes,
-      memory: this.statements.pruneMemory.run(beforeMs).changes
-    }
+    return this.writer.run('prune', [beforeMs, nowMs])
   }
 
   async checkWritable(): Promise<void> {
-    this.statements.health.run(Date.now())
+    await this.writer.run('checkWritable', [])
   }
 
-  /** The connection itself, for tests that must make the disk misbehave. */
+  room(): Promise<void> {
+    return this.writer.room()
+  }
+
+  /** This thread's connection (reads; writes too when inline), for tests that must make the disk misbehave. */
   get connection(): Database.Database {
     return this.db
   }
 
+  /** Closes after every write asked for so far is done. */
   async close(): Promise<void> {
+    await this.writer.close()
     if (this.db.open) this.db.close()
   }
 }

@@ -92,6 +92,11 @@ export interface Store {
   prune(beforeMs: number, nowMs: number): Promise<{ records: number; cache: number; memory: number }>
   /** Throws when the store cannot be written. */
   checkWritable(): Promise<void>
+  /**
+   * Resolves when the store can take more writes without its backlog growing (SQLite's writer thread); a
+   * caller that writes after answering waits for it first, so that answers slow to the writes' pace.
+   */
+  room?(): Promise<void>
   close(): Promise<void>
 }
 

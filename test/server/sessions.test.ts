@@ -135,7 +135,8 @@ describe('a store that fails', () => {
   })
 
   it('a store that turns read-only fails /readyz with 503, and compactions are still answered', async () => {
-    const app = await testApp({ COMPACT_DB: tempDb() })
+    // Writes on the connection the test makes read-only (a file's writes run in a thread of their own otherwise).
+    const app = await testApp({}, { store: new SqliteStore(tempDb(), { writer: 'inline' }) })
     expect((await app.inject({ url: '/readyz' })).json()).toEqual({ status: 'ready', checks: { store: 'ok' } })
     ;(app.store as SqliteStore).connection.pragma('query_only = 1')
     const ready = await app.inject({ url: '/readyz' })

@@ -5,6 +5,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { emptySections } from '../../src/compaction/index.js'
 import { PG_SCHEMA_VERSION, PostgresStore } from '../../src/storage/postgres.js'
 import { SCHEMA_VERSION, SqliteStore } from '../../src/storage/sqlite.js'
+import { MAX_WRITE_BACKLOG } from '../../src/storage/sqlite-writer.js'
 import { type CompactionRecord, InvalidCursorError, type Store } from '../../src/storage/store.js'
 import { tempDb } from '../helpers/process.js'
 import { PG_URL, dropSchemas, freshPgUrl, pgMissing } from '../helpers/services.js'
@@ -128,11 +129,41 @@ describe('SqliteStore', () => {
   })
 
   it('says when it cannot be written', async () => {
-    const s = new SqliteStore(tempDb())
+    // Writes on the connection the test makes read-only (a file's writes run in a thread of their own otherwise).
+    const s = new SqliteStore(tempDb(), { writer: 'inline' })
     stores.push(s)
     await expect(s.checkWritable()).resolves.toBeUndefined()
     s.connection.pragma('query_only = 1')
     await expect(s.checkWritable()).rejects.toThrow(/readonly|read-only/i)
+  })
+
+  it('writes in a thread of its own: each write is readable here once it resolves, a failed one rejects with SQLite\'s words, and close waits for every write asked for', async () => {
+    const path = tempDb()
+    const s = new SqliteStore(path)
+    for (let i = 0; i < 20; i++) {
+      await s.saveRecord(record(`cmp_${i}`, 'sess', 'k'))
+      expect((await s.listRecords('sess', 'k', { limit: 50 })).records).toHaveLength(i + 1)
+    }
+    await expect(s.saveRecord(record('cmp_0', 'sess', 'k'))).rejects.toThrow(/UNIQUE constraint failed: compactions\.id/)
+    // Room: with MAX_WRITE_BACKLOG writes or more waiting, a caller that asks for room waits until they are fewer.
+    await expect(s.room()).resolves.toBeUndefined()
+    const backlog = Array.from({ length: MAX_WRITE_BACKLOG + 4 }, (_, i) => s.putCached(`key_${i}`, { sections: emptySections(), model: null }, Date.now() + 60_000))
+    let roomy = false
+    const room = s.room().then(() => (roomy = true))
+    await Promise.resolve()
+    expect(roomy).toBe(false)
+    await Promise.all(backlog)
+    await room
+    expect(roomy).toBe(true)
+    // Asked for and not awaited: all of them are in the file after close.
+    const asked = Array.from({ length: 200 }, (_, i) => s.saveMemory({ compaction_id: `cmp_${i}`, session_id: 'sess', key_name: 'k', created_at: '2026-11-30T00:00:00.000Z' }, [{ kind: 'command', text: `ran step ${i}`, from: i, to: i }]))
+    await s.close()
+    await Promise.all(asked)
+    const db = new Database(path, { readonly: true })
+    expect(db.prepare('SELECT COUNT(*) AS n FROM memory').get()).toEqual({ n: 200 })
+    expect(db.prepare('SELECT COUNT(*) AS n FROM compactions').get()).toEqual({ n: 20 })
+    db.close()
+    await expect(s.saveRecord(record('cmp_late', 'sess', 'k'))).rejects.toThrow(/writer thread has stopped/)
   })
 })
 

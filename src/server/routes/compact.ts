@@ -152,6 +152,7 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
       const keep = (): Promise<void> => keepRecord(store, metrics, request.log, body, request.keyName, response, run.memory)
       if (store.shared) await keep()
       else {
+        await store.room?.()
         const begin = writes.reserve(request.keyName, body.session_id, keep)
         reply.raw.once('finish', begin)
         reply.raw.once('close', begin)

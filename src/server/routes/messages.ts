@@ -164,6 +164,7 @@ export const messagesRoutes: FastifyPluginAsync<MessagesRouteOptions> = async (a
         const keep = (): Promise<void> => keepRecord(store, metrics, request.log, { mode: 'auto', session_id: session }, request.keyName, run.response, outcome.memory)
         if (store.shared) recorded = keep()
         else {
+          await store.room?.()
           begin = writes.reserve(request.keyName, session, keep)
           reply.raw.once('close', begin)
         }

@@ -210,9 +210,8 @@ export function readLedger(messages: readonly Message[], offset = 0): Ledger {
     }
   }
   const filesModified = [...modified.values()]
-  // Made at its size at once: a list grown by pushes is copied as it grows (megabytes at 50,000 files).
-  const filesRead: string[] = modified.size === 0 ? [...read] : []
-  if (modified.size > 0) for (const p of read) if (!modified.has(p)) filesRead.push(p)
+  // Made at its size at once when nothing was modified: a list grown by pushes is copied as it grows.
+  const filesRead = modified.size === 0 ? [...read] : [...read].filter((p) => !modified.has(p))
   const failedTests = [...tests.values()].filter((t) => t.failedOnce)
   return { filesModified, filesRead, commands, errors: mergeErrors(errors, commands), userRequests, tests: failedTests, todos }
 }

@@ -123,7 +123,6 @@ export class SqliteWrites {
   }
 
   saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): void {
-    if (rows.length === 0) return
     const created_ms = Date.parse(owner.created_at)
     this.db.transaction(() => {
       for (const r of rows) this.statements.insertMemory.run({ ...owner, created_ms, kind: r.kind, text: r.text, from: r.from, to: r.to })

@@ -3,6 +3,7 @@ import type { CompactRunView, ResponseView } from '../service/compact.js'
 import type { Store } from '../storage/store.js'
 import type { Metrics } from '../telemetry/metrics.js'
 import type { CompactRequestBody } from '../contract/schemas.js'
+import type { WritesAfterAnswers } from './writes.js'
 
 /** Counts a compaction's figures and its summarizer's work, wherever it ran (the compact route, the proxy). */
 export function countCompaction(metrics: Metrics, run: CompactRunView): void {
@@ -65,3 +66,20 @@ export async function keepRecord(
   }
 }
 
+/**
+ * When a compaction's record and cold layer (`keep`) are written, for every route that keeps them. With a
+ * store other replicas read, at once: the caller's answer waits for `recorded`. Otherwise, once the store's
+ * backlog has room, reserved so that reads of the session wait for it, and begun by the caller (`begin`,
+ * once however often called) when its answer no longer needs the event loop.
+ */
+export async function scheduleRecord(
+  store: Store,
+  writes: WritesAfterAnswers,
+  keyName: string,
+  sessionId: string | undefined,
+  keep: () => Promise<void>
+): Promise<{ recorded?: Promise<void>; begin?: () => void }> {
+  if (store.shared) return { recorded: keep() }
+  await store.room?.()
+  return { begin: writes.reserve(keyName, sessionId, keep) }
+}

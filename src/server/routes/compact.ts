@@ -3,7 +3,7 @@ import type { FastifyValidationResult } from 'fastify/types/schema.js'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { type CompactDeps, type CompactRunView, runCompaction } from '../../service/compact.js'
-import { countCompaction, keepRecord } from '../records.js'
+import { countCompaction, keepRecord, scheduleRecord } from '../records.js'
 import { readBody } from '../body.js'
 import type { Store } from '../../storage/store.js'
 import type { Metrics } from '../../telemetry/metrics.js'
@@ -150,13 +150,12 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
       // them in this process wait for the write (WritesAfterAnswers). With PostgreSQL, which other
       // replicas read, the answer waits for it instead.
       const keep = (): Promise<void> => keepRecord(store, metrics, request.log, body, request.keyName, response, run.memory)
-      if (store.shared) await keep()
-      else {
-        await store.room?.()
-        const begin = writes.reserve(request.keyName, body.session_id, keep)
+      const { recorded, begin } = await scheduleRecord(store, writes, request.keyName, body.session_id, keep)
+      if (begin) {
         reply.raw.once('finish', begin)
         reply.raw.once('close', begin)
       }
+      await recorded
     }
     const fault = response.summarizer?.fallback_reason
     if (fault && fault !== 'no_api_key') {

@@ -9,7 +9,7 @@ import type { Store } from '../../storage/store.js'
 import type { Metrics } from '../../telemetry/metrics.js'
 import { ApiError, errorBody } from '../errors.js'
 import { parseJsonBody } from '../json.js'
-import { countCompaction, keepRecord } from '../records.js'
+import { countCompaction, keepRecord, scheduleRecord } from '../records.js'
 import { KEYED, keyedResponses } from './security.js'
 
 /** A proxied body: its bytes as they came (forwarded as they are when nothing is compacted) and their JSON. */
@@ -162,12 +162,8 @@ export const messagesRoutes: FastifyPluginAsync<MessagesRouteOptions> = async (a
       metrics.proxyCompactions.inc({ source: outcome.source })
       if (store) {
         const keep = (): Promise<void> => keepRecord(store, metrics, request.log, { mode: 'auto', session_id: session }, request.keyName, run.response, outcome.memory)
-        if (store.shared) recorded = keep()
-        else {
-          await store.room?.()
-          begin = writes.reserve(request.keyName, session, keep)
-          reply.raw.once('close', begin)
-        }
+        ;({ recorded, begin } = await scheduleRecord(store, writes, request.keyName, session, keep))
+        if (begin) reply.raw.once('close', begin)
       }
       request.log.info(
         { event: 'context_compacted', via: 'proxy', source: outcome.source, session_id: session, key_name: request.keyName || undefined, summary_id: outcome.summaryId, summarizer: run.response.summarizer.kind, ...run.response.stats },

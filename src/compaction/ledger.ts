@@ -1,5 +1,6 @@
 import { toolRule } from './catalog.js'
 import { isServiceText } from './markers.js'
+import { isHarnessContext } from './context.js'
 import { patchFiles, readShellCommand } from './shell.js'
 import { type TestStatus, isEmptySearch, testResults, whyLines } from './failures.js'
 import { exitCodeOf } from './signal.js'
@@ -72,12 +73,15 @@ export interface Ledger {
 
 export const ERROR_SIGNAL_LINES = 4
 
-/** The user's own words in a prompt message: its text, less the service's summary and note blocks. */
+/**
+ * The user's own words in a prompt message: its text, less the service's summary and note blocks and
+ * the harness's context (carried over verbatim, never a request).
+ */
 export function userText(message: Message): string {
   return blocksOf(message)
     .filter(isTextBlock)
     .map((b) => b.text)
-    .filter((t) => !isServiceText(t))
+    .filter((t) => !isServiceText(t) && !isHarnessContext(t))
     .join('\n')
     .trim()
 }

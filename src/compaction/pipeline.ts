@@ -8,7 +8,8 @@ import { DEFAULT_RENDER, type RenderedSpan, findPriorSummaries, renderSpan } fro
 import { LIST_SECTIONS, type SummarySections } from './sections.js'
 import { formatSummary, oneLine } from './summary-text.js'
 import { CHARS_PER_TOKEN, MESSAGE_OVERHEAD_TOKENS, estimateScale, rawMessageTokens, rawSystemTokens, scaled, textTokens } from './tokens.js'
-import { assembleHistory, summaryBlocks, summaryNote } from './turn.js'
+import { assembledHead, summaryBlocks, summaryNote } from './turn.js'
+import { type CarriedContext, NO_CONTEXT, carriedContext } from './context.js'
 import { type Message, type SystemPrompt, blocksOf, isPromptMessage, isTextBlock } from './types.js'
 import { type HistoryProblem, place, pointer } from './validate.js'
 import { at } from './at.js'
@@ -26,6 +27,8 @@ export const SUMMARY_SHARE = 10
 export const SUMMARY_FLOOR_TOKENS = 300
 /** The tail may take at most this share of the budget unless the client says otherwise. */
 export const KEEP_SHARE = 3
+/** The context carried over verbatim (system messages, harness context) may take at most this share of the budget. */
+export const CARRIED_SHARE = 8
 
 export interface CompactionInput {
   messages: Message[]
@@ -59,6 +62,10 @@ export interface CompactionStats {
   clipped_tool_results: number
   guard_added: number
   estimate_scale: number
+  /** Tokens of the span's system messages and harness context carried over verbatim (in context_after_compaction). */
+  carried_context_tokens: number
+  /** Kinds of such context left out because they would pass the bound of what is carried. */
+  carried_context_dropped: number
 }
 
 /** Everything decided before a summarizer is called. Pure data: the summarizer works from it. */
@@ -76,6 +83,8 @@ export interface CompactionPlan {
   /** The messages to summarize; a model summarizer renders them (renderSpan), the extractive one never does. */
   span: Message[]
   ledger: Ledger
+  /** The span's system messages and harness context, carried into the compacted history verbatim. */
+  context: CarriedContext
   /** The prior summaries of the span, merged, redacted. */
   prior: SummarySections | undefined
   priorTurns: number
@@ -133,7 +142,10 @@ export function planCompaction(input: CompactionInput): CompactionPlan {
   const sizing = budget ?? input.sizingBudgetTokens
   const keepTokens = input.keepTokens ?? Math.floor(sizing / KEEP_SHARE)
   const summaryMaxTokens = Math.max(SUMMARY_FLOOR_TOKENS, Math.floor(sizing / SUMMARY_SHARE))
-  const tailBound = Math.max(0, budget === undefined ? keepTokens : Math.min(keepTokens, budget - fixedTokens - summaryMaxTokens))
+  const contextMaxTokens = Math.floor(sizing / CARRIED_SHARE)
+  // The room the summary leaves for the tail and the context carried over.
+  const room = budget === undefined ? undefined : budget - fixedTokens - summaryMaxTokens
+  let tailBound = Math.max(0, room === undefined ? keepTokens : Math.min(keepTokens, room))
 
   let reason: Reason
   if (input.mode === 'manual') reason = 'manual'
@@ -141,9 +153,19 @@ export function planCompaction(input: CompactionInput): CompactionPlan {
   else reason = rawHistoryTokens > budget ? 'over_budget' : 'under_budget'
 
   const wantsCut = reason === 'manual' || reason === 'over_budget'
-  const cut = wantsCut
-    ? planCut(messages, tokens, { keepTokens: tailBound, keepTurns: input.keepTurns, scale })
-    : { cut: 0, tail: [...messages], tailTokens: rawHistoryTokens - fixedTokens, clips: [] as Clip[] }
+  const cutAt = (bound: number): CutPlan => planCut(messages, tokens, { keepTokens: bound, keepTurns: input.keepTurns, scale })
+  let cut = wantsCut ? cutAt(tailBound) : { cut: 0, tail: [...messages], tailTokens: rawHistoryTokens - fixedTokens, clips: [] as Clip[] }
+  // The context the span carries over comes first: where it and the tail would not both fit, the tail
+  // is cut again within what the context leaves, and the context then takes at most the room left.
+  let context = wantsCut ? carriedContext(messages.slice(0, cut.cut), contextMaxTokens, scale) : NO_CONTEXT
+  if (room !== undefined && context !== NO_CONTEXT) {
+    const need = carriedTokens(context, scale)
+    if (cut.tailTokens + need > room) {
+      tailBound = Math.max(0, Math.min(tailBound, room - need))
+      cut = cutAt(tailBound)
+    }
+    context = carriedContext(messages.slice(0, cut.cut), Math.min(contextMaxTokens, Math.max(0, room - cut.tailTokens)), scale)
+  }
   if (wantsCut && cut.cut === 0) reason = 'nothing_to_compact'
   else if (wantsCut && input.dryRun) reason = 'dry_run'
 
@@ -164,6 +186,7 @@ export function planCompaction(input: CompactionInput): CompactionPlan {
     summaryMaxTokens,
     span,
     ledger: readLedger(span),
+    context,
     prior,
     priorTurns: priorSummaries.reduce((n, p) => n + p.compactedTurns, 0),
     latestAssistantText: latestAssistantText(span),
@@ -249,9 +272,18 @@ export function uncompacted(plan: CompactionPlan): NotCompacted {
       context_after_compaction: plan.rawHistoryTokens,
       clipped_tool_results: plan.reason === 'dry_run' ? plan.cut.clips.length : 0,
       guard_added: 0,
-      estimate_scale: roundScale(plan.scale)
+      estimate_scale: roundScale(plan.scale),
+      carried_context_tokens: 0,
+      carried_context_dropped: 0
     }
   }
+}
+
+/** The estimate of the context carried over, as it is assembled (its blocks, one system message). */
+function carriedTokens(context: CarriedContext, scale: number): number {
+  const user = context.user.length > 0 ? scaled(rawMessageTokens({ role: 'user', content: [...context.user] }) - MESSAGE_OVERHEAD_TOKENS, scale) : 0
+  const system = context.system.length > 0 ? scaled(rawMessageTokens({ role: 'system', content: [...context.system] }), scale) : 0
+  return user + system
 }
 
 /**
@@ -278,13 +310,15 @@ export function finishCompaction(plan: CompactionPlan, options: FinishOptions): 
   const text = formatSummary(fitted, header)
 
   const blocks = summaryBlocks(text, recallHint, options.recallTool)
-  const messages = assembleHistory(blocks, plan.cut.tail)
+  const head = { user: [...blocks, ...plan.context.user], system: plan.context.system }
+  const tail = plan.cut.tail
+  const { messages: headMessages, replaced } = assembledHead(head, tail)
+  const messages = headMessages.concat(tail.slice(replaced))
   const summaryTokens = scaled(rawMessageTokens({ role: 'user', content: blocks }), plan.scale)
-  // The tail's tokens are known from the plan; only a first message that took the summary is new.
-  const summaryInTail = messages.length === plan.cut.tail.length
-  const outputTokens = summaryInTail
-    ? plan.cut.tailTokens - scaled(rawMessageTokens(at(plan.cut.tail, 0)), plan.scale) + scaled(rawMessageTokens(at(messages, 0)), plan.scale)
-    : summaryTokens + plan.cut.tailTokens
+  // The tail's tokens are known from the plan; only the messages that took the head in are new.
+  let outputTokens = plan.cut.tailTokens
+  for (let i = 0; i < replaced; i++) outputTokens -= scaled(rawMessageTokens(at(tail, i)), plan.scale)
+  for (const m of headMessages) outputTokens += scaled(rawMessageTokens(m), plan.scale)
   return {
     compacted: true,
     reason: plan.reason,
@@ -302,7 +336,9 @@ export function finishCompaction(plan: CompactionPlan, options: FinishOptions): 
       context_after_compaction: plan.fixedTokens + outputTokens,
       clipped_tool_results: plan.cut.clips.length,
       guard_added: options.modelSections ? guarded.added : 0,
-      estimate_scale: roundScale(plan.scale)
+      estimate_scale: roundScale(plan.scale),
+      carried_context_tokens: carriedTokens(plan.context, plan.scale),
+      carried_context_dropped: plan.context.dropped
     }
   }
 }

@@ -3,7 +3,8 @@ import { isServiceText, isSummaryText } from './markers.js'
 import { type Redact, type RedactMany, redact } from './redact.js'
 import { isSignalLine, shortLine } from './signal.js'
 import { type ParsedSummary, parseSummary } from './summary-text.js'
-import { type Block, type Message, blocksOf, isTextBlock, isToolResult, toolResultText } from './types.js'
+import { type Block, type Message, blocksOf, isPromptMessage, isTextBlock, isToolResult, toolResultText } from './types.js'
+import { isHarnessContext } from './context.js'
 import { at } from './at.js'
 
 export interface RenderOptions {
@@ -131,7 +132,7 @@ function renderBlock(block: Block, role: Message['role'], names: Map<string, str
 
 /**
  * The span as a compact transcript for the summarizer: one part per message, the service's own summary
- * and note blocks left out (a prior summary is merged, never re-summarized as if the user said it), tool
+ * and note blocks left out, and so are system messages and harness context (carried over verbatim) (a prior summary is merged, never re-summarized as if the user said it), tool
  * outputs clipped, thinking dropped, media as placeholders, every secret redacted before any clip.
  * `offset` is the index of messages[0] in the client's history.
  */
@@ -139,10 +140,13 @@ export function renderSpan(messages: readonly Message[], offset = 0, options: Re
   const parts: RenderedMessage[] = []
   const names = new Map<string, string>()
   messages.forEach((m, k) => {
+    // System messages and the harness context of prompts are carried over verbatim, not summarized.
+    if (m.role === 'system') return
+    const prompt = isPromptMessage(m)
     const lines: string[] = []
     for (const block of blocksOf(m)) {
       if (block.type === 'tool_use') names.set(String(block.id), String(block.name))
-      if (isTextBlock(block) && isServiceText(block.text)) continue
+      if (isTextBlock(block) && (isServiceText(block.text) || (prompt && isHarnessContext(block.text)))) continue
       const rendered = renderBlock(block, m.role, names, options)
       if (rendered !== undefined) lines.push(rendered)
     }

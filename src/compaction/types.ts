@@ -1,6 +1,10 @@
 /** The Anthropic Messages shapes the core reads. Unknown block types pass through untouched. */
 
-export type Role = 'user' | 'assistant'
+/**
+ * `system`: a mid-conversation system message (an instruction from the client, not a turn of the
+ * conversation); it sits right after a user message and before an assistant turn or at the end.
+ */
+export type Role = 'user' | 'assistant' | 'system'
 
 export interface Block {
   type: string
@@ -53,6 +57,10 @@ export function isToolResult(block: Block): block is ToolResultBlock {
 /** A user message that carries no tool_result: something a person (or the client) asked. */
 export function isPromptMessage(message: Message): boolean {
   return message.role === 'user' && !blocksOf(message).some(isToolResult)
+}
+
+export function isSystemMessage(message: Message): boolean {
+  return message.role === 'system'
 }
 
 /** The text of a tool_result's content, however it was sent. */

@@ -85,20 +85,55 @@ function resultProblem(block: Record<string, unknown>, i: number, j: number): Hi
   return undefined
 }
 
+/** Where a mid-conversation system message may stand, as the Messages API places it; a problem else. */
+function systemPlacement(messages: readonly Message[], i: number): HistoryProblem | undefined {
+  const m = at(messages, i)
+  const before = messages[i - 1]
+  const after = messages[i + 1]
+  if (!before) return problem('history', i, undefined, 'a system message cannot be the first message; use the top-level `system` field for instructions that apply from the start')
+  if (before.role === 'system' || after?.role === 'system') return problem('history', i, undefined, 'consecutive system messages are not allowed')
+  const lastBlock = typeof before.content === 'string' ? undefined : before.content[before.content.length - 1]
+  if (before.role !== 'user' && lastBlock?.type !== 'server_tool_use') {
+    return problem('history', i, undefined, 'a system message must immediately follow a user message or an assistant message that ends in a server tool use')
+  }
+  if (after !== undefined && after.role !== 'assistant') return problem('history', i, undefined, 'a system message must be the last message or be followed by an assistant message')
+  const blocks = typeof m.content === 'string' ? [] : m.content
+  for (let j = 0; j < blocks.length; j++) {
+    const bad = shapeProblem(blocks[j], i, j)
+    if (bad) return bad
+    if (at(blocks, j).type !== 'text') return problem('history', i, j, 'a system message holds text blocks only')
+  }
+  return undefined
+}
+
 /**
  * Checks the rules a history must keep to be cut safely. Returns the first problem, or
  * undefined when the history is sound. Never guesses a repair: the client hears where it went wrong.
+ * System messages stand where the Messages API accepts them; the user and assistant turns around them
+ * alternate as if they were not there.
  */
 export function validateHistory(messages: readonly Message[]): HistoryProblem | undefined {
   if (messages.length === 0) return { kind: 'shape', path: '/messages', message: 'messages: at least one message is required' }
   if (at(messages, 0).role !== 'user') return problem('history', 0, undefined, 'the first message must have role "user"')
 
   let pending = new Map<string, number>() // tool_use id -> block index, from the previous assistant message
+  let previous: Message | undefined // the previous user or assistant message
+  let previousIndex = -1
   for (let i = 0; i < messages.length; i++) {
     const m = at(messages, i)
-    if (i > 0 && at(messages, i - 1).role === m.role) {
+    if (m.role === 'system') {
+      const bad = systemPlacement(messages, i)
+      if (bad) return bad
+      continue
+    }
+    // An assistant turn may go on after a system message that followed its server tool use.
+    const continued = m.role === 'assistant' && messages[i - 1]?.role === 'system'
+    if (previous !== undefined && previous.role === m.role && !continued) {
       return problem('history', i, undefined, `two "${m.role}" messages in a row; roles must alternate`)
     }
+    const before = previousIndex
+    previous = m
+    previousIndex = i
     const blocks = typeof m.content === 'string' ? [] : m.content
     const answered = new Set<string>()
     const calls = new Map<string, number>()
@@ -121,7 +156,7 @@ export function validateHistory(messages: readonly Message[]): HistoryProblem | 
     }
     if (m.role === 'user') {
       for (const [id, j] of pending) {
-        if (!answered.has(id)) return problem('history', i - 1, j, `tool_use "${id}" is not answered by a tool_result in messages[${i}]`)
+        if (!answered.has(id)) return problem('history', before, j, `tool_use "${id}" is not answered by a tool_result in messages[${i}]`)
       }
       pending = new Map()
     } else {

@@ -82,7 +82,9 @@ export const compactResponseExample = {
     context_after_compaction: 243,
     clipped_tool_results: 0,
     guard_added: 0,
-    estimate_scale: 1
+    estimate_scale: 1,
+    carried_context_tokens: 0,
+    carried_context_dropped: 0
   },
   summarizer: { kind: 'extractive', model: null, input_tokens: 0, output_tokens: 0, calls: 0, fallback_reason: null, duration_ms: 1 },
   doctrine_version: '2026-11-30.1'

@@ -16,7 +16,10 @@ export const Block = Type.Object(
 
 export const Message = Type.Object(
   {
-    role: Type.Enum(['user', 'assistant']),
+    role: Type.Enum(['user', 'assistant', 'system'], {
+      description:
+        'system: a mid-conversation system message, where the Messages API places one (after a user message, before an assistant turn or last, text only); carried into the compacted history verbatim, never summarized.'
+    }),
     content: Type.Union([Type.String(), Type.Array(Type.Ref('Block'))])
   },
   { additionalProperties: true, $id: 'Message', description: 'An Anthropic Messages API message (MessageParam).' }
@@ -84,7 +87,11 @@ export const Stats = Type.Object(
     context_after_compaction: Type.Integer({ description: 'system + tools + summary turn + tail, estimated.' }),
     clipped_tool_results: Type.Integer(),
     guard_added: Type.Integer({ description: 'Facts the guard put back into a model summary from the ledger.' }),
-    estimate_scale: Type.Number({ description: 'Factor applied to the estimate to match usage.input_tokens (1 without usage).' })
+    estimate_scale: Type.Number({ description: 'Factor applied to the estimate to match usage.input_tokens (1 without usage).' }),
+    carried_context_tokens: Type.Integer({
+      description: "Tokens of the compacted span's system messages and harness context (`<system-reminder>` blocks and the like) carried into the compacted history verbatim, the newest of each kind; counted in context_after_compaction."
+    }),
+    carried_context_dropped: Type.Integer({ description: 'Kinds of such context left out, the oldest first, because carrying them would pass an eighth of the budget.' })
   },
   { additionalProperties: false, $id: 'Stats' }
 )

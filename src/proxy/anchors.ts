@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { type Message, type TextBlock, assembleHistory, summaryBlocks } from '../compaction/index.js'
+import { type Message, type SummaryHead, assembleHistory, assembledHead, blocksOf, headOf, isPromptMessage, isTextBlock, isToolResult, isToolUse } from '../compaction/index.js'
 import type { CompactedResponse } from '../service/compact.js'
 
 /**
@@ -13,15 +13,33 @@ export interface Anchor {
   cut: number
   /** SHA-256 of those messages. */
   prefixHash: string
-  /** The summary turn's blocks (the summary and the server's note). */
-  blocks: TextBlock[]
+  /** What the compaction put in front of the kept turns: the summary turn's blocks and the system blocks carried over. */
+  head: SummaryHead
   summaryId: string
 }
 
-/** The hash of a history's first `n` messages, one message at a time (no megabyte string is built). */
+/**
+ * The hash of a history's first `n` messages by their structure: roles, block types, tool call ids and
+ * names, and the text of the user's prompts. Tool results and the assistant's texts are left out, so a
+ * client that rewrites old tool output in place (pruning) still matches the summary that stands for it;
+ * another conversation, or an edited prompt, does not. One message at a time (no megabyte string is built).
+ */
 export function hashPrefix(messages: readonly Message[], n: number): string {
   const hash = createHash('sha256')
-  for (let i = 0; i < n; i++) hash.update(JSON.stringify(messages[i])).update('\n')
+  for (let i = 0; i < n; i++) {
+    const m = messages[i] as Message
+    hash.update(m.role).update('\u0000')
+    const prompt = isPromptMessage(m)
+    for (const b of blocksOf(m)) {
+      if (b.type === 'thinking' || b.type === 'redacted_thinking') continue
+      hash.update(b.type).update('\u0000')
+      if (isToolUse(b)) hash.update(String(b.id)).update('\u0000').update(String(b.name))
+      else if (isToolResult(b)) hash.update(String(b.tool_use_id))
+      else if (prompt && isTextBlock(b)) hash.update(b.text)
+      hash.update('\u0001')
+    }
+    hash.update('\n')
+  }
   return hash.digest('hex')
 }
 
@@ -32,22 +50,25 @@ export function holds(anchor: Anchor | undefined, messages: readonly Message[]):
 
 /** The history with the anchored messages replaced by its summary turn. */
 export function withAnchor(anchor: Anchor, messages: readonly Message[]): Message[] {
-  return assembleHistory(anchor.blocks, messages.slice(anchor.cut))
+  return assembleHistory(anchor.head, messages.slice(anchor.cut))
 }
 
 /**
  * The anchor a compaction of `input` makes, in terms of the client's history: `input` is the client's
- * `messages`, or them with `base`'s summary turn in front (which shares a message with the first kept one
- * when that one is a user message).
+ * `messages`, or them with `base`'s head in front (which may share the first kept messages).
  */
 export function anchorOf(response: CompactedResponse, messages: readonly Message[], base: Anchor | undefined): Anchor {
-  const shift = base && messages[base.cut]?.role !== 'user' ? 1 : 0
+  let shift = 0
+  if (base) {
+    const { messages: head, replaced } = assembledHead(base.head, messages.slice(base.cut))
+    shift = head.length - replaced
+  }
   const cut = (base?.cut ?? 0) + response.kept_from - shift
   return {
     cut,
     prefixHash: hashPrefix(messages, cut),
-    // the same blocks the compaction put in front of its tail (no recall hint, no recall tool in a proxy)
-    blocks: summaryBlocks(response.summary.text, undefined, false),
+    // the same head the compaction put in front of its tail, read back from what it sent
+    head: headOf(response.messages, messages.slice(cut)),
     summaryId: response.summary.id
   }
 }

@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto'
-import { type Message, type SystemPrompt, promptTokens } from '../compaction/index.js'
+import { type Message, SUMMARY_FLOOR_TOKENS, SUMMARY_SHARE, type SystemPrompt, promptTokens } from '../compaction/index.js'
 import type { MemoryEntry } from '../memory/entries.js'
 import type { CompactRequestBody } from '../contract/schemas.js'
+import type { Store } from '../storage/store.js'
 import { type CompactDeps, type CompactRun, type CompactRunView, type CompactedResponse, type ResponseView, runCompaction } from '../service/compact.js'
-import { type Anchor, anchorOf, holds, withAnchor } from './anchors.js'
+import { type Anchor, anchorOf, hashPrefix, holds, withAnchor } from './anchors.js'
 
 /** Sessions whose anchors are remembered at most; the least recently used is forgotten first. */
 export const MAX_PROXY_SESSIONS = 10_000
@@ -11,6 +12,41 @@ export const MAX_PROXY_SESSIONS = 10_000
 export const PROXY_SESSION_IDLE_MS = 3_600_000
 /** A precomputed summary is written again once the history has grown by this share of the budget since. */
 export const PRECOMPUTE_STEP = 0.1
+/** The least tail a proxied compaction keeps (keep_tokens' own floor). */
+const MIN_KEEP_TOKENS = 100
+/** How long a conversation's anchors are kept in the store after its last change (a restart, a replica finds them). */
+export const ANCHOR_TTL_MS = 86_400_000
+
+/** A conversation's anchors as kept where the next process and the other replicas find them. */
+export interface SavedConversation {
+  current?: Anchor
+  refined?: Anchor
+  pending?: Pending
+}
+
+/** Where anchors are kept beyond this process: the store (SQLite, or PostgreSQL shared by replicas). */
+export interface AnchorStore {
+  /** Read by other replicas too: the saved anchors are read at every request, not only a conversation's first here. */
+  shared: boolean
+  load(key: string): Promise<SavedConversation | undefined>
+  save(key: string, saved: SavedConversation): Promise<void>
+}
+
+/**
+ * A conversation's anchors in the store, under a hash of its key (tenant, session, first message). They are
+ * kept as JSON text, not as JSON the database may reorder, so that the summary turn comes back byte for byte.
+ */
+export function storedAnchors(store: Pick<Store, 'shared' | 'getState' | 'putState'>, now: () => number = Date.now): AnchorStore {
+  const key = (conversation: string): string => `anchors:${createHash('sha256').update(conversation).digest('hex')}`
+  return {
+    shared: store.shared === true,
+    load: async (conversation) => {
+      const text = await store.getState(key(conversation), now())
+      return typeof text === 'string' ? (JSON.parse(text) as SavedConversation) : undefined
+    },
+    save: (conversation, saved) => store.putState(key(conversation), JSON.stringify(saved), now() + ANCHOR_TTL_MS)
+  }
+}
 
 export interface ProxyRequest {
   messages: Message[]
@@ -57,12 +93,18 @@ export interface ProxyCompactorOptions {
   canPrecompute: () => boolean
   onPrecompute: (event: PrecomputeEvent, err?: unknown) => void
   maxSessions?: number
+  /** After a crossing the context lands at this share of the room between system + tools and the budget; undefined: keep_tokens' default. */
+  targetShare?: number
+  /** Where anchors outlive the process; only in memory without. */
+  anchors?: AnchorStore
+  /** A store fault while anchors were read or written (the proxy goes on from memory). */
+  onAnchorFault?: (err: unknown) => void
 }
 
 /** A compaction without its messages: what is recorded and counted. */
 export type CompactedView = CompactRunView & { response: Extract<ResponseView, { compacted: true }> }
 
-interface Pending extends Anchor {
+export interface Pending extends Anchor {
   /** The estimate of the history when it was written. */
   atTokens: number
   /** The compaction that wrote it, without its messages (the anchor rebuilds them from the client's). */
@@ -70,6 +112,10 @@ interface Pending extends Anchor {
 }
 
 interface SessionState {
+  /** The conversation's key (sessionKey). */
+  key: string
+  /** Whether its saved anchors were read in this process. */
+  loaded: boolean
   /** When a request of the session was last seen. */
   seenAt: number
   /** The summary sent now in place of the first turns. */
@@ -80,6 +126,8 @@ interface SessionState {
   pending?: Pending
   /** The background summary in flight. */
   working?: Promise<void>
+  /** The write of its anchors in flight. */
+  saving?: Promise<void>
 }
 
 function isCompacted(run: CompactRun): run is CompactRun & { response: CompactedResponse } {
@@ -124,11 +172,20 @@ export class ProxyCompactor {
   constructor(private readonly options: ProxyCompactorOptions) {}
 
   async prepare(request: ProxyRequest): Promise<ProxyOutcome> {
-    const { messages, budget } = request
     const state = this.state(request)
+    if (this.options.anchors) await this.load(state)
+    const outcome = await this.decide(state, request)
+    // Another replica may take the conversation's next request: what this one decided is saved first.
+    if (this.options.anchors?.shared) await state.saving
+    return outcome
+  }
+
+  private async decide(state: SessionState, request: ProxyRequest): Promise<ProxyOutcome> {
+    const { messages, budget } = request
     if (state.current && !holds(state.current, messages)) {
       // The client's history is not the one summarized (it was edited, or this is another conversation).
       this.reset(state)
+      this.persist(state)
     }
     const current = state.current
     const effective = current ? withAnchor(current, messages) : messages
@@ -142,12 +199,13 @@ export class ProxyCompactor {
 
     // Over the budget: a summary written ahead is taken at once (a newer one being written is not waited for).
     const pending = pendingFor(state, messages)
-    if (pending) return this.fromPending(state, request, pending)
+    if (pending) return this.fromPending(state, request, pending, tokens)
     // With none ready, the one being written is worth the wait (it started earlier than a new call would),
     // and a compaction made meanwhile by a request of the same session may be all this one needs.
     if (state.working) {
       await unlessAborted(state.working, request.signal)
-      return this.prepare(request)
+      if (this.options.anchors) await this.load(state)
+      return this.decide(state, request)
     }
 
     const base = holds(state.refined, messages) ? state.refined : current
@@ -168,13 +226,23 @@ export class ProxyCompactor {
   }
 
   /** The crossing, with a summary written ahead: taken as it is if it fits, else merged with the turns since. */
-  private async fromPending(state: SessionState, request: ProxyRequest, pending: Pending): Promise<ProxyOutcome> {
+  private async fromPending(state: SessionState, request: ProxyRequest, pending: Pending, before: number): Promise<ProxyOutcome> {
     const { messages, budget } = request
     const anchored = withAnchor(pending, messages)
     const tokens = requestTokens(request, anchored)
     const taken = (): ProxyOutcome => {
       this.adopt(state, pending)
-      const run = { ...pending.run, response: { ...pending.run.response, reason: 'over_budget' as const } }
+      // The figures are those of what is forwarded now, not of the history the summary was written from.
+      const written = pending.run.response
+      const fixed = requestTokens(request, [])
+      const stats = {
+        ...written.stats,
+        raw_history_tokens: before,
+        context_after_compaction: tokens,
+        kept_messages: messages.length - pending.cut,
+        kept_tokens: Math.max(0, tokens - fixed - written.stats.summary_tokens - written.stats.carried_context_tokens)
+      }
+      const run = { ...pending.run, response: { ...written, reason: 'over_budget' as const, stats } }
       return { kind: 'compacted', tokens, messages: anchored, summaryId: pending.summaryId, source: 'precomputed', run, memory: pending.run.memory }
     }
     if (budget === 'off' || tokens <= budget) return taken()
@@ -190,7 +258,42 @@ export class ProxyCompactor {
 
   private adopt(state: SessionState, anchor: Anchor): void {
     this.reset(state)
-    state.current = { cut: anchor.cut, prefixHash: anchor.prefixHash, blocks: anchor.blocks, summaryId: anchor.summaryId }
+    state.current = { cut: anchor.cut, prefixHash: anchor.prefixHash, head: anchor.head, summaryId: anchor.summaryId }
+    this.persist(state)
+  }
+
+  /** The conversation's saved anchors, read once here (at every request where other replicas write them too). */
+  private async load(state: SessionState): Promise<void> {
+    const store = this.options.anchors
+    if (!store || (state.loaded && !store.shared)) return
+    state.loaded = true
+    try {
+      await state.saving // this process's own last write lands first
+      const saved = await store.load(state.key)
+      if (!saved) return
+      state.current = saved.current
+      state.refined = saved.refined
+      state.pending = saved.pending
+    } catch (err) {
+      this.options.onAnchorFault?.(err)
+    }
+  }
+
+  /** Keeps the conversation's anchors where the next process and the other replicas find them. */
+  private persist(state: SessionState): void {
+    const store = this.options.anchors
+    if (!store) return
+    const saved: SavedConversation = { current: state.current, refined: state.refined, pending: state.pending }
+    // One write at a time per conversation, in the order they were made.
+    const job = (state.saving ?? Promise.resolve())
+      .then(() => store.save(state.key, saved))
+      .catch((err: unknown) => this.options.onAnchorFault?.(err))
+      .finally(() => {
+        this.background.delete(job)
+        if (state.saving === job) state.saving = undefined
+      })
+    state.saving = job
+    this.background.add(job)
   }
 
   private reset(state: SessionState): void {
@@ -199,7 +302,7 @@ export class ProxyCompactor {
     state.pending = undefined
   }
 
-  private body(request: ProxyRequest, messages: Message[], mode: 'auto' | 'manual', summarizer: 'auto' | 'extractive' = 'auto'): CompactRequestBody {
+  private body(request: ProxyRequest, messages: Message[], mode: 'auto' | 'manual', summarizer: 'auto' | 'extractive' = 'auto', keep = this.crossingKeep(request)): CompactRequestBody {
     return {
       messages,
       system: request.system,
@@ -207,8 +310,22 @@ export class ProxyCompactor {
       mode,
       budget_tokens: request.budget,
       summarizer,
+      ...(keep !== undefined ? { keep_tokens: keep } : {}),
       ...(request.session !== undefined ? { session_id: request.session } : {})
     }
+  }
+
+  /**
+   * The raw turns a crossing keeps, so that the context lands at `targetShare` of the room between the
+   * system prompt and tools and the budget (the summary's share taken out): the next crossing is half
+   * the room away, whatever system and tools take.
+   */
+  private crossingKeep(request: ProxyRequest, grownSince = 0): number | undefined {
+    const { budget } = request
+    if (budget === 'off' || this.options.targetShare === undefined) return undefined
+    const room = budget - requestTokens(request, [])
+    const summary = Math.max(SUMMARY_FLOOR_TOKENS, Math.floor(budget / SUMMARY_SHARE))
+    return Math.max(MIN_KEEP_TOKENS, Math.floor(this.options.targetShare * room) - summary - grownSince)
   }
 
   /** From `precomputeAt` of the budget on, the compaction the crossing would make is written ahead. */
@@ -225,11 +342,16 @@ export class ProxyCompactor {
     const input = base ? withAnchor(base, messages) : messages
     this.options.onPrecompute('started')
     this.track(state, async () => {
-      const run = await runCompaction(this.body(request, input, 'manual'), this.options.deps, { tenant: request.tenant, recallTool: false })
+      // Written ahead of the crossing, it keeps less: the turns until the crossing will be kept too.
+      const keep = this.crossingKeep(request, budget - tokens)
+      const run = await runCompaction(this.body(request, input, 'manual', 'auto', keep), this.options.deps, { tenant: request.tenant, recallTool: false })
       if (!isCompacted(run) || state.current !== current) return
       const anchor = anchorOf(run.response, messages, base)
       const { messages: _sent, ...response } = run.response
-      if (anchor.cut > (current?.cut ?? 0)) state.pending = { ...anchor, atTokens: tokens, run: { ...run, response } }
+      if (anchor.cut > (current?.cut ?? 0)) {
+        state.pending = { ...anchor, atTokens: tokens, run: { ...run, response } }
+        this.persist(state)
+      }
       this.options.onPrecompute('done')
     })
   }
@@ -243,6 +365,7 @@ export class ProxyCompactor {
       const anchor = anchorOf(run.response, request.messages, pending)
       if (anchor.cut === merged.cut) {
         state.refined = anchor
+        this.persist(state)
         this.options.onPrecompute('refined')
       }
     })
@@ -264,7 +387,7 @@ export class ProxyCompactor {
     const now = Date.now()
     let state = this.sessions.get(key)
     if (state) this.sessions.delete(key)
-    else state = { seenAt: now }
+    else state = { key, loaded: false, seenAt: now }
     state.seenAt = now
     this.sessions.set(key, state) // most recently used last
     // The least recently used come first: forget those over the count, and those idle too long.
@@ -294,11 +417,12 @@ export class ProxyCompactor {
 }
 
 /**
- * The session a request belongs to: the client's, or else one named by its system prompt and first
- * message (a conversation's first message does not change as it grows), per tenant.
+ * The conversation a request belongs to, per tenant: within the client's session, the one its first
+ * message opens (an agent's main loop and each of its subagents send their own first message, and it does
+ * not change as a conversation grows); without a session, the one named by its system prompt and first message.
  */
 export function sessionKey(request: Pick<ProxyRequest, 'tenant' | 'session' | 'messages' | 'system'>): string {
-  if (request.session !== undefined) return `${request.tenant}\u0000s:${request.session}`
+  if (request.session !== undefined) return `${request.tenant}\u0000s:${request.session}\u0000${hashPrefix(request.messages, Math.min(1, request.messages.length))}`
   const hash = createHash('sha256').update(JSON.stringify(request.system ?? null)).update('\n').update(JSON.stringify(request.messages[0] ?? null))
   return `${request.tenant}\u0000h:${hash.digest('hex')}`
 }

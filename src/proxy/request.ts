@@ -34,7 +34,7 @@ export function readMessagesRequest(body: unknown): MessagesRequestParts {
   for (let i = 0; i < messages.length; i++) {
     const m: unknown = messages[i]
     if (!isObject(m)) throw invalid(`messages[${i}]: a message is an object with a role and content`, `/messages/${i}`)
-    if (m.role !== 'user' && m.role !== 'assistant') throw invalid(`messages[${i}].role: must be "user" or "assistant"`, `/messages/${i}/role`)
+    if (m.role !== 'user' && m.role !== 'assistant' && m.role !== 'system') throw invalid(`messages[${i}].role: must be "user", "assistant" or "system"`, `/messages/${i}/role`)
     if (typeof m.content !== 'string' && !Array.isArray(m.content)) throw invalid(`messages[${i}].content: must be a string or an array of blocks`, `/messages/${i}/content`)
     if (Array.isArray(m.content)) {
       const j = m.content.findIndex((b: unknown) => !isObject(b) || typeof b.type !== 'string')
@@ -56,17 +56,36 @@ export function readMessagesRequest(body: unknown): MessagesRequestParts {
   }
 }
 
-/** The session of a proxied request: x-compaction-session, else metadata.user_id (hashed when too long to keep). */
-export function proxySession(header: string | string[] | undefined, userId: string | undefined): string | undefined {
-  if (header !== undefined) {
-    const value = Array.isArray(header) ? header[0] : header
+/** The headers by which agents name their session, most specific first (Claude Code's, then opencode's and others'). */
+export const SESSION_HEADERS = ['x-claude-code-session-id', 'x-session-id', 'x-session-affinity'] as const
+
+function headerValue(header: string | string[] | undefined): string | undefined {
+  return Array.isArray(header) ? header[0] : header
+}
+
+/** A client's own session id as records keep it: as it came, or named by its hash when too long to keep. */
+function kept(id: string): string {
+  return id.length <= MAX_SESSION_LENGTH ? id : `user-${createHash('sha256').update(id).digest('hex')}`
+}
+
+/**
+ * The session of a proxied request: x-compaction-session (the gateway's own, checked), else the session
+ * id the agent sends (x-claude-code-session-id, x-session-id, x-session-affinity), else metadata.user_id.
+ */
+export function proxySession(headers: Readonly<Record<string, string | string[] | undefined>>, userId: string | undefined): string | undefined {
+  const own = headers['x-compaction-session']
+  if (own !== undefined) {
+    const value = headerValue(own)
     if (value === undefined || value.trim() === '' || value.length > MAX_SESSION_LENGTH) {
       throw invalid(`x-compaction-session: a session id of 1 to ${MAX_SESSION_LENGTH} characters`, '/headers/x-compaction-session')
     }
     return value.trim()
   }
-  if (userId === undefined) return undefined
-  return userId.length <= MAX_SESSION_LENGTH ? userId : `user-${createHash('sha256').update(userId).digest('hex')}`
+  for (const name of SESSION_HEADERS) {
+    const value = headerValue(headers[name])?.trim()
+    if (value) return kept(value)
+  }
+  return userId === undefined ? undefined : kept(userId)
 }
 
 /** The budget of a proxied request: x-compaction-budget (an integer of at least 1000, or "off"), else the server's. */

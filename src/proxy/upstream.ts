@@ -20,21 +20,26 @@ export interface UpstreamResponse {
   body: Readable
 }
 
-/** The request headers an Anthropic client sends that mean something to the API, and nothing else. */
-const FORWARDED_HEADER = /^(anthropic-(version|beta)|content-type|accept|user-agent|x-stainless-[a-z0-9-]+)$/
-
 /** Headers of a single hop: never forwarded either way. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-authenticate', 'proxy-authorization', 'content-length'])
 
 /**
- * The headers sent upstream: the client's Messages API headers (anthropic-version, anthropic-beta…),
- * and the credentials given. The client's own x-api-key and Authorization are never among them unless
- * `credentials` says so; cookies, hosts and the gateway's own x-compaction-* headers never are.
+ * Request headers that stay at the gateway: the hop's own, the client's credentials (the gateway sends its
+ * own), and `accept-encoding` (the gateway reads the stream it relays, so the upstream answers uncompressed).
+ */
+const NOT_FORWARDED = new Set([...HOP_BY_HOP, 'host', 'x-api-key', 'authorization', 'cookie', 'accept-encoding', 'expect'])
+
+/**
+ * The headers sent upstream: every end-to-end header the client sent (anthropic-version, anthropic-beta,
+ * x-app, x-claude-code-session-id, anthropic-dangerous-direct-browser-access…), and the credentials given.
+ * Hop-by-hop headers (and those the client's `connection` names), its x-api-key, Authorization and
+ * cookies, and the gateway's own x-compaction-* headers never are.
  */
 export function upstreamHeaders(incoming: IncomingHttpHeaders, credentials: Record<string, string>): Record<string, string> {
+  const named = typeof incoming.connection === 'string' ? incoming.connection.toLowerCase().split(',').map((t) => t.trim()) : []
   const out: Record<string, string> = {}
   for (const [name, value] of Object.entries(incoming)) {
-    if (value === undefined || !FORWARDED_HEADER.test(name)) continue
+    if (value === undefined || NOT_FORWARDED.has(name) || name.startsWith('x-compaction-') || named.includes(name)) continue
     out[name] = Array.isArray(value) ? value.join(', ') : value
   }
   out['content-type'] = 'application/json'

@@ -72,7 +72,7 @@ class FailureLimit {
 /**
  * Checks every non-open route's key against the configured ones. Each comparison is of two SHA-256
  * digests with timingSafeEqual, and every key is compared, so timing tells nothing about which matched.
- * A 401 carries a Bearer challenge; an address that keeps failing is answered 429 with Retry-After.
+ * A 401 carries a Bearer challenge; an address that keeps presenting wrong keys is answered 429 with Retry-After.
  */
 export function installAuth(app: FastifyInstance, keys: ReadonlyMap<string, string>, options: AuthOptions): void {
   app.decorateRequest('keyName', '')
@@ -86,8 +86,8 @@ export function installAuth(app: FastifyInstance, keys: ReadonlyMap<string, stri
       throw new ApiError(429, 'rate_limit_error', `too many failed authentications from this address; retry in ${wait} s`, undefined, { 'retry-after': String(wait) })
     }
     const key = presentedKey(request)
+    // A request with no key guesses nothing (a client's probe of HEAD /, say): only a wrong key is a failed login.
     if (key === undefined) {
-      failures.fail(request.ip)
       throw new ApiError(401, 'authentication_error', 'an API key is required: send Authorization: Bearer KEY or x-api-key: KEY', undefined, CHALLENGE)
     }
     const presented = digest(key)

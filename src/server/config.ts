@@ -39,6 +39,8 @@ export const DEFAULT_UPSTREAM_TIMEOUT_MS = 600_000
 export const DEFAULT_UPSTREAM_CONNECTIONS = 128
 /** The proxy writes a session's next summary in the background from this share of its budget. */
 export const DEFAULT_PRECOMPUTE_AT = 0.75
+/** After a proxied compaction the context lands at this share of the room between system + tools and the budget. */
+export const DEFAULT_TARGET_SHARE = 0.5
 
 /** false, true, a hop count, or a comma-separated list of addresses and CIDR ranges (Fastify's trustProxy). */
 const TRUST_PROXY_PATTERN = '^(false|true|\\d{1,2}|[0-9a-fA-F:.]+(/\\d{1,3})?(\\s*,\\s*[0-9a-fA-F:.]+(/\\d{1,3})?)*)$'
@@ -79,7 +81,8 @@ export const ConfigSchema = Type.Object({
   COMPACT_MAX_INFLIGHT_MB: Type.Number({ exclusiveMinimum: 0, maximum: 65_536, default: DEFAULT_MAX_INFLIGHT_MB }),
   COMPACT_UPSTREAM_TIMEOUT_MS: Type.Integer({ minimum: 1_000, maximum: 3_600_000, default: DEFAULT_UPSTREAM_TIMEOUT_MS }),
   COMPACT_UPSTREAM_CONNECTIONS: Type.Integer({ minimum: 1, maximum: 10_000, default: DEFAULT_UPSTREAM_CONNECTIONS }),
-  COMPACT_PRECOMPUTE_AT: Type.Union([Type.Number({ exclusiveMinimum: 0, maximum: 1 }), Type.Literal('off')], { default: DEFAULT_PRECOMPUTE_AT })
+  COMPACT_PRECOMPUTE_AT: Type.Union([Type.Number({ exclusiveMinimum: 0, maximum: 1 }), Type.Literal('off')], { default: DEFAULT_PRECOMPUTE_AT }),
+  COMPACT_TARGET_SHARE: Type.Number({ minimum: 0.1, maximum: 0.9, default: DEFAULT_TARGET_SHARE })
 })
 
 export type Config = Static<typeof ConfigSchema>
@@ -119,6 +122,7 @@ function describe(variable: string): string {
   if (variable === 'COMPACT_BUDGET') return 'an integer of at least 1000, or "off"'
   if (variable === 'LOG_LEVEL') return 'one of fatal, error, warn, info, debug, trace, silent'
   if (variable === 'COMPACT_PRECOMPUTE_AT') return 'a share of the budget above 0 and at most 1, or "off"'
+  if (variable === 'COMPACT_TARGET_SHARE') return 'a share from 0.1 to 0.9'
   if (variable === 'COMPACT_FALLBACK') return 'one of extractive, error'
   if (variable === 'COMPACT_ALLOW_NO_AUTH') return '0 or 1'
   if (variable === 'ANTHROPIC_BASE_URL') return 'an http(s) URL'

@@ -182,12 +182,21 @@ export class PostgresStore implements Store {
     return rows[0]?.value
   }
 
-  async putCached(key: string, value: CachedSummary, expiresAtMs: number): Promise<void> {
+  async getState(key: string, nowMs: number): Promise<unknown> {
+    const { rows } = await this.query<{ value: unknown }>('SELECT value FROM summary_cache WHERE key = $1 AND expires_ms > $2', [key, nowMs])
+    return rows[0]?.value
+  }
+
+  async putState(key: string, value: unknown, expiresAtMs: number): Promise<void> {
     await this.query('INSERT INTO summary_cache (key, value, expires_ms) VALUES ($1, $2, $3) ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_ms = excluded.expires_ms', [
       key,
       JSON.stringify(value),
       expiresAtMs
     ])
+  }
+
+  async putCached(key: string, value: CachedSummary, expiresAtMs: number): Promise<void> {
+    await this.putState(key, value, expiresAtMs)
   }
 
   async saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): Promise<void> {

@@ -118,7 +118,7 @@ export class SqliteWrites {
     })
   }
 
-  putCached(key: string, value: CachedSummary, expiresAtMs: number): void {
+  putCached(key: string, value: unknown, expiresAtMs: number): void {
     this.statements.putCache.run(key, JSON.stringify(value), expiresAtMs)
   }
 
@@ -214,6 +214,15 @@ export class SqliteStore implements Store {
   }
 
   async putCached(key: string, value: CachedSummary, expiresAtMs: number): Promise<void> {
+    await this.writer.run('putCached', [key, value, expiresAtMs])
+  }
+
+  async getState(key: string, nowMs: number): Promise<unknown> {
+    const row = this.statements.getCache.get(key, nowMs) as { value: string } | undefined
+    return row ? (JSON.parse(row.value) as unknown) : undefined
+  }
+
+  async putState(key: string, value: unknown, expiresAtMs: number): Promise<void> {
     await this.writer.run('putCached', [key, value, expiresAtMs])
   }
 

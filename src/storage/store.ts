@@ -82,6 +82,9 @@ export interface Store {
   listRecords(sessionId: string, keyName: string, options: { limit: number; cursor?: string }): Promise<RecordPage>
   getCached(key: string, nowMs: number): Promise<CachedSummary | undefined>
   putCached(key: string, value: CachedSummary, expiresAtMs: number): Promise<void>
+  /** A piece of the service's own state (a proxied conversation's anchors), kept beside the cache until it expires. */
+  getState(key: string, nowMs: number): Promise<unknown>
+  putState(key: string, value: unknown, expiresAtMs: number): Promise<void>
   /** Keeps a compaction's cold-layer entries (already redacted), within the per-session cap. */
   saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): Promise<void>
   /** A tenant's entries of one session that match the query, best first. Someone else's session finds nothing. */

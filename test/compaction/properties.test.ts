@@ -15,6 +15,7 @@ import {
   validateHistory,
   SUMMARY_FLOOR_TOKENS
 } from '../../src/compaction/index.js'
+import { messagesApiRefusal } from '../helpers/messages-api-rules.js'
 
 /**
  * Generated histories: turns of a prompt (string or blocks), steps of parallel tool calls with results
@@ -41,7 +42,16 @@ const toolCall = fc.record({
   blockContent: fc.boolean()
 })
 const step = fc.record({ thinking: fc.option(anyText(fc.constant('hmm '.repeat(50)))), say: fc.option(text), calls: fc.array(toolCall, { minLength: 1, maxLength: 3 }) })
-const turn = fc.record({ prompt: text, asBlocks: fc.boolean(), steps: fc.array(step, { maxLength: 5 }), answer: text })
+/** Harness context in a prompt (`<system-reminder>` blocks) and a mid-conversation system message after it. */
+const reminder = fc.record({ kind: fc.constantFrom('environment', 'rules', 'skills'), body: anyText(fc.string({ minLength: 1, maxLength: 200 })) })
+const turn = fc.record({
+  prompt: text,
+  asBlocks: fc.boolean(),
+  reminders: fc.array(reminder, { maxLength: 3 }),
+  system: fc.option(fc.record({ text: anyText(fc.string({ minLength: 1, maxLength: 200 })), asBlocks: fc.boolean() }), { freq: 3 }),
+  steps: fc.array(step, { maxLength: 5 }),
+  answer: text
+})
 const history = fc.record({
   turns: fc.array(turn, { minLength: 1, maxLength: 12 }),
   prior: fc.option(fc.record({ file: fc.constantFrom('old/x.ts', 'old/y.ts'), ask: text })),
@@ -69,7 +79,12 @@ function build(h: History): Message[] {
       s.user_requests = [h.prior.ask]
       promptBlocks.unshift({ type: 'text', text: formatSummary(s, { id: 'cmp_prior', compactedTurns: 2 }) })
     }
-    messages.push({ role: 'user', content: t.asBlocks || (ti === 0 && h.prior) ? promptBlocks : t.prompt })
+    for (const r of t.reminders) promptBlocks.unshift({ type: 'text', text: `<system-reminder>\n${r.kind}\n${r.body}\n</system-reminder>` })
+    messages.push({ role: 'user', content: t.asBlocks || t.reminders.length > 0 || (ti === 0 && h.prior) ? promptBlocks : t.prompt })
+    if (t.system) {
+      const rule = `SYSTEM-RULE ${ti}: ${t.system.text}`
+      messages.push({ role: 'system', content: t.system.asBlocks ? [{ type: 'text', text: rule }] : rule })
+    }
     for (const s of t.steps) {
       const calls = s.calls.map((c) => ({ ...c, id: `toolu_${id++}` }))
       const content: Block[] = []
@@ -105,13 +120,29 @@ const settings = fc.record({
   keepTurns: fc.integer({ min: 1, max: 8 })
 })
 
-/** The tail the client gets back: the output less the summary blocks. */
+const blocksIn = (m: Message): Block[] => (typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content)
+
+/** A kept message as the client sent it: what was put in front of its own blocks taken off. */
+function unmerged(sent: Message, original: Message): Message {
+  const all = blocksIn(sent)
+  const own = all.slice(all.length - blocksIn(original).length)
+  return { ...sent, content: typeof original.content === 'string' ? (own[0] as unknown as { text: string }).text : own }
+}
+
+/**
+ * The tail the client gets back, read from the end of the output: its messages but the first two stand
+ * as they were (clips aside); a first user message has the summary turn in front of its blocks, a system
+ * message after it may have carried blocks in front of its own, or a system message may stand between them.
+ */
 function tailOf(out: Message[], input: Message[], keptFrom: number): Message[] {
-  const first = out[0]!
-  if (input[keptFrom]!.role === 'assistant') return out.slice(1)
-  const own = (first.content as Block[]).slice(2)
-  const original = input[keptFrom]!
-  return [{ ...first, content: typeof original.content === 'string' ? (own[0] as unknown as { text: string }).text : own }, ...out.slice(1)]
+  const tail = input.slice(keptFrom)
+  const rest = out.slice(out.length - (tail.length - 1))
+  let i = out.length - tail.length
+  const opensWithUser = tail[0]!.role === 'user'
+  if (opensWithUser && out[i]?.role === 'system' && tail[1]?.role !== 'system') i -= 1
+  const first = opensWithUser ? unmerged(out[i]!, tail[0]!) : out[i]!
+  if (opensWithUser && tail[1]?.role === 'system') return [first, unmerged(rest[0]!, tail[1]), ...rest.slice(1)]
+  return [first, ...rest]
 }
 
 /** A message with every text long enough to clip replaced by a clip marker: the least a tail can shrink to. */
@@ -192,6 +223,8 @@ describe('compaction invariants over generated histories', () => {
 
         // roles alternate, starting with the user; every tool_use is answered (a final pending call aside)
         expect(validateHistory(messages)).toBeUndefined()
+        // and the Messages API would take it (its rules written apart from the gateway's)
+        expect(messagesApiRefusal({ model: 'm', max_tokens: 1, messages })).toBeUndefined()
         expect(messages[0]!.role).toBe('user')
         // the cut is at a safe boundary
         expect(safeBoundaries(input)).toContain(out.kept_from)
@@ -213,6 +246,12 @@ describe('compaction invariants over generated histories', () => {
         expect(parseSummary(out.summary!.text)!.sections).toEqual(out.summary!.sections)
         // no summary nests in another
         expect(JSON.stringify(messages).match(/<compaction-summary /g)).toHaveLength(1)
+        // the span's system messages are carried, never summarized: the newest whole, unless the bound left it out
+        const spanSystem = input.slice(0, out.kept_from).filter((m) => m.role === 'system')
+        const sentTexts = new Set(messages.filter((m) => m.role === 'system').flatMap((m) => blocksIn(m).map((b) => b.text as string)))
+        const newest = spanSystem.at(-1)
+        if (newest && out.stats.carried_context_dropped === 0) for (const b of blocksIn(newest)) expect(sentTexts.has(b.text as string)).toBe(true)
+        expect(out.summary!.text).not.toContain('SYSTEM-RULE')
       }),
       { numRuns: Number(process.env.PROPERTY_RUNS ?? 300) }
     )

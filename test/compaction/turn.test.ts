@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { NOTE_PREFIX, RECALL_TOOL_NAME, assembleHistory, isServiceText, isSummaryText, summaryBlocks, summaryNote } from '../../src/compaction/index.js'
+import { type Message, NOTE_PREFIX, RECALL_TOOL_NAME, assembleHistory, at, headOf, isServiceText, isSummaryText, summaryBlocks, summaryNote, validateHistory } from '../../src/compaction/index.js'
 import { assistant, user } from '../helpers/history.js'
 
 describe('the summary turn', () => {
@@ -15,9 +15,38 @@ describe('the summary turn', () => {
   it('is its own user message before an assistant message, and opens the first user message otherwise', () => {
     const blocks = summaryBlocks('<compaction-summary id="c">x</compaction-summary>', undefined)
     expect(blocks.map((b) => b.type)).toEqual(['text', 'text'])
-    expect(assembleHistory(blocks, [assistant('a'), user('b')])).toEqual([{ role: 'user', content: blocks }, assistant('a'), user('b')])
-    expect(assembleHistory(blocks, [user('b'), assistant('a')])).toEqual([{ role: 'user', content: [...blocks, { type: 'text', text: 'b' }] }, assistant('a')])
-    expect(assembleHistory(blocks, [])).toEqual([{ role: 'user', content: blocks }])
+    const head = { user: blocks, system: [] }
+    expect(assembleHistory(head, [assistant('a'), user('b')])).toEqual([{ role: 'user', content: blocks }, assistant('a'), user('b')])
+    expect(assembleHistory(head, [user('b'), assistant('a')])).toEqual([{ role: 'user', content: [...blocks, { type: 'text', text: 'b' }] }, assistant('a')])
+    expect(assembleHistory(head, [])).toEqual([{ role: 'user', content: blocks }])
+  })
+
+  it('puts carried system blocks in a system message right after the summary turn, or before those of the kept one', () => {
+    const blocks = summaryBlocks('<compaction-summary id="c">x</compaction-summary>', undefined)
+    const rule = { type: 'text', text: 'Answer in French.' }
+    const head = { user: blocks, system: [rule] }
+    const own: Message = { role: 'system', content: 'Use tabs.' }
+    const cases: Message[][] = [
+      [assistant('a'), user('b')],
+      [user('b'), assistant('a')],
+      [user('b'), own, assistant('a')],
+      [user('b')],
+      []
+    ]
+    expect(assembleHistory(head, at(cases, 0))).toEqual([{ role: 'user', content: blocks }, { role: 'system', content: [rule] }, assistant('a'), user('b')])
+    expect(assembleHistory(head, at(cases, 1))).toEqual([{ role: 'user', content: [...blocks, { type: 'text', text: 'b' }] }, { role: 'system', content: [rule] }, assistant('a')])
+    expect(assembleHistory(head, at(cases, 2))).toEqual([
+      { role: 'user', content: [...blocks, { type: 'text', text: 'b' }] },
+      { role: 'system', content: [rule, { type: 'text', text: 'Use tabs.' }] },
+      assistant('a')
+    ])
+    for (const tail of cases) {
+      const out = assembleHistory(head, tail)
+      // every history assembled keeps the Messages API's placement of system messages
+      expect(validateHistory(out)).toBeUndefined()
+      // and the head is read back from it as it was put in
+      expect(headOf(out, tail)).toEqual(head)
+    }
   })
 
   it("knows the service's own texts when a compacted history comes back", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { validateHistory } from '../../src/compaction/index.js'
+import { type Message, validateHistory } from '../../src/compaction/index.js'
 import { allTranscripts } from '../helpers/corpus.js'
 import { assistant, call, result, results, user } from '../helpers/history.js'
 
@@ -52,5 +52,38 @@ describe('validateHistory', () => {
 
   it('lets unknown block types through', () => {
     expect(validateHistory([{ role: 'user', content: [{ type: 'future_block', payload: 1 }] }])).toBeUndefined()
+  })
+
+  describe('mid-conversation system messages', () => {
+    const sys = (text: string): Message => ({ role: 'system', content: text })
+    it('are accepted where the Messages API places them: after a user message, before an assistant turn or last', () => {
+      expect(validateHistory([user('go'), sys('Answer in French.'), assistant('oui')])).toBeUndefined()
+      expect(validateHistory([user('go'), sys('Answer in French.')])).toBeUndefined()
+      expect(validateHistory([user('go'), assistant(call('a', 'bash', {})), results(result('a', 'ok')), sys('now be brief'), assistant('done')])).toBeUndefined()
+      expect(validateHistory([user('go'), { role: 'system', content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] }, assistant('x')])).toBeUndefined()
+      const server: Message = { role: 'assistant', content: [{ type: 'server_tool_use', id: 's1', name: 'web_search', input: {} }] }
+      expect(validateHistory([user('go'), server, sys('cite sources'), assistant('x')])).toBeUndefined()
+    })
+
+    it('are refused elsewhere, naming the place and the rule', () => {
+      const cases: [Message[], string, string][] = [
+        [[sys('x'), user('go')], '/messages/0', 'the first message must have role "user"'],
+        [[user('go'), assistant('a'), sys('x'), assistant('b')], '/messages/2', 'must immediately follow a user message'],
+        [[user('go'), sys('x'), user('again')], '/messages/1', 'followed by an assistant message'],
+        [[user('go'), sys('x'), sys('y'), assistant('a')], '/messages/1', 'consecutive system messages'],
+        [[user('go'), { role: 'system', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: '' } }] }, assistant('a')], '/messages/1/content/0', 'text blocks only'],
+        [[user('go'), { role: 'system', content: [{ type: 'text' }] }, assistant('a')], '/messages/1/content/0', 'string `text`']
+      ]
+      for (const [history, path, words] of cases) {
+        const p = validateHistory(history)
+        expect(p?.path, JSON.stringify(history)).toBe(path)
+        expect(p?.message).toContain(words)
+      }
+    })
+
+    it('leave the alternation of the turns around them as it was', () => {
+      expect(validateHistory([user('go'), sys('x'), assistant('a'), assistant('b')])?.message).toContain('two "assistant" messages in a row')
+      expect(validateHistory([user('go'), sys('x'), assistant(call('a', 'bash', {})), user('no answer')])?.path).toBe('/messages/2/content/0')
+    })
   })
 })

@@ -1,6 +1,7 @@
 import { once } from 'node:events'
 import { type IncomingHttpHeaders, type Server, createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { messagesApiRefusal } from './messages-api-rules.js'
 
 /** What the fake answers to one request. */
 export interface FakeReply {
@@ -10,15 +11,19 @@ export interface FakeReply {
   delayMs?: number
   /** For a 200: the input of the record_summary tool call... */
   toolInput?: unknown
-  /** ...or a plain text answer with no tool call. */
+  /** ...or a plain text answer with no tool call... */
   text?: string
+  /** ...or these content blocks as they are (a scripted agent's tool calls). */
+  content?: ({ type: 'text'; text: string } | { type: 'tool_use'; id: string; name: string; input: unknown })[]
   stopReason?: string
   /** For an error status: the error type in the body. */
   errorType?: string
   /** For a streamed answer (a request with stream: true): milliseconds between events. */
   eventDelayMs?: number
-  /** For a streamed answer: the connection is cut after this many events. */
+  /** For a streamed answer: the connection is cut after this many events... */
   breakAfterEvents?: number
+  /** ...and after this many bytes of the next one (inside an event, as a dropped connection may cut it). */
+  breakInsideEventAt?: number
 }
 
 export interface ReceivedRequest {
@@ -49,6 +54,8 @@ export class FakeAnthropic {
   lastEventAt = 0
   private readonly queue: FakeReply[] = []
   fallback: FakeReply | ((request: ReceivedRequest) => FakeReply) = { toolInput: { objective: 'fake summary' } }
+  /** Requests refused as the Messages API refuses them (messagesApiRefusal), with the reason. */
+  readonly refused: { path: string; reason: string }[] = []
   private server: Server | undefined
   private readonly sockets = new Set<import('node:net').Socket>()
   url = ''
@@ -66,6 +73,14 @@ export class FakeAnthropic {
         const raw = Buffer.concat(chunks).toString('utf8')
         const received: ReceivedRequest = { headers: req.headers, body: JSON.parse(raw) as ReceivedRequest['body'], raw, path: req.url ?? '' }
         this.requests.push(received)
+        // What the real API would refuse is refused here too, before any reply is taken from the queue.
+        const refusal = messagesApiRefusal(received.body)
+        if (refusal !== undefined) {
+          this.refused.push({ path: received.path, reason: refusal })
+          res.writeHead(400, { 'content-type': 'application/json' })
+          res.end(JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: refusal } }))
+          return
+        }
         const next = this.queue.shift() ?? (typeof this.fallback === 'function' ? this.fallback(received) : this.fallback)
         res.once('close', () => {
           if (!res.writableFinished) this.aborted++
@@ -109,6 +124,9 @@ export class FakeAnthropic {
     for (let i = 0; i < all.length; i++) {
       if (res.destroyed) return
       if (reply.breakAfterEvents !== undefined && i >= reply.breakAfterEvents) {
+        const part = reply.breakInsideEventAt === undefined ? '' : (all[i] ?? '').slice(0, reply.breakInsideEventAt)
+        if (part) await new Promise<void>((r) => res.write(part, () => r()))
+        await new Promise((r) => setTimeout(r, 20))
         res.socket?.destroy()
         return
       }
@@ -129,16 +147,17 @@ let counter = 0
 function message(model: string, reply: FakeReply): unknown {
   counter++
   const content =
-    reply.text !== undefined
+    reply.content ??
+    (reply.text !== undefined
       ? [{ type: 'text', text: reply.text }]
-      : [{ type: 'tool_use', id: `toolu_fake_${counter}`, name: 'record_summary', input: reply.toolInput ?? {} }]
+      : [{ type: 'tool_use', id: `toolu_fake_${counter}`, name: 'record_summary', input: reply.toolInput ?? {} }])
   return {
     id: `msg_fake_${counter}`,
     type: 'message',
     role: 'assistant',
     model,
     content,
-    stop_reason: reply.stopReason ?? (reply.text !== undefined ? 'end_turn' : 'tool_use'),
+    stop_reason: reply.stopReason ?? (content.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn'),
     stop_sequence: null,
     usage: { input_tokens: 1_000 + counter, output_tokens: 100 + counter }
   }

@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
+import { join } from 'node:path'
 import Anthropic from '@anthropic-ai/sdk'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { type Message, validateHistory } from '../../src/compaction/index.js'
@@ -6,6 +8,7 @@ import type { App } from '../../src/server/app.js'
 import { testApp } from '../helpers/app.js'
 import { FakeAnthropic, type ReceivedRequest } from '../helpers/fake-anthropic.js'
 import { assistant, shellStep, user } from '../helpers/history.js'
+import { ROOT } from '../helpers/process.js'
 
 const UPSTREAM_KEY = 'sk-ant-upstream-proxy-test-0000000000'
 const GATEWAY_KEY = 'gw-proxy-test-key-1'
@@ -45,6 +48,7 @@ describe('POST /v1/messages: a drop-in proxy for Messages API clients', () => {
   })
   afterEach(() => {
     fake.requests.length = 0
+    fake.refused.length = 0
     fake.fallback = (r) => (isSummaryCall(r) ? { toolInput: { objective: 'Fix the failing parser test' } } : { text: 'Hello from the upstream.' })
   })
 
@@ -161,6 +165,16 @@ describe('POST /v1/messages: a drop-in proxy for Messages API clients', () => {
     expect(String(err)).toMatch(/broke off/)
   })
 
+  it('puts its error event after a whole event when the upstream breaks off inside one, at every byte', async () => {
+    for (const at of [1, 7, 20, 45, 80]) {
+      fake.fallback = { text: 'This answer will not finish because the connection drops.', breakAfterEvents: 4, breakInsideEventAt: at }
+      const stream = sdk.messages.stream({ model: 'claude-test', max_tokens: 64, messages: [{ role: 'user', content: 'go' }] })
+      const err = await stream.finalMessage().catch((e: unknown) => e)
+      expect(String(err), `cut at byte ${at}`).toMatch(/broke off/)
+      expect(String(err)).not.toMatch(/JSON|Unterminated|Unexpected/)
+    }
+  })
+
   it('aborts the upstream request when the client goes away mid-stream', async () => {
     fake.fallback = { text: 'a long answer '.repeat(40), eventDelayMs: 50 }
     const before = fake.aborted
@@ -181,11 +195,61 @@ describe('POST /v1/messages: a drop-in proxy for Messages API clients', () => {
   it('names the place of a body it cannot read, in the Messages error shape', async () => {
     const res = await fetch(`${url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY }, body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }, { role: 'robot', content: 'y' }] }) })
     expect(res.status).toBe(400)
-    expect(await res.json()).toEqual({ type: 'error', error: { type: 'invalid_request_error', message: 'messages[1].role: must be "user" or "assistant"', path: '/messages/1/role' } })
+    expect(await res.json()).toEqual({ type: 'error', error: { type: 'invalid_request_error', message: 'messages[1].role: must be "user", "assistant" or "system"', path: '/messages/1/role' } })
     const budget = await fetch(`${url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY, 'x-compaction-budget': 'lots' }, body: JSON.stringify({ model: 'm', messages: [] }) })
     expect(budget.status).toBe(400)
     expect(((await budget.json()) as { error: { message: string } }).error.message).toMatch(/x-compaction-budget/)
     expect(fake.requests).toHaveLength(0)
+  })
+
+  describe("today's Claude Code requests (recorded bodies), with their mid-conversation system messages", () => {
+    const recorded = (name: string): Record<string, unknown> & { messages: Message[] } => JSON.parse(readFileSync(join(ROOT, 'test/fixtures/claude-code', name), 'utf8'))
+    const send = (body: unknown, headers: Record<string, string> = {}) =>
+      fetch(`${url}/v1/messages?beta=true`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY, 'anthropic-version': '2023-06-01', ...headers }, body: JSON.stringify(body) })
+
+    it('forwards them under the budget byte for byte, and the upstream (which refuses what the API refuses) takes them', async () => {
+      fake.fallback = { text: 'ok' }
+      for (const name of ['2.1.332-first.json', '2.1.332-mid-system.json']) {
+        const body = recorded(name)
+        expect(body.messages.some((m) => m.role === 'system')).toBe(true)
+        const raw = JSON.stringify(body)
+        const res = await fetch(`${url}/v1/messages?beta=true`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY }, body: raw })
+        expect(res.status, name).toBe(200)
+        expect(res.headers.get('x-compaction')).toBe('none')
+        expect(fake.requests.at(-1)?.raw).toBe(raw)
+        const count = await fetch(`${url}/v1/messages/count_tokens?beta=true`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY }, body: raw })
+        expect(count.status, name).toBe(200)
+      }
+      expect(fake.refused).toEqual([])
+    })
+
+    it('compacts them past the budget into a history the upstream takes, the system message and the setup context carried verbatim', async () => {
+      const body = recorded('2.1.332-mid-system.json')
+      const first = body.messages[0]!
+      const work: Message[] = [first, ...body.messages.slice(1, 2)]
+      for (let i = 0; i < 30; i++) work.push(...shellStep(`toolu_cc_${i}`, `cat src/part_${i}.ts`, `part ${i}: ${'z'.repeat(3_000)}`))
+      work.push(assistant('Read them all.'), user('Now summarize what you found'))
+      fake.fallback = (r) => (isSummaryCall(r) ? { toolInput: { objective: 'Run the scripted steps' } } : { text: 'ok' })
+      const res = await send({ ...body, stream: false, messages: work }, { 'x-compaction-budget': '30000' })
+      expect(res.status).toBe(200)
+      expect(res.headers.get('x-compaction')).toBe('compacted')
+      const forwarded = proxied(fake).at(-1)!
+      expect(fake.refused).toEqual([])
+      const messages = forwarded.body.messages as Message[]
+      expect(messages.length).toBeLessThan(work.length)
+      const system = messages.filter((m) => m.role === 'system')
+      expect(system).toHaveLength(1)
+      expect(system[0]!.content).toEqual(typeof work[1]!.content === 'string' ? [{ type: 'text', text: work[1]!.content }] : work[1]!.content)
+      const reminders = (first.content as { type: string; text?: string }[]).filter((b) => b.text?.startsWith('<system-reminder>'))
+      expect(reminders.length).toBeGreaterThan(0)
+      for (const b of reminders) expect(messages[0]!.content).toContainEqual(b)
+      // the setup context is no request of the user's
+      const summary = String((messages[0]!.content as { text?: unknown }[])[0]?.text)
+      expect(summary).not.toContain('<system-reminder>')
+      expect(summary).toContain('Run the scripted steps.')
+      expect(forwarded.body.system).toEqual(body.system)
+      expect(forwarded.body.tools).toEqual(body.tools)
+    })
   })
 })
 

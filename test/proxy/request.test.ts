@@ -32,14 +32,19 @@ describe('readMessagesRequest', () => {
 
 describe('proxySession and proxyBudget', () => {
   it('takes the session from the header, else metadata.user_id, hashing one too long to keep', () => {
-    expect(proxySession(' s-1 ', 'u')).toBe('s-1')
-    expect(proxySession(undefined, 'user_abc')).toBe('user_abc')
-    expect(proxySession(undefined, undefined)).toBeUndefined()
-    const long = proxySession(undefined, 'u'.repeat(MAX_SESSION_LENGTH + 1))
+    expect(proxySession({ 'x-compaction-session': ' s-1 ', 'x-claude-code-session-id': 'cc' }, 'u')).toBe('s-1')
+    expect(proxySession({}, 'user_abc')).toBe('user_abc')
+    expect(proxySession({}, undefined)).toBeUndefined()
+    const long = proxySession({}, 'u'.repeat(MAX_SESSION_LENGTH + 1))
     expect(long).toMatch(/^user-[0-9a-f]{64}$/)
-    expect(proxySession(undefined, 'u'.repeat(MAX_SESSION_LENGTH + 1))).toBe(long)
-    expect(refusal(() => proxySession('x'.repeat(MAX_SESSION_LENGTH + 1), undefined)).path).toBe('/headers/x-compaction-session')
-    expect(refusal(() => proxySession('  ', undefined)).status).toBe(400)
+    expect(proxySession({}, 'u'.repeat(MAX_SESSION_LENGTH + 1))).toBe(long)
+    expect(refusal(() => proxySession({ 'x-compaction-session': 'x'.repeat(MAX_SESSION_LENGTH + 1) }, undefined)).path).toBe('/headers/x-compaction-session')
+    expect(refusal(() => proxySession({ 'x-compaction-session': '  ' }, undefined)).status).toBe(400)
+    // the session ids agents send: Claude Code's, then opencode's and others', before metadata.user_id
+    expect(proxySession({ 'x-claude-code-session-id': '4b20-ecd6', 'x-session-id': 'other' }, '{"session_id":"4b20-ecd6"}')).toBe('4b20-ecd6')
+    expect(proxySession({ 'x-session-id': 'ses_1' }, undefined)).toBe('ses_1')
+    expect(proxySession({ 'x-session-affinity': 'ses_2' }, 'u')).toBe('ses_2')
+    expect(proxySession({ 'x-session-id': '   ' }, 'u')).toBe('u')
   })
 
   it('takes the budget from the header (an integer of at least 1000, or off), else the server default', () => {

@@ -22,6 +22,35 @@ describe('the headers a proxied request carries', () => {
     expect(sent).toEqual({ 'anthropic-version': '2023-06-01', 'anthropic-beta': 'a-1, b-2', 'x-stainless-lang': 'js', 'content-type': 'application/json', 'x-api-key': 'sk-ant-upstream' })
   })
 
+  it("passes every end-to-end header an agent sends, and none that the client's connection names as its hop's", () => {
+    const sent = upstreamHeaders(
+      {
+        'x-app': 'cli',
+        'x-claude-code-session-id': '4b20',
+        'anthropic-dangerous-direct-browser-access': 'true',
+        'user-agent': 'claude-cli/2.1.332',
+        'x-session-affinity': 'ses_1',
+        connection: 'keep-alive, x-hop-secret',
+        'x-hop-secret': 'hop',
+        'keep-alive': 'timeout=5',
+        'transfer-encoding': 'chunked',
+        'content-length': '12',
+        'x-compaction-session': 's',
+        'proxy-authorization': 'Basic x'
+      },
+      { 'x-api-key': 'sk-ant-upstream' }
+    )
+    expect(sent).toEqual({
+      'x-app': 'cli',
+      'x-claude-code-session-id': '4b20',
+      'anthropic-dangerous-direct-browser-access': 'true',
+      'user-agent': 'claude-cli/2.1.332',
+      'x-session-affinity': 'ses_1',
+      'content-type': 'application/json',
+      'x-api-key': 'sk-ant-upstream'
+    })
+  })
+
   it('gives back every response header but those of a single hop', () => {
     expect(clientHeaders({ 'retry-after': '7', 'request-id': 'req_1', 'content-type': 'text/event-stream', connection: 'keep-alive', 'transfer-encoding': 'chunked', 'content-length': '10', 'set-cookie': ['a', 'b'] })).toEqual({
       'retry-after': '7',

@@ -27,6 +27,19 @@ describe('keys under attack', () => {
     await app.close()
   })
 
+  it('counts only wrong keys: keyless requests and probes (a client\'s HEAD / at start) are answered 401 and never lock the address out', async () => {
+    const app = await testApp({ COMPACT_API_KEYS: KEYS, COMPACT_AUTH_FAILURES_PER_MIN: '3' })
+    for (let i = 0; i < 30; i++) {
+      expect((await app.inject({ method: 'HEAD', url: '/' })).statusCode).toBe(401)
+      expect((await app.inject({ method: 'POST', url: '/v1/compact', payload: history })).statusCode).toBe(401)
+      expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200)
+    }
+    expect((await app.inject({ method: 'POST', url: '/v1/compact', headers: { 'x-api-key': 'key-team-1234567890abcdef' }, payload: history })).statusCode).toBe(200)
+    for (let i = 0; i < 3; i++) expect((await app.inject({ method: 'POST', url: '/v1/compact', headers: { 'x-api-key': `wrong-${i}` }, payload: history })).statusCode).toBe(401)
+    expect((await app.inject({ method: 'POST', url: '/v1/compact', headers: { 'x-api-key': 'wrong-3' }, payload: history })).statusCode).toBe(429)
+    await app.close()
+  })
+
   it('a 401 carries a Bearer challenge', async () => {
     const app = await testApp({ COMPACT_API_KEYS: KEYS })
     const res = await app.inject({ method: 'POST', url: '/v1/compact', payload: history })

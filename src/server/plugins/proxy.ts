@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin'
-import { ProxyCompactor } from '../../proxy/compactor.js'
+import { ProxyCompactor, storedAnchors } from '../../proxy/compactor.js'
 import { Upstream } from '../../proxy/upstream.js'
 import { type Config, DEFAULT_UPSTREAM_URL } from '../config.js'
 
@@ -18,6 +18,7 @@ export const proxyPlugin = fp<{ config: Config }>(
     const compactor = new ProxyCompactor({
       deps,
       precomputeAt: config.COMPACT_PRECOMPUTE_AT === 'off' ? undefined : config.COMPACT_PRECOMPUTE_AT,
+      targetShare: config.COMPACT_TARGET_SHARE,
       // Background summaries take a free place only: they never queue ahead of a client's.
       canPrecompute: () => {
         const load = limited?.load
@@ -26,11 +27,16 @@ export const proxyPlugin = fp<{ config: Config }>(
       onPrecompute: (event, err) => {
         metrics.proxyPrecomputes.inc({ event })
         if (err) app.log.warn({ err, event: 'precompute_failed' }, 'a background summary failed')
+      },
+      anchors: storedAnchors(app.store),
+      onAnchorFault: (err) => {
+        metrics.storeErrors.inc({ operation: 'anchors' })
+        app.log.error({ err, event: 'anchors_not_kept' }, 'a conversation\'s anchors could not be read or kept; the proxy goes on from memory')
       }
     })
     app.decorate('proxy', { upstream, compactor })
     app.addHook('preClose', async () => compactor.close())
     app.addHook('onClose', async () => upstream.close())
   },
-  { name: 'proxy', dependencies: ['metrics', 'compaction'] }
+  { name: 'proxy', dependencies: ['metrics', 'compaction', 'store'] }
 )

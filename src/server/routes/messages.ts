@@ -59,7 +59,7 @@ type Route = (typeof ENDPOINTS)[number]
 const MessagesRequest = Type.Object(
   {
     model: Type.String(),
-    messages: Type.Array(Type.Object({ role: Type.Union([Type.Literal('user'), Type.Literal('assistant')]), content: Type.Union([Type.String(), Type.Array(Type.Object({ type: Type.String() }))]) })),
+    messages: Type.Array(Type.Object({ role: Type.Union([Type.Literal('user'), Type.Literal('assistant'), Type.Literal('system')]), content: Type.Union([Type.String(), Type.Array(Type.Object({ type: Type.String() }))]) })),
     system: Type.Optional(Type.Union([Type.String(), Type.Array(Type.Object({ type: Type.String() }))])),
     tools: Type.Optional(Type.Array(Type.Object({}))),
     max_tokens: Type.Optional(Type.Integer()),
@@ -71,7 +71,9 @@ const MessagesRequest = Type.Object(
 
 const PROXY_HEADERS = Type.Object({
   'x-compaction-budget': Type.Optional(Type.String({ description: 'The prompt size (tokens) past which this request is compacted, or "off"; COMPACT_BUDGET by default.' })),
-  'x-compaction-session': Type.Optional(Type.String({ description: 'The session (1 to 200 characters); metadata.user_id by default.' }))
+  'x-compaction-session': Type.Optional(
+    Type.String({ description: 'The session (1 to 200 characters); by default the session id the agent sends (x-claude-code-session-id, x-session-id, x-session-affinity), else metadata.user_id.' })
+  )
 })
 
 const upstreamAnswer = (what: string) => ({
@@ -89,15 +91,37 @@ const gatewayErrors = () => ({
   '5XX': Type.Ref('ErrorResponse', { description: "The Messages API's own failures (500, 529 overloaded…) come back with their status, body and retry-after." })
 })
 
-/** An event stream with an error event at the end when the upstream breaks off mid-stream. */
+/** The end of the last complete event in `bytes` (after its blank line), or -1. */
+function lastEventEnd(bytes: Buffer): number {
+  const lf = bytes.lastIndexOf('\n\n')
+  const crlf = bytes.lastIndexOf('\r\n\r\n')
+  return Math.max(lf < 0 ? -1 : lf + 2, crlf < 0 ? -1 : crlf + 4)
+}
+
+/**
+ * An event stream relayed event by event: bytes go on at each event's blank line, so that when the
+ * upstream breaks off the gateway's error event follows a whole event (the part of one that came is
+ * dropped), and an SDK client reads the error instead of a cut JSON.
+ */
 function withErrorEvent(body: Readable, aborted: () => boolean): Readable {
   async function* pump(): AsyncGenerator<Buffer> {
+    let held: Buffer = Buffer.alloc(0)
     try {
-      for await (const chunk of body) yield chunk as Buffer
+      for await (const chunk of body) {
+        const bytes = held.length > 0 ? Buffer.concat([held, chunk as Buffer]) : (chunk as Buffer)
+        const end = lastEventEnd(bytes)
+        if (end < 0) {
+          held = bytes
+          continue
+        }
+        held = bytes.subarray(end)
+        yield bytes.subarray(0, end)
+      }
+      if (held.length > 0) yield held
     } catch (err) {
       if (aborted()) return
       const event = errorBody('api_error', `the Messages API stream broke off: ${(err as Error).message}`)
-      yield Buffer.from(`\n\nevent: error\ndata: ${JSON.stringify(event)}\n\n`)
+      yield Buffer.from(`event: error\ndata: ${JSON.stringify(event)}\n\n`)
     }
   }
   return Readable.from(pump(), { objectMode: false })
@@ -133,7 +157,7 @@ export const messagesRoutes: FastifyPluginAsync<MessagesRouteOptions> = async (a
     const body = request.body as ProxiedBody
     const parts = readMessagesRequest(body.value)
     const budget = proxyBudget(request.headers['x-compaction-budget'], options.budget)
-    const session = proxySession(request.headers['x-compaction-session'], parts.userId)
+    const session = proxySession(request.headers, parts.userId)
     const credentials = options.credentials(request)
     if (!credentials) throw new ApiError(500, 'api_error', 'the gateway has no key for the Messages API: set ANTHROPIC_API_KEY on the gateway')
 
@@ -172,7 +196,9 @@ export const messagesRoutes: FastifyPluginAsync<MessagesRouteOptions> = async (a
     }
     const payload = outcome.kind === 'none' ? body.bytes : Buffer.from(JSON.stringify({ ...(body.value as object), messages: outcome.messages }))
     const asked = performance.now()
-    const sending = upstream.send(path, upstreamHeaders(request.headers, credentials), payload, abort.signal)
+    // The query string goes on as it came (Claude Code's `?beta=true`).
+    const query = request.url.indexOf('?')
+    const sending = upstream.send(query < 0 ? path : `${path}${request.url.slice(query)}`, upstreamHeaders(request.headers, credentials), payload, abort.signal)
     if (begin) setImmediate(begin)
     const res = await sending
     const upstreamMs = performance.now() - asked

@@ -1,5 +1,5 @@
 import { isServiceText } from './markers.js'
-import { rawMessageTokens, scaled } from './tokens.js'
+import { MESSAGE_OVERHEAD_TOKENS, rawMessageTokens, scaled } from './tokens.js'
 import { type Block, type Message, type TextBlock, blocksOf, isPromptMessage, isTextBlock } from './types.js'
 
 /**
@@ -54,9 +54,47 @@ interface Piece {
   order: number
 }
 
+/** A line that opens a section: a markdown heading, or a line that is all bold (`**Files changed:**`). */
+const SECTION_LINE = /^\s{0,3}(?:#{1,6}\s+\S|\*\*[^*\n]{2,80}\*\*:?\s*$)/
+
+/**
+ * Where a history opens with a summary another agent wrote of its own earlier turns (its compaction):
+ * a short prompt answered, before any tool call, by a long text in sections. The prompt is no request of
+ * the user's and the text is no turn to summarize again: it is carried over verbatim, as context.
+ */
+export function foreignSummary(messages: readonly Message[]): { question: number; summary: number } | undefined {
+  const q = messages[0]
+  const a = messages[1]
+  if (!q || !a || !isPromptMessage(q) || a.role !== 'assistant') return undefined
+  const blocks = blocksOf(a)
+  if (blocks.some((b) => b.type !== 'text' && b.type !== 'thinking' && b.type !== 'redacted_thinking')) return undefined
+  const text = blocks.filter(isTextBlock).map((b) => b.text).join('\n')
+  const question = blocksOf(q).filter(isTextBlock).map((b) => b.text).join('\n').trim()
+  if (question.length > FOREIGN_QUESTION_CHARS || text.length < FOREIGN_SUMMARY_CHARS) return undefined
+  let sections = 0
+  for (const line of text.split('\n')) if (SECTION_LINE.test(line) && ++sections >= 2) return { question: 0, summary: 1 }
+  return undefined
+}
+
+/** The tag a summary another agent wrote is carried in (a tag of context: later compactions carry it on). */
+export const PRIOR_SUMMARY_TAG = 'prior-summary-context'
+
+/** The longest prompt that asks for a summary of the turns before, and the shortest summary that answers it. */
+const FOREIGN_QUESTION_CHARS = 400
+const FOREIGN_SUMMARY_CHARS = 800
+
 /** The pieces of context in the span, oldest first. */
 function pieces(span: readonly Message[]): Piece[] {
   const out: Piece[] = []
+  const prior = foreignSummary(span)
+  if (prior) {
+    // In a tag of context, so that the next compaction carries it on as it carries any harness context.
+    const text = blocksOf(span[prior.summary] as Message)
+      .filter(isTextBlock)
+      .map((b) => b.text)
+      .join('\n')
+    out.push({ kind: kindOf(text, PRIOR_SUMMARY_TAG), block: { type: 'text', text: `<${PRIOR_SUMMARY_TAG}>\n${text}\n</${PRIOR_SUMMARY_TAG}>` }, role: 'user', order: out.length })
+  }
   for (const m of span) {
     if (m.role === 'system') {
       for (const b of blocksOf(m)) if (isTextBlock(b) && b.text.trim() !== '') out.push({ kind: kindOf(b.text, 'system'), block: b, role: 'system', order: out.length })
@@ -103,4 +141,11 @@ export function carriedContext(span: readonly Message[], maxTokens: number, scal
     system: kept.filter((p) => p.role === 'system').map((p) => p.block),
     dropped
   }
+}
+
+/** The estimate of the context carried over, as it is assembled (its blocks, one system message). */
+export function carriedTokens(context: CarriedContext, scale: number): number {
+  const user = context.user.length > 0 ? scaled(rawMessageTokens({ role: 'user', content: [...context.user] }) - MESSAGE_OVERHEAD_TOKENS, scale) : 0
+  const system = context.system.length > 0 ? scaled(rawMessageTokens({ role: 'system', content: [...context.system] }), scale) : 0
+  return user + system
 }

@@ -1,6 +1,6 @@
 import { toolRule } from './catalog.js'
 import { isServiceText } from './markers.js'
-import { isHarnessContext } from './context.js'
+import { foreignSummary, isHarnessContext } from './context.js'
 import { patchFiles, readShellCommand } from './shell.js'
 import { type TestStatus, isEmptySearch, testResults, whyLines } from './failures.js'
 import { exitCodeOf } from './signal.js'
@@ -121,9 +121,12 @@ export function readLedger(messages: readonly Message[], offset = 0): Ledger {
     modified.set(path, entry)
   }
 
+  // A summary another agent wrote of its earlier turns, at the start: its question asked for it, not for work.
+  const prior = offset === 0 ? foreignSummary(messages) : undefined
   for (let i = 0; i < messages.length; i++) {
     const message = at(messages, i)
     if (isPromptMessage(message)) {
+      if (i === prior?.question) continue
       const text = userText(message)
       if (text) userRequests.push({ message_index: offset + i, text, shape: requestShape(text) })
       continue

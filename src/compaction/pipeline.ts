@@ -9,7 +9,7 @@ import { LIST_SECTIONS, type SummarySections } from './sections.js'
 import { formatSummary, oneLine } from './summary-text.js'
 import { CHARS_PER_TOKEN, MESSAGE_OVERHEAD_TOKENS, estimateScale, rawMessageTokens, rawSystemTokens, scaled, textTokens } from './tokens.js'
 import { assembledHead, summaryBlocks, summaryNote } from './turn.js'
-import { type CarriedContext, NO_CONTEXT, carriedContext } from './context.js'
+import { type CarriedContext, NO_CONTEXT, carriedContext, carriedTokens } from './context.js'
 import { type Message, type SystemPrompt, blocksOf, isPromptMessage, isTextBlock } from './types.js'
 import { type HistoryProblem, place, pointer } from './validate.js'
 import { at } from './at.js'
@@ -279,12 +279,7 @@ export function uncompacted(plan: CompactionPlan): NotCompacted {
   }
 }
 
-/** The estimate of the context carried over, as it is assembled (its blocks, one system message). */
-function carriedTokens(context: CarriedContext, scale: number): number {
-  const user = context.user.length > 0 ? scaled(rawMessageTokens({ role: 'user', content: [...context.user] }) - MESSAGE_OVERHEAD_TOKENS, scale) : 0
-  const system = context.system.length > 0 ? scaled(rawMessageTokens({ role: 'system', content: [...context.system] }), scale) : 0
-  return user + system
-}
+
 
 /**
  * Turns a plan and a summary (a model's sections, or none for the extractive one) into the compacted

@@ -4,7 +4,7 @@ import { type Redact, type RedactMany, redact } from './redact.js'
 import { isSignalLine, shortLine } from './signal.js'
 import { type ParsedSummary, parseSummary } from './summary-text.js'
 import { type Block, type Message, blocksOf, isPromptMessage, isTextBlock, isToolResult, toolResultText } from './types.js'
-import { isHarnessContext } from './context.js'
+import { foreignSummary, isHarnessContext } from './context.js'
 import { at } from './at.js'
 
 export interface RenderOptions {
@@ -139,9 +139,11 @@ function renderBlock(block: Block, role: Message['role'], names: Map<string, str
 export function renderSpan(messages: readonly Message[], offset = 0, options: RenderOptions = DEFAULT_RENDER): RenderedSpan {
   const parts: RenderedMessage[] = []
   const names = new Map<string, string>()
+  const prior = offset === 0 ? foreignSummary(messages) : undefined
   messages.forEach((m, k) => {
-    // System messages and the harness context of prompts are carried over verbatim, not summarized.
-    if (m.role === 'system') return
+    // System messages, the harness context of prompts and another agent's summary at the start are
+    // carried over verbatim, not summarized.
+    if (m.role === 'system' || k === prior?.question || k === prior?.summary) return
     const prompt = isPromptMessage(m)
     const lines: string[] = []
     for (const block of blocksOf(m)) {

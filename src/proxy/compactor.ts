@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { type Message, SUMMARY_FLOOR_TOKENS, SUMMARY_SHARE, type SystemPrompt, promptTokens } from '../compaction/index.js'
+import { CARRIED_SHARE, type Message, SUMMARY_FLOOR_TOKENS, SUMMARY_SHARE, type SystemPrompt, carriedContext, carriedTokens, promptTokens } from '../compaction/index.js'
 import type { MemoryEntry } from '../memory/entries.js'
 import type { CompactRequestBody } from '../contract/schemas.js'
 import type { Store } from '../storage/store.js'
@@ -12,6 +12,8 @@ export const MAX_PROXY_SESSIONS = 10_000
 export const PROXY_SESSION_IDLE_MS = 3_600_000
 /** A precomputed summary is written again once the history has grown by this share of the budget since. */
 export const PRECOMPUTE_STEP = 0.1
+/** How far past the target share of the room a crossing may land with a summary written ahead, taken as it is. */
+const LANDING_SLACK = 0.1
 /** The least tail a proxied compaction keeps (keep_tokens' own floor). */
 const MIN_KEEP_TOKENS = 100
 /** How long a conversation's anchors are kept in the store after its last change (a restart, a replica finds them). */
@@ -67,7 +69,8 @@ function requestTokens(request: ProxyRequest, messages: Message[]): number {
 
 /** What the proxy forwards: the body as it came, or with its messages replaced. */
 export type ProxyOutcome =
-  | { kind: 'none'; tokens: number }
+  /** Forwarded as it came; `tokens` is its estimate, undefined for a body forwarded unread (far under the budget). */
+  | { kind: 'none'; tokens: number | undefined }
   /** An earlier compaction's summary stands in for the turns it compacted; nothing new was summarized. */
   | { kind: 'reused'; tokens: number; messages: Message[]; summaryId: string }
   | {
@@ -222,6 +225,7 @@ export class ProxyCompactor {
     }
     const anchor = anchorOf(run.response, messages, base)
     this.adopt(state, anchor)
+    this.afterCrossing(state, request, run.response.messages)
     return { kind: 'compacted', tokens, messages: run.response.messages, summaryId: anchor.summaryId, source: 'model', run, memory: run.memory }
   }
 
@@ -243,15 +247,20 @@ export class ProxyCompactor {
         kept_tokens: Math.max(0, tokens - fixed - written.stats.summary_tokens - written.stats.carried_context_tokens)
       }
       const run = { ...pending.run, response: { ...written, reason: 'over_budget' as const, stats } }
+      this.afterCrossing(state, request, anchored)
       return { kind: 'compacted', tokens, messages: anchored, summaryId: pending.summaryId, source: 'precomputed', run, memory: pending.run.memory }
     }
-    if (budget === 'off' || tokens <= budget) return taken()
-    // The anchored merge: the precomputed summary is the prior, the turns since come from the ledger.
-    const run = await runCompaction(this.body(request, anchored, 'auto', 'extractive'), this.options.deps, { tenant: request.tenant, signal: request.signal, recallTool: false })
+    // Taken as it is where it lands near the target; past it (a summary written long before the crossing
+    // leaves more turns since than the target holds), the turns since are merged in to land there.
+    if (budget === 'off' || tokens <= this.landingBound(request)) return taken()
+    // The anchored merge: the precomputed summary is the prior, the turns since come from the ledger (a
+    // history under the budget but past the landing is compacted as a /compact would: manual).
+    const mode = tokens > budget ? 'auto' : 'manual'
+    const run = await runCompaction(this.body(request, anchored, mode, 'extractive'), this.options.deps, { tenant: request.tenant, signal: request.signal, recallTool: false })
     if (!isCompacted(run)) return taken()
     const anchor = anchorOf(run.response, messages, pending)
     this.adopt(state, anchor)
-    this.refine(state, request, anchored, pending, anchor)
+    this.refine(state, request, anchored, pending, anchor, mode)
     const memory = [...(pending.run.memory ?? []), ...(run.memory ?? [])]
     return { kind: 'compacted', tokens, messages: run.response.messages, summaryId: anchor.summaryId, source: 'merged', run, memory: memory.length > 0 ? memory : undefined }
   }
@@ -315,6 +324,15 @@ export class ProxyCompactor {
     }
   }
 
+  /** The most a crossing may leave: the target share of the room and a tenth more, never past the budget. */
+  private landingBound(request: ProxyRequest): number {
+    const { budget } = request
+    if (budget === 'off') return Infinity
+    if (this.options.targetShare === undefined) return budget
+    const fixed = requestTokens(request, [])
+    return Math.min(budget, fixed + Math.ceil((this.options.targetShare + LANDING_SLACK) * (budget - fixed)))
+  }
+
   /**
    * The raw turns a crossing keeps, so that the context lands at `targetShare` of the room between the
    * system prompt and tools and the budget (the summary's share taken out): the next crossing is half
@@ -325,15 +343,27 @@ export class ProxyCompactor {
     if (budget === 'off' || this.options.targetShare === undefined) return undefined
     const room = budget - requestTokens(request, [])
     const summary = Math.max(SUMMARY_FLOOR_TOKENS, Math.floor(budget / SUMMARY_SHARE))
-    return Math.max(MIN_KEEP_TOKENS, Math.floor(this.options.targetShare * room) - summary - grownSince)
+    // the context a compaction carries over (system messages, harness context) lands there too
+    const carried = carriedTokens(carriedContext(request.messages, Math.floor(budget / CARRIED_SHARE), 1), 1)
+    return Math.max(MIN_KEEP_TOKENS, Math.floor(this.options.targetShare * room) - summary - carried - grownSince)
   }
 
-  /** From `precomputeAt` of the budget on, the compaction the crossing would make is written ahead. */
-  private maybePrecompute(state: SessionState, request: ProxyRequest, tokens: number): void {
-    const { precomputeAt } = this.options
+  /** Right after a crossing the next summary is begun at once: it has the whole way to the next crossing to be written. */
+  private afterCrossing(state: SessionState, request: ProxyRequest, sent: Message[]): void {
+    this.maybePrecompute(state, request, requestTokens(request, sent), true)
+  }
+
+  /**
+   * The compaction the next crossing would make is written ahead, from the point where a crossing leaves
+   * the context (COMPACT_TARGET_SHARE of the room), or from `precomputeAt` of the budget if that is sooner.
+   */
+  private maybePrecompute(state: SessionState, request: ProxyRequest, tokens: number, crossed = false): void {
+    const { precomputeAt, targetShare } = this.options
     const { budget, messages } = request
     if (this.closed || precomputeAt === undefined || budget === 'off' || !this.options.deps.model || state.working) return
-    if (tokens < precomputeAt * budget) return
+    const fixed = requestTokens(request, [])
+    const from = Math.min(precomputeAt * budget, targetShare === undefined ? Infinity : fixed + targetShare * (budget - fixed))
+    if (tokens < from && !crossed) return
     const current = state.current
     const pending = pendingFor(state, messages)
     if (pending && tokens - pending.atTokens < PRECOMPUTE_STEP * budget) return
@@ -345,7 +375,7 @@ export class ProxyCompactor {
       // Written ahead of the crossing, it keeps less: the turns until the crossing will be kept too.
       const keep = this.crossingKeep(request, budget - tokens)
       const run = await runCompaction(this.body(request, input, 'manual', 'auto', keep), this.options.deps, { tenant: request.tenant, recallTool: false })
-      if (!isCompacted(run) || state.current !== current) return
+      if (!isCompacted(run) || state.current?.summaryId !== current?.summaryId) return
       const anchor = anchorOf(run.response, messages, base)
       const { messages: _sent, ...response } = run.response
       if (anchor.cut > (current?.cut ?? 0)) {
@@ -357,10 +387,10 @@ export class ProxyCompactor {
   }
 
   /** After an anchored merge: the model summarizes the same span, and the next compaction builds on that. */
-  private refine(state: SessionState, request: ProxyRequest, anchored: Message[], pending: Anchor, merged: Anchor): void {
+  private refine(state: SessionState, request: ProxyRequest, anchored: Message[], pending: Anchor, merged: Anchor, mode: 'auto' | 'manual'): void {
     if (this.closed || !this.options.deps.model || !this.options.canPrecompute()) return
     this.track(state, async () => {
-      const run = await runCompaction(this.body(request, anchored, 'auto'), this.options.deps, { tenant: request.tenant, recallTool: false })
+      const run = await runCompaction(this.body(request, anchored, mode), this.options.deps, { tenant: request.tenant, recallTool: false })
       if (!isCompacted(run) || state.current?.summaryId !== merged.summaryId) return
       const anchor = anchorOf(run.response, request.messages, pending)
       if (anchor.cut === merged.cut) {
@@ -368,15 +398,20 @@ export class ProxyCompactor {
         this.persist(state)
         this.options.onPrecompute('refined')
       }
+    }, () => {
+      // then the next crossing's summary, as after any crossing
+      if (state.current?.summaryId === merged.summaryId) this.afterCrossing(state, request, withAnchor(merged, request.messages))
     })
   }
 
-  private track(state: SessionState, work: () => Promise<void>): void {
+  /** Runs background work for the conversation, one at a time; `then` follows it once its place is free. */
+  private track(state: SessionState, work: () => Promise<void>, then?: () => void): void {
     const job = work()
       .catch((err: unknown) => this.options.onPrecompute('failed', err))
       .finally(() => {
         if (state.working === job) state.working = undefined
         this.background.delete(job)
+        then?.()
       })
     state.working = job
     this.background.add(job)
@@ -397,6 +432,14 @@ export class ProxyCompactor {
       this.sessions.delete(k)
     }
     return state
+  }
+
+  /**
+   * The share of the budget under which a request needs nothing of the proxy: no compaction, no summary
+   * written ahead (which begins from the target share or from precomputeAt, whichever comes first).
+   */
+  get quietShare(): number {
+    return Math.min(this.options.precomputeAt ?? 1, this.options.targetShare ?? 1)
   }
 
   /** Sessions remembered now. */

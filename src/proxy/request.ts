@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import type { Message } from '../compaction/index.js'
+import { CHARS_PER_TOKEN, type Message } from '../compaction/index.js'
 import { GatewayError } from '../contract/errors.js'
 import type { CompactRequestBody } from '../contract/schemas.js'
 
@@ -86,6 +86,19 @@ export function proxySession(headers: Readonly<Record<string, string | string[] 
     if (value) return kept(value)
   }
   return userId === undefined ? undefined : kept(userId)
+}
+
+/** Byte patterns of the blocks whose estimate is a flat cost, not their characters (images, documents). */
+const FLAT_COST_TYPES = [Buffer.from('"image"'), Buffer.from('"document"')]
+
+/**
+ * Whether a body's bytes alone show it far under the budget: UTF-8 bytes are at least as many as the
+ * characters they encode, and the estimate counts characters (a message's overhead fewer than its JSON
+ * takes), so bytes / CHARS_PER_TOKEN bounds it from above, unless a block of a flat cost may be there.
+ */
+export function farUnderBudget(bytes: Buffer, quietTokens: number): boolean {
+  if (bytes.length / CHARS_PER_TOKEN > quietTokens) return false
+  return !FLAT_COST_TYPES.some((t) => bytes.includes(t))
 }
 
 /** The budget of a proxied request: x-compaction-budget (an integer of at least 1000, or "off"), else the server's. */

@@ -153,7 +153,7 @@ function installResponseHooks(app: FastifyInstance, metrics: Metrics): void {
   app.addHook('preClose', async () => {
     closing = true
   })
-  app.addHook('onSend', async (request, reply, payload) => {
+  app.addHook('onSend', (request, reply, payload, done) => {
     void reply.header('x-request-id', request.id)
     if (closing) void reply.header('connection', 'close')
     // A refused request is logged with why and where (the error body: small, and never message content).
@@ -161,10 +161,12 @@ function installResponseHooks(app: FastifyInstance, metrics: Metrics): void {
       const { error } = JSON.parse(payload) as ErrorResponseBody
       request.log.info({ event: 'request_refused', status: reply.statusCode, error_type: error.type, reason: error.message, path: error.path }, 'request refused')
     }
+    done(null, payload)
   })
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url ?? 'unmatched'
     metrics.httpDuration.observe({ method: request.method, route, status_code: String(reply.statusCode) }, reply.elapsedTime / 1_000)
+    done()
   })
 }
 

@@ -11,8 +11,15 @@ import { ApiError } from './errors.js'
 export function installTimeouts(app: FastifyInstance, idleTimeoutMs: number): void {
   // (app.inject's requests have a stand-in socket without timeouts.)
   const idle = (request: FastifyRequest, ms: number): void => void (request.raw.socket as Partial<Socket> | undefined)?.setTimeout?.(ms)
-  app.addHook('preValidation', async (request) => idle(request, 0))
-  app.addHook('onSend', async (request) => idle(request, idleTimeoutMs))
+  // Callback hooks, not async ones: every request runs them, and a promise each is a turn of the loop.
+  app.addHook('preValidation', (request, _reply, done) => {
+    idle(request, 0)
+    done()
+  })
+  app.addHook('onSend', (request, _reply, payload, done) => {
+    idle(request, idleTimeoutMs)
+    done(null, payload)
+  })
 }
 
 /** Query parameters under which clients put keys; a key in a URL ends up in proxies' and browsers' logs. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { type Block, type Message, carriedContext, finishCompaction, isHarnessContext, planCompaction, readLedger, validateHistory } from '../../src/compaction/index.js'
+import { type Block, type Message, carriedContext, finishCompaction, foreignSummary, isHarnessContext, planCompaction, readLedger, validateHistory } from '../../src/compaction/index.js'
 import { messagesApiRefusal } from '../helpers/messages-api-rules.js'
-import { assistant, shellStep, user } from '../helpers/history.js'
+import { assistant, call, shellStep, user } from '../helpers/history.js'
 
 const reminder = (text: string): Block => ({ type: 'text', text: `<system-reminder>\n${text}\n</system-reminder>` })
 const environment = '# Environment\nYou have been invoked in the following environment:\n - Primary working directory: /repo\n - Platform: linux'
@@ -103,5 +103,47 @@ describe('a compaction of a session with setup context and system messages', () 
     expect(systems).toHaveLength(1)
     expect(systems[0]!.content).toEqual([{ type: 'text', text: environment }, { type: 'text', text: 'Tests go in test/.' }])
     expect(messagesApiRefusal({ model: 'm', max_tokens: 1, messages: merged.messages })).toBeUndefined()
+  })
+})
+
+describe("a history that opens with another agent's own compaction summary", () => {
+  const summary = [
+    '## Goal',
+    'Add a --verbose flag to the CLI and document it.',
+    '',
+    '## Done so far',
+    '- Found the argument parser in src/cli.ts',
+    '- Wrote the flag, tests still failing: test_cli.py::test_verbose',
+    '',
+    '## Next',
+    '- Fix the failing test, then update docs/usage.md',
+    'x'.repeat(600)
+  ].join('\n')
+  const history: Message[] = [user('What did we do so far?'), assistant(summary), user('Continue with the failing test'), assistant('On it.'), user('go on')]
+  for (let i = 0; i < 30; i++) history.push(...shellStep(`f${i}`, `pytest tests/test_cli_${i}.py`, `${'.'.repeat(1_500)} ok`))
+  history.push(assistant('Tests pass.'), user('now the docs'), assistant('Writing docs.'))
+
+  it('reads it as a prior summary: its question is no request, its text is carried verbatim and carried on by the next compaction', () => {
+    const ledger = readLedger(history.slice(0, 10))
+    expect(ledger.userRequests.map((r) => r.text)).toEqual(['Continue with the failing test', 'go on'])
+    const out = compact(history, 8_000)
+    expect(out.summary.text).not.toContain('What did we do so far?')
+    expect(out.summary.sections.objective).toContain('failing test')
+    const carried = (out.messages[0]!.content as Block[]).map((b) => b.text as string).find((t) => t.includes('## Goal'))
+    expect(carried).toContain(summary)
+    // the next compaction of the compacted history (as a proxy sends it) carries it on
+    const later = [...out.messages, user('and the changelog'), assistant('ok')]
+    for (let i = 0; i < 30; i++) later.push(...shellStep(`g${i}`, `cat docs/part_${i}.md`, `${'d'.repeat(1_500)}`))
+    later.push(assistant('Read them.'), user('finish'), assistant('Done.'))
+    const again = compact(later, 8_000)
+    expect(JSON.stringify(again.messages[0])).toContain('## Goal')
+    expect(again.summary.sections.user_requests.join('\n')).not.toContain('## Goal')
+  })
+
+  it('is not a first answer to a long task, nor one that called tools', () => {
+    expect(foreignSummary([user('Explain the architecture of this repository in detail, with one section per layer. '.repeat(6)), assistant(summary)])).toBeUndefined()
+    expect(foreignSummary([user('summary?'), assistant(summary, call('t1', 'bash', { command: 'ls' }))])).toBeUndefined()
+    expect(foreignSummary([user('summary?'), assistant('just a short answer')])).toBeUndefined()
+    expect(foreignSummary(history)).toEqual({ question: 0, summary: 1 })
   })
 })

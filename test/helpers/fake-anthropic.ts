@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { once } from 'node:events'
 import { type IncomingHttpHeaders, type Server, createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -9,6 +10,8 @@ export interface FakeReply {
   headers?: Record<string, string>
   /** Milliseconds to wait before answering. */
   delayMs?: number
+  /** Answered once this settles (a test's move made first, mid-session). */
+  after?: Promise<unknown>
   /** For a 200: the input of the record_summary tool call... */
   toolInput?: unknown
   /** ...or a plain text answer with no tool call... */
@@ -40,6 +43,74 @@ export interface ReceivedRequest {
   raw: string
   /** The request's path (/v1/messages, /v1/messages/count_tokens). */
   path: string
+  /** When it arrived (performance.now()). */
+  at?: number
+  /** What the simulated prompt cache made of it. */
+  cache?: CacheUse
+}
+
+export interface CacheUse {
+  /** The prompt's tokens (characters / 4). */
+  tokens: number
+  /** Of which read from cache. */
+  read: number
+}
+
+/** How far back from a breakpoint the API looks for a cached prefix, in blocks. */
+const CACHE_LOOKBACK_BLOCKS = 20
+
+/**
+ * The Messages API's prompt cache as its documentation describes it: a prompt is a sequence of blocks
+ * (tools, then system, then each message's blocks); every block with `cache_control` is a breakpoint whose
+ * prefix is written to the cache, and a request reads the longest prefix cached earlier that ends at one
+ * of its breakpoints or up to 20 blocks before one. A prefix is its content: `cache_control` itself is no
+ * part of it, so a breakpoint moved to the newest message still finds the earlier one.
+ */
+export class PromptCache {
+  private readonly written = new Map<string, number>()
+
+  take(body: ReceivedRequest['body']): CacheUse {
+    const blocks: unknown[] = []
+    const roles: string[] = []
+    const push = (role: string, b: unknown): void => {
+      blocks.push(b)
+      roles.push(role)
+    }
+    for (const t of (body.tools ?? []) as unknown[]) push('tools', t)
+    const system = body.system as unknown
+    if (typeof system === 'string') push('system', { type: 'text', text: system })
+    else if (Array.isArray(system)) for (const b of system) push('system', b)
+    for (const m of body.messages ?? []) {
+      if (typeof m.content === 'string') push(m.role, { type: 'text', text: m.content })
+      else if (Array.isArray(m.content)) for (const b of m.content) push(m.role, b)
+    }
+    const hashes: string[] = []
+    const chars: number[] = []
+    const breakpoints: number[] = []
+    const hash = createHash('sha256')
+    let total = 0
+    blocks.forEach((b, i) => {
+      const { cache_control: mark, ...content } = (b ?? {}) as Record<string, unknown>
+      const text = JSON.stringify(content)
+      hash.update(`${roles[i]}\u0000${text}\u0001`)
+      total += text.length
+      hashes.push(hash.copy().digest('hex'))
+      chars.push(total)
+      if (mark) breakpoints.push(i)
+    })
+    let read = 0
+    for (const b of breakpoints) {
+      for (let p = b; p >= Math.max(0, b - CACHE_LOOKBACK_BLOCKS); p--) {
+        const h = hashes[p] as string
+        if (this.written.has(h)) {
+          read = Math.max(read, chars[p] as number)
+          break
+        }
+      }
+    }
+    for (const b of breakpoints) this.written.set(hashes[b] as string, chars[b] as number)
+    return { tokens: Math.ceil(total / 4), read: Math.ceil(read / 4) }
+  }
 }
 
 /**
@@ -54,6 +125,10 @@ export class FakeAnthropic {
   lastEventAt = 0
   private readonly queue: FakeReply[] = []
   fallback: FakeReply | ((request: ReceivedRequest) => FakeReply) = { toolInput: { objective: 'fake summary' } }
+  /** The prompt cache, simulated: each request's prompt tokens and how many of them were read from cache. */
+  readonly cache = new PromptCache()
+  /** Whether requests are checked as the Messages API checks them (a benchmark that times only the gateway turns it off). */
+  checks = true
   /** Requests refused as the Messages API refuses them (messagesApiRefusal), with the reason. */
   readonly refused: { path: string; reason: string }[] = []
   private server: Server | undefined
@@ -71,16 +146,18 @@ export class FakeAnthropic {
       req.on('data', (c: Buffer) => chunks.push(c))
       req.on('end', () => {
         const raw = Buffer.concat(chunks).toString('utf8')
-        const received: ReceivedRequest = { headers: req.headers, body: JSON.parse(raw) as ReceivedRequest['body'], raw, path: req.url ?? '' }
+        const received: ReceivedRequest = { headers: req.headers, body: JSON.parse(raw) as ReceivedRequest['body'], raw, path: req.url ?? '', at: performance.now() }
         this.requests.push(received)
         // What the real API would refuse is refused here too, before any reply is taken from the queue.
-        const refusal = messagesApiRefusal(received.body)
+        const refusal = this.checks ? messagesApiRefusal(received.body) : undefined
         if (refusal !== undefined) {
           this.refused.push({ path: received.path, reason: refusal })
           res.writeHead(400, { 'content-type': 'application/json' })
           res.end(JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: refusal } }))
           return
         }
+        const cached = received.path.startsWith('/v1/messages') && !received.path.includes('count_tokens') ? this.cache.take(received.body) : undefined
+        if (cached) received.cache = cached
         const next = this.queue.shift() ?? (typeof this.fallback === 'function' ? this.fallback(received) : this.fallback)
         res.once('close', () => {
           if (!res.writableFinished) this.aborted++
@@ -104,8 +181,12 @@ export class FakeAnthropic {
           res.writeHead(status, { 'content-type': 'application/json', ...next.headers })
           res.end(JSON.stringify(body))
         }
-        if (next.delayMs) setTimeout(send, next.delayMs)
-        else send()
+        const wait = (): void => {
+          if (next.delayMs) setTimeout(send, next.delayMs)
+          else send()
+        }
+        if (next.after) void next.after.finally(wait)
+        else wait()
       })
     })
     this.server.on('connection', (s) => {

@@ -1,11 +1,10 @@
-import { createHash } from 'node:crypto'
 import type { FakeReply, ReceivedRequest } from './fake-anthropic.js'
 
 /**
- * A model for a real coding agent to talk to: each conversation (told apart by its system prompt, as an
- * agent's main loop and its subagents have their own) follows a script of tool calls, one a request, and
- * ends with a final text. The step of a conversation is counted by the requests it has sent since its
- * last tool result, not read from the history (a compacted history no longer holds the early steps).
+ * A model for a real coding agent to talk to: each conversation follows a script of tool calls, one a
+ * request, and ends with a final text. Where a conversation stands is read from the newest tool result
+ * of the script's own calls in the request (its id names the step), not counted: a retried request gets
+ * the same step again, and a compacted history still ends with the newest steps.
  */
 export interface ScriptStep {
   tool: string
@@ -13,55 +12,62 @@ export interface ScriptStep {
 }
 
 export interface Script {
-  /** The conversation's steps, by the system prompt's first words (the first matching script is used). */
+  name: string
+  /** Whether a request belongs to this conversation (the first script that matches is used). */
   match: (request: ReceivedRequest) => boolean
   steps: ScriptStep[]
   final: string
 }
 
-function systemText(r: ReceivedRequest): string {
+export function systemText(r: ReceivedRequest): string {
   const s = r.body.system as unknown
   if (typeof s === 'string') return s
   if (Array.isArray(s)) return s.map((b: { text?: string }) => b.text ?? '').join('\n')
   return ''
 }
 
-/** Whether the newest turn (system messages after it aside) carries a tool result. */
-function lastIsToolResult(r: ReceivedRequest): boolean {
-  const last = r.body.messages.findLast((m) => m.role !== 'system')
-  return Array.isArray(last?.content) && (last.content as { type?: string }[]).some((b) => b.type === 'tool_result')
+/** All the text of a request's messages, for matching a conversation by what it was asked. */
+export function messagesText(r: ReceivedRequest): string {
+  return JSON.stringify(r.body.messages)
+}
+
+/** The step of `script` whose result is the newest tool result of the request, or -1. */
+function lastAnswered(r: ReceivedRequest, script: string): number {
+  const prefix = `toolu_script_${script}_`
+  for (let i = r.body.messages.length - 1; i >= 0; i--) {
+    const content = r.body.messages[i]?.content
+    if (!Array.isArray(content)) continue
+    for (let j = content.length - 1; j >= 0; j--) {
+      const b = content[j] as { type?: string; tool_use_id?: string }
+      if (b.type === 'tool_result' && b.tool_use_id?.startsWith(prefix)) return Number(b.tool_use_id.slice(prefix.length).split('_')[0])
+    }
+  }
+  return -1
 }
 
 export class ScriptedAgent {
-  /** Where each conversation stands: its next step. */
-  private readonly positions = new Map<string, number>()
-  /** Conversations by their script, in the order they were first seen. */
-  readonly conversations: string[] = []
-  finished = 0
+  /** Steps handed out, per script: [script, step] in the order they were asked for. */
+  readonly handed: [string, number][] = []
+  /** Final texts given, per script. */
+  readonly finished = new Map<string, number>()
+  /** Called when a step is handed out (before the reply is sent): a test's hook to act mid-session. */
+  onStep: (script: string, step: number) => void = () => undefined
   private calls = 0
 
   constructor(private readonly scripts: Script[]) {}
 
   reply(r: ReceivedRequest): FakeReply {
     const script = this.scripts.find((s) => s.match(r))
-    if (!script) return { text: 'No script for this conversation.' }
-    const key = createHash('sha256').update(systemText(r)).digest('hex').slice(0, 12)
-    if (!this.positions.has(key)) {
-      this.positions.set(key, 0)
-      this.conversations.push(key)
-    }
-    // A request that does not carry a tool result begins (or repeats) the script where it stands.
-    let at = this.positions.get(key) ?? 0
-    if (lastIsToolResult(r)) at++
-    this.positions.set(key, at)
+    if (!script) return { content: [{ type: 'text', text: 'No script for this conversation.' }] }
+    const at = lastAnswered(r, script.name) + 1
     const step = script.steps[at]
     if (!step) {
-      this.finished++
+      this.finished.set(script.name, (this.finished.get(script.name) ?? 0) + 1)
       return { content: [{ type: 'text', text: script.final }] }
     }
+    this.handed.push([script.name, at])
+    this.onStep(script.name, at)
     this.calls++
-    return { content: [{ type: 'tool_use', id: `toolu_script_${key}_${at}_${this.calls}`, name: step.tool, input: step.input }] }
+    return { content: [{ type: 'tool_use', id: `toolu_script_${script.name}_${at}_${this.calls}`, name: step.tool, input: step.input }] }
   }
 }
-
-export { systemText }

@@ -9,8 +9,14 @@ export class TcpProxy {
 
   constructor(
     private readonly targetHost: string,
-    private readonly targetPort: number
+    private targetPort: number
   ) {}
+
+  /** New connections go to `port` from now on; the ones open are cut, so a kept-alive client reconnects there. */
+  retarget(port: number): void {
+    this.targetPort = port
+    for (const s of this.sockets) s.destroy()
+  }
 
   async up(): Promise<this> {
     this.server = createServer((client) => {

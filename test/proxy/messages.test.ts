@@ -193,13 +193,30 @@ describe('POST /v1/messages: a drop-in proxy for Messages API clients', () => {
   })
 
   it('names the place of a body it cannot read, in the Messages error shape', async () => {
-    const res = await fetch(`${url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY }, body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }, { role: 'robot', content: 'y' }] }) })
+    // a body that may be compacted is read; one far under its budget goes on unread (the next test)
+    const long = 'x'.repeat(4_000)
+    const res = await fetch(`${url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY, 'x-compaction-budget': '1000' },
+      body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: long }, { role: 'robot', content: 'y' }] })
+    })
     expect(res.status).toBe(400)
     expect(await res.json()).toEqual({ type: 'error', error: { type: 'invalid_request_error', message: 'messages[1].role: must be "user", "assistant" or "system"', path: '/messages/1/role' } })
     const budget = await fetch(`${url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY, 'x-compaction-budget': 'lots' }, body: JSON.stringify({ model: 'm', messages: [] }) })
     expect(budget.status).toBe(400)
     expect(((await budget.json()) as { error: { message: string } }).error.message).toMatch(/x-compaction-budget/)
+    const notJson = await fetch(`${url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY, 'x-compaction-budget': '1000' }, body: `{"messages": [${'1,'.repeat(2_000)}` })
+    expect(notJson.status).toBe(400)
+    expect(((await notJson.json()) as { error: { message: string } }).error.message).toMatch(/not valid JSON/)
     expect(fake.requests).toHaveLength(0)
+  })
+
+  it('forwards a body far under its budget unread, byte for byte: what it holds is the upstream\'s to refuse', async () => {
+    const raw = JSON.stringify({ model: 'm', max_tokens: 1, messages: [{ role: 'user', content: 'x' }, { role: 'robot', content: 'y' }] })
+    const res = await fetch(`${url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY }, body: raw })
+    expect(res.status).toBe(400)
+    expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/messages\.1\.role/)
+    expect(fake.requests.map((r) => r.raw)).toEqual([raw])
   })
 
   describe("today's Claude Code requests (recorded bodies), with their mid-conversation system messages", () => {

@@ -66,17 +66,17 @@ describe('precomputed summaries: the request that crosses the budget waits for n
       .create({ model: 'claude-test', max_tokens: 16, messages: messages as Anthropic.MessageParam[], metadata: { user_id: 'session-precompute-1' } }, { headers: { 'x-compaction-budget': String(BUDGET) } })
       .withResponse()
 
-  it('writes the summary ahead from 75% of the budget and takes it at the crossing, then keeps precomputing', async () => {
-    const early = stepsFor(0.5)
-    const ahead = stepsFor(0.8)
+  it('writes the summary ahead from where a crossing leaves the context (half the room), takes it at the crossing, and begins the next one at once', async () => {
+    const early = stepsFor(0.3)
+    const ahead = stepsFor(0.55)
     const over = stepsFor(1.05)
     expect(early < ahead && ahead < over).toBe(true)
 
-    // Under 75%: nothing happens in the background.
+    // Under half the room (no system prompt or tools here: half the budget): nothing happens in the background.
     expect((await send(grow(early))).response.headers.get('x-compaction')).toBe('none')
     expect(await counter(app, 'compaction_proxy_precomputes_total', 'event="started"')).toBe(0)
 
-    // Past 75%: forwarded as it is, and the compaction the crossing would make is written in the background.
+    // Past it: forwarded as it is, and the compaction the crossing would make is written in the background.
     expect((await send(grow(ahead))).response.headers.get('x-compaction')).toBe('none')
     expect(await counter(app, 'compaction_proxy_precomputes_total', 'event="started"')).toBe(1)
     await until(async () => (await counter(app, 'compaction_proxy_precomputes_total', 'event="done"')) === 1)
@@ -96,8 +96,12 @@ describe('precomputed summaries: the request that crosses the budget waits for n
     expect(messages.at(-1)).toEqual(crossing.at(-1))
     expect(JSON.stringify(messages[0])).toContain('(summary 1)')
     expect(promptTokens(messages, undefined, undefined)).toBeLessThanOrEqual(BUDGET)
+    // and its figures are those of what was forwarded, not of the history the summary was written from
+    const after = await app.metrics.registry.getSingleMetricAsString('compaction_context_after_tokens')
+    const sum = Number(after.split('\n').find((l) => l.startsWith('compaction_context_after_tokens_sum'))?.split(' ').at(-1))
+    expect(sum).toBe(promptTokens(messages, undefined, undefined))
 
-    // The session grows on: the same summary turn is sent, and past 75% again the next one is written ahead.
+    // The crossing began the next summary at once; the session grows on with the same summary turn sent.
     let steps = over
     while ((await counter(app, 'compaction_proxy_precomputes_total', 'event="started"')) < 2 && steps < over + 40) {
       await until(async () => (await counter(app, 'compaction_proxy_precomputes_total', 'event="done"')) + (await counter(app, 'compaction_proxy_precomputes_total', 'event="refined"')) >= 1)

@@ -1,6 +1,9 @@
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { GatewayError } from '../../src/contract/errors.js'
-import { MAX_SESSION_LENGTH, proxyBudget, proxySession, readMessagesRequest } from '../../src/proxy/request.js'
+import { MAX_SESSION_LENGTH, farUnderBudget, proxyBudget, proxySession, readMessagesRequest } from '../../src/proxy/request.js'
+import { type Message, promptTokens } from '../../src/compaction/index.js'
+import { assistant, user } from '../helpers/history.js'
 
 const refusal = (fn: () => unknown): { status: number; message: string; path: string | undefined } => {
   try {
@@ -52,5 +55,26 @@ describe('proxySession and proxyBudget', () => {
     expect(proxyBudget('120000', 45_000)).toBe(120_000)
     expect(proxyBudget('off', 45_000)).toBe('off')
     for (const bad of ['999', '12.5', '-2000', 'lots', '', '1e6']) expect(refusal(() => proxyBudget(bad, 45_000)).path, bad).toBe('/headers/x-compaction-budget')
+  })
+})
+
+describe('farUnderBudget', () => {
+  it('bounds the estimate from above by the bytes, and never for a body that may hold an image or a document', () => {
+    const body = (messages: Message[]): Buffer => Buffer.from(JSON.stringify({ model: 'm', messages }))
+    const small = [user('hi'), assistant('hello')]
+    expect(farUnderBudget(body(small), 100)).toBe(true)
+    // what it rests on: a history's bytes / 4 are never under its estimate, whatever its text holds
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.boolean(), fc.string({ unit: 'binary', maxLength: 300 })), { minLength: 1, maxLength: 20 }), (turns) => {
+        const messages = turns.map(([asBlocks, text], i): Message => ({ role: i % 2 === 0 ? 'user' : 'assistant', content: asBlocks ? [{ type: 'text', text }] : text }))
+        expect(body(messages).length / 4).toBeGreaterThanOrEqual(promptTokens(messages, undefined, undefined) - 1)
+      }),
+      { numRuns: 300 }
+    )
+    expect(farUnderBudget(body(small), 1)).toBe(false)
+    const image: Message[] = [{ role: 'user', content: [{ type: 'image', source: { type: 'url', url: 'https://x/y.png' } }] }]
+    expect(farUnderBudget(body(image), 1_000_000)).toBe(false)
+    const document: Message[] = [{ role: 'user', content: [{ type: 'document', source: { type: 'text', data: 'x' } }] }]
+    expect(farUnderBudget(body(document), 1_000_000)).toBe(false)
   })
 })

@@ -2,7 +2,7 @@ import { Readable } from 'node:stream'
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import type { ProxyCompactor, ProxyOutcome } from '../../proxy/compactor.js'
-import { proxyBudget, proxySession, readMessagesRequest } from '../../proxy/request.js'
+import { farUnderBudget, proxyBudget, proxySession, readMessagesRequest } from '../../proxy/request.js'
 import { type Upstream, clientHeaders, upstreamHeaders } from '../../proxy/upstream.js'
 import { InvalidHistoryError } from '../../service/errors.js'
 import type { Store } from '../../storage/store.js'
@@ -12,12 +12,20 @@ import { parseJsonBody } from '../json.js'
 import { countCompaction, keepRecord, scheduleRecord } from '../records.js'
 import { KEYED, keyedResponses } from './security.js'
 
-/** A proxied body: its bytes as they came (forwarded as they are when nothing is compacted) and their JSON. */
+/** A proxied body: its bytes as they came (forwarded as they are when nothing is compacted), read only when needed. */
 class ProxiedBody {
-  constructor(
-    readonly bytes: Buffer,
-    readonly value: unknown
-  ) {}
+  private parsed: unknown
+  constructor(readonly bytes: Buffer) {}
+
+  /** Its JSON, parsed once, or the 400 that says why it is not. */
+  value(): unknown {
+    if (this.parsed === undefined) {
+      const parsed = parseJsonBody(this.bytes)
+      if (parsed.error) throw parsed.error
+      this.parsed = parsed.value
+    }
+    return this.parsed
+  }
 }
 
 export interface MessagesRouteOptions {
@@ -135,29 +143,27 @@ function withErrorEvent(body: Readable, aborted: () => boolean): Readable {
 export const messagesRoutes: FastifyPluginAsync<MessagesRouteOptions> = async (app, options) => {
   const { upstream, compactor, metrics, store } = options
   const { writes } = app
-  // In this plugin only: the body's bytes are kept beside its JSON, so that it can be forwarded unchanged.
+  // In this plugin only: the body's bytes are kept, so that they can be forwarded unchanged, and read only
+  // when the request may be compacted.
   app.removeContentTypeParser('application/json')
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => {
-    const bytes = body as Buffer
-    const parsed = parseJsonBody(bytes)
-    if (parsed.error) done(parsed.error, undefined)
-    else done(null, new ProxiedBody(bytes, parsed.value))
-  })
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => done(null, new ProxiedBody(body as Buffer)))
 
   const outcomes = new WeakMap<FastifyRequest, ProxyOutcome['kind']>()
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     const endpoint = ENDPOINTS.find((e) => e.path === request.routeOptions.url)?.endpoint ?? 'messages'
     metrics.proxyRequests.inc({ endpoint, compaction: outcomes.get(request) ?? 'none', status: `${Math.floor(reply.statusCode / 100)}xx` })
+    done()
   })
   // An answer relayed from the model may be silent for as long as the upstream may be.
-  app.addHook('onSend', async (request) => void (request.raw.socket as { setTimeout?: (ms: number) => void } | undefined)?.setTimeout?.(options.streamIdleMs))
+  app.addHook('onSend', (request, _reply, payload, done) => {
+    ;(request.raw.socket as { setTimeout?: (ms: number) => void } | undefined)?.setTimeout?.(options.streamIdleMs)
+    done(null, payload)
+  })
 
   async function proxy({ endpoint, path }: Route, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const started = performance.now()
     const body = request.body as ProxiedBody
-    const parts = readMessagesRequest(body.value)
     const budget = proxyBudget(request.headers['x-compaction-budget'], options.budget)
-    const session = proxySession(request.headers, parts.userId)
     const credentials = options.credentials(request)
     if (!credentials) throw new ApiError(500, 'api_error', 'the gateway has no key for the Messages API: set ANTHROPIC_API_KEY on the gateway')
 
@@ -165,9 +171,13 @@ export const messagesRoutes: FastifyPluginAsync<MessagesRouteOptions> = async (a
     reply.raw.once('close', () => {
       if (!reply.raw.writableFinished) abort.abort()
     })
+    // A body whose bytes alone are far under the budget is forwarded unread: nothing could be done to it.
+    const unread = budget !== 'off' && farUnderBudget(body.bytes, budget * compactor.quietShare)
+    const parts = unread ? undefined : readMessagesRequest(body.value())
+    const session = parts ? proxySession(request.headers, parts.userId) : undefined
     let outcome: ProxyOutcome
     try {
-      outcome = await compactor.prepare({ ...parts, tenant: request.keyName, session, budget, signal: abort.signal })
+      outcome = parts ? await compactor.prepare({ ...parts, tenant: request.keyName, session, budget, signal: abort.signal }) : { kind: 'none', tokens: undefined }
     } catch (err) {
       // In the Messages API every refusal of a request's content is a 400.
       if (err instanceof InvalidHistoryError) throw new ApiError(400, 'invalid_request_error', err.message, err.path)
@@ -194,7 +204,7 @@ export const messagesRoutes: FastifyPluginAsync<MessagesRouteOptions> = async (a
         'context_compacted'
       )
     }
-    const payload = outcome.kind === 'none' ? body.bytes : Buffer.from(JSON.stringify({ ...(body.value as object), messages: outcome.messages }))
+    const payload = outcome.kind === 'none' ? body.bytes : Buffer.from(JSON.stringify({ ...(body.value() as object), messages: outcome.messages }))
     const asked = performance.now()
     // The query string goes on as it came (Claude Code's `?beta=true`).
     const query = request.url.indexOf('?')

@@ -8,6 +8,7 @@
  *   where a body goes: one compaction at a time inline and in a worker, by body size (COMPACT_WORKER_MIN_KB);
  *   growth: the core on one history repeated 1, 2, 4, 8 and 16 times, to see how time grows with size.
  *   proxy: the wait of the request that crosses a proxied session's budget, with and without precompute (bench/proxy.ts).
+ *   relay: the proxy's overhead on Claude Code's recorded bodies against a bare undici relay (bench/relay.ts).
  * Targets: core ≤ 1.0x, route ≤ 1.5x, 50k parallel calls ≤ 10x the time of 5k, the crossing ≤ 0.1x the model's
  * delay with precompute; each printed with meets or misses.
  */
@@ -20,6 +21,7 @@ import { corpusDir, loadCorpus, short, table } from './corpus.js'
 import { manyFiles, parallelCalls } from './scale.js'
 import { bareProcess, fromBuild, startGateway } from './servers.js'
 import { proxyBench } from './proxy.js'
+import { relayBench } from './relay.js'
 
 // The service's code as `npm start` runs it: built (npm run bench builds first).
 const { findSecrets, finishCompaction, isToolResult, planCompaction, renderedSpan, spanText, toolResultText } = await fromBuild<typeof import('../src/compaction/index.js')>('compaction/index.js')
@@ -260,3 +262,4 @@ console.log(
 )
 
 await proxyBench()
+await relayBench()

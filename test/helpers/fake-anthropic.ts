@@ -127,7 +127,7 @@ export class FakeAnthropic {
   fallback: FakeReply | ((request: ReceivedRequest) => FakeReply) = { toolInput: { objective: 'fake summary' } }
   /** The prompt cache, simulated: each request's prompt tokens and how many of them were read from cache. */
   readonly cache = new PromptCache()
-  /** Whether requests are checked as the Messages API checks them (a benchmark that times only the gateway turns it off). */
+  /** Whether requests are checked as the Messages API checks them, and go through its cache (a benchmark that times only the gateway turns it off). */
   checks = true
   /** Requests refused as the Messages API refuses them (messagesApiRefusal), with the reason. */
   readonly refused: { path: string; reason: string }[] = []
@@ -156,7 +156,7 @@ export class FakeAnthropic {
           res.end(JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: refusal } }))
           return
         }
-        const cached = received.path.startsWith('/v1/messages') && !received.path.includes('count_tokens') ? this.cache.take(received.body) : undefined
+        const cached = this.checks && received.path.startsWith('/v1/messages') && !received.path.includes('count_tokens') ? this.cache.take(received.body) : undefined
         if (cached) received.cache = cached
         const next = this.queue.shift() ?? (typeof this.fallback === 'function' ? this.fallback(received) : this.fallback)
         res.once('close', () => {

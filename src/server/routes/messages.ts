@@ -1,4 +1,4 @@
-import { Readable } from 'node:stream'
+import { type Readable, Transform } from 'node:stream'
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import type { ProxyCompactor, ProxyOutcome } from '../../proxy/compactor.js'
@@ -112,27 +112,31 @@ function lastEventEnd(bytes: Buffer): number {
  * dropped), and an SDK client reads the error instead of a cut JSON.
  */
 function withErrorEvent(body: Readable, aborted: () => boolean): Readable {
-  async function* pump(): AsyncGenerator<Buffer> {
-    let held: Buffer = Buffer.alloc(0)
-    try {
-      for await (const chunk of body) {
-        const bytes = held.length > 0 ? Buffer.concat([held, chunk as Buffer]) : (chunk as Buffer)
-        const end = lastEventEnd(bytes)
-        if (end < 0) {
-          held = bytes
-          continue
-        }
-        held = bytes.subarray(end)
-        yield bytes.subarray(0, end)
+  let held: Buffer = Buffer.alloc(0)
+  const relay = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      const bytes = held.length > 0 ? Buffer.concat([held, chunk]) : chunk
+      const end = lastEventEnd(bytes)
+      if (end < 0) {
+        held = bytes
+        return done()
       }
-      if (held.length > 0) yield held
-    } catch (err) {
-      if (aborted()) return
-      const event = errorBody('api_error', `the Messages API stream broke off: ${(err as Error).message}`)
-      yield Buffer.from(`event: error\ndata: ${JSON.stringify(event)}\n\n`)
+      held = bytes.subarray(end)
+      done(null, bytes.subarray(0, end))
+    },
+    flush(done) {
+      done(null, held.length > 0 ? held : undefined)
     }
-  }
-  return Readable.from(pump(), { objectMode: false })
+  })
+  body.on('error', (err) => {
+    body.unpipe(relay)
+    held = Buffer.alloc(0) // the part of an event that came is dropped
+    if (aborted()) return void relay.end()
+    const event = errorBody('api_error', `the Messages API stream broke off: ${err.message}`)
+    relay.end(Buffer.from(`event: error\ndata: ${JSON.stringify(event)}\n\n`))
+  })
+  body.pipe(relay)
+  return relay
 }
 
 /**

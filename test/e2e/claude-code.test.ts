@@ -1,0 +1,260 @@
+import { spawn } from 'node:child_process'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+import { promptTokens } from '../../src/compaction/index.js'
+import { FakeAnthropic, type ReceivedRequest } from '../helpers/fake-anthropic.js'
+import { ROOT, type ServerProcess, startServer, tempDb } from '../helpers/process.js'
+import { ScriptedAgent } from '../helpers/scripted-agent.js'
+import { REDIS_URL, dropSchemas, freshPgUrl, pgMissing, redisMissing } from '../helpers/services.js'
+import { TcpProxy } from '../helpers/tcp-proxy.js'
+
+/**
+ * The real Claude Code (from npm, installed by scripts/install-clients.sh into .clients/) runs a scripted
+ * session through the gateway with its default model: tool turns that cross the budget several times, a
+ * subagent in the middle, the gateway's replica switched under it (a second process on the same
+ * PostgreSQL and Redis) and then restarted. The upstream refuses what the Messages API refuses and
+ * answers as the script says; the summaries take MODEL_MS each, as a real model's would.
+ */
+export const CLAUDE_CODE_VERSION = '2.1.332'
+const BIN = join(ROOT, '.clients', `claude-code-${CLAUDE_CODE_VERSION}`, 'node_modules/@anthropic-ai/claude-code/bin/claude.exe')
+const missing = existsSync(BIN) ? undefined : `Claude Code ${CLAUDE_CODE_VERSION} is not installed in .clients/ (npm run e2e installs it)`
+if (missing) console.warn(`skipped: ${missing}`)
+
+const GATEWAY_KEY = 'gw-e2e-claude-code-key-0001'
+const UPSTREAM_KEY = 'sk-ant-e2e-upstream-000000000000'
+const MODEL_MS = Number(process.env.E2E_MODEL_MS ?? 8_000)
+/** How long the agent's model takes over a turn (a real one takes seconds); the summaries are written meanwhile. */
+const TURN_MS = Number(process.env.E2E_TURN_MS ?? 1_500)
+/** The room between Claude Code's system prompt and tools and the budget. */
+const ROOM = 60_000
+const STEPS = 56
+const SUBAGENT_AT = 24
+const SWITCH_AT = 32
+const RESTART_AT = 44
+
+const firstMessage = (r: ReceivedRequest): string => JSON.stringify(r.body.messages[0] ?? null)
+const isSummaryCall = (r: ReceivedRequest): boolean => (r.body.tools ?? []).some((t) => t.name === 'record_summary')
+
+/** Claude Code's own system prompt and tools, as it sends them (a recorded body): the budget is set above them. */
+function fixedTokens(): number {
+  const body = JSON.parse(readFileSync(join(ROOT, 'test/fixtures/claude-code/2.1.332-first.json'), 'utf8')) as { system: string; tools: unknown[] }
+  return promptTokens([], body.system, body.tools)
+}
+
+interface LogLine {
+  event?: string
+  compaction?: string
+  source?: string
+  summary_id?: string
+  prepare_ms?: number
+  status?: number
+  context_after_compaction?: number
+  raw_history_tokens?: number
+}
+
+function events(process: ServerProcess): LogLine[] {
+  return process
+    .stdout()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as LogLine)
+}
+
+/** The session's script: STEPS shell steps of about 4,000 tokens of output each, the subagent at SUBAGENT_AT. */
+function scriptedAgent(): ScriptedAgent {
+  const main = Array.from({ length: STEPS }, (_, i) =>
+    i === SUBAGENT_AT
+      ? { tool: 'Agent', input: { description: 'Count the callers', prompt: 'SUBAGENT-TASK: run the two scripted steps, then report.', subagent_type: 'general-purpose', run_in_background: false } }
+      : { tool: 'Bash', input: { command: `seq 1 700 | sed 's/^/step ${i} output line /'`, description: `Print step ${i}` } }
+  )
+  const sub = [0, 1].map((i) => ({ tool: 'Bash', input: { command: `echo subagent step ${i}`, description: `Subagent step ${i}` } }))
+  return new ScriptedAgent([
+    // the subagent's conversation opens with the task it was given; the main one with the user's prompt (or its summary)
+    { name: 'sub', match: (r) => firstMessage(r).includes('SUBAGENT-TASK') && !firstMessage(r).includes('<compaction-summary'), steps: sub, final: 'SUBAGENT-DONE: two steps run.' },
+    { name: 'main', match: () => true, steps: main, final: 'SCRIPT-END reached.' }
+  ])
+}
+
+/** Claude Code run to its end in print mode against `baseUrl`, with a home and a work folder of its own. */
+async function runClaudeCode(baseUrl: string): Promise<{ code: number | null; out: string }> {
+  const home = mkdtempSync(join(tmpdir(), 'cg-e2e-home-'))
+  const work = mkdtempSync(join(tmpdir(), 'cg-e2e-work-'))
+  mkdirSync(join(home, '.claude'), { recursive: true })
+  const child = spawn(BIN, ['-p', 'Run the scripted steps one by one.', '--allowedTools', 'Bash,Agent'], {
+    cwd: work,
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: home,
+      ANTHROPIC_BASE_URL: baseUrl,
+      ANTHROPIC_API_KEY: GATEWAY_KEY,
+      DISABLE_TELEMETRY: '1',
+      DISABLE_AUTOUPDATER: '1',
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1'
+    },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  let out = ''
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()))
+  child.stderr.on('data', (d: Buffer) => (out += d.toString()))
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
+  return { code, out }
+}
+
+/** The share of the main conversation's prompt tokens the upstream read from its cache. */
+function cacheShare(requests: ReceivedRequest[]): number {
+  const main = requests.filter((r) => !isSummaryCall(r) && r.cache)
+  const tokens = main.reduce((n, r) => n + (r.cache?.tokens ?? 0), 0)
+  return main.reduce((n, r) => n + (r.cache?.read ?? 0), 0) / Math.max(1, tokens)
+}
+
+describe.skipIf(missing !== undefined)(`Claude Code ${CLAUDE_CODE_VERSION} through the gateway, end to end`, () => {
+  /** The same session with compaction off, for the cache comparison. */
+  let uncompacted: { cache_read_share: number; last_prompt_tokens: number } | undefined
+  const shared = pgMissing === undefined
+  const servers: ServerProcess[] = []
+  afterAll(async () => {
+    for (const s of servers) s.child.kill('SIGKILL')
+    if (shared) await dropSchemas()
+  })
+
+  it('runs the same session with compaction off, every request valid, to the scripted end (the baseline of the cache share)', async () => {
+    const fake = await new FakeAnthropic().start()
+    const agent = scriptedAgent()
+    fake.fallback = (r) => ({ ...agent.reply(r), delayMs: TURN_MS })
+    const gateway = await startServer({ ANTHROPIC_API_KEY: UPSTREAM_KEY, ANTHROPIC_BASE_URL: fake.url, COMPACT_API_KEYS: `e2e=${GATEWAY_KEY}`, COMPACT_BUDGET: 'off' })
+    servers.push(gateway)
+    const { code, out } = await runClaudeCode(gateway.url)
+    expect(code, out).toBe(0)
+    expect(out).toContain('SCRIPT-END reached.')
+    expect(fake.refused).toEqual([])
+    const main = fake.requests.filter((r) => firstMessage(r).includes('Run the scripted steps'))
+    uncompacted = { cache_read_share: cacheShare(fake.requests), last_prompt_tokens: main.at(-1)?.cache?.tokens ?? 0 }
+    gateway.child.kill('SIGTERM')
+    await fake.close()
+  }, 600_000)
+
+  it('crosses the budget several times, runs a subagent, survives a replica switch and a restart, every request valid, to the scripted end', async () => {
+    const fake = await new FakeAnthropic().start()
+    const agent = scriptedAgent()
+    // The step at which the gateway restarts is answered once the new process takes the connection.
+    let restart: Promise<void> | undefined
+    fake.fallback = (r) => {
+      if (isSummaryCall(r)) return { delayMs: MODEL_MS, toolInput: { objective: 'Run the scripted steps (SCRIPT-MAIN)' } }
+      const reply = { ...agent.reply(r), delayMs: TURN_MS }
+      return restart ? { ...reply, after: restart } : reply
+    }
+
+    const db = shared ? freshPgUrl() : tempDb()
+    const budget = fixedTokens() + ROOM
+    const env = {
+      ANTHROPIC_API_KEY: UPSTREAM_KEY,
+      ANTHROPIC_BASE_URL: fake.url,
+      COMPACT_API_KEYS: `e2e=${GATEWAY_KEY}`,
+      COMPACT_DB: db,
+      COMPACT_BUDGET: String(budget),
+      ...(redisMissing === undefined ? { COMPACT_REDIS_URL: REDIS_URL } : {})
+    }
+    const start = async (): Promise<ServerProcess> => {
+      const s = await startServer(env)
+      servers.push(s)
+      return s
+    }
+    const a = await start()
+    const b = shared ? await start() : undefined
+    const port = (s: ServerProcess): number => Number(new URL(s.url).port)
+    const relay = await new TcpProxy('127.0.0.1', port(a)).up()
+
+    // Mid-session: the load balancer moves the client to the other replica, then the first one restarts.
+    const moves: Promise<void>[] = []
+    let restarted: ServerProcess | undefined
+    let restarting = false
+    // Each move happens once: it cuts the connection the client's request is on, and the client retries.
+    let switched = false
+    agent.onStep = (script, step) => {
+      if (script !== 'main') return
+      if (step === SWITCH_AT && b && !switched) {
+        switched = true
+        relay.retarget(port(b))
+      }
+      if (step === RESTART_AT && !restarting) {
+        restarting = true
+        restart = (async () => {
+          a.child.kill('SIGTERM')
+          await a.exited
+          restarted = await start()
+          relay.retarget(port(restarted))
+        })()
+        moves.push(restart)
+        void restart.finally(() => (restart = undefined))
+      }
+    }
+
+    const { code, out } = await runClaudeCode(`http://127.0.0.1:${relay.port}`)
+    await Promise.all(moves)
+    if (process.env.E2E_DEBUG) {
+      const t0 = fake.requests[0]?.at ?? 0
+      for (const r of fake.requests) console.log(Math.round((r.at ?? 0) - t0), isSummaryCall(r) ? 'SUMMARY' : firstMessage(r).slice(0, 60), r.body.messages.length, r.raw.length)
+      servers.forEach((s, k) => console.log(`--- server ${k}`, JSON.stringify(events(s).filter((e) => e.event === 'proxied' || e.event === 'context_compacted').map((e) => [e.event?.[0], e.compaction, e.source, e.summary_id?.slice(4, 10), e.prepare_ms]))))
+    }
+
+    // The scripted end was reached, and the upstream took every request it was sent.
+    expect(code, out).toBe(0)
+    expect(out).toContain('SCRIPT-END reached.')
+    expect(fake.refused).toEqual([])
+    expect(agent.finished.get('sub')).toBeGreaterThanOrEqual(1)
+    const mainSteps = new Set(agent.handed.filter(([s]) => s === 'main').map(([, n]) => n))
+    expect(mainSteps.size).toBe(STEPS)
+
+    // Every process's own account of what it forwarded.
+    const processes = [a, ...(b ? [b] : []), ...(restarted ? [restarted] : [])]
+    const proxied = processes.map((p) => events(p).filter((e) => e.event === 'proxied'))
+    const compactions = processes.flatMap((p) => events(p).filter((e) => e.event === 'context_compacted'))
+    expect(compactions.length).toBeGreaterThanOrEqual(3)
+    expect(proxied.flat().every((e) => e.status === 200)).toBe(true)
+    // A replica that takes the conversation over, and the restarted process, go on with the summary it had:
+    // their first answer reuses it (no model call, the same summary turn), or is a precomputed crossing.
+    for (const later of proxied.slice(1)) {
+      const first = later.find((e) => e.compaction !== 'none')
+      expect(first, 'a later process forwarded the conversation').toBeDefined()
+      expect(first?.compaction === 'reused' || compactions.some((c) => c.summary_id === first?.summary_id && c.source !== 'model')).toBe(true)
+    }
+
+    // Compactions spaced by design: at most one more than the history grew by half the room.
+    const forwarded = fake.requests.filter((r) => !isSummaryCall(r))
+    const growth = forwarded
+      .map((r, i) => (r.cache?.tokens ?? 0) - (forwarded[i - 1]?.cache?.tokens ?? Infinity))
+      .filter((d) => d > 0)
+      .sort((x, y) => x - y)
+    const perStep = growth[Math.floor(growth.length / 2)] ?? 0
+    const grown = perStep * (STEPS - 1)
+    expect(compactions.length).toBeLessThanOrEqual(1 + grown / (ROOM / 2))
+
+    // The figures, for the README: the crossings' waits against the model's time, compactions against growth.
+    const crossings = proxied.flat().filter((e) => e.compaction === 'compacted')
+    const report = {
+      client: `claude-code ${CLAUDE_CODE_VERSION}`,
+      store: shared ? 'postgresql' : 'sqlite',
+      redis: redisMissing === undefined,
+      budget,
+      model_ms: MODEL_MS,
+      requests: forwarded.length,
+      summary_calls: fake.requests.length - forwarded.length,
+      compactions: compactions.length,
+      sources: compactions.map((c) => c.source),
+      crossing_waits_ms: crossings.map((e) => e.prepare_ms),
+      worst_wait_vs_model: Math.max(0, ...crossings.map((e) => e.prepare_ms ?? 0)) / MODEL_MS,
+      context_after: compactions.map((c) => c.context_after_compaction),
+      history_grew_tokens: grown,
+      compactions_bound: 1 + grown / (ROOM / 2),
+      cache_read_share: cacheShare(fake.requests),
+      uncompacted
+    }
+    mkdirSync(join(ROOT, 'test-results'), { recursive: true })
+    writeFileSync(join(ROOT, 'test-results', 'e2e-claude-code.json'), `${JSON.stringify(report, null, 2)}\n`)
+    console.log(`e2e claude-code: ${JSON.stringify(report)}`)
+    await relay.down()
+    await fake.close()
+  }, 600_000)
+})

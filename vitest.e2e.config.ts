@@ -1,0 +1,12 @@
+import { defineConfig } from 'vitest/config'
+
+/** npm run e2e: the real clients, through real gateway processes (scripts/install-clients.sh installs them). */
+export default defineConfig({
+  test: {
+    include: ['test/e2e/**/*.test.ts'],
+    testTimeout: 600_000,
+    hookTimeout: 60_000,
+    reporters: process.env.CI ? ['default', 'json'] : ['default'],
+    outputFile: { json: 'test-results/vitest-e2e.json' }
+  }
+})

@@ -38,7 +38,7 @@ function blockWithoutType(i: number, j: number, at: string, value: unknown): His
 }
 
 /** The fields a block of a known type must have; tool_result content parts are checked one level down. */
-function shapeProblem(block: unknown, i: number, j: number): HistoryProblem | undefined {
+export function shapeProblem(block: unknown, i: number, j: number): HistoryProblem | undefined {
   if (!isObject(block) || typeof block.type !== 'string' || block.type === '') return blockWithoutType(i, j, '', block)
   const fault = (text: string): HistoryProblem => problem('shape', i, j, text)
   switch (block.type) {

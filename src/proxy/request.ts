@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { CHARS_PER_TOKEN, type Message } from '../compaction/index.js'
+import { CHARS_PER_TOKEN, type Message, shapeProblem } from '../compaction/index.js'
 import { GatewayError } from '../contract/errors.js'
 import type { CompactRequestBody } from '../contract/schemas.js'
 
@@ -37,8 +37,11 @@ export function readMessagesRequest(body: unknown): MessagesRequestParts {
     if (m.role !== 'user' && m.role !== 'assistant' && m.role !== 'system') throw invalid(`messages[${i}].role: must be "user", "assistant" or "system"`, `/messages/${i}/role`)
     if (typeof m.content !== 'string' && !Array.isArray(m.content)) throw invalid(`messages[${i}].content: must be a string or an array of blocks`, `/messages/${i}/content`)
     if (Array.isArray(m.content)) {
-      const j = m.content.findIndex((b: unknown) => !isObject(b) || typeof b.type !== 'string')
-      if (j >= 0) throw invalid(`messages[${i}].content[${j}]: a block is an object with a string \`type\``, `/messages/${i}/content/${j}`)
+      // each block as the estimate reads it: the fields its type needs, a tool result's parts one level down
+      for (let j = 0; j < m.content.length; j++) {
+        const bad = shapeProblem(m.content[j], i, j)
+        if (bad) throw invalid(bad.message, bad.path)
+      }
     }
   }
   if (system !== undefined && typeof system !== 'string' && !Array.isArray(system)) throw invalid('system: must be a string or an array of text blocks', '/system')

@@ -87,6 +87,7 @@ export class PostgresStore implements Store {
   readonly shared = true
   private readonly pool: pg.Pool
   private readonly schema: string
+  private readonly onPoolError: ((err: Error) => void) | undefined
   private migrated: Promise<void> | undefined
   private closed = false
 
@@ -105,6 +106,7 @@ export class PostgresStore implements Store {
       options: `-c search_path=${schema}`,
       application_name: 'compaction-gateway'
     })
+    this.onPoolError = options.onPoolError
     this.pool.on('error', (err) => options.onPoolError?.(err))
   }
 
@@ -135,15 +137,25 @@ export class PostgresStore implements Store {
   /** Runs `work` in one transaction on one connection: committed when it returns, rolled back when it throws. */
   private async transaction(work: (client: pg.PoolClient) => Promise<void>): Promise<void> {
     const client = await this.pool.connect()
+    // A checked-out client is the pool's no longer: a connection reset while it is out is emitted on the
+    // client, and an 'error' event nobody listens to ends the process. Heard here, it fails the work and
+    // the broken connection is destroyed, not given back.
+    let broken: Error | undefined
+    const onError = (err: Error): void => {
+      broken = err
+      this.onPoolError?.(err)
+    }
+    client.on('error', onError)
     try {
       await client.query('BEGIN')
       await work(client)
       await client.query('COMMIT')
     } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined)
+      if (!broken) await client.query('ROLLBACK').catch(() => undefined)
       throw err
     } finally {
-      client.release()
+      client.off('error', onError)
+      client.release(broken ?? false)
     }
   }
 

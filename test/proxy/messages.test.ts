@@ -7,7 +7,7 @@ import { type Message, validateHistory } from '../../src/compaction/index.js'
 import type { App } from '../../src/server/app.js'
 import { testApp } from '../helpers/app.js'
 import { FakeAnthropic, type ReceivedRequest } from '../helpers/fake-anthropic.js'
-import { assistant, shellStep, user } from '../helpers/history.js'
+import { assistant, call, shellStep, user } from '../helpers/history.js'
 import { ROOT } from '../helpers/process.js'
 
 const UPSTREAM_KEY = 'sk-ant-upstream-proxy-test-0000000000'
@@ -208,6 +208,23 @@ describe('POST /v1/messages: a drop-in proxy for Messages API clients', () => {
     const notJson = await fetch(`${url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY, 'x-compaction-budget': '1000' }, body: `{"messages": [${'1,'.repeat(2_000)}` })
     expect(notJson.status).toBe(400)
     expect(((await notJson.json()) as { error: { message: string } }).error.message).toMatch(/not valid JSON/)
+    expect(fake.requests).toHaveLength(0)
+  })
+
+  it('refuses a block the estimate cannot read with a 400 naming it, on both endpoints, never a 500', async () => {
+    const pad = user('p'.repeat(8_000))
+    const histories = [
+      [pad, assistant(call('t', 'bash', {})), { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't', content: [null] }] }],
+      [pad, assistant({ type: 'tool_use', id: 't', name: { a: 1 }, input: {} }), { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't', content: 'ok' }] }]
+    ]
+    const paths = ['/messages/2/content/0/content/0', '/messages/1/content/0']
+    for (const [k, messages] of histories.entries()) {
+      for (const endpoint of ['/v1/messages', '/v1/messages/count_tokens']) {
+        const res = await fetch(`${url}${endpoint}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY, 'x-compaction-budget': '1000' }, body: JSON.stringify({ model: 'm', max_tokens: 1, messages }) })
+        expect(res.status, endpoint).toBe(400)
+        expect(((await res.json()) as { error: { path: string } }).error.path).toBe(paths[k])
+      }
+    }
     expect(fake.requests).toHaveLength(0)
   })
 

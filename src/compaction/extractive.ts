@@ -1,3 +1,4 @@
+import { sliceHead } from './clip.js'
 import type { ErrorSeen, Ledger } from './ledger.js'
 import { requestEntries, taskStatement } from './requests.js'
 import { type SummarySections, emptySections } from './sections.js'
@@ -13,7 +14,7 @@ export const TODO_LABEL = 'To-do'
 
 function firstLine(text: string, max: number): string {
   const line = text.split('\n').find((l) => l.trim() !== '')?.trim() ?? ''
-  return line.length > max ? `${line.slice(0, max - 1)}…` : line
+  return line.length > max ? `${sliceHead(line, max - 1)}…` : line
 }
 
 function errorEntry(e: ErrorSeen): string {
@@ -63,6 +64,6 @@ export function extractiveSections(ledger: Ledger, latestAssistantText: string):
     .slice(-RECENT_COMMANDS)
     .map((c) => `done: \`${firstLine(c.command, 160)}\` → ${c.outcome === 'no_match' ? 'no match' : c.outcome}${c.exit_code !== undefined ? ` (exit ${c.exit_code})` : ''}`)
   s.next_steps = ledger.todos.map((t) => `${TODO_LABEL} [${t.status}]: ${t.content}`)
-  if (latestAssistantText.trim()) s.next_steps.push(`${WORK_STOOD} ${latestAssistantText.trim().slice(0, 1_500)}`)
+  if (latestAssistantText.trim()) s.next_steps.push(`${WORK_STOOD} ${sliceHead(latestAssistantText.trim(), 1_500)}`)
   return s
 }

@@ -1,3 +1,4 @@
+import { sliceHead } from './clip.js'
 /**
  * Why a command failed, and which tests fail, read from tool outputs across languages and runners.
  * A traceback's frames say where; its last line says why, and that line is the one a summary keeps.
@@ -43,7 +44,7 @@ const SHORT = 300
 
 function short(line: string): string {
   const t = line.trim()
-  return t.length > SHORT ? `${t.slice(0, SHORT)}…` : t
+  return t.length > SHORT ? `${sliceHead(t, SHORT)}…` : t
 }
 
 /**

@@ -1,3 +1,4 @@
+import { sliceHead } from './clip.js'
 import { taskStatement } from './requests.js'
 import { type SummaryHeader, formattedLength, headingLength, itemLength } from './summary-text.js'
 import { CHARS_PER_TOKEN } from './tokens.js'
@@ -45,7 +46,7 @@ const SMALLEST: Stage = { item: 0, list: 0, request: 0, newestRequest: 80, bareF
 const FILE_SECTIONS: ReadonlySet<ListSection> = new Set(['files_modified', 'files_inspected'])
 
 function shorten(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, Math.max(0, max - 1))}…`
+  return text.length <= max ? text : `${sliceHead(text, max - 1)}…`
 }
 
 /**

@@ -1,3 +1,4 @@
+import { sliceHead } from './clip.js'
 import { toolRule } from './catalog.js'
 import { isServiceText } from './markers.js'
 import { foreignSummary, isHarnessContext } from './context.js'
@@ -100,7 +101,7 @@ function describeCall(use: ToolUseBlock): string {
   const path = stringField(use.input, ['file_path', 'path', 'filename'])
   const text = command ?? (path ? `${use.name} ${path}` : `${use.name} ${JSON.stringify(use.input ?? {})}`)
   const oneLine = text.split('\n', 1)[0] ?? ''
-  return oneLine.length > 200 ? `${oneLine.slice(0, 200)}…` : oneLine + (text.includes('\n') ? ' …' : '')
+  return oneLine.length > 200 ? `${sliceHead(oneLine, 200)}…` : oneLine + (text.includes('\n') ? ' …' : '')
 }
 
 /** Reads the ledger out of `messages`; `offset` is the index of messages[0] in the client's history. */
@@ -185,7 +186,7 @@ export function readLedger(messages: readonly Message[], offset = 0): Ledger {
           commands.push({
             message_index: offset + i,
             tool: use.name,
-            command: command.length > 2_000 ? `${command.slice(0, 2_000)}…` : command,
+            command: command.length > 2_000 ? `${sliceHead(command, 2_000)}…` : command,
             outcome: result === undefined ? 'pending' : noMatch ? 'no_match' : failed ? 'error' : 'ok',
             ...(exit !== undefined ? { exit_code: exit } : {})
           })

@@ -1,3 +1,4 @@
+import { sliceHead } from './clip.js'
 import { extractiveSections } from './extractive.js'
 import { boundFiles, fitSections } from './fit.js'
 import { type Ledger, readLedger, userText } from './ledger.js'
@@ -294,7 +295,7 @@ export function finishCompaction(plan: CompactionPlan, options: FinishOptions): 
   // The client's recall hint may take at most a quarter of the summary's share, so the bound holds.
   const hintChars = Math.floor((plan.summaryMaxTokens / plan.scale) * CHARS_PER_TOKEN * 0.25)
   const hint = options.recallHint === undefined ? undefined : plan.redact(options.recallHint)
-  const recallHint = hint && hint.length > hintChars ? `${hint.slice(0, Math.max(0, hintChars - 1))}…` : hint
+  const recallHint = hint && hint.length > hintChars ? `${sliceHead(hint, hintChars - 1)}…` : hint
   const noteTokens = textTokens(summaryNote(recallHint, options.recallTool)) + MESSAGE_OVERHEAD_TOKENS + 8
   const textBudget = Math.max(0, Math.floor(plan.summaryMaxTokens / plan.scale) - noteTokens)
   // Files no fit could keep are counted, not redacted; the objective is one line, as the text form holds

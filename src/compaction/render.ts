@@ -1,4 +1,4 @@
-import { clipHeadTail } from './clip.js'
+import { clipHeadTail, sliceHead } from './clip.js'
 import { isServiceText, isSummaryText } from './markers.js'
 import { type Redact, type RedactMany, redact } from './redact.js'
 import { isSignalLine, shortLine } from './signal.js'
@@ -69,7 +69,7 @@ export function spanText(span: RenderedSpan): string {
 
 /** Head and tail of a tool output, with the signal lines of the middle kept between them. */
 export function clipToolOutput(text: string, o: RenderOptions): string {
-  if (o.clip === 'plain') return text.length <= o.toolOutputHead ? text : `${text.slice(0, o.toolOutputHead)}…`
+  if (o.clip === 'plain') return text.length <= o.toolOutputHead ? text : `${sliceHead(text, o.toolOutputHead)}…`
   if (text.length <= o.toolOutputHead + o.toolOutputTail) return text
   const lines = text.split('\n')
   let headEnd = 0

@@ -1,3 +1,4 @@
+import { sliceHead } from './clip.js'
 /**
  * What a user message says as a request: the task it states, or nothing but chatter. Agent harnesses
  * and clients put much into user messages that no person asked (slash-command echoes and their output,
@@ -31,7 +32,7 @@ export function contentWords(text: string): Set<string> {
 
 /** The head of a request without the blocks a harness wraps around other material (file listings, demonstrations). */
 function withoutHarnessBlocks(text: string): string {
-  let body = text.length > READ_CHARS ? text.slice(0, READ_CHARS) : text
+  let body = text.length > READ_CHARS ? sliceHead(text, READ_CHARS) : text
   // A demonstration and the text that introduces it go: the request is what follows its end.
   const start = DEMO_START.exec(body)
   const end = start ? DEMO_END.exec(body.slice(start.index)) : null
@@ -146,7 +147,7 @@ function lead(text: string, max: number): string {
   const sentences = flat.split(/(?<=[.!?])\s+/)
   let out = at(sentences, 0).trim()
   if (out.length < 80 && sentences[1]) out = `${out} ${sentences[1].trim()}`
-  return out.length > max ? `${out.slice(0, max - 1).trimEnd()}…` : out
+  return out.length > max ? `${sliceHead(out, max - 1).trimEnd()}…` : out
 }
 
 export interface TaskStatement {

@@ -1,3 +1,4 @@
+import { sliceHead, sliceTail } from './clip.js'
 /**
  * Lines of tool output that carry signal: errors, tracebacks, failing tests, assertion messages and
  * exit codes. They survive every clip, so the summarizer sees why a command failed.
@@ -10,7 +11,7 @@ const EXCEPTION_NAME = /[a-z0-9](?:Error|Exception|Failure)\b/
 
 /** A signal line as kept: its first 300 characters. */
 export function shortLine(line: string): string {
-  return line.length > 300 ? `${line.slice(0, 300)}…` : line
+  return line.length > 300 ? `${sliceHead(line, 300)}…` : line
 }
 
 export function isSignalLine(line: string): boolean {
@@ -37,7 +38,7 @@ const EXIT_CODE = /\b[Ee]xit (?:code|status)[:= ]\s*(-?\d+)/
 /** The exit code a tool output reports, in the shapes the agents of the corpus use. */
 export function exitCodeOf(output: string): number | undefined {
   // Agents report the code at the start (mini-swe-agent) or the end (OpenHands) of an output.
-  const text = output.length <= 1_200 ? output : `${output.slice(0, 600)}\n${output.slice(-600)}`
+  const text = output.length <= 1_200 ? output : `${sliceHead(output, 600)}\n${sliceTail(output, output.length - 600)}`
   const m = RETURN_CODE.exec(text) ?? COMMAND_FINISHED.exec(text) ?? EXIT_CODE.exec(text)
   return m ? Number(m[1]) : undefined
 }

@@ -1,3 +1,4 @@
+import { sliceHead } from '../compaction/clip.js'
 import {
   type Clip,
   type Message,
@@ -73,7 +74,7 @@ function evidenceLines(output: string): string[] {
   for (const line of output.split('\n')) {
     const t = line.trim()
     if (t.length < 8 || t.length > 4_000) continue
-    if (EVIDENCE.some((p) => p.test(t))) out.push(t.length > EVIDENCE_LINE_CHARS ? `${t.slice(0, EVIDENCE_LINE_CHARS)}…` : t)
+    if (EVIDENCE.some((p) => p.test(t))) out.push(t.length > EVIDENCE_LINE_CHARS ? `${sliceHead(t, EVIDENCE_LINE_CHARS)}…` : t)
     if (out.length >= EVIDENCE_PER_OUTPUT * 4) break
   }
   // the last lines of an output say most (the tally, the final failure); keep those
@@ -91,7 +92,7 @@ function commandText(input: unknown, name: string): string {
 
 function firstLine(text: string, max: number): string {
   const line = (text.split('\n', 1)[0] ?? '').trim()
-  return line.length > max ? `${line.slice(0, max - 1)}…` : line
+  return line.length > max ? `${sliceHead(line, max - 1)}…` : line
 }
 
 /**

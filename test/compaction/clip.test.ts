@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { clipHeadTail, clipMarker } from '../../src/compaction/clip.js'
+import { clipHeadTail, clipMarker, sliceHead, sliceTail } from '../../src/compaction/clip.js'
 
 describe('clipHeadTail', () => {
   it('returns a text that fits unchanged', () => {
@@ -38,5 +38,22 @@ describe('clipHeadTail', () => {
         }
       })
     )
+  })
+})
+
+describe('cuts that never split a character', () => {
+  const lone = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
+  it('keep every surrogate pair whole at every clip point, and a lone surrogate the client sent as it was', () => {
+    const text = 'a😀b🎉𝔘c'.repeat(20)
+    for (let n = 0; n <= text.length; n++) {
+      expect(lone.test(sliceHead(text, n)), `head ${n}`).toBe(false)
+      expect(lone.test(sliceTail(text, n)), `tail ${n}`).toBe(false)
+      expect(lone.test(clipHeadTail(text, n)), `clip ${n}`).toBe(false)
+      expect(sliceHead(text, n).length).toBeGreaterThanOrEqual(n - 1)
+    }
+    expect(sliceHead('x\ud83d', 2)).toBe('x\ud83d')
+    const clipped = clipHeadTail('😀'.repeat(500), 101)
+    const removed = Number(/\[… (\d+) characters clipped/.exec(clipped)?.[1])
+    expect(clipped.replace(/\n\[… \d+ characters clipped by compaction-gateway …\]\n/, '').length + removed).toBe(1_000)
   })
 })

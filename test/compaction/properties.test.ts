@@ -23,11 +23,17 @@ import { messagesApiRefusal } from '../helpers/messages-api-rules.js'
  * Every kind of text (prompts, assistant text, thinking, tool inputs, tool results) reaches megabytes,
  * as real ones do: a bound that only holds for short texts is not a bound.
  */
+/** A unit of text: plain, or full graphemes (emoji and other astral characters, so every clip point meets a surrogate pair). */
+const unitText = fc.oneof(fc.string({ minLength: 1, maxLength: 40 }), fc.string({ minLength: 1, maxLength: 40, unit: 'grapheme' }))
 const sized = (min: number, max: number): fc.Arbitrary<string> =>
-  fc.tuple(fc.string({ minLength: 1, maxLength: 40 }), fc.integer({ min, max })).map(([unit, n]) => unit.repeat(Math.ceil(n / unit.length)).slice(0, n))
+  fc.tuple(unitText, fc.integer({ min, max })).map(([unit, n]) => {
+    const text = unit.repeat(Math.ceil(n / unit.length)).slice(0, n)
+    // whole characters only: the client sends well-formed text (the service must keep it so)
+    return /[\ud800-\udbff]$/.test(text) ? text.slice(0, -1) || 'x' : text
+  })
 const anyText = (short: fc.Arbitrary<string>): fc.Arbitrary<string> =>
   fc.oneof({ weight: 12, arbitrary: short }, { weight: 3, arbitrary: sized(1_000, 60_000) }, { weight: 1, arbitrary: sized(200_000, 3_000_000) })
-const text = anyText(fc.string({ minLength: 1, maxLength: 300 }))
+const text = anyText(fc.oneof(fc.string({ minLength: 1, maxLength: 300 }), fc.string({ minLength: 1, maxLength: 300, unit: 'grapheme' })))
 const output = fc.oneof(
   { weight: 6, arbitrary: fc.string({ maxLength: 400 }) },
   { weight: 2, arbitrary: fc.integer({ min: 1_000, max: 20_000 }).map((n) => `${'log line\n'.repeat(n / 9)}Traceback: boom`) },

@@ -142,7 +142,8 @@ export function planCompaction(input: CompactionInput): CompactionPlan {
   const budget = input.budgetTokens === 'off' ? undefined : input.budgetTokens
   const sizing = budget ?? input.sizingBudgetTokens
   const keepTokens = input.keepTokens ?? Math.floor(sizing / KEEP_SHARE)
-  const summaryMaxTokens = Math.max(SUMMARY_FLOOR_TOKENS, Math.floor(sizing / SUMMARY_SHARE))
+  // The floor is of the summary's own text, which the calibration scales like any other: reserved scaled.
+  const summaryMaxTokens = Math.max(Math.ceil(SUMMARY_FLOOR_TOKENS * scale), Math.floor(sizing / SUMMARY_SHARE))
   const contextMaxTokens = Math.floor(sizing / CARRIED_SHARE)
   // The room the summary leaves for the tail and the context carried over.
   const room = budget === undefined ? undefined : budget - fixedTokens - summaryMaxTokens

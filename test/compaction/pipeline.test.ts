@@ -81,3 +81,17 @@ describe('facts survive a compaction', () => {
     expect(text).toMatch(/compacted_turns="2"/)
   })
 })
+
+describe('the hard bound under the calibration', () => {
+  it('holds with a tiny budget and a provider count far above the estimate: the summary is reserved as the calibration will measure it', () => {
+    const messages: Message[] = [user('Port the scheduler to asyncio')]
+    for (let i = 0; i < 12; i++) messages.push(...shellStep(`c${i}`, `sed -n 1,40p src/sched_${i}.py`, `line ${i}: ${'y'.repeat(300)}`))
+    messages.push(assistant('Read them.'), user('go on'))
+    for (const usage of [50_000, 12_000, 5_000]) {
+      const plan = planCompaction({ messages, mode: 'auto', budgetTokens: 2_000, sizingBudgetTokens: 2_000, keepTurns: 8, usageInputTokens: usage, dryRun: false })
+      if (plan.problem) continue // refused, naming the step: the bound is never broken
+      const out = finishCompaction(plan, { id: 'cmp_cal' })
+      expect(out.stats.context_after_compaction, `usage ${usage}`).toBeLessThanOrEqual(2_000)
+    }
+  })
+})

@@ -10,6 +10,7 @@ import {
   messageTokens,
   parseSummary,
   planCompaction,
+  promptTokens,
   readLedger,
   safeBoundaries,
   validateHistory,
@@ -123,7 +124,9 @@ const settings = fc.record({
   mode: fc.constantFrom<'auto' | 'manual'>('auto', 'manual'),
   budget: fc.integer({ min: 1_000, max: 60_000 }),
   keepShare: fc.constantFrom(0.2, 0.33, 0.5),
-  keepTurns: fc.integer({ min: 1, max: 8 })
+  keepTurns: fc.integer({ min: 1, max: 8 }),
+  /** The provider's count of the prompt, anywhere from a tenth to ten times the estimate (the calibration's bounds and past them). */
+  calibration: fc.option(fc.double({ min: 0.05, max: 20, noNaN: true }), { freq: 3 })
 })
 
 const blocksIn = (m: Message): Block[] => (typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content)
@@ -212,11 +215,12 @@ describe('compaction invariants over generated histories', () => {
         const input = build(h)
         expect(validateHistory(input)).toBeUndefined()
         const keepTokens = Math.floor(s.budget * s.keepShare)
-        const plan = planCompaction({ messages: input, mode: s.mode, budgetTokens: s.budget, sizingBudgetTokens: s.budget, keepTokens, keepTurns: s.keepTurns, dryRun: false })
+        const usageInputTokens = s.calibration === null ? undefined : Math.max(1, Math.round(promptTokens(input, undefined, undefined) * s.calibration))
+        const plan = planCompaction({ messages: input, mode: s.mode, budgetTokens: s.budget, sizingBudgetTokens: s.budget, keepTokens, keepTurns: s.keepTurns, usageInputTokens, dryRun: false })
         if (plan.problem) {
           // Refused only when the tail does not fit even with every text in it cut to a marker.
           expect(plan.cut.overBound).toBe(true)
-          const least = messageTokens(input.slice(plan.cut.cut).map(markersOnly), 1).reduce((a, b) => a + b, 0)
+          const least = messageTokens(input.slice(plan.cut.cut).map(markersOnly), plan.scale).reduce((a, b) => a + b, 0)
           expect(least).toBeGreaterThan(plan.tailBound * 0.9)
           return
         }
@@ -237,12 +241,12 @@ describe('compaction invariants over generated histories', () => {
         // the tail is the input's suffix, except the reported clips
         sameExceptClips(tailOf(messages, input, out.kept_from), input.slice(out.kept_from), out.kept_from, out.clips)
         // the tail stays within keep_tokens, measured afresh
-        const tailTokens = messageTokens(tailOf(messages, input, out.kept_from), 1).reduce((a, b) => a + b, 0)
+        const tailTokens = messageTokens(tailOf(messages, input, out.kept_from), plan.scale).reduce((a, b) => a + b, 0)
         expect(tailTokens).toBeLessThanOrEqual(keepTokens)
         // the summary stays within its tenth of the budget, the context after compaction within the budget
-        expect(out.stats.summary_tokens).toBeLessThanOrEqual(Math.max(SUMMARY_FLOOR_TOKENS, Math.floor(s.budget / 10)))
+        if (usageInputTokens === undefined) expect(out.stats.summary_tokens).toBeLessThanOrEqual(Math.max(SUMMARY_FLOOR_TOKENS, Math.floor(s.budget / 10)))
         expect(out.stats.context_after_compaction).toBeLessThanOrEqual(s.budget)
-        const recount = messageTokens(messages, 1).reduce((a, b) => a + b, 0)
+        const recount = messageTokens(messages, plan.scale).reduce((a, b) => a + b, 0)
         expect(recount).toBe(out.stats.context_after_compaction)
         // nothing lost but what is reported: every file the span touched is in the summary
         const ledger = readLedger(input.slice(0, out.kept_from))

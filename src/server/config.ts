@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { availableParallelism } from 'node:os'
 import { type Static, Type } from 'typebox'
 import { DEFAULT_BUDGET_TOKENS } from '../service/defaults.js'
@@ -138,17 +139,42 @@ function describe(variable: string): string {
 }
 
 /** The keys a client may present, by name. `name=key` names a client; a bare key is named by its position. */
+/** A tenant's name in COMPACT_API_KEYS: what records, logs and metrics show, never the key. */
+const KEY_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/
+/** The shortest key taken: anything shorter is a typo or the tail of a key split at its `=`. */
+export const MIN_KEY_CHARS = 8
+
+/**
+ * COMPACT_API_KEYS as a map from key to tenant. An entry is `name=key`, or a key alone, whose tenant is
+ * then named by the key's hash (`key-` and 12 hex digits): a tenant never depends on where its key stands
+ * in the list, so dropping or adding a key moves nobody's sessions to another. Refused at start-up, naming
+ * the entry and never the key: a key shorter than MIN_KEY_CHARS (so a base64 key's `==` is never read as
+ * `name=key`), a name given to two keys, or one key given twice.
+ */
 export function parseApiKeys(raw: string | undefined): Map<string, string> {
   const keys = new Map<string, string>()
   if (!raw) return keys
+  const named = new Set<string>()
+  const fail = (i: number, why: string): never => {
+    throw new ConfigError('COMPACT_API_KEYS', `invalid COMPACT_API_KEYS: entry ${i + 1} ${why}`)
+  }
   raw
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean)
     .forEach((entry, i) => {
       const eq = entry.indexOf('=')
-      const [name, key] = eq > 0 ? [entry.slice(0, eq).trim(), entry.slice(eq + 1).trim()] : [`key${i + 1}`, entry]
-      if (!key) throw new ConfigError('COMPACT_API_KEYS', `invalid COMPACT_API_KEYS: entry ${i + 1} has an empty key`)
+      const prefix = eq > 0 ? entry.slice(0, eq).trim() : ''
+      const isNamed = eq > 0 && KEY_NAME.test(prefix)
+      const key = isNamed ? entry.slice(eq + 1).trim() : entry
+      if (key === '') fail(i, 'has an empty key')
+      if (key.length < MIN_KEY_CHARS) {
+        fail(i, isNamed ? `has a key shorter than ${MIN_KEY_CHARS} characters; if the whole entry is one key (a base64 key ends in "="), give it a name: NAME=KEY` : `is shorter than ${MIN_KEY_CHARS} characters`)
+      }
+      const name = isNamed ? prefix : `key-${createHash('sha256').update(key).digest('hex').slice(0, 12)}`
+      if (keys.has(key)) fail(i, 'repeats a key given before')
+      if (named.has(name)) fail(i, `names a tenant "${name}" another key has: each key has a name of its own`)
+      named.add(name)
       keys.set(key, name)
     })
   return keys

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { ConfigError, DEFAULT_BUDGET_TOKENS, loadConfig, parseApiKeys } from '../../src/server/config.js'
 
@@ -37,15 +38,36 @@ describe('loadConfig', () => {
 })
 
 describe('parseApiKeys', () => {
-  it('names keys, by name=key or by position', () => {
-    expect([...parseApiKeys(' ci=abc , def ,')]).toEqual([
-      ['abc', 'ci'],
-      ['def', 'key2']
+  const hashName = (key: string): string => `key-${createHash('sha256').update(key).digest('hex').slice(0, 12)}`
+
+  it('names keys by name=key, and a key alone by its hash, wherever it stands in the list', () => {
+    expect([...parseApiKeys(' ci=abcdefgh1234 , unnamed-key-5678 ,')]).toEqual([
+      ['abcdefgh1234', 'ci'],
+      ['unnamed-key-5678', hashName('unnamed-key-5678')]
     ])
+    // dropping the first key leaves the second's tenant as it was
+    expect(parseApiKeys('unnamed-key-5678').get('unnamed-key-5678')).toBe(hashName('unnamed-key-5678'))
     expect(parseApiKeys(undefined).size).toBe(0)
   })
 
-  it('refuses an empty key', () => {
+  it('takes a key with = in it (base64) when named, and never reads its tail as name=key', () => {
+    expect(parseApiKeys('team=QUJDREVGR0hJSktM==').get('QUJDREVGR0hJSktM==')).toBe('team')
+    expect(() => parseApiKeys('QUJDREVGR0hJSktM==')).toThrow(/entry 1 has a key shorter than 8 characters; .*give it a name: NAME=KEY/)
+    // a prefix that is no name: the whole entry is the key
+    expect(parseApiKeys('a/b=cdefghijkl').get('a/b=cdefghijkl')).toBe(hashName('a/b=cdefghijkl'))
+  })
+
+  it('refuses what would make two tenants one or one tenant two, naming the entry and never the key', () => {
     expect(() => parseApiKeys('ci=')).toThrow(/entry 1 has an empty key/)
+    expect(() => parseApiKeys('a=first-key-0001,a=second-key-0002')).toThrow(/entry 2 names a tenant "a" another key has/)
+    expect(() => parseApiKeys('a=same-key-0001,b=same-key-0001')).toThrow(/entry 2 repeats a key/)
+    expect(() => parseApiKeys('short')).toThrow(/entry 1 is shorter than 8 characters/)
+    for (const raw of ['a=first-key-0001,a=second-key-0002', 'a=same-key-0001,b=same-key-0001', 'QUJDREVGR0hJSktM==']) {
+      try {
+        parseApiKeys(raw)
+      } catch (err) {
+        expect((err as Error).message).not.toMatch(/first-key|second-key|same-key|QUJD/)
+      }
+    }
   })
 })

@@ -33,6 +33,14 @@ export const Message = Type.Object(
 const MessageRef = Type.Unsafe<CoreMessage>(Type.Ref('Message'))
 const BlockRef = Type.Unsafe<CoreBlock>(Type.Ref('Block'))
 
+/**
+ * A session id as records keep it and a URL gives it back: 1 to 200 characters, no control character
+ * (a NUL cannot be stored, and reads of it could never match), and not `.` or `..` (a path segment that
+ * URLs resolve away, so the session could never be read back).
+ */
+export const SESSION_ID_PATTERN = '^(?!\\.{1,2}$)[^\\u0000-\\u001f\\u007f]+$'
+export const SessionId = (description: string) => Type.String({ minLength: 1, maxLength: 200, pattern: SESSION_ID_PATTERN, description })
+
 export const Usage = Type.Object(
   {
     input_tokens: Type.Integer({ minimum: 0 }),
@@ -58,7 +66,7 @@ export const CompactRequest = Type.Object(
     keep_tokens: Type.Optional(Type.Integer({ minimum: 100, description: 'Hard bound on the raw tail; one third of the budget when absent.' })),
     keep_turns: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000, description: 'At most this many prompt messages in the tail.' })),
     instructions: Type.Optional(Type.String({ maxLength: 4_000, description: "The user's focus for this compaction; added to the doctrine, never replacing it." })),
-    session_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Ties records and logs to a client session.' })),
+    session_id: Type.Optional(SessionId('Ties records and logs to a client session.')),
     usage: Type.Optional(Usage),
     recall_hint: Type.Optional(Type.String({ maxLength: 2_000, description: 'How the agent can search its raw older turns; quoted in the summary turn.' })),
     summarizer: Type.Optional(

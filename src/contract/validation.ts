@@ -1,6 +1,6 @@
 import { Ajv } from 'ajv'
 import { KNOWN_BLOCK_TYPES } from '../compaction/validate.js'
-import { CompactRequest, SHARED_SCHEMAS } from './schemas.js'
+import { CompactRequest, SESSION_ID_PATTERN, SHARED_SCHEMAS } from './schemas.js'
 import { at } from '../compaction/index.js'
 
 /**
@@ -34,6 +34,8 @@ function wanted(issue: AjvIssue): string | undefined {
       return `at most ${String(p.limit)}`
     case 'minLength':
       return `at least ${String(p.limit)} characters long`
+    case 'pattern':
+      return p.pattern === SESSION_ID_PATTERN ? 'a session id with no control character, and not "." or ".."' : undefined
     case 'maxLength':
       return `at most ${String(p.limit)} characters long`
     case 'minItems':

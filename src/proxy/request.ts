@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { CHARS_PER_TOKEN, type Message, shapeProblem } from '../compaction/index.js'
 import { GatewayError } from '../contract/errors.js'
-import type { CompactRequestBody } from '../contract/schemas.js'
+import { type CompactRequestBody, SESSION_ID_PATTERN } from '../contract/schemas.js'
 
 /** The longest session id records keep; a longer metadata.user_id is named by its hash. */
 export const MAX_SESSION_LENGTH = 200
@@ -66,9 +66,12 @@ function headerValue(header: string | string[] | undefined): string | undefined 
   return Array.isArray(header) ? header[0] : header
 }
 
-/** A client's own session id as records keep it: as it came, or named by its hash when too long to keep. */
+/** Session ids records can keep and URLs give back (SESSION_ID_PATTERN): no control character, not `.` or `..`. */
+const SESSION_ID = new RegExp(SESSION_ID_PATTERN, 'u')
+
+/** A client's own session id as records keep it: as it came, or named by its hash when too long to keep or read back. */
 function kept(id: string): string {
-  return id.length <= MAX_SESSION_LENGTH ? id : `user-${createHash('sha256').update(id).digest('hex')}`
+  return id.length <= MAX_SESSION_LENGTH && SESSION_ID.test(id) ? id : `user-${createHash('sha256').update(id).digest('hex')}`
 }
 
 /**
@@ -79,8 +82,8 @@ export function proxySession(headers: Readonly<Record<string, string | string[] 
   const own = headers['x-compaction-session']
   if (own !== undefined) {
     const value = headerValue(own)
-    if (value === undefined || value.trim() === '' || value.length > MAX_SESSION_LENGTH) {
-      throw invalid(`x-compaction-session: a session id of 1 to ${MAX_SESSION_LENGTH} characters`, '/headers/x-compaction-session')
+    if (value === undefined || value.trim() === '' || value.length > MAX_SESSION_LENGTH || !SESSION_ID.test(value.trim())) {
+      throw invalid(`x-compaction-session: a session id of 1 to ${MAX_SESSION_LENGTH} characters, with no control character, and not "." or ".."`, '/headers/x-compaction-session')
     }
     return value.trim()
   }

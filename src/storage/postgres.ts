@@ -79,6 +79,20 @@ export interface PostgresOptions {
 }
 
 /**
+ * JSON as PostgreSQL's jsonb takes it: it refuses the escapes of NUL and of lone surrogates (text a
+ * client may send), and refused, the record of an answered compaction was lost. Those characters are
+ * kept as U+FFFD; an escaped backslash before a `u` is left as it is.
+ */
+export function storableJson(value: unknown): string {
+  return JSON.stringify(value).replace(/(?<!\\)((?:\\\\)*)\\u(?:0000|d[89a-f][0-9a-f]{2})/gi, '$1\\ufffd')
+}
+
+/** Text as a PostgreSQL text column takes it: no NUL (lone surrogates are sent as U+FFFD already). */
+export function storableText(text: string): string {
+  return text.includes('\u0000') ? text.replaceAll('\u0000', '\ufffd') : text
+}
+
+/**
  * PostgreSQL through a pg pool: several replicas share records, the summary cache and the cold layer
  * (full-text search over a generated tsvector). A database that is down fails each operation quickly
  * (callers lose the record or skip the cache, never the compaction); the pool reconnects on its own.
@@ -172,7 +186,7 @@ export class PostgresStore implements Store {
       record.key_name,
       record.created_at,
       Date.parse(record.created_at),
-      JSON.stringify({ ...record, summary: { text: record.summary.text } })
+      storableJson({ ...record, summary: { text: record.summary.text } })
     ])
   }
 
@@ -202,7 +216,7 @@ export class PostgresStore implements Store {
   async putState(key: string, value: unknown, expiresAtMs: number): Promise<void> {
     await this.query('INSERT INTO summary_cache (key, value, expires_ms) VALUES ($1, $2, $3) ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_ms = excluded.expires_ms', [
       key,
-      JSON.stringify(value),
+      storableJson(value),
       expiresAtMs
     ])
   }
@@ -220,7 +234,7 @@ export class PostgresStore implements Store {
       await client.query(
         `INSERT INTO memory (key_name, session_id, compaction_id, kind, text, msg_from, msg_to, created_at, created_ms)
          SELECT $1, $2, $3, kind, text, msg_from, msg_to, $4, $5 FROM unnest($6::text[], $7::text[], $8::int[], $9::int[]) AS e(kind, text, msg_from, msg_to)`,
-        [owner.key_name, owner.session_id, owner.compaction_id, owner.created_at, createdMs, rows.map((r) => r.kind), rows.map((r) => r.text), rows.map((r) => r.from), rows.map((r) => r.to)]
+        [owner.key_name, owner.session_id, owner.compaction_id, owner.created_at, createdMs, rows.map((r) => r.kind), rows.map((r) => storableText(r.text)), rows.map((r) => r.from), rows.map((r) => r.to)]
       )
       await client.query(
         'DELETE FROM memory WHERE key_name = $1 AND session_id = $2 AND id <= (SELECT id FROM memory WHERE key_name = $1 AND session_id = $2 ORDER BY id DESC LIMIT 1 OFFSET $3)',

@@ -48,6 +48,10 @@ describe('proxySession and proxyBudget', () => {
     expect(proxySession({ 'x-session-id': 'ses_1' }, undefined)).toBe('ses_1')
     expect(proxySession({ 'x-session-affinity': 'ses_2' }, 'u')).toBe('ses_2')
     expect(proxySession({ 'x-session-id': '   ' }, 'u')).toBe('u')
+    // ids records could not keep or give back: refused from the gateway's own header, hashed from a client's
+    for (const bad of ['.', '..', 'a\u0000b', 'tab\there']) expect(refusal(() => proxySession({ 'x-compaction-session': bad }, undefined)).path).toBe('/headers/x-compaction-session')
+    expect(proxySession({ 'x-session-id': '..' }, undefined)).toMatch(/^user-[0-9a-f]{64}$/)
+    expect(proxySession({}, 'a\u0000b')).toMatch(/^user-[0-9a-f]{64}$/)
   })
 
   it('takes the budget from the header (an integer of at least 1000, or off), else the server default', () => {

@@ -182,3 +182,20 @@ describe('a store that fails', () => {
     await app.close()
   })
 })
+
+describe('session ids', () => {
+  it('refuses, naming the field, an id records could not keep or a URL give back: ".", "..", a control character; and reads of one are a 400, never a 503', async () => {
+    const app = await testApp({})
+    const history = [user('a'), assistant('b'), user('c')]
+    for (const id of ['.', '..', 'a\u0000b', 'line\nbreak']) {
+      const res = await app.inject({ method: 'POST', url: '/v1/compact', payload: { mode: 'manual', session_id: id, messages: history } })
+      expect(res.statusCode, JSON.stringify(id)).toBe(400)
+      expect(res.json().error.path).toBe('/session_id')
+      expect(res.json().error.message).toContain('no control character, and not "." or ".."')
+    }
+    expect((await app.inject({ url: '/v1/sessions/a%00b/compactions' })).statusCode).toBe(400)
+    expect((await app.inject({ method: 'POST', url: '/v1/compact', payload: { mode: 'manual', session_id: 'ok.1', messages: history } })).statusCode).toBe(200)
+    expect((await app.inject({ url: '/v1/sessions/ok.1/compactions' })).json().compactions).toHaveLength(1)
+    await app.close()
+  })
+})

@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest'
+import { emptySections } from '../../src/compaction/index.js'
 import { PostgresStore } from '../../src/storage/postgres.js'
 import { TcpProxy } from '../helpers/tcp-proxy.js'
 import { PG_URL, dropSchemas, freshPgUrl, pgMissing } from '../helpers/services.js'
@@ -32,6 +33,35 @@ describe.skipIf(pgMissing !== undefined)(`PostgreSQL connections reset under loa
     } finally {
       await store.close()
       await relay.down().catch(() => undefined)
+    }
+  })
+
+  it('keeps records, cold-layer entries and state whose text holds a NUL or a lone surrogate (as U+FFFD), where jsonb refused them', async () => {
+    const store = new PostgresStore(freshPgUrl())
+    try {
+      const odd = 'before\u0000after \ud83d lone, \\u0000 escaped, 😀 paired'
+      const stats = { raw_history_tokens: 1, summary_tokens: 1, compacted_turns: 1, compacted_messages: 1, kept_messages: 1, kept_tokens: 1, context_after_compaction: 1, clipped_tool_results: 0, guard_added: 0, estimate_scale: 1, carried_context_tokens: 0, carried_context_dropped: 0 }
+      await store.saveRecord({
+        id: 'cmp_odd',
+        session_id: 's-odd',
+        key_name: 'k',
+        created_at: new Date().toISOString(),
+        mode: 'manual',
+        reason: 'manual',
+        stats,
+        summarizer: { kind: 'extractive', model: null, input_tokens: 0, output_tokens: 0, calls: 0, fallback_reason: null, duration_ms: 1 },
+        doctrine_version: 'v',
+        summary: { text: `<compaction-summary id="cmp_odd" version="1" compacted_turns="1">\n## Objective\n${odd}\n</compaction-summary>`, sections: emptySections() }
+      })
+      const page = await store.listRecords('s-odd', 'k', { limit: 5 })
+      expect(page.records).toHaveLength(1)
+      expect(page.records[0]!.summary.text).toContain('before\ufffdafter \ufffd lone, \\u0000 escaped, 😀 paired')
+      await store.saveMemory({ compaction_id: 'cmp_odd', session_id: 's-odd', key_name: 'k', created_at: new Date().toISOString() }, [{ kind: 'ask', text: odd, from: 0, to: 0 }])
+      expect((await store.recall('s-odd', 'k', { text: 'escaped paired', limit: 5 })).length).toBe(1)
+      await store.putState('state:odd', JSON.stringify({ text: odd }), Date.now() + 60_000)
+      expect(JSON.parse((await store.getState('state:odd', Date.now())) as string)).toEqual({ text: odd })
+    } finally {
+      await store.close()
     }
   })
 })

@@ -3,6 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { type Static, Type } from 'typebox'
 import { RECALL_TOOL_NAME } from '../../compaction/index.js'
 import { MEMORY_KINDS } from '../../memory/entries.js'
+import { SessionId } from '../../contract/schemas.js'
 import type { Store } from '../../storage/store.js'
 import type { Metrics } from '../../telemetry/metrics.js'
 import { ApiError } from '../errors.js'
@@ -11,7 +12,7 @@ import { KEYED, keyedResponses } from './security.js'
 export const DEFAULT_RECALL_LIMIT = 10
 export const MAX_RECALL_LIMIT = 50
 
-const SessionParams = Type.Object({ session_id: Type.String({ minLength: 1, maxLength: 200 }) })
+const SessionParams = Type.Object({ session_id: SessionId('The session.') })
 const Kind = Type.Enum([...MEMORY_KINDS], {
   description: 'ask: a user request; answer: assistant text; command: a command and its outcome; error: why a call failed; evidence: failing tests, error lines with file:line, test tallies; file: a file read or modified.'
 })

@@ -4,6 +4,7 @@ import { Type } from 'typebox'
 import { InvalidCursorError, type Store } from '../../storage/store.js'
 import { ApiError } from '../errors.js'
 import { urlPartValidatorCompiler } from '../../contract/validation.js'
+import { SessionId } from '../../contract/schemas.js'
 import { KEYED, keyedResponses } from './security.js'
 
 export const DEFAULT_PAGE_SIZE = 20
@@ -29,7 +30,7 @@ export const sessionRoutes: FastifyPluginAsync<{ store: Store }> = async (app, {
         operationId: 'listSessionCompactions',
         summary: "A session's compaction records, newest first, paginated",
         security: KEYED,
-        params: Type.Object({ session_id: Type.String({ minLength: 1, maxLength: 200 }) }),
+        params: Type.Object({ session_id: SessionId('The session.') }),
         querystring: Type.Object(
           {
             limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, description: `Records per page, 1 to ${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE}).` })),

@@ -229,7 +229,7 @@ export class ProxyCompactor {
     return { kind: 'compacted', tokens, messages: run.response.messages, summaryId: anchor.summaryId, source: 'model', run, memory: run.memory }
   }
 
-  /** The crossing, with a summary written ahead: taken as it is if it fits, else merged with the turns since. */
+  /** The crossing, with a summary written ahead: taken as it is where it lands near the target, else merged with the turns since. */
   private async fromPending(state: SessionState, request: ProxyRequest, pending: Pending, before: number): Promise<ProxyOutcome> {
     const { messages, budget } = request
     const anchored = withAnchor(pending, messages)

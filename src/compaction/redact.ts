@@ -90,6 +90,24 @@ function isKeyBodyLine(line: string): boolean {
   return /[A-Z]/.test(line) && /[a-z]/.test(line) && /\d/.test(line) && !/^[0-9a-fA-F]+$/.test(line)
 }
 
+/** An armored block (RFC 7468, OpenPGP) whose label names no private key: its body is public material. */
+const ARMOR = /-----BEGIN ([A-Z0-9 ]{1,60})-----/g
+
+/** Where the public armored blocks of a text lie: from their BEGIN line to their END line (or the text's end). */
+function publicBlocks(text: string): [number, number][] {
+  if (!text.includes('-----BEGIN ')) return []
+  const out: [number, number][] = []
+  ARMOR.lastIndex = 0
+  let m: RegExpExecArray | null
+  while ((m = ARMOR.exec(text)) !== null) {
+    const label = elementAt(m, 1)
+    if (/PRIVATE|SECRET/.test(label)) continue
+    const close = text.indexOf(`-----END ${label}-----`, m.index)
+    out.push([m.index, close < 0 ? text.length : close])
+  }
+  return out
+}
+
 /** Every secret the service's own patterns find in a text, in order, not overlapping. */
 export function findSecrets(text: string): SecretRange[] {
   const found: SecretRange[] = []
@@ -132,14 +150,17 @@ export function findSecrets(text: string): SecretRange[] {
     covered = start + value.length
     CANDIDATE.lastIndex = covered
   }
-  // Bare key bodies (a PEM or OpenSSH key whose BEGIN line is elsewhere): runs of base64-only lines.
+  // Bare key bodies (a PEM or OpenSSH key whose BEGIN line is elsewhere): runs of base64-only lines, but
+  // for those inside a block that says it is public (a certificate, a public key, a signature).
   if (text.length >= 60) {
+    const open = publicBlocks(text)
     KEY_BODY.lastIndex = 0
     let line: RegExpExecArray | null
     while ((line = KEY_BODY.exec(text)) !== null) {
       const body = elementAt(line, 1)
       if (!isKeyBodyLine(body)) continue
       const start = line.index + line[0].indexOf(body)
+      if (open.some(([from, to]) => start >= from && start < to)) continue
       found.push({ start, end: start + body.length, kind: 'private_key' })
     }
   }

@@ -91,3 +91,23 @@ describe('keys by shape', () => {
     expect(counts.jwt).toBe(1)
   })
 })
+
+describe('public material', () => {
+  // made at test time: base64 lines as a certificate's body has them (64 characters, mixed case and digits)
+  const line = (seed: number): string => Buffer.from(Array.from({ length: 48 }, (_, i) => (seed * 31 + i * 7) % 256)).toString('base64')
+  const body = (n: number, seed: number): string => Array.from({ length: n }, (_, i) => line(seed + i)).join('\n')
+  it('passes untouched inside a block that says it is public: a certificate, a public key, a PGP public key or signature', () => {
+    for (const label of ['CERTIFICATE', 'PUBLIC KEY', 'PGP PUBLIC KEY BLOCK', 'PGP SIGNATURE', 'CERTIFICATE REQUEST']) {
+      const text = `here it is:\n-----BEGIN ${label}-----\n${body(6, label.length)}\n-----END ${label}-----\n`
+      expect(serviceRedact(text), label).toBe(text)
+    }
+  })
+  it('while a private key, and a bare key body after a public block, are still redacted', () => {
+    const privateKey = `-----BEGIN PRIVATE KEY-----\n${body(6, 3)}\n-----END PRIVATE KEY-----`
+    expect(serviceRedact(privateKey)).not.toContain(line(3))
+    const after = `-----BEGIN CERTIFICATE-----\n${body(3, 9)}\n-----END CERTIFICATE-----\n${body(4, 40)}`
+    const out = serviceRedact(after)
+    expect(out).toContain(line(9))
+    expect(out).not.toContain(line(41))
+  })
+})

@@ -50,13 +50,19 @@ function conversation(task: string, steps: number, output = (i: number) => `outp
 const sent = (o: ProxyOutcome): Message[] | undefined => (o.kind === 'none' ? undefined : o.messages)
 const summaryOf = (o: ProxyOutcome): string | undefined => (o.kind === 'none' ? undefined : o.summaryId)
 
+/** A session's first conversation, compacted once by a proxy of its own. */
+async function compactedOnce(session: string) {
+  const model = countingModel()
+  const proxy = proxyOn(undefined, model)
+  const history = conversation('Port the parser to the new grammar', 30)
+  const first = await proxy.prepare({ messages: history, tenant: 't', session, budget: BUDGET })
+  expect(first.kind).toBe('compacted')
+  return { model, proxy, history, first }
+}
+
 describe('conversations told apart within a session', () => {
   it("keeps the parent's summary and prefix through any number of interleaved subagent requests", async () => {
-    const model = countingModel()
-    const proxy = proxyOn(undefined, model)
-    const parent = conversation('Port the parser to the new grammar', 30)
-    const first = await proxy.prepare({ messages: parent, tenant: 't', session: 'cc-1', budget: BUDGET })
-    expect(first.kind).toBe('compacted')
+    const { model, proxy, history: parent, first } = await compactedOnce('cc-1')
     const calls = model.calls
     for (let k = 0; k < 5; k++) {
       const sub = conversation(`Subagent ${k}: find every caller of parse()`, 30)
@@ -71,14 +77,13 @@ describe('conversations told apart within a session', () => {
   })
 
   it('keeps its summary when the client rewrites old tool output in place (pruning), and drops it for another conversation', async () => {
-    const model = countingModel()
-    const proxy = proxyOn(undefined, model)
-    const history = conversation('Port the parser to the new grammar', 30)
-    const first = await proxy.prepare({ messages: history, tenant: 't', session: 'oc-1', budget: BUDGET })
-    expect(first.kind).toBe('compacted')
+    const { proxy, first } = await compactedOnce('oc-1')
     const pruned = conversation('Port the parser to the new grammar', 30, (i) => (i < 20 ? '[Old tool result content cleared]' : `output ${i}: ${'o'.repeat(1_500)}`))
     const again = await proxy.prepare({ messages: [...pruned, assistant('ok'), user('next')], tenant: 't', session: 'oc-1', budget: BUDGET })
     expect(summaryOf(again)).toBe(summaryOf(first))
+    const other = await proxy.prepare({ messages: conversation('Write the release notes for 2.0', 30), tenant: 't', session: 'oc-1', budget: BUDGET })
+    expect(other.kind).toBe('compacted')
+    expect(summaryOf(other)).not.toBe(summaryOf(first))
   })
 })
 

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { Redis } from 'ioredis'
+import { TcpProxy } from './tcp-proxy.js'
 
 /** The machine's PostgreSQL and Redis, where tests that need them find them (override with these variables). */
 export const PG_URL = process.env.COMPACT_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
@@ -53,6 +54,15 @@ export async function dropSchemas(): Promise<void> {
   await client.connect()
   for (const schema of made.splice(0)) await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
   await client.end()
+}
+
+/** A fresh PostgreSQL schema reached through a TCP relay the test can take down: its COMPACT_DB URL and the relay. */
+export async function pgBehindRelay(): Promise<{ url: string; relay: TcpProxy }> {
+  const target = new URL(PG_URL)
+  const relay = await new TcpProxy(target.hostname, Number(target.port || 5432)).up()
+  const url = new URL(freshPgUrl())
+  url.host = `127.0.0.1:${relay.port}`
+  return { url: url.toString(), relay }
 }
 
 /** A Redis key prefix no other test uses. */

@@ -4,7 +4,7 @@ import type { App } from '../../src/server/app.js'
 import { testApp } from '../helpers/app.js'
 import { FakeAnthropic } from '../helpers/fake-anthropic.js'
 import { assistant, shellStep, user } from '../helpers/history.js'
-import { PG_URL, REDIS_URL, dropSchemas, freshPgUrl, freshRedisPrefix, pgMissing, redisMissing } from '../helpers/services.js'
+import { REDIS_URL, dropSchemas, freshPgUrl, freshRedisPrefix, pgBehindRelay, pgMissing, redisMissing } from '../helpers/services.js'
 import { TcpProxy } from '../helpers/tcp-proxy.js'
 
 const missing = pgMissing ?? redisMissing
@@ -103,11 +103,8 @@ describe.skipIf(missing !== undefined)(`when PostgreSQL or Redis goes away${miss
   afterAll(async () => dropSchemas())
 
   it('PostgreSQL down: /readyz 503, compactions still answered (the record lost and counted), and back when it returns', async () => {
-    const target = new URL(PG_URL)
-    const proxy = await new TcpProxy(target.hostname, Number(target.port || 5432)).up()
-    const url = new URL(freshPgUrl())
-    url.host = `127.0.0.1:${proxy.port}`
-    const app = await testApp({ COMPACT_DB: url.toString() })
+    const { url, relay: proxy } = await pgBehindRelay()
+    const app = await testApp({ COMPACT_DB: url })
     try {
       expect((await app.inject({ url: '/readyz' })).statusCode).toBe(200)
       await proxy.down()

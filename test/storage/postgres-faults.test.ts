@@ -1,19 +1,15 @@
 import { afterAll, describe, expect, it } from 'vitest'
 import { emptySections } from '../../src/compaction/index.js'
 import { PostgresStore } from '../../src/storage/postgres.js'
-import { TcpProxy } from '../helpers/tcp-proxy.js'
-import { PG_URL, dropSchemas, freshPgUrl, pgMissing } from '../helpers/services.js'
+import { dropSchemas, freshPgUrl, pgBehindRelay, pgMissing } from '../helpers/services.js'
 
 describe.skipIf(pgMissing !== undefined)(`PostgreSQL connections reset under load${pgMissing ? ` (skipped: ${pgMissing})` : ''}`, () => {
   afterAll(async () => dropSchemas())
 
   it('fail the writes in flight and leave the process up, every time; the store writes again once the database is back', async () => {
-    const target = new URL(PG_URL)
-    const relay = await new TcpProxy(target.hostname, Number(target.port || 5432)).up()
-    const url = new URL(freshPgUrl())
-    url.host = `127.0.0.1:${relay.port}`
+    const { url, relay } = await pgBehindRelay()
     const faults: Error[] = []
-    const store = new PostgresStore(url.toString(), { onPoolError: (err) => faults.push(err) })
+    const store = new PostgresStore(url, { onPoolError: (err) => faults.push(err) })
     const owner = (i: number) => ({ compaction_id: `cmp_${i}`, session_id: 's', key_name: 'k', created_at: new Date().toISOString() })
     const rows = Array.from({ length: 200 }, (_, i) => ({ kind: 'ask', text: `entry ${i} ${'x'.repeat(200)}`, from: i, to: i }))
     try {

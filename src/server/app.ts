@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto'
 import { createRequire } from 'node:module'
-import type { Writable } from 'node:stream'
 import rateLimit from '@fastify/rate-limit'
-import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyPluginOptions, type FastifyRequest } from 'fastify'
+import Fastify, { LogController, type FastifyInstance, type FastifyPluginAsync, type FastifyPluginOptions, type FastifyReply, type FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import type { LoggerOptions } from 'pino'
+import type { DestinationStream, LoggerOptions } from 'pino'
 import { rateLimitStore } from '../storage/redis.js'
 import type { Store } from '../storage/store.js'
 import type { Summarizer } from '../summarizer/summarizer.js'
@@ -36,7 +35,7 @@ export interface AppOptions {
   /** Pino options, or false for a silent app (tests). Defaults to JSON lines at config.LOG_LEVEL. */
   logger?: LoggerOptions | false
   /** Where log lines go instead of stdout (tests read them). */
-  logStream?: Writable
+  logStream?: DestinationStream
   /** A model summarizer to use instead of Anthropic's (it still runs behind the timeout and fallback). */
   summarizer?: Summarizer
   /** Makes summary ids; the default is random. */
@@ -82,6 +81,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
     frameworkErrors: badUrl,
     clientErrorHandler: answerClientError,
     genReqId: () => randomUUID(),
+    logController: new AnsweredRequestLog(),
     requestIdHeader: 'x-request-id',
     // Validation must never change what a client sent: no stripped fields, no coerced types.
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false } }
@@ -138,6 +138,19 @@ export async function buildApp(options: AppOptions): Promise<App> {
     streamIdleMs: config.COMPACT_UPSTREAM_TIMEOUT_MS
   })
   return app as unknown as App
+}
+
+/**
+ * One log line a request, when it is answered, with the request's fields: the line Fastify writes at its
+ * arrival said nothing the answer's does not, and was a third of the proxy's log writes.
+ */
+class AnsweredRequestLog extends LogController {
+  override incomingRequest(): void {}
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    if (error) reply.log.error({ req: request, res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored')
+    else reply.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed')
+  }
 }
 
 /** A routes plugin, still encapsulated, that says which plugins it needs (Fastify checks they were registered first). */

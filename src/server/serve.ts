@@ -1,3 +1,4 @@
+import { logDestination } from '../telemetry/logger.js'
 import { StoreError } from '../storage/store.js'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig, parseApiKeys } from './config.js'
@@ -26,7 +27,7 @@ export async function serve(): Promise<void> {
 
   let app
   try {
-    app = await buildApp({ config })
+    app = await buildApp({ config, logStream: logDestination() })
   } catch (err) {
     if (err instanceof StoreError) {
       process.stderr.write(`compaction-gateway: COMPACT_DB: ${err.message}\n`)

@@ -1,4 +1,4 @@
-import type { LoggerOptions } from 'pino'
+import { type DestinationStream, type LoggerOptions, pino } from 'pino'
 
 /** Headers that carry credentials never reach a log line. */
 export const REDACTED_PATHS = [
@@ -35,4 +35,17 @@ export function loggerOptions(level: string): LoggerOptions {
     base: { service: 'compaction-gateway' },
     timestamp: () => `,"time":"${new Date().toISOString()}"`
   }
+}
+
+/** How long a log line may wait in the buffer before it is written. */
+export const LOG_FLUSH_MS = 200
+
+/**
+ * Standard output for the service's log lines, written in batches off the request's path: lines wait until
+ * 4 KiB have gathered or LOG_FLUSH_MS has passed, and are written at exit. A write per line (three a
+ * proxied request) took a third of the proxy's CPU; on two cores the write's thread also took the core
+ * from the request it was logging.
+ */
+export function logDestination(): DestinationStream {
+  return pino.destination({ dest: 1, sync: false, minLength: 4_096, periodicFlush: LOG_FLUSH_MS })
 }

@@ -40,4 +40,23 @@ describe('logs', () => {
     // every line is JSON with a request id where a request is involved
     for (const l of lines) expect(() => JSON.parse(l)).not.toThrow()
   })
+
+  it('write one line a request, when it is answered, naming the request and its status, with the query\'s values left out', async () => {
+    const lines: Record<string, unknown>[] = []
+    const stream = new PassThrough()
+    stream.on('data', (d: Buffer) => lines.push(...d.toString().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>)))
+    const app = await buildApp({ config: loadConfig({}), logStream: stream })
+    await app.inject({ method: 'GET', url: '/v1/doctrine?probe=kubelet' })
+    await app.inject({ method: 'GET', url: '/no-such-route' })
+    await app.close()
+    await new Promise((r) => setImmediate(r))
+
+    const requests = lines.filter((l) => l.req !== undefined)
+    expect(requests.map((l) => [l.msg, (l.req as { url: string }).url, (l.res as { statusCode: number }).statusCode])).toEqual([
+      ['request completed', '/v1/doctrine?probe=…', 200],
+      ['request completed', '/no-such-route', 404]
+    ])
+    expect(requests.every((l) => typeof l.responseTime === 'number' && typeof l.reqId === 'string')).toBe(true)
+    expect(lines.some((l) => l.msg === 'incoming request')).toBe(false)
+  })
 })

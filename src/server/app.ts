@@ -13,7 +13,7 @@ import type { Metrics } from '../telemetry/metrics.js'
 import { OPEN_ROUTES, installAuth } from './auth.js'
 import { type Config, parseApiKeys, trustProxy } from './config.js'
 import { ApiError, answerClientError, badUrl, installErrorHandling } from './errors.js'
-import { installAdmission, installRequestChecks, installTimeouts } from './guards.js'
+import { LINGER_MS, installAdmission, installLinger, installRequestChecks, installTimeouts } from './guards.js'
 import { installJsonParser } from './json.js'
 import { registerOpenapi } from './openapi.js'
 import { OVERLOADED_RETRY_AFTER_S, compactionPlugin } from './plugins/compaction.js'
@@ -99,8 +99,9 @@ export async function buildApp(options: AppOptions): Promise<App> {
   installErrorHandling(app)
   installJsonParser(app)
   installRequestChecks(app)
-  // Bytes of bodies in flight are bounded: past the bound a request is turned away before it is read.
-  installAdmission(app, { maxBytes: config.COMPACT_MAX_INFLIGHT_MB * 1024 * 1024, bodyLimit: Math.floor(config.COMPACT_BODY_LIMIT_MB * 1024 * 1024), retryAfterS: OVERLOADED_RETRY_AFTER_S })
+  // Bytes of bodies in flight are bounded, counted as they arrive; a refusal lets the client finish sending.
+  installAdmission(app, { maxBytes: config.COMPACT_MAX_INFLIGHT_MB * 1024 * 1024, retryAfterS: OVERLOADED_RETRY_AFTER_S })
+  installLinger(app, { maxBytes: Math.floor(config.COMPACT_BODY_LIMIT_MB * 1024 * 1024), ms: LINGER_MS })
   installResponseHooks(app, metrics)
 
   // Auth first, then the per-key rate limit, both before the body is read.
@@ -134,8 +135,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
     metrics,
     store,
     budget: config.COMPACT_BUDGET,
-    credentials: upstreamCredentials(config.ANTHROPIC_API_KEY, apiKeys.size > 0),
-    streamIdleMs: config.COMPACT_UPSTREAM_TIMEOUT_MS
+    credentials: upstreamCredentials(config.ANTHROPIC_API_KEY, apiKeys.size > 0)
   })
   return app as unknown as App
 }

@@ -1,5 +1,8 @@
 import type { Readable } from 'node:stream'
-import { errorCodes } from 'fastify'
+import { type FastifyRequest, errorCodes } from 'fastify'
+
+/** Fastify's own body limit, where none is set. */
+export const DEFAULT_BODY_LIMIT = 1_048_576
 
 /**
  * Reads a request body into one buffer of its own, as Fastify's reader does (the same limit, the same
@@ -7,9 +10,10 @@ import { errorCodes } from 'fastify'
  * gathers the chunks and joins them at the end: for a 30 MB body that join is one copy of 30 MB into
  * fresh memory, 100 ms or more in which the event loop answers nothing, /healthz included. Here the
  * same copy is spread over the arrival of the chunks. The buffer owns its memory, so it can be moved to
- * a worker without another copy. A body without Content-Length is gathered and joined as before.
+ * a worker without another copy. A body without Content-Length is gathered and joined as before. Each
+ * chunk is first offered to `admit` (the in-flight bound): an error from it ends the read with that error.
  */
-export function readBody(payload: Readable, contentLength: string | undefined, limit: number, done: (err: Error | null, body?: Buffer) => void): void {
+export function readBody(payload: Readable, contentLength: string | undefined, limit: number, done: (err: Error | null, body?: Buffer) => void, admit?: (bytes: number) => Error | undefined): void {
   const declared = contentLength === undefined ? Number.NaN : Number(contentLength)
   if (declared > limit) {
     done(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE())
@@ -34,6 +38,12 @@ export function readBody(payload: Readable, contentLength: string | undefined, l
       done(received + bytes.length > limit ? new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE() : new errorCodes.FST_ERR_CTP_INVALID_CONTENT_LENGTH())
       return
     }
+    const refused = admit?.(bytes.length)
+    if (refused) {
+      stop()
+      done(refused)
+      return
+    }
     if (whole !== undefined) bytes.copy(whole, received)
     else chunks.push(bytes)
     received += bytes.length
@@ -55,4 +65,25 @@ export function readBody(payload: Readable, contentLength: string | undefined, l
   payload.on('end', onEnd)
   payload.on('error', onEnd)
   payload.resume()
+}
+
+/**
+ * A content-type parser over readBody: the body's bytes, counted against the in-flight bound as they arrive
+ * and limited to the server's body limit, handed to `parse`.
+ */
+export function bodyParser<T>(bodyLimit: number, parse: (bytes: Buffer) => { value: T; error?: undefined } | { value?: undefined; error: Error }) {
+  return (request: FastifyRequest, payload: Readable, done: (err: Error | null, body?: T) => void): void => {
+    readBody(
+      payload,
+      request.headers['content-length'],
+      bodyLimit,
+      (err, bytes) => {
+        if (err || bytes === undefined) return done(err ?? new Error('no body'))
+        const parsed = parse(bytes)
+        if (parsed.error) done(parsed.error)
+        else done(null, parsed.value)
+      },
+      (n) => request.admit(n)
+    )
+  }
 }

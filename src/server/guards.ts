@@ -49,43 +49,101 @@ export function installRequestChecks(app: FastifyInstance): void {
 export interface AdmissionOptions {
   /** Most bytes of request bodies in flight at once. */
   maxBytes: number
-  /** What a body without a Content-Length may grow to, and so what it reserves. */
-  bodyLimit: number
   retryAfterS: number
 }
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** Bytes this request reserved of the in-flight bound. */
+    /** Bytes of this request's body received so far and counted in flight. */
     admittedBytes: number
+    /**
+     * Counts bytes of this request's body as they arrive: undefined while they fit the in-flight bound, or
+     * the 503 to answer with once they do not (body readers call it for every chunk).
+     */
+    admit(bytes: number): ApiError | undefined
   }
 }
 
 /**
- * Bounds the bytes of bodies in flight: a request reserves its Content-Length (or the body limit, when
- * it sends none) before its body is read, and gives it back when answered. Past the bound it gets a 503
- * with Retry-After, and its connection is closed so that its body is never read.
+ * Bounds the bytes of bodies in flight, counted as they arrive (so a sender that announces 32 MiB and
+ * sends a byte a second holds what it sent, not what it announced), given back when the request is
+ * answered. A body whose next chunk would pass the bound while other bodies hold bytes gets a 503 with
+ * Retry-After; once the bound is reached, new requests get it before their body is read. Either way the
+ * client is let finish sending (installLinger), so that it reads the answer.
  */
 export function installAdmission(app: FastifyInstance, options: AdmissionOptions): void {
   let inflight = 0
+  const overloaded = (): ApiError =>
+    new ApiError(503, 'overloaded_error', `too many request bytes in flight (COMPACT_MAX_INFLIGHT_MB); retry in ${options.retryAfterS} s`, undefined, {
+      'retry-after': String(options.retryAfterS)
+    })
   app.decorateRequest('admittedBytes', 0)
-  app.addHook('onRequest', async (request, reply) => {
-    if (request.method !== 'POST' && request.method !== 'PUT' && request.method !== 'PATCH') return
-    const length = Number(request.headers['content-length'] ?? Number.NaN)
-    const bytes = Number.isFinite(length) ? length : options.bodyLimit
-    if (bytes > 0 && inflight + bytes > options.maxBytes && inflight > 0) {
-      void reply.header('connection', 'close')
-      throw new ApiError(503, 'overloaded_error', `too many request bytes in flight (COMPACT_MAX_INFLIGHT_MB); retry in ${options.retryAfterS} s`, undefined, {
-        'retry-after': String(options.retryAfterS)
-      })
-    }
+  app.decorateRequest('admit', function admit(this: FastifyRequest, bytes: number): ApiError | undefined {
+    if (inflight + bytes > options.maxBytes && inflight > this.admittedBytes) return overloaded()
     inflight += bytes
-    request.admittedBytes = bytes
+    this.admittedBytes += bytes
+    return undefined
   })
-  const release = async (request: FastifyRequest): Promise<void> => {
+  app.addHook('onRequest', (request, _reply, done) => {
+    const body = request.method === 'POST' || request.method === 'PUT' || request.method === 'PATCH'
+    done(body && inflight >= options.maxBytes && request.headers['content-length'] !== '0' ? overloaded() : undefined)
+  })
+  const release = (request: FastifyRequest): void => {
     inflight -= request.admittedBytes
     request.admittedBytes = 0
   }
-  app.addHook('onResponse', release)
-  app.addHook('onRequestAbort', release)
+  app.addHook('onResponse', (request, _reply, done) => {
+    release(request)
+    done()
+  })
+  app.addHook('onRequestAbort', (request, done) => {
+    release(request)
+    done()
+  })
+}
+
+export interface LingerOptions {
+  /** The most body bytes read and dropped after a refusal; a body announced larger is not waited for. */
+  maxBytes: number
+  /** The longest the answer waits for the client to finish sending. */
+  ms: number
+}
+
+/** How long a refusal waits for the rest of its body before it is sent with the connection closed. */
+export const LINGER_MS = 5_000
+
+/**
+ * Refusals that come before the body is read (a wrong key, the rate limit, the in-flight bound, a body too
+ * large): closing the connection under a client that is still sending makes it see a broken pipe instead
+ * of the answer (Node's fetch, and so the SDKs, do). The rest of the body is read and dropped first,
+ * bounded in bytes and time, as a web server's lingering close does; past either bound the answer goes
+ * with the connection closed.
+ */
+export function installLinger(app: FastifyInstance, options: LingerOptions): void {
+  app.addHook('onSend', (request, reply, payload, done) => {
+    const raw = request.raw
+    // (app.inject's requests are whole before they start)
+    if (reply.statusCode < 400 || raw.complete !== false || raw.destroyed || !raw.socket) return done(null, payload)
+    const declared = Number(request.headers['content-length'])
+    if (declared > options.maxBytes) {
+      void reply.header('connection', 'close')
+      return done(null, payload)
+    }
+    let dropped = 0
+    const finish = (close: boolean): void => {
+      clearTimeout(timer)
+      raw.off('data', onData).off('end', onEnd).off('error', onFault).off('close', onFault)
+      if (close) void reply.header('connection', 'close')
+      done(null, payload)
+    }
+    const onData = (chunk: Buffer): void => {
+      dropped += chunk.length
+      if (dropped > options.maxBytes) finish(true)
+    }
+    const onEnd = (): void => finish(false)
+    const onFault = (): void => finish(true)
+    const timer = setTimeout(onFault, options.ms)
+    raw.on('data', onData).on('end', onEnd).on('error', onFault).on('close', onFault)
+    raw.resume()
+  })
 }

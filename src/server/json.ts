@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import { jsonProblem } from '../compaction/nesting.js'
 import { ApiError } from './errors.js'
 import { parseJsonBytes } from '../contract/wire.js'
+import { DEFAULT_BODY_LIMIT, bodyParser } from './body.js'
 
 /**
  * JSON bodies parsed with plain JSON.parse (a history's messages one by one, see parseJsonBytes), which
@@ -23,9 +24,5 @@ export function parseJsonBody(body: Uint8Array): { value: unknown; error?: undef
 export function installJsonParser(app: FastifyInstance): void {
   // JSON only: any other content type is a 415 (Fastify would otherwise read text/plain as a string).
   app.removeAllContentTypeParsers()
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => {
-    const parsed = parseJsonBody(body as Buffer)
-    if (parsed.error) done(parsed.error, undefined)
-    else done(null, parsed.value)
-  })
+  app.addContentTypeParser('application/json', bodyParser(app.initialConfig.bodyLimit ?? DEFAULT_BODY_LIMIT, parseJsonBody))
 }

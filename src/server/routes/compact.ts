@@ -4,7 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { type CompactDeps, type CompactRunView, runCompaction } from '../../service/compact.js'
 import { countCompaction, keepRecord, scheduleRecord } from '../records.js'
-import { readBody } from '../body.js'
+import { DEFAULT_BODY_LIMIT, bodyParser } from '../body.js'
 import type { Store } from '../../storage/store.js'
 import type { Metrics } from '../../telemetry/metrics.js'
 import { CompactRequest, type CompactRequestBody, CompactResponse } from '../../contract/schemas.js'
@@ -73,16 +73,11 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
   if (pool) {
     // In this plugin only: a large body is not parsed here at all; its bytes go to a worker.
     app.removeContentTypeParser('application/json')
-    const bodyLimit = app.initialConfig.bodyLimit ?? 1_048_576 // Fastify's own default
-    app.addContentTypeParser('application/json', (request, payload, done) => {
-      readBody(payload, request.headers['content-length'], bodyLimit, (err, bytes) => {
-        if (err || bytes === undefined) return done(err ?? new Error('no body'), undefined)
-        if (bytes.length >= workerMinBytes) return done(null, new RawBody(bytes))
-        const parsed = parseJsonBody(bytes)
-        if (parsed.error) done(parsed.error, undefined)
-        else done(null, parsed.value)
-      })
-    })
+    const bodyLimit = app.initialConfig.bodyLimit ?? DEFAULT_BODY_LIMIT
+    app.addContentTypeParser(
+      'application/json',
+      bodyParser<unknown>(bodyLimit, (bytes) => (bytes.length >= workerMinBytes ? { value: new RawBody(bytes) } : parseJsonBody(bytes)))
+    )
   }
   const reasons = new WeakMap<FastifyRequest, string>()
   app.addHook('onResponse', async (request, reply) => {

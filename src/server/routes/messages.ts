@@ -8,6 +8,7 @@ import { InvalidHistoryError } from '../../service/errors.js'
 import type { Store } from '../../storage/store.js'
 import type { Metrics } from '../../telemetry/metrics.js'
 import { ApiError, errorBody } from '../errors.js'
+import { DEFAULT_BODY_LIMIT, bodyParser } from '../body.js'
 import { parseJsonBody } from '../json.js'
 import { countCompaction, keepRecord, scheduleRecord } from '../records.js'
 import { KEYED, keyedResponses } from './security.js'
@@ -40,8 +41,6 @@ export interface MessagesRouteOptions {
    * no keys of its own and has none for the upstream) the client's; undefined when there are none.
    */
   credentials: (request: FastifyRequest) => Record<string, string> | undefined
-  /** How long a proxied answer may be silent before the client's socket is dropped. */
-  streamIdleMs: number
 }
 
 /** The proxied endpoints: the same path upstream as here. */
@@ -150,7 +149,7 @@ export const messagesRoutes: FastifyPluginAsync<MessagesRouteOptions> = async (a
   // In this plugin only: the body's bytes are kept, so that they can be forwarded unchanged, and read only
   // when the request may be compacted.
   app.removeContentTypeParser('application/json')
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => done(null, new ProxiedBody(body as Buffer)))
+  app.addContentTypeParser('application/json', bodyParser(app.initialConfig.bodyLimit ?? DEFAULT_BODY_LIMIT, (bytes) => ({ value: new ProxiedBody(bytes) })))
 
   const outcomes = new WeakMap<FastifyRequest, ProxyOutcome['kind']>()
   app.addHook('onResponse', (request, reply, done) => {
@@ -158,9 +157,14 @@ export const messagesRoutes: FastifyPluginAsync<MessagesRouteOptions> = async (a
     metrics.proxyRequests.inc({ endpoint, compaction: outcomes.get(request) ?? 'none', status: `${Math.floor(reply.statusCode / 100)}xx` })
     done()
   })
-  // An answer relayed from the model may be silent for as long as the upstream may be.
-  app.addHook('onSend', (request, _reply, payload, done) => {
-    ;(request.raw.socket as { setTimeout?: (ms: number) => void } | undefined)?.setTimeout?.(options.streamIdleMs)
+  // An answer relayed from the model may be silent for as long as the upstream may be (undici's body
+  // timeout bounds that); the client may not: when the idle timeout finds bytes waiting for a client that
+  // does not read them, its connection is dropped, and with it the upstream's answer.
+  app.addHook('onSend', (request, reply, payload, done) => {
+    const socket = request.raw.socket as { writableLength?: number; destroy?: () => void } | undefined
+    reply.raw.on('timeout', () => {
+      if (socket?.writableLength) socket.destroy?.()
+    })
     done(null, payload)
   })
 

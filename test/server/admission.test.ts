@@ -1,0 +1,116 @@
+import { type Socket, connect } from 'node:net'
+import { afterEach, describe, expect, it } from 'vitest'
+import type { App } from '../../src/server/app.js'
+import { testApp } from '../helpers/app.js'
+import { FakeAnthropic } from '../helpers/fake-anthropic.js'
+import { assistant, user } from '../helpers/history.js'
+
+const MiB = 1024 * 1024
+const opened: { close: () => unknown }[] = []
+afterEach(async () => {
+  for (const o of opened.splice(0).reverse()) await o.close()
+})
+
+async function listening(env: Record<string, string>): Promise<{ app: App; port: number; url: string }> {
+  const app = await testApp(env)
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  opened.push(app)
+  const port = (app.server.address() as { port: number }).port
+  return { app, port, url: `http://127.0.0.1:${port}` }
+}
+
+/** A raw client that announces a body of `declared` bytes and sends only `sent` of them, then waits. */
+async function slowSender(port: number, declared: number, sent: number, path = '/v1/compact'): Promise<Socket> {
+  const socket = connect(port, '127.0.0.1')
+  await new Promise((r) => socket.once('connect', r))
+  socket.on('error', () => undefined)
+  opened.push({ close: () => socket.destroy() })
+  socket.write(`POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${declared}\r\n\r\n`)
+  if (sent > 0) await new Promise<void>((r) => socket.write(Buffer.alloc(sent, 0x20), () => r()))
+  return socket
+}
+
+/** A history of about `bytes` bytes, valid for /v1/compact. */
+function historyOf(bytes: number): string {
+  return JSON.stringify({ mode: 'manual', messages: [user('x'.repeat(bytes)), assistant('ok'), user('go on')] })
+}
+
+/** Waits until `check` holds, polling (the condition is what is asserted after, never the time). */
+async function until(check: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error('condition not reached')
+    await new Promise((r) => setTimeout(r, 20))
+  }
+}
+
+describe('bytes in flight', () => {
+  it('are counted as they arrive: senders that announce 30 MiB and send a byte do not hold the bound', async () => {
+    const { port, url } = await listening({ COMPACT_MAX_INFLIGHT_MB: '4', COMPACT_WORKERS: '0' })
+    for (let i = 0; i < 8; i++) await slowSender(port, 30 * MiB, 1)
+    const res = await fetch(`${url}/v1/compact`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: historyOf(1 * MiB) })
+    expect(res.status).toBe(200)
+  })
+
+  it('past the bound, a body is answered 503 with Retry-After that the sender reads whole, not a broken pipe', async () => {
+    const { port, url } = await listening({ COMPACT_MAX_INFLIGHT_MB: '2', COMPACT_WORKERS: '0' })
+    // another request holds 1.5 MiB it really sent
+    await slowSender(port, 2 * MiB, 1.5 * MiB)
+    const body = historyOf(24 * MiB)
+    const results = await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        const res = await fetch(`${url}/v1/compact`, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+        return { status: res.status, retryAfter: res.headers.get('retry-after'), type: ((await res.json()) as { error: { type: string } }).error.type }
+      })
+    )
+    expect(results).toEqual(Array.from({ length: 16 }, () => ({ status: 503, retryAfter: '5', type: 'overloaded_error' })))
+  })
+
+  it('once at the bound, a request is refused before its body is read, and the bytes come back when the holder goes', async () => {
+    const { port, url } = await listening({ COMPACT_MAX_INFLIGHT_MB: '1', COMPACT_WORKERS: '0' })
+    const holder = await slowSender(port, 2 * MiB, 1.2 * MiB)
+    const small = async (): Promise<number> => (await fetch(`${url}/v1/compact`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: historyOf(100) })).status
+    // (the holder's bytes are counted once the server has read them)
+    await until(async () => (await small()) === 503)
+    expect((await fetch(`${url}/healthz`)).status).toBe(200)
+    holder.destroy()
+    await until(async () => (await small()) === 200)
+  })
+})
+
+describe('refusals before the body is read', () => {
+  it('are read by the client whole: a wrong key, a body over the limit, a content type not served', async () => {
+    const { url } = await listening({ COMPACT_API_KEYS: 'acme=ck-admission-test-key-0001', COMPACT_BODY_LIMIT_MB: '4' })
+    const body = historyOf(8 * MiB)
+    const cases: [Record<string, string>, number][] = [
+      [{ 'content-type': 'application/json', 'x-api-key': 'not-the-key' }, 401],
+      [{ 'content-type': 'application/json', 'x-api-key': 'ck-admission-test-key-0001' }, 413],
+      [{ 'content-type': 'text/plain', 'x-api-key': 'ck-admission-test-key-0001' }, 415]
+    ]
+    for (const [headers, status] of cases) {
+      const res = await fetch(`${url}/v1/compact`, { method: 'POST', headers, body })
+      expect(res.status).toBe(status)
+      expect(((await res.json()) as { type: string }).type).toBe('error')
+    }
+  })
+})
+
+describe('an answer nobody reads', () => {
+  it('loses its connection at the idle timeout', async () => {
+    const fake = await new FakeAnthropic().start()
+    opened.push(fake)
+    fake.fallback = { text: 'y'.repeat(24 * MiB) }
+    const { app, port } = await listening({ ANTHROPIC_API_KEY: 'sk-ant-admission-0000000000', ANTHROPIC_BASE_URL: fake.url, COMPACT_IDLE_TIMEOUT_MS: '300' })
+    const body = JSON.stringify({ model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] })
+    const socket = connect(port, '127.0.0.1')
+    await new Promise((r) => socket.once('connect', r))
+    socket.on('error', () => undefined)
+    opened.push({ close: () => socket.destroy() })
+    socket.pause() // never reads
+    socket.write(`POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
+    const connections = (): Promise<number> => new Promise((r, j) => app.server.getConnections((err, n) => (err ? j(err) : r(n))))
+    await until(() => fake.requests.length === 1)
+    // far sooner than the keep-alive timeout (72 s) or the upstream's (10 minutes)
+    await until(async () => (await connections()) === 0, 15_000)
+  })
+})

@@ -3,7 +3,7 @@ import type { FastifyValidationResult } from 'fastify/types/schema.js'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { type CompactDeps, type CompactRunView, runCompaction } from '../../service/compact.js'
-import { countCompaction, keepRecord, scheduleRecord } from '../records.js'
+import { countCompaction, recordWrites, scheduleRecord } from '../records.js'
 import { DEFAULT_BODY_LIMIT, bodyParser } from '../body.js'
 import type { Store } from '../../storage/store.js'
 import type { Metrics } from '../../telemetry/metrics.js'
@@ -141,10 +141,10 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
     reasons.set(request, response.reason)
     countCompaction(metrics, run)
     if (response.compacted && store) {
-      // The record and the cold layer are written once the answer has gone (or its client has); reads of
-      // them in this process wait for the write (WritesAfterAnswers). With PostgreSQL, which other
-      // replicas read, the answer waits for it instead.
-      const keep = (): Promise<void> => keepRecord(store, metrics, request.log, body, request.keyName, response, run.memory)
+      // The record is written before the answer; the cold layer once the answer has gone (or its client
+      // has), reads of it in this process waiting for the write (WritesAfterAnswers). With PostgreSQL,
+      // which other replicas read, the answer waits for both.
+      const keep = recordWrites(store, metrics, request.log, body, request.keyName, response, run.memory)
       const { recorded, begin } = await scheduleRecord(store, writes, request.keyName, body.session_id, keep)
       if (begin) {
         reply.raw.once('finish', begin)

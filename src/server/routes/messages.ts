@@ -10,7 +10,7 @@ import type { Metrics } from '../../telemetry/metrics.js'
 import { ApiError, errorBody } from '../errors.js'
 import { DEFAULT_BODY_LIMIT, bodyParser } from '../body.js'
 import { parseJsonBody } from '../json.js'
-import { countCompaction, keepRecord, scheduleRecord } from '../records.js'
+import { countCompaction, recordWrites, scheduleRecord } from '../records.js'
 import { KEYED, keyedResponses } from './security.js'
 
 /** A proxied body: its bytes as they came (forwarded as they are when nothing is compacted), read only when needed. */
@@ -193,9 +193,9 @@ export const messagesRoutes: FastifyPluginAsync<MessagesRouteOptions> = async (a
     }
     outcomes.set(request, outcome.kind)
     // The record and the cold layer never hold the forward: they are written while the model works on the
-    // forwarded request. With SQLite, whose writes hold this thread, the write begins once the request is on
-    // its way, reads of the session waiting for it (WritesAfterAnswers); with a store other replicas read,
-    // the answer waits for it too.
+    // forwarded request, and the answer waits for the record. With SQLite, whose indexing holds this thread,
+    // the cold layer begins once the request is on its way, reads of the session waiting for it
+    // (WritesAfterAnswers); with a store other replicas read, the answer waits for it too.
     let recorded: Promise<void> | undefined
     let begin: (() => void) | undefined
     if (outcome.kind === 'compacted') {
@@ -203,7 +203,7 @@ export const messagesRoutes: FastifyPluginAsync<MessagesRouteOptions> = async (a
       countCompaction(metrics, run)
       metrics.proxyCompactions.inc({ source: outcome.source })
       if (store) {
-        const keep = (): Promise<void> => keepRecord(store, metrics, request.log, { mode: 'auto', session_id: session }, request.keyName, run.response, outcome.memory)
+        const keep = recordWrites(store, metrics, request.log, { mode: 'auto', session_id: session }, request.keyName, run.response, outcome.memory)
         ;({ recorded, begin } = await scheduleRecord(store, writes, request.keyName, session, keep))
         if (begin) reply.raw.once('close', begin)
       }
@@ -220,7 +220,7 @@ export const messagesRoutes: FastifyPluginAsync<MessagesRouteOptions> = async (a
     if (begin) setImmediate(begin)
     const res = await sending
     const upstreamMs = performance.now() - asked
-    await recorded // keepRecord logs and counts its own failures: it never rejects
+    await recorded // the record's writes log and count their own failures: they never reject
     metrics.proxyUpstreamSeconds.observe({ endpoint }, upstreamMs / 1_000)
     request.log.info(
       {

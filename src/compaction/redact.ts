@@ -143,9 +143,9 @@ export function findSecrets(text: string): SecretRange[] {
     ASSIGNED.lastIndex = end
     const v = ASSIGNED.exec(text)
     if (!v) continue
-    const value = elementAt(v, 2)
+    const value = v[2] ?? elementAt(v, 3)
     if (notASecret(value)) continue
-    const start = end + v[0].length - value.length - elementAt(v, 1).length
+    const start = end + v[0].length - value.length - (v[1] ?? '').length
     found.push({ start, end: start + value.length, kind: 'secret' })
     covered = start + value.length
     CANDIDATE.lastIndex = covered
@@ -165,6 +165,38 @@ export function findSecrets(text: string): SecretRange[] {
     }
   }
   return found
+}
+
+const SECRET_KEY = new RegExp(SECRET_NAMES, 'i')
+
+/**
+ * A structured value (a tool's input) with each of its strings redacted where it stands, before it is
+ * serialized: in JSON text a file's content is one escaped line, so rules that read line starts, quotes
+ * or a value's end see `\\n` and `\\"` instead. A string whose key names a secret (`password`,
+ * `SecretAccessKey`, `private_key_id`) goes whole. Objects and arrays are copied only where something changed.
+ */
+export function redactValues(value: unknown, redact: Redact, key = ''): unknown {
+  if (typeof value === 'string') {
+    if (key !== '' && value.length >= 6 && SECRET_KEY.test(key) && !notASecret(value)) return '[REDACTED:secret]'
+    return redact(value)
+  }
+  if (Array.isArray(value)) {
+    let out: unknown[] | undefined
+    for (let i = 0; i < value.length; i++) {
+      const next = redactValues(value[i], redact, key)
+      if (next !== value[i]) (out ??= value.slice())[i] = next
+    }
+    return out ?? value
+  }
+  if (typeof value === 'object' && value !== null) {
+    let out: Record<string, unknown> | undefined
+    for (const [k, v] of Object.entries(value)) {
+      const next = redactValues(v, redact, k)
+      if (next !== v) (out ??= { ...(value as Record<string, unknown>) })[k] = next
+    }
+    return out ?? value
+  }
+  return value
 }
 
 /** The text with the given ranges (from any detector, overlapping or not) replaced by their markers. */

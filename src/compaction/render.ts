@@ -1,6 +1,6 @@
 import { clipHeadTail, sliceHead } from './clip.js'
 import { isServiceText, isSummaryText } from './markers.js'
-import { type Redact, type RedactMany, redact } from './redact.js'
+import { type Redact, type RedactMany, redact, redactValues } from './redact.js'
 import { isSignalLine, shortLine } from './signal.js'
 import { type ParsedSummary, parseSummary } from './summary-text.js'
 import { type Block, type Message, blocksOf, isPromptMessage, isTextBlock, isToolResult, toolResultText } from './types.js'
@@ -89,18 +89,23 @@ function shorten(text: string, max: number): string {
   return text.length <= max ? text : clipHeadTail(text, max)
 }
 
+/** A tool input as JSON, each string redacted where it stands first (redactValues), then the whole. */
+function inputJson(input: unknown, o: RenderOptions): string {
+  return o.redactBeforeClip(JSON.stringify(redactValues(input ?? {}, o.redactBeforeClip)))
+}
+
 function renderInput(input: unknown, o: RenderOptions): string {
   if (typeof input === 'object' && input !== null) {
     const fields = input as Record<string, unknown>
     for (const key of ['command', 'cmd']) {
       if (typeof fields[key] === 'string') {
         const rest = Object.fromEntries(Object.entries(fields).filter(([k]) => k !== key))
-        const extra = Object.keys(rest).length > 0 ? ` ${shorten(o.redactBeforeClip(JSON.stringify(rest)), o.toolInput)}` : ''
+        const extra = Object.keys(rest).length > 0 ? ` ${shorten(inputJson(rest, o), o.toolInput)}` : ''
         return `${shorten(o.redactBeforeClip(fields[key] as string), o.toolInput)}${extra}`
       }
     }
   }
-  return shorten(o.redactBeforeClip(JSON.stringify(input ?? {})), o.toolInput)
+  return shorten(inputJson(input, o), o.toolInput)
 }
 
 function renderBlock(block: Block, role: Message['role'], names: Map<string, string>, o: RenderOptions): string | undefined {

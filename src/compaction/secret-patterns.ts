@@ -45,15 +45,27 @@ export const SECRET_PATTERNS: readonly SecretPattern[] = [
   { kind: 'digitalocean_token', prefix: 'do[opr]_v1_', pattern: 'do[opr]_v1_[a-f0-9]{64}', wordStart: true, source: 'DigitalOcean docs: token prefixes' },
   { kind: 'heroku_key', prefix: 'HRKU-', pattern: 'HRKU-[A-Za-z0-9_-]{20,}', wordStart: true, source: 'Heroku Dev Center: API key format' },
   { kind: 'jwt', prefix: 'eyJ', pattern: 'eyJ[A-Za-z0-9_-]{8,}\\.eyJ[A-Za-z0-9_-]{8,}\\.[A-Za-z0-9_-]{8,}', wordStart: true, source: 'RFC 7519 (JWT), base64url of "{"' },
+  { kind: 'google_oauth_client_secret', prefix: 'GOCSPX-', pattern: 'GOCSPX-[A-Za-z0-9_-]{24,}', wordStart: true, source: 'Google Cloud docs: OAuth client secrets (GOCSPX-)' },
+  { kind: 'atlassian_token', prefix: 'AT(?:ATT|CTT)', pattern: 'AT(?:ATT|CTT)[A-Za-z0-9_=-]{40,}', wordStart: true, source: 'Atlassian docs: API tokens (ATATT…)' },
+  { kind: 'terraform_token', prefix: '[A-Za-z0-9]{14}\\.atlasv1\\.', pattern: '[A-Za-z0-9]{14}\\.atlasv1\\.[A-Za-z0-9_-]{60,}', wordStart: true, source: 'HashiCorp docs: Terraform Cloud API tokens (….atlasv1.…)' },
+  { kind: 'discord_token', prefix: '[MNO][A-Za-z0-9]{23,27}\\.', pattern: '[MNO][A-Za-z0-9]{23,27}\\.[A-Za-z0-9_-]{6}\\.[A-Za-z0-9_-]{27,40}', wordStart: true, source: 'Discord developer docs: bot tokens (three base64url parts)' },
+  { kind: 'discord_webhook', prefix: 'discord(?:app)?\\.com/api/webhooks/', pattern: 'discord(?:app)?\\.com/api/webhooks/\\d+/([A-Za-z0-9_-]{30,})', group: 1, source: 'Discord developer docs: webhooks' },
+  { kind: 'age_secret_key', prefix: 'AGE-SECRET-KEY-1', pattern: 'AGE-SECRET-KEY-1[0-9A-Z]{50,}', wordStart: true, source: 'age (age-encryption.org/v1): secret keys' },
+  { kind: 'fcm_server_key', prefix: 'AAAA', pattern: 'AAAA[A-Za-z0-9_-]{7}:[A-Za-z0-9_-]{100,}', wordStart: true, source: 'Firebase Cloud Messaging: legacy server keys' },
+  { kind: 'okta_token', prefix: 'SSWS', pattern: 'SSWS\\s+([A-Za-z0-9_-]{20,})', group: 1, wordStart: true, source: 'Okta docs: API tokens (Authorization: SSWS …)' },
   { kind: 'azure_storage_key', prefix: 'AccountKey=', pattern: 'AccountKey=([A-Za-z0-9+/]{40,}={0,2})', group: 1, source: 'Azure Storage docs: connection strings' },
   { kind: 'azure_sas', prefix: 'SharedAccessSignature=|[?&]sig=', pattern: '(?:SharedAccessSignature=|[?&]sig=)([A-Za-z0-9%+/=_-]{16,})', group: 1, source: 'Azure Storage docs: shared access signatures' },
   // Credentials by their place rather than their shape.
-  { kind: 'url_password', prefix: '://', pattern: ':\\/\\/[^\\s:/@\'"]+:([^\\s@/\'"]+)@', group: 1, source: 'RFC 3986 userinfo (scheme://user:password@host)' },
+  { kind: 'url_password', prefix: '://', pattern: ':\\/\\/[^\\s:/@\'"]*:([^\\s@/\'"]+)@', group: 1, source: 'RFC 3986 userinfo (scheme://user:password@host, the user may be empty: redis://:password@host)' },
   { kind: 'bearer_token', prefix: 'bearer', pattern: '[Bb]earer\\s+([A-Za-z0-9._~+/=-]{16,})', group: 1, wordStart: true, source: 'RFC 6750 (Bearer)' },
   { kind: 'basic_auth', prefix: 'basic', pattern: '[Bb]asic\\s+([A-Za-z0-9+/]{6,}={0,2})', group: 1, wordStart: true, source: 'RFC 7617 (Basic: base64 of user:password)' },
   { kind: 'curl_user', prefix: 'curl', pattern: `curl\\b[^\\n]*?\\s(?:-u|--user)[ =]?['"]?[^\\s'":]+:([^\\s'"]+)`, group: 1, wordStart: true, source: 'curl manual: -u, --user <user:password>' },
   { kind: 'password_flag', prefix: '--password', pattern: `--password[= ](['"]?)(${VALUE}{3,})\\1`, group: 2, source: 'command-line --password=VALUE, --password VALUE' },
   { kind: 'password_flag', prefix: '(?:mysql|mysqldump|mysqladmin|mariadb)\\b', pattern: `(?:mysql|mysqldump|mysqladmin|mariadb)\\b[^\\n]*?\\s-p(${VALUE}{3,})`, group: 1, wordStart: true, source: 'MySQL manual: -pPASSWORD' },
+  { kind: 'password_flag', prefix: 'sshpass\\b', pattern: `sshpass\\s+-p\\s*(['"]?)(${VALUE}{3,})\\1`, group: 2, wordStart: true, source: 'sshpass manual: -p password' },
+  { kind: 'password_flag', prefix: 'redis-cli\\b', pattern: `redis-cli\\b[^\\n]*?\\s(?:-a|--pass)\\s+(['"]?)(${VALUE}{3,})\\1`, group: 2, wordStart: true, source: 'redis-cli manual: -a <password>' },
+  { kind: 'password_flag', prefix: 'az\\s+login\\b', pattern: `az\\s+login\\b[^\\n]*?\\s(?:-p|--password)[ =](['"]?)(${VALUE}{3,})\\1`, group: 2, wordStart: true, source: 'Azure CLI: az login -p' },
+  { kind: 'token_flag', prefix: '--(?:token|api-key|apikey|auth-token|access-token|secret|client-secret)\\b', pattern: `--(?:token|api-key|apikey|auth-token|access-token|secret|client-secret)[= ](['"]?)(${VALUE}{6,})\\1`, group: 2, source: 'command-line --token VALUE and the like' },
   { kind: 'docker_auth', prefix: '"auth"', pattern: '"auth"\\s*:\\s*"([A-Za-z0-9+/]{8,}={0,2})"', group: 1, source: 'Docker docs: config.json auths' }
 ]
 
@@ -61,10 +73,14 @@ export const SECRET_PATTERNS: readonly SecretPattern[] = [
  * Names a secret is assigned to (in .env, YAML, JSON and code): the value after `=`, `:` or `=>` goes.
  * A name may be part of a longer one (DB_PASSWORD, SECRET_KEY, githubToken).
  */
-export const SECRET_NAMES = 'password|passwd|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credentials?|client[_-]?secret'
+export const SECRET_NAMES =
+  'password|passwd|passphrase|pwd|(?<![A-Za-z])pass(?![A-Za-z])|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|(?:signing|encryption|master|hmac|session|jwt)[_-]?key|client[_-]key[_-]data|(?<![A-Za-z])_auth(?![A-Za-z])|credentials?|client[_-]?secret'
 
-/** What follows a secret's name: the rest of the name, a separator, an optional quote, the value. */
-export const ASSIGNED_VALUE = `[A-Za-z0-9_.-]*["']?\\s*(?:=|:|=>)(?![=:])\\s*(["']?)(${VALUE}{6,})\\1`
+/**
+ * What follows a secret's name: the rest of the name, a separator (`=`, `:`, `=>`, Go's `:=`), then a
+ * quoted value, spaces allowed (group 2, its quote group 1), or a bare one (group 3).
+ */
+export const ASSIGNED_VALUE = `[A-Za-z0-9_.-]*["']?\\s*(?::=|=>|=|:)(?![=:])\\s*(?:(["'])([^"'\\n\\\\]{6,}?)\\1|(${VALUE}{6,}))`
 
 /**
  * Lines that are only base64, as the body of a PEM or OpenSSH key is (64 or 70 characters a line),

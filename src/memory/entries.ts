@@ -2,6 +2,7 @@ import { sliceHead } from '../compaction/clip.js'
 import {
   type Clip,
   type Message,
+  type Redact,
   type RedactMany,
   blocksOf,
   exitCodeOf,
@@ -9,6 +10,7 @@ import {
   isTextBlock,
   isToolResult,
   isToolUse,
+  redact,
   testResults,
   toolResultText,
   userText,
@@ -97,12 +99,14 @@ function firstLine(text: string, max: number): string {
 
 /**
  * The entries of a span: `messages` are the removed messages, `offset` the index of the first of them
- * in the request. The service redacts every text before anything is kept.
+ * in the request. Each text is redacted (`redactFirst`) before it is cut into passages, so that no secret
+ * is cut in two at a passage's edge and kept half raw; the service redacts every passage again, with its
+ * full rules, before anything is kept.
  */
-export function readMemory(messages: readonly Message[], offset: number, files: { modified: string[]; read: string[] }): MemoryEntry[] {
+export function readMemory(messages: readonly Message[], offset: number, files: { modified: string[]; read: string[] }, redactFirst: Redact = redact): MemoryEntry[] {
   const out: MemoryEntry[] = []
   const add = (kind: MemoryKind, text: string, from: number, to = from): void => {
-    for (const p of passages(text)) out.push({ kind, text: p, from, to })
+    for (const p of passages(redactFirst(text))) out.push({ kind, text: p, from, to })
   }
   const calls = new Map<string, { command: string; index: number }>()
   messages.forEach((m, k) => {
@@ -138,17 +142,18 @@ export function readMemory(messages: readonly Message[], offset: number, files: 
   return dedupeAdjacent(out).slice(-MAX_ENTRIES)
 }
 
-/** What the hard bound clipped from the kept tail: a clipped prompt whole (as an ask), a clipped output's evidence. */
-export function clippedMemory(original: readonly Message[], clips: readonly Clip[]): MemoryEntry[] {
+/** What the hard bound clipped from the kept tail: a clipped prompt whole (as an ask), a clipped output's evidence; redacted before it is cut, as readMemory's. */
+export function clippedMemory(original: readonly Message[], clips: readonly Clip[], redactFirst: Redact = redact): MemoryEntry[] {
   const out: MemoryEntry[] = []
   for (const c of clips) {
     const keys = c.path.split('/').slice(3)
     let node: unknown = original[c.message_index]
     for (const k of keys) node = (node as Record<string, unknown> | undefined)?.[k]
     if (typeof node !== 'string') continue
-    if (c.kind === 'prompt') for (const p of passages(node)) out.push({ kind: 'ask', text: p, from: c.message_index, to: c.message_index })
-    else if (c.kind === 'tool_result') for (const line of evidenceLines(node)) out.push({ kind: 'evidence', text: line, from: c.message_index, to: c.message_index })
-    else if (c.kind === 'text') for (const p of passages(node)) out.push({ kind: 'answer', text: p, from: c.message_index, to: c.message_index })
+    const text = redactFirst(node)
+    if (c.kind === 'prompt') for (const p of passages(text)) out.push({ kind: 'ask', text: p, from: c.message_index, to: c.message_index })
+    else if (c.kind === 'tool_result') for (const line of evidenceLines(text)) out.push({ kind: 'evidence', text: line, from: c.message_index, to: c.message_index })
+    else if (c.kind === 'text') for (const p of passages(text)) out.push({ kind: 'answer', text: p, from: c.message_index, to: c.message_index })
   }
   return out
 }

@@ -81,7 +81,7 @@ export interface RunContext {
 /** What the compaction removed (and what the bound clipped from the tail), redacted like everything the service keeps. */
 export function spanMemory(plan: CompactionPlan, messages: Message[], clips: Clip[]): MemoryEntry[] {
   const files = { modified: plan.ledger.filesModified.map((f) => f.path), read: plan.ledger.filesRead }
-  return redactMemory([...readMemory(plan.span, 0, files), ...clippedMemory(messages, clips)], plan.redactParts)
+  return redactMemory([...readMemory(plan.span, 0, files, plan.redactBeforeClip), ...clippedMemory(messages, clips, plan.redactBeforeClip)], plan.redactParts)
 }
 
 /** The whole path of one compaction: validate, plan, summarize (or not), finish. */

@@ -40,8 +40,14 @@ describe('assigned values and key bodies', () => {
     ['DB_PASSWORD=s3cr3t-value', 's3cr3t-value'],
     ['"apiKey": "abcdef123456"', 'abcdef123456'],
     ["client_secret => 'zyxwvu98'", 'zyxwvu98'],
-    ['token: ghx_0123456789', 'ghx_0123456789']
-  ])('takes the value of %j', (text, value) => expect(assigned.exec(text)?.[2]).toBe(value))
+    ['token: ghx_0123456789', 'ghx_0123456789'],
+    ['password = "two words and more"', 'two words and more'],
+    ['apiToken := "go-value-123"', 'go-value-123'],
+    ['DB_PASS=plain-value-9', 'plain-value-9']
+  ])('takes the value of %j', (text, value) => {
+    const m = assigned.exec(text)
+    expect(m?.[2] ?? m?.[3]).toBe(value)
+  })
 
   it.each(['password == other', 'token = abc', 'secret: '])('leaves %j (a comparison, or a value too short to be one)', (text) => expect(assigned.test(text)).toBe(false))
 

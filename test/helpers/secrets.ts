@@ -85,7 +85,31 @@ export function plantSecrets(): Planted[] {
     s('yaml assignment', `ya${alnum(20)}`, ''),
     s('json assignment', `js${alnum(20)}`, ''),
     s('code assignment', `co${alnum(30)}`, ''),
-    s('docker auths', dockerAuth, `{"auths":{"registry.example.com":{"auth":"${dockerAuth}"}}}`)
+    s('docker auths', dockerAuth, `{"auths":{"registry.example.com":{"auth":"${dockerAuth}"}}}`),
+    s('aws credentials file', b64(40), ''),
+    s('aws sts json', b64(40), ''),
+    s('gcp service account json', hex(40), ''),
+    s('redis url without a user', `rd${alnum(18)}`, ''),
+    s('DB_PASS', `dp${alnum(18)}`, ''),
+    s('signing key', `sg${alnum(30)}`, ''),
+    s('encryption key', `en${alnum(30)}`, ''),
+    s('quoted password with spaces', `correct horse ${alnum(10)} staple`, ''),
+    s('go assignment', `go${alnum(24)}`, ''),
+    s('sshpass -p', `ss${alnum(14)}`, ''),
+    s('redis-cli -a', `rc${alnum(16)}`, ''),
+    s('az login -p', `az${alnum(16)}`, ''),
+    s('--token flag', `tk${alnum(30)}`, ''),
+    s('okta', b64url(42), ''),
+    s('kubeconfig token', alnum(48), ''),
+    s('kubeconfig client-key-data', `${b64(88)}=`, ''),
+    s('npm _auth', basic('ci', `np${alnum(16)}`), ''),
+    s('google oauth client secret', `GOCSPX-${b64url(28)}`),
+    s('atlassian', `ATATT3xFfGF0${b64url(60)}`),
+    s('terraform cloud', `${alnum(14)}.atlasv1.${b64url(67)}`),
+    s('discord bot token', `M${alnum(25)}.${b64url(6)}.${b64url(38)}`),
+    s('discord webhook', b64url(68), ''),
+    s('age', `AGE-SECRET-KEY-1${upper(58)}`),
+    s('fcm server key', `AAAA${b64url(7)}:${b64url(140)}`)
   ].map((p) => (p.text === '' ? { ...p, text: contextFor(p.kind, p.secret) } : p))
 }
 
@@ -120,6 +144,42 @@ function contextFor(kind: string, secret: string): string {
       return `{"client_secret": "${secret}"}`
     case 'code assignment':
       return `SECRET_KEY = '${secret}'`
+    case 'aws credentials file':
+      return `[default]\naws_access_key_id = AKIA${upper(16)}\naws_secret_access_key=${secret}\nregion = eu-west-1`
+    case 'aws sts json':
+      return `{\n  "Credentials": {\n    "AccessKeyId": "ASIA${upper(16)}",\n    "SecretAccessKey": "${secret}",\n    "Expiration": "2026-12-01T12:00:00Z"\n  }\n}`
+    case 'gcp service account json':
+      return `{\n  "type": "service_account",\n  "project_id": "demo-1234",\n  "private_key_id": "${secret}",\n  "client_email": "ci@demo-1234.iam.gserviceaccount.com"\n}`
+    case 'redis url without a user':
+      return `REDIS_URL=redis://:${secret}@cache.internal:6379/0`
+    case 'DB_PASS':
+      return `DB_HOST=db\nDB_PASS=${secret}`
+    case 'signing key':
+      return `JWT_SIGNING_KEY=${secret}`
+    case 'encryption key':
+      return `ENCRYPTION_KEY: ${secret}`
+    case 'quoted password with spaces':
+      return `password = "${secret}"`
+    case 'go assignment':
+      return `\tapiToken := "${secret}"`
+    case 'sshpass -p':
+      return `sshpass -p ${secret} ssh deploy@10.0.0.5 'systemctl restart app'`
+    case 'redis-cli -a':
+      return `redis-cli -h cache.internal -a ${secret} ping`
+    case 'az login -p':
+      return `az login -u ops@example.com -p ${secret}`
+    case '--token flag':
+      return `deployctl push --token ${secret} --env prod`
+    case 'okta':
+      return `curl -H "Authorization: SSWS ${secret}" https://example.okta.com/api/v1/users`
+    case 'kubeconfig token':
+      return `users:\n- name: ci\n  user:\n    token: ${secret}`
+    case 'kubeconfig client-key-data':
+      return `users:\n- name: admin\n  user:\n    client-key-data: ${secret}`
+    case 'npm _auth':
+      return `//registry.npmjs.org/:_auth=${secret}\nalways-auth=true`
+    case 'discord webhook':
+      return `https://discord.com/api/webhooks/${digits(18)}/${secret}`
     default:
       return secret
   }

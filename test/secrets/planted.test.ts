@@ -17,9 +17,11 @@ function historyWith(planted: Planted[]): Message[] {
   const messages: Message[] = [user(`deploy it; the config is:\n${planted.slice(0, 10).map((p) => p.text).join('\n')}`)]
   planted.slice(10).forEach((p, i) => {
     const id = `toolu_${i}`
-    const inCommand = i % 3 === 0
-    messages.push(assistant(`step ${i}`, call(id, 'bash', { command: inCommand ? p.text : `cat config/${i}.env` })))
-    messages.push(results(result(id, inCommand ? 'ok' : `loaded:\n${p.text}\n`)))
+    // in a command, in a file the agent writes (its input's JSON escapes every line break and quote), in an output
+    const where = i % 3
+    const input = where === 0 ? { command: p.text } : where === 1 ? { file_path: `config/${i}.env`, content: `# written by the agent\n${p.text}\n` } : { command: `cat config/${i}.env` }
+    messages.push(assistant(`step ${i}`, call(id, where === 1 ? 'Write' : 'bash', input)))
+    messages.push(results(result(id, where === 2 ? `loaded:\n${p.text}\n` : 'ok')))
   })
   // a long output: the key's BEGIN line ends up in the part a clip removes
   const pem = planted.find((p) => p.kind === 'pem private key')!

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { WritesAfterAnswers } from '../../src/server/writes.js'
 import { SqliteStore } from '../../src/storage/sqlite.js'
-import type { CompactionRecord } from '../../src/storage/store.js'
+import type { CompactionRecord, MemoryOwner, MemoryRow } from '../../src/storage/store.js'
 import { testApp } from '../helpers/app.js'
 import { tempDb } from '../helpers/process.js'
 import { assistant, shellStep, user } from '../helpers/history.js'
@@ -65,17 +65,29 @@ describe('WritesAfterAnswers', () => {
   })
 })
 
-/** A SQLite store whose record writes wait until the test releases them. */
+/** A SQLite store whose record writes, or cold-layer writes, wait until the test releases them. */
 class HeldStore extends SqliteStore {
   readonly saves = held()
   readonly gate = held()
-  constructor(readonly shared: boolean) {
+  constructor(
+    readonly shared: boolean,
+    private readonly hold: 'record' | 'cold layer'
+  ) {
     super(':memory:')
   }
   override async saveRecord(record: CompactionRecord): Promise<void> {
-    this.saves.release()
-    await this.gate.promise
+    if (this.hold === 'record') {
+      this.saves.release()
+      await this.gate.promise
+    }
     return super.saveRecord(record)
+  }
+  override async saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): Promise<void> {
+    if (this.hold === 'cold layer') {
+      this.saves.release()
+      await this.gate.promise
+    }
+    return super.saveMemory(owner, rows)
   }
 }
 
@@ -83,33 +95,49 @@ describe('a compaction and its record', () => {
   const history = { messages: [user('fix the date parser'), assistant('looking'), user('and?')], mode: 'manual', session_id: 'sess-1' }
 
   for (const shared of [false, true]) {
-    it(shared ? 'a store other replicas read (PostgreSQL): the answer waits for the record' : 'SQLite: the answer goes before the record is written, and a read of the session waits for it', async () => {
-      const store = new HeldStore(shared)
+    it(`${shared ? 'a store other replicas read (PostgreSQL)' : 'SQLite'}: the answer waits for the record`, async () => {
+      const store = new HeldStore(shared, 'record')
       const app = await testApp({}, { store })
       let answered = false
       const answer = app.inject({ method: 'POST', url: '/v1/compact', payload: history }).then((r) => ((answered = true), r))
-      let listed = false
-      if (!shared) {
-        expect((await answer).statusCode).toBe(200)
-        await store.saves.promise
-        const list = app.inject({ url: '/v1/sessions/sess-1/compactions' }).then((r) => ((listed = true), r))
-        const recap = app.inject({ url: '/v1/sessions/sess-1/recap' })
-        await turns()
-        expect(listed).toBe(false)
-        store.gate.release()
-        expect((await list).json().compactions).toHaveLength(1)
-        expect((await recap).statusCode).toBe(200)
-      } else {
-        await store.saves.promise
-        await turns()
-        expect(answered).toBe(false)
-        store.gate.release()
-        expect((await answer).statusCode).toBe(200)
-        expect((await app.inject({ url: '/v1/sessions/sess-1/compactions' })).json().compactions).toHaveLength(1)
-      }
+      await store.saves.promise
+      await turns()
+      expect(answered).toBe(false)
+      store.gate.release()
+      expect((await answer).statusCode).toBe(200)
+      expect((await app.inject({ url: '/v1/sessions/sess-1/compactions' })).json().compactions).toHaveLength(1)
       await app.close()
     })
   }
+
+  it('SQLite: the answer goes before the cold layer is written, and a read of the session waits for it', async () => {
+    const store = new HeldStore(false, 'cold layer')
+    const app = await testApp({}, { store })
+    expect((await app.inject({ method: 'POST', url: '/v1/compact', payload: history })).statusCode).toBe(200)
+    await store.saves.promise
+    let listed = false
+    const list = app.inject({ url: '/v1/sessions/sess-1/compactions' }).then((r) => ((listed = true), r))
+    const recap = app.inject({ url: '/v1/sessions/sess-1/recap' })
+    await turns()
+    expect(listed).toBe(false)
+    store.gate.release()
+    expect((await list).json().compactions).toHaveLength(1)
+    expect((await recap).statusCode).toBe(200)
+    await app.close()
+  })
+
+  it('a store other replicas read: the answer waits for the cold layer too', async () => {
+    const store = new HeldStore(true, 'cold layer')
+    const app = await testApp({}, { store })
+    let answered = false
+    const answer = app.inject({ method: 'POST', url: '/v1/compact', payload: history }).then((r) => ((answered = true), r))
+    await store.saves.promise
+    await turns()
+    expect(answered).toBe(false)
+    store.gate.release()
+    expect((await answer).statusCode).toBe(200)
+    await app.close()
+  })
 
   it('the record of an answer given just before shutdown is in the database after it', async () => {
     const db = tempDb()
@@ -129,50 +157,45 @@ describe('a proxied compaction and its record', () => {
   for (let i = 0; i < 40; i++) history.push(...shellStep(`toolu_${i}`, `cat src/module_${i}.ts`, `line ${i}: ${'x'.repeat(2_000)}`))
   history.push(assistant('Read 40 modules.'), user('Now update docs/parser.md to match'))
 
-  for (const shared of [false, true]) {
-    it(
-      shared
-        ? 'a store other replicas read: the request is forwarded while its record is written, and the answer waits for the record'
-        : 'SQLite: the request is forwarded while its record is written, the answer does not wait, and a read of the session does',
-      async () => {
-        const fake = await new FakeAnthropic().start()
-        fake.fallback = (r) => (isSummaryCall(r) ? { toolInput: { objective: 'Fix the failing parser test' } } : { text: 'forwarded' })
-        const store = new HeldStore(shared)
-        const app = await testApp({ ANTHROPIC_API_KEY: 'sk-ant-upstream-writes-test-000000', ANTHROPIC_BASE_URL: fake.url, COMPACT_PRECOMPUTE_AT: 'off' }, { store })
-        let answered = false
-        const answer = app
-          .inject({
-            method: 'POST',
-            url: '/v1/messages',
-            headers: { 'anthropic-version': '2023-06-01', 'x-compaction-budget': '6000', 'x-compaction-session': 'proxy-held' },
-            payload: { model: 'claude-test', max_tokens: 16, messages: history }
-          })
-          .then((r) => ((answered = true), r))
-        await store.saves.promise
-        // The record's write has begun and is held; the forwarded request reaches the upstream all the same.
-        for (let i = 0; i < 200 && !fake.requests.some((r) => !isSummaryCall(r)); i++) await new Promise((resolve) => setTimeout(resolve, 10))
-        expect(fake.requests.filter((r) => !isSummaryCall(r))).toHaveLength(1)
-        if (!shared) {
-          const res = await answer
-          expect(res.statusCode).toBe(200)
-          expect(res.headers['x-compaction']).toBe('compacted')
-          let listed = false
-          const list = app.inject({ url: '/v1/sessions/proxy-held/compactions' }).then((r) => ((listed = true), r))
-          await turns()
-          expect(listed).toBe(false)
-          store.gate.release()
-          expect((await list).json().compactions).toHaveLength(1)
-        } else {
-          // time enough for the upstream to answer: the answer still waits for the record
-          await new Promise((resolve) => setTimeout(resolve, 300))
-          expect(answered).toBe(false)
-          store.gate.release()
-          expect((await answer).statusCode).toBe(200)
-          expect((await app.inject({ url: '/v1/sessions/proxy-held/compactions' })).json().compactions).toHaveLength(1)
-        }
-        await app.close()
-        await fake.close()
+  for (const [shared, hold] of [[false, 'record'], [false, 'cold layer'], [true, 'record']] as const) {
+    it(`${shared ? 'a store other replicas read' : 'SQLite'}: the request is forwarded while its ${hold} is written, ${hold === 'record' ? 'and the answer waits for it' : 'the answer does not wait, and a read of the session does'}`, async () => {
+      const fake = await new FakeAnthropic().start()
+      fake.fallback = (r) => (isSummaryCall(r) ? { toolInput: { objective: 'Fix the failing parser test' } } : { text: 'forwarded' })
+      const store = new HeldStore(shared, hold)
+      const app = await testApp({ ANTHROPIC_API_KEY: 'sk-ant-upstream-writes-test-000000', ANTHROPIC_BASE_URL: fake.url, COMPACT_PRECOMPUTE_AT: 'off' }, { store })
+      let answered = false
+      const answer = app
+        .inject({
+          method: 'POST',
+          url: '/v1/messages',
+          headers: { 'anthropic-version': '2023-06-01', 'x-compaction-budget': '6000', 'x-compaction-session': 'proxy-held' },
+          payload: { model: 'claude-test', max_tokens: 16, messages: history }
+        })
+        .then((r) => ((answered = true), r))
+      await store.saves.promise
+      // The write has begun and is held; the forwarded request reaches the upstream all the same.
+      for (let i = 0; i < 200 && !fake.requests.some((r) => !isSummaryCall(r)); i++) await new Promise((resolve) => setTimeout(resolve, 10))
+      expect(fake.requests.filter((r) => !isSummaryCall(r))).toHaveLength(1)
+      if (hold === 'cold layer') {
+        const res = await answer
+        expect(res.statusCode).toBe(200)
+        expect(res.headers['x-compaction']).toBe('compacted')
+        let listed = false
+        const list = app.inject({ url: '/v1/sessions/proxy-held/compactions' }).then((r) => ((listed = true), r))
+        await turns()
+        expect(listed).toBe(false)
+        store.gate.release()
+        expect((await list).json().compactions).toHaveLength(1)
+      } else {
+        // the upstream has answered (its request is in): the answer still waits for the record
+        await turns()
+        expect(answered).toBe(false)
+        store.gate.release()
+        expect((await answer).statusCode).toBe(200)
+        expect((await app.inject({ url: '/v1/sessions/proxy-held/compactions' })).json().compactions).toHaveLength(1)
       }
-    )
+      await app.close()
+      await fake.close()
+    })
   }
 })

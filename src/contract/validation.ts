@@ -80,9 +80,13 @@ function describeAt(path: string, context: string, text: string): { message: str
 }
 
 
-/** Ajv as Fastify is set up here: no coercion, no stripping, no defaults: what a client sent is what is checked. */
+/**
+ * Ajv as Fastify is set up here: no coercion, no stripping, no defaults: what a client sent is what is
+ * checked; and, as Fastify's Ajv does, Infinity and NaN are no numbers (`1e400` parses to Infinity, which
+ * an integer schema would otherwise take).
+ */
 export function compactRequestValidator(): { check: (data: unknown) => boolean; errors: () => AjvIssue[] } {
-  const ajv = new Ajv({ removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false, strict: false })
+  const ajv = new Ajv({ removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false, strict: false, strictNumbers: true })
   for (const schema of SHARED_SCHEMAS) ajv.addSchema(schema as object)
   const validate = ajv.compile(CompactRequest as object)
   return { check: (data) => validate(data) as boolean, errors: () => (validate.errors ?? []) as AjvIssue[] }

@@ -4,6 +4,7 @@ import { Type } from 'typebox'
 import type { ProxyCompactor, ProxyOutcome } from '../../proxy/compactor.js'
 import { farUnderBudget, proxyBudget, proxySession, readMessagesRequest } from '../../proxy/request.js'
 import { type Upstream, clientHeaders, upstreamHeaders } from '../../proxy/upstream.js'
+import { withMessages } from '../../contract/wire.js'
 import { InvalidHistoryError } from '../../service/errors.js'
 import type { Store } from '../../storage/store.js'
 import type { Metrics } from '../../telemetry/metrics.js'
@@ -212,7 +213,7 @@ export const messagesRoutes: FastifyPluginAsync<MessagesRouteOptions> = async (a
         'context_compacted'
       )
     }
-    const payload = outcome.kind === 'none' ? body.bytes : Buffer.from(JSON.stringify({ ...(body.value() as object), messages: outcome.messages }))
+    const payload = outcome.kind === 'none' ? body.bytes : withMessages(body.value() as object, outcome.messages)
     const asked = performance.now()
     // The query string goes on as it came (Claude Code's `?beta=true`).
     const query = request.url.indexOf('?')

@@ -150,10 +150,12 @@ export function findSecrets(text: string): SecretRange[] {
     covered = start + value.length
     CANDIDATE.lastIndex = covered
   }
-  // Bare key bodies (a PEM or OpenSSH key whose BEGIN line is elsewhere): runs of base64-only lines, but
-  // for those inside a block that says it is public (a certificate, a public key, a signature).
-  if (text.length >= 60) {
+  // Bare key bodies (a PEM or OpenSSH key whose BEGIN line is elsewhere): runs of two or more base64-only
+  // lines, but for those inside a block that says it is public (a certificate, a public key, a signature).
+  // A line alone is base64 test data, an integrity hash or a fixture far more often than a key's remnant.
+  if (text.length >= 120) {
     const open = publicBlocks(text)
+    const lines: SecretRange[] = []
     KEY_BODY.lastIndex = 0
     let line: RegExpExecArray | null
     while ((line = KEY_BODY.exec(text)) !== null) {
@@ -161,8 +163,13 @@ export function findSecrets(text: string): SecretRange[] {
       if (!isKeyBodyLine(body)) continue
       const start = line.index + line[0].indexOf(body)
       if (open.some(([from, to]) => start >= from && start < to)) continue
-      found.push({ start, end: start + body.length, kind: 'private_key' })
+      lines.push({ start, end: start + body.length, kind: 'private_key' })
     }
+    // a line counts when the line before or after it is one too (only blanks and one line break between)
+    const adjacent = (a: SecretRange | undefined, b: SecretRange | undefined): boolean => a !== undefined && b !== undefined && /^[ \t]*\r?\n[ \t]*$/.test(text.slice(a.end, b.start))
+    lines.forEach((l, i) => {
+      if (adjacent(lines[i - 1], l) || adjacent(l, lines[i + 1])) found.push(l)
+    })
   }
   return found
 }

@@ -102,6 +102,19 @@ describe('public material', () => {
       expect(serviceRedact(text), label).toBe(text)
     }
   })
+  it('passes untouched outside any block: a lone base64 line of test data, hashes, an SSH public key, integrity strings, ids', () => {
+    const hex = (n: number, seed: number): string => Array.from({ length: n }, (_, i) => ((seed * 7 + i * 13) % 16).toString(16)).join('')
+    const samples = [
+      `expected = "${line(5)}"`, // a fixture's base64 line, 64 characters
+      `  ${line(6)}\n\nthat was the encoded payload`,
+      `sha256: ${hex(64, 1)}`,
+      `commit ${hex(40, 2)}`,
+      `ssh-ed25519 ${Buffer.from(`ssh-ed25519-public-${line(7)}`).toString('base64').slice(0, 68)} ci@example`,
+      `"integrity": "sha512-${line(8)}${line(9).slice(0, 22)}=="`,
+      `request id 6f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f finished`
+    ]
+    for (const text of samples) expect(serviceRedact(text), text).toBe(text)
+  })
   it('while a private key, and a bare key body after a public block, are still redacted', () => {
     const privateKey = `-----BEGIN PRIVATE KEY-----\n${body(6, 3)}\n-----END PRIVATE KEY-----`
     expect(serviceRedact(privateKey)).not.toContain(line(3))

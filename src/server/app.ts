@@ -13,7 +13,7 @@ import type { Metrics } from '../telemetry/metrics.js'
 import { OPEN_ROUTES, installAuth } from './auth.js'
 import { type Config, parseApiKeys, trustProxy } from './config.js'
 import { ApiError, answerClientError, badUrl, installErrorHandling } from './errors.js'
-import { LINGER_MS, installAdmission, installLinger, installRequestChecks, installTimeouts } from './guards.js'
+import { LINGER_MS, installAdmission, installLinger, installRequestChecks, installShutdownDrain, installTimeouts } from './guards.js'
 import { installJsonParser } from './json.js'
 import { registerOpenapi } from './openapi.js'
 import { OVERLOADED_RETRY_AFTER_S, compactionPlugin } from './plugins/compaction.js'
@@ -88,6 +88,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
   }).withTypeProvider<TypeBoxTypeProvider>()
   app.server.headersTimeout = Math.min(HEADERS_TIMEOUT_MS, config.COMPACT_BODY_TIMEOUT_MS)
   installTimeouts(app, config.COMPACT_IDLE_TIMEOUT_MS)
+  installShutdownDrain(app)
   const now = options.now ?? Date.now
 
   await app.register(metricsPlugin)

@@ -147,3 +147,33 @@ export function installLinger(app: FastifyInstance, options: LingerOptions): voi
     raw.resume()
   })
 }
+
+/**
+ * On close, connections with no request being worked on are dropped: Fastify closes idle kept-alive
+ * ones, but a connection that has sent nothing yet, or only part of a request (its headers, part of its
+ * body), would hold the shutdown until its timeout or the grace period's end. A request whose body is in
+ * (a compaction being worked on, an answer being sent) is let finish.
+ */
+export function installShutdownDrain(app: FastifyInstance): void {
+  const sockets = new Set<Socket>()
+  const working = new WeakSet<Socket>()
+  app.server.on('connection', (socket: Socket) => {
+    sockets.add(socket)
+    socket.once('close', () => sockets.delete(socket))
+  })
+  const socketOf = (request: FastifyRequest): Socket | undefined => request.raw.socket as Socket | undefined
+  app.addHook('preValidation', (request, _reply, done) => {
+    const socket = socketOf(request)
+    if (socket) working.add(socket)
+    done()
+  })
+  app.addHook('onResponse', (request, _reply, done) => {
+    const socket = socketOf(request)
+    if (socket) working.delete(socket)
+    done()
+  })
+  app.addHook('preClose', (done) => {
+    for (const socket of sockets) if (!working.has(socket)) socket.destroy()
+    done()
+  })
+}

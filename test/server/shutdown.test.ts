@@ -1,3 +1,4 @@
+import { connect } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { FakeAnthropic } from '../helpers/fake-anthropic.js'
 import { assistant, user } from '../helpers/history.js'
@@ -29,6 +30,30 @@ describe('graceful shutdown', () => {
     } finally {
       server.child.kill('SIGKILL')
       await fake.close()
+    }
+  })
+
+  it('on SIGTERM drops connections that have sent nothing or part of a request, and exits 0 within the grace period', async () => {
+    const server = await startServer({ COMPACT_SHUTDOWN_GRACE_MS: '3000', COMPACT_BODY_TIMEOUT_MS: '120000', COMPACT_IDLE_TIMEOUT_MS: '120000' })
+    const port = Number(new URL(server.url).port)
+    const sockets = await Promise.all(
+      ['', 'GET /healthz HTTP/1.1\r\nHost: x\r\n', 'POST /v1/compact HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{'].map(async (sent) => {
+        const socket = connect(port, '127.0.0.1')
+        socket.on('error', () => undefined)
+        await new Promise((r) => socket.once('connect', r))
+        if (sent) await new Promise<void>((r) => socket.write(sent, () => r()))
+        return socket
+      })
+    )
+    try {
+      // a request answered after the three connections were made: the server has taken them
+      expect((await fetch(`${server.url}/healthz`)).status).toBe(200)
+      server.child.kill('SIGTERM')
+      // past the grace period the process would exit 1
+      expect(await server.exited).toBe(0)
+    } finally {
+      for (const s of sockets) s.destroy()
+      server.child.kill('SIGKILL')
     }
   })
 })

@@ -18,8 +18,28 @@ export class TcpProxy {
     for (const s of this.sockets) s.destroy()
   }
 
+  /** While true, connections stay open and new ones are taken, but nothing passes either way (packets dropped). */
+  private holes = false
+
+  /** From now on nothing passes, as when a network drops packets: no reset, no answer, until down() and up(). */
+  blackhole(): void {
+    this.holes = true
+    for (const s of this.sockets) {
+      s.unpipe()
+      s.pause()
+    }
+  }
+
   async up(): Promise<this> {
+    this.holes = false
     this.server = createServer((client) => {
+      if (this.holes) {
+        this.sockets.add(client)
+        client.on('close', () => this.sockets.delete(client))
+        client.on('error', () => undefined)
+        client.pause()
+        return
+      }
       const upstream = connect(this.targetPort, this.targetHost)
       for (const s of [client, upstream]) {
         this.sockets.add(s)

@@ -4,6 +4,7 @@ import type { App } from '../../src/server/app.js'
 import { testApp } from '../helpers/app.js'
 import { FakeAnthropic } from '../helpers/fake-anthropic.js'
 import { assistant, user } from '../helpers/history.js'
+import { startServer } from '../helpers/process.js'
 
 const MiB = 1024 * 1024
 const opened: { close: () => unknown }[] = []
@@ -76,6 +77,30 @@ describe('bytes in flight', () => {
     holder.destroy()
     await until(async () => (await small()) === 200)
   })
+})
+
+describe('a burst of large bodies at the server process', () => {
+  it('gets 200 or a 503 with Retry-After that every sender reads: no broken pipe', async () => {
+    const server = await startServer({ COMPACT_MAX_INFLIGHT_MB: '64' })
+    try {
+      const body = historyOf(24 * MiB)
+      const outcomes = await Promise.all(
+        Array.from({ length: 16 }, async () => {
+          try {
+            const res = await fetch(`${server.url}/v1/compact`, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+            await res.arrayBuffer()
+            return res.status === 503 ? `503 retry-after ${res.headers.get('retry-after')}` : String(res.status)
+          } catch (err) {
+            return `failed: ${String((err as { cause?: { code?: string } }).cause?.code ?? err)}`
+          }
+        })
+      )
+      expect(outcomes.filter((o) => o !== '200' && o !== '503 retry-after 5')).toEqual([])
+      expect(outcomes).toContain('503 retry-after 5')
+    } finally {
+      server.child.kill('SIGKILL')
+    }
+  }, 120_000)
 })
 
 describe('refusals before the body is read', () => {

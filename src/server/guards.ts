@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { ApiError } from './errors.js'
@@ -152,28 +153,21 @@ export function installLinger(app: FastifyInstance, options: LingerOptions): voi
  * On close, connections with no request being worked on are dropped: Fastify closes idle kept-alive
  * ones, but a connection that has sent nothing yet, or only part of a request (its headers, part of its
  * body), would hold the shutdown until its timeout or the grace period's end. A request whose body is in
- * (a compaction being worked on, an answer being sent) is let finish.
+ * (a compaction being worked on, an answer being sent) is let finish. Read from the socket at close, so
+ * that no request pays for it.
  */
 export function installShutdownDrain(app: FastifyInstance): void {
   const sockets = new Set<Socket>()
-  const working = new WeakSet<Socket>()
   app.server.on('connection', (socket: Socket) => {
     sockets.add(socket)
     socket.once('close', () => sockets.delete(socket))
   })
-  const socketOf = (request: FastifyRequest): Socket | undefined => request.raw.socket as Socket | undefined
-  app.addHook('preValidation', (request, _reply, done) => {
-    const socket = socketOf(request)
-    if (socket) working.add(socket)
-    done()
-  })
-  app.addHook('onResponse', (request, _reply, done) => {
-    const socket = socketOf(request)
-    if (socket) working.delete(socket)
-    done()
-  })
   app.addHook('preClose', (done) => {
-    for (const socket of sockets) if (!working.has(socket)) socket.destroy()
+    for (const socket of sockets) {
+      // the answer Node is writing on this socket, and the request it answers
+      const res = (socket as Socket & { _httpMessage?: ServerResponse })._httpMessage
+      if (!(res && !res.writableFinished && res.req.complete)) socket.destroy()
+    }
     done()
   })
 }

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync } from 'node:fs'
+import { closeSync, existsSync, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
 import type { CachedSummary, CompactionRecord, MemoryOwner, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, Store } from './store.js'
@@ -177,7 +177,49 @@ export class SqliteStore implements Store {
       countRecords: this.db.prepare('SELECT COUNT(*) AS n FROM compactions WHERE key_name = ? AND session_id = ?')
     }
     const inline = path === ':memory:' || options.writer === 'inline'
+    if (path !== ':memory:') {
+      const fd = this.replayJournal(`${path}-records.journal`)
+      this.journalFd = fd
+      this.journal = (record) => this.append(fd, record)
+    }
     this.writer = inline ? inlineWriter(new SqliteWrites(this.db)) : new WriterThread(path)
+  }
+
+  /** The journal's file, open for appending; undefined for `:memory:`. */
+  private readonly journalFd: number | undefined
+  /** Records journaled and not yet written; once none are, the journal is emptied. */
+  private readonly unwritten = new Set<string>()
+  private journaledBytes = 0
+
+  /**
+   * Writes the records a journal holds that the file does not (those of compactions answered before the
+   * last process stopped, however it stopped), empties it, and returns it open for appending. Runs before
+   * the writer thread starts: this connection is the only writer then.
+   */
+  private replayJournal(file: string): number {
+    const fd = openSync(file, 'a+')
+    const writes = new SqliteWrites(this.db)
+    for (const line of readFileSync(fd, 'utf8').split('\n')) {
+      if (line === '') continue
+      try {
+        const record = JSON.parse(line) as StoredRecord
+        if (this.db.prepare('SELECT 1 FROM compactions WHERE id = ?').get(record.id) === undefined) writes.saveRecord(record)
+      } catch {
+        // a line cut by the kill that made the journal needed: its answer was never given
+      }
+    }
+    ftruncateSync(fd, 0)
+    return fd
+  }
+
+  /** Store.journal: only for a file (`:memory:` keeps nothing through a kill anyway). */
+  readonly journal?: (record: CompactionRecord) => void
+
+  private append(fd: number, record: CompactionRecord): void {
+    const line = `${JSON.stringify(stored(record))}\n`
+    writeSync(fd, line)
+    this.journaledBytes += line.length
+    this.unwritten.add(record.id)
   }
 
   private migrate(): void {
@@ -194,8 +236,15 @@ export class SqliteStore implements Store {
   }
 
   async saveRecord(record: CompactionRecord): Promise<void> {
-    // Only the text of the summary is kept (and sent to the writer).
-    await this.writer.run('saveRecord', [{ ...record, summary: { text: record.summary.text } }])
+    try {
+      await this.writer.run('saveRecord', [stored(record)])
+    } finally {
+      // once every journaled record is in the file (or has failed, and was counted), the journal can go
+      if (this.unwritten.delete(record.id) && this.unwritten.size === 0 && this.journalFd !== undefined && this.journaledBytes > JOURNAL_KEEP_BYTES) {
+        ftruncateSync(this.journalFd, 0)
+        this.journaledBytes = 0
+      }
+    }
   }
 
   async listRecords(sessionId: string, keyName: string, options: { limit: number; cursor?: string }): Promise<RecordPage> {
@@ -288,6 +337,16 @@ export class SqliteStore implements Store {
   /** Closes after every write asked for so far is done. */
   async close(): Promise<void> {
     await this.writer.close()
+    if (this.journalFd !== undefined && this.unwritten.size === 0) ftruncateSync(this.journalFd, 0)
+    if (this.journalFd !== undefined) closeSync(this.journalFd)
     if (this.db.open) this.db.close()
   }
 }
+
+/** A record as SQLite keeps it: the text of its summary, not its sections. */
+function stored(record: CompactionRecord): StoredRecord {
+  return { ...record, summary: { text: record.summary.text } }
+}
+
+/** The journal is emptied once nothing in it is unwritten and it has grown past this. */
+const JOURNAL_KEEP_BYTES = 1 << 20

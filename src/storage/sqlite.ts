@@ -199,11 +199,12 @@ export class SqliteStore implements Store {
   private replayJournal(file: string): number {
     const fd = openSync(file, 'a+')
     const writes = new SqliteWrites(this.db)
+    const known = this.db.prepare('SELECT 1 FROM compactions WHERE id = ?')
     for (const line of readFileSync(fd, 'utf8').split('\n')) {
       if (line === '') continue
       try {
         const record = JSON.parse(line) as StoredRecord
-        if (this.db.prepare('SELECT 1 FROM compactions WHERE id = ?').get(record.id) === undefined) writes.saveRecord(record)
+        if (known.get(record.id) === undefined) writes.saveRecord(record)
       } catch {
         // a line cut by the kill that made the journal needed: its answer was never given
       }

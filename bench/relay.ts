@@ -115,7 +115,7 @@ export async function relayBench(): Promise<void> {
   const fake = await serverProcess(UPSTREAM)
   const relay = await serverProcess(RELAY(fake.url))
   // The gateway as `npm start` runs it (built, logging at info), with a key of its own and the same upstream.
-  const gateway = await startGateway({ ANTHROPIC_API_KEY: 'sk-ant-bench-relay', ANTHROPIC_BASE_URL: fake.url, COMPACT_API_KEYS: 'bench=gw-bench-relay-key', COMPACT_PRECOMPUTE_AT: 'off' })
+  const gateway = await startGateway({ ANTHROPIC_API_KEY: 'sk-ant-bench-relay', ANTHROPIC_BASE_URL: fake.url, COMPACT_API_KEYS: 'bench=gw-bench-relay-key', COMPACT_PRECOMPUTE_AT: 'off' }, process.env.GW_FLAGS ? process.env.GW_FLAGS.split(' ') : [])
   const pinned = pin({ 0: [process.pid, fake.pid], 1: [relay.pid, gateway.child.pid!] })
   const bodies = FIXTURES.map((f) => Buffer.from(JSON.stringify({ ...JSON.parse(readFileSync(join(ROOT, 'test/fixtures/claude-code', f), 'utf8')), stream: true })))
   const clients = { relay: new Pool(relay.url, { connections: 1 }), gateway: new Pool(gateway.url, { connections: 1 }) }

@@ -8,7 +8,7 @@ import type { DestinationStream, LoggerOptions } from 'pino'
 import { rateLimitStore } from '../storage/redis.js'
 import type { Store } from '../storage/store.js'
 import type { Summarizer } from '../summarizer/summarizer.js'
-import { loggerOptions } from '../telemetry/logger.js'
+import { loggerOptions, requestLineFields } from '../telemetry/logger.js'
 import type { Metrics } from '../telemetry/metrics.js'
 import { OPEN_ROUTES, installAuth } from './auth.js'
 import { type Config, parseApiKeys, trustProxy } from './config.js'
@@ -149,8 +149,9 @@ class AnsweredRequestLog extends LogController {
   override incomingRequest(): void {}
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    if (error) reply.log.error({ req: request, res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored')
-    else reply.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed')
+    const added = requestLineFields(request)
+    if (error) reply.log.error({ ...added, req: request, res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored')
+    else reply.log.info({ ...added, req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed')
   }
 }
 

@@ -79,24 +79,32 @@ export function installAuth(app: FastifyInstance, keys: ReadonlyMap<string, stri
   if (keys.size === 0) return
   const known = [...keys].map(([key, name]) => ({ digest: digest(key), name }))
   const failures = new FailureLimit(options)
-  app.addHook('onRequest', async (request) => {
-    if (OPEN_ROUTES.has(request.url.split('?', 1)[0] ?? '')) return
+  // A callback hook, not an async one: every request runs it, and a promise each is a turn of the loop.
+  app.addHook('onRequest', (request, _reply, done) => {
+    const refused = authenticate(request)
+    done(refused)
+  })
+
+  /** Names the request's key (request.keyName), or says why it is refused. */
+  function authenticate(request: FastifyRequest): ApiError | undefined {
+    if (OPEN_ROUTES.has(request.url.split('?', 1)[0] ?? '')) return undefined
     const wait = failures.blockedFor(request.ip)
     if (wait > 0) {
-      throw new ApiError(429, 'rate_limit_error', `too many failed authentications from this address; retry in ${wait} s`, undefined, { 'retry-after': String(wait) })
+      return new ApiError(429, 'rate_limit_error', `too many failed authentications from this address; retry in ${wait} s`, undefined, { 'retry-after': String(wait) })
     }
     const key = presentedKey(request)
     // A request with no key guesses nothing (a client's probe of HEAD /, say): only a wrong key is a failed login.
     if (key === undefined) {
-      throw new ApiError(401, 'authentication_error', 'an API key is required: send Authorization: Bearer KEY or x-api-key: KEY', undefined, CHALLENGE)
+      return new ApiError(401, 'authentication_error', 'an API key is required: send Authorization: Bearer KEY or x-api-key: KEY', undefined, CHALLENGE)
     }
     const presented = digest(key)
     let name: string | undefined
     for (const k of known) if (timingSafeEqual(presented, k.digest) && name === undefined) name = k.name
     if (name === undefined) {
       failures.fail(request.ip)
-      throw new ApiError(401, 'authentication_error', 'invalid API key', undefined, CHALLENGE)
+      return new ApiError(401, 'authentication_error', 'invalid API key', undefined, CHALLENGE)
     }
     request.keyName = name
-  })
+    return undefined
+  }
 }

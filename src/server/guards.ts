@@ -31,20 +31,25 @@ const KEY_PARAMETERS = new Set(['api_key', 'apikey', 'api-key', 'key', 'x-api-ke
  * is used once and then moved to a header) and no content-encoding the server cannot read.
  */
 export function installRequestChecks(app: FastifyInstance): void {
-  app.addHook('onRequest', async (request) => {
-    const q = request.url.indexOf('?')
-    if (q >= 0) {
-      for (const name of new URLSearchParams(request.url.slice(q + 1)).keys()) {
-        if (KEY_PARAMETERS.has(name.toLowerCase())) {
-          throw new ApiError(400, 'invalid_request_error', `API keys are not accepted in the URL (query parameter "${name}"): send Authorization: Bearer KEY or x-api-key: KEY`)
-        }
+  // A callback hook, not an async one: every request runs it, and a promise each is a turn of the loop.
+  app.addHook('onRequest', (request, _reply, done) => done(requestProblem(request)))
+}
+
+/** Why a request is refused before its body is read, or undefined. */
+function requestProblem(request: FastifyRequest): ApiError | undefined {
+  const q = request.url.indexOf('?')
+  if (q >= 0) {
+    for (const name of new URLSearchParams(request.url.slice(q + 1)).keys()) {
+      if (KEY_PARAMETERS.has(name.toLowerCase())) {
+        return new ApiError(400, 'invalid_request_error', `API keys are not accepted in the URL (query parameter "${name}"): send Authorization: Bearer KEY or x-api-key: KEY`)
       }
     }
-    const encoding = request.headers['content-encoding']
-    if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
-      throw new ApiError(415, 'invalid_request_error', `content-encoding "${encoding}" is not supported: send the body uncompressed`)
-    }
-  })
+  }
+  const encoding = request.headers['content-encoding']
+  if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
+    return new ApiError(415, 'invalid_request_error', `content-encoding "${encoding}" is not supported: send the body uncompressed`)
+  }
+  return undefined
 }
 
 export interface AdmissionOptions {

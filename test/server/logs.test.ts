@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { buildApp } from '../../src/server/app.js'
 import { loadConfig } from '../../src/server/config.js'
 import { assistant, call, result, results, user } from '../helpers/history.js'
+import { FakeAnthropic } from '../helpers/fake-anthropic.js'
 
 describe('logs', () => {
   it('carry one context_compacted event with the figures, and neither message content nor keys', async () => {
@@ -58,5 +59,28 @@ describe('logs', () => {
     ])
     expect(requests.every((l) => typeof l.responseTime === 'number' && typeof l.reqId === 'string')).toBe(true)
     expect(lines.some((l) => l.msg === 'incoming request')).toBe(false)
+  })
+
+  it('write one line for a proxied request, with the upstream\'s status and timings on it', async () => {
+    const fake = await new FakeAnthropic().start()
+    fake.fallback = { text: 'ok' }
+    const lines: Record<string, unknown>[] = []
+    const stream = new PassThrough()
+    stream.on('data', (d: Buffer) => lines.push(...d.toString().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>)))
+    const app = await buildApp({ config: loadConfig({ ANTHROPIC_BASE_URL: fake.url, ANTHROPIC_API_KEY: 'sk-ant-logs' }), logStream: stream })
+    try {
+      const res = await app.inject({ method: 'POST', url: '/v1/messages?beta=true', headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', 'x-claude-code-session-id': 'sess-log-line' }, payload: { model: 'm', max_tokens: 10, messages: [user('hello there')] } })
+      expect(res.statusCode).toBe(200)
+    } finally {
+      await app.close()
+      await fake.close()
+    }
+    await new Promise((r) => setImmediate(r))
+    const requests = lines.filter((l) => l.req !== undefined)
+    expect(requests).toHaveLength(1)
+    expect(requests[0]).toMatchObject({ msg: 'request completed', event: 'proxied', endpoint: 'messages', status: 200, compaction: 'none', res: { statusCode: 200 }, req: { url: '/v1/messages?beta=…' } })
+    expect(requests[0]!.upstream_ms).toEqual(expect.any(Number))
+    expect(requests[0]!.prepare_ms).toEqual(expect.any(Number))
+    expect(lines.filter((l) => l.msg === 'proxied')).toEqual([])
   })
 })

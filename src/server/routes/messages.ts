@@ -11,6 +11,7 @@ import type { Metrics } from '../../telemetry/metrics.js'
 import { ApiError, errorBody } from '../errors.js'
 import { DEFAULT_BODY_LIMIT, bodyParser } from '../body.js'
 import { parseJsonBody } from '../json.js'
+import { addToRequestLine } from '../../telemetry/logger.js'
 import { countCompaction, recordWrites, scheduleRecord } from '../records.js'
 import { KEYED, keyedResponses } from './security.js'
 
@@ -223,20 +224,18 @@ export const messagesRoutes: FastifyPluginAsync<MessagesRouteOptions> = async (a
     const upstreamMs = performance.now() - asked
     await recorded // the record's writes log and count their own failures: they never reject
     metrics.proxyUpstreamSeconds.observe({ endpoint }, upstreamMs / 1_000)
-    request.log.info(
-      {
-        event: 'proxied',
-        endpoint,
-        status: res.status,
-        compaction: outcome.kind,
-        summary_id: outcome.kind === 'none' ? undefined : outcome.summaryId,
-        estimated_tokens: outcome.tokens,
-        session_id: session,
-        prepare_ms: Math.round(asked - started),
-        upstream_ms: Math.round(upstreamMs)
-      },
-      'proxied'
-    )
+    // On the request's one line, written when the answer ends (a line of its own cost a write a request).
+    addToRequestLine(request, {
+      event: 'proxied',
+      endpoint,
+      status: res.status,
+      compaction: outcome.kind,
+      summary_id: outcome.kind === 'none' ? undefined : outcome.summaryId,
+      estimated_tokens: outcome.tokens,
+      session_id: session,
+      prepare_ms: Math.round(asked - started),
+      upstream_ms: Math.round(upstreamMs)
+    })
     void reply.code(res.status).headers(clientHeaders(res.headers))
     void reply.header('x-compaction', outcome.kind === 'none' ? 'none' : 'compacted')
     if (outcome.kind !== 'none') void reply.header('x-compaction-summary-id', outcome.summaryId)

@@ -22,6 +22,7 @@ import { rulesetRanges } from '../src/secrets/index.js'
 import { corpusDir, loadCorpus, short, table } from './corpus.js'
 import { type Quality, quality } from './quality.js'
 import { recallFacts } from './recall.js'
+import { sessionsEval } from './sessions.js'
 import { compactionRedactors as redactors } from '../src/secrets/index.js'
 import { spanMemory } from '../src/service/compact.js'
 import { SqliteStore } from '../src/storage/sqlite.js'
@@ -257,6 +258,8 @@ console.log(
     `one "where the work stood" ${pct(q.stood, qualities.length)} (100%: ${verdict(q.stood === qualities.length)})`
   ].join('\n')
 )
+
+sessionsEval(transcripts)
 
 // The cold layer: facts of each removed span found again by a few of their words (recall@5).
 const recallRows: (string | number)[][] = []

@@ -29,6 +29,9 @@ interface Stage {
 
 const STAGES: readonly Stage[] = [
   { item: Infinity, list: Infinity, request: Infinity, newestRequest: Infinity, bareFiles: false, requests: Infinity, task: Infinity },
+  // the user's words are worth more than long lists: those shrink first
+  { item: 600, list: 20, request: Infinity, newestRequest: Infinity, bareFiles: false, requests: Infinity, task: Infinity },
+  { item: 160, list: 6, request: Infinity, newestRequest: Infinity, bareFiles: true, requests: Infinity, task: Infinity },
   { item: 600, list: 20, request: 2_000, newestRequest: 8_000, bareFiles: false, requests: Infinity, task: 12_000 },
   { item: 300, list: 10, request: 600, newestRequest: 4_000, bareFiles: false, requests: Infinity, task: 8_000 },
   { item: 160, list: 6, request: 240, newestRequest: 2_000, bareFiles: false, requests: Infinity, task: 6_000 },
@@ -44,6 +47,8 @@ const STAGES: readonly Stage[] = [
 const SMALLEST: Stage = { item: 0, list: 0, request: 0, newestRequest: 80, bareFiles: true, requests: 1, task: 80 }
 
 const FILE_SECTIONS: ReadonlySet<ListSection> = new Set(['files_modified', 'files_inspected'])
+/** A failing test's entry is shortened to no less than this: its id and the start of its reason. */
+const WORTH_ITEM = 160
 
 function shorten(text: string, max: number): string {
   return text.length <= max ? text : `${sliceHead(text, max - 1)}…`
@@ -70,6 +75,13 @@ function applyStage(s: SummarySections, stage: Stage, task: number | undefined, 
       out[key] = dropped > 0 ? [`(${dropped} older requests shortened away to fit the summary budget)`, ...texts] : texts
     } else if (FILE_SECTIONS.has(key)) {
       out[key] = files(key, stage)
+    } else if (key === 'failing_tests_and_errors') {
+      // Worth first: every failing test and every run that showed a failure stays (shortened); of the
+      // other entries, the newest as the stage allows.
+      const worth = (i: string): boolean => i.startsWith('FAILING ') || i.includes(' exited 0 but printed: ')
+      const others = items.filter((i) => !worth(i))
+      const keptOthers = new Set(others.slice(Math.max(0, others.length - stage.list)))
+      out[key] = items.filter((i) => worth(i) || keptOthers.has(i)).map((i) => shorten(i, worth(i) ? Math.max(stage.item, WORTH_ITEM) : stage.item))
     } else {
       out[key] = items.slice(Math.max(0, items.length - stage.list)).map((i) => shorten(i, stage.item))
     }

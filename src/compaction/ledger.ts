@@ -5,7 +5,9 @@ import { foreignSummary, isHarnessContext } from './context.js'
 import { patchFiles, readShellCommand } from './shell.js'
 import { type TestStatus, isEmptySearch, testResults, whyLines } from './failures.js'
 import { exitCodeOf } from './signal.js'
-import { requestShape } from './requests.js'
+import { requestBody, requestShape } from './requests.js'
+import { type CommonText, HARNESS_MENTION, usersWords } from './harness.js'
+import { lastIntention, statedPlan as readPlan } from './intent.js'
 import { type Block, type Message, type ToolResultBlock, type ToolUseBlock, blocksOf, isPromptMessage, isTextBlock, isToolResult, isToolUse, toolResultText } from './types.js'
 import { at } from './at.js'
 
@@ -22,6 +24,17 @@ export interface CommandRun {
   /** `no_match`: a search that found nothing (exit 1, no output), which is not a failure. */
   outcome: 'ok' | 'error' | 'pending' | 'no_match'
   exit_code?: number
+  /** For a run that exited 0 but printed failure lines (a test or script that shows a bug): those lines. */
+  shows?: string[]
+}
+
+/** A run that exited 0 and printed what fails: a finding (a bug reproduced), not an error of the run. */
+export interface Finding {
+  message_index: number
+  call: string
+  lines: string[]
+  /** A later run of the same command printed none of it. */
+  gone: boolean
 }
 
 export interface ErrorSeen {
@@ -33,8 +46,10 @@ export interface ErrorSeen {
   lines: string[]
   /** How many times the same call failed the same way. */
   count: number
-  /** The same call succeeded later in the span. */
+  /** A later run of the same call succeeded and printed no failure: the error is gone. */
   resolved: boolean
+  /** A later run of the same call exited 0 but printed a failure (a finding): this error is past, not fixed. */
+  superseded?: boolean
 }
 
 export interface TestSeen {
@@ -66,10 +81,20 @@ export interface Ledger {
   commands: CommandRun[]
   errors: ErrorSeen[]
   userRequests: UserRequest[]
+  /** Requests that only acknowledged ("yes", "1", "ok"), folded into one line of the summary. */
+  acknowledgements: string[]
   /** Tests the span saw fail, with their latest status. */
   tests: TestSeen[]
   /** The agent's latest to-do list (a TodoWrite call), as it stood. */
   todos: TodoItem[]
+  /** Runs that exited 0 and printed failures, the latest of each command. */
+  findings: Finding[]
+  /** Calls the user rejected (not errors: a choice). */
+  rejected: string[]
+  /** The latest plan the agent laid out as a list in its text. */
+  statedPlan: string[]
+  /** The last sentence in which the agent said what it would do. */
+  intention?: string
 }
 
 export const ERROR_SIGNAL_LINES = 4
@@ -104,16 +129,22 @@ function describeCall(use: ToolUseBlock): string {
   return oneLine.length > 200 ? `${sliceHead(oneLine, 200)}…` : oneLine + (text.includes('\n') ? ' …' : '')
 }
 
-/** Reads the ledger out of `messages`; `offset` is the index of messages[0] in the client's history. */
-export function readLedger(messages: readonly Message[], offset = 0): Ledger {
+/**
+ * Reads the ledger out of `messages`; `offset` is the index of messages[0] in the client's history;
+ * `common` tells text the same key's other conversations sent (harness text, left out of the requests).
+ */
+export function readLedger(messages: readonly Message[], offset = 0, common?: CommonText): Ledger {
   const modified = new Map<string, FileChange>()
   const read = new Set<string>()
   const commands: CommandRun[] = []
   const errors: ErrorSeen[] = []
+  const rejected: string[] = []
   const userRequests: UserRequest[] = []
   const heredocs = new Map<string, string>()
   const tests = new Map<string, TestSeen>()
   let todos: TodoItem[] = []
+  let statedPlan: string[] = []
+  let intention: string | undefined
   let openFile: string | undefined
 
   const modify = (path: string, how: string): void => {
@@ -129,10 +160,15 @@ export function readLedger(messages: readonly Message[], offset = 0): Ledger {
     if (isPromptMessage(message)) {
       if (i === prior?.question) continue
       const text = userText(message)
-      if (text) userRequests.push({ message_index: offset + i, text, shape: requestShape(text) })
+      if (text) userRequests.push({ message_index: offset + i, text, shape: '' })
       continue
     }
     if (message.role !== 'assistant') continue
+    for (const b of blocksOf(message)) {
+      if (!isTextBlock(b)) continue
+      statedPlan = readPlan(b.text) ?? statedPlan
+      intention = lastIntention(b.text) ?? intention
+    }
     const next = messages[i + 1]
     const answers = next?.role === 'user' ? stepResults(blocksOf(next)) : undefined
 
@@ -141,7 +177,11 @@ export function readLedger(messages: readonly Message[], offset = 0): Ledger {
       const result = answers?.nextResult(use.id)
       const output = result ? toolResultText(result) : ''
       const exit = result ? exitCodeOf(output) : undefined
-      const failed = result !== undefined && (result.is_error === true || (exit !== undefined && exit !== 0))
+      if (result?.is_error === true && REJECTED.test(output)) {
+        rejected.push(describeCall(use))
+        continue
+      }
+      const failed = result !== undefined && (result.is_error === true || (exit !== undefined && exit !== 0) || (exit === undefined && KILLED.test(output.slice(0, 300))))
       const rule = toolRule(use.name)
       const path = stringField(use.input, rule?.pathFields)
       const found = testResults(output)
@@ -183,12 +223,14 @@ export function readLedger(messages: readonly Message[], offset = 0): Ledger {
           const command = stringField(use.input, rule.textFields)
           if (!command) break
           const noMatch = failed && isEmptySearch(command, output, exit)
+          const shows = result !== undefined && !failed && RUNS_CODE.test(command) ? failureLines(output) : []
           commands.push({
             message_index: offset + i,
             tool: use.name,
             command: command.length > 2_000 ? `${sliceHead(command, 2_000)}…` : command,
             outcome: result === undefined ? 'pending' : noMatch ? 'no_match' : failed ? 'error' : 'ok',
-            ...(exit !== undefined ? { exit_code: exit } : {})
+            ...(exit !== undefined ? { exit_code: exit } : {}),
+            ...(shows.length > 0 ? { shows } : {})
           })
           if (noMatch) continue
           if (failed) break
@@ -217,11 +259,43 @@ export function readLedger(messages: readonly Message[], offset = 0): Ledger {
       }
     }
   }
-  const filesModified = [...modified.values()]
+  const spell = spelling([...modified.keys(), ...read], commands)
+  const filesModified = spell ? respelledChanges(modified, spell) : [...modified.values()]
+  const changed = spell ? new Set(filesModified.map((f) => f.path)) : modified
+  const reads = spell ? new Set([...read].map(spell).filter((p): p is string => p !== undefined)) : read
   // Made at its size at once when nothing was modified: a list grown by pushes is copied as it grows.
-  const filesRead = modified.size === 0 ? [...read] : [...read].filter((p) => !modified.has(p))
+  const filesRead = changed.size === 0 && !spell ? [...reads] : [...reads].filter((p) => !changed.has(p))
   const failedTests = [...tests.values()].filter((t) => t.failedOnce)
-  return { filesModified, filesRead, commands, errors: mergeErrors(errors, commands), userRequests, tests: failedTests, todos }
+  const { requests, acknowledgements } = usersRequests(userRequests, common)
+  return { filesModified, filesRead, commands, errors: mergeErrors(errors, commands), findings: findingsOf(commands), rejected, userRequests: requests, acknowledgements, tests: failedTests, todos, statedPlan, ...(intention ? { intention } : {}) }
+}
+
+/** A request that is only lines naming harness text left out: the one place that text is named. */
+function onlyMentions(text: string): boolean {
+  return text.split('\n').every((l) => l.trim() === '' || HARNESS_MENTION.test(l.trim()))
+}
+
+/** Short replies that only acknowledge or pick an option: a few characters, at most one word of content. */
+function isAcknowledgement(text: string): boolean {
+  return text.length <= 40 && !/\n/.test(text) && (text.match(/[\p{L}\p{N}_]{3,}/gu) ?? []).length <= 1
+}
+
+/** The requests in the user's words (harness text named once, not copied), acknowledgements apart. */
+function usersRequests(raw: readonly UserRequest[], common: CommonText | undefined): { requests: UserRequest[]; acknowledgements: string[] } {
+  const words = usersWords(
+    raw.map((r) => r.text),
+    common
+  )
+  const requests: UserRequest[] = []
+  const acknowledgements: string[] = []
+  raw.forEach((r, k) => {
+    const text = words[k] ?? ''
+    if (text === '') return
+    // folded: a short acknowledgement, or only a client's echo lines (`/cmd is running…`, markers)
+    if (isAcknowledgement(text) || (requestBody(text) === '' && !onlyMentions(text))) acknowledgements.push(text)
+    else requests.push({ message_index: r.message_index, text, shape: requestShape(text) })
+  })
+  return { requests, acknowledgements }
 }
 
 /**
@@ -256,13 +330,46 @@ function mergeErrors(errors: readonly ErrorSeen[], commands: readonly CommandRun
     if (prior) merged.delete(key) // the newest place stands, so the list stays in the order things last happened
     merged.set(key, prior ? { ...e, count: prior.count + 1 } : e)
   }
-  // A failed call is resolved when the same call (first line) later ran without failing.
-  const lastOk = new Map<string, number>()
-  for (const c of commands) if (c.outcome === 'ok') lastOk.set(firstLine(c.command), c.message_index)
+  // A failed call is resolved when the same call (first line) later ran without failing and printed no
+  // failure: an exit code of 0 alone proves nothing (a script that prints FAIL exits 0).
+  const lastOk = new Map<string, CommandRun>()
+  for (const c of commands) if (c.outcome === 'ok') lastOk.set(firstLine(c.command), c)
   return [...merged.values()].map((e) => {
-    const ok = lastOk.get(firstLine(e.call.replace(/ …$/, '')))
-    return ok !== undefined && ok >= e.message_index ? { ...e, resolved: true } : e
+    const run = lastOk.get(firstLine(e.call.replace(/ …$/, '')))
+    if (run === undefined || run.message_index < e.message_index) return e
+    // a later run that exits 0 but still prints a failure has not resolved it: it supersedes it
+    return run.shows === undefined ? { ...e, resolved: true } : { ...e, superseded: true }
   })
+}
+
+/** A harness's word that the command did not finish (no exit code then): it did not succeed. */
+const KILLED = /\b(?:timed out|was killed|has been killed|terminated after)\b/i
+
+/** A tool result that says the user refused the call: a choice, not an error. */
+const REJECTED = /\b(?:user|you)\b[^.\n]{0,60}\b(?:rejected|denied|declined|(?:doesn't|does not|didn't|did not) want to proceed)\b|\brejected by the user\b|\binterrupted by (?:the )?user\b/i
+
+/** A command that runs code (a script, tests, a build), whose output may show a failure though it exits 0. */
+const RUNS_CODE = /(?:^|&&|;|\|\||\()\s*(?:\w+=\S*\s+)*(?:python[\d.]*|pytest|py\.test|node|deno|bun|npm|npx|yarn|pnpm|go|cargo|make|tox|nox|ruby|rspec|java|mvn|gradle|dotnet|php|perl|bash|sh|\.\/\S+)\b/
+
+/** The lines of an output that say something fails (warnings and "0 errors" aside). */
+function failureLines(output: string): string[] {
+  return whyLines(output, ERROR_SIGNAL_LINES).filter((l) => /fail|error|exception|assert|✗|✕|×/i.test(l) && !/\bwarning\b|\b(?:0|no) (?:errors?|failures?|failed)\b/i.test(l))
+}
+
+/** The latest finding of each command, and whether a later run of it printed none of it. */
+function findingsOf(commands: readonly CommandRun[]): Finding[] {
+  const byCall = new Map<string, Finding>()
+  for (const c of commands) {
+    const key = firstLine(c.command)
+    if (c.shows) {
+      byCall.delete(key)
+      byCall.set(key, { message_index: c.message_index, call: key.length > 200 ? `${sliceHead(key, 200)}…` : key, lines: c.shows, gone: false })
+    } else if (c.outcome === 'ok') {
+      const f = byCall.get(key)
+      if (f) f.gone = true
+    }
+  }
+  return [...byCall.values()]
 }
 
 function firstLine(text: string): string {
@@ -280,4 +387,93 @@ function todoList(use: ToolUseBlock): TodoItem[] | undefined {
     if (typeof content === 'string' && content.trim() !== '') items.push({ content: content.trim(), status: typeof status === 'string' ? status : 'pending' })
   }
   return items
+}
+
+/** Something a files list should not hold: a glob, a config header, code, a quoted or spaced phrase. */
+const NOT_A_PATH = /[\s*?[\]{}()<>=,;'"`|$]|^-|^\.+$/
+
+/** The working directory the commands ran in: the most frequent `cd /abs/dir` target. */
+function workingDirectory(commands: readonly CommandRun[]): string | undefined {
+  const counts = new Map<string, number>()
+  for (const c of commands) {
+    const m = /^\s*cd\s+(\/[^\s;&|]+)/.exec(c.command)
+    if (m?.[1]) counts.set(m[1].replace(/\/+$/, ''), (counts.get(m[1].replace(/\/+$/, '')) ?? 0) + 1)
+  }
+  let best: [string, number] | undefined
+  for (const e of counts) if (!best || e[1] > best[1]) best = e
+  return best?.[0]
+}
+
+/** The directory that most absolute paths put before a relative one the list also has: where the agent works. */
+function pairedDirectory(paths: readonly string[], relative: readonly string[]): string | undefined {
+  const rel = new Set(relative.map((r) => r.replace(/^\.\//, '')).filter((r) => r.includes('/')))
+  if (rel.size === 0) return undefined
+  const counts = new Map<string, number>()
+  for (const p of paths) {
+    if (!p.startsWith('/')) continue
+    // each way of splitting p into a directory and a relative path the list holds
+    for (let i = p.indexOf('/', 1); i > 0; i = p.indexOf('/', i + 1)) {
+      if (rel.has(p.slice(i + 1))) counts.set(p.slice(0, i), (counts.get(p.slice(0, i)) ?? 0) + 1)
+    }
+  }
+  let best: [string, number] | undefined
+  for (const e of counts) if (!best || e[1] > best[1]) best = e
+  return best?.[0]
+}
+
+/**
+ * One spelling per file: relative to the working directory, an absolute path that another entry names
+ * relatively is that entry; what is not a path (a glob, `[tool.section]`, a call) is left out. Undefined
+ * when every path is already as it should be (the common case costs one scan).
+ */
+function spelling(paths: readonly string[], commands: readonly CommandRun[]): ((path: string) => string | undefined) | undefined {
+  const relative = paths.filter((p) => !p.startsWith('/'))
+  const cwd = workingDirectory(commands) ?? pairedDirectory(paths, relative)
+  const needed = paths.some((p) => NOT_A_PATH.test(p) || p.startsWith('./') || (p.startsWith('/') && (cwd !== undefined || relative.length > 0)))
+  if (!needed) return undefined
+  // relative entries by their last part, so that an absolute path is matched against a few, not all
+  const byName = new Map<string, string[]>()
+  for (const r of relative) {
+    const p = r.replace(/^\.\//, '')
+    if (!p.includes('/')) continue
+    const name = p.slice(p.lastIndexOf('/') + 1)
+    const list = byName.get(name)
+    if (list) list.push(p)
+    else byName.set(name, [p])
+  }
+  return (path) => {
+    if (NOT_A_PATH.test(path)) return undefined
+    let p = path.replace(/^\.\//, '')
+    if (cwd !== undefined && p.startsWith(`${cwd}/`)) p = p.slice(cwd.length + 1)
+    if (p.startsWith('/')) {
+      // the longest relative entry this absolute path ends with
+      let best: string | undefined
+      for (const r of byName.get(p.slice(p.lastIndexOf('/') + 1)) ?? []) if (p.endsWith(`/${r}`) && (!best || r.length > best.length)) best = r
+      if (best) p = best
+    }
+    return p
+  }
+}
+
+function respelledChanges(modified: ReadonlyMap<string, FileChange>, spell: (path: string) => string | undefined): FileChange[] {
+  const out = new Map<string, FileChange>()
+  for (const f of modified.values()) {
+    const path = spell(f.path)
+    if (path === undefined) continue
+    const entry = out.get(path) ?? { path, how: [] }
+    for (const h of f.how) if (!entry.how.includes(h)) entry.how.push(h)
+    out.set(path, entry)
+  }
+  return [...out.values()]
+}
+
+/** The text of each prompt of `messages` as the user sent it (the service's blocks and carried context aside). */
+export function promptTexts(messages: readonly Message[]): string[] {
+  const out: string[] = []
+  for (const m of messages) {
+    if (!isPromptMessage(m)) continue
+    const text = userText(m)
+    if (text) out.push(text)
+  }
+  return out
 }

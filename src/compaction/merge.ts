@@ -1,10 +1,12 @@
-import { TODO_LABEL, WORK_STOOD } from './extractive.js'
+import { PLAN_LABEL, PROGRESS_LABEL, TODO_LABEL, WORK_STOOD } from './extractive.js'
 import { at } from './at.js'
 import type { Ledger } from './ledger.js'
-import { REPEAT_SUFFIX, changesTask, entryShape, requestShape, shapedEntries } from './requests.js'
+import { REPEAT_SUFFIX, entryShape, isTaskLike, requestShape, shapedEntries } from './requests.js'
 import { LIST_SECTIONS, type SummarySections, emptySections, itemPath } from './sections.js'
 
 const FILE_SECTIONS = new Set(['files_modified', 'files_inspected'])
+/** How every "where the work stood" entry begins, whatever summary version wrote it. */
+const STOOD = WORK_STOOD.slice(0, WORK_STOOD.indexOf(':')).replace(/ \(.*$/, '')
 
 /**
  * Anchored, iterative summarization: the newer summary's facts are laid over the older one's, and
@@ -14,9 +16,9 @@ const FILE_SECTIONS = new Set(['files_modified', 'files_inspected'])
  */
 export function mergeSections(older: SummarySections, newer: SummarySections, newRequests: readonly string[] = []): SummarySections {
   const out = emptySections()
-  // The older objective stands unless a newer request plainly sets another task.
+  // The objective is the task the work is on: the newer one where the newer span asked for work, else the older.
   const oldObjective = older.objective.trim()
-  const replaced = oldObjective === '' || (newer.objective.trim() !== '' && newRequests.some((r) => changesTask(oldObjective, r)))
+  const replaced = oldObjective === '' || (newer.objective.trim() !== '' && newRequests.some((r) => isTaskLike(r)))
   out.objective = replaced ? newer.objective.trim() || oldObjective : oldObjective
   for (const key of LIST_SECTIONS) {
     if (FILE_SECTIONS.has(key)) {
@@ -25,9 +27,13 @@ export function mergeSections(older: SummarySections, newer: SummarySections, ne
       out[key] = [...byPath.values()]
     } else if (key === 'user_requests') {
       out[key] = mergeRequests(older[key], newer[key])
-    } else if (key === 'next_steps') {
-      // One "where the work stood" and one to-do list: the newest.
-      const labels = [WORK_STOOD, `${TODO_LABEL} [`].filter((l) => newer[key].some((i) => i.startsWith(l)))
+    } else if (key === 'next_steps' || key === 'current_plan') {
+      // One "where the work stood", one to-do list, one plan and one account of progress: the newest.
+      // (a newer to-do list, wherever it is, makes the older one's entries stale in both sections)
+      const newerTodos = [...newer.next_steps, ...newer.current_plan].some((i) => i.startsWith(`${TODO_LABEL} [`))
+      const labels = (key === 'next_steps' ? [STOOD, `${TODO_LABEL} [`] : [`${TODO_LABEL} [`, PLAN_LABEL, `${PROGRESS_LABEL} — `]).filter(
+        (l) => newer[key].some((i) => i.startsWith(l)) || (newerTodos && l === `${TODO_LABEL} [`)
+      )
       out[key] = layOver(
         older[key].filter((i) => !labels.some((l) => i.startsWith(l))),
         newer[key]

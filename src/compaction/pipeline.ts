@@ -14,6 +14,7 @@ import { type CarriedContext, NO_CONTEXT, carriedContext, carriedTokens } from '
 import { type Message, type SystemPrompt, blocksOf, isPromptMessage, isTextBlock } from './types.js'
 import { type HistoryProblem, place, pointer } from './validate.js'
 import { at } from './at.js'
+import type { CommonText } from './harness.js'
 
 export type Mode = 'auto' | 'manual'
 export type Reason = 'over_budget' | 'under_budget' | 'manual' | 'disabled' | 'nothing_to_compact' | 'dry_run'
@@ -50,6 +51,8 @@ export interface CompactionInput {
   redactBeforeClip?: Redact
   /** The full redaction over many texts at once (the rendered span's messages). */
   redactParts?: RedactMany
+  /** Text the same key's other conversations sent (by line fingerprint): harness text, left out of the requests. */
+  commonText?: CommonText
 }
 
 export interface CompactionStats {
@@ -97,11 +100,12 @@ export interface CompactionPlan {
   redact: Redact
   redactBeforeClip: Redact
   redactParts: RedactMany
+  commonText?: CommonText
 }
 
 /** The span as a model reads it: rendered, clipped, every text redacted with the plan's redaction first. */
 export function renderedSpan(plan: CompactionPlan): RenderedSpan {
-  return renderSpan(plan.span, 0, { ...DEFAULT_RENDER, redactParts: plan.redactParts, redactBeforeClip: plan.redactBeforeClip })
+  return renderSpan(plan.span, 0, { ...DEFAULT_RENDER, redactParts: plan.redactParts, redactBeforeClip: plan.redactBeforeClip, ...(plan.commonText ? { commonText: plan.commonText } : {}) })
 }
 
 function latestAssistantText(messages: readonly Message[]): string {
@@ -187,7 +191,7 @@ export function planCompaction(input: CompactionInput): CompactionPlan {
     tailBound,
     summaryMaxTokens,
     span,
-    ledger: readLedger(span),
+    ledger: readLedger(span, 0, input.commonText),
     context,
     prior,
     priorTurns: priorSummaries.reduce((n, p) => n + p.compactedTurns, 0),
@@ -196,7 +200,8 @@ export function planCompaction(input: CompactionInput): CompactionPlan {
     ...(problem ? { problem } : {}),
     redact: redactText,
     redactBeforeClip: input.redactBeforeClip ?? redactText,
-    redactParts
+    redactParts,
+    ...(input.commonText ? { commonText: input.commonText } : {})
   }
 }
 

@@ -6,6 +6,7 @@ import { type ParsedSummary, parseSummary } from './summary-text.js'
 import { type Block, type Message, blocksOf, isPromptMessage, isTextBlock, isToolResult, toolResultText } from './types.js'
 import { foreignSummary, isHarnessContext } from './context.js'
 import { at } from './at.js'
+import { type CommonText, usersWords, withoutAnsi } from './harness.js'
 
 export interface RenderOptions {
   /** Characters kept from the head and the tail of a tool output. */
@@ -23,6 +24,13 @@ export interface RenderOptions {
   redactBeforeClip: Redact
   /** Applied to the rendered messages, clipped, all at once: the full ruleset runs over what actually leaves. */
   redactParts: RedactMany
+  /**
+   * `users-words`: a prompt's harness text (markup, repeats, text other conversations sent) is named in a
+   * line where it first came, not copied; `as-sent` renders prompts whole (the baseline).
+   */
+  prompts?: 'users-words' | 'as-sent'
+  /** Text the same key's other conversations sent, by line fingerprint. */
+  commonText?: CommonText
 }
 
 export const DEFAULT_RENDER: RenderOptions = {
@@ -112,7 +120,7 @@ function renderBlock(block: Block, role: Message['role'], names: Map<string, str
   switch (block.type) {
     case 'text':
       if (!isTextBlock(block) || block.text.trim() === '') return undefined
-      return shorten(o.redactBeforeClip(block.text), role === 'user' ? o.userText : o.assistantText)
+      return shorten(o.redactBeforeClip(withoutAnsi(block.text)), role === 'user' ? o.userText : o.assistantText)
     case 'thinking':
     case 'redacted_thinking':
       return undefined
@@ -122,7 +130,7 @@ function renderBlock(block: Block, role: Message['role'], names: Map<string, str
       if (!isToolResult(block)) return undefined
       const name = names.get(block.tool_use_id) ?? 'tool'
       const status = block.is_error === true ? 'error' : 'ok'
-      return `← ${name} (${status}):\n${clipToolOutput(o.redactBeforeClip(toolResultText(block)), o)}`
+      return `← ${name} (${status}):\n${clipToolOutput(o.redactBeforeClip(withoutAnsi(toolResultText(block))), o)}`
     }
     case 'image':
       return '[image]'
@@ -135,6 +143,25 @@ function renderBlock(block: Block, role: Message['role'], names: Map<string, str
   }
 }
 
+/** Each prompt's text in the user's words (harness text named once), by its index in `messages`. */
+function promptWords(messages: readonly Message[], skip: number | undefined, o: RenderOptions): Map<number, string> {
+  const places: number[] = []
+  const texts: string[] = []
+  messages.forEach((m, k) => {
+    if (k === skip || !isPromptMessage(m)) return
+    places.push(k)
+    texts.push(
+      blocksOf(m)
+        .filter(isTextBlock)
+        .map((b) => b.text)
+        .filter((t) => t.trim() !== '' && !isServiceText(t) && !isHarnessContext(t))
+        .join('\n')
+    )
+  })
+  const words = usersWords(texts, o.commonText)
+  return new Map(places.map((k, i) => [k, words[i] ?? '']))
+}
+
 /**
  * The span as a compact transcript for the summarizer: one part per message, the service's own summary
  * and note blocks left out, and so are system messages and harness context (carried over verbatim) (a prior summary is merged, never re-summarized as if the user said it), tool
@@ -145,15 +172,19 @@ export function renderSpan(messages: readonly Message[], offset = 0, options: Re
   const parts: RenderedMessage[] = []
   const names = new Map<string, string>()
   const prior = offset === 0 ? foreignSummary(messages) : undefined
+  const words = options.prompts === 'as-sent' ? undefined : promptWords(messages, prior?.question, options)
   messages.forEach((m, k) => {
     // System messages, the harness context of prompts and another agent's summary at the start are
     // carried over verbatim, not summarized.
     if (m.role === 'system' || k === prior?.question || k === prior?.summary) return
     const prompt = isPromptMessage(m)
     const lines: string[] = []
+    const said = prompt ? words?.get(k) : undefined
+    if (said) lines.push(shorten(options.redactBeforeClip(said), options.userText))
     for (const block of blocksOf(m)) {
       if (block.type === 'tool_use') names.set(String(block.id), String(block.name))
       if (isTextBlock(block) && (isServiceText(block.text) || (prompt && isHarnessContext(block.text)))) continue
+      if (isTextBlock(block) && words !== undefined && prompt) continue // its words are rendered above
       const rendered = renderBlock(block, m.role, names, options)
       if (rendered !== undefined) lines.push(rendered)
     }

@@ -230,3 +230,25 @@ export function shapedEntries(requests: readonly string[], shapes: readonly stri
   })
   return out
 }
+
+/** A request that asks for work: not chatter, and it says something (four words of content or more). */
+export function isTaskLike(text: string, repeats = 1): boolean {
+  if (isChatter(text, repeats)) return false
+  return hasContentWords(requestTitle(text) ?? requestBody(text), 4)
+}
+
+/**
+ * The task the work is on at the end of the requests: the latest task-like one (as its issue or PR
+ * title when it carries one, else its first sentence or two). Undefined when none is.
+ */
+export function currentTask(requests: readonly string[], shapes: readonly string[] = requests.map(requestShape)): TaskStatement | undefined {
+  const counts = new Map<string, number>()
+  for (const shape of shapes) counts.set(shape, (counts.get(shape) ?? 0) + 1)
+  for (let index = requests.length - 1; index >= 0; index--) {
+    const text = at(requests, index)
+    if (!isTaskLike(text, counts.get(at(shapes, index)))) continue
+    const title = requestTitle(text)
+    return { index, objective: title ? lead(title, 300) : lead(requestBody(text), 300) }
+  }
+  return undefined
+}

@@ -6,6 +6,7 @@ import {
   type Message,
   finishCompaction,
   planCompaction,
+  promptTexts,
   uncompacted,
   validateHistory
 } from '../compaction/index.js'
@@ -13,6 +14,7 @@ import { DOCTRINE_VERSION } from '../prompts/doctrine.js'
 import { type MemoryEntry, clippedMemory, readMemory, redactMemory } from '../memory/entries.js'
 import { compactionRedactors } from '../secrets/index.js'
 import { DEFAULT_BUDGET_TOKENS } from './defaults.js'
+import { ConversationsText } from './conversations.js'
 import type { CompactRequestBody } from '../contract/schemas.js'
 import type { SummarizerReport, Summarizer } from '../summarizer/summarizer.js'
 import { InvalidHistoryError, SummarizerUnavailableError } from './errors.js'
@@ -32,6 +34,8 @@ export interface CompactDeps {
   now: () => number
   /** Compactions with a session id keep a cold layer (a store is there to keep it). */
   coldLayer?: boolean
+  /** What the key's other conversations sent: their harness text is left out of this one's requests. */
+  conversations?: ConversationsText
 }
 
 /** Time spent in each phase, for the Server-Timing header. */
@@ -93,6 +97,8 @@ export async function runCompaction(body: CompactRequestBody, deps: CompactDeps,
   const t1 = deps.now()
 
   const usage = body.usage
+  const prompts = deps.conversations ? promptTexts(messages) : []
+  const conversation = ConversationsText.conversation(body.session_id, prompts)
   const plan = planCompaction({
     messages,
     system: body.system,
@@ -104,8 +110,11 @@ export async function runCompaction(body: CompactRequestBody, deps: CompactDeps,
     keepTurns: body.keep_turns ?? deps.defaults.keepTurns,
     usageInputTokens: usage ? usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0) : undefined,
     dryRun: body.dry_run ?? false,
-    ...compactionRedactors()
+    ...compactionRedactors(),
+    ...(deps.conversations ? { commonText: deps.conversations.common(context.tenant, conversation) } : {})
   })
+  // learned after this history was read, so that its own lines count for the next conversations only
+  deps.conversations?.learn(context.tenant, conversation, prompts)
   if (plan.problem) throw new InvalidHistoryError(plan.problem)
   const t2 = deps.now()
   if (!plan.summarize) {

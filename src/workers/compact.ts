@@ -9,6 +9,7 @@ import type { CompactRequestBody } from '../contract/schemas.js'
 import { compactRequestValidator, describeValidation } from '../contract/validation.js'
 import { InvalidHistoryError, SummarizerUnavailableError } from '../service/errors.js'
 import { type CompactDefaults, type CompactRunView, type ResponseView, runCompaction } from '../service/compact.js'
+import { ConversationsText } from '../service/conversations.js'
 import { ExtractiveSummarizer } from '../summarizer/extractive.js'
 import { randomUUID } from 'node:crypto'
 import { Piscina } from 'piscina'
@@ -32,6 +33,8 @@ export type CompactTaskResult =
 
 const validator = compactRequestValidator()
 const extractive = new ExtractiveSummarizer()
+/** What the conversations this worker compacted sent (each worker thread learns from its own). */
+const conversations = new ConversationsText()
 
 function refused(status: number, message: string, path?: string): CompactTaskResult {
   return { ok: false, status, type: 'invalid_request_error', message, ...(path !== undefined ? { path } : {}) }
@@ -54,7 +57,7 @@ export async function compactTask(task: CompactTask): Promise<CompactTaskResult>
   try {
     const run = await runCompaction(
       body,
-      { defaults: task.defaults, extractive, newId: () => `cmp_${randomUUID().replace(/-/g, '')}`, now: () => performance.now(), coldLayer: task.coldLayer },
+      { defaults: task.defaults, extractive, newId: () => `cmp_${randomUUID().replace(/-/g, '')}`, now: () => performance.now(), coldLayer: task.coldLayer, conversations },
       { tenant: task.tenant }
     )
     const json = jsonBytes(run.response)

@@ -58,7 +58,8 @@ describe('a compaction of a session with setup context and system messages', () 
 
   it('never takes it for the user\'s words: the requests are what the user asked, the summary does not restate it', () => {
     const ledger = readLedger(messages.slice(0, out.kept_from))
-    expect(ledger.userRequests.map((r) => r.text)).toEqual(['Add a --verbose flag to the CLI.', 'go on'])
+    expect(ledger.userRequests.map((r) => r.text)).toEqual(['Add a --verbose flag to the CLI.'])
+    expect(ledger.acknowledgements).toEqual(['go on'])
     expect(out.summary.text).not.toContain('claudeMd')
     expect(out.summary.text).not.toContain('Primary working directory')
     expect(out.summary.sections.objective).toContain('--verbose')
@@ -125,7 +126,8 @@ describe("a history that opens with another agent's own compaction summary", () 
 
   it('reads it as a prior summary: its question is no request, its text is carried verbatim and carried on by the next compaction', () => {
     const ledger = readLedger(history.slice(0, 10))
-    expect(ledger.userRequests.map((r) => r.text)).toEqual(['Continue with the failing test', 'go on'])
+    expect(ledger.userRequests.map((r) => r.text)).toEqual(['Continue with the failing test'])
+    expect(ledger.acknowledgements).toEqual(['go on'])
     const out = compact(history, 8_000)
     expect(out.summary.text).not.toContain('What did we do so far?')
     expect(out.summary.sections.objective).toContain('failing test')

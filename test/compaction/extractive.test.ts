@@ -20,23 +20,23 @@ describe('extractiveSections', () => {
   it('states the objective from the task, lists every request and the files the ledger saw', () => {
     const s = extractiveSections(readLedger(history), 'The fix is in; next the changelog.')
     expect(s.objective).toBe('The CSV importer drops the last row')
-    expect(s.user_requests).toEqual([history[0]!.content, 'thanks'])
+    // an acknowledgement is folded into one line that quotes it
+    expect(s.user_requests).toEqual([history[0]!.content, '(1 short reply folded: "thanks")'])
     expect(s.files_modified).toEqual([expect.stringMatching(/^src\/importer\.py — /)])
     expect(s.files_inspected).toEqual([])
   })
 
-  it('gives each test its latest status and says where the work stood, after the to-do list', () => {
+  it('gives each test its latest status, puts the to-do list in the plan and says where the work stood', () => {
     const s = extractiveSections(readLedger(history), '  The fix is in; next the changelog.  ')
     expect(s.failing_tests_and_errors[0]).toBe('tests/test_importer.py::test_last_row — failed earlier, passes now')
-    expect(s.next_steps).toEqual([`${TODO_LABEL} [pending]: add a changelog entry`, `${WORK_STOOD} The fix is in; next the changelog.`])
+    expect(s.current_plan[0]).toBe(`${TODO_LABEL} [pending]: add a changelog entry`)
+    expect(s.next_steps).toEqual([`${WORK_STOOD} The fix is in; next the changelog.`])
   })
 
-  it('lists the newest twelve commands as done, with their outcome and exit code', () => {
+  it('counts the commands run by outcome, naming the newest six, as progress, not as the plan', () => {
     const many = Array.from({ length: 15 }, (_, i) => shellStep(`c${i}`, `echo step ${i}\nsecond line`, `step ${i}\n<returncode>0</returncode>`)).flat()
     const s = extractiveSections(readLedger([user('run the steps'), ...many]), '')
-    expect(s.current_plan).toHaveLength(12)
-    expect(s.current_plan[0]).toBe('done: `echo step 3` → ok (exit 0)')
-    expect(s.current_plan.at(-1)).toBe('done: `echo step 14` → ok (exit 0)')
+    expect(s.current_plan).toEqual(['Progress — ok (15 runs): `echo step 9`, `echo step 10`, `echo step 11`, `echo step 12`, `echo step 13`, `echo step 14` and 9 more'])
     expect(s.next_steps).toEqual([])
   })
 
@@ -50,7 +50,7 @@ describe('extractiveSections', () => {
     ]
     const errors = extractiveSections(readLedger(h), '').failing_tests_and_errors
     expect(errors).toHaveLength(2)
-    expect(errors[0]).toMatch(/^bash `make` failed \(2 times\): .*missing header foo\.h.* — resolved: the same command succeeded later$/)
+    expect(errors[0]).toMatch(/^bash `make` failed \(2 times\): .*missing header foo\.h.* — resolved: a later run of it succeeded and printed no failure$/)
     expect(errors[1]).toMatch(/^bash `make install` failed: Permission denied$/)
   })
 })

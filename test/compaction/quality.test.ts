@@ -104,7 +104,7 @@ describe('errors that say why', () => {
     ])
     const entries = extractiveSections(ledger, 'done').failing_tests_and_errors
     expect(entries).toEqual([
-      'bash `python t.py` failed (3 times): AssertionError: 3 != 4 — resolved: the same command succeeded later',
+      'bash `python t.py` failed (3 times): AssertionError: 3 != 4 — resolved: a later run of it succeeded and printed no failure',
       'bash `make lint` failed: error: line too long'
     ])
   })
@@ -164,7 +164,8 @@ describe('requests and next steps', () => {
       const written = extractiveSections(readLedger(history), `stood at round ${k}`)
       summary = k === 0 ? written : mergeSections(summary, written, ['go on'])
     }
-    expect(summary.next_steps).toEqual(['To-do [completed]: add the locale to the key', 'To-do [pending]: write a test', 'Where the work stood (latest assistant message): stood at round 2'])
+    expect(summary.current_plan).toEqual(['To-do [completed]: add the locale to the key', 'To-do [pending]: write a test'])
+    expect(summary.next_steps).toEqual(['Where the work stood: stood at round 2'])
   })
 
   it('shortens every other request before the task statement, and then only from its end', () => {

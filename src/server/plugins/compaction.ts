@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import fp from 'fastify-plugin'
 import { type CompactDeps, runCompaction } from '../../service/compact.js'
+import { ConversationsText } from '../../service/conversations.js'
 import { redisFlight } from '../../storage/redis.js'
 import { CachingSummarizer } from '../../summarizer/cache.js'
 import { ExtractiveSummarizer } from '../../summarizer/extractive.js'
@@ -87,7 +88,8 @@ export const compactionPlugin = fp<CompactionPluginOptions>(
       extractive: new ExtractiveSummarizer(),
       newId: newId ?? (() => `cmp_${randomUUID().replace(/-/g, '')}`),
       now: () => performance.now(),
-      coldLayer: true
+      coldLayer: true,
+      conversations: new ConversationsText()
     }
     app.decorate('compaction', { deps, limited, pool })
     app.decorate('warm', async () => {

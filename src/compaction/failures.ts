@@ -117,8 +117,9 @@ const TEST_LINES: { pattern: RegExp; read: (m: RegExpExecArray) => TestResult | 
   // pytest -v: tests/test_x.py::test_y PASSED [ 10%]
   { pattern: /^(\S+::\S+) (PASSED|FAILED|ERROR|XPASS)\b/, read: (m) => ({ id: at(m, 1), status: m[2] === 'PASSED' || m[2] === 'XPASS' ? 'passed' : 'failed' }) },
   // unittest: FAIL: test_y (module.TestX)   /   test_y (module.TestX) ... ok
-  { pattern: /^(FAIL|ERROR): (\w+) \(([\w.]+)\)/, read: (m) => ({ id: `${m[3]}.${m[2]}`, status: 'failed' }) },
-  { pattern: /^(\w+) \(([\w.]+)\)(?: \S.*)? \.\.\. (ok|FAIL|ERROR)$/, read: (m) => ({ id: `${m[2]}.${m[1]}`, status: m[3] === 'ok' ? 'passed' : 'failed' }) },
+  // (Python 3.11 puts the method in the parentheses too: `test_y (module.TestX.test_y)`)
+  { pattern: /^(FAIL|ERROR): (\w+) \(([\w.]+)\)/, read: (m) => ({ id: unittestId(at(m, 3), at(m, 2)), status: 'failed' }) },
+  { pattern: /^(\w+) \(([\w.]+)\)(?: \S.*)? \.\.\. (ok|FAIL|ERROR)$/, read: (m) => ({ id: unittestId(at(m, 2), at(m, 1)), status: m[3] === 'ok' ? 'passed' : 'failed' }) },
   // go test: --- FAIL: TestX (0.00s)
   { pattern: /^\s*--- (FAIL|PASS): (\S+)/, read: (m) => ({ id: at(m, 2), status: m[1] === 'PASS' ? 'passed' : 'failed' }) },
   // cargo test: test module::name ... FAILED
@@ -127,6 +128,10 @@ const TEST_LINES: { pattern: RegExp; read: (m: RegExpExecArray) => TestResult | 
   { pattern: /^\s*(?:✕|×|✗) (.+?)(?: \(\d+(?:\.\d+)? ?m?s\))?$/, read: (m) => ({ id: at(m, 1).trim(), status: 'failed' }) },
   { pattern: /^\s*(?:✓|√) (.+?)(?: \(\d+(?:\.\d+)? ?m?s\))?$/, read: (m) => ({ id: at(m, 1).trim(), status: 'passed' }) }
 ]
+
+function unittestId(where: string, name: string): string {
+  return where === name || where.endsWith(`.${name}`) ? where : `${where}.${name}`
+}
 
 /**
  * Whether a line can be one of TEST_LINES at all: each of them starts with F, E or `test `, or holds
@@ -168,5 +173,47 @@ export function testResults(output: string): readonly TestResult[] {
       break
     }
   }
-  return out
+  return out.some((r) => r.status === 'failed' && (r.reason === undefined || r.reason.endsWith('...'))) ? withWholeReasons(out, output) : out
+}
+
+/** An exception line as runners print it under a failure: pytest's `E   X: …`, a traceback's last line. */
+const REASON_LINE = /^(?:E\s+)?((?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Failure|Exit)\b.*)$/
+/** A pytest section header (`____ test_name ____`) or a unittest block's rule (`=====`, `-----`). */
+const SECTION = /^(?:_{3,} (.+?) _{3,}|={5,}|-{5,})\s*$/
+
+/**
+ * Failing tests given their whole reason line: one the runner's summary cut (pytest's `- Index...`) is
+ * completed from the line it was cut from; one with none takes the first exception line of its own
+ * section of the output (pytest's `____ name ____`, unittest's `FAIL: name (…)` block).
+ */
+function withWholeReasons(results: readonly TestResult[], output: string): TestResult[] {
+  const lines = output.split('\n')
+  // the first exception line of each section, by the section's name (and by unittest's header line)
+  const reasons = new Map<string, string>()
+  let section: string | undefined
+  for (const raw of lines) {
+    const line = raw.trimEnd()
+    const header = SECTION.exec(line)
+    const unittest = /^(?:FAIL|ERROR): (\w+) \(([\w.]+)\)/.exec(line)
+    if (header) {
+      if (header[1]) section = header[1].trim() // a rule alone (unittest's) leaves the block it is in
+    } else if (unittest) section = unittestId(at(unittest, 2), at(unittest, 1))
+    else if (section !== undefined && !reasons.has(section)) {
+      const m = REASON_LINE.exec(line.trim())
+      if (m) reasons.set(section, m[1] ?? '')
+    }
+  }
+  // the exception lines, as the summary line was cut from one of them
+  const candidates = lines.map((l) => l.trim().replace(/^E\s+/, '')).filter((l) => REASON_LINE.test(l))
+  return results.map((r) => {
+    if (r.status !== 'failed') return r
+    if (r.reason?.endsWith('...')) {
+      const cut = r.reason.slice(0, -3).trimEnd()
+      const whole = candidates.find((l) => l.length > cut.length && l.startsWith(cut))
+      return whole ? { ...r, reason: whole } : r
+    }
+    const name = r.id.slice(Math.max(r.id.lastIndexOf('::') + 2, r.id.lastIndexOf('.') + 1))
+    const reason = reasons.get(r.id) ?? reasons.get(name) ?? [...reasons].find(([k]) => k.endsWith(`.${name}`))?.[1]
+    return reason ? { ...r, reason } : r
+  })
 }

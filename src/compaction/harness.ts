@@ -46,29 +46,62 @@ export function withoutAnsi(text: string): string {
   return text.includes('[') ? text.replace(ANSI, '') : text
 }
 
-/** How a line is compared: case, blanks and numbers aside. */
-function lineShape(line: string): string {
-  return line.toLowerCase().replace(/\d+/g, '#').replace(/\s+/g, ' ').trim()
-}
-
-/** A 53-bit FNV-1a-style hash of a text, as 11 base-36 characters: fingerprints, not text, are remembered. */
-export function fingerprint(text: string): string {
+/**
+ * A text's fingerprint as it is compared, case, blanks and numbers aside ("Found 2 actions" and "found
+ * 3  actions" are one), in one pass with no copy of the text: a 53-bit FNV-1a-style hash, as 11 base-36
+ * characters (fingerprints, not text, are remembered). `length` is that form's length.
+ */
+function shapePrint(text: string, from = 0, to = text.length): { fingerprint: string; length: number } {
   let h1 = 0x811c9dc5
   let h2 = 0x01000193
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i)
+  let length = 0
+  let blank = false
+  let digits = false
+  for (let i = from; i < to; i++) {
+    let c = text.charCodeAt(i)
+    if (c === 32 || (c >= 9 && c <= 13)) {
+      blank = length > 0
+      digits = false
+      continue
+    }
+    if (c >= 48 && c <= 57) {
+      if (digits) continue
+      digits = true
+      c = 35 // '#'
+    } else {
+      digits = false
+      if (c >= 65 && c <= 90) c += 32
+    }
+    if (blank) {
+      h1 = Math.imul(h1 ^ 32, 16777619)
+      h2 = Math.imul(h2 ^ 32, 2246822519)
+      length++
+      blank = false
+    }
     h1 = Math.imul(h1 ^ c, 16777619)
     h2 = Math.imul(h2 ^ c, 2246822519)
+    length++
   }
-  return ((h1 >>> 0) * 2 ** 21 + ((h2 >>> 0) & 0x1fffff)).toString(36).padStart(11, '0')
+  return { fingerprint: ((h1 >>> 0) * 2 ** 21 + ((h2 >>> 0) & 0x1fffff)).toString(36).padStart(11, '0'), length }
 }
 
-/** The fingerprints of a text's lines long enough to be told apart, with their lengths. */
+/** A text's fingerprint, as it is compared (case, blanks and numbers aside). */
+export function fingerprint(text: string): string {
+  return shapePrint(text).fingerprint
+}
+
+/** The fingerprints of a text's lines long enough to be told apart, with their lengths (trimmed). */
 export function lineFingerprints(text: string): { fingerprint: string; chars: number }[] {
   const out: { fingerprint: string; chars: number }[] = []
-  for (const line of text.split('\n')) {
-    const shape = lineShape(line)
-    if (shape.length >= FINGERPRINT_MIN_CHARS) out.push({ fingerprint: fingerprint(shape), chars: line.trim().length })
+  let start = 0
+  while (start <= text.length) {
+    let end = text.indexOf('\n', start)
+    if (end < 0) end = text.length
+    if (end - start >= FINGERPRINT_MIN_CHARS) {
+      const { fingerprint: fp, length } = shapePrint(text, start, end)
+      if (length >= FINGERPRINT_MIN_CHARS) out.push({ fingerprint: fp, chars: text.slice(start, end).trim().length })
+    }
+    start = end + 1
   }
   return out
 }
@@ -81,11 +114,7 @@ export function requestPieces(text: string): string[] {
   const lines = text.split('\n')
   const closing = closingLines(lines)
   // the next line that ends a worked example, from each line (one pass backwards: no scan per opening)
-  const demoEnd: number[] = new Array<number>(lines.length + 1).fill(lines.length)
-  for (let k = lines.length - 1; k >= 0; k--) {
-    const l = (lines[k] ?? '').trim()
-    demoEnd[k] = DEMO_LINE.test(l) && /END OF/i.test(l) ? k : (demoEnd[k + 1] ?? lines.length)
-  }
+  const demoEnd = /DEMONSTRATION/i.test(text) ? demoEnds(lines) : undefined
   const pieces: string[] = []
   let i = 0
   while (i < lines.length) {
@@ -99,7 +128,7 @@ export function requestPieces(text: string): string[] {
     if (open) {
       end = nextAtOrAfter(closing.get(open[1] ?? '') ?? [], i)
       if (end < 0) end = paragraphEnd(lines, i)
-    } else if (DEMO_LINE.test(t) && !/END OF/i.test(t)) {
+    } else if (demoEnd !== undefined && DEMO_LINE.test(t) && !/END OF/i.test(t)) {
       end = demoEnd[i + 1] ?? lines.length
       if (end >= lines.length) end = paragraphEnd(lines, i)
     } else end = paragraphEnd(lines, i)
@@ -107,6 +136,16 @@ export function requestPieces(text: string): string[] {
     i = end + 1
   }
   return pieces
+}
+
+/** For each line, the next line at or after it that ends a worked example (lines.length where none does). */
+function demoEnds(lines: readonly string[]): number[] {
+  const out: number[] = new Array<number>(lines.length + 1).fill(lines.length)
+  for (let k = lines.length - 1; k >= 0; k--) {
+    const l = (lines[k] ?? '').trim()
+    out[k] = DEMO_LINE.test(l) && /END OF/i.test(l) ? k : (out[k + 1] ?? lines.length)
+  }
+  return out
 }
 
 /** For each tag name, the lines that hold its closing tag, in order. */
@@ -184,7 +223,7 @@ const REPEATED_MIN_CHARS = 40
 export function classifyRequests(requests: readonly string[], common?: CommonText): RequestPiece[][] {
   const split = requests.map((r) => requestPieces(withoutAnsi(r)))
   const inRequests = new Map<string, number>()
-  const prints = split.map((pieces) => pieces.map((p) => fingerprint(lineShape(p))))
+  const prints = split.map((pieces) => pieces.map((p) => fingerprint(p)))
   for (const fps of prints) for (const fp of new Set(fps)) inRequests.set(fp, (inRequests.get(fp) ?? 0) + 1)
   return split.map((pieces, r) =>
     pieces.map((text, k) => {
@@ -203,9 +242,14 @@ function quoteHead(text: string): string {
   return first.length > 80 ? `${sliceHead(first, 79)}…` : first
 }
 
+/** 4679 → "4,679" (toLocaleString asks the locale data every call). */
+function thousands(n: number): string {
+  return String(n).replace(/\B(?=(\d{3})+$)/g, ',')
+}
+
 /** The one line that names a piece of harness text left out. */
 export function harnessMention(piece: RequestPiece, times: number): string {
-  const size = `${piece.text.length.toLocaleString('en-US')} characters`
+  const size = `${thousands(piece.text.length)} characters`
   const head = quoteHead(piece.text)
   const quoted = head ? `, "${head}"` : ''
   if (piece.harness === 'markup') return `[harness text left out: <${piece.tag ?? '?'}>${quoted}, ${size}${times > 1 ? `, sent ${times} times` : ''}]`

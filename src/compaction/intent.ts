@@ -11,12 +11,14 @@ const ITEM = /^\s{0,3}(?:\d{1,2}[.)]|[-*] \[[ xX]\]|[-*•])\s+(\S.*)$/
 /** A sentence that says what the agent will do. */
 const INTENTION =
   /\b(?:I'll|I will|I'm going to|I am going to|let me|let's|next,? I|now,? I(?:'ll| will| need| should)|I need to|I should|I want to|the next step|next step is|then I'll|my plan is|I plan to)\b/i
+const ANY_ITEM = /^\s{0,3}(?:\d{1,2}[.)]|[-*•])\s/m
 const PLAN_WORDS = /\b(?:plan|steps?|approach|to-?do|next|I'll|I will|let me|going to)\b/i
 /** A label a harness asks its agent to open its text with (`THOUGHT:`, `Reasoning:`). */
 const LEADING_LABEL = /^\s*(?:[A-Z][A-Za-z ]{1,20}):\s*/
 
 /** Items of a list the text lays out as a plan: two or more, in one run, each shortened to a line. */
 export function statedPlan(text: string): string[] | undefined {
+  if (!ANY_ITEM.test(text) || !PLAN_WORDS.test(text)) return undefined // most texts hold no list at all
   const lines = withoutAnsi(text).split('\n')
   let best: string[] = []
   let run: string[] = []
@@ -42,6 +44,7 @@ export function statedPlan(text: string): string[] | undefined {
 
 /** The last sentence of the text that says what the agent will do next, on one line. */
 export function lastIntention(text: string): string | undefined {
+  if (!INTENTION.test(text)) return undefined // one look before the text is cut into sentences
   const flat = withoutAnsi(text)
     .split('\n')
     .filter((l) => !/^\s*(```|~~~)/.test(l))

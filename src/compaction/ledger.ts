@@ -5,7 +5,7 @@ import { foreignSummary, isHarnessContext } from './context.js'
 import { patchFiles, readShellCommand } from './shell.js'
 import { type TestStatus, isEmptySearch, testResults, whyLines } from './failures.js'
 import { exitCodeOf } from './signal.js'
-import { requestBody, requestShape } from './requests.js'
+import { requestShape, saysAnything } from './requests.js'
 import { type CommonText, HARNESS_MENTION, usersWords } from './harness.js'
 import { lastIntention, statedPlan as readPlan } from './intent.js'
 import { type Block, type Message, type ToolResultBlock, type ToolUseBlock, blocksOf, isPromptMessage, isTextBlock, isToolResult, isToolUse, toolResultText } from './types.js'
@@ -143,8 +143,6 @@ export function readLedger(messages: readonly Message[], offset = 0, common?: Co
   const heredocs = new Map<string, string>()
   const tests = new Map<string, TestSeen>()
   let todos: TodoItem[] = []
-  let statedPlan: string[] = []
-  let intention: string | undefined
   let openFile: string | undefined
 
   const modify = (path: string, how: string): void => {
@@ -164,11 +162,6 @@ export function readLedger(messages: readonly Message[], offset = 0, common?: Co
       continue
     }
     if (message.role !== 'assistant') continue
-    for (const b of blocksOf(message)) {
-      if (!isTextBlock(b)) continue
-      statedPlan = readPlan(b.text) ?? statedPlan
-      intention = lastIntention(b.text) ?? intention
-    }
     const next = messages[i + 1]
     const answers = next?.role === 'user' ? stepResults(blocksOf(next)) : undefined
 
@@ -259,6 +252,7 @@ export function readLedger(messages: readonly Message[], offset = 0, common?: Co
       }
     }
   }
+  const { plan: statedPlan, intention } = agentsWords(messages)
   const spell = spelling([...modified.keys(), ...read], commands)
   const filesModified = spell ? respelledChanges(modified, spell) : [...modified.values()]
   const changed = spell ? new Set(filesModified.map((f) => f.path)) : modified
@@ -292,7 +286,7 @@ function usersRequests(raw: readonly UserRequest[], common: CommonText | undefin
     const text = words[k] ?? ''
     if (text === '') return
     // folded: a short acknowledgement, or only a client's echo lines (`/cmd is running…`, markers)
-    if (isAcknowledgement(text) || (requestBody(text) === '' && !onlyMentions(text))) acknowledgements.push(text)
+    if (isAcknowledgement(text) || (!saysAnything(text) && !onlyMentions(text))) acknowledgements.push(text)
     else requests.push({ message_index: r.message_index, text, shape: requestShape(text) })
   })
   return { requests, acknowledgements }
@@ -342,6 +336,32 @@ function mergeErrors(errors: readonly ErrorSeen[], commands: readonly CommandRun
   })
 }
 
+/** How many of the agent's newest messages are read for its plan and intention: an older plan is stale. */
+const AGENT_TEXTS_READ = 40
+
+/**
+ * The latest plan the agent laid out and the last intention it stated, read from its newest text back,
+ * stopping once both are found (only the latest of each counts).
+ */
+function agentsWords(messages: readonly Message[]): { plan: string[]; intention?: string } {
+  let plan: string[] | undefined
+  let intention: string | undefined
+  let read = 0
+  for (let i = messages.length - 1; i >= 0 && (plan === undefined || intention === undefined) && read < AGENT_TEXTS_READ; i--) {
+    const m = at(messages, i)
+    if (m.role !== 'assistant') continue
+    read++
+    const blocks = blocksOf(m)
+    for (let k = blocks.length - 1; k >= 0 && (plan === undefined || intention === undefined); k--) {
+      const b = at(blocks, k)
+      if (!isTextBlock(b)) continue
+      plan ??= readPlan(b.text)
+      intention ??= lastIntention(b.text)
+    }
+  }
+  return { plan: plan ?? [], ...(intention ? { intention } : {}) }
+}
+
 /** A harness's word that the command did not finish (no exit code then): it did not succeed. */
 const KILLED = /\b(?:timed out|was killed|has been killed|terminated after)\b/i
 
@@ -351,8 +371,11 @@ const REJECTED = /\b(?:user|you)\b[^.\n]{0,60}\b(?:rejected|denied|declined|(?:d
 /** A command that runs code (a script, tests, a build), whose output may show a failure though it exits 0. */
 const RUNS_CODE = /(?:^|&&|;|\|\||\()\s*(?:\w+=\S*\s+)*(?:python[\d.]*|pytest|py\.test|node|deno|bun|npm|npx|yarn|pnpm|go|cargo|make|tox|nox|ruby|rspec|java|mvn|gradle|dotnet|php|perl|bash|sh|\.\/\S+)\b/
 
+const FAILURE_HINT = /fail|error|exception|assert|✗|✕|×/i
+
 /** The lines of an output that say something fails (warnings and "0 errors" aside). */
 function failureLines(output: string): string[] {
+  if (!FAILURE_HINT.test(output)) return [] // one look: most runs print no failure at all
   return whyLines(output, ERROR_SIGNAL_LINES).filter((l) => /fail|error|exception|assert|✗|✕|×/i.test(l) && !/\bwarning\b|\b(?:0|no) (?:errors?|failures?|failed)\b/i.test(l))
 }
 

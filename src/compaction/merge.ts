@@ -1,7 +1,8 @@
 import { PLAN_LABEL, PROGRESS_LABEL, TODO_LABEL, WORK_STOOD } from './extractive.js'
 import { at } from './at.js'
+import { sliceHead } from './clip.js'
 import type { Ledger } from './ledger.js'
-import { REPEAT_SUFFIX, entryShape, isTaskLike, requestShape, shapedEntries } from './requests.js'
+import { REPEAT_SUFFIX, entryShape, isTaskLike, requestShape, requestTitle, shapedEntries } from './requests.js'
 import { LIST_SECTIONS, type SummarySections, emptySections, itemPath } from './sections.js'
 
 const FILE_SECTIONS = new Set(['files_modified', 'files_inspected'])
@@ -18,7 +19,17 @@ export function mergeSections(older: SummarySections, newer: SummarySections, ne
   const out = emptySections()
   // The objective is the task the work is on: the newer one where the newer span asked for work, else the older.
   const oldObjective = older.objective.trim()
-  const replaced = oldObjective === '' || (newer.objective.trim() !== '' && newRequests.some((r) => isTaskLike(r)))
+  // A request the older summary has already (verbatim, collapsed or named as harness text) is a repeat, not a new task.
+  const before = new Set(older.user_requests.map(entryShape))
+  const olderText = older.user_requests.join('\n')
+  const repeated = (r: string): boolean => before.has(requestShape(r)) || olderText.includes(sliceHead(r.trim().split('\n', 1)[0] ?? '', 60))
+  // A task stated as an issue or PR stands until another issue or PR is stated (the rest is the harness's).
+  const titled = older.user_requests.some((r) => {
+    const title = requestTitle(r)
+    return title !== undefined && oldObjective.startsWith(sliceHead(title, 40))
+  })
+  const asks = (r: string): boolean => (titled ? requestTitle(r) !== undefined : isTaskLike(r)) && !repeated(r)
+  const replaced = oldObjective === '' || (newer.objective.trim() !== '' && newRequests.some(asks))
   out.objective = replaced ? newer.objective.trim() || oldObjective : oldObjective
   for (const key of LIST_SECTIONS) {
     if (FILE_SECTIONS.has(key)) {

@@ -40,6 +40,13 @@ function withoutHarnessBlocks(text: string): string {
   return body.replace(UPLOADED_FILES, '')
 }
 
+/** Whether a request says anything once echoes and harness material are out (its first line often tells). */
+export function saysAnything(text: string): boolean {
+  const first = text.trimStart().split('\n', 1)[0]?.trim() ?? ''
+  if (first !== '' && !ECHO_LINE.test(first) && !PATH_LINE.test(first) && !/^<|DEMONSTRATION/i.test(first)) return true
+  return requestBody(text) !== ''
+}
+
 /** The request with harness material and echo lines taken out; what remains is what was asked. */
 export function requestBody(text: string): string {
   return withoutHarnessBlocks(text)
@@ -107,8 +114,12 @@ const TITLE_AFTER = [
   /^(?:title|issue title|summary):\s*(.+)/im
 ]
 
+/** A word every TITLE_AFTER pattern needs. */
+const TITLE_HINT = /pr_description|description:|^issue:|^(?:title|issue title|summary):/im
+
 /** The title of the issue or pull request a request carries, when it carries one. */
 export function requestTitle(text: string): string | undefined {
+  if (!TITLE_HINT.test(text)) return undefined // one look: most requests state no issue or PR
   const head = withoutHarnessBlocks(text)
   for (const pattern of TITLE_AFTER) {
     const m = pattern.exec(head)
@@ -238,17 +249,21 @@ export function isTaskLike(text: string, repeats = 1): boolean {
 }
 
 /**
- * The task the work is on at the end of the requests: the latest task-like one (as its issue or PR
- * title when it carries one, else its first sentence or two). Undefined when none is.
+ * The task the work is on at the end of the requests: the latest task-like one (as its issue or PR title
+ * when it carries one, else its first sentence or two). A run whose task was stated as an issue or PR
+ * keeps it until another issue or PR is stated: what follows such a statement is the harness's feedback,
+ * not a new task. Undefined when no request is task-like.
  */
 export function currentTask(requests: readonly string[], shapes: readonly string[] = requests.map(requestShape)): TaskStatement | undefined {
+  const first = taskStatement(requests, shapes)
   const counts = new Map<string, number>()
   for (const shape of shapes) counts.set(shape, (counts.get(shape) ?? 0) + 1)
+  const titled = first !== undefined && requestTitle(at(requests, first.index)) !== undefined
   for (let index = requests.length - 1; index >= 0; index--) {
     const text = at(requests, index)
-    if (!isTaskLike(text, counts.get(at(shapes, index)))) continue
     const title = requestTitle(text)
+    if (titled ? title === undefined : !isTaskLike(text, counts.get(at(shapes, index)))) continue
     return { index, objective: title ? lead(title, 300) : lead(requestBody(text), 300) }
   }
-  return undefined
+  return first
 }

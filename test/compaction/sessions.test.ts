@@ -158,3 +158,36 @@ describe('what the model summarizer is sent', () => {
     expect(cleaned.length).toBeLessThan(asSent.length / 2)
   })
 })
+
+describe('failing tests, named and told why', () => {
+  it('gives a test the reason line pytest cut in its summary, whole', () => {
+    const output = [
+      '____________________________ test_rows ____________________________',
+      '    def test_rows():',
+      '>       assert rows[3] == 4',
+      'E       IndexError: list index out of range while reading the fourth row of sheet one',
+      '=========================== short test summary info ===========================',
+      'FAILED tests/test_sheet.py::test_rows - IndexError: list index out of ra...',
+      '<returncode>1</returncode>'
+    ].join('\n')
+    const s = extractiveSections(readLedger([user('make the sheet tests pass'), ...shellStep('p', 'pytest tests', output, true), user('go on')]), '')
+    expect(s.failing_tests_and_errors[0]).toBe('FAILING tests/test_sheet.py::test_rows — IndexError: list index out of range while reading the fourth row of sheet one')
+  })
+
+  it('names a unittest failure once (Python 3.11 repeats the method in the parentheses) with its exception line', () => {
+    const output = [
+      'test_add (test_ops.OpsTest.test_add) ... FAIL',
+      '',
+      '======================================================================',
+      'FAIL: test_add (test_ops.OpsTest.test_add)',
+      '----------------------------------------------------------------------',
+      'Traceback (most recent call last):',
+      '  File "test_ops.py", line 5, in test_add',
+      '    self.assertEqual(add(2, 2), 5)',
+      'AssertionError: 4 != 5',
+      '<returncode>1</returncode>'
+    ].join('\n')
+    const s = extractiveSections(readLedger([user('make the ops tests pass'), ...shellStep('u', 'python -m unittest test_ops', output, true), user('go on')]), '')
+    expect(s.failing_tests_and_errors[0]).toBe('FAILING test_ops.OpsTest.test_add — AssertionError: 4 != 5')
+  })
+})

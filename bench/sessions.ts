@@ -49,10 +49,11 @@ function compact(messages: Message[], budget: number, common?: ReturnType<Conver
 
 /**
  * A line a person typed, by the eval's own rule: four words or more, not aligned in columns, not markup,
- * not a numbered listing line or an option of a help text (pasted output is not the user's words).
+ * not a numbered listing line, an option of a help text or a transcript marker (`[Transcript segment
+ * begins here…]`): pasted output and a client's markers are not the user's words.
  */
 function isProse(line: string): boolean {
-  return (line.match(/\p{L}{2,}/gu) ?? []).length >= 4 && !/ {3,}|\t/.test(line) && !/^(?:<|-{1,2}\w|\d+:|\(\d+ more lines)/.test(line)
+  return (line.match(/\p{L}{2,}/gu) ?? []).length >= 4 && !/ {3,}|\t/.test(line) && !/^(?:<|-{1,2}\w|\d+:|\(\d+ more lines|\[[^\]]{3,}\])/.test(line)
 }
 
 /** Lines outside worked examples (a harness's demonstration of another task, between its marker lines). */
@@ -62,6 +63,21 @@ function withoutDemonstrations(lines: string[]): string[] {
     if (/^-+ *END OF DEMONSTRATION/i.test(l)) return void (inside = false)
     if (/^-+ *DEMONSTRATION/i.test(l)) return void (inside = true)
     return !inside
+  })
+}
+
+/** Lines outside a command's output that a client wraps in an element (`<bash-stdout>…</bash-stdout>`): output is not the user's words. */
+function withoutOutputs(lines: string[]): string[] {
+  let open: string | undefined
+  return lines.filter((l) => {
+    if (open !== undefined) {
+      if (l.includes(`</${open}>`)) open = undefined
+      return false
+    }
+    const m = /<([\w-]*(?:stdout|stderr|output))>/.exec(l)
+    if (!m) return true
+    if (!l.includes(`</${m[1]}>`)) open = m[1]
+    return false
   })
 }
 
@@ -108,6 +124,7 @@ export function sessionsEval(transcripts: Transcript[]): void {
   const rows: (string | number)[][] = []
   const shares: number[] = []
   const sharesSmall: number[] = []
+  const ownShares: number[] = []
   const totals = { own: 0, ownKept: 0, misleading: 0, planLogs: 0, objective: 0, counted: 0, ansi: 0, spellings: 0, nonPaths: 0, rejectedErrors: 0, tests: 0, testsSmall: 0, inputBefore: 0, inputAfter: 0 }
   transcripts.forEach((t, i) => {
     const run = compact(t.messages, BUDGET, conversations.common('', t.name))
@@ -120,7 +137,7 @@ export function sessionsEval(transcripts: Transcript[]): void {
     const share = shared / Math.max(1, text.length)
     shares.push(share)
     // the user's own lines: prose, in no other session's prompts, and sent once in this one
-    const spanLines = withoutDemonstrations(promptLines(plan.span))
+    const spanLines = withoutOutputs(withoutDemonstrations(promptLines(plan.span)))
     const once = new Map<string, number>()
     for (const l of spanLines) once.set(l, (once.get(l) ?? 0) + 1)
     const own = [...once].filter(([l, n]) => n === 1 && l.length >= 12 && isProse(l) && !elsewhere(l, i)).map(([l]) => l)
@@ -156,6 +173,7 @@ export function sessionsEval(transcripts: Transcript[]): void {
     const before = textTokens(spanText(renderSpan(plan.span, 0, { ...DEFAULT_RENDER, prompts: 'as-sent' })))
     const after = textTokens(spanText(renderSpan(plan.span, 0, { ...DEFAULT_RENDER, commonText: conversations.common('', t.name) })))
 
+    if (own.length > 0) ownShares.push(kept / own.length)
     totals.own += own.length
     totals.ownKept += kept
     totals.misleading += misleading
@@ -197,7 +215,7 @@ export function sessionsEval(transcripts: Transcript[]): void {
   console.log(
     [
       `targets: text other sessions also sent, median share of a summary ${(100 * median(shares)).toFixed(1)}% (max ${(100 * Math.max(0, ...shares)).toFixed(1)}%; at budget ${SMALL_BUDGET}: median ${(100 * median(sharesSmall)).toFixed(1)}%) (≤ 5%: ${verdict(median(shares) <= 0.05)})`,
-      `the user's own lines kept ${pct(totals.ownKept, totals.own)} (≥ 95%: ${verdict(totals.own === 0 || totals.ownKept / totals.own >= 0.95)})`,
+      `the user's own lines kept ${pct(totals.ownKept, totals.own)} of all (≥ 95%: ${verdict(totals.own === 0 || totals.ownKept / totals.own >= 0.95)}); median of the transcripts ${(100 * median(ownShares)).toFixed(1)}%, lowest ${(100 * Math.min(1, ...ownShares)).toFixed(1)}% (a session whose requests alone pass the summary's share of the budget cannot keep them all)`,
       `errors called resolved whose command still printed a failure: ${totals.misleading} (0: ${verdict(totals.misleading === 0)})`,
       `plan entries that are commands run: ${totals.planLogs} (0: ${verdict(totals.planLogs === 0)})`,
       `objective about the latest request: ${totals.objective}/${totals.counted}`,

@@ -257,6 +257,19 @@ export function harnessMention(piece: RequestPiece, times: number): string {
   return `[harness text left out (other sessions sent it too)${quoted}, ${size}]`
 }
 
+/** A line a client or a transcript writes between turns, in brackets: `[Request interrupted by user]`. */
+const MARKER_LINE = /^\s*\[[A-Z][a-z]+(?: [^\]\n]+){2,}\](?!\()/m
+const MARKER_AT_START = /^\[[A-Z][a-z]+(?: [^\]\n]+){2,}\](?!\()\s*/
+
+function withoutMarkers(text: string): string {
+  return text
+    .split('\n')
+    .map((l) => (MARKER_AT_START.test(l.trim()) ? l.trim().replace(MARKER_AT_START, '') : l))
+    .filter((l, k, all) => l !== '' || (k > 0 && all[k - 1] !== ''))
+    .join('\n')
+    .trim()
+}
+
 export const HARNESS_MENTION = /^\[harness text left out[^\n]*\]$/
 
 /**
@@ -271,7 +284,10 @@ export function usersWords(requests: readonly string[], common?: CommonText): st
   return classified.map((pieces) => {
     const out: string[] = []
     for (const p of pieces) {
-      if (!p.harness) out.push(p.text)
+      if (!p.harness) {
+        const own = MARKER_LINE.test(p.text) ? withoutMarkers(p.text) : p.text
+        if (own !== '') out.push(own)
+      }
       else if (!named.has(p.fingerprint)) {
         named.add(p.fingerprint)
         out.push(harnessMention(p, times.get(p.fingerprint) ?? 1))

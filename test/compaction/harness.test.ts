@@ -78,3 +78,14 @@ describe('the harness\'s pieces', () => {
     expect(fingerprint('a')).not.toBe(fingerprint('b'))
   })
 })
+
+describe('markers between turns', () => {
+  it('are not the user\'s words: a bracketed sentence at a line\'s start goes, a link or a log level stays', () => {
+    const words = usersWords([
+      '[Request interrupted by user for tool use]\nNo, run only the unit tests.',
+      '[Transcript segment begins here; earlier context was not captured.]Fix the importer.',
+      '[See the docs](https://example.com/docs) before you change it.\n[ERROR] the build failed here'
+    ])
+    expect(words).toEqual(['No, run only the unit tests.', 'Fix the importer.', '[See the docs](https://example.com/docs) before you change it.\n[ERROR] the build failed here'])
+  })
+})

@@ -23,6 +23,7 @@ import { sharedStatePlugin } from './plugins/shared-state.js'
 import { storePlugin } from './plugins/store.js'
 import { compactRoutes } from './routes/compact.js'
 import { doctrineRoutes } from './routes/doctrine.js'
+import { readContract, siteRoutes } from './routes/site.js'
 import { healthRoutes } from './routes/health.js'
 import { memoryRoutes } from './routes/memory.js'
 import { messagesRoutes } from './routes/messages.js'
@@ -128,6 +129,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
   await app.register(routes(healthRoutes, 'store'), { store })
   await app.register(routes(metricsRoutes, 'metrics'), { metrics })
   await app.register(doctrineRoutes)
+  await app.register(siteRoutes, { version: SERVICE_VERSION, contract: readContract() })
   await app.register(routes(sessionRoutes, 'store'), { store })
   await app.register(routes(memoryRoutes, 'store', 'metrics'), { store, metrics })
   await app.register(routes(compactRoutes, 'compaction', 'store', 'metrics'), { metrics, store, pool, workerMinBytes: config.COMPACT_WORKER_MIN_KB * 1024, deps })

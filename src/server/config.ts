@@ -190,3 +190,30 @@ export function trustProxy(raw: string): boolean | string[] | ((address: string,
   }
   return raw.split(',').map((s) => s.trim())
 }
+
+/** A URL's place without its credentials or query: `host:port/path`. */
+function place(url: string): string {
+  try {
+    const u = new URL(url)
+    return `${u.host}${u.pathname === '/' ? '' : u.pathname}`
+  } catch {
+    return 'an unreadable URL'
+  }
+}
+
+/**
+ * One line that says how this process is set up (no secret in it): the store, Redis, the summarizer and
+ * its model, the workers, the budget and whether keys are checked. Logged once the server listens.
+ */
+export function setupLine(config: Config, keys: number): string {
+  const store = /^postgres(?:ql)?:\/\//.test(config.COMPACT_DB) ? `postgresql ${place(config.COMPACT_DB)}` : `sqlite ${config.COMPACT_DB}`
+  const redis = config.COMPACT_REDIS_URL ? `redis ${place(config.COMPACT_REDIS_URL)}` : 'redis off'
+  const summarizer = config.ANTHROPIC_API_KEY
+    ? `summarizer anthropic ${config.COMPACT_MODEL}${config.ANTHROPIC_BASE_URL ? ` at ${place(config.ANTHROPIC_BASE_URL)}` : ''} (fallback ${config.COMPACT_FALLBACK})`
+    : 'summarizer extractive (no ANTHROPIC_API_KEY)'
+  // with a model summarizer compactions run inline: the model's wait, not the core, is their time
+  const workers = config.COMPACT_WORKERS > 0 && !config.ANTHROPIC_API_KEY ? `${config.COMPACT_WORKERS} workers (bodies from ${config.COMPACT_WORKER_MIN_KB} KB)` : 'compactions inline'
+  const budget = config.COMPACT_BUDGET === 'off' ? 'budget off' : `budget ${config.COMPACT_BUDGET} tokens`
+  const auth = keys > 0 ? `${keys} API key${keys === 1 ? '' : 's'}` : 'no API keys (open)'
+  return `${store}, ${redis}, ${summarizer}, ${workers}, ${budget}, ${auth}`
+}

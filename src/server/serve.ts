@@ -1,7 +1,7 @@
 import { logDestination } from '../telemetry/logger.js'
 import { StoreError } from '../storage/store.js'
-import { buildApp } from './app.js'
-import { ConfigError, loadConfig, parseApiKeys } from './config.js'
+import { SERVICE_VERSION, buildApp } from './app.js'
+import { ConfigError, loadConfig, parseApiKeys, setupLine } from './config.js'
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/
 
@@ -11,9 +11,10 @@ const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/
  */
 export async function serve(): Promise<void> {
   let config
+  let keys
   try {
     config = loadConfig()
-    const keys = parseApiKeys(config.COMPACT_API_KEYS)
+    keys = parseApiKeys(config.COMPACT_API_KEYS)
     if (keys.size === 0 && !LOOPBACK.test(config.HOST) && config.COMPACT_ALLOW_NO_AUTH !== '1') {
       throw new ConfigError('HOST', `refusing to listen on ${config.HOST} without COMPACT_API_KEYS (set COMPACT_ALLOW_NO_AUTH=1 to allow it)`)
     }
@@ -59,7 +60,8 @@ export async function serve(): Promise<void> {
 
   // Warm before taking traffic: the first compactions would otherwise pay for compiling the pipeline.
   await app.warm()
-  await app.listen({ port: config.PORT, host: config.HOST })
+  const address = await app.listen({ port: config.PORT, host: config.HOST })
+  app.log.info({ event: 'started', version: SERVICE_VERSION }, `compaction-gateway ${SERVICE_VERSION} at ${address}: ${setupLine(config, keys.size)}`)
 }
 
 /** Runs serve() as a process entry point. */

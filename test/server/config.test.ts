@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
-import { ConfigError, DEFAULT_BUDGET_TOKENS, loadConfig, parseApiKeys } from '../../src/server/config.js'
+import { ConfigError, DEFAULT_BUDGET_TOKENS, loadConfig, parseApiKeys, setupLine } from '../../src/server/config.js'
 
 describe('loadConfig', () => {
   it('has the embedded defaults with nothing set, and ignores empty values', () => {
@@ -69,5 +69,29 @@ describe('parseApiKeys', () => {
         expect((err as Error).message).not.toMatch(/first-key|second-key|same-key|QUJD/)
       }
     }
+  })
+})
+
+describe('setupLine', () => {
+  it('names the store, Redis, summarizer, workers, budget and keys, and never a credential', () => {
+    const line = setupLine(
+      loadConfig({
+        COMPACT_DB: 'postgres://gw:pg-secret-pass@db.internal:5432/compaction?sslmode=require',
+        COMPACT_REDIS_URL: 'redis://:redis-secret-pass@cache.internal:6379/0',
+        ANTHROPIC_API_KEY: 'sk-ant-not-in-the-line',
+        COMPACT_MODEL: 'claude-haiku-4-5',
+        COMPACT_WORKERS: '2',
+        COMPACT_BUDGET: '120000'
+      }),
+      3
+    )
+    expect(line).toBe('postgresql db.internal:5432/compaction, redis cache.internal:6379/0, summarizer anthropic claude-haiku-4-5 (fallback extractive), compactions inline, budget 120000 tokens, 3 API keys')
+    for (const secret of ['pg-secret-pass', 'redis-secret-pass', 'sk-ant-not-in-the-line', 'sslmode']) expect(line).not.toContain(secret)
+  })
+
+  it('says so when there is no key for the model, no Redis and no API keys', () => {
+    expect(setupLine(loadConfig({ COMPACT_DB: './data/c.db', COMPACT_WORKERS: '2', COMPACT_WORKER_MIN_KB: '256', COMPACT_BUDGET: 'off' }), 0)).toBe(
+      'sqlite ./data/c.db, redis off, summarizer extractive (no ANTHROPIC_API_KEY), 2 workers (bodies from 256 KB), budget off, no API keys (open)'
+    )
   })
 })

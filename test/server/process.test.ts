@@ -37,6 +37,14 @@ describe('the real server process', () => {
           .find((l) => l.event === 'context_compacted')
       )
       expect(event).toMatchObject({ session_id: 'proc-test', summarizer: 'extractive', reason: 'manual', compacted_turns: expect.any(Number) })
+      // one line at start says how the process is set up
+      const started = server
+        .stdout()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { event?: string; msg?: string })
+        .find((l) => l.event === 'started')
+      expect(started?.msg).toMatch(new RegExp(`^compaction-gateway \\S+ at ${server.url.replace(/\./g, '\\.')}: sqlite \\S+, redis off, summarizer extractive \\(no ANTHROPIC_API_KEY\\), (?:\\d+ workers \\(bodies from \\d+ KB\\)|compactions inline), budget \\d+ tokens, no API keys \\(open\\)$`))
     } finally {
       server.child.kill('SIGTERM')
     }

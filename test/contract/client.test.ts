@@ -44,6 +44,8 @@ export async function everyOperation(): Promise<void> {
   await client.GET('/healthz')
   await client.GET('/readyz')
   await client.GET('/metrics')
+  await client.GET('/')
+  await client.GET('/openapi.yaml')
 }
 `
 

@@ -24,6 +24,8 @@ const USAGE = `usage:
   compaction-gateway recall SESSION QUERY [--limit N] [--kind KIND]...
                                            search what compactions of SESSION removed
   compaction-gateway recap SESSION         the session's current summary
+  compaction-gateway sessions [--limit N] [--cursor C]
+                                           your sessions, newest activity first
   compaction-gateway --version             the version of this client
 options for every command that calls the service:
   --url URL             the service (default $COMPACTION_GATEWAY_URL or ${DEFAULT_URL})
@@ -146,6 +148,25 @@ async function recap(argv: string[]): Promise<void> {
   process.stdout.write(`${payload.compactions} compactions, the latest at ${payload.created_at}\n\n${payload.summary.text}\n`)
 }
 
+async function sessions(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { ...SERVICE_OPTIONS, limit: { type: 'string' }, cursor: { type: 'string' } } })
+  if (values.help) return void process.stdout.write(`${USAGE}\n`)
+  if (positionals.length !== 0) throw new UsageError('sessions takes no argument')
+  const query = new URLSearchParams()
+  const limit = positiveInt('limit', values.limit)
+  if (limit !== undefined) query.set('limit', String(limit))
+  if (values.cursor !== undefined) query.set('cursor', values.cursor)
+  const payload = (await callService(service(values), 'GET', `/v1/sessions${query.size > 0 ? `?${query.toString()}` : ''}`)) as {
+    sessions: { session_id: string; compactions: number; last_at: string; raw_history_tokens: number; context_after_compaction: number }[]
+    next_cursor: string | null
+  }
+  if (values.json) return void process.stdout.write(`${JSON.stringify(payload, null, 2)}\n`)
+  if (payload.sessions.length === 0) return void process.stdout.write('no sessions\n')
+  const rows = payload.sessions.map((s) => `${s.last_at}  ${String(s.compactions).padStart(5)}  ${String(s.raw_history_tokens).padStart(9)} → ${String(s.context_after_compaction).padEnd(9)}  ${s.session_id}`)
+  process.stdout.write(`last compaction            count    tokens before → after      session\n${rows.join('\n')}\n`)
+  if (payload.next_cursor) process.stdout.write(`more: --cursor ${payload.next_cursor}\n`)
+}
+
 async function compact(argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -228,6 +249,7 @@ export async function run(argv: string[]): Promise<void> {
     if (command === 'compact') return await compact(rest)
     if (command === 'recall') return await recall(rest)
     if (command === 'recap') return await recap(rest)
+    if (command === 'sessions') return await sessions(rest)
     if (command === undefined || command === '-h' || command === '--help' || command === 'help') {
       process.stdout.write(`${USAGE}\n`)
       return

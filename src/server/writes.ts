@@ -40,6 +40,12 @@ export class WritesAfterAnswers {
     if (set) await Promise.all([...set])
   }
 
+  /** Settles when every write of the tenant's sessions reserved so far has (a list of its sessions). */
+  async settledTenant(keyName: string): Promise<void> {
+    const prefix = `${keyName}\u0000`
+    await Promise.all([...this.pending].filter(([key]) => key.startsWith(prefix)).flatMap(([, set]) => [...set]))
+  }
+
   /** Begins every write still waiting for its answer and settles when all have (before the store closes). */
   async drain(): Promise<void> {
     for (const begin of [...this.waiting]) begin()

@@ -1,6 +1,6 @@
 import pg from 'pg'
-import type { CachedSummary, CompactionRecord, MemoryOwner, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, Store } from './store.js'
-import { StoreError } from './store.js'
+import type { CachedSummary, CompactionRecord, MemoryOwner, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, SessionPage, SessionRow, Store } from './store.js'
+import { StoreError, sessionSummary } from './store.js'
 import { KIND_WEIGHT, MAX_SESSION_MEMORY, type StoredRecord, decodeCursor, encodeCursor, queryWords, withSections } from './common.js'
 import { at } from '../compaction/index.js'
 
@@ -200,6 +200,24 @@ export class PostgresStore implements Store {
     return {
       records: page.map((r) => withSections(r.record)),
       next_cursor: rows.length > options.limit ? encodeCursor(Number(at(page, page.length - 1).seq)) : null
+    }
+  }
+
+  async listSessions(keyName: string, options: { limit: number; cursor?: string }): Promise<SessionPage> {
+    const before = options.cursor ? decodeCursor(options.cursor) : Number.MAX_SAFE_INTEGER
+    const { rows } = await this.query<{ session_id: string; n: string; first_ms: string; last_seq: string; record: StoredRecord }>(
+      `SELECT g.session_id, g.n, g.first_ms, g.last_seq, c.record
+         FROM (SELECT session_id, COUNT(*) AS n, MIN(created_ms) AS first_ms, MAX(seq) AS last_seq
+                 FROM compactions WHERE key_name = $1 AND session_id IS NOT NULL GROUP BY session_id) g
+         JOIN compactions c ON c.seq = g.last_seq
+        WHERE g.last_seq < $2 ORDER BY g.last_seq DESC LIMIT $3`,
+      [keyName, before, options.limit + 1]
+    )
+    const page = rows.slice(0, options.limit)
+    const row = (r: (typeof rows)[number]): SessionRow => ({ session_id: r.session_id, n: Number(r.n), first_ms: Number(r.first_ms), last_seq: Number(r.last_seq), record: r.record })
+    return {
+      sessions: page.map((r) => sessionSummary(row(r))),
+      next_cursor: rows.length > options.limit ? encodeCursor(Number(at(page, page.length - 1).last_seq)) : null
     }
   }
 

@@ -1,8 +1,8 @@
 import { closeSync, existsSync, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
-import type { CachedSummary, CompactionRecord, MemoryOwner, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, Store } from './store.js'
-import { StoreError } from './store.js'
+import type { CachedSummary, CompactionRecord, MemoryOwner, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, SessionPage, SessionRow, Store } from './store.js'
+import { StoreError, sessionSummary } from './store.js'
 import { KIND_WEIGHT, MAX_SESSION_MEMORY, type StoredRecord, decodeCursor, encodeCursor, queryWords, withSections } from './common.js'
 import { at } from '../compaction/index.js'
 import { type SqliteWriter, WriterThread, inlineWriter } from './sqlite-writer.js'
@@ -53,6 +53,13 @@ const MIGRATIONS: readonly string[] = [
      INSERT INTO memory_fts (memory_fts, rowid, text) VALUES ('delete', old.id, old.text);
    END;`
 ]
+
+/** A tenant's sessions, newest compaction first, each with its count, first time and newest record (the index on key, session, seq serves it). */
+const SESSIONS_SQL = `SELECT g.session_id, g.n, g.first_ms, g.last_seq, c.record
+  FROM (SELECT session_id, COUNT(*) AS n, MIN(created_ms) AS first_ms, MAX(seq) AS last_seq
+          FROM compactions WHERE key_name = ? AND session_id IS NOT NULL GROUP BY session_id) g
+  JOIN compactions c ON c.seq = g.last_seq
+  WHERE g.last_seq < ? ORDER BY g.last_seq DESC LIMIT ?`
 
 /** A free-text query as an FTS5 expression: each word quoted, any of them. */
 export function ftsQuery(text: string): string | undefined {
@@ -174,7 +181,8 @@ export class SqliteStore implements Store {
       page: this.db.prepare('SELECT seq, record FROM compactions WHERE key_name = ? AND session_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?'),
       getCache: this.db.prepare('SELECT value FROM summary_cache WHERE key = ? AND expires_ms > ?'),
       latest: this.db.prepare('SELECT record FROM compactions WHERE key_name = ? AND session_id = ? ORDER BY seq DESC LIMIT 1'),
-      countRecords: this.db.prepare('SELECT COUNT(*) AS n FROM compactions WHERE key_name = ? AND session_id = ?')
+      countRecords: this.db.prepare('SELECT COUNT(*) AS n FROM compactions WHERE key_name = ? AND session_id = ?'),
+      sessions: this.db.prepare(SESSIONS_SQL)
     }
     const inline = path === ':memory:' || options.writer === 'inline'
     if (path !== ':memory:') {
@@ -255,6 +263,16 @@ export class SqliteStore implements Store {
     return {
       records: page.map((r) => withSections(JSON.parse(r.record) as StoredRecord)),
       next_cursor: rows.length > options.limit ? encodeCursor(at(page, page.length - 1).seq) : null
+    }
+  }
+
+  async listSessions(keyName: string, options: { limit: number; cursor?: string }): Promise<SessionPage> {
+    const before = options.cursor ? decodeCursor(options.cursor) : Number.MAX_SAFE_INTEGER
+    const rows = this.statements.sessions.all(keyName, before, options.limit + 1) as (Omit<SessionRow, 'record'> & { record: string })[]
+    const page = rows.slice(0, options.limit)
+    return {
+      sessions: page.map((r) => sessionSummary({ ...r, record: JSON.parse(r.record) as SessionRow['record'] })),
+      next_cursor: rows.length > options.limit ? encodeCursor(at(page, page.length - 1).last_seq) : null
     }
   }
 

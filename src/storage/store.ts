@@ -67,6 +67,45 @@ export interface RecallHit {
   created_at: string
 }
 
+/** One of a tenant's sessions as a list shows it: its compactions, and its newest one's figures. */
+export interface SessionSummary {
+  session_id: string
+  compactions: number
+  first_at: string
+  last_at: string
+  last_compaction_id: string
+  /** The newest compaction's prompt size before and after. */
+  raw_history_tokens: number
+  context_after_compaction: number
+}
+
+export interface SessionPage {
+  sessions: SessionSummary[]
+  next_cursor: string | null
+}
+
+/** A list's row: the session's aggregate and its newest record. */
+export interface SessionRow {
+  session_id: string
+  n: number
+  first_ms: number
+  last_seq: number
+  record: Pick<CompactionRecord, 'id' | 'created_at' | 'stats'>
+}
+
+/** A session as the list shows it, from its aggregate row and its newest record. */
+export function sessionSummary(row: SessionRow): SessionSummary {
+  return {
+    session_id: row.session_id,
+    compactions: row.n,
+    first_at: new Date(row.first_ms).toISOString(),
+    last_at: row.record.created_at,
+    last_compaction_id: row.record.id,
+    raw_history_tokens: row.record.stats.raw_history_tokens,
+    context_after_compaction: row.record.stats.context_after_compaction
+  }
+}
+
 /** A session's current summary: its newest record, and how many compactions it has had. */
 export interface Recap {
   record: CompactionRecord
@@ -80,6 +119,8 @@ export interface Store {
   saveRecord(record: CompactionRecord): Promise<void>
   /** A tenant's records of one session, newest first. Someone else's session reads as an empty one. */
   listRecords(sessionId: string, keyName: string, options: { limit: number; cursor?: string }): Promise<RecordPage>
+  /** A tenant's sessions (those with a session id), the one with the newest compaction first. */
+  listSessions(keyName: string, options: { limit: number; cursor?: string }): Promise<SessionPage>
   getCached(key: string, nowMs: number): Promise<CachedSummary | undefined>
   putCached(key: string, value: CachedSummary, expiresAtMs: number): Promise<void>
   /** A piece of the service's own state (a proxied conversation's anchors), kept beside the cache until it expires. */

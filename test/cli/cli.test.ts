@@ -143,3 +143,19 @@ describe('compaction-gateway itself', () => {
     expect(Date.now() - started).toBeLessThan(10_000)
   })
 })
+
+describe('compaction-gateway sessions', () => {
+  it('lists the key\'s sessions, newest activity first, one line each', async () => {
+    const key = 'key-cli-000000000000'
+    for (const session of ['cli-sess-old', 'cli-sess-new']) {
+      expect((await cli(['compact', fixture, '--url', server.url, '--key', key, '--session', session])).code).toBe(0)
+    }
+    const { code, stdout, stderr } = await cli(['sessions', '--url', server.url, '--key', key, '--limit', '2'])
+    expect(stderr).toBe('')
+    expect(code).toBe(0)
+    const lines = stdout.trim().split('\n')
+    expect(lines[0]).toMatch(/^last compaction\s+count\s+tokens before → after\s+session$/)
+    expect(lines[1]).toMatch(/^\S+Z\s+1\s+\d+ → \d+\s+cli-sess-new$/)
+    expect(lines[2]).toMatch(/cli-sess-old$/)
+  })
+})

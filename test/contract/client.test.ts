@@ -45,6 +45,7 @@ export async function everyOperation(): Promise<void> {
   await client.GET('/readyz')
   await client.GET('/metrics')
   await client.GET('/')
+  await client.GET('/v1/sessions', { params: { query: { limit: 5 } } })
   await client.GET('/openapi.yaml')
 }
 `

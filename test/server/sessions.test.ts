@@ -199,3 +199,29 @@ describe('session ids', () => {
     await app.close()
   })
 })
+
+describe('GET /v1/sessions', () => {
+  it("lists the caller's sessions, newest activity first, in pages; another key's never appear", async () => {
+    const app = await testApp({ COMPACT_API_KEYS: KEYS, COMPACT_DB: tempDb() })
+    try {
+      const alice = 'key-alice-000000000001'
+      for (const [key, session] of [[alice, 'sess-a'], [alice, 'sess-b'], ['key-bob-000000000000002', 'sess-bob'], [alice, 'sess-a']] as const) {
+        expect((await post(app, key, { ...history(), session_id: session })).statusCode).toBe(200)
+      }
+      const first = await app.inject({ method: 'GET', url: '/v1/sessions?limit=1', headers: { 'x-api-key': alice } })
+      expect(first.statusCode).toBe(200)
+      const page = first.json()
+      expect(check('GET', '/v1/sessions', 200, page)).toEqual([])
+      expect(page.sessions).toEqual([expect.objectContaining({ session_id: 'sess-a', compactions: 2, raw_history_tokens: expect.any(Number), context_after_compaction: expect.any(Number) })])
+      const rest = (await app.inject({ method: 'GET', url: `/v1/sessions?limit=1&cursor=${page.next_cursor}`, headers: { 'x-api-key': alice } })).json()
+      expect(rest).toEqual({ sessions: [expect.objectContaining({ session_id: 'sess-b', compactions: 1 })], next_cursor: null })
+      const bob = (await app.inject({ method: 'GET', url: '/v1/sessions', headers: { 'x-api-key': 'key-bob-000000000000002' } })).json()
+      expect(bob.sessions.map((s: { session_id: string }) => s.session_id)).toEqual(['sess-bob'])
+      expect((await app.inject({ method: 'GET', url: '/v1/sessions' })).statusCode).toBe(401)
+      const bad = await app.inject({ method: 'GET', url: '/v1/sessions?cursor=nope', headers: { 'x-api-key': alice } })
+      expect(bad.statusCode).toBe(400)
+    } finally {
+      await app.close()
+    }
+  })
+})

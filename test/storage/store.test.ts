@@ -67,6 +67,33 @@ for (const backend of backends) {
       expect(await s.recap('sess', 'gamma')).toBeUndefined()
     })
 
+    it("lists a tenant's sessions, the newest compaction's first, in pages, with their counts and figures", async () => {
+      const s = open()
+      const at = (minute: number): string => `2026-11-30T00:${String(minute).padStart(2, '0')}:00.000Z`
+      await s.saveRecord(record('a1', 'sess-a', 'alpha', at(1)))
+      await s.saveRecord(record('b1', 'sess-b', 'alpha', at(2)))
+      await s.saveRecord({ ...record('a2', 'sess-a', 'alpha', at(3)), stats: { ...record('x', 's', 'k').stats, raw_history_tokens: 9_000, context_after_compaction: 4_000 } })
+      await s.saveRecord(record('c1', 'sess-c', 'alpha', at(4)))
+      await s.saveRecord(record('o1', 'sess-o', 'beta', at(5)))
+      await s.saveRecord({ ...record('n1', 'x', 'alpha', at(6)), session_id: null })
+      const first = await s.listSessions('alpha', { limit: 2 })
+      expect(first.sessions.map((x) => x.session_id)).toEqual(['sess-c', 'sess-a'])
+      expect(first.sessions[1]).toEqual({
+        session_id: 'sess-a',
+        compactions: 2,
+        first_at: at(1),
+        last_at: at(3),
+        last_compaction_id: 'a2',
+        raw_history_tokens: 9_000,
+        context_after_compaction: 4_000
+      })
+      const second = await s.listSessions('alpha', { limit: 2, cursor: first.next_cursor! })
+      expect(second).toEqual({ sessions: [expect.objectContaining({ session_id: 'sess-b', compactions: 1 })], next_cursor: null })
+      expect((await s.listSessions('beta', { limit: 10 })).sessions.map((x) => x.session_id)).toEqual(['sess-o'])
+      expect(await s.listSessions('gamma', { limit: 10 })).toEqual({ sessions: [], next_cursor: null })
+      await expect(s.listSessions('alpha', { limit: 2, cursor: 'garbage' })).rejects.toThrow(InvalidCursorError)
+    })
+
     it('keeps cached summaries until they expire, and prunes old rows', async () => {
       const s = open()
       const value = { sections: { ...emptySections(), objective: 'cached' }, model: 'm' }

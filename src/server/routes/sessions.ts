@@ -19,7 +19,66 @@ const SessionCompactions = Type.Object(
   { additionalProperties: false, description: "The caller's compactions of this session. A session that is not the caller's reads exactly like an empty one." }
 )
 
+const SessionList = Type.Object(
+  {
+    sessions: Type.Array(
+      Type.Object(
+        {
+          session_id: Type.String(),
+          compactions: Type.Integer({ minimum: 1 }),
+          first_at: Type.String({ format: 'date-time', description: 'When its first compaction was.' }),
+          last_at: Type.String({ format: 'date-time', description: 'When its newest compaction was: its last activity here.' }),
+          last_compaction_id: Type.String(),
+          raw_history_tokens: Type.Integer({ description: "The newest compaction's prompt before it." }),
+          context_after_compaction: Type.Integer({ description: "The newest compaction's prompt after it." })
+        },
+        { additionalProperties: false }
+      ),
+      { description: 'The one with the newest compaction first.' }
+    ),
+    next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as `cursor` for the next page; null on the last page.' })
+  },
+  { additionalProperties: false, description: "The caller's sessions: those its key compacted with a session id. Another key's never appear." }
+)
+
+const Page = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, description: `Per page, 1 to ${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE}).` })),
+    cursor: Type.Optional(Type.String({ maxLength: 200 }))
+  },
+  { additionalProperties: false }
+)
+
 export const sessionRoutes: FastifyPluginAsync<{ store: Store }> = async (app, { store }) => {
+  app.withTypeProvider<TypeBoxTypeProvider>().get(
+    '/v1/sessions',
+    {
+      validatorCompiler: urlPartValidatorCompiler,
+      schema: {
+        tags: ['compaction'],
+        operationId: 'listSessions',
+        summary: "The caller's sessions, newest activity first, paginated",
+        security: KEYED,
+        querystring: Page,
+        response: {
+          200: SessionList,
+          400: Type.Ref('ErrorResponse', { description: 'A bad limit or cursor.' }),
+          ...keyedResponses(),
+          503: Type.Ref('ErrorResponse', { description: 'The store cannot be read.' })
+        }
+      }
+    },
+    async (request) => {
+      try {
+        await app.writes.settledTenant(request.keyName)
+        return await store.listSessions(request.keyName, { limit: request.query.limit ?? DEFAULT_PAGE_SIZE, cursor: request.query.cursor })
+      } catch (err) {
+        if (err instanceof InvalidCursorError) throw err
+        request.log.error({ err }, 'store read failed')
+        throw new ApiError(503, 'api_error', 'the record store cannot be read right now', undefined, { 'retry-after': '5' })
+      }
+    }
+  )
   app.withTypeProvider<TypeBoxTypeProvider>().get(
     '/v1/sessions/:session_id/compactions',
     {

@@ -26,6 +26,8 @@ const USAGE = `usage:
   compaction-gateway recap SESSION         the session's current summary
   compaction-gateway sessions [--limit N] [--cursor C]
                                            your sessions, newest activity first
+  compaction-gateway show SESSION COMPACTION
+                                           one compaction: what it removed, its cold layer, its summary
   compaction-gateway --version             the version of this client
 options for every command that calls the service:
   --url URL             the service (default $COMPACTION_GATEWAY_URL or ${DEFAULT_URL})
@@ -167,6 +169,32 @@ async function sessions(argv: string[]): Promise<void> {
   if (payload.next_cursor) process.stdout.write(`more: --cursor ${payload.next_cursor}\n`)
 }
 
+async function show(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: SERVICE_OPTIONS })
+  if (values.help) return void process.stdout.write(`${USAGE}\n`)
+  if (positionals.length !== 2) throw new UsageError('show takes a SESSION and a COMPACTION id')
+  const [session, id] = positionals.map(encodeURIComponent)
+  const payload = (await callService(service(values), 'GET', `/v1/sessions/${session}/compactions/${id}`)) as {
+    compaction: { created_at: string; summary: { text: string }; stats: { raw_history_tokens: number; context_after_compaction: number } }
+    removed: { from: number; to: number; messages: number } | null
+    cold_layer: Record<string, number>
+  }
+  if (values.json) return void process.stdout.write(`${JSON.stringify(payload, null, 2)}\n`)
+  const { compaction: c, removed } = payload
+  const kept = Object.entries(payload.cold_layer).map(([kind, n]) => `${n} ${kind}`)
+  process.stdout.write(
+    [
+      `at               ${c.created_at}`,
+      `tokens           ${c.stats.raw_history_tokens} → ${c.stats.context_after_compaction}`,
+      `removed          ${removed ? `messages ${removed.from}–${removed.to} (${removed.messages})` : 'nothing'}`,
+      `cold layer       ${kept.length > 0 ? kept.join(', ') : 'none'}`,
+      '',
+      c.summary.text,
+      ''
+    ].join('\n')
+  )
+}
+
 async function compact(argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -250,6 +278,7 @@ export async function run(argv: string[]): Promise<void> {
     if (command === 'recall') return await recall(rest)
     if (command === 'recap') return await recap(rest)
     if (command === 'sessions') return await sessions(rest)
+    if (command === 'show') return await show(rest)
     if (command === undefined || command === '-h' || command === '--help' || command === 'help') {
       process.stdout.write(`${USAGE}\n`)
       return

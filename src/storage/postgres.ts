@@ -1,5 +1,5 @@
 import pg from 'pg'
-import type { CachedSummary, CompactionRecord, MemoryOwner, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, SessionPage, SessionRow, Store } from './store.js'
+import type { CachedSummary, CompactionRecord, MemoryOwner, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, SessionPage, SessionRow, Store, CompactionDetail } from './store.js'
 import { StoreError, sessionSummary } from './store.js'
 import { KIND_WEIGHT, MAX_SESSION_MEMORY, type StoredRecord, decodeCursor, encodeCursor, queryWords, withSections } from './common.js'
 import { at } from '../compaction/index.js'
@@ -285,6 +285,14 @@ export class PostgresStore implements Store {
       score: Number(Number(r.rank).toFixed(4)),
       created_at: r.created_at
     }))
+  }
+
+  async compaction(sessionId: string, keyName: string, compactionId: string): Promise<CompactionDetail | undefined> {
+    const { rows } = await this.query<{ record: StoredRecord }>('SELECT record FROM compactions WHERE key_name = $1 AND session_id = $2 AND id = $3', [keyName, sessionId, compactionId])
+    const row = rows[0]
+    if (!row) return undefined
+    const kinds = await this.query<{ kind: string; n: string }>('SELECT kind, count(*) AS n FROM memory WHERE key_name = $1 AND session_id = $2 AND compaction_id = $3 GROUP BY kind', [keyName, sessionId, compactionId])
+    return { record: withSections(row.record), memory: Object.fromEntries(kinds.rows.map((k) => [k.kind, Number(k.n)])) }
   }
 
   async recap(sessionId: string, keyName: string): Promise<Recap | undefined> {

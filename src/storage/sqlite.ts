@@ -1,7 +1,7 @@
 import { closeSync, existsSync, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
-import type { CachedSummary, CompactionRecord, MemoryOwner, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, SessionPage, SessionRow, Store } from './store.js'
+import type { CachedSummary, CompactionRecord, MemoryOwner, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, SessionPage, SessionRow, Store, CompactionDetail } from './store.js'
 import { StoreError, sessionSummary } from './store.js'
 import { KIND_WEIGHT, MAX_SESSION_MEMORY, type StoredRecord, decodeCursor, encodeCursor, queryWords, withSections } from './common.js'
 import { at } from '../compaction/index.js'
@@ -182,7 +182,9 @@ export class SqliteStore implements Store {
       getCache: this.db.prepare('SELECT value FROM summary_cache WHERE key = ? AND expires_ms > ?'),
       latest: this.db.prepare('SELECT record FROM compactions WHERE key_name = ? AND session_id = ? ORDER BY seq DESC LIMIT 1'),
       countRecords: this.db.prepare('SELECT COUNT(*) AS n FROM compactions WHERE key_name = ? AND session_id = ?'),
-      sessions: this.db.prepare(SESSIONS_SQL)
+      sessions: this.db.prepare(SESSIONS_SQL),
+      record: this.db.prepare('SELECT record FROM compactions WHERE key_name = ? AND session_id = ? AND id = ?'),
+      memoryKinds: this.db.prepare('SELECT kind, COUNT(*) AS n FROM memory WHERE key_name = ? AND session_id = ? AND compaction_id = ? GROUP BY kind')
     }
     const inline = path === ':memory:' || options.writer === 'inline'
     if (path !== ':memory:') {
@@ -327,6 +329,13 @@ export class SqliteStore implements Store {
       score: Number((-r.rank).toFixed(4)),
       created_at: r.created_at
     }))
+  }
+
+  async compaction(sessionId: string, keyName: string, compactionId: string): Promise<CompactionDetail | undefined> {
+    const row = this.statements.record.get(keyName, sessionId, compactionId) as { record: string } | undefined
+    if (!row) return undefined
+    const kinds = this.statements.memoryKinds.all(keyName, sessionId, compactionId) as { kind: string; n: number }[]
+    return { record: withSections(JSON.parse(row.record) as StoredRecord), memory: Object.fromEntries(kinds.map((k) => [k.kind, k.n])) }
   }
 
   async recap(sessionId: string, keyName: string): Promise<Recap | undefined> {

@@ -106,6 +106,13 @@ export function sessionSummary(row: SessionRow): SessionSummary {
   }
 }
 
+/** One compaction as its own page shows it: its record, and what its cold layer keeps, by kind. */
+export interface CompactionDetail {
+  record: CompactionRecord
+  /** Cold-layer entries of this compaction, by kind (none where the session kept no cold layer). */
+  memory: Record<string, number>
+}
+
 /** A session's current summary: its newest record, and how many compactions it has had. */
 export interface Recap {
   record: CompactionRecord
@@ -130,6 +137,8 @@ export interface Store {
   saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): Promise<void>
   /** A tenant's entries of one session that match the query, best first. Someone else's session finds nothing. */
   recall(sessionId: string, keyName: string, query: RecallQuery): Promise<RecallHit[]>
+  /** One compaction of a tenant's session, or undefined where there is none (or it is someone else's). */
+  compaction(sessionId: string, keyName: string, compactionId: string): Promise<CompactionDetail | undefined>
   /** The session's current summary, or undefined for a session the tenant has no record of. */
   recap(sessionId: string, keyName: string): Promise<Recap | undefined>
   /** Drops records and cold-layer entries created before `beforeMs` and expired cache rows. */

@@ -159,3 +159,20 @@ describe('compaction-gateway sessions', () => {
     expect(lines[2]).toMatch(/cli-sess-old$/)
   })
 })
+
+describe('compaction-gateway show', () => {
+  it('shows one compaction: when, tokens, the messages it removed, its cold layer and its summary', async () => {
+    const key = 'key-cli-000000000000'
+    const made = await cli(['compact', fixture, '--url', server.url, '--key', key, '--session', 'cli-show', '--json'])
+    const id = (JSON.parse(made.stdout) as { summary: { id: string }; kept_from: number }).summary.id
+    const keptFrom = (JSON.parse(made.stdout) as { kept_from: number }).kept_from
+    const { code, stdout, stderr } = await cli(['show', 'cli-show', id, '--url', server.url, '--key', key])
+    expect(stderr).toBe('')
+    expect(code).toBe(0)
+    expect(stdout).toMatch(new RegExp(`^removed\\s+messages 0–${keptFrom - 1} \\(${keptFrom}\\)$`, 'm'))
+    expect(stdout).toMatch(/^cold layer\s+\d+ \w+/m)
+    expect(stdout).toContain(`<compaction-summary id="${id}"`)
+    const missing = await cli(['show', 'cli-show', 'cmp_none', '--url', server.url, '--key', key])
+    expect(missing.code).toBe(4)
+  })
+})

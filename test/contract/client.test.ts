@@ -46,6 +46,7 @@ export async function everyOperation(): Promise<void> {
   await client.GET('/metrics')
   await client.GET('/')
   await client.GET('/v1/sessions', { params: { query: { limit: 5 } } })
+  await client.GET('/v1/sessions/{session_id}/compactions/{compaction_id}', { params: { path: { session_id: 's', compaction_id: 'cmp_1' } } })
   await client.GET('/openapi.yaml')
 }
 `

@@ -225,3 +225,34 @@ describe('GET /v1/sessions', () => {
     }
   })
 })
+
+describe('GET /v1/sessions/{session_id}/compactions/{compaction_id}', () => {
+  it('shows one compaction: its record, the messages it removed and its cold layer; 404 for another key or id', async () => {
+    const app = await testApp({ COMPACT_API_KEYS: KEYS, COMPACT_DB: tempDb() })
+    try {
+      const alice = 'key-alice-000000000001'
+      const messages = [user('fix the date parser'), assistant('looking at it'), user('it fails on UTC+14'), assistant('found the offset'), user('and now?')]
+      const compacted = (await post(app, alice, { messages, mode: 'manual', keep_turns: 1, session_id: 'sess-detail' })).json()
+      const id = compacted.summary.id as string
+      const res = await app.inject({ method: 'GET', url: `/v1/sessions/sess-detail/compactions/${id}`, headers: { 'x-api-key': alice } })
+      expect(res.statusCode).toBe(200)
+      const detail = res.json()
+      expect(check('GET', '/v1/sessions/{session_id}/compactions/{compaction_id}', 200, detail)).toEqual([])
+      expect(detail.compaction.id).toBe(id)
+      expect(detail.compaction.summary.text).toBe(compacted.summary.text)
+      expect(detail.removed).toEqual({ from: 0, to: compacted.kept_from - 1, messages: compacted.kept_from })
+      expect(Object.values(detail.cold_layer as Record<string, number>).reduce((a, b) => a + b, 0)).toBeGreaterThan(0)
+      for (const [key, url] of [
+        ['key-bob-000000000000002', `/v1/sessions/sess-detail/compactions/${id}`],
+        [alice, '/v1/sessions/sess-detail/compactions/cmp_none'],
+        [alice, `/v1/sessions/other/compactions/${id}`]
+      ] as const) {
+        const miss = await app.inject({ method: 'GET', url, headers: { 'x-api-key': key } })
+        expect(miss.statusCode).toBe(404)
+        expect(miss.json().error.type).toBe('not_found_error')
+      }
+    } finally {
+      await app.close()
+    }
+  })
+})

@@ -94,6 +94,22 @@ for (const backend of backends) {
       await expect(s.listSessions('alpha', { limit: 2, cursor: 'garbage' })).rejects.toThrow(InvalidCursorError)
     })
 
+    it("reads one compaction of a tenant's session, with its cold layer counted by kind", async () => {
+      const s = open()
+      await s.saveRecord(record('c1', 'sess', 'alpha'))
+      await s.saveMemory({ compaction_id: 'c1', session_id: 'sess', key_name: 'alpha', created_at: '2026-11-30T00:00:00.000Z' }, [
+        { kind: 'request', text: 'fix the parser', from: 0, to: 0 },
+        { kind: 'output', text: 'Traceback: boom', from: 2, to: 2 },
+        { kind: 'output', text: 'ok', from: 4, to: 4 }
+      ])
+      const detail = await s.compaction('sess', 'alpha', 'c1')
+      expect(detail?.record.id).toBe('c1')
+      expect(detail?.memory).toEqual({ request: 1, output: 2 })
+      expect(await s.compaction('sess', 'beta', 'c1')).toBeUndefined()
+      expect(await s.compaction('other', 'alpha', 'c1')).toBeUndefined()
+      expect(await s.compaction('sess', 'alpha', 'c2')).toBeUndefined()
+    })
+
     it('keeps cached summaries until they expire, and prunes old rows', async () => {
       const s = open()
       const value = { sections: { ...emptySections(), objective: 'cached' }, model: 'm' }

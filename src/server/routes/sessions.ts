@@ -49,7 +49,56 @@ const Page = Type.Object(
   { additionalProperties: false }
 )
 
+const CompactionDetailSchema = Type.Object(
+  {
+    compaction: Type.Ref('CompactionRecord'),
+    removed: Type.Union([
+      Type.Object(
+        { from: Type.Integer({ minimum: 0 }), to: Type.Integer({ minimum: 0 }), messages: Type.Integer({ minimum: 1 }) },
+        { additionalProperties: false, description: "The indices (inclusive) of the request's messages the summary turn replaced; the tail after them was kept raw." }
+      ),
+      Type.Null()
+    ]),
+    cold_layer: Type.Record(Type.String(), Type.Integer(), { description: "This compaction's cold-layer entries, by kind (searchable with /recall); empty where the session kept none." })
+  },
+  { additionalProperties: false, description: 'One compaction: its record (summary, figures, summarizer), what it removed and what its cold layer keeps.' }
+)
+
 export const sessionRoutes: FastifyPluginAsync<{ store: Store }> = async (app, { store }) => {
+  app.withTypeProvider<TypeBoxTypeProvider>().get(
+    '/v1/sessions/:session_id/compactions/:compaction_id',
+    {
+      validatorCompiler: urlPartValidatorCompiler,
+      schema: {
+        tags: ['compaction'],
+        operationId: 'getCompaction',
+        summary: 'One compaction of a session: its summary and figures, the messages it removed, its cold layer',
+        security: KEYED,
+        params: Type.Object({ session_id: SessionId('The session.'), compaction_id: Type.String({ minLength: 1, maxLength: 200, description: 'The compaction (its summary id).' }) }),
+        response: {
+          200: CompactionDetailSchema,
+          404: Type.Ref('ErrorResponse', { description: "No such compaction of the caller's session." }),
+          ...keyedResponses(),
+          503: Type.Ref('ErrorResponse', { description: 'The store cannot be read.' })
+        }
+      }
+    },
+    async (request) => {
+      const { session_id: sessionId, compaction_id: compactionId } = request.params
+      let detail
+      try {
+        await app.writes.settled(request.keyName, sessionId)
+        detail = await store.compaction(sessionId, request.keyName, compactionId)
+      } catch (err) {
+        request.log.error({ err }, 'store read failed')
+        throw new ApiError(503, 'api_error', 'the record store cannot be read right now', undefined, { 'retry-after': '5' })
+      }
+      if (!detail) throw new ApiError(404, 'not_found_error', `no compaction "${compactionId}" of session "${sessionId}"`, '/compaction_id')
+      const n = detail.record.stats.compacted_messages
+      return { compaction: detail.record, removed: n > 0 ? { from: 0, to: n - 1, messages: n } : null, cold_layer: detail.memory }
+    }
+  )
+
   app.withTypeProvider<TypeBoxTypeProvider>().get(
     '/v1/sessions',
     {

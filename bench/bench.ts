@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { AddressInfo } from 'node:net'
 import type { Message } from '../src/compaction/index.js'
-import { corpusDir, loadCorpus, short, table } from './corpus.js'
+import { corpusDir, loadCorpus, progress, short, table } from './corpus.js'
 import { manyFiles, parallelCalls } from './scale.js'
 import { bareProcess, fromBuild, startGateway } from './servers.js'
 import { proxyBench } from './proxy.js'
@@ -106,6 +106,7 @@ const transcripts = loadCorpus(dir)
 
 // Both servers as a client meets them: processes of their own, so that neither shares a thread with the
 // client (records are written as in production, to a database of the run's own).
+progress(`the core and the route on ${transcripts.length} transcripts, against JSON and a bare server`)
 const gateway = await startGateway()
 const appUrl = `${gateway.url}/v1/compact`
 const bare = await bareProcess()
@@ -154,6 +155,7 @@ const appFor = async (env: Record<string, string>): Promise<{ url: string; close
   await a.listen({ port: 0, host: '127.0.0.1' })
   return { url: `http://127.0.0.1:${(a.server.address() as AddressInfo).port}/v1/compact`, close: () => a.close() }
 }
+progress('one compaction inline against in a worker')
 const inlineApp = await appFor({ COMPACT_WORKERS: '0' })
 const workerApp = await appFor({ COMPACT_WORKER_MIN_KB: '0' })
 const thresholdRows: (string | number)[][] = []
@@ -185,6 +187,7 @@ function repeated(times: number): Message[] {
 }
 const growthRows: (string | number)[][] = []
 const points: [number, number][] = []
+progress('growth: the largest transcript repeated')
 for (const times of [1, 2, 4, 8, 16]) {
   const messages = repeated(times)
   const raw = JSON.stringify({ messages })
@@ -206,6 +209,7 @@ const slope = lx.reduce((n, x, i) => n + (x - mx) * (ly[i]! - my), 0) / lx.reduc
 // measured in a slow minute once moved the ratio from 6x to 13x between two runs).
 const inTurns = (small: Message[], large: Message[], rounds: number): Promise<[number, number]> =>
   timeInTurns(async () => core(small), async () => core(large), rounds)
+progress('scale: 50,000 parallel calls, 100,000 files')
 const [calls5k, calls50k] = await inTurns(parallelCalls(5_000), parallelCalls(50_000), 15)
 const [files10k, files100k] = await inTurns(manyFiles(10_000), manyFiles(100_000), 7)
 const scale = [
@@ -226,6 +230,7 @@ const histories: string[][] = transcripts.map((t) =>
   )
 )
 const texts = histories.flat()
+progress('redaction of every text of the corpus')
 const textChars = texts.reduce((n, t) => n + t.length, 0)
 const asJson = texts.map((t) => JSON.stringify(t))
 const parseMs = timeIt(() => asJson.forEach((j) => JSON.parse(j)), 5)
@@ -261,5 +266,7 @@ console.log(
   ].join('\n')
 )
 
+progress('the proxy: the request that crosses its budget')
 await proxyBench()
+progress('the proxy against a bare relay (about a minute)')
 await relayBench()

@@ -40,3 +40,10 @@ export function table(header: string[], rows: (string | number)[][]): string {
 export function short(name: string, max = 44): string {
   return name.length <= max ? name : `${name.slice(0, max - 1)}…`
 }
+
+const BENCH_STARTED = performance.now()
+
+/** One line on stderr saying what a long benchmark is doing now (the results go to stdout at the end). */
+export function progress(step: string): void {
+  process.stderr.write(`[${((performance.now() - BENCH_STARTED) / 1000).toFixed(0).padStart(4)} s] ${step}…\n`)
+}

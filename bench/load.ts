@@ -5,7 +5,7 @@
  * PostgreSQL that is not there, skips it with a line saying why), printed side by side. It fails (exit 1) on any error, or when
  * the server's resident memory after a run is over 1.5x what it was before.
  */
-import { corpusDir, loadCorpus } from './corpus.js'
+import { corpusDir, loadCorpus, progress } from './corpus.js'
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { memoryMiB, startGateway } from './servers.js'
@@ -105,11 +105,13 @@ async function postgresSchema(): Promise<{ url: string; drop: () => Promise<void
   }
 }
 
+progress(`${REQUESTS} compactions at concurrency ${CONCURRENCY} on SQLite`)
 const runs: Figures[] = [await loadRun('SQLite', {})]
 const pgTarget = PG_URL === 'off' ? 'LOAD_PG_URL=off' : await postgresSchema()
 if (typeof pgTarget === 'string') console.log(`load: PostgreSQL run skipped: ${pgTarget}`)
 else {
   try {
+    progress(`${REQUESTS} compactions at concurrency ${CONCURRENCY} on PostgreSQL`)
     runs.push(await loadRun('PostgreSQL', { COMPACT_DB: pgTarget.url }))
   } finally {
     await pgTarget.drop()

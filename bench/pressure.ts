@@ -16,7 +16,7 @@ import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Message } from '../src/compaction/index.js'
-import { corpusDir, loadCorpus, table } from './corpus.js'
+import { corpusDir, loadCorpus, progress, table } from './corpus.js'
 import { bareProcess, bareServer, memoryMiB, startGateway } from './servers.js'
 
 const transcripts = loadCorpus(corpusDir(process.argv[2]))
@@ -91,6 +91,7 @@ const bigFile = join(mkdtempSync(join(tmpdir(), 'compaction-pressure-')), 'big.j
 writeFileSync(bigFile, big)
 const stalls: [string, number, number][] = []
 for (const workers of ['0', '2']) {
+  progress(`the /healthz stall while a 30 MB history compacts, COMPACT_WORKERS=${workers}`)
   const gw = await startGateway({ COMPACT_WORKERS: workers })
   await post(`${gw.url}/v1/compact`, mediumBody) // warm
   for (const which of ['first', 'next']) {
@@ -115,6 +116,7 @@ const servers = [bareUrl, bareApart.url, `${gw.url}/v1/compact`]
 for (const url of servers) await throughput(url, mediumBody, 64)
 const seconds = [0, 0, 0]
 for (let round = 0; round < THROUGHPUT_ROUNDS; round++) {
+  progress(`throughput, round ${round + 1} of ${THROUGHPUT_ROUNDS}`)
   for (const [i, url] of servers.entries()) seconds[i]! += THROUGHPUT_REQUESTS / (await throughput(url, mediumBody, THROUGHPUT_REQUESTS))
 }
 const [floor, floorApart, gateway] = seconds.map((s) => (THROUGHPUT_REQUESTS * THROUGHPUT_ROUNDS) / s) as [number, number, number]
@@ -122,6 +124,7 @@ bare.close()
 await bareApart.stop()
 
 // Burst: 16 bodies of 30 MB at once against the same process.
+progress('a burst of 16 × 30 MB bodies')
 const before = memoryMiB(gw.child.pid!)
 const burst = await Promise.all(
   Array.from({ length: 16 }, async () => {

@@ -15,11 +15,16 @@ function n(value: number): string {
 export function formatReport(r: CompactResponseView, elapsedMs: number): string {
   const s = r.stats
   const lines: string[] = []
+  const dryRun = r.reason === 'dry_run'
   if (r.compacted && r.summary) lines.push(r.summary.text, '')
-  else lines.push(`not compacted: ${r.reason}`, '')
+  else if (dryRun) {
+    // what the compaction would leave: the messages a summary would replace, and the tail kept raw
+    const replaced = r.kept_from > 0 ? `messages 0–${r.kept_from - 1} (${n(s.compacted_turns ?? 0)} turns)` : 'nothing'
+    lines.push(`dry run: a compaction would summarize ${replaced} and keep the rest raw; nothing was summarized or recorded`, '')
+  } else lines.push(`not compacted: ${r.reason}`, '')
   const rows: [string, string][] = [
     ['tokens before', n(s.raw_history_tokens ?? 0)],
-    ['tokens after', r.compacted ? n(s.context_after_compaction ?? 0) : n(s.raw_history_tokens ?? 0)],
+    dryRun ? ['kept raw tokens', n(s.kept_tokens ?? 0)] : ['tokens after', r.compacted ? n(s.context_after_compaction ?? 0) : n(s.raw_history_tokens ?? 0)],
     ['compacted turns', n(s.compacted_turns ?? 0)],
     ['kept messages', `${n(s.kept_messages ?? 0)} (from index ${r.kept_from})`]
   ]

@@ -114,6 +114,17 @@ describe('compaction-gateway compact', () => {
     expect(body.kept_from).toBeGreaterThan(0)
   })
 
+  it('shows with --dry-run what the compaction would leave: the messages a summary would replace and the tail kept raw', async () => {
+    const json = await cli(['compact', fixture, '--json', '--dry-run', '--url', server.url, '--key', 'key-cli-000000000000'])
+    const body = JSON.parse(json.stdout) as { kept_from: number; stats: { kept_tokens: number } }
+    const { code, stdout } = await cli(['compact', fixture, '--dry-run', '--url', server.url, '--key', 'key-cli-000000000000'])
+    expect(code).toBe(0)
+    expect(stdout).toContain(`dry run: a compaction would summarize messages 0–${body.kept_from - 1} (`)
+    expect(stdout).toMatch(new RegExp(`^kept raw tokens\\s+${body.stats.kept_tokens.toLocaleString('en-US')}$`, 'm'))
+    expect(stdout).toMatch(new RegExp(`^kept messages\\s+\\d+ \\(from index ${body.kept_from}\\)$`, 'm'))
+    expect(stdout).not.toMatch(/^tokens after/m)
+  })
+
   it('gives up after --timeout when the service accepts and never answers, and exits 3', async () => {
     const silent = createServer(() => undefined).listen(0, '127.0.0.1')
     await once(silent, 'listening')

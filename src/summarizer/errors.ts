@@ -1,13 +1,22 @@
 /** Errors the summarizers raise, with their statuses; they know nothing of the service or the HTTP layer. */
 import { GatewayError } from '../contract/errors.js'
 
-/** The operator chose no fallback (COMPACT_FALLBACK=error) and the model summary failed. */
+/** Why a model summary failed where a retry of the same request would meet the same failure. */
+const LASTING = new Set(['no_api_key', 'auth_error', 'bad_request', 'refusal', 'no_tool_call', 'invalid_output'])
+
+/**
+ * The operator chose no fallback (COMPACT_FALLBACK=error) and the model summary failed. The SDKs retry a
+ * 502 on their own: `x-should-retry: false` tells them not to where the failure would come again.
+ */
 export class SummarizerFailedError extends GatewayError {
   constructor(
     readonly reason: string,
     options?: { cause?: unknown }
   ) {
-    super(502, `the summarizer failed (${reason}) and COMPACT_FALLBACK=error forbids the extractive fallback`, { cause: options?.cause })
+    super(502, `the summarizer failed (${reason}) and COMPACT_FALLBACK=error forbids the extractive fallback`, {
+      cause: options?.cause,
+      headers: { 'x-should-retry': LASTING.has(reason) ? 'false' : 'true' }
+    })
   }
 }
 

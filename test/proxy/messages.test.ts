@@ -317,6 +317,13 @@ describe('the proxy as configured', () => {
       expect(res.statusCode).toBe(500)
       expect(res.json()).toEqual({ type: 'error', error: { type: 'api_error', message: 'the gateway has no key for the Messages API: set ANTHROPIC_API_KEY on the gateway' } })
       expect(fake.requests).toHaveLength(0)
+      // a setting to fix: the SDKs are told not to retry it (they retry a 500 by default)
+      expect(res.headers['x-should-retry']).toBe('false')
+      const address = await app.listen({ port: 0, host: '127.0.0.1' })
+      let calls = 0
+      const client = new Anthropic({ apiKey: 'gw-key-x', baseURL: address, maxRetries: 2, fetch: (input, init) => ((calls += 1), fetch(input, init)) })
+      await expect(client.messages.create({ model: 'm', max_tokens: 1, messages: [{ role: 'user', content: 'x' }] })).rejects.toMatchObject({ status: 500 })
+      expect(calls).toBe(1)
     } finally {
       await app.close()
     }

@@ -45,6 +45,8 @@ export interface MessagesRouteOptions {
   credentials: (request: FastifyRequest) => Record<string, string> | undefined
 }
 
+const NO_RETRY = { 'x-should-retry': 'false' }
+
 /** The proxied endpoints: the same path upstream as here. */
 const ENDPOINTS = [
   {
@@ -175,7 +177,8 @@ export const messagesRoutes: FastifyPluginAsync<MessagesRouteOptions> = async (a
     const body = request.body as ProxiedBody
     const budget = proxyBudget(request.headers['x-compaction-budget'], options.budget)
     const credentials = options.credentials(request)
-    if (!credentials) throw new ApiError(500, 'api_error', 'the gateway has no key for the Messages API: set ANTHROPIC_API_KEY on the gateway')
+    // a setting to fix, not a fault a retry could outlast: the SDKs are told not to retry it
+    if (!credentials) throw new ApiError(500, 'api_error', 'the gateway has no key for the Messages API: set ANTHROPIC_API_KEY on the gateway', undefined, NO_RETRY)
 
     const abort = new AbortController()
     reply.raw.once('close', () => {

@@ -133,9 +133,13 @@ export function messageTokens(messages: readonly Message[], scale: number): numb
   return messages.map((m) => scaled(rawMessageTokens(m), scale))
 }
 
-/** The estimate of a whole prompt (system, tools, messages) before any usage is known. */
+/**
+ * The estimate of a whole prompt (system, tools, messages) before any usage is known: the sum the
+ * pipeline makes (each message rounded up on its own), so that the proxy and /v1/compact take the same
+ * history for the same size and agree at the budget's edge.
+ */
 export function promptTokens(messages: readonly Message[], system: SystemPrompt | undefined, tools: readonly unknown[] | undefined): number {
-  let raw = rawSystemTokens(system, tools)
-  for (const m of messages) raw += rawMessageTokens(m)
-  return Math.ceil(raw)
+  let total = scaled(rawSystemTokens(system, tools), 1)
+  for (const m of messages) total += scaled(rawMessageTokens(m), 1)
+  return total
 }

@@ -1,11 +1,11 @@
-import { type RenderedMessage, clipHeadTail, textTokens } from '../compaction/index.js'
+import { CHARS_PER_TOKEN, type RenderedMessage, clipHeadTail, textTokens } from '../compaction/index.js'
 
 /**
  * Splits a rendered span at message boundaries into chunks of at most `budget` tokens each. A single
  * message larger than the budget is clipped (head and tail) to fit, so no call's input ever exceeds it.
  */
 export function chunkParts(parts: readonly RenderedMessage[], budget: number): RenderedMessage[][] {
-  const maxChars = Math.max(400, budget * 4)
+  const maxChars = Math.max(400, budget * CHARS_PER_TOKEN)
   const chunks: RenderedMessage[][] = []
   let current: RenderedMessage[] = []
   let size = 0

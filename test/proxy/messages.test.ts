@@ -352,3 +352,39 @@ describe('the proxy as configured', () => {
     }
   })
 })
+
+describe('one estimate for both routes', () => {
+  let fake: FakeAnthropic
+  beforeAll(async () => {
+    fake = await new FakeAnthropic().start()
+    fake.fallback = { text: 'ok' }
+  })
+  afterAll(async () => fake.close())
+
+  it('takes the same history for the same size: at the budget both leave it, one token under it both compact', async () => {
+    const app = await testApp({ ANTHROPIC_BASE_URL: fake.url, COMPACT_PRECOMPUTE_AT: 'off' })
+    try {
+      // 600 messages of lengths that leave a remainder, so that where the rounding happens matters
+      const messages = Array.from({ length: 600 }, (_, i) => ({ role: i % 2 === 0 ? 'user' : 'assistant', content: `${'word '.repeat(3 + (i % 7))}${i}` }))
+      const size = (await app.inject({ method: 'POST', url: '/v1/compact', payload: { messages, budget_tokens: 'off' } })).json().stats.raw_history_tokens as number
+      expect(size).toBeGreaterThan(1_000)
+      for (const [budget, compacts] of [
+        [size, false],
+        [size - 1, true]
+      ] as const) {
+        const compact = (await app.inject({ method: 'POST', url: '/v1/compact', payload: { messages, budget_tokens: budget } })).json()
+        expect(compact.compacted, `/v1/compact at ${budget}`).toBe(compacts)
+        const proxied = await app.inject({
+          method: 'POST',
+          url: '/v1/messages',
+          headers: { 'content-type': 'application/json', 'x-api-key': 'sk-ant-clients-own-key', 'x-compaction-budget': String(budget) },
+          payload: JSON.stringify({ model: 'm', max_tokens: 1, messages })
+        })
+        expect(proxied.statusCode).toBe(200)
+        expect(proxied.headers['x-compaction'], `the proxy at ${budget}`).toBe(compacts ? 'compacted' : 'none')
+      }
+    } finally {
+      await app.close()
+    }
+  })
+})

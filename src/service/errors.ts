@@ -16,4 +16,4 @@ export class SummarizerUnavailableError extends GatewayError {
 }
 
 /** The summarizer's own errors, which the HTTP layer maps to 502 and 503. */
-export { OverloadedError, SummarizerFailedError } from '../summarizer/errors.js'
+export { CancelledError, OverloadedError, SummarizerFailedError } from '../summarizer/errors.js'

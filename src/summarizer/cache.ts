@@ -4,6 +4,7 @@ import { DOCTRINE_VERSION } from '../prompts/doctrine.js'
 import type { CachedSummary, Store } from '../storage/store.js'
 import type { SharedFlight } from '../storage/redis.js'
 import type { SummarizeRequest, SummarizeResult, Summarizer, SummarizerReport } from './summarizer.js'
+import { CancelledError } from './errors.js'
 
 /** How often a replica waiting for another's summary looks for it in the shared cache. */
 export const FLIGHT_POLL_MS = 100
@@ -43,13 +44,33 @@ export function summaryCacheKey(request: SummarizeRequest, model: string): strin
 }
 
 /**
+ * Whether anyone still waits for a shared summary: aborted once every caller that joined has gone (a
+ * caller without a signal stays for good).
+ */
+class Interest {
+  readonly interest = new AbortController()
+  private waiting = 0
+
+  join(signal?: AbortSignal): void {
+    this.waiting++
+    if (!signal) return
+    const leave = (): void => {
+      if (--this.waiting === 0) this.interest.abort()
+    }
+    if (signal.aborted) leave()
+    else signal.addEventListener('abort', leave, { once: true })
+  }
+}
+
+/**
  * A summary is paid for once: a hit answers from the store with kind "cache", and identical requests
  * in flight at the same time share one model call. The shared call does not follow any one client's
- * cancellation, so that a client that gave up and retries finds the summary done.
+ * cancellation, so that a client that gave up and retries finds the summary done; but a summary still
+ * waiting for a place gives it up once every client waiting for it has gone.
  */
 export class CachingSummarizer implements Summarizer {
   readonly kind = 'anthropic' as const
-  private readonly inflight = new Map<string, Promise<SummarizeResult>>()
+  private readonly inflight = new Map<string, { call: Promise<SummarizeResult>; interest: AbortController; join: (signal?: AbortSignal) => void }>()
 
   constructor(
     private readonly inner: Summarizer,
@@ -64,13 +85,23 @@ export class CachingSummarizer implements Summarizer {
 
     const shared = this.inflight.get(key)
     if (shared) {
-      const result = await shared
+      shared.join(request.signal)
+      // A call given up in the queue (its callers had all gone) is no answer for this one: it leads anew.
+      const result = await shared.call.catch((err: unknown) => (err instanceof CancelledError ? undefined : Promise.reject(err)))
       // A follower made no call of its own: it reports the shared answer as a cache hit.
-      return result.sections ? { sections: result.sections, report: this.cacheReport(result.report.model, started) } : result
+      if (result) return result.sections ? { sections: result.sections, report: this.cacheReport(result.report.model, started) } : result
+      if (request.signal?.aborted) throw new CancelledError('the client went away while its summary waited for a place')
+      return this.summarize(request)
     }
-    const call = this.lead(request, key, started).finally(() => this.inflight.delete(key))
-    this.inflight.set(key, call)
-    return call
+    const flight = new Interest()
+    flight.join(request.signal)
+    const entry = { call: this.lead({ ...request, queueSignal: flight.interest.signal }, key, started), interest: flight.interest, join: (s?: AbortSignal) => flight.join(s) }
+    this.inflight.set(key, entry)
+    try {
+      return await entry.call
+    } finally {
+      if (this.inflight.get(key) === entry) this.inflight.delete(key)
+    }
   }
 
   /**
@@ -85,6 +116,7 @@ export class CachingSummarizer implements Summarizer {
       if (other) return { sections: other.sections, report: this.cacheReport(other.model, started) }
     }
     try {
+      // the call itself does not follow the clients (a retry finds it done); its queue place does
       const result = await this.inner.summarize({ ...request, signal: undefined })
       if (result.sections && result.report.kind === 'anthropic') {
         // The model's answer is redacted before it is stored: a model may repeat a secret back.

@@ -20,6 +20,13 @@ export class SummarizerFailedError extends GatewayError {
   }
 }
 
+/** Every caller of a summary that had not begun went away: its queue place is given up (nginx's 499). */
+export class CancelledError extends GatewayError {
+  constructor(detail: string) {
+    super(499, `the request was cancelled: ${detail}`, { type: 'api_error' })
+  }
+}
+
 /** Too many summaries in flight and queued: the client should retry after `retryAfterS` seconds. */
 export class OverloadedError extends GatewayError {
   constructor(

@@ -1,4 +1,4 @@
-import { OverloadedError } from './errors.js'
+import { CancelledError, OverloadedError } from './errors.js'
 import type { SummarizeRequest, SummarizeResult, Summarizer } from './summarizer.js'
 
 export interface LimitOptions {
@@ -39,7 +39,7 @@ export class LimitedSummarizer implements Summarizer {
       if (this.waiting.length >= this.options.queue) {
         throw new OverloadedError(`${this.active} summaries in flight and ${this.waiting.length} waiting`, this.options.retryAfterS)
       }
-      await this.waitForPlace(request.signal)
+      await this.waitForPlace(request.queueSignal ?? request.signal)
     } else {
       this.active++
     }
@@ -60,7 +60,8 @@ export class LimitedSummarizer implements Summarizer {
         cleanup()
         reject(err)
       }
-      const onAbort = (): void => leave(new OverloadedError('the client went away while waiting for a place', this.options.retryAfterS))
+      // a client that left is a cancellation, not an overload (it is counted as one)
+      const onAbort = (): void => leave(new CancelledError('the client went away while its summary waited for a place'))
       const timer = setTimeout(
         () => leave(new OverloadedError(`no summary place within ${this.options.maxWaitMs} ms`, this.options.retryAfterS)),
         this.options.maxWaitMs

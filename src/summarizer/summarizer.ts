@@ -13,6 +13,11 @@ export interface SummarizeRequest {
   /** Whose request this is (the API key's name); cached summaries are never shared across tenants. */
   tenant?: string
   signal?: AbortSignal
+  /**
+   * Aborted when no caller waits for this summary any more: a summary not begun yet gives up its queue
+   * place then (one begun goes on where `signal` is absent, so that a retry finds it done).
+   */
+  queueSignal?: AbortSignal
 }
 
 export interface SummarizeResult {

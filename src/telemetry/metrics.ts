@@ -74,7 +74,7 @@ export type Metrics = ReturnType<typeof createMetrics>
 /** The label values each labelled counter can take, so that every series exists (at 0) from the start. */
 export const KNOWN_LABELS = {
   modes: ['auto', 'manual'],
-  outcomes: ['over_budget', 'under_budget', 'manual', 'disabled', 'nothing_to_compact', 'dry_run', 'rejected', 'rate_limited', 'overloaded', 'summarizer_failed', 'failed'],
+  outcomes: ['over_budget', 'under_budget', 'manual', 'disabled', 'nothing_to_compact', 'dry_run', 'rejected', 'rate_limited', 'overloaded', 'cancelled', 'summarizer_failed', 'failed'],
   summarizerResults: ['ok', 'timeout', 'rate_limited', 'overloaded', 'server_error', 'connection_error', 'auth_error', 'bad_request', 'refusal', 'no_tool_call', 'invalid_output', 'cancelled'],
   proxyEndpoints: ['messages', 'count_tokens'],
   storeOperations: ['connection', 'record_write', 'memory_write', 'cache_read', 'cache_write', 'prune', 'recall', 'recap', 'record_read', 'anchors']

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { OverloadedError } from '../../src/service/errors.js'
+import { CancelledError, OverloadedError } from '../../src/service/errors.js'
 import { LimitedSummarizer } from '../../src/summarizer/limit.js'
 import type { SummarizeRequest, SummarizeResult, Summarizer } from '../../src/summarizer/summarizer.js'
 
@@ -39,7 +39,7 @@ describe('LimitedSummarizer', () => {
     const next = limited.summarize(request())
     expect(limited.load).toEqual({ active: 1, waiting: 2 })
     client.abort()
-    await expect(gone).rejects.toThrow(OverloadedError)
+    await expect(gone).rejects.toThrow(CancelledError)
     expect(limited.load).toEqual({ active: 1, waiting: 1 })
     gate.open.shift()!()
     await running

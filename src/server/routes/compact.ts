@@ -43,6 +43,7 @@ const errorResponses = Object.fromEntries(Object.entries(ERROR_MEANINGS).map(([s
 
 /** What a request that produced no compaction came to, by its status: overload and limits apart from faults. */
 function outcomeOfStatus(status: number): string {
+  if (status === 499) return 'cancelled'
   if (status === 503) return 'overloaded'
   if (status === 429) return 'rate_limited'
   if (status === 502) return 'summarizer_failed'

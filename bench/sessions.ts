@@ -171,7 +171,8 @@ export function sessionsEval(transcripts: Transcript[]): void {
     if (small) sharesSmall.push(small.out.summary.text.split('\n').map((l) => l.replace(/^\s*-\s+/, '').trim()).filter((l) => elsewhere(l, i)).reduce((n, l) => n + l.length, 0) / Math.max(1, small.out.summary.text.length))
     // what the model summarizer is sent: prompts as sent, against the user's words
     const before = textTokens(spanText(renderSpan(plan.span, 0, { ...DEFAULT_RENDER, prompts: 'as-sent' })))
-    const after = textTokens(spanText(renderSpan(plan.span, 0, { ...DEFAULT_RENDER, commonText: conversations.common('', t.name) })))
+    // (the model is sent the harness text told by markup and repetition: not what a replica has seen elsewhere)
+    const after = textTokens(spanText(renderSpan(plan.span, 0, DEFAULT_RENDER)))
 
     if (own.length > 0) ownShares.push(kept / own.length)
     totals.own += own.length

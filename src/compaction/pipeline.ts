@@ -100,12 +100,13 @@ export interface CompactionPlan {
   redact: Redact
   redactBeforeClip: Redact
   redactParts: RedactMany
-  commonText?: CommonText
 }
 
 /** The span as a model reads it: rendered, clipped, every text redacted with the plan's redaction first. */
 export function renderedSpan(plan: CompactionPlan): RenderedSpan {
-  return renderSpan(plan.span, 0, { ...DEFAULT_RENDER, redactParts: plan.redactParts, redactBeforeClip: plan.redactBeforeClip, ...(plan.commonText ? { commonText: plan.commonText } : {}) })
+  // Harness text by markup and repetition only: what the model is sent (and the summary cache's key) must
+  // not depend on what one replica has seen of other conversations, or replicas would not share a summary.
+  return renderSpan(plan.span, 0, { ...DEFAULT_RENDER, redactParts: plan.redactParts, redactBeforeClip: plan.redactBeforeClip })
 }
 
 function latestAssistantText(messages: readonly Message[]): string {
@@ -200,8 +201,7 @@ export function planCompaction(input: CompactionInput): CompactionPlan {
     ...(problem ? { problem } : {}),
     redact: redactText,
     redactBeforeClip: input.redactBeforeClip ?? redactText,
-    redactParts,
-    ...(input.commonText ? { commonText: input.commonText } : {})
+    redactParts
   }
 }
 

@@ -184,22 +184,6 @@ export function taskStatement(requests: readonly string[], shapes: readonly stri
 }
 
 /**
- * Whether a newer request plainly sets a new task rather than continuing the one an older objective
- * names: it states an issue or PR of its own, or is a long request sharing almost no words with it.
- */
-export function changesTask(olderObjective: string, request: string): boolean {
-  const older = contentWords(olderObjective)
-  if (older.size === 0) return true
-  const title = requestTitle(request)
-  const words = contentWords(title ?? requestBody(request))
-  let shared = 0
-  for (const w of words) if (older.has(w)) shared++
-  const overlap = shared / Math.max(1, Math.min(words.size, older.size))
-  if (title) return overlap < 0.5
-  return words.size >= 40 && overlap < 0.1
-}
-
-/**
  * The user's requests as a summary lists them: verbatim, oldest first, but a request repeated with
  * only its numbers changed is listed once, where it last appeared, with how many times it came.
  */

@@ -11,7 +11,7 @@ import {
   readLedger
 } from '../../src/compaction/index.js'
 import { isEmptySearch, testResults, whyLines } from '../../src/compaction/failures.js'
-import { changesTask, isChatter, requestEntries, requestTitle, taskStatement } from '../../src/compaction/requests.js'
+import { isChatter, requestEntries, requestTitle, taskStatement } from '../../src/compaction/requests.js'
 import { assistant, call, result, results, shellStep, user } from '../helpers/history.js'
 
 const TASK = 'Consider the following PR description:\n<pr_description>\nCache keys ignore the locale\nWhen two users with different locales load the same page, the second one sees the first one\'s language. The cache key must include the locale.\n</pr_description>\nPlease solve it.'
@@ -55,7 +55,6 @@ describe('the objective', () => {
     newer.objective = 'run the tests again'
     expect(mergeSections(older, newer, ['run the tests again']).objective).toBe('Cache keys ignore the locale')
     const other = 'Consider the following PR description:\n<pr_description>\nExport fails on empty tables\nExporting a workbook with an empty sheet raises.\n</pr_description>'
-    expect(changesTask(older.objective, other)).toBe(true)
     newer.objective = 'Export fails on empty tables'
     expect(mergeSections(older, newer, [other]).objective).toBe('Export fails on empty tables')
   })

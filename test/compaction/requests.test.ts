@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { changesTask, contentWords, isChatter, requestBody, requestEntries, requestShape, requestTitle, taskStatement } from '../../src/compaction/requests.js'
+import { contentWords, isChatter, requestBody, requestEntries, requestShape, requestTitle, taskStatement } from '../../src/compaction/requests.js'
 
 describe('requestBody', () => {
   it('takes out slash-command echoes, transcript markers, bare paths and uploaded-file listings', () => {
@@ -64,17 +64,7 @@ describe('taskStatement', () => {
   it('is undefined when every request is chatter', () => expect(taskStatement(['ok', 'thanks'])).toBeUndefined())
 })
 
-describe('changesTask', () => {
-  it('sees a new issue with a title of its own as a new task, and the same issue as the same one', () => {
-    expect(changesTask('Dates parse wrong in UTC+14', 'ISSUE:\nMemory leak in the websocket pool')).toBe(true)
-    expect(changesTask('Dates parse wrong in UTC+14', 'ISSUE:\nDates parse wrong in UTC+14 again')).toBe(false)
-  })
-
-  it('sees a short follow-up as the same task, and any request as new when the objective says nothing', () => {
-    expect(changesTask('Dates parse wrong in UTC+14', 'now also add a test')).toBe(false)
-    expect(changesTask('', 'anything')).toBe(true)
-  })
-
+describe('contentWords', () => {
   it('counts content words only, lower case, without stop words', () => {
     expect([...contentWords('The Parser and THE parser fail at it')]).toEqual(['parser', 'fail'])
   })

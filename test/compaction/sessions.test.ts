@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { DEFAULT_RENDER, type Message, extractiveSections, finishCompaction, planCompaction, readLedger, renderSpan, spanText } from '../../src/compaction/index.js'
+import { DEFAULT_RENDER, type Message, extractiveSections, finishCompaction, planCompaction, readLedger, renderSpan, renderedSpan, spanText } from '../../src/compaction/index.js'
 import { ConversationsText } from '../../src/service/conversations.js'
 import { assistant, call, result, results, shellStep, user } from '../helpers/history.js'
 
@@ -189,5 +189,19 @@ describe('failing tests, named and told why', () => {
     ].join('\n')
     const s = extractiveSections(readLedger([user('make the ops tests pass'), ...shellStep('u', 'python -m unittest test_ops', output, true), user('go on')]), '')
     expect(s.failing_tests_and_errors[0]).toBe('FAILING test_ops.OpsTest.test_add — AssertionError: 4 != 5')
+  })
+})
+
+describe('what the model is sent, across replicas', () => {
+  it('does not depend on what a replica has seen of other conversations (so replicas share a cached summary)', () => {
+    const preamble = 'Every session of this key opens with this paragraph, word for word, from the harness.'
+    const messages = agentSession(`${preamble}\n\nRetries never cap their wait at sixty seconds.`, 0)
+    const opts = { messages, mode: 'manual' as const, budgetTokens: 30_000, sizingBudgetTokens: 30_000, keepTokens: 10_000, keepTurns: 2, dryRun: false }
+    const knowing = planCompaction({ ...opts, commonText: () => true })
+    const unknowing = planCompaction(opts)
+    expect(spanText(renderedSpan(knowing))).toBe(spanText(renderedSpan(unknowing)))
+    // while the extractive summary of the replica that knows leaves the preamble out
+    expect(finishCompaction(knowing, { id: 'cmp_k' }).summary.text).not.toContain(preamble)
+    expect(finishCompaction(unknowing, { id: 'cmp_u' }).summary.text).toContain(preamble)
   })
 })

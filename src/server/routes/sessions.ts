@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync } from 'fastify'
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { InvalidCursorError, type Store } from '../../storage/store.js'
@@ -64,6 +64,17 @@ const CompactionDetailSchema = Type.Object(
   { additionalProperties: false, description: 'One compaction: its record (summary, figures, summarizer), what it removed and what its cold layer keeps.' }
 )
 
+/** A read of the store: a bad cursor is the client's 400; any other failure a 503 to retry, its reason logged. */
+async function readStore<T>(request: FastifyRequest, read: () => Promise<T>): Promise<T> {
+  try {
+    return await read()
+  } catch (err) {
+    if (err instanceof InvalidCursorError) throw err
+    request.log.error({ err }, 'store read failed')
+    throw new ApiError(503, 'api_error', 'the record store cannot be read right now', undefined, { 'retry-after': '5' })
+  }
+}
+
 export const sessionRoutes: FastifyPluginAsync<{ store: Store }> = async (app, { store }) => {
   app.withTypeProvider<TypeBoxTypeProvider>().get(
     '/v1/sessions/:session_id/compactions/:compaction_id',
@@ -85,14 +96,10 @@ export const sessionRoutes: FastifyPluginAsync<{ store: Store }> = async (app, {
     },
     async (request) => {
       const { session_id: sessionId, compaction_id: compactionId } = request.params
-      let detail
-      try {
+      const detail = await readStore(request, async () => {
         await app.writes.settled(request.keyName, sessionId)
-        detail = await store.compaction(sessionId, request.keyName, compactionId)
-      } catch (err) {
-        request.log.error({ err }, 'store read failed')
-        throw new ApiError(503, 'api_error', 'the record store cannot be read right now', undefined, { 'retry-after': '5' })
-      }
+        return store.compaction(sessionId, request.keyName, compactionId)
+      })
       if (!detail) throw new ApiError(404, 'not_found_error', `no compaction "${compactionId}" of session "${sessionId}"`, '/compaction_id')
       const n = detail.record.stats.compacted_messages
       return { compaction: detail.record, removed: n > 0 ? { from: 0, to: n - 1, messages: n } : null, cold_layer: detail.memory }
@@ -117,16 +124,11 @@ export const sessionRoutes: FastifyPluginAsync<{ store: Store }> = async (app, {
         }
       }
     },
-    async (request) => {
-      try {
+    async (request) =>
+      readStore(request, async () => {
         await app.writes.settledTenant(request.keyName)
-        return await store.listSessions(request.keyName, { limit: request.query.limit ?? DEFAULT_PAGE_SIZE, cursor: request.query.cursor })
-      } catch (err) {
-        if (err instanceof InvalidCursorError) throw err
-        request.log.error({ err }, 'store read failed')
-        throw new ApiError(503, 'api_error', 'the record store cannot be read right now', undefined, { 'retry-after': '5' })
-      }
-    }
+        return store.listSessions(request.keyName, { limit: request.query.limit ?? DEFAULT_PAGE_SIZE, cursor: request.query.cursor })
+      })
   )
   app.withTypeProvider<TypeBoxTypeProvider>().get(
     '/v1/sessions/:session_id/compactions',
@@ -156,15 +158,11 @@ export const sessionRoutes: FastifyPluginAsync<{ store: Store }> = async (app, {
     },
     async (request) => {
       const limit = request.query.limit ?? DEFAULT_PAGE_SIZE
-      try {
+      const page = await readStore(request, async () => {
         await app.writes.settled(request.keyName, request.params.session_id)
-        const page = await store.listRecords(request.params.session_id, request.keyName, { limit, cursor: request.query.cursor })
-        return { session_id: request.params.session_id, compactions: page.records, next_cursor: page.next_cursor }
-      } catch (err) {
-        if (err instanceof InvalidCursorError) throw err
-        request.log.error({ err }, 'store read failed')
-        throw new ApiError(503, 'api_error', 'the record store cannot be read right now', undefined, { 'retry-after': '5' })
-      }
+        return store.listRecords(request.params.session_id, request.keyName, { limit, cursor: request.query.cursor })
+      })
+      return { session_id: request.params.session_id, compactions: page.records, next_cursor: page.next_cursor }
     }
   )
 }

@@ -5,6 +5,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
+import { createInterface } from 'node:readline/promises'
 import { parseArgs } from 'node:util'
 import { serve } from '../server/serve.js'
 import { type CompactResponseView, formatReport } from './report.js'
@@ -28,6 +29,9 @@ const USAGE = `usage:
                                            your sessions, newest activity first
   compaction-gateway show SESSION COMPACTION
                                            one compaction: what it removed, its cold layer, its summary
+  compaction-gateway delete SESSION [--yes]
+                                           delete the session: its records, summaries, cold layer and
+                                           cached summaries (asks first, unless --yes)
   compaction-gateway --version             the version of this client
 options for every command that calls the service:
   --url URL             the service (default $COMPACTION_GATEWAY_URL or ${DEFAULT_URL})
@@ -82,7 +86,7 @@ function service(values: { url?: string; key?: string; timeout?: string }): Serv
 }
 
 /** One call to the service: its JSON answer, or the process ends with exit 3 (unreachable) or 4 (an error answer). */
-async function callService(svc: Service, method: 'GET' | 'POST', path: string, body?: unknown, onAnswer?: () => void): Promise<unknown> {
+async function callService(svc: Service, method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, onAnswer?: () => void): Promise<unknown> {
   let res: Response
   try {
     res = await fetch(`${svc.base}${path}`, {
@@ -195,6 +199,29 @@ async function show(argv: string[]): Promise<void> {
   )
 }
 
+async function remove(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { ...SERVICE_OPTIONS, yes: { type: 'boolean' } } })
+  if (values.help) return void process.stdout.write(`${USAGE}\n`)
+  if (positionals.length !== 1) throw new UsageError('delete takes one SESSION')
+  const session = at(positionals, 0)
+  if (!values.yes) {
+    if (!process.stdin.isTTY) throw new UsageError('delete asks before deleting: pass --yes where no one can answer')
+    const rl = createInterface({ input: process.stdin, output: process.stderr })
+    const answer = await rl.question(`delete session ${JSON.stringify(session)} and everything kept of it? [y/N] `)
+    rl.close()
+    if (!/^y(es)?$/i.test(answer.trim())) return void process.stdout.write('nothing deleted\n')
+  }
+  const payload = (await callService(service(values), 'DELETE', `/v1/sessions/${encodeURIComponent(session)}`)) as {
+    deleted: { compactions: number; cold_layer: number; cached: number; conversations: number }
+    space_reclaimed: boolean
+  }
+  if (values.json) return void process.stdout.write(`${JSON.stringify(payload, null, 2)}\n`)
+  const d = payload.deleted
+  if (d.compactions + d.cold_layer + d.cached + d.conversations === 0) return void process.stdout.write(`nothing kept of session ${session}: nothing to delete\n`)
+  process.stdout.write(`deleted session ${session}: ${d.compactions} compactions, ${d.cold_layer} cold-layer entries, ${d.cached} cached summaries and anchors\n`)
+  if (!payload.space_reclaimed) process.stdout.write('its space was not reclaimed yet (the store was busy): delete again to retry\n')
+}
+
 async function compact(argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -279,6 +306,7 @@ export async function run(argv: string[]): Promise<void> {
     if (command === 'recap') return await recap(rest)
     if (command === 'sessions') return await sessions(rest)
     if (command === 'show') return await show(rest)
+    if (command === 'delete') return await remove(rest)
     if (command === undefined || command === '-h' || command === '--help' || command === 'help') {
       process.stdout.write(`${USAGE}\n`)
       return

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { CARRIED_SHARE, type Message, SUMMARY_FLOOR_TOKENS, SUMMARY_SHARE, type SystemPrompt, carriedContext, carriedTokens, promptTokens } from '../compaction/index.js'
 import type { MemoryEntry } from '../memory/entries.js'
 import type { CompactRequestBody } from '../contract/schemas.js'
-import type { Store } from '../storage/store.js'
+import type { SessionOwner, Store } from '../storage/store.js'
 import { type CompactDeps, type CompactRun, type CompactRunView, type CompactedResponse, type ResponseView, runCompaction } from '../service/compact.js'
 import { type Anchor, anchorOf, hashPrefix, holds, withAnchor } from './anchors.js'
 
@@ -31,7 +31,8 @@ export interface AnchorStore {
   /** Read by other replicas too: the saved anchors are read at every request, not only a conversation's first here. */
   shared: boolean
   load(key: string): Promise<SavedConversation | undefined>
-  save(key: string, saved: SavedConversation): Promise<void>
+  /** `owner`: the client's session, whose deletion deletes the anchors too. */
+  save(key: string, saved: SavedConversation, owner?: SessionOwner): Promise<void>
 }
 
 /**
@@ -46,7 +47,7 @@ export function storedAnchors(store: Pick<Store, 'shared' | 'getState' | 'putSta
       const text = await store.getState(key(conversation), now())
       return typeof text === 'string' ? (JSON.parse(text) as SavedConversation) : undefined
     },
-    save: (conversation, saved) => store.putState(key(conversation), JSON.stringify(saved), now() + ANCHOR_TTL_MS)
+    save: (conversation, saved, owner) => store.putState(key(conversation), JSON.stringify(saved), now() + ANCHOR_TTL_MS, owner)
   }
 }
 
@@ -117,6 +118,10 @@ export interface Pending extends Anchor {
 interface SessionState {
   /** The conversation's key (sessionKey). */
   key: string
+  /** The client's session it belongs to, if it named one. */
+  owner?: SessionOwner
+  /** Its session was deleted: work still in flight for it keeps nothing. */
+  forgotten?: boolean
   /** Whether its saved anchors were read in this process. */
   loaded: boolean
   /** When a request of the session was last seen. */
@@ -279,7 +284,12 @@ export class ProxyCompactor {
     try {
       await state.saving // this process's own last write lands first
       const saved = await store.load(state.key)
-      if (!saved) return
+      if (!saved) {
+        // where replicas share the store, anchors this process holds and the store has not were deleted
+        // with their session (every anchor held here was saved: this process's own writes landed above)
+        if (store.shared && (state.current || state.pending)) this.reset(state)
+        return
+      }
       state.current = saved.current
       state.refined = saved.refined
       state.pending = saved.pending
@@ -291,11 +301,11 @@ export class ProxyCompactor {
   /** Keeps the conversation's anchors where the next process and the other replicas find them. */
   private persist(state: SessionState): void {
     const store = this.options.anchors
-    if (!store) return
+    if (!store || state.forgotten) return
     const saved: SavedConversation = { current: state.current, refined: state.refined, pending: state.pending }
     // One write at a time per conversation, in the order they were made.
     const job = (state.saving ?? Promise.resolve())
-      .then(() => store.save(state.key, saved))
+      .then(() => store.save(state.key, saved, state.owner))
       .catch((err: unknown) => this.options.onAnchorFault?.(err))
       .finally(() => {
         this.background.delete(job)
@@ -422,7 +432,7 @@ export class ProxyCompactor {
     const now = Date.now()
     let state = this.sessions.get(key)
     if (state) this.sessions.delete(key)
-    else state = { key, loaded: false, seenAt: now }
+    else state = { key, loaded: false, seenAt: now, ...(request.session !== undefined ? { owner: { key_name: request.tenant, session_id: request.session } } : {}) }
     state.seenAt = now
     this.sessions.set(key, state) // most recently used last
     // The least recently used come first: forget those over the count, and those idle too long.
@@ -440,6 +450,26 @@ export class ProxyCompactor {
    */
   get quietShare(): number {
     return Math.min(this.options.precomputeAt ?? 1, this.options.targetShare ?? 1)
+  }
+
+  /**
+   * Forgets a tenant's session's conversations here (their anchors and summaries written ahead): it is
+   * being deleted. Resolves once their anchor writes in flight have landed, so that a deletion after it
+   * finds them; work still running for them keeps nothing.
+   */
+  async forget(tenant: string, session: string): Promise<number> {
+    const landing: Promise<void>[] = []
+    let forgotten = 0
+    for (const [key, state] of this.sessions) {
+      if (state.owner?.key_name !== tenant || state.owner.session_id !== session) continue
+      forgotten++
+      this.sessions.delete(key)
+      state.forgotten = true
+      this.reset(state)
+      if (state.saving) landing.push(state.saving)
+    }
+    await Promise.all(landing)
+    return forgotten
   }
 
   /** Sessions remembered now. */

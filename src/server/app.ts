@@ -130,7 +130,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
   await app.register(routes(metricsRoutes, 'metrics'), { metrics })
   await app.register(doctrineRoutes)
   await app.register(siteRoutes, { version: SERVICE_VERSION, contract: readContract() })
-  await app.register(routes(sessionRoutes, 'store'), { store })
+  await app.register(routes(sessionRoutes, 'store', 'proxy', 'shared-state'), { store })
   await app.register(routes(memoryRoutes, 'store', 'metrics'), { store, metrics })
   await app.register(routes(compactRoutes, 'compaction', 'store', 'metrics'), { metrics, store, pool, workerMinBytes: config.COMPACT_WORKER_MIN_KB * 1024, deps })
   await app.register(routes(messagesRoutes, 'proxy', 'store', 'metrics'), {

@@ -125,7 +125,7 @@ export async function runCompaction(body: CompactRequestBody, deps: CompactDeps,
   const requested = body.summarizer ?? 'auto'
   if (requested === 'anthropic' && !deps.model) throw new SummarizerUnavailableError(requested)
   const summarizer = requested === 'extractive' || !deps.model ? deps.extractive : deps.model
-  const result = await summarizer.summarize({ plan, instructions: body.instructions, tenant: context.tenant, signal: context.signal })
+  const result = await summarizer.summarize({ plan, instructions: body.instructions, tenant: context.tenant, session: body.session_id, signal: context.signal })
   // Without a key the extractive summary is the default, and the response says why no model wrote it.
   if (requested === 'auto' && !deps.model) result.report = { ...result.report, fallback_reason: 'no_api_key' }
   const coldLayer = deps.coldLayer === true && body.session_id !== undefined

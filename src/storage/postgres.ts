@@ -1,5 +1,5 @@
 import pg from 'pg'
-import type { CachedSummary, CompactionRecord, MemoryOwner, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, SessionPage, SessionRow, Store, CompactionDetail } from './store.js'
+import type { CachedSummary, CompactionRecord, DeletedSession, MemoryOwner, SessionOwner, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, SessionPage, SessionRow, Store, CompactionDetail } from './store.js'
 import { StoreError, sessionSummary } from './store.js'
 import { KIND_WEIGHT, MAX_SESSION_MEMORY, type StoredRecord, decodeCursor, encodeCursor, queryWords, withSections } from './common.js'
 import { at } from '../compaction/index.js'
@@ -39,10 +39,15 @@ const MIGRATIONS: readonly string[] = [
    );
    CREATE INDEX memory_by_session ON memory (key_name, session_id, id);
    CREATE INDEX memory_by_age ON memory (created_ms);
-   CREATE INDEX memory_search ON memory USING GIN (search);`
+   CREATE INDEX memory_search ON memory USING GIN (search);`,
+  // 2: a cached summary's and a conversation's anchors' session, so that deleting a session deletes them.
+  `ALTER TABLE summary_cache ADD COLUMN key_name TEXT, ADD COLUMN session_id TEXT;
+   CREATE INDEX summary_cache_by_owner ON summary_cache (key_name, session_id) WHERE session_id IS NOT NULL;`
 ]
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length
+/** How long a deletion's table rewrite may take before the deletion says its space was not reclaimed. */
+const VACUUM_TIMEOUT_MS = 60_000
 /** The advisory lock key under which migrations run (any fixed number the deployment does not use elsewhere). */
 const MIGRATION_LOCK = 7_318_204_551
 
@@ -231,16 +236,40 @@ export class PostgresStore implements Store {
     return rows[0]?.value
   }
 
-  async putState(key: string, value: unknown, expiresAtMs: number): Promise<void> {
-    await this.query('INSERT INTO summary_cache (key, value, expires_ms) VALUES ($1, $2, $3) ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_ms = excluded.expires_ms', [
-      key,
-      storableJson(value),
-      expiresAtMs
-    ])
+  async putState(key: string, value: unknown, expiresAtMs: number, owner?: SessionOwner): Promise<void> {
+    await this.query(
+      `INSERT INTO summary_cache (key, value, expires_ms, key_name, session_id) VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_ms = excluded.expires_ms, key_name = excluded.key_name, session_id = excluded.session_id`,
+      [key, storableJson(value), expiresAtMs, owner?.key_name ?? null, owner?.session_id ?? null]
+    )
   }
 
-  async putCached(key: string, value: CachedSummary, expiresAtMs: number): Promise<void> {
-    await this.putState(key, value, expiresAtMs)
+  async putCached(key: string, value: CachedSummary, expiresAtMs: number, owner?: SessionOwner): Promise<void> {
+    await this.putState(key, value, expiresAtMs, owner)
+  }
+
+  /**
+   * The rows go in one transaction; then the tables that held them are rewritten (VACUUM FULL), since a
+   * plain VACUUM only marks their space free and leaves their bytes in the pages until reused. The rewrite
+   * locks each table while it runs (a store of 10,000 records: see the README's figure).
+   */
+  async deleteSession(sessionId: string, keyName: string): Promise<DeletedSession> {
+    await this.migrate()
+    let deleted: Omit<DeletedSession, 'space_reclaimed'> = { compactions: 0, cold_layer: 0, cached: 0, cache_keys: [] }
+    await this.transaction(async (client) => {
+      const keys = await client.query<{ key: string }>('DELETE FROM summary_cache WHERE key_name = $1 AND session_id = $2 RETURNING key', [keyName, sessionId])
+      const records = await client.query('DELETE FROM compactions WHERE key_name = $1 AND session_id = $2', [keyName, sessionId])
+      const memory = await client.query('DELETE FROM memory WHERE key_name = $1 AND session_id = $2', [keyName, sessionId])
+      deleted = { compactions: records.rowCount ?? 0, cold_layer: memory.rowCount ?? 0, cached: keys.rowCount ?? 0, cache_keys: keys.rows.map((r) => r.key) }
+    })
+    const tables = [deleted.compactions > 0 && 'compactions', deleted.cold_layer > 0 && 'memory', deleted.cached > 0 && 'summary_cache'].filter((t) => t !== false)
+    if (tables.length === 0) return { ...deleted, space_reclaimed: true }
+    try {
+      await this.pool.query({ text: `VACUUM (FULL) ${tables.join(', ')}`, query_timeout: VACUUM_TIMEOUT_MS } as pg.QueryConfig)
+      return { ...deleted, space_reclaimed: true }
+    } catch (err) {
+      return { ...deleted, space_reclaimed: false, reclaim_failure: err instanceof Error ? err.message : String(err) }
+    }
   }
 
   async saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): Promise<void> {

@@ -136,7 +136,16 @@ export interface SharedFlight {
   release(key: string): Promise<void>
 }
 
-export function redisFlight(shared: SharedState, token: string, prefix = 'cg:flight:'): SharedFlight {
+/** Where a summary's lock in flight is kept: this prefix and the summary's cache key. */
+export const FLIGHT_PREFIX = 'cg:flight:'
+
+/** Deletes the locks of these summaries (a deleted session's): they hold a replica's token only, and expire anyway. */
+export async function dropFlights(shared: SharedState, keys: readonly string[], prefix = FLIGHT_PREFIX): Promise<void> {
+  if (keys.length === 0 || !shared.available()) return
+  await shared.redis.del(...keys.map((k) => `${prefix}${k}`))
+}
+
+export function redisFlight(shared: SharedState, token: string, prefix = FLIGHT_PREFIX): SharedFlight {
   return {
     async acquire(key, ttlMs) {
       if (!shared.available()) return 'alone'

@@ -4,7 +4,7 @@ import { Worker } from 'node:worker_threads'
 import type { SqliteWrites } from './sqlite.js'
 
 /** The writes a SQLite store makes, by name, with their arguments and results. */
-type Writes = Pick<SqliteWrites, 'saveRecord' | 'putCached' | 'saveMemory' | 'prune' | 'checkWritable'>
+type Writes = Pick<SqliteWrites, 'saveRecord' | 'putCached' | 'saveMemory' | 'deleteSession' | 'prune' | 'checkWritable'>
 export type WriteName = keyof Writes
 
 /** Where a store's writes run: in order, one at a time, each answered when it is committed. */

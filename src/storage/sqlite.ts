@@ -1,7 +1,7 @@
 import { closeSync, existsSync, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
-import type { CachedSummary, CompactionRecord, MemoryOwner, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, SessionPage, SessionRow, Store, CompactionDetail } from './store.js'
+import type { CachedSummary, CompactionRecord, DeletedSession, MemoryOwner, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, SessionOwner, SessionPage, SessionRow, Store, CompactionDetail } from './store.js'
 import { StoreError, sessionSummary } from './store.js'
 import { KIND_WEIGHT, MAX_SESSION_MEMORY, type StoredRecord, decodeCursor, encodeCursor, queryWords, withSections } from './common.js'
 import { at } from '../compaction/index.js'
@@ -51,7 +51,13 @@ const MIGRATIONS: readonly string[] = [
    END;
    CREATE TRIGGER memory_removed AFTER DELETE ON memory BEGIN
      INSERT INTO memory_fts (memory_fts, rowid, text) VALUES ('delete', old.id, old.text);
-   END;`
+   END;`,
+  // 3: a cached summary's and a conversation's anchors' session, so that deleting a session deletes them;
+  // a deleted entry's words taken out of the full-text index at once, not left for a later merge.
+  `ALTER TABLE summary_cache ADD COLUMN key_name TEXT;
+   ALTER TABLE summary_cache ADD COLUMN session_id TEXT;
+   CREATE INDEX summary_cache_by_owner ON summary_cache (key_name, session_id) WHERE session_id IS NOT NULL;
+   INSERT INTO memory_fts (memory_fts, rank) VALUES ('secure-delete', 1);`
 ]
 
 /** A tenant's sessions, newest compaction first, each with its count, first time and newest record (the index on key, session, seq serves it). */
@@ -82,9 +88,15 @@ function makeFolder(folder: string): void {
   for (const dir of missing.reverse()) mkdirSync(dir)
 }
 
-/** A connection as the store uses it: WAL (readers never wait for the writer), synchronous NORMAL, a busy timeout. */
+/**
+ * A connection as the store uses it: WAL (readers never wait for the writer), synchronous NORMAL, a busy
+ * timeout; deleted content overwritten with zeros (secure_delete), and a new file made able to give freed
+ * pages back (auto_vacuum, which only a file without tables takes, and only before it is in WAL mode).
+ */
 export function openConnection(path: string): Database.Database {
   const db = new Database(path)
+  db.pragma('auto_vacuum = INCREMENTAL')
+  db.pragma('secure_delete = ON')
   db.pragma('journal_mode = WAL')
   db.pragma('synchronous = NORMAL')
   db.pragma('busy_timeout = 5000')
@@ -101,7 +113,13 @@ export class SqliteWrites {
   constructor(private readonly db: Database.Database) {
     this.statements = {
       insert: db.prepare('INSERT INTO compactions (id, session_id, key_name, created_at, created_ms, record) VALUES (@id, @session_id, @key_name, @created_at, @created_ms, @record)'),
-      putCache: db.prepare('INSERT INTO summary_cache (key, value, expires_ms) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value, expires_ms = excluded.expires_ms'),
+      putCache: db.prepare(
+        'INSERT INTO summary_cache (key, value, expires_ms, key_name, session_id) VALUES (?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value, expires_ms = excluded.expires_ms, key_name = excluded.key_name, session_id = excluded.session_id'
+      ),
+      ownedKeys: db.prepare('SELECT key FROM summary_cache WHERE key_name = ? AND session_id = ?'),
+      deleteRecords: db.prepare('DELETE FROM compactions WHERE key_name = ? AND session_id = ?'),
+      deleteMemory: db.prepare('DELETE FROM memory WHERE key_name = ? AND session_id = ?'),
+      deleteCache: db.prepare('DELETE FROM summary_cache WHERE key_name = ? AND session_id = ?'),
       pruneRecords: db.prepare('DELETE FROM compactions WHERE created_ms < ?'),
       pruneCache: db.prepare('DELETE FROM summary_cache WHERE expires_ms <= ?'),
       health: db.prepare('INSERT INTO health (id, checked_ms) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET checked_ms = excluded.checked_ms'),
@@ -125,8 +143,30 @@ export class SqliteWrites {
     })
   }
 
-  putCached(key: string, value: unknown, expiresAtMs: number): void {
-    this.statements.putCache.run(key, JSON.stringify(value), expiresAtMs)
+  putCached(key: string, value: unknown, expiresAtMs: number, owner?: SessionOwner): void {
+    this.statements.putCache.run(key, JSON.stringify(value), expiresAtMs, owner?.key_name ?? null, owner?.session_id ?? null)
+  }
+
+  /**
+   * Deletes a tenant's session in one transaction (secure_delete zeroes what the rows took), then gives
+   * the freed pages back (where the file was made for it) and empties the WAL, which still held them.
+   */
+  deleteSession(sessionId: string, keyName: string): DeletedSession {
+    const deleted = this.db.transaction(() => {
+      const keys = (this.statements.ownedKeys.all(keyName, sessionId) as { key: string }[]).map((r) => r.key)
+      return {
+        compactions: this.statements.deleteRecords.run(keyName, sessionId).changes,
+        cold_layer: this.statements.deleteMemory.run(keyName, sessionId).changes,
+        cached: this.statements.deleteCache.run(keyName, sessionId).changes,
+        cache_keys: keys
+      }
+    })()
+    if (deleted.compactions + deleted.cold_layer + deleted.cached === 0) return { ...deleted, space_reclaimed: true }
+    this.db.pragma('incremental_vacuum')
+    // busy (1) where a reader's snapshot still needs the WAL: then its frames are overwritten by later writes only
+    const [checkpoint] = this.db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[]
+    const reclaimed = checkpoint?.busy === 0
+    return { ...deleted, space_reclaimed: reclaimed, ...(reclaimed ? {} : { reclaim_failure: 'a reader kept the WAL from being emptied' }) }
   }
 
   saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): void {
@@ -283,8 +323,8 @@ export class SqliteStore implements Store {
     return row ? (JSON.parse(row.value) as CachedSummary) : undefined
   }
 
-  async putCached(key: string, value: CachedSummary, expiresAtMs: number): Promise<void> {
-    await this.writer.run('putCached', [key, value, expiresAtMs])
+  async putCached(key: string, value: CachedSummary, expiresAtMs: number, owner?: SessionOwner): Promise<void> {
+    await this.writer.run('putCached', [key, value, expiresAtMs, owner])
   }
 
   async getState(key: string, nowMs: number): Promise<unknown> {
@@ -292,8 +332,34 @@ export class SqliteStore implements Store {
     return row ? (JSON.parse(row.value) as unknown) : undefined
   }
 
-  async putState(key: string, value: unknown, expiresAtMs: number): Promise<void> {
-    await this.writer.run('putCached', [key, value, expiresAtMs])
+  async putState(key: string, value: unknown, expiresAtMs: number, owner?: SessionOwner): Promise<void> {
+    await this.writer.run('putCached', [key, value, expiresAtMs, owner])
+  }
+
+  /** Deleted by the writer (after every write asked for before it), and taken out of the records' journal too. */
+  async deleteSession(sessionId: string, keyName: string): Promise<DeletedSession> {
+    const deleted = await this.writer.run('deleteSession', [sessionId, keyName])
+    if (this.journalFd !== undefined) this.rewriteJournal(this.journalFd, `${this.path}-records.journal`, (r) => r.key_name === keyName && r.session_id === sessionId)
+    return deleted
+  }
+
+  /** The journal without the records `drop` picks (in this thread, where appends are made: none comes between). */
+  private rewriteJournal(fd: number, file: string, drop: (record: StoredRecord) => boolean): void {
+    // (read by its name: the appending descriptor's offset is at its end)
+    const kept = readFileSync(file, 'utf8')
+      .split('\n')
+      .filter((line) => {
+        if (line === '') return false
+        try {
+          return !drop(JSON.parse(line) as StoredRecord)
+        } catch {
+          return false // a line cut by a kill: no record, and no answer was given for it
+        }
+      })
+    ftruncateSync(fd, 0)
+    const text = kept.map((line) => `${line}\n`).join('')
+    if (text !== '') writeSync(fd, text)
+    this.journaledBytes = Buffer.byteLength(text)
   }
 
   async saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): Promise<void> {

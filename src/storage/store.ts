@@ -106,6 +106,30 @@ export function sessionSummary(row: SessionRow): SessionSummary {
   }
 }
 
+/** Whose session a cached summary or a conversation's anchors were made for. */
+export interface SessionOwner {
+  key_name: string
+  session_id: string
+}
+
+/** What deleting a session deleted. */
+export interface DeletedSession {
+  compactions: number
+  cold_layer: number
+  /** Cached summaries and proxy anchors. */
+  cached: number
+  /** The keys of the cached rows deleted (whose locks in Redis go too). */
+  cache_keys: string[]
+  /**
+   * Whether the space they took was given back: SQLite's freed pages zeroed and its WAL emptied (the file
+   * shrinks where it was made with incremental vacuum, as files this version creates are); PostgreSQL's
+   * tables rewritten (VACUUM FULL). False where that step failed after the rows were deleted.
+   */
+  space_reclaimed: boolean
+  /** Why not, for the log. */
+  reclaim_failure?: string
+}
+
 /** One compaction as its own page shows it: its record, and what its cold layer keeps, by kind. */
 export interface CompactionDetail {
   record: CompactionRecord
@@ -129,10 +153,11 @@ export interface Store {
   /** A tenant's sessions (those with a session id), the one with the newest compaction first. */
   listSessions(keyName: string, options: { limit: number; cursor?: string }): Promise<SessionPage>
   getCached(key: string, nowMs: number): Promise<CachedSummary | undefined>
-  putCached(key: string, value: CachedSummary, expiresAtMs: number): Promise<void>
+  /** `owner`: the session the summary was made for, so that deleting the session deletes it too. */
+  putCached(key: string, value: CachedSummary, expiresAtMs: number, owner?: SessionOwner): Promise<void>
   /** A piece of the service's own state (a proxied conversation's anchors), kept beside the cache until it expires. */
   getState(key: string, nowMs: number): Promise<unknown>
-  putState(key: string, value: unknown, expiresAtMs: number): Promise<void>
+  putState(key: string, value: unknown, expiresAtMs: number, owner?: SessionOwner): Promise<void>
   /** Keeps a compaction's cold-layer entries (already redacted), within the per-session cap. */
   saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): Promise<void>
   /** A tenant's entries of one session that match the query, best first. Someone else's session finds nothing. */
@@ -141,6 +166,12 @@ export interface Store {
   compaction(sessionId: string, keyName: string, compactionId: string): Promise<CompactionDetail | undefined>
   /** The session's current summary, or undefined for a session the tenant has no record of. */
   recap(sessionId: string, keyName: string): Promise<Recap | undefined>
+  /**
+   * Deletes all a tenant's session left here (its records, cold layer, cached summaries and anchors), with
+   * the bytes they took overwritten or rewritten, not only unlinked. Another tenant's session, or none,
+   * deletes nothing: deleting is idempotent.
+   */
+  deleteSession(sessionId: string, keyName: string): Promise<DeletedSession>
   /** Drops records and cold-layer entries created before `beforeMs` and expired cache rows. */
   prune(beforeMs: number, nowMs: number): Promise<{ records: number; cache: number; memory: number }>
   /** Throws when the store cannot be written. */

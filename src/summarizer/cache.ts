@@ -122,7 +122,8 @@ export class CachingSummarizer implements Summarizer {
         // The model's answer is redacted before it is stored: a model may repeat a secret back.
         const sections = redactSections(result.sections, request.plan.redactParts)
         try {
-          await this.options.store.putCached(key, { sections, model: result.report.model }, this.options.now() + this.options.ttlMs)
+          const owner = request.session === undefined ? undefined : { key_name: request.tenant ?? '', session_id: request.session }
+          await this.options.store.putCached(key, { sections, model: result.report.model }, this.options.now() + this.options.ttlMs, owner)
         } catch (err) {
           this.options.onStoreError('cache_write', err)
         }

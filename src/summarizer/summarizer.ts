@@ -12,6 +12,8 @@ export interface SummarizeRequest {
   instructions?: string
   /** Whose request this is (the API key's name); cached summaries are never shared across tenants. */
   tenant?: string
+  /** The client's session, whose deletion deletes the summary cached for it. */
+  session?: string
   signal?: AbortSignal
   /**
    * Aborted when no caller waits for this summary any more: a summary not begun yet gives up its queue

@@ -187,3 +187,19 @@ describe('compaction-gateway show', () => {
     expect(missing.code).toBe(4)
   })
 })
+
+describe('compaction-gateway delete', () => {
+  it('deletes a session after --yes (asking otherwise, and refusing where no one can answer); deleting again finds nothing', async () => {
+    const key = 'key-cli-000000000000'
+    expect((await cli(['compact', fixture, '--url', server.url, '--key', key, '--session', 'cli-del'])).code).toBe(0)
+    const unasked = await cli(['delete', 'cli-del', '--url', server.url, '--key', key])
+    expect(unasked.code).toBe(2)
+    expect(unasked.stderr).toContain('pass --yes')
+    const { code, stdout, stderr } = await cli(['delete', 'cli-del', '--yes', '--url', server.url, '--key', key])
+    expect(stderr).toBe('')
+    expect(code).toBe(0)
+    expect(stdout).toMatch(/^deleted session cli-del: 1 compactions, [1-9]\d* cold-layer entries, 0 cached summaries and anchors$/m)
+    expect((await cli(['sessions', '--url', server.url, '--key', key])).stdout).not.toContain('cli-del')
+    expect((await cli(['delete', 'cli-del', '--yes', '--url', server.url, '--key', key])).stdout).toBe('nothing kept of session cli-del: nothing to delete\n')
+  })
+})

@@ -138,3 +138,48 @@ describe('anchors kept in the store: a restart, or another replica, reuses the s
     })
   }
 })
+
+describe("a deleted session's conversations", () => {
+  afterAll(async () => {
+    if (!pgMissing) await dropSchemas()
+  })
+
+  it('are forgotten here, and not found again in the store: the next request compacts anew', async () => {
+    const store = new SqliteStore(tempDb())
+    const model = countingModel()
+    const proxy = proxyOn(store, model)
+    const history = conversation('Port the parser to the new grammar', 30)
+    const first = await proxy.prepare({ messages: history, tenant: 't', session: 's-del', budget: BUDGET })
+    await proxy.prepare({ messages: history, tenant: 't', session: 'other', budget: BUDGET })
+    expect(await proxy.forget('t', 's-del')).toBe(1)
+    expect((await store.deleteSession('s-del', 't')).cached).toBe(1) // its anchors, saved before forget resolved
+    const calls = model.calls
+    const again = await proxy.prepare({ messages: [...history, assistant('ok'), user('go on')], tenant: 't', session: 's-del', budget: BUDGET })
+    expect(again.kind).toBe('compacted')
+    expect(summaryOf(again)).not.toBe(summaryOf(first))
+    expect(model.calls).toBe(calls + 1)
+    expect(await proxy.forget('u', 'other')).toBe(0) // another tenant's session of that name is not this one
+    await proxy.close()
+    await store.close()
+  })
+
+  it.skipIf(pgMissing !== undefined)(`are dropped by another replica sharing the store once they are gone from it${pgMissing ? ` (skipped: ${pgMissing})` : ''}`, async () => {
+    const url = freshPgUrl()
+    const [a, b] = [new PostgresStore(url), new PostgresStore(url)]
+    const model = countingModel()
+    const [one, two] = [proxyOn(a, model), proxyOn(b, model)]
+    const history = conversation('Port the parser to the new grammar', 30)
+    const next = [...history, assistant('ok'), user('go on')]
+    const first = await one.prepare({ messages: history, tenant: 't', session: 's-del', budget: BUDGET })
+    await one.idle()
+    expect(summaryOf(await two.prepare({ messages: next, tenant: 't', session: 's-del', budget: BUDGET }))).toBe(summaryOf(first))
+    await two.idle()
+    await one.forget('t', 's-del')
+    expect((await a.deleteSession('s-del', 't')).cached).toBe(1)
+    const after = await two.prepare({ messages: [...next, assistant('done'), user('and now?')], tenant: 't', session: 's-del', budget: BUDGET })
+    expect(after.kind).toBe('compacted')
+    expect(summaryOf(after)).not.toBe(summaryOf(first))
+    for (const p of [one, two]) await p.close()
+    for (const s of [a, b]) await s.close()
+  })
+})

@@ -256,3 +256,26 @@ describe('GET /v1/sessions/{session_id}/compactions/{compaction_id}', () => {
     }
   })
 })
+
+describe('DELETE /v1/sessions/{session_id}', () => {
+  it('needs a key, answers in the contract, and is a 503 to retry, never a 500, when the store cannot be written', async () => {
+    const app = await testApp({ COMPACT_API_KEYS: KEYS })
+    const alice = 'key-alice-000000000001'
+    expect((await post(app, alice, history())).statusCode).toBe(200)
+    expect((await app.inject({ method: 'DELETE', url: '/v1/sessions/sess-1' })).statusCode).toBe(401)
+    const res = await app.inject({ method: 'DELETE', url: '/v1/sessions/sess-1', headers: { 'x-api-key': alice } })
+    expect(res.statusCode).toBe(200)
+    expect(check('DELETE', '/v1/sessions/{session_id}', 200, res.json())).toEqual([])
+    expect(res.json()).toMatchObject({ session_id: 'sess-1', deleted: { compactions: 1 }, space_reclaimed: true })
+    await app.close()
+
+    const store = new SqliteStore(':memory:')
+    const broken = await testApp({}, { store })
+    store.connection.close()
+    const failed = await broken.inject({ method: 'DELETE', url: '/v1/sessions/sess-1' })
+    expect(failed.statusCode).toBe(503)
+    expect(failed.headers['retry-after']).toBe('5')
+    expect(failed.json().error).toEqual({ type: 'api_error', message: 'the record store cannot be written right now' })
+    await broken.close()
+  })
+})

@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import Database from 'better-sqlite3'
 import pg from 'pg'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
@@ -141,10 +141,45 @@ for (const backend of backends) {
       expect((await s.prune(Date.parse('2026-12-01T00:00:00.000Z'), 0)).memory).toBe(4)
     })
 
+    it("deletes a tenant's session whole (records, cold layer, its cached summaries and anchors), no one else's, and again as a no-op", async () => {
+      const s = open()
+      const owner = { compaction_id: 'c1', session_id: 'sess', key_name: 'alpha', created_at: '2026-11-30T00:00:00.000Z' }
+      const value = { sections: { ...emptySections(), objective: 'cached' }, model: 'm' }
+      await s.saveRecord(record('c1', 'sess', 'alpha'))
+      await s.saveRecord(record('c2', 'sess', 'alpha'))
+      await s.saveRecord(record('b1', 'sess', 'beta'))
+      await s.saveRecord(record('o1', 'other', 'alpha'))
+      await s.saveMemory(owner, [{ kind: 'ask', text: 'rotate the keys', from: 0, to: 0 }, { kind: 'error', text: 'keys missing', from: 1, to: 1 }])
+      await s.saveMemory({ ...owner, key_name: 'beta', compaction_id: 'b1' }, [{ kind: 'ask', text: 'rotate the keys', from: 0, to: 0 }])
+      await s.putCached('mine', value, 10_000, { key_name: 'alpha', session_id: 'sess' })
+      await s.putState('anchors:mine', '{"current":null}', 10_000, { key_name: 'alpha', session_id: 'sess' })
+      await s.putCached('theirs', value, 10_000, { key_name: 'beta', session_id: 'sess' })
+      await s.putCached('nobody', value, 10_000)
+
+      const deleted = await s.deleteSession('sess', 'alpha')
+      expect({ ...deleted, cache_keys: [...deleted.cache_keys].sort() }).toEqual({ compactions: 2, cold_layer: 2, cached: 2, cache_keys: ['anchors:mine', 'mine'], space_reclaimed: true })
+      expect(await s.listRecords('sess', 'alpha', { limit: 10 })).toEqual({ records: [], next_cursor: null })
+      expect(await s.recall('sess', 'alpha', { text: 'keys', limit: 5 })).toEqual([])
+      expect(await s.getCached('mine', 0)).toBeUndefined()
+      expect(await s.getState('anchors:mine', 0)).toBeUndefined()
+      expect((await s.listSessions('alpha', { limit: 10 })).sessions.map((x) => x.session_id)).toEqual(['other'])
+      // another tenant's session of the same id, and what no session owns, are untouched
+      expect((await s.listRecords('sess', 'beta', { limit: 10 })).records.map((r) => r.id)).toEqual(['b1'])
+      expect(await s.recall('sess', 'beta', { text: 'keys', limit: 5 })).toHaveLength(1)
+      expect(await s.getCached('theirs', 0)).toEqual(value)
+      expect(await s.getCached('nobody', 0)).toEqual(value)
+      expect(await s.deleteSession('sess', 'alpha')).toEqual({ compactions: 0, cold_layer: 0, cached: 0, cache_keys: [], space_reclaimed: true })
+    })
+
     it('says it can be written', async () => {
       await expect(open().checkWritable()).resolves.toBeUndefined()
     })
   })
+}
+
+/** Every file of a SQLite store (the database, its WAL, the records' journal) as one text, to look for bytes in. */
+function sqliteFiles(path: string): string {
+  return [path, `${path}-wal`, `${path}-records.journal`].map((f) => (existsSync(f) ? readFileSync(f).toString('latin1') : '')).join('\n')
 }
 
 describe('SqliteStore', () => {
@@ -209,6 +244,39 @@ describe('SqliteStore', () => {
     await expect(s.saveRecord(record('cmp_late', 'sess', 'k'))).rejects.toThrow(/writer thread has stopped/)
   })
 
+  it("deletes a session's bytes from the database file, its WAL and the records' journal, and gives the pages back", async () => {
+    const path = tempDb()
+    const s = new SqliteStore(path)
+    stores.push(s)
+    const secret = (n: number): string => `zqxsecret${n}vv`
+    const big = (n: number): string => `${secret(n)} ${'padding words for pages '.repeat(400)}`
+    const withText = (id: string, session: string, text: string): CompactionRecord => ({ ...record(id, session, 'alpha'), summary: { text, sections: emptySections() } })
+    for (let i = 0; i < 30; i++) {
+      await s.saveRecord(withText(`gone-${i}`, 'doomed', big(1)))
+      await s.saveMemory({ compaction_id: `gone-${i}`, session_id: 'doomed', key_name: 'alpha', created_at: '2026-11-30T00:00:00.000Z' }, [{ kind: 'ask', text: big(2), from: 0, to: 0 }])
+    }
+    await s.putCached('cached-key', { sections: { ...emptySections(), objective: secret(3) }, model: 'm' }, Date.now() + 60_000, { key_name: 'alpha', session_id: 'doomed' })
+    s.journal!(withText('gone-journaled', 'doomed', secret(4)))
+    await s.saveRecord(withText('gone-journaled', 'doomed', secret(4)))
+    await s.saveRecord(withText('kept', 'kept', secret(5)))
+    s.journal!(withText('kept-journaled', 'kept', secret(6)))
+    s.connection.pragma('wal_checkpoint(PASSIVE)') // some of it in the file, the rest still in the WAL
+    await s.saveMemory({ compaction_id: 'kept', session_id: 'kept', key_name: 'alpha', created_at: '2026-11-30T00:00:00.000Z' }, [{ kind: 'ask', text: secret(7), from: 0, to: 0 }])
+    const before = sqliteFiles(path)
+    for (const n of [1, 2, 3, 4, 5, 6, 7]) expect(before).toContain(secret(n))
+    const pagesBefore = s.connection.pragma('page_count', { simple: true }) as number
+
+    const deleted = await s.deleteSession('doomed', 'alpha')
+    expect(deleted).toMatchObject({ compactions: 31, cold_layer: 30, cached: 1, space_reclaimed: true })
+    const after = sqliteFiles(path)
+    for (const n of [1, 2, 3, 4]) expect(after).not.toContain(secret(n))
+    expect(after).not.toContain('doomed')
+    expect(after).toContain(secret(6)) // another session's journaled record stays journaled
+    expect((await s.listRecords('kept', 'alpha', { limit: 5 })).records.map((r) => r.summary.text)).toEqual([secret(5)])
+    expect((await s.recall('kept', 'alpha', { text: secret(7), limit: 5 })).map((h) => h.text)).toEqual([secret(7)])
+    expect(s.connection.pragma('page_count', { simple: true }) as number).toBeLessThan(pagesBefore / 4)
+  })
+
   it('keeps a journaled record through a stop before its write, and writes it at the next start, once', async () => {
     const path = tempDb()
     const first = new SqliteStore(path)
@@ -237,6 +305,48 @@ describe.skipIf(pgMissing !== undefined)(`PostgresStore${pgMissing ? ` (skipped:
     const { rows } = await client.query<{ version: number }>(`SELECT version FROM ${schema}.schema_migrations ORDER BY version`)
     await client.end()
     expect(rows.map((r) => r.version)).toEqual(Array.from({ length: PG_SCHEMA_VERSION }, (_, i) => i + 1))
+  })
+
+  it("deletes a session's bytes from the tables' pages, their indexes and TOAST, not only its rows", async (context) => {
+    const url = freshPgUrl()
+    const s = new PostgresStore(url)
+    stores.push(s)
+    const schema = new URL(url).searchParams.get('schema')!
+    const client = new pg.Client({ connectionString: PG_URL })
+    await client.connect()
+    try {
+      // pages are read raw with pageinspect (a superuser's extension, in PostgreSQL's contrib)
+      const inspect = await client.query('CREATE EXTENSION IF NOT EXISTS pageinspect').catch((err: Error) => err)
+      if (inspect instanceof Error) return context.skip(`pageinspect cannot be used here (${inspect.message})`)
+      const secret = (n: number): string => `zqxsecret${n}vv`
+      const owner = { compaction_id: 'c', session_id: 'doomed', key_name: 'alpha', created_at: '2026-11-30T00:00:00.000Z' }
+      for (let i = 0; i < 20; i++) {
+        await s.saveRecord({ ...record(`gone-${i}`, 'doomed', 'alpha'), summary: { text: secret(1), sections: emptySections() } })
+        await s.saveMemory({ ...owner, compaction_id: `gone-${i}` }, [{ kind: 'ask', text: `${secret(2)} ${'a word '.repeat(i * 100)}`, from: 0, to: 0 }])
+      }
+      await s.putCached('cached-key', { sections: { ...emptySections(), objective: secret(3) }, model: 'm' }, Date.now() + 60_000, { key_name: 'alpha', session_id: 'doomed' })
+      await s.saveRecord({ ...record('kept', 'kept', 'alpha'), summary: { text: secret(5), sections: emptySections() } })
+      const pagesHolding = async (text: string): Promise<number> => {
+        const { rows } = await client.query<{ n: string }>(
+          `WITH rels AS (
+             SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind IN ('r', 'i')
+             UNION SELECT t.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_class t ON t.oid = c.reltoastrelid WHERE n.nspname = $1
+             UNION SELECT i.indexrelid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_index i ON i.indrelid = c.reltoastrelid WHERE n.nspname = $1)
+           SELECT count(*) AS n FROM rels, generate_series(0, pg_relation_size(rels.oid) / 8192 - 1) AS b
+            WHERE position(convert_to($2, 'UTF8') IN get_raw_page(rels.oid::regclass::text, b::int)) > 0`,
+          [schema, text]
+        )
+        return Number(rows[0]!.n)
+      }
+      expect(await pagesHolding(secret(1))).toBeGreaterThan(0)
+      expect(await pagesHolding(secret(3))).toBeGreaterThan(0)
+      const deleted = await s.deleteSession('doomed', 'alpha')
+      expect(deleted).toMatchObject({ compactions: 20, cold_layer: 20, cached: 1, space_reclaimed: true })
+      for (const text of [secret(1), secret(2), secret(3), 'doomed']) expect([text, await pagesHolding(text)]).toEqual([text, 0])
+      expect(await pagesHolding(secret(5))).toBeGreaterThan(0)
+    } finally {
+      await client.end()
+    }
   })
 
   it('refuses a schema newer than it knows', async () => {

@@ -6,6 +6,8 @@ import { ApiError } from '../errors.js'
 import { urlPartValidatorCompiler } from '../../contract/validation.js'
 import { SessionId } from '../../contract/schemas.js'
 import { KEYED, keyedResponses } from './security.js'
+import { deleteSession } from '../../service/sessions.js'
+import { dropFlights } from '../../storage/redis.js'
 
 export const DEFAULT_PAGE_SIZE = 20
 export const MAX_PAGE_SIZE = 100
@@ -64,18 +66,85 @@ const CompactionDetailSchema = Type.Object(
   { additionalProperties: false, description: 'One compaction: its record (summary, figures, summarizer), what it removed and what its cold layer keeps.' }
 )
 
-/** A read of the store: a bad cursor is the client's 400; any other failure a 503 to retry, its reason logged. */
-async function readStore<T>(request: FastifyRequest, read: () => Promise<T>): Promise<T> {
+/** A read (or a deletion) of the store: a bad cursor is the client's 400; any other failure a 503 to retry, its reason logged. */
+async function readStore<T>(request: FastifyRequest, read: () => Promise<T>, what = 'read'): Promise<T> {
   try {
     return await read()
   } catch (err) {
     if (err instanceof InvalidCursorError) throw err
-    request.log.error({ err }, 'store read failed')
-    throw new ApiError(503, 'api_error', 'the record store cannot be read right now', undefined, { 'retry-after': '5' })
+    request.log.error({ err }, `store ${what} failed`)
+    throw new ApiError(503, 'api_error', `the record store cannot be ${what === 'read' ? 'read' : 'written'} right now`, undefined, { 'retry-after': '5' })
   }
 }
 
+const DeletedSessionSchema = Type.Object(
+  {
+    session_id: Type.String(),
+    deleted: Type.Object(
+      {
+        compactions: Type.Integer({ minimum: 0, description: 'Compaction records (with their summaries).' }),
+        cold_layer: Type.Integer({ minimum: 0, description: 'Cold-layer entries.' }),
+        cached: Type.Integer({ minimum: 0, description: "Cached model summaries and the proxy's saved anchors." }),
+        conversations: Type.Integer({ minimum: 0, description: "The proxy's conversations of the session this replica held in memory." })
+      },
+      { additionalProperties: false }
+    ),
+    space_reclaimed: Type.Boolean({
+      description:
+        "Whether the bytes they took were overwritten or rewritten too (SQLite: zeroed pages and an emptied WAL; PostgreSQL: the tables rewritten), not only unlinked. False where that step failed after the rows were deleted: deleting again retries it."
+    })
+  },
+  { additionalProperties: false, description: 'What was deleted: all zeros when the session had nothing here (a second delete, or another key’s session).' }
+)
+
 export const sessionRoutes: FastifyPluginAsync<{ store: Store }> = async (app, { store }) => {
+  app.withTypeProvider<TypeBoxTypeProvider>().delete(
+    '/v1/sessions/:session_id',
+    {
+      validatorCompiler: urlPartValidatorCompiler,
+      schema: {
+        tags: ['compaction'],
+        operationId: 'deleteSession',
+        summary: 'Deletes a session: its records, summaries, cold layer, cached summaries and anchors, and the space they took',
+        description:
+          "Only the caller's own session: another key's session of the same id is untouched (and the answer is all zeros). Idempotent. Writes of the session still landing are waited for first, so a compaction answered before the delete is deleted too.",
+        security: KEYED,
+        params: Type.Object({ session_id: SessionId('The session.') }),
+        response: {
+          200: DeletedSessionSchema,
+          ...keyedResponses(),
+          503: Type.Ref('ErrorResponse', { description: 'The store cannot be written right now; nothing or part was deleted: delete again.' })
+        }
+      }
+    },
+    async (request) => {
+      const sessionId = request.params.session_id
+      const { proxy, shared } = app
+      const result = await readStore(request, () =>
+        deleteSession(
+          {
+            store,
+            settled: (key, session) => app.writes.settled(key, session),
+            forgetConversations: (key, session) => proxy.compactor.forget(key, session),
+            ...(shared ? { dropLocks: (keys: readonly string[]) => dropFlights(shared, keys) } : {}),
+            onLockFault: (err) => request.log.warn({ err }, 'the locks of a deleted session could not be dropped from Redis (they expire on their own)')
+          },
+          request.keyName,
+          sessionId
+        ),
+        'deletion'
+      )
+      if (!result.space_reclaimed) request.log.warn({ reason: result.reclaim_failure }, 'a deleted session’s space was not reclaimed')
+      request.log.info({ event: 'session_deleted', compactions: result.compactions, cold_layer: result.cold_layer, cached: result.cached }, 'session deleted')
+      return {
+        session_id: sessionId,
+        deleted: { compactions: result.compactions, cold_layer: result.cold_layer, cached: result.cached, conversations: result.conversations },
+        space_reclaimed: result.space_reclaimed
+      }
+    }
+  )
+
+
   app.withTypeProvider<TypeBoxTypeProvider>().get(
     '/v1/sessions/:session_id/compactions/:compaction_id',
     {

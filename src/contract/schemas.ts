@@ -191,6 +191,9 @@ export const CompactionRecordSchema = Type.Object(
     created_at: Type.String({ format: 'date-time' }),
     mode: Type.Enum(['auto', 'manual']),
     reason: Type.String(),
+    budget_tokens: Type.Optional(
+      Type.Union([Type.Integer(), Type.Null()], { description: "The budget the compaction was made under; null where it was 'off'. Absent from records made before it was kept." })
+    ),
     stats: Type.Ref('Stats'),
     summarizer: Type.Ref('SummarizerReport'),
     doctrine_version: Type.String(),

@@ -40,7 +40,7 @@ export function recordWrites(
   store: Store,
   metrics: Metrics,
   log: FastifyBaseLogger,
-  body: Pick<CompactRequestBody, 'mode' | 'session_id'>,
+  body: Pick<CompactRequestBody, 'mode' | 'session_id'> & { budget: number | 'off' },
   keyName: string,
   response: Extract<ResponseView, { compacted: true }>,
   memory: CompactRunView['memory']
@@ -53,6 +53,7 @@ export function recordWrites(
     created_at,
     mode: body.mode ?? 'auto',
     reason: response.reason,
+    budget_tokens: body.budget === 'off' ? null : body.budget,
     stats: response.stats,
     summarizer: response.summarizer,
     doctrine_version: response.doctrine_version,

@@ -1,5 +1,5 @@
 import pg from 'pg'
-import type { CachedSummary, CompactionRecord, DeletedSession, MemoryOwner, SessionOwner, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, SessionPage, SessionRow, Store, CompactionDetail } from './store.js'
+import type { CachedSummary, CompactionRecord, DeletedSession, MemoryOwner, SessionOwner, TimelinePoint, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, SessionPage, SessionRow, Store, CompactionDetail } from './store.js'
 import { StoreError, sessionSummary } from './store.js'
 import { KIND_WEIGHT, MAX_SESSION_MEMORY, type StoredRecord, decodeCursor, encodeCursor, queryWords, withSections } from './common.js'
 import { at } from '../compaction/index.js'
@@ -322,6 +322,15 @@ export class PostgresStore implements Store {
     if (!row) return undefined
     const kinds = await this.query<{ kind: string; n: string }>('SELECT kind, count(*) AS n FROM memory WHERE key_name = $1 AND session_id = $2 AND compaction_id = $3 GROUP BY kind', [keyName, sessionId, compactionId])
     return { record: withSections(row.record), memory: Object.fromEntries(kinds.rows.map((k) => [k.kind, Number(k.n)])) }
+  }
+
+  async timeline(sessionId: string, keyName: string, limit: number): Promise<TimelinePoint[]> {
+    const { rows } = await this.query<{ id: string; created_at: string; raw: string; after: string; budget: string | null }>(
+      `SELECT id, created_at, record->'stats'->>'raw_history_tokens' AS raw, record->'stats'->>'context_after_compaction' AS after, record->>'budget_tokens' AS budget
+         FROM compactions WHERE key_name = $1 AND session_id = $2 ORDER BY seq DESC LIMIT $3`,
+      [keyName, sessionId, limit]
+    )
+    return rows.reverse().map((r) => ({ compaction_id: r.id, created_at: r.created_at, raw_history_tokens: Number(r.raw), context_after_compaction: Number(r.after), budget_tokens: r.budget === null ? null : Number(r.budget) }))
   }
 
   async recap(sessionId: string, keyName: string): Promise<Recap | undefined> {

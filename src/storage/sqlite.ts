@@ -1,7 +1,7 @@
 import { closeSync, existsSync, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
-import type { CachedSummary, CompactionRecord, DeletedSession, MemoryOwner, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, SessionOwner, SessionPage, SessionRow, Store, CompactionDetail } from './store.js'
+import type { CachedSummary, CompactionRecord, DeletedSession, MemoryOwner, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, SessionOwner, SessionPage, SessionRow, Store, CompactionDetail, TimelinePoint } from './store.js'
 import { StoreError, sessionSummary } from './store.js'
 import { KIND_WEIGHT, MAX_SESSION_MEMORY, type StoredRecord, decodeCursor, encodeCursor, queryWords, withSections } from './common.js'
 import { at } from '../compaction/index.js'
@@ -224,6 +224,11 @@ export class SqliteStore implements Store {
       countRecords: this.db.prepare('SELECT COUNT(*) AS n FROM compactions WHERE key_name = ? AND session_id = ?'),
       sessions: this.db.prepare(SESSIONS_SQL),
       record: this.db.prepare('SELECT record FROM compactions WHERE key_name = ? AND session_id = ? AND id = ?'),
+      timeline: this.db.prepare(
+        `SELECT id, created_at, json_extract(record, '$.stats.raw_history_tokens') AS raw, json_extract(record, '$.stats.context_after_compaction') AS after,
+           json_extract(record, '$.budget_tokens') AS budget
+           FROM compactions WHERE key_name = ? AND session_id = ? ORDER BY seq DESC LIMIT ?`
+      ),
       memoryKinds: this.db.prepare('SELECT kind, COUNT(*) AS n FROM memory WHERE key_name = ? AND session_id = ? AND compaction_id = ? GROUP BY kind')
     }
     const inline = path === ':memory:' || options.writer === 'inline'
@@ -402,6 +407,11 @@ export class SqliteStore implements Store {
     if (!row) return undefined
     const kinds = this.statements.memoryKinds.all(keyName, sessionId, compactionId) as { kind: string; n: number }[]
     return { record: withSections(JSON.parse(row.record) as StoredRecord), memory: Object.fromEntries(kinds.map((k) => [k.kind, k.n])) }
+  }
+
+  async timeline(sessionId: string, keyName: string, limit: number): Promise<TimelinePoint[]> {
+    const rows = this.statements.timeline.all(keyName, sessionId, limit) as { id: string; created_at: string; raw: number; after: number; budget: number | null }[]
+    return rows.reverse().map((r) => ({ compaction_id: r.id, created_at: r.created_at, raw_history_tokens: r.raw, context_after_compaction: r.after, budget_tokens: r.budget ?? null }))
   }
 
   async recap(sessionId: string, keyName: string): Promise<Recap | undefined> {

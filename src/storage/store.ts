@@ -13,6 +13,8 @@ export interface CompactionRecord {
   created_at: string
   mode: 'auto' | 'manual'
   reason: string
+  /** The budget it was made under; null for 'off'. Absent from records made before it was kept. */
+  budget_tokens?: number | null
   stats: CompactionStats
   summarizer: SummarizerReportBody
   doctrine_version: string
@@ -106,6 +108,15 @@ export function sessionSummary(row: SessionRow): SessionSummary {
   }
 }
 
+/** One compaction as a chart shows it: when, and the prompt's size before and after it. */
+export interface TimelinePoint {
+  compaction_id: string
+  created_at: string
+  raw_history_tokens: number
+  context_after_compaction: number
+  budget_tokens: number | null
+}
+
 /** Whose session a cached summary or a conversation's anchors were made for. */
 export interface SessionOwner {
   key_name: string
@@ -164,6 +175,8 @@ export interface Store {
   recall(sessionId: string, keyName: string, query: RecallQuery): Promise<RecallHit[]>
   /** One compaction of a tenant's session, or undefined where there is none (or it is someone else's). */
   compaction(sessionId: string, keyName: string, compactionId: string): Promise<CompactionDetail | undefined>
+  /** A tenant's session's compactions as points of a chart, oldest first: the newest `limit` of them. */
+  timeline(sessionId: string, keyName: string, limit: number): Promise<TimelinePoint[]>
   /** The session's current summary, or undefined for a session the tenant has no record of. */
   recap(sessionId: string, keyName: string): Promise<Recap | undefined>
   /**

@@ -50,6 +50,8 @@ export async function everyOperation(): Promise<void> {
   await client.GET('/openapi.yaml')
   const gone = await client.DELETE('/v1/sessions/{session_id}', { params: { path: { session_id: 's' } } })
   if (gone.data) void [gone.data.deleted.compactions, gone.data.space_reclaimed]
+  const timeline = await client.GET('/v1/sessions/{session_id}/timeline', { params: { path: { session_id: 's' }, query: { limit: 1000 } } })
+  if (timeline.data) for (const p of timeline.data.points) void [p.raw_history_tokens, p.context_after_compaction, p.budget_tokens]
 }
 `
 

@@ -279,3 +279,32 @@ describe('DELETE /v1/sessions/{session_id}', () => {
     await broken.close()
   })
 })
+
+describe('GET /v1/sessions/{session_id}/timeline', () => {
+  it("gives each compaction's prompt before and after and its budget, oldest first; says when older ones were left out", async () => {
+    const app = await testApp({ COMPACT_API_KEYS: KEYS, COMPACT_DB: tempDb() })
+    try {
+      const alice = 'key-alice-000000000001'
+      const made: { id: string; before: number; after: number }[] = []
+      for (const budget of [30_000, 'off', 50_000] as const) {
+        const res = (await post(app, alice, { ...history(made.length), session_id: 'sess-t', budget_tokens: budget })).json()
+        made.push({ id: res.summary.id, before: res.stats.raw_history_tokens, after: res.stats.context_after_compaction })
+      }
+      const all = await app.inject({ method: 'GET', url: '/v1/sessions/sess-t/timeline', headers: { 'x-api-key': alice } })
+      expect(all.statusCode).toBe(200)
+      expect(check('GET', '/v1/sessions/{session_id}/timeline', 200, all.json())).toEqual([])
+      expect(all.json()).toEqual({
+        session_id: 'sess-t',
+        complete: true,
+        points: made.map((m, i) => ({ compaction_id: m.id, created_at: expect.any(String), raw_history_tokens: m.before, context_after_compaction: m.after, budget_tokens: [30_000, null, 50_000][i] }))
+      })
+      const newest = (await app.inject({ method: 'GET', url: '/v1/sessions/sess-t/timeline?limit=2', headers: { 'x-api-key': alice } })).json()
+      expect(newest.points.map((p: { compaction_id: string }) => p.compaction_id)).toEqual([made[1]!.id, made[2]!.id])
+      expect(newest.complete).toBe(false)
+      expect((await app.inject({ method: 'GET', url: '/v1/sessions/sess-t/timeline', headers: { 'x-api-key': 'key-bob-000000000000002' } })).json().points).toEqual([])
+      expect((await app.inject({ method: 'GET', url: '/v1/sessions/sess-t/timeline?limit=0', headers: { 'x-api-key': alice } })).statusCode).toBe(400)
+    } finally {
+      await app.close()
+    }
+  })
+})

@@ -171,6 +171,24 @@ for (const backend of backends) {
       expect(await s.deleteSession('sess', 'alpha')).toEqual({ compactions: 0, cold_layer: 0, cached: 0, cache_keys: [], space_reclaimed: true })
     })
 
+    it("gives a session's compactions as a chart's points, oldest first, the newest `limit` of them; the tenant's own only", async () => {
+      const s = open()
+      const at = (minute: number): string => `2026-11-30T00:${String(minute).padStart(2, '0')}:00.000Z`
+      const base = record('x', 's', 'k')
+      for (let i = 1; i <= 4; i++) {
+        await s.saveRecord({ ...record(`t${i}`, 'sess', 'alpha', at(i)), budget_tokens: i === 4 ? null : 45_000, stats: { ...base.stats, raw_history_tokens: 40_000 + i, context_after_compaction: 9_000 + i } })
+      }
+      await s.saveRecord({ ...record('old-style', 'sess', 'alpha', at(5)) }) // a record from before budget_tokens was kept
+      await s.saveRecord(record('b1', 'sess', 'beta', at(6)))
+      const points = await s.timeline('sess', 'alpha', 3)
+      expect(points).toEqual([
+        { compaction_id: 't3', created_at: at(3), raw_history_tokens: 40_003, context_after_compaction: 9_003, budget_tokens: 45_000 },
+        { compaction_id: 't4', created_at: at(4), raw_history_tokens: 40_004, context_after_compaction: 9_004, budget_tokens: null },
+        { compaction_id: 'old-style', created_at: at(5), raw_history_tokens: 1, context_after_compaction: 1, budget_tokens: null }
+      ])
+      expect(await s.timeline('sess', 'gamma', 10)).toEqual([])
+    })
+
     it('says it can be written', async () => {
       await expect(open().checkWritable()).resolves.toBeUndefined()
     })

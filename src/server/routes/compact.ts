@@ -137,7 +137,13 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
   }
 
   /** What follows every compaction, wherever it ran: the counts, the record, the log event, Server-Timing. */
-  async function afterCompaction(request: FastifyRequest, reply: FastifyReply, run: CompactRunView, body: Pick<CompactRequestBody, 'mode' | 'session_id'>, started: number): Promise<void> {
+  async function afterCompaction(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    run: CompactRunView,
+    body: Pick<CompactRequestBody, 'mode' | 'session_id' | 'budget_tokens'>,
+    started: number
+  ): Promise<void> {
     const { response } = run
     reasons.set(request, response.reason)
     countCompaction(metrics, run)
@@ -145,7 +151,8 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
       // The record is written before the answer; the cold layer once the answer has gone (or its client
       // has), reads of it in this process waiting for the write (WritesAfterAnswers). With PostgreSQL,
       // which other replicas read, the answer waits for both.
-      const keep = recordWrites(store, metrics, request.log, body, request.keyName, response, run.memory)
+      const budget = body.budget_tokens ?? deps.defaults.budgetTokens
+      const keep = recordWrites(store, metrics, request.log, { ...body, budget }, request.keyName, response, run.memory)
       const { recorded, begin } = await scheduleRecord(store, writes, request.keyName, body.session_id, keep)
       if (begin) {
         reply.raw.once('finish', begin)

@@ -208,7 +208,7 @@ export const messagesRoutes: FastifyPluginAsync<MessagesRouteOptions> = async (a
       countCompaction(metrics, run)
       metrics.proxyCompactions.inc({ source: outcome.source })
       if (store) {
-        const keep = recordWrites(store, metrics, request.log, { mode: 'auto', session_id: session }, request.keyName, run.response, outcome.memory)
+        const keep = recordWrites(store, metrics, request.log, { mode: 'auto', session_id: session, budget }, request.keyName, run.response, outcome.memory)
         ;({ recorded, begin } = await scheduleRecord(store, writes, request.keyName, session, keep))
         if (begin) reply.raw.once('close', begin)
       }

@@ -10,6 +10,9 @@ import { deleteSession } from '../../service/sessions.js'
 import { dropFlights } from '../../storage/redis.js'
 
 export const DEFAULT_PAGE_SIZE = 20
+/** A timeline's points by default and at most: a chart of a long session, with no summary text. */
+export const DEFAULT_TIMELINE_POINTS = 2_000
+export const MAX_TIMELINE_POINTS = 10_000
 export const MAX_PAGE_SIZE = 100
 
 const SessionCompactions = Type.Object(
@@ -97,7 +100,62 @@ const DeletedSessionSchema = Type.Object(
   { additionalProperties: false, description: 'What was deleted: all zeros when the session had nothing here (a second delete, or another key’s session).' }
 )
 
+const TimelineSchema = Type.Object(
+  {
+    session_id: Type.String(),
+    points: Type.Array(
+      Type.Object(
+        {
+          compaction_id: Type.String(),
+          created_at: Type.String({ format: 'date-time' }),
+          raw_history_tokens: Type.Integer({ description: 'The prompt before the compaction.' }),
+          context_after_compaction: Type.Integer({ description: 'The prompt after it.' }),
+          budget_tokens: Type.Union([Type.Integer(), Type.Null()], { description: "The budget it was made under; null for 'off' or where the record is older than this field." })
+        },
+        { additionalProperties: false }
+      ),
+      { description: 'Oldest first: the newest `limit` compactions.' }
+    ),
+    complete: Type.Boolean({ description: 'Whether these are all its compactions (false: older ones were left out).' })
+  },
+  { additionalProperties: false, description: "A session's compactions as a chart draws them: the prompt's size before and after each, and the budget." }
+)
+
 export const sessionRoutes: FastifyPluginAsync<{ store: Store }> = async (app, { store }) => {
+  app.withTypeProvider<TypeBoxTypeProvider>().get(
+    '/v1/sessions/:session_id/timeline',
+    {
+      validatorCompiler: urlPartValidatorCompiler,
+      schema: {
+        tags: ['compaction'],
+        operationId: 'getSessionTimeline',
+        summary: "A session's prompt size before and after each compaction, oldest first, for a chart",
+        security: KEYED,
+        params: Type.Object({ session_id: SessionId('The session.') }),
+        querystring: Type.Object(
+          { limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_TIMELINE_POINTS, description: `The newest this many compactions (default ${DEFAULT_TIMELINE_POINTS}).` })) },
+          { additionalProperties: false }
+        ),
+        response: {
+          200: TimelineSchema,
+          400: Type.Ref('ErrorResponse', { description: 'A bad limit.' }),
+          ...keyedResponses(),
+          503: Type.Ref('ErrorResponse', { description: 'The store cannot be read.' })
+        }
+      }
+    },
+    async (request) => {
+      const sessionId = request.params.session_id
+      const limit = request.query.limit ?? DEFAULT_TIMELINE_POINTS
+      const points = await readStore(request, async () => {
+        await app.writes.settled(request.keyName, sessionId)
+        return store.timeline(sessionId, request.keyName, limit + 1)
+      })
+      return { session_id: sessionId, points: points.slice(-limit), complete: points.length <= limit }
+    }
+  )
+
+
   app.withTypeProvider<TypeBoxTypeProvider>().delete(
     '/v1/sessions/:session_id',
     {

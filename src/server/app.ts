@@ -11,6 +11,7 @@ import type { Summarizer } from '../summarizer/summarizer.js'
 import { loggerOptions, requestLineFields } from '../telemetry/logger.js'
 import type { Metrics } from '../telemetry/metrics.js'
 import { OPEN_ROUTES, installAuth } from './auth.js'
+import { readUi, uiRoutes } from './routes/ui.js'
 import { type Config, parseApiKeys, trustProxy } from './config.js'
 import { ApiError, answerClientError, badUrl, installErrorHandling } from './errors.js'
 import { LINGER_MS, installAdmission, installLinger, installRequestChecks, installShutdownDrain, installTimeouts } from './guards.js'
@@ -130,6 +131,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
   await app.register(routes(metricsRoutes, 'metrics'), { metrics })
   await app.register(doctrineRoutes)
   await app.register(siteRoutes, { version: SERVICE_VERSION, contract: readContract() })
+  await app.register(uiRoutes, { files: readUi() })
   await app.register(routes(sessionRoutes, 'store', 'proxy', 'shared-state'), { store })
   await app.register(routes(memoryRoutes, 'store', 'metrics'), { store, metrics })
   await app.register(routes(compactRoutes, 'compaction', 'store', 'metrics'), { metrics, store, pool, workerMinBytes: config.COMPACT_WORKER_MIN_KB * 1024, deps })

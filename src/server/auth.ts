@@ -11,7 +11,7 @@ declare module 'fastify' {
 }
 
 /** Routes anyone may call, with no key and no rate limit: probes and the scrape. */
-export const OPEN_ROUTES: ReadonlySet<string> = new Set(['/', '/openapi.yaml', '/healthz', '/readyz', '/metrics'])
+export const OPEN_ROUTES: ReadonlySet<string> = new Set(['/', '/openapi.yaml', '/healthz', '/readyz', '/metrics', '/ui', '/ui/', '/ui/app.js', '/ui/app.css'])
 
 function digest(value: string): Buffer {
   return createHash('sha256').update(value).digest()

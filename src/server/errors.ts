@@ -62,6 +62,11 @@ export function installErrorHandling(app: FastifyInstance): void {
   })
   app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) => {
     const path = request.url.split('?', 1)[0] ?? ''
+    // a page's folder asked without its slash (/ui): sent to it, as a web server does
+    if (request.method === 'GET' && !path.endsWith('/') && routes.some((r) => r.method === 'GET' && r.pattern.test(`${path}/`))) {
+      void reply.redirect(`${path}/`, 301)
+      return
+    }
     const allowed = [...new Set(routes.filter((r) => r.pattern.test(path)).map((r) => r.method))]
     if (allowed.length > 0) {
       void reply

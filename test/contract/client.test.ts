@@ -48,6 +48,8 @@ export async function everyOperation(): Promise<void> {
   await client.GET('/v1/sessions', { params: { query: { limit: 5 } } })
   await client.GET('/v1/sessions/{session_id}/compactions/{compaction_id}', { params: { path: { session_id: 's', compaction_id: 'cmp_1' } } })
   await client.GET('/openapi.yaml')
+  await client.GET('/ui/')
+  await client.GET('/ui/{file}', { params: { path: { file: 'app.js' } } })
   const gone = await client.DELETE('/v1/sessions/{session_id}', { params: { path: { session_id: 's' } } })
   if (gone.data) void [gone.data.deleted.compactions, gone.data.space_reclaimed]
   const timeline = await client.GET('/v1/sessions/{session_id}/timeline', { params: { path: { session_id: 's' }, query: { limit: 1000 } } })

@@ -16,7 +16,7 @@ describe('the front door', () => {
     expect(res.statusCode).toBe(200)
     expect(res.headers['content-type']).toBe('text/html; charset=utf-8')
     expect(res.body).toContain('<title>compaction-gateway</title>')
-    for (const href of ['/openapi.yaml', '/v1/doctrine', '/metrics', '/healthz']) expect(res.body).toContain(`href="${href}"`)
+    for (const href of ['/ui/', '/openapi.yaml', '/v1/doctrine', '/metrics', '/healthz']) expect(res.body).toContain(`href="${href}"`)
   })
 
   it('serves the committed contract at /openapi.yaml, with no key', async () => {
@@ -24,6 +24,21 @@ describe('the front door', () => {
     expect(res.statusCode).toBe(200)
     expect(res.headers['content-type']).toBe('application/yaml; charset=utf-8')
     expect(res.body).toBe(readFileSync(OPENAPI_PATH, 'utf8'))
+  })
+
+  it('serves the sessions page (built by the suite\'s setup) with no key, loading nothing from elsewhere; /ui is sent to /ui/', async () => {
+    const page = await app.inject({ method: 'GET', url: '/ui/' })
+    expect(page.statusCode).toBe(200)
+    expect(page.headers['content-type']).toBe('text/html; charset=utf-8')
+    expect(page.headers['content-security-policy']).toContain("default-src 'none'; script-src 'self'")
+    expect(page.headers['referrer-policy']).toBe('no-referrer')
+    for (const [file, type] of [['app.js', 'text/javascript; charset=utf-8'], ['app.css', 'text/css; charset=utf-8']]) {
+      const res = await app.inject({ method: 'GET', url: `/ui/${file}` })
+      expect([res.statusCode, res.headers['content-type']]).toEqual([200, type])
+      expect(page.body).toContain(`"${file}"`)
+    }
+    const bare = await app.inject({ method: 'GET', url: '/ui' })
+    expect([bare.statusCode, bare.headers.location]).toEqual([301, '/ui/'])
   })
 
   it('still asks for a key everywhere else', async () => {

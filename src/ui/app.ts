@@ -1,0 +1,363 @@
+/**
+ * The sessions page: sign in with a gateway key, list the key's sessions, see one as a chart of its
+ * prompt's size before and after each compaction, read a compaction's summary by section beside what it
+ * removed and kept, search the cold layer, delete the session. Plain DOM; every text is set as text.
+ */
+import uPlot from 'uplot'
+import 'uplot/dist/uPlot.min.css'
+import './app.css'
+import { LIST_SECTIONS, SECTION_HEADINGS } from '../compaction/sections.js'
+import { ApiFailure, api, forgetKey, keepKey, path, storedKey } from './api.js'
+import { type TimelinePoint, describeTimeline, sawtooth } from './sawtooth.js'
+
+interface SessionItem {
+  session_id: string
+  compactions: number
+  last_at: string
+  raw_history_tokens: number
+  context_after_compaction: number
+}
+interface Stats {
+  raw_history_tokens: number
+  context_after_compaction: number
+  compacted_messages: number
+  kept_messages: number
+  summary_tokens: number
+  compacted_turns: number
+}
+interface CompactionRecord {
+  id: string
+  created_at: string
+  mode: string
+  reason: string
+  budget_tokens?: number | null
+  stats: Stats
+  summarizer: { kind: string; model: string | null; fallback_reason: string | null }
+  summary: { text: string; sections: Record<string, string | string[]> }
+}
+interface CompactionDetail {
+  compaction: CompactionRecord
+  removed: { from: number; to: number; messages: number } | null
+  cold_layer: Record<string, number>
+}
+interface RecallHit {
+  kind: string
+  text: string
+  compaction_id: string
+  messages: [number, number]
+}
+
+const PAGE = 20
+
+function $<T extends HTMLElement = HTMLElement>(id: string): T {
+  const el = document.getElementById(id)
+  if (!el) throw new Error(`the page has no #${id}`)
+  return el as T
+}
+
+/** An element with its text (never HTML) and attributes. */
+function el<K extends keyof HTMLElementTagNameMap>(tag: K, text?: string, attrs: Record<string, string> = {}): HTMLElementTagNameMap[K] {
+  const node = document.createElement(tag)
+  if (text !== undefined) node.textContent = text
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v)
+  return node
+}
+
+const fmt = (n: number): string => n.toLocaleString('en-US')
+const plural = (n: number, one: string, many = `${one}s`): string => `${fmt(n)} ${n === 1 ? one : many}`
+const when = (iso: string): string => new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' })
+
+let key: string | undefined
+let sessionsCursor: string | null = null
+let current: { id: string; compactionsCursor: string | null; ids: string[] } | undefined
+let chart: uPlot | undefined
+
+function status(text: string, isError = false): void {
+  const s = $('status')
+  s.textContent = text
+  s.classList.toggle('error', isError)
+}
+
+/** Calls the API with this tab's key; a refused key signs the tab out. */
+async function call<T>(method: 'GET' | 'POST' | 'DELETE', url: string, body?: unknown): Promise<T> {
+  try {
+    return await api<T>(key ?? '', method, url, body)
+  } catch (err) {
+    if (err instanceof ApiFailure && err.status === 401) signOut('The key was refused: sign in again.')
+    throw err
+  }
+}
+
+function showSignedIn(signedIn: boolean): void {
+  $('sign-in').hidden = signedIn
+  $('app').hidden = !signedIn
+  $('sign-out').hidden = !signedIn
+}
+
+function signOut(reason = ''): void {
+  forgetKey()
+  key = undefined
+  current = undefined
+  chart?.destroy()
+  chart = undefined
+  $('session-list').replaceChildren()
+  $('session-view').hidden = true
+  $('pick').hidden = false
+  showSignedIn(false)
+  $('sign-in-error').textContent = reason
+  $<HTMLInputElement>('key').focus()
+}
+
+async function signIn(candidate: string): Promise<void> {
+  $('sign-in-error').textContent = ''
+  try {
+    await api(candidate, 'GET', '/v1/sessions?limit=1')
+  } catch (err) {
+    $('sign-in-error').textContent = err instanceof ApiFailure && err.status === 401 ? 'That key is not one this gateway knows.' : `Cannot sign in: ${(err as Error).message}`
+    return
+  }
+  key = candidate
+  keepKey(candidate)
+  $<HTMLInputElement>('key').value = ''
+  showSignedIn(true)
+  await loadSessions(true)
+}
+
+async function loadSessions(fresh: boolean): Promise<void> {
+  const list = $('session-list')
+  if (fresh) {
+    list.replaceChildren()
+    sessionsCursor = null
+  }
+  const query = new URLSearchParams({ limit: String(PAGE) })
+  if (!fresh && sessionsCursor) query.set('cursor', sessionsCursor)
+  try {
+    const page = await call<{ sessions: SessionItem[]; next_cursor: string | null }>('GET', `/v1/sessions?${query.toString()}`)
+    for (const s of page.sessions) list.append(sessionItem(s))
+    sessionsCursor = page.next_cursor
+    $('more-sessions').hidden = page.next_cursor === null
+    $('no-sessions').hidden = list.childElementCount > 0
+  } catch (err) {
+    status(`The sessions cannot be listed: ${(err as Error).message}`, true)
+  }
+}
+
+function sessionItem(s: SessionItem): HTMLLIElement {
+  const item = el('li')
+  item.dataset.session = s.session_id
+  const button = el('button', undefined, { type: 'button', class: 'session' })
+  button.append(
+    el('span', s.session_id, { class: 'name' }),
+    el('span', `${plural(s.compactions, 'compaction')} · ${when(s.last_at)}`, { class: 'meta' }),
+    el('span', `${fmt(s.raw_history_tokens)} → ${fmt(s.context_after_compaction)} tokens`, { class: 'meta' })
+  )
+  button.addEventListener('click', () => void openSession(s.session_id))
+  item.append(button)
+  return item
+}
+
+async function openSession(id: string): Promise<void> {
+  for (const b of document.querySelectorAll<HTMLButtonElement>('#session-list button')) b.setAttribute('aria-current', String(b.closest('li')?.dataset.session === id))
+  current = { id, compactionsCursor: null, ids: [] }
+  status(`Loading ${id}…`)
+  $('pick').hidden = true
+  $('session-view').hidden = false
+  $('detail').hidden = true
+  $('hits').replaceChildren()
+  $('compactions').replaceChildren()
+  $('session-title').textContent = id
+  $('session-title').focus()
+  try {
+    const [timeline] = await Promise.all([call<{ points: TimelinePoint[]; complete: boolean }>('GET', path`/v1/sessions/${id}/timeline`), loadCompactions(true)])
+    if (current?.id !== id) return
+    drawChart(timeline.points)
+    $('chart-caption').textContent = describeTimeline(timeline.points, timeline.complete)
+    status('')
+  } catch (err) {
+    status(`The session cannot be read: ${(err as Error).message}`, true)
+  }
+}
+
+function drawChart(points: TimelinePoint[]): void {
+  const data = sawtooth(points)
+  const host = $('chart')
+  chart?.destroy()
+  const width = Math.max(320, host.clientWidth || 640)
+  const opts: uPlot.Options = {
+    width,
+    height: 260,
+    scales: { x: { time: false } },
+    axes: [
+      { label: 'compaction', values: (_u, ticks) => ticks.map((t) => (Number.isInteger(t) ? String(t) : '')) },
+      { label: 'prompt tokens', size: 64, values: (_u, ticks) => ticks.map((t) => (t >= 1000 ? `${Math.round(t / 1000)}k` : String(t))) }
+    ],
+    series: [{ label: 'compaction' }, { label: 'prompt', stroke: '#1d4ed8', width: 2, points: { show: false } }, { label: 'budget', stroke: '#b91c1c', width: 1.5, dash: [6, 4], points: { show: false } }],
+    legend: { show: true },
+    cursor: { drag: { x: true, y: false } }
+  }
+  chart = new uPlot(opts, [data.x, data.prompt, data.budget], host)
+  host.setAttribute('role', 'img')
+  host.setAttribute('aria-describedby', 'chart-caption')
+  // a click on the chart opens the compaction under the cursor
+  chart.over.addEventListener('click', () => {
+    const i = chart?.cursor.idx
+    const id = i === undefined || i === null ? undefined : data.ids[i]
+    if (id) void openCompaction(id)
+  })
+}
+
+async function loadCompactions(fresh: boolean): Promise<void> {
+  if (!current) return
+  const session = current
+  const query = new URLSearchParams({ limit: String(PAGE) })
+  if (!fresh && session.compactionsCursor) query.set('cursor', session.compactionsCursor)
+  const page = await call<{ compactions: CompactionRecord[]; next_cursor: string | null }>('GET', `${path`/v1/sessions/${session.id}/compactions`}?${query.toString()}`)
+  if (current !== session) return
+  const body = $('compactions')
+  for (const c of page.compactions) {
+    const row = el('tr')
+    const open = el('button', when(c.created_at), { type: 'button', class: 'link' })
+    open.addEventListener('click', () => void openCompaction(c.id))
+    const first = el('td')
+    first.append(open)
+    row.append(first, el('td', `${fmt(c.stats.raw_history_tokens)} → ${fmt(c.stats.context_after_compaction)}`), el('td', c.summarizer.model ?? c.summarizer.kind))
+    body.append(row)
+  }
+  session.compactionsCursor = page.next_cursor
+  $('more-compactions').hidden = page.next_cursor === null
+}
+
+async function openCompaction(compactionId: string): Promise<void> {
+  if (!current) return
+  const session = current.id
+  try {
+    const detail = await call<CompactionDetail>('GET', path`/v1/sessions/${session}/compactions/${compactionId}`)
+    if (current?.id !== session) return
+    showDetail(detail)
+  } catch (err) {
+    status(`The compaction cannot be read: ${(err as Error).message}`, true)
+  }
+}
+
+function showDetail({ compaction: c, removed, cold_layer: cold }: CompactionDetail): void {
+  $('detail').hidden = false
+  $('detail-title').textContent = `Compaction ${c.id}`
+  const figures: [string, string][] = [
+    ['When', when(c.created_at)],
+    ['Prompt', `${fmt(c.stats.raw_history_tokens)} → ${fmt(c.stats.context_after_compaction)} tokens`],
+    ['Budget', c.budget_tokens === undefined ? 'not recorded' : c.budget_tokens === null ? 'off' : `${fmt(c.budget_tokens)} tokens`],
+    ['Summary', `${fmt(c.stats.summary_tokens)} tokens for ${plural(c.stats.compacted_turns, 'turn')}`],
+    ['Written by', `${c.summarizer.model ?? c.summarizer.kind}${c.summarizer.fallback_reason ? ` (fallback: ${c.summarizer.fallback_reason})` : ''}`],
+    ['Cold layer', Object.keys(cold).length === 0 ? 'none' : Object.entries(cold).map(([kind, n]) => `${n} ${kind}`).join(', ')]
+  ]
+  $('figures').replaceChildren(...figures.flatMap(([k, v]) => [el('dt', k), el('dd', v)]))
+
+  const ranges = $('ranges')
+  ranges.replaceChildren()
+  if (removed) {
+    const kept = c.stats.kept_messages
+    const total = removed.messages + kept
+    const bar = el('div', undefined, { class: 'bar-ranges' })
+    const gone = el('div', `messages ${removed.from}–${removed.to}`, { class: 'removed' })
+    const raw = el('div', kept > 0 ? `${removed.to + 1}–${removed.to + kept}` : '', { class: 'kept' })
+    gone.style.flexGrow = String(removed.messages / total)
+    raw.style.flexGrow = String(Math.max(kept / total, 0.001))
+    bar.append(gone, raw)
+    ranges.append(
+      bar,
+      el('p', `Removed: ${plural(removed.messages, 'message')} (${removed.from}–${removed.to}), replaced by the summary below. Kept raw: ${plural(kept, 'message')}${kept > 0 ? ` (${removed.to + 1}–${removed.to + kept})` : ''}.`)
+    )
+  } else {
+    ranges.append(el('p', 'Nothing was removed.'))
+  }
+
+  const sections = $('sections')
+  sections.replaceChildren()
+  const objective = c.summary.sections.objective
+  if (typeof objective === 'string' && objective !== '') sections.append(el('h4', SECTION_HEADINGS.objective), el('p', objective))
+  for (const name of LIST_SECTIONS) {
+    const items = c.summary.sections[name]
+    if (!Array.isArray(items) || items.length === 0) continue
+    const list = el('ul')
+    for (const item of items) list.append(el('li', item))
+    sections.append(el('h4', SECTION_HEADINGS[name]), list)
+  }
+  if (sections.childElementCount === 0) sections.append(el('pre', c.summary.text))
+  $('detail-title').focus()
+}
+
+async function search(query: string): Promise<void> {
+  if (!current) return
+  const hits = $('hits')
+  hits.replaceChildren()
+  try {
+    const found = await call<{ results: RecallHit[] }>('POST', path`/v1/sessions/${current.id}/recall`, { query, limit: 20 })
+    if (found.results.length === 0) hits.append(el('li', `Nothing removed from this session matches “${query}”.`))
+    for (const hit of found.results) {
+      const item = el('li')
+      const cite = el('button', `${hit.kind} · compaction ${hit.compaction_id}, messages ${hit.messages[0]}–${hit.messages[1]}`, { type: 'button', class: 'link cite' })
+      cite.addEventListener('click', () => void openCompaction(hit.compaction_id))
+      item.append(cite, el('blockquote', hit.text))
+      hits.append(item)
+    }
+    status(`${found.results.length} result${found.results.length === 1 ? '' : 's'} for “${query}”.`)
+  } catch (err) {
+    status(`The search failed: ${(err as Error).message}`, true)
+  }
+}
+
+function askToDelete(): void {
+  if (!current) return
+  const dialog = $<HTMLDialogElement>('confirm')
+  $('confirm-text').textContent = `Session “${current.id}”: its compactions, summaries, cold layer and cached summaries are deleted from the gateway, for good.`
+  dialog.returnValue = ''
+  dialog.showModal()
+}
+
+async function deleteCurrent(): Promise<void> {
+  if (!current) return
+  const id = current.id
+  try {
+    const result = await call<{ deleted: { compactions: number; cold_layer: number; cached: number } }>('DELETE', path`/v1/sessions/${id}`)
+    document.querySelector(`#session-list li[data-session="${CSS.escape(id)}"]`)?.remove()
+    current = undefined
+    chart?.destroy()
+    chart = undefined
+    $('session-view').hidden = true
+    $('pick').hidden = false
+    $('no-sessions').hidden = $('session-list').childElementCount > 0
+    const d = result.deleted
+    status(`Deleted ${id}: ${plural(d.compactions, 'compaction')}, ${plural(d.cold_layer, 'cold-layer entry', 'cold-layer entries')}, ${plural(d.cached, 'cached summary', 'cached summaries')}.`)
+  } catch (err) {
+    status(`The session was not deleted: ${(err as Error).message}`, true)
+  }
+}
+
+function wire(): void {
+  $('sign-in-form').addEventListener('submit', (e) => {
+    e.preventDefault()
+    void signIn($<HTMLInputElement>('key').value.trim())
+  })
+  $('sign-out').addEventListener('click', () => signOut())
+  $('more-sessions').addEventListener('click', () => void loadSessions(false))
+  $('more-compactions').addEventListener('click', () => void loadCompactions(false).catch((err: Error) => status(err.message, true)))
+  $('search').addEventListener('submit', (e) => {
+    e.preventDefault()
+    const query = $<HTMLInputElement>('query').value.trim()
+    if (query) void search(query)
+  })
+  $('delete').addEventListener('click', askToDelete)
+  $('confirm').addEventListener('close', () => {
+    if ($<HTMLDialogElement>('confirm').returnValue === 'delete') void deleteCurrent()
+  })
+  new ResizeObserver(() => {
+    const host = $('chart')
+    if (chart && host.clientWidth > 0) chart.setSize({ width: host.clientWidth, height: 260 })
+  }).observe($('chart'))
+
+  const kept = storedKey()
+  if (kept === undefined) return showSignedIn(false)
+  void signIn(kept)
+}
+
+wire()

@@ -1,0 +1,150 @@
+import { existsSync, mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { type Browser, type Page, chromium } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Message } from '../../src/compaction/index.js'
+import { assistant, shellStep, user } from '../helpers/history.js'
+import { ROOT, type ServerProcess, startServer, tempDb } from '../helpers/process.js'
+
+/**
+ * The sessions page in a real browser (Debian's chromium, driven by playwright-core) against a real
+ * gateway process: sign in, list, open a session of 1,000 compactions, see its chart and a summary,
+ * search, delete; the key never in a URL the page asks for, nor in the gateway's log.
+ */
+const CHROMIUM = process.env.COMPACT_TEST_CHROMIUM ?? '/usr/bin/chromium'
+const missing = existsSync(CHROMIUM) ? undefined : `no browser at ${CHROMIUM} (apt-get install chromium; .ci/run does)`
+if (missing) console.warn(`skipped: ${missing}`)
+
+const ALICE = 'key-alice-ui-000000000001'
+const BOB = 'key-bob-ui-0000000000002'
+const COMPACTIONS = 1_000
+const SHOTS = join(ROOT, 'test-results', 'ui')
+
+/** A history whose old turns grow with `n` (so that the sawtooth's teeth differ) and hold a findable word. */
+function history(n: number): Message[] {
+  const messages: Message[] = [user(`Make the flaky importer test pass (round ${n})`)]
+  for (let i = 0; i < 2 + (n % 7); i++) messages.push(...shellStep(`toolu_${n}_${i}`, `npm test -- importer ${i}`, `FAIL test/importer.test.ts > parses quokka rows\n${'x'.repeat(200 * (1 + (n % 5)))}`, true))
+  messages.push(assistant('Found the race in the fixture loader.'), user('Fix it'))
+  return messages
+}
+
+async function seed(server: ServerProcess): Promise<void> {
+  const post = async (key: string, session: string, n: number): Promise<void> => {
+    const res = await fetch(`${server.url}/v1/compact`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': key },
+      body: JSON.stringify({ messages: history(n), mode: 'manual', session_id: session, budget_tokens: 8_000 })
+    })
+    if (res.status !== 200) throw new Error(`seeding failed: ${res.status} ${await res.text()}`)
+  }
+  for (let i = 0; i < COMPACTIONS; i += 10) await Promise.all(Array.from({ length: 10 }, (_, j) => post(ALICE, 'long-session', i + j)))
+  await post(ALICE, 'short-session', 1)
+  await post(BOB, 'bobs-session', 2)
+}
+
+describe.skipIf(missing !== undefined)(`the sessions page in chromium${missing ? ` (skipped: ${missing})` : ''}`, () => {
+  let server: ServerProcess
+  let browser: Browser
+  beforeAll(async () => {
+    server = await startServer({ COMPACT_DB: tempDb(), COMPACT_API_KEYS: `alice=${ALICE},bob=${BOB}`, COMPACT_RATE_LIMIT_PER_MIN: '100000' })
+    await seed(server)
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
+    })
+    mkdirSync(SHOTS, { recursive: true })
+  }, 120_000)
+  afterAll(async () => {
+    await browser?.close()
+    server?.child.kill('SIGTERM')
+    await server?.exited
+  })
+
+  /** A fresh tab that records every URL it asks for. */
+  async function tab(): Promise<{ page: Page; urls: string[] }> {
+    const context = await browser.newContext({ viewport: { width: 1366, height: 900 } })
+    const page = await context.newPage()
+    const urls: string[] = []
+    page.on('request', (r) => void urls.push(r.url()))
+    return { page, urls }
+  }
+
+  it('signs in, lists, charts a session of 1,000 compactions, shows a summary by section, searches, deletes', async () => {
+    const { page, urls } = await tab()
+    await page.goto(`${server.url}/ui/`)
+    // a wrong key is refused, in words
+    await page.getByLabel('Gateway key').fill('key-wrong-000000000000')
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('not one this gateway knows')
+
+    await page.getByLabel('Gateway key').fill(ALICE)
+    await page.keyboard.press('Enter') // the form is usable from the keyboard
+    const sessions = page.getByRole('navigation', { name: 'Sessions' })
+    await sessions.getByRole('button', { name: /long-session/ }).waitFor()
+    expect(await sessions.getByRole('listitem').allTextContents()).toEqual([expect.stringContaining('short-session'), expect.stringContaining('long-session')])
+    expect(await sessions.textContent()).not.toContain('bobs-session')
+    expect(await page.evaluate("sessionStorage.getItem('compaction-gateway.key')")).toBe(ALICE)
+
+    const opened = Date.now()
+    await sessions.getByRole('button', { name: /long-session/ }).click()
+    await expect.poll(() => page.locator('#chart-caption').textContent(), { timeout: 20_000 }).toMatch(/^1,000 compactions: the prompt reached [\d,]+–[\d,]+ tokens before each and [\d,]+–[\d,]+ after\. Budget 8,000 tokens\.$/)
+    console.info(`a session of ${COMPACTIONS} compactions: its chart and first page drawn ${Date.now() - opened} ms after the click`)
+    expect(await page.locator('#chart canvas').count()).toBe(1)
+    expect(await page.locator('#compactions tr').count()).toBe(20)
+
+    // a compaction: its summary by section, the removed range beside what was kept
+    await page.locator('#compactions tr').first().getByRole('button').click()
+    const detail = page.getByRole('article')
+    await detail.getByRole('heading', { name: /^Compaction cmp_/ }).waitFor()
+    expect(await detail.getByRole('heading', { level: 4 }).allTextContents()).toContain('Failing tests and errors')
+    expect(await page.locator('#ranges').textContent()).toMatch(/Removed: \d+ messages \(0–\d+\), replaced by the summary below\. Kept raw: \d+ messages?/)
+    expect(await page.locator('#sections').textContent()).toContain('test/importer.test.ts')
+
+    // the cold layer, searched from the box, with citations that open their compaction
+    await page.getByLabel('Search what compaction removed').fill('quokka')
+    await page.getByRole('button', { name: 'Search' }).click()
+    const hits = page.getByRole('list', { name: 'Search results' })
+    await hits.getByRole('button').first().waitFor()
+    expect(await hits.getByRole('button').first().textContent()).toMatch(/ · compaction cmp_\S+, messages \d+–\d+$/)
+    expect(await hits.locator('blockquote').first().textContent()).toContain('quokka')
+    await hits.getByRole('button').first().click()
+    await detail.getByRole('heading', { name: /^Compaction cmp_/ }).waitFor()
+    await page.screenshot({ path: join(SHOTS, 'session.png'), fullPage: true })
+
+    // deletion, after a confirmation
+    await page.getByRole('button', { name: 'Delete session…' }).click()
+    const dialog = page.getByRole('dialog', { name: 'Delete this session?' })
+    await dialog.getByRole('button', { name: 'Cancel' }).click()
+    expect(await sessions.getByRole('button', { name: /long-session/ }).count()).toBe(1)
+    await page.getByRole('button', { name: 'Delete session…' }).click()
+    await dialog.getByRole('button', { name: 'Delete' }).click()
+    await expect.poll(() => page.getByRole('status').textContent(), { timeout: 30_000 }).toMatch(/^Deleted long-session: 1,000 compactions, [\d,]+ cold-layer entries/)
+    expect(await sessions.getByRole('button', { name: /long-session/ }).count()).toBe(0)
+    const listed = (await (await fetch(`${server.url}/v1/sessions`, { headers: { 'x-api-key': ALICE } })).json()) as { sessions: { session_id: string }[] }
+    expect(listed.sessions.map((s) => s.session_id)).toEqual(['short-session'])
+
+    // everything came from the gateway, and the key was in no URL nor in the gateway's log
+    expect(urls.length).toBeGreaterThan(5)
+    for (const url of urls) expect(url.startsWith(`${server.url}/`)).toBe(true)
+    for (const url of urls) expect(url).not.toContain(ALICE)
+    expect(server.stdout() + server.stderr()).not.toContain(ALICE)
+  }, 120_000)
+
+  it("shows another key only its own sessions; signing out forgets the key; the page works on a laptop's narrow window", async () => {
+    const { page } = await tab()
+    await page.setViewportSize({ width: 1024, height: 700 })
+    await page.goto(`${server.url}/ui/`)
+    await page.getByLabel('Gateway key').fill(BOB)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    const sessions = page.getByRole('navigation', { name: 'Sessions' })
+    await sessions.getByRole('button', { name: /bobs-session/ }).click()
+    await expect.poll(() => page.locator('#chart-caption').textContent()).toMatch(/^1 compaction:/)
+    expect(await sessions.getByRole('listitem').count()).toBe(1)
+    // nothing wider than the window
+    expect(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true)
+    await page.screenshot({ path: join(SHOTS, 'narrow.png') })
+    await page.getByRole('button', { name: 'Sign out' }).click()
+    expect(await page.evaluate("sessionStorage.getItem('compaction-gateway.key')")).toBeNull()
+    await page.getByLabel('Gateway key').waitFor()
+  }, 60_000)
+})

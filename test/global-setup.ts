@@ -8,6 +8,6 @@ import { fileURLToPath } from 'node:url'
  */
 export default function setup(): void {
   const root = resolve(dirname(fileURLToPath(import.meta.url)), '..')
-  execFileSync(process.execPath, [resolve(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' })
-  execFileSync(process.execPath, [resolve(root, 'scripts/build-ui.mjs')], { cwd: root, stdio: 'inherit' })
+  // the Dockerfile's build command, run once here: no test rebuilds dist/ while others read it
+  execFileSync('npm', ['run', 'build'], { cwd: root, stdio: 'inherit' })
 }

@@ -43,7 +43,7 @@ options for compact:
   --budget N|off        budget_tokens
   --keep-tokens N       keep_tokens
   --keep-turns N        keep_turns
-  --summarizer KIND     auto, anthropic or extractive
+  --summarizer KIND     auto, model, anthropic, openai or extractive
   --dry-run             plan and report, summarize nothing
   --instructions TEXT   the focus of this compaction
   --session ID          session_id, for the service's records
@@ -245,7 +245,7 @@ async function compact(argv: string[]): Promise<void> {
   }
   if (positionals.length !== 1) throw new UsageError('compact takes one FILE (or - for stdin)')
   if (values.mode !== 'auto' && values.mode !== 'manual') throw new UsageError('--mode is auto or manual')
-  if (values.summarizer !== undefined && !['auto', 'anthropic', 'extractive'].includes(values.summarizer)) throw new UsageError('--summarizer is auto, anthropic or extractive')
+  if (values.summarizer !== undefined && !['auto', 'model', 'anthropic', 'openai', 'extractive'].includes(values.summarizer)) throw new UsageError('--summarizer is auto, model, anthropic, openai or extractive')
   const file = at(positionals, 0)
   let text: string
   try {

@@ -70,7 +70,10 @@ export const CompactRequest = Type.Object(
     usage: Type.Optional(Usage),
     recall_hint: Type.Optional(Type.String({ maxLength: 2_000, description: 'How the agent can search its raw older turns; quoted in the summary turn.' })),
     summarizer: Type.Optional(
-      Type.Enum(['auto', 'anthropic', 'extractive'], { description: 'auto: Anthropic when the server has a key, else extractive. Default auto.' })
+      Type.Enum(['auto', 'model', 'anthropic', 'openai', 'extractive'], {
+        description:
+          "auto: the server's model summarizer where it has one, else extractive (default). model: the server's model summarizer, a 400 where it has none; anthropic, openai: that one, a 400 where the server's is another or none. extractive: no model."
+      })
     ),
     dry_run: Type.Optional(Type.Boolean({ description: 'Plan and report; call no summarizer.' }))
   },
@@ -125,7 +128,7 @@ export const Clip = Type.Object(
 
 export const SummarizerReport = Type.Object(
   {
-    kind: Type.Enum(['anthropic', 'extractive', 'cache']),
+    kind: Type.Enum(['anthropic', 'openai', 'extractive', 'cache'], { description: 'Who wrote the summary: a model through the Messages API or an OpenAI-compatible one, the extractive summarizer, or the summary cache.' }),
     model: Type.Union([Type.String(), Type.Null()]),
     input_tokens: Type.Integer(),
     output_tokens: Type.Integer(),

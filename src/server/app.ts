@@ -12,6 +12,7 @@ import { loggerOptions, requestLineFields } from '../telemetry/logger.js'
 import type { Metrics } from '../telemetry/metrics.js'
 import { OPEN_ROUTES, installAuth } from './auth.js'
 import { readUi, uiRoutes } from './routes/ui.js'
+import { summarizerKind } from '../summarizer/index.js'
 import { type Config, parseApiKeys, trustProxy } from './config.js'
 import { ApiError, answerClientError, badUrl, installErrorHandling } from './errors.js'
 import { LINGER_MS, installAdmission, installLinger, installRequestChecks, installShutdownDrain, installTimeouts } from './guards.js'
@@ -93,7 +94,8 @@ export async function buildApp(options: AppOptions): Promise<App> {
   installShutdownDrain(app)
   const now = options.now ?? Date.now
 
-  await app.register(metricsPlugin)
+  const summarizer = summarizerKind(config)
+  await app.register(metricsPlugin, { modelKind: summarizer === 'openai' ? 'openai' : 'anthropic' })
   await app.register(storePlugin, { db: config.COMPACT_DB, retentionDays: config.COMPACT_RETENTION_DAYS, now, ...(options.store ? { store: options.store } : {}) })
   await app.register(sharedStatePlugin, { url: config.COMPACT_REDIS_URL })
   const { metrics, store, shared } = app

@@ -3,6 +3,7 @@ import { availableParallelism } from 'node:os'
 import { type Static, Type } from 'typebox'
 import { DEFAULT_BUDGET_TOKENS } from '../service/defaults.js'
 import { Value } from 'typebox/value'
+import { summarizerKind, summarizerProblem } from '../summarizer/index.js'
 
 /** Every default in one place. */
 export const DEFAULT_PORT = 8080
@@ -56,6 +57,10 @@ export const ConfigSchema = Type.Object({
   ANTHROPIC_API_KEY: Type.Optional(Type.String({ minLength: 1 })),
   ANTHROPIC_BASE_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
   COMPACT_MODEL: Type.String({ minLength: 1, default: DEFAULT_MODEL }),
+  COMPACT_SUMMARIZER: Type.Union([Type.Literal('auto'), Type.Literal('anthropic'), Type.Literal('openai'), Type.Literal('extractive')], { default: 'auto' }),
+  COMPACT_FOLD_MODEL: Type.Optional(Type.String({ minLength: 1 })),
+  OPENAI_API_KEY: Type.Optional(Type.String({ minLength: 1 })),
+  OPENAI_BASE_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
   COMPACT_BUDGET: Type.Union([Type.Integer({ minimum: 1_000 }), Type.Literal('off')], { default: DEFAULT_BUDGET_TOKENS }),
   COMPACT_KEEP_TOKENS: Type.Optional(Type.Integer({ minimum: 100 })),
   COMPACT_KEEP_TURNS: Type.Integer({ minimum: 1, maximum: 1_000, default: DEFAULT_KEEP_TURNS }),
@@ -88,6 +93,9 @@ export const ConfigSchema = Type.Object({
 
 export type Config = Static<typeof ConfigSchema>
 
+/** The OpenAI API the openai summarizer calls when OPENAI_BASE_URL is not set (the SDK's own default). */
+export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com/v1'
+
 export class ConfigError extends Error {
   constructor(
     readonly variable: string,
@@ -110,7 +118,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   // Default and Convert work in place; `picked` keeps the strings as given, for the error message.
   const value = Value.Convert(ConfigSchema, Value.Default(ConfigSchema, { ...picked }))
-  if (Value.Check(ConfigSchema, value)) return value
+  if (Value.Check(ConfigSchema, value)) {
+    const problem = summarizerProblem(value)
+    if (problem) throw new ConfigError('COMPACT_SUMMARIZER', problem)
+    return value
+  }
   const first = Value.Errors(ConfigSchema, value)[0]
   const variable = first?.instancePath.replace(/^\//, '') || 'environment'
   const shown = variable in picked ? ` (got ${JSON.stringify(picked[variable])})` : ''
@@ -126,7 +138,8 @@ function describe(variable: string): string {
   if (variable === 'COMPACT_TARGET_SHARE') return 'a share from 0.1 to 0.9'
   if (variable === 'COMPACT_FALLBACK') return 'one of extractive, error'
   if (variable === 'COMPACT_ALLOW_NO_AUTH') return '0 or 1'
-  if (variable === 'ANTHROPIC_BASE_URL') return 'an http(s) URL'
+  if (variable === 'ANTHROPIC_BASE_URL' || variable === 'OPENAI_BASE_URL') return 'an http(s) URL'
+  if (variable === 'COMPACT_SUMMARIZER') return 'one of auto, anthropic, openai, extractive'
   if (variable === 'COMPACT_REDIS_URL') return 'a redis:// or rediss:// URL'
   if (variable === 'COMPACT_TRUST_PROXY') return 'false, true, a number of proxy hops, or a comma-separated list of proxy addresses or CIDR ranges'
   const range = [
@@ -208,11 +221,15 @@ function place(url: string): string {
 export function setupLine(config: Config, keys: number): string {
   const store = /^postgres(?:ql)?:\/\//.test(config.COMPACT_DB) ? `postgresql ${place(config.COMPACT_DB)}` : `sqlite ${config.COMPACT_DB}`
   const redis = config.COMPACT_REDIS_URL ? `redis ${place(config.COMPACT_REDIS_URL)}` : 'redis off'
-  const summarizer = config.ANTHROPIC_API_KEY
-    ? `summarizer anthropic ${config.COMPACT_MODEL}${config.ANTHROPIC_BASE_URL ? ` at ${place(config.ANTHROPIC_BASE_URL)}` : ''} (fallback ${config.COMPACT_FALLBACK})`
-    : 'summarizer extractive (no ANTHROPIC_API_KEY)'
+  const kind = summarizerKind(config)
+  const at = kind === 'anthropic' ? config.ANTHROPIC_BASE_URL : kind === 'openai' ? (config.OPENAI_BASE_URL ?? DEFAULT_OPENAI_BASE_URL) : undefined
+  const fold = config.COMPACT_FOLD_MODEL ? `, folding with ${config.COMPACT_FOLD_MODEL}` : ''
+  const summarizer =
+    kind === 'extractive'
+      ? `summarizer extractive${config.COMPACT_SUMMARIZER === 'auto' ? ' (no ANTHROPIC_API_KEY)' : ''}`
+      : `summarizer ${kind} ${config.COMPACT_MODEL}${at ? ` at ${place(at)}` : ''}${fold} (fallback ${config.COMPACT_FALLBACK})`
   // with a model summarizer compactions run inline: the model's wait, not the core, is their time
-  const workers = config.COMPACT_WORKERS > 0 && !config.ANTHROPIC_API_KEY ? `${config.COMPACT_WORKERS} workers (bodies from ${config.COMPACT_WORKER_MIN_KB} KB)` : 'compactions inline'
+  const workers = config.COMPACT_WORKERS > 0 && kind === 'extractive' ? `${config.COMPACT_WORKERS} workers (bodies from ${config.COMPACT_WORKER_MIN_KB} KB)` : 'compactions inline'
   const budget = config.COMPACT_BUDGET === 'off' ? 'budget off' : `budget ${config.COMPACT_BUDGET} tokens`
   const auth = keys > 0 ? `${keys} API key${keys === 1 ? '' : 's'}` : 'no API keys (open)'
   return `${store}, ${redis}, ${summarizer}, ${workers}, ${budget}, ${auth}`

@@ -5,8 +5,13 @@ import type { Metrics } from '../telemetry/metrics.js'
 import type { CompactRequestBody } from '../contract/schemas.js'
 import type { WritesAfterAnswers } from './writes.js'
 
+/** The model kind a fallback is counted under: the configured model summarizer's (Anthropic's where none is). */
+export function modelKindOf(kind: string | undefined): 'anthropic' | 'openai' {
+  return kind === 'openai' ? 'openai' : 'anthropic'
+}
+
 /** Counts a compaction's figures and its summarizer's work, wherever it ran (the compact route, the proxy). */
-export function countCompaction(metrics: Metrics, run: CompactRunView): void {
+export function countCompaction(metrics: Metrics, run: CompactRunView, modelKind: 'anthropic' | 'openai' = 'anthropic'): void {
   const { response } = run
   const s = response.stats
   if (response.compacted) {
@@ -19,10 +24,10 @@ export function countCompaction(metrics: Metrics, run: CompactRunView): void {
   if (!r) return
   const reason = r.fallback_reason
   // A model that failed is counted as such; the extractive summary that stood in is counted too.
-  if (reason && reason !== 'no_api_key') metrics.summarizerCalls.inc({ kind: 'anthropic', result: reason })
+  if (reason && reason !== 'no_api_key') metrics.summarizerCalls.inc({ kind: modelKind, result: reason })
   metrics.summarizerCalls.inc({ kind: r.kind, result: 'ok' })
   if (r.kind === 'cache') metrics.cacheLookups.inc({ result: 'hit' })
-  else if (r.kind === 'anthropic' || (reason && reason !== 'no_api_key')) metrics.cacheLookups.inc({ result: 'miss' })
+  else if (r.kind === modelKind || (reason && reason !== 'no_api_key')) metrics.cacheLookups.inc({ result: 'miss' })
   metrics.summarizerDuration.observe({ kind: r.kind }, r.duration_ms / 1_000)
   if (r.input_tokens) metrics.summarizerTokens.inc({ direction: 'input' }, r.input_tokens)
   if (r.output_tokens) metrics.summarizerTokens.inc({ direction: 'output' }, r.output_tokens)

@@ -123,7 +123,10 @@ export async function runCompaction(body: CompactRequestBody, deps: CompactDeps,
   }
 
   const requested = body.summarizer ?? 'auto'
-  if (requested === 'anthropic' && !deps.model) throw new SummarizerUnavailableError(requested)
+  // a model asked for by name must be the one the server has
+  if (requested !== 'auto' && requested !== 'extractive' && (!deps.model || (requested !== 'model' && deps.model.kind !== requested))) {
+    throw new SummarizerUnavailableError(requested, deps.model?.kind)
+  }
   const summarizer = requested === 'extractive' || !deps.model ? deps.extractive : deps.model
   const result = await summarizer.summarize({ plan, instructions: body.instructions, tenant: context.tenant, session: body.session_id, signal: context.signal })
   // Without a key the extractive summary is the default, and the response says why no model wrote it.

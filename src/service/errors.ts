@@ -10,8 +10,12 @@ export class InvalidHistoryError extends GatewayError {
 
 /** A request asked for a summarizer the server does not have. */
 export class SummarizerUnavailableError extends GatewayError {
-  constructor(readonly requested: string) {
-    super(400, `summarizer "${requested}" is not configured on this server (set ANTHROPIC_API_KEY to enable it)`, { path: '/summarizer' })
+  constructor(
+    readonly requested: string,
+    configured?: string
+  ) {
+    const how = requested === 'openai' ? 'COMPACT_SUMMARIZER=openai with OPENAI_API_KEY or OPENAI_BASE_URL' : 'ANTHROPIC_API_KEY'
+    super(400, `summarizer "${requested}" is not configured on this server (${configured ? `its model summarizer is ${configured}` : `set ${how} to enable it`})`, { path: '/summarizer' })
   }
 }
 

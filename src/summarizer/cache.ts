@@ -69,13 +69,15 @@ class Interest {
  * waiting for a place gives it up once every client waiting for it has gone.
  */
 export class CachingSummarizer implements Summarizer {
-  readonly kind = 'anthropic' as const
+  readonly kind: Summarizer['kind']
   private readonly inflight = new Map<string, { call: Promise<SummarizeResult>; interest: AbortController; join: (signal?: AbortSignal) => void }>()
 
   constructor(
     private readonly inner: Summarizer,
     private readonly options: CacheOptions
-  ) {}
+  ) {
+    this.kind = inner.kind
+  }
 
   async summarize(request: SummarizeRequest): Promise<SummarizeResult> {
     const started = this.options.now()
@@ -118,7 +120,8 @@ export class CachingSummarizer implements Summarizer {
     try {
       // the call itself does not follow the clients (a retry finds it done); its queue place does
       const result = await this.inner.summarize({ ...request, signal: undefined })
-      if (result.sections && result.report.kind === 'anthropic') {
+      // a model's summary (not the extractive one that stood in for it) is kept
+      if (result.sections && result.report.kind === this.inner.kind) {
         // The model's answer is redacted before it is stored: a model may repeat a secret back.
         const sections = redactSections(result.sections, request.plan.redactParts)
         try {

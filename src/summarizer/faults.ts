@@ -1,4 +1,5 @@
 import Anthropic from '@anthropic-ai/sdk'
+import OpenAI from 'openai'
 
 /** Why a model summary could not be had; the response names it in `summarizer.fallback_reason`. */
 export type FaultReason =
@@ -26,20 +27,24 @@ export class SummarizerFault extends Error {
   }
 }
 
-/** Names what went wrong in an SDK error (after the SDK's own retries). */
+/** The two SDKs' error classes, which have the same names and meanings. */
+const SDKS = [Anthropic, OpenAI] as const
+
+/** Names what went wrong in an SDK error, Anthropic's or OpenAI's (after the SDK's own retries). */
 export function faultOf(err: unknown): SummarizerFault {
   if (err instanceof SummarizerFault) return err
   const message = err instanceof Error ? err.message : String(err)
-  if (err instanceof Anthropic.APIConnectionTimeoutError) return new SummarizerFault('timeout', message, { cause: err })
-  if (err instanceof Anthropic.APIUserAbortError) return new SummarizerFault('cancelled', message, { cause: err })
-  if (err instanceof Anthropic.APIConnectionError) return new SummarizerFault('connection_error', message, { cause: err })
-  if (err instanceof Anthropic.RateLimitError) return new SummarizerFault('rate_limited', message, { cause: err })
-  if (err instanceof Anthropic.AuthenticationError || err instanceof Anthropic.PermissionDeniedError) {
-    return new SummarizerFault('auth_error', message, { cause: err })
-  }
-  if (err instanceof Anthropic.APIError) {
-    if (err.status === 529) return new SummarizerFault('overloaded', message, { cause: err })
-    if (typeof err.status === 'number' && err.status >= 500) return new SummarizerFault('server_error', message, { cause: err })
+  const is = (name: 'APIConnectionTimeoutError' | 'APIUserAbortError' | 'APIConnectionError' | 'RateLimitError' | 'AuthenticationError' | 'PermissionDeniedError' | 'APIError'): boolean =>
+    SDKS.some((sdk) => err instanceof sdk[name])
+  if (is('APIConnectionTimeoutError')) return new SummarizerFault('timeout', message, { cause: err })
+  if (is('APIUserAbortError')) return new SummarizerFault('cancelled', message, { cause: err })
+  if (is('APIConnectionError')) return new SummarizerFault('connection_error', message, { cause: err })
+  if (is('RateLimitError')) return new SummarizerFault('rate_limited', message, { cause: err })
+  if (is('AuthenticationError') || is('PermissionDeniedError')) return new SummarizerFault('auth_error', message, { cause: err })
+  if (is('APIError')) {
+    const status = (err as { status?: unknown }).status
+    if (status === 529) return new SummarizerFault('overloaded', message, { cause: err })
+    if (typeof status === 'number' && status >= 500) return new SummarizerFault('server_error', message, { cause: err })
     return new SummarizerFault('bad_request', message, { cause: err })
   }
   return new SummarizerFault('server_error', message, { cause: err })

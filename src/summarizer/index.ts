@@ -1,5 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk'
+import OpenAI from 'openai'
 import { AnthropicSummarizer } from './anthropic.js'
+import { OpenAiSummarizer } from './openai.js'
 import { ResilientSummarizer } from './resilient.js'
 import type { Summarizer } from './summarizer.js'
 
@@ -8,30 +10,58 @@ export const SDK_MAX_RETRIES = 2
 
 /** What the model summarizer is built from (the server's configuration has these names). */
 export interface ModelSettings {
+  COMPACT_SUMMARIZER: 'auto' | 'anthropic' | 'openai' | 'extractive'
   ANTHROPIC_API_KEY?: string | undefined
   ANTHROPIC_BASE_URL?: string | undefined
+  OPENAI_API_KEY?: string | undefined
+  OPENAI_BASE_URL?: string | undefined
   COMPACT_MODEL: string
+  COMPACT_FOLD_MODEL?: string | undefined
   COMPACT_SUMMARIZER_TIMEOUT_MS: number
   COMPACT_SUMMARIZER_INPUT_TOKENS: number
   COMPACT_FALLBACK: 'extractive' | 'error'
 }
 
+export type ModelKind = 'anthropic' | 'openai'
+
+/** Which summarizer the settings make: `auto` is Anthropic's where there is its key, else the extractive one. */
+export function summarizerKind(config: Pick<ModelSettings, 'COMPACT_SUMMARIZER' | 'ANTHROPIC_API_KEY'>): ModelKind | 'extractive' {
+  if (config.COMPACT_SUMMARIZER === 'auto') return config.ANTHROPIC_API_KEY ? 'anthropic' : 'extractive'
+  return config.COMPACT_SUMMARIZER
+}
+
+/** What keeps the chosen summarizer from being made, in words, or undefined. */
+export function summarizerProblem(config: ModelSettings): string | undefined {
+  if (config.COMPACT_SUMMARIZER === 'anthropic' && !config.ANTHROPIC_API_KEY) return 'COMPACT_SUMMARIZER=anthropic needs ANTHROPIC_API_KEY'
+  // a server of one's own (vLLM, Ollama) may take no key; OpenAI's own API always does
+  if (config.COMPACT_SUMMARIZER === 'openai' && !config.OPENAI_API_KEY && !config.OPENAI_BASE_URL) {
+    return 'COMPACT_SUMMARIZER=openai needs OPENAI_API_KEY, or OPENAI_BASE_URL for a server that takes none'
+  }
+  return undefined
+}
+
 /**
- * The model summarizer the configuration asks for, behind the fallback: none without an API key.
- * `model` replaces the Anthropic one (tests wrap their own in the same fallback).
+ * The model summarizer the configuration asks for, behind the fallback: none for the extractive one.
+ * `model` replaces it (tests wrap their own in the same fallback).
  */
 export function modelSummarizer(config: ModelSettings, model?: Summarizer): Summarizer | undefined {
   const options = { timeoutMs: config.COMPACT_SUMMARIZER_TIMEOUT_MS, fallback: config.COMPACT_FALLBACK }
   if (model) return new ResilientSummarizer(model, options)
-  if (!config.ANTHROPIC_API_KEY) return undefined
-  const client = new Anthropic({
-    apiKey: config.ANTHROPIC_API_KEY,
-    ...(config.ANTHROPIC_BASE_URL ? { baseURL: config.ANTHROPIC_BASE_URL } : {}),
-    maxRetries: SDK_MAX_RETRIES,
-    timeout: config.COMPACT_SUMMARIZER_TIMEOUT_MS
-  })
-  return new ResilientSummarizer(
-    new AnthropicSummarizer({ client, model: config.COMPACT_MODEL, inputBudgetTokens: config.COMPACT_SUMMARIZER_INPUT_TOKENS }),
-    options
-  )
+  const kind = summarizerKind(config)
+  const common = {
+    model: config.COMPACT_MODEL,
+    ...(config.COMPACT_FOLD_MODEL ? { foldModel: config.COMPACT_FOLD_MODEL } : {}),
+    inputBudgetTokens: config.COMPACT_SUMMARIZER_INPUT_TOKENS
+  }
+  const client = { maxRetries: SDK_MAX_RETRIES, timeout: config.COMPACT_SUMMARIZER_TIMEOUT_MS }
+  if (kind === 'anthropic' && config.ANTHROPIC_API_KEY) {
+    const anthropic = new Anthropic({ apiKey: config.ANTHROPIC_API_KEY, ...(config.ANTHROPIC_BASE_URL ? { baseURL: config.ANTHROPIC_BASE_URL } : {}), ...client })
+    return new ResilientSummarizer(new AnthropicSummarizer({ client: anthropic, ...common }), options)
+  }
+  if (kind === 'openai') {
+    // the base URL as the SDK reads it (`/v1` included); a server that takes no key is sent a placeholder
+    const openai = new OpenAI({ apiKey: config.OPENAI_API_KEY ?? 'none', ...(config.OPENAI_BASE_URL ? { baseURL: config.OPENAI_BASE_URL } : {}), ...client })
+    return new ResilientSummarizer(new OpenAiSummarizer({ client: openai, ...common }), options)
+  }
+  return undefined
 }

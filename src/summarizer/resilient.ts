@@ -15,12 +15,14 @@ export interface ResilientOptions {
  * summary stands in and the response says why. With COMPACT_FALLBACK=error the fault is raised instead.
  */
 export class ResilientSummarizer implements Summarizer {
-  readonly kind = 'anthropic' as const
+  readonly kind: Summarizer['kind']
 
   constructor(
     private readonly model: Summarizer,
     private readonly options: ResilientOptions
-  ) {}
+  ) {
+    this.kind = model.kind
+  }
 
   async summarize(request: SummarizeRequest): Promise<SummarizeResult> {
     const started = performance.now()

@@ -81,9 +81,9 @@ export const KNOWN_LABELS = {
 } as const
 
 /** Creates every known series at 0: a rate over a counter that has never moved is 0, not "no data". */
-export function initializeSeries(m: Metrics): void {
+export function initializeSeries(m: Metrics, modelKind: 'anthropic' | 'openai' = 'anthropic'): void {
   for (const mode of KNOWN_LABELS.modes) for (const outcome of KNOWN_LABELS.outcomes) m.requests.inc({ mode, outcome }, 0)
-  for (const result of KNOWN_LABELS.summarizerResults) m.summarizerCalls.inc({ kind: 'anthropic', result }, 0)
+  for (const result of KNOWN_LABELS.summarizerResults) m.summarizerCalls.inc({ kind: modelKind, result }, 0)
   for (const kind of ['extractive', 'cache']) m.summarizerCalls.inc({ kind, result: 'ok' }, 0)
   for (const operation of KNOWN_LABELS.storeOperations) m.storeErrors.inc({ operation }, 0)
   for (const outcome of ['hits', 'empty', 'failed']) m.recallRequests.inc({ outcome }, 0)

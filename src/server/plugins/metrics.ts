@@ -9,10 +9,10 @@ declare module 'fastify' {
 }
 
 /** The metrics, every known series created at 0. */
-export const metricsPlugin = fp(
-  async (app) => {
+export const metricsPlugin = fp<{ modelKind?: 'anthropic' | 'openai' }>(
+  async (app, { modelKind }) => {
     const metrics = createMetrics()
-    initializeSeries(metrics)
+    initializeSeries(metrics, modelKind)
     app.decorate('metrics', metrics)
   },
   { name: 'metrics' }

@@ -3,7 +3,7 @@ import type { FastifyValidationResult } from 'fastify/types/schema.js'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { type CompactDeps, type CompactRunView, runCompaction } from '../../service/compact.js'
-import { countCompaction, recordWrites, scheduleRecord } from '../records.js'
+import { countCompaction, modelKindOf, recordWrites, scheduleRecord } from '../records.js'
 import { DEFAULT_BODY_LIMIT, bodyParser } from '../body.js'
 import type { Store } from '../../storage/store.js'
 import type { Metrics } from '../../telemetry/metrics.js'
@@ -146,7 +146,7 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
   ): Promise<void> {
     const { response } = run
     reasons.set(request, response.reason)
-    countCompaction(metrics, run)
+    countCompaction(metrics, run, modelKindOf(deps.model?.kind))
     if (response.compacted && store) {
       // The record is written before the answer; the cold layer once the answer has gone (or its client
       // has), reads of it in this process waiting for the write (WritesAfterAnswers). With PostgreSQL,

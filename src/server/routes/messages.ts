@@ -12,7 +12,7 @@ import { ApiError, errorBody } from '../errors.js'
 import { DEFAULT_BODY_LIMIT, bodyParser } from '../body.js'
 import { parseJsonBody } from '../json.js'
 import { addToRequestLine } from '../../telemetry/logger.js'
-import { countCompaction, recordWrites, scheduleRecord } from '../records.js'
+import { countCompaction, modelKindOf, recordWrites, scheduleRecord } from '../records.js'
 import { KEYED, keyedResponses } from './security.js'
 
 /** A proxied body: its bytes as they came (forwarded as they are when nothing is compacted), read only when needed. */
@@ -205,7 +205,7 @@ export const messagesRoutes: FastifyPluginAsync<MessagesRouteOptions> = async (a
     let begin: (() => void) | undefined
     if (outcome.kind === 'compacted') {
       const { run } = outcome
-      countCompaction(metrics, run)
+      countCompaction(metrics, run, modelKindOf(app.compaction.deps.model?.kind))
       metrics.proxyCompactions.inc({ source: outcome.source })
       if (store) {
         const keep = recordWrites(store, metrics, request.log, { mode: 'auto', session_id: session, budget }, request.keyName, run.response, outcome.memory)

@@ -1,0 +1,159 @@
+import { once } from 'node:events'
+import { type IncomingHttpHeaders, type Server, createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+
+/** What the fake answers to one Chat Completions request. */
+export interface FakeOpenAiReply {
+  status?: number
+  headers?: Record<string, string>
+  delayMs?: number
+  /** For a 200: the arguments of the record_summary call (an object, sent as JSON text)... */
+  toolInput?: unknown
+  /** ...or the arguments as they are (text that may not be JSON)... */
+  rawArguments?: string
+  /** ...or a plain text answer with no call... */
+  text?: string
+  /** ...or a refusal. */
+  refusal?: string
+}
+
+export interface OpenAiRequest {
+  headers: IncomingHttpHeaders
+  path: string
+  body: {
+    model: string
+    messages: { role: string; content?: unknown; tool_calls?: { id: string; type: string; function: { name: string; arguments: string } }[]; tool_call_id?: string }[]
+    tools?: { type: string; function: { name: string; description?: string; parameters?: unknown } }[]
+    tool_choice?: unknown
+    max_tokens?: number
+    [k: string]: unknown
+  }
+}
+
+const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool'])
+const FUNCTION_NAME = /^[a-zA-Z0-9_-]{1,64}$/
+
+/**
+ * What the Chat Completions API refuses with a 400, as its documentation and its answers state: a body
+ * that is not JSON (an unpaired surrogate escaped in it is refused too), no model, no messages, an unknown
+ * role, an assistant's tool call not answered by a `tool` message right after it, a `tool` message that
+ * answers no call, a function without a valid name or an object schema, a forced function not among the
+ * tools, max_tokens below 1.
+ */
+export function chatCompletionsRefusal(raw: string): string | undefined {
+  if (/\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})/.test(raw) || /(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}/.test(raw)) {
+    return "We could not parse the JSON body of your request: it holds an unpaired surrogate"
+  }
+  let body: OpenAiRequest['body']
+  try {
+    body = JSON.parse(raw) as OpenAiRequest['body']
+  } catch {
+    return 'We could not parse the JSON body of your request.'
+  }
+  if (typeof body.model !== 'string' || body.model === '') return "you must provide a model parameter"
+  if (!Array.isArray(body.messages) || body.messages.length === 0) return "'messages' must be a non-empty array"
+  if (body.max_tokens !== undefined && !(Number.isInteger(body.max_tokens) && body.max_tokens >= 1)) return "Invalid 'max_tokens': integer below minimum value"
+  const names = new Set<string>()
+  for (const [i, t] of (body.tools ?? []).entries()) {
+    if (t.type !== 'function') return `Invalid value for 'tools[${i}].type'`
+    if (!FUNCTION_NAME.test(t.function?.name ?? '')) return `Invalid 'tools[${i}].function.name': string does not match pattern`
+    const params = t.function.parameters as { type?: string } | undefined
+    if (params !== undefined && params.type !== 'object') return `Invalid schema for function '${t.function.name}': schema must be a JSON Schema of 'type: "object"'`
+    names.add(t.function.name)
+  }
+  const choice = body.tool_choice as { type?: string; function?: { name?: string } } | string | undefined
+  if (typeof choice === 'object' && choice !== null && choice.type === 'function' && !names.has(choice.function?.name ?? '')) {
+    return `Invalid value for 'tool_choice': function '${choice.function?.name}' not found in 'tools'`
+  }
+  let open: string[] = []
+  for (const [i, m] of body.messages.entries()) {
+    if (!ROLES.has(m.role)) return `Invalid value for 'messages[${i}].role'`
+    if (m.role === 'tool') {
+      if (!open.includes(m.tool_call_id ?? '')) return `Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls' (messages[${i}])`
+      open = open.filter((id) => id !== m.tool_call_id)
+      continue
+    }
+    if (open.length > 0) return `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${open.join(', ')}`
+    if (m.role === 'assistant' && m.tool_calls) open = m.tool_calls.map((c) => c.id)
+  }
+  if (open.length > 0) return `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${open.join(', ')}`
+  return undefined
+}
+
+/**
+ * A local stand-in for an OpenAI-compatible Chat Completions server on loopback: the real `openai` SDK
+ * talks to it through its base URL (`${url}/v1`). It refuses what the API refuses (chatCompletionsRefusal);
+ * replies come from a queue, then from `fallback`; every request is recorded.
+ */
+export class FakeOpenAi {
+  readonly requests: OpenAiRequest[] = []
+  readonly refused: string[] = []
+  private readonly queue: FakeOpenAiReply[] = []
+  fallback: FakeOpenAiReply = { toolInput: { objective: 'fake summary' } }
+  private server: Server | undefined
+  url = ''
+
+  reply(...replies: FakeOpenAiReply[]): this {
+    this.queue.push(...replies)
+    return this
+  }
+
+  async start(): Promise<this> {
+    this.server = createServer((req, res) => {
+      const chunks: Buffer[] = []
+      req.on('data', (c: Buffer) => chunks.push(c))
+      req.on('end', () => {
+        const raw = Buffer.concat(chunks).toString('utf8')
+        const json = (status: number, body: unknown, headers: Record<string, string> = {}): void => {
+          res.writeHead(status, { 'content-type': 'application/json', ...headers })
+          res.end(JSON.stringify(body))
+        }
+        if (req.method !== 'POST' || req.url !== '/v1/chat/completions') return json(404, { error: { message: `no route ${req.method} ${req.url}`, type: 'invalid_request_error' } })
+        const refusal = chatCompletionsRefusal(raw)
+        if (refusal) {
+          this.refused.push(refusal)
+          return json(400, { error: { message: refusal, type: 'invalid_request_error', param: null, code: null } })
+        }
+        const received: OpenAiRequest = { headers: req.headers, path: req.url, body: JSON.parse(raw) as OpenAiRequest['body'] }
+        this.requests.push(received)
+        const next = this.queue.shift() ?? this.fallback
+        const send = (): void => {
+          const status = next.status ?? 200
+          if (status !== 200) return json(status, { error: { message: `fake ${status}`, type: status === 429 ? 'rate_limit_error' : 'server_error' } }, next.headers)
+          json(200, completion(received.body.model, next), next.headers)
+        }
+        if (next.delayMs) setTimeout(send, next.delayMs)
+        else send()
+      })
+    })
+    this.server.listen(0, '127.0.0.1')
+    await once(this.server, 'listening')
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`
+    return this
+  }
+
+  async close(): Promise<void> {
+    this.server?.closeAllConnections()
+    await new Promise<void>((res) => this.server?.close(() => res()) ?? res())
+  }
+}
+
+let counter = 0
+function completion(model: string, reply: FakeOpenAiReply): unknown {
+  counter++
+  const call = reply.text === undefined && reply.refusal === undefined
+  const message = {
+    role: 'assistant',
+    content: reply.text ?? null,
+    refusal: reply.refusal ?? null,
+    ...(call ? { tool_calls: [{ id: `call_fake_${counter}`, type: 'function', function: { name: 'record_summary', arguments: reply.rawArguments ?? JSON.stringify(reply.toolInput ?? {}) } }] } : {})
+  }
+  return {
+    id: `chatcmpl-fake-${counter}`,
+    object: 'chat.completion',
+    created: Math.floor(Date.now() / 1000),
+    model,
+    choices: [{ index: 0, message, finish_reason: call ? 'tool_calls' : 'stop', logprobs: null }],
+    usage: { prompt_tokens: 1_000 + counter, completion_tokens: 100, total_tokens: 1_100 + counter }
+  }
+}

@@ -26,6 +26,7 @@ export default tseslint.config(
   layer('prompts', '^\\.\\./(?!compaction/)', 'the doctrine builds on the core alone'),
   layer('memory', '^\\.\\./(?!compaction/)', 'the cold layer\'s pure part builds on the core alone'),
   layer('secrets', '^\\.\\./(?!compaction/)', 'redaction builds on the core alone'),
+  layer('formats', '^\\.\\./(?!compaction/)', 'the API formats are adapters over the core alone'),
   layer('storage', '^\\.\\./(server|service|summarizer|workers|cli|memory|secrets)/', 'storage knows nothing of the layers that use it'),
   layer('summarizer', '^\\.\\./(server|service|workers|cli)/', 'summarizers know nothing of the service or the HTTP server'),
   layer('telemetry', '^\\.\\./(server|service|workers|cli)/', 'telemetry knows nothing of the layers that use it'),

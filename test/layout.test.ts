@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest'
  * module's tests are where a reader looks for them. Barrels (only `export * from`) and modules that
  * export types alone have nothing to run.
  */
-const MIRRORED = ['compaction', 'contract', 'memory', 'prompts', 'proxy', 'secrets', 'service', 'summarizer', 'telemetry', 'workers']
+const MIRRORED = ['compaction', 'contract', 'formats', 'memory', 'prompts', 'proxy', 'secrets', 'service', 'summarizer', 'telemetry', 'workers']
 
 function runtimeModule(source: string): boolean {
   const exports = source.split('\n').filter((l) => l.startsWith('export '))

@@ -11,6 +11,7 @@ import { serve } from '../server/serve.js'
 import { type CompactResponseView, formatReport } from './report.js'
 import { startSpinner } from './spinner.js'
 import { at } from '../compaction/index.js'
+import { FORMATS } from '../formats/index.js'
 
 export const EXIT_USAGE = 2
 export const EXIT_UNREACHABLE = 3
@@ -47,6 +48,8 @@ options for compact:
   --dry-run             plan and report, summarize nothing
   --instructions TEXT   the focus of this compaction
   --session ID          session_id, for the service's records
+  --format FORMAT       anthropic (default), openai-chat or openai-responses: the history's format (a
+                        Responses request body's "input" is read as its history), and the answer's
   --out FILE            write the compacted history as a request body, ready to send on
 options for recall:
   --limit N             at most N results (default 10, at most 50)
@@ -236,6 +239,7 @@ async function compact(argv: string[]): Promise<void> {
       'keep-tokens': { type: 'string' },
       instructions: { type: 'string' },
       session: { type: 'string' },
+      format: { type: 'string' },
       out: { type: 'string' }
     }
   })
@@ -254,17 +258,22 @@ async function compact(argv: string[]): Promise<void> {
     const code = (err as { code?: string }).code
     fail(code === 'ENOENT' ? `no such file: ${file}` : `cannot read ${file === '-' ? 'stdin' : file}: ${(err as Error).message}`, EXIT_USAGE)
   }
-  let input: { messages?: unknown; system?: unknown; tools?: unknown }
+  if (values.format !== undefined && !FORMATS.includes(values.format as (typeof FORMATS)[number])) throw new UsageError(`--format is ${FORMATS.join(', ')}`)
+  let input: { messages?: unknown; input?: unknown; system?: unknown; tools?: unknown }
   try {
     input = JSON.parse(text) as typeof input
   } catch (err) {
     fail(`${file === '-' ? 'stdin' : file} is not JSON: ${(err as Error).message}`, EXIT_USAGE)
   }
-  if (!Array.isArray(input.messages)) fail(`${file}: no "messages" array`, EXIT_USAGE)
+  // a Responses API request body holds its history as `input`
+  const field = !Array.isArray(input.messages) && values.format === 'openai-responses' && Array.isArray(input.input) ? 'input' : 'messages'
+  const history = input[field]
+  if (!Array.isArray(history)) fail(`${file}: no "messages" array${values.format === 'openai-responses' ? ' (nor "input")' : ''}`, EXIT_USAGE)
 
   const budget = values.budget === 'off' ? 'off' : positiveInt('budget', values.budget)
   const body = {
-    messages: input.messages,
+    ...(values.format !== undefined ? { format: values.format } : {}),
+    messages: history,
     ...(input.system !== undefined ? { system: input.system } : {}),
     ...(input.tools !== undefined ? { tools: input.tools } : {}),
     mode: values.mode,
@@ -282,7 +291,7 @@ async function compact(argv: string[]): Promise<void> {
   const elapsed = performance.now() - started
   const response = payload as CompactResponseView & { messages?: unknown[] }
   if (values.out) {
-    const next = { messages: response.messages ?? input.messages, ...(input.system !== undefined ? { system: input.system } : {}), ...(input.tools !== undefined ? { tools: input.tools } : {}) }
+    const next = { [field]: response.messages ?? history, ...(input.system !== undefined ? { system: input.system } : {}), ...(input.tools !== undefined ? { tools: input.tools } : {}) }
     writeFileSync(values.out, `${JSON.stringify(next, null, 2)}\n`)
   }
   process.stdout.write(values.json ? `${JSON.stringify(payload, null, 2)}\n` : `${formatReport(response, elapsed)}\n`)

@@ -117,8 +117,18 @@ function stringField(input: unknown, fields: readonly string[] | undefined): str
   for (const f of fields) {
     const v = (input as Record<string, unknown>)[f]
     if (typeof v === 'string' && v.trim() !== '') return v.trim()
+    const line = Array.isArray(v) ? commandLine(v) : undefined
+    if (line) return line
   }
   return undefined
+}
+
+/** A command given as its arguments (Codex's `["bash", "-lc", "cargo test"]`): the script a shell runs, else the words joined. */
+export function commandLine(argv: readonly unknown[]): string | undefined {
+  if (argv.length === 0 || !argv.every((a): a is string => typeof a === 'string')) return undefined
+  const [program, flag, script] = argv
+  if (argv.length === 3 && /(^|\/)(ba|z|da|k)?sh$/.test(program ?? '') && /^-l?c$/.test(flag ?? '') && script?.trim()) return script.trim()
+  return argv.join(' ').trim() || undefined
 }
 
 function describeCall(use: ToolUseBlock): string {

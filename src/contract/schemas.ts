@@ -56,7 +56,19 @@ export const Usage = Type.Object(
 
 export const CompactRequest = Type.Object(
   {
-    messages: Type.Array(MessageRef, { minItems: 1, description: "The client's history, Anthropic format." }),
+    format: Type.Optional(
+      Type.Enum(['anthropic', 'openai-chat', 'openai-responses'], {
+        description:
+          "The format of `messages`, and of the answer's: the Messages API's (the default), Chat Completions messages (`openai-chat`: leading system and developer messages are the system prompt, counted and returned as sent), or Responses input items (`openai-responses`: calls and their outputs paired by call_id, reasoning items kept with their turn, an unknown item type passed untouched)."
+      })
+    ),
+    messages: Type.Array(
+      Type.Union([MessageRef, Type.Object({}, { additionalProperties: true, description: 'With `format`: a Chat Completions message, or a Responses input item.' })]),
+      {
+        minItems: 1,
+        description: "The client's history, in `format`: Messages API messages by default (each checked as the Message schema), else the other format's messages or items."
+      }
+    ),
     system: Type.Optional(Type.Union([Type.String(), Type.Array(BlockRef)], { description: 'Counted only, never returned.' })),
     tools: Type.Optional(Type.Array(Type.Object({}, { additionalProperties: true }), { description: 'Counted only, never returned.' })),
     mode: Type.Optional(Type.Enum(['auto', 'manual'], { description: 'auto compacts over budget; manual whenever there is a span. Default auto.' })),
@@ -80,6 +92,13 @@ export const CompactRequest = Type.Object(
   { additionalProperties: false, examples: [compactRequestExample] }
 )
 export type CompactRequestBody = Static<typeof CompactRequest>
+
+/** What the service checks beyond the contract's schema: without another format, each message is a Messages API message. */
+export const CompactRequestChecked = {
+  ...CompactRequest,
+  if: { properties: { format: { enum: ['openai-chat', 'openai-responses'] } }, required: ['format'] },
+  else: { properties: { messages: { items: { $ref: 'Message' } } } }
+}
 
 const sectionProperties = Object.fromEntries(LIST_SECTIONS.map((k) => [k, Type.Array(Type.String())]))
 export const SummarySectionsSchema = Type.Object({ objective: Type.String(), ...sectionProperties } as Record<string, ReturnType<typeof Type.String> | ReturnType<typeof Type.Array>>, {
@@ -152,7 +171,11 @@ export const CompactResponse = Type.Object(
   {
     compacted: Type.Boolean(),
     reason: Reason,
-    messages: Type.Optional(Type.Array(MessageRef, { description: 'The new history: summary turn, then the kept tail. Present only when compacted.' })),
+    messages: Type.Optional(
+      Type.Union([Type.Array(MessageRef), Type.Array(Type.Object({}, { additionalProperties: true }))], {
+        description: "The new history, in the request's format: the system messages as sent (other formats), the summary turn, then the kept tail. Present only when compacted."
+      })
+    ),
     kept_from: Type.Integer({ description: "Index into the request's messages where the kept tail starts." }),
     summary: Type.Optional(
       Type.Object({ id: Type.String(), text: Type.String(), sections: Type.Ref('SummarySections') }, { additionalProperties: false })

@@ -1,6 +1,6 @@
 import { Ajv } from 'ajv'
 import { KNOWN_BLOCK_TYPES } from '../compaction/validate.js'
-import { CompactRequest, SESSION_ID_PATTERN, SHARED_SCHEMAS } from './schemas.js'
+import { CompactRequestChecked, SESSION_ID_PATTERN, SHARED_SCHEMAS } from './schemas.js'
 import { at } from '../compaction/index.js'
 
 /**
@@ -54,7 +54,8 @@ const BLOCK_HINT = `a block is an object whose \`type\` is one of ${KNOWN_BLOCK_
  * where all branches of a union fail at the same place, the sentence lists what each would take.
  */
 export function describeValidation(issues: readonly AjvIssue[], context: string): { message: string; path: string } {
-  const issue = issues.reduce((best, i) => (i.keyword !== 'anyOf' && (best.keyword === 'anyOf' || depth(i) > depth(best)) ? i : best), at(issues, 0))
+  const summary = (k: string): boolean => k === 'anyOf' || k === 'if'
+  const issue = issues.reduce((best, i) => (!summary(i.keyword) && (summary(best.keyword) || depth(i) > depth(best)) ? i : best), at(issues, 0))
   const path = issue.instancePath || ''
   let text: string
   if (issue.keyword === 'additionalProperties') {
@@ -88,7 +89,7 @@ function describeAt(path: string, context: string, text: string): { message: str
 export function compactRequestValidator(): { check: (data: unknown) => boolean; errors: () => AjvIssue[] } {
   const ajv = new Ajv({ removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false, strict: false, strictNumbers: true })
   for (const schema of SHARED_SCHEMAS) ajv.addSchema(schema as object)
-  const validate = ajv.compile(CompactRequest as object)
+  const validate = ajv.compile(CompactRequestChecked as object)
   return { check: (data) => validate(data) as boolean, errors: () => (validate.errors ?? []) as AjvIssue[] }
 }
 

@@ -1,4 +1,5 @@
 import {
+  type Block,
   type Clip,
   type Compacted,
   type NotCompacted,
@@ -18,6 +19,7 @@ import { ConversationsText } from './conversations.js'
 import type { CompactRequestBody } from '../contract/schemas.js'
 import type { SummarizerReport, Summarizer } from '../summarizer/summarizer.js'
 import { InvalidHistoryError, SummarizerUnavailableError } from './errors.js'
+import { adaptHistory, givenBack, rulesOf } from '../formats/index.js'
 
 export interface CompactDefaults {
   budgetTokens: number | 'off'
@@ -88,8 +90,52 @@ export function spanMemory(plan: CompactionPlan, messages: Message[], clips: Cli
   return redactMemory([...readMemory(plan.span, 0, files, plan.redactBeforeClip), ...clippedMemory(messages, clips, plan.redactBeforeClip)], plan.redactParts)
 }
 
-/** The whole path of one compaction: validate, plan, summarize (or not), finish. */
+/** A request whose history is the Messages API's, as the core reads it. */
+type MessagesRequest = Omit<CompactRequestBody, 'messages' | 'format'> & { messages: Message[] }
+
+/**
+ * The whole path of one compaction, in the format the request names: a history in another API's format
+ * is read into the core's turns, compacted, and given back in its own format (formats/).
+ */
 export async function runCompaction(body: CompactRequestBody, deps: CompactDeps, context: RunContext = { tenant: '' }): Promise<CompactRun> {
+  const format = body.format ?? 'anthropic'
+  if (format === 'anthropic') return compactMessages({ ...body, messages: body.messages as Message[] }, deps, context)
+  const rules = rulesOf(format)
+  const items = body.messages as Record<string, unknown>[]
+  const t0 = deps.now()
+  const adapted = adaptHistory(items, rules)
+  if ('kind' in adapted) throw new InvalidHistoryError(adapted)
+  const adaptMs = deps.now() - t0
+  const { format: _format, system: bodySystem, ...rest } = body
+  // the history's own system messages and the body's `system` are both counted
+  const own: Block[] = adapted.systemText === '' ? [] : [{ type: 'text', text: adapted.systemText }]
+  const system = bodySystem === undefined ? own : typeof bodySystem === 'string' ? [...own, { type: 'text', text: bodySystem }] : [...own, ...bodySystem]
+  let run: CompactRun
+  try {
+    run = await compactMessages({ ...rest, messages: adapted.messages, ...(system.length > 0 ? { system } : {}) }, deps, context)
+  } catch (err) {
+    // a problem the core found in a turn is told at the turn's first item
+    if (err instanceof InvalidHistoryError) throw new InvalidHistoryError({ ...err.problem, path: err.problem.path.replace(/^\/messages\/(\d+).*/, (_m, i: string) => `/messages/${adapted.starts[Number(i)] ?? i}`) })
+    throw err
+  }
+  run.timings.validate += adaptMs
+  const response = run.response
+  if (!response.compacted) return { ...run, response: { ...response, kept_from: adapted.starts[response.kept_from] ?? items.length } }
+  const given = givenBack(items, adapted, rules, response)
+  return {
+    ...run,
+    response: {
+      ...response,
+      messages: given.items as Message[],
+      kept_from: given.kept_from,
+      clips: given.clips as Clip[],
+      stats: { ...response.stats, compacted_messages: given.compacted_messages, kept_messages: given.kept_messages }
+    }
+  }
+}
+
+/** The whole path of one compaction of a Messages API history: validate, plan, summarize (or not), finish. */
+async function compactMessages(body: MessagesRequest, deps: CompactDeps, context: RunContext): Promise<CompactRun> {
   const t0 = deps.now()
   const messages = body.messages
   const problem = validateHistory(messages)

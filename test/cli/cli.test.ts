@@ -203,3 +203,29 @@ describe('compaction-gateway delete', () => {
     expect(await cli(['delete', 'cli-del', '--yes', '--url', server.url, '--key', key])).toMatchObject({ code: 0, stderr: '', stdout: 'nothing kept of session cli-del: nothing to delete\n' })
   })
 })
+
+describe('compaction-gateway compact --format', () => {
+  it("compacts a Responses request body's input, and writes it back as one with --out", async () => {
+    const dir = join(tempDb(), '..')
+    const request = join(dir, 'codex.json')
+    const input = [
+      { type: 'message', role: 'developer', content: [{ type: 'input_text', text: 'You are Codex.' }] },
+      { role: 'user', content: 'list the files' },
+      { type: 'function_call', call_id: 'c1', name: 'shell', arguments: '{"command":["ls"]}' },
+      { type: 'function_call_output', call_id: 'c1', output: 'a.ts' },
+      { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'One file.' }] },
+      { role: 'user', content: 'thanks' }
+    ]
+    writeFileSync(request, JSON.stringify({ model: 'gpt-5-codex', input, stream: true }))
+    const out = join(dir, 'next.json')
+    const { code, stderr } = await cli(['compact', request, '--format', 'openai-responses', '--keep-turns', '1', '--out', out, '--url', server.url, '--key', 'key-cli-000000000000'])
+    expect(stderr).toBe('')
+    expect(code).toBe(0)
+    const next = JSON.parse(readFileSync(out, 'utf8')) as { input: Record<string, unknown>[] }
+    expect(next.input[0]).toEqual(input[0])
+    expect(next.input[1]).toMatchObject({ type: 'message', role: 'user' })
+    expect(next.input.at(-1)).toEqual(input.at(-1))
+    const wrong = await cli(['compact', request, '--format', 'gemini', '--url', server.url])
+    expect([wrong.code, wrong.stderr]).toEqual([2, expect.stringContaining('--format is anthropic, openai-chat, openai-responses')])
+  })
+})

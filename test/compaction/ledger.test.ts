@@ -117,3 +117,14 @@ describe('readLedger', () => {
     )
   })
 })
+
+describe('commandLine', () => {
+  it("reads a command given as arguments: a shell's script, else the words", async () => {
+    const { commandLine } = await import('../../src/compaction/ledger.js')
+    expect(commandLine(['bash', '-lc', 'cargo test part1'])).toBe('cargo test part1')
+    expect(commandLine(['/bin/zsh', '-c', 'ls -la'])).toBe('ls -la')
+    expect(commandLine(['git', 'status', '--short'])).toBe('git status --short')
+    expect(commandLine(['bash', '-lc', 1])).toBeUndefined()
+    expect(commandLine([])).toBeUndefined()
+  })
+})

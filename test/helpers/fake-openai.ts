@@ -157,3 +157,31 @@ function completion(model: string, reply: FakeOpenAiReply): unknown {
     usage: { prompt_tokens: 1_000 + counter, completion_tokens: 100, total_tokens: 1_100 + counter }
   }
 }
+
+/**
+ * What the Responses API refuses in `input`, as its answers state: an item that is not an object, a
+ * message without a role, an output that answers no earlier call (by call_id), a reasoning item that is
+ * not followed by the item it belongs to, two calls with one call_id.
+ */
+export function responsesInputRefusal(input: unknown): string | undefined {
+  if (typeof input === 'string') return undefined
+  if (!Array.isArray(input)) return "Invalid type for 'input': expected a string or an array"
+  const calls = new Set<string>()
+  for (const [i, raw] of input.entries()) {
+    if (typeof raw !== 'object' || raw === null) return `Invalid type for 'input[${i}]'`
+    const item = raw as { type?: string; role?: string; call_id?: string }
+    const type = item.type ?? (item.role ? 'message' : undefined)
+    if (type === undefined) return `Missing required parameter: 'input[${i}].type'`
+    if (type === 'message' && !item.role) return `Missing required parameter: 'input[${i}].role'`
+    if (type === 'reasoning' && i === input.length - 1) return `Item 'input[${i}]' of type 'reasoning' was provided without its required following item.`
+    if (typeof item.call_id === 'string') {
+      if (type.endsWith('_output')) {
+        if (!calls.has(item.call_id)) return `No tool call found for function call output with call_id ${item.call_id}.`
+      } else {
+        if (calls.has(item.call_id)) return `Duplicate call_id ${item.call_id}.`
+        calls.add(item.call_id)
+      }
+    }
+  }
+  return undefined
+}

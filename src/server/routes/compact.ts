@@ -101,8 +101,9 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
       // A compaction is sent as the bytes jsonBytes writes (sendJson); what else this route answers (its
       // errors) is built from typed parts, checked against the contract in tests, and needs no schema serializer.
       serializerCompiler: () => (data) => JSON.stringify(data),
-      // With workers, a body left unparsed is validated in its worker, by the same schema and words.
-      ...(pool ? { validatorCompiler: rawOrValidated } : {})
+      // The service's own check (the contract's schema, and each message per `format`); with workers, a body
+      // left unparsed is validated in its worker, by the same schema and words.
+      validatorCompiler: rawOrValidated
     },
     async (request, reply) => {
       const started = performance.now()

@@ -27,6 +27,12 @@ export const SUMMARY_SHARE = 10
  * sized for this much instead, so that the context still fits the budget.
  */
 export const SUMMARY_FLOOR_TOKENS = 300
+/**
+ * Where the user's own words would take more than half of the summary's share, the summary may grow to
+ * twice their size, up to this share of the budget, taken from the tail's room: the user's requests,
+ * verbatim, are what a summary must not lose, and a long session's can pass a tenth of the budget.
+ */
+export const SUMMARY_MAX_SHARE = 5
 /** The tail may take at most this share of the budget unless the client says otherwise. */
 export const KEEP_SHARE = 3
 /** The context carried over verbatim (system messages, harness context) may take at most this share of the budget. */
@@ -148,7 +154,7 @@ export function planCompaction(input: CompactionInput): CompactionPlan {
   const sizing = budget ?? input.sizingBudgetTokens
   const keepTokens = input.keepTokens ?? Math.floor(sizing / KEEP_SHARE)
   // The floor is of the summary's own text, which the calibration scales like any other: reserved scaled.
-  const summaryMaxTokens = Math.max(Math.ceil(SUMMARY_FLOOR_TOKENS * scale), Math.floor(sizing / SUMMARY_SHARE))
+  let summaryMaxTokens = Math.max(Math.ceil(SUMMARY_FLOOR_TOKENS * scale), Math.floor(sizing / SUMMARY_SHARE))
   const contextMaxTokens = Math.floor(sizing / CARRIED_SHARE)
   // The room the summary leaves for the tail and the context carried over.
   const room = budget === undefined ? undefined : budget - fixedTokens - summaryMaxTokens
@@ -173,6 +179,19 @@ export function planCompaction(input: CompactionInput): CompactionPlan {
     }
     context = carriedContext(messages.slice(0, cut.cut), Math.min(contextMaxTokens, Math.max(0, room - cut.tailTokens)), scale)
   }
+  let ledger = readLedger(messages.slice(0, cut.cut), 0, input.commonText)
+  // the user's words claim room first: a summary share they would fill more than half of grows, from the tail's room
+  const userWords = ledger.userRequests.reduce((n, r) => n + textTokens(r.text) + 4, 0)
+  if (wantsCut && budget !== undefined && 2 * scaled(userWords, scale) > summaryMaxTokens) {
+    summaryMaxTokens = Math.max(summaryMaxTokens, Math.min(2 * scaled(userWords, scale), Math.floor(sizing / SUMMARY_MAX_SHARE)))
+    const left = budget - fixedTokens - summaryMaxTokens - (context === NO_CONTEXT ? 0 : carriedTokens(context, scale))
+    if (cut.tailTokens > left) {
+      tailBound = Math.max(0, Math.min(tailBound, left))
+      cut = cutAt(tailBound)
+      context = carriedContext(messages.slice(0, cut.cut), Math.min(contextMaxTokens, Math.max(0, budget - fixedTokens - summaryMaxTokens - cut.tailTokens)), scale)
+      ledger = readLedger(messages.slice(0, cut.cut), 0, input.commonText)
+    }
+  }
   if (wantsCut && cut.cut === 0) reason = 'nothing_to_compact'
   else if (wantsCut && input.dryRun) reason = 'dry_run'
 
@@ -192,7 +211,7 @@ export function planCompaction(input: CompactionInput): CompactionPlan {
     tailBound,
     summaryMaxTokens,
     span,
-    ledger: readLedger(span, 0, input.commonText),
+    ledger,
     context,
     prior,
     priorTurns: priorSummaries.reduce((n, p) => n + p.compactedTurns, 0),

@@ -95,3 +95,24 @@ describe('the hard bound under the calibration', () => {
     }
   })
 })
+
+describe("the user's words claim the summary's room first", () => {
+  it('a session whose requests pass half the summary’s tenth keeps every one verbatim, the summary growing to at most a fifth', () => {
+    // 30 requests of ~800 characters: some 6,000 tokens, more than a tenth of 45,000 holds with the rest
+    // each its own words (text three requests share is the harness's, not the user's), from a seeded generator
+    const words = 'parser importer ledger invoice tariff export column dialect locale rounding currency archive schema webhook retry cursor header footer margin padding border shadow token session budget quota'.split(' ')
+    let seed = 7
+    const pick = (): string => words[(seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648) % words.length]!
+    const asks = Array.from({ length: 30 }, (_, k) => `Request ${k}: ${Array.from({ length: 9 }, () => `make the ${pick()} handle the ${pick()} of ${pick()} without touching the ${pick()} or the ${pick()}.`).join(' ')}`)
+    const messages: Message[] = []
+    asks.forEach((ask, k) => messages.push(user(ask), ...shellStep(`t${k}`, `npm test -- importer ${k}`, `ok ${'.'.repeat(8_000)}`), assistant(`Done with ${k}.`)))
+    messages.push(user('Now the docs.'))
+    const plan = planCompaction({ messages, mode: 'auto', budgetTokens: 45_000, sizingBudgetTokens: 45_000, keepTurns: 8, dryRun: false })
+    expect(plan.summaryMaxTokens).toBeGreaterThan(4_500)
+    expect(plan.summaryMaxTokens).toBeLessThanOrEqual(9_000)
+    const out = finishCompaction(plan, { id: 'cmp_words' })
+    if (!out.compacted) throw new Error('not compacted')
+    for (const ask of asks.slice(0, plan.ledger.userRequests.length)) expect(out.summary.text).toContain(ask)
+    expect(out.stats.context_after_compaction).toBeLessThanOrEqual(45_000)
+  })
+})

@@ -26,7 +26,12 @@ export function createMetrics() {
     summaryTokens: new Histogram({ name: 'compaction_summary_tokens', help: 'Estimated tokens of each summary turn', buckets: TOKEN_BUCKETS, registers }),
     compactedTurns: new Histogram({ name: 'compaction_compacted_turns', help: 'Turns folded into the summary by each compaction', buckets: TURN_BUCKETS, registers }),
     contextAfterTokens: new Histogram({ name: 'compaction_context_after_tokens', help: 'Estimated tokens of the context after each compaction (system, tools, summary turn, tail)', buckets: TOKEN_BUCKETS, registers }),
-    requests: new Counter({ name: 'compaction_requests_total', help: 'Compaction requests by mode and outcome (the reason, or rejected/failed)', labelNames: ['mode', 'outcome'] as const, registers }),
+    requests: new Counter({
+      name: 'compaction_requests_total',
+      help: "Compaction requests by mode, outcome (the reason, or rejected/failed) and the history's format",
+      labelNames: ['mode', 'outcome', 'format'] as const,
+      registers
+    }),
     summarizerCalls: new Counter({ name: 'compaction_summarizer_calls_total', help: 'Summaries by summarizer kind and result (ok, or why a model summary failed)', labelNames: ['kind', 'result'] as const, registers }),
     summarizerDuration: new Histogram({ name: 'compaction_summarizer_duration_seconds', help: 'Time to write a summary, by summarizer kind', labelNames: ['kind'] as const, buckets: SECONDS_BUCKETS, registers }),
     summarizerTokens: new Counter({ name: 'compaction_summarizer_tokens_total', help: 'Model tokens used by summaries, by direction', labelNames: ['direction'] as const, registers }),
@@ -74,6 +79,7 @@ export type Metrics = ReturnType<typeof createMetrics>
 /** The label values each labelled counter can take, so that every series exists (at 0) from the start. */
 export const KNOWN_LABELS = {
   modes: ['auto', 'manual'],
+  formats: ['anthropic', 'openai-chat', 'openai-responses'],
   outcomes: ['over_budget', 'under_budget', 'manual', 'disabled', 'nothing_to_compact', 'dry_run', 'rejected', 'rate_limited', 'overloaded', 'cancelled', 'summarizer_failed', 'failed'],
   summarizerResults: ['ok', 'timeout', 'rate_limited', 'overloaded', 'server_error', 'connection_error', 'auth_error', 'bad_request', 'refusal', 'no_tool_call', 'invalid_output', 'cancelled'],
   proxyEndpoints: ['messages', 'count_tokens'],
@@ -82,7 +88,7 @@ export const KNOWN_LABELS = {
 
 /** Creates every known series at 0: a rate over a counter that has never moved is 0, not "no data". */
 export function initializeSeries(m: Metrics, modelKind: 'anthropic' | 'openai' = 'anthropic'): void {
-  for (const mode of KNOWN_LABELS.modes) for (const outcome of KNOWN_LABELS.outcomes) m.requests.inc({ mode, outcome }, 0)
+  for (const mode of KNOWN_LABELS.modes) for (const outcome of KNOWN_LABELS.outcomes) for (const format of KNOWN_LABELS.formats) m.requests.inc({ mode, outcome, format }, 0)
   for (const result of KNOWN_LABELS.summarizerResults) m.summarizerCalls.inc({ kind: modelKind, result }, 0)
   for (const kind of ['extractive', 'cache']) m.summarizerCalls.inc({ kind, result: 'ok' }, 0)
   for (const operation of KNOWN_LABELS.storeOperations) m.storeErrors.inc({ operation }, 0)

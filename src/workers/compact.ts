@@ -28,7 +28,7 @@ export interface CompactTask {
  * (handed a string instead, it spent about 2 ms per 110 KB response encoding it in its socket write).
  */
 export type CompactTaskResult =
-  | { ok: true; json: Uint8Array; run: CompactRunView; body: Pick<CompactRequestBody, 'mode' | 'session_id' | 'budget_tokens'> }
+  | { ok: true; json: Uint8Array; run: CompactRunView; body: Pick<CompactRequestBody, 'mode' | 'session_id' | 'budget_tokens' | 'format'> }
   | { ok: false; status: number; type: string; message: string; path?: string }
 
 const validator = compactRequestValidator()
@@ -63,7 +63,7 @@ export async function compactTask(task: CompactTask): Promise<CompactTaskResult>
     const json = jsonBytes(run.response)
     // the messages go back serialized only; the rest is what the main thread counts, records and logs
     const view: ResponseView = run.response.compacted ? (({ messages: _messages, ...rest }) => rest)(run.response) : run.response
-    return { ok: true, json, run: { ...run, response: view }, body: { mode: body.mode, session_id: body.session_id, budget_tokens: body.budget_tokens } }
+    return { ok: true, json, run: { ...run, response: view }, body: { mode: body.mode, session_id: body.session_id, budget_tokens: body.budget_tokens, format: body.format } }
   } catch (err) {
     if (err instanceof InvalidHistoryError) return refused(err.problem.kind === 'shape' ? 400 : 422, err.problem.message, err.problem.path)
     if (err instanceof SummarizerUnavailableError) return refused(400, err.message, '/summarizer')

@@ -58,6 +58,11 @@ describe('/v1/compact in other formats', () => {
     expect(body.messages[1]).toMatchObject({ type: 'message', role: 'user' })
     expect(body.messages.slice(2)).toEqual(messages.slice(body.kept_from))
     expect(responsesInputRefusal(body.messages)).toBeUndefined()
+    // counted by the format it came in (once the answer has gone: the count is made as its request ends)
+    const metrics = async (): Promise<string> => (await app.inject({ method: 'GET', url: '/metrics' })).body
+    await expect.poll(metrics).toContain('compaction_requests_total{mode="manual",outcome="manual",format="openai-responses"} 1')
+    const counted = (await metrics()).split('\n').filter((l) => l.startsWith('compaction_requests_total') && !l.endsWith(' 0'))
+    expect(counted).toContain('compaction_requests_total{mode="manual",outcome="manual",format="openai-chat"} 2')
   })
 
   it('refuses an unknown format, and still checks a Messages API history as strictly as before', async () => {

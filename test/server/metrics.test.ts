@@ -62,7 +62,7 @@ describe('/metrics after compactions (extractive)', () => {
     expect(value(samples, 'process_cpu_user_seconds_total')).toBeGreaterThan(0)
     expect(samples.some((s) => s.name === 'nodejs_heap_size_used_bytes')).toBe(true)
     expect(text).not.toContain('secret-session')
-    const allowed = new Set(['mode', 'outcome', 'kind', 'result', 'direction', 'method', 'route', 'status_code', 'le', 'quantile', 'version', 'major', 'minor', 'patch', 'type', 'space', 'kind', 'code', 'operation', 'endpoint', 'compaction', 'status', 'source', 'event'])
+    const allowed = new Set(['mode', 'outcome', 'format', 'kind', 'result', 'direction', 'method', 'route', 'status_code', 'le', 'quantile', 'version', 'major', 'minor', 'patch', 'type', 'space', 'kind', 'code', 'operation', 'endpoint', 'compaction', 'status', 'source', 'event'])
     for (const s of samples) for (const k of Object.keys(s.labels)) expect(allowed.has(k), `${s.name}{${k}}`).toBe(true)
   })
 

@@ -14,7 +14,7 @@ describe('metrics', () => {
     const metrics = createMetrics()
     initializeSeries(metrics)
     const text = await metrics.registry.metrics()
-    for (const outcome of KNOWN_LABELS.outcomes) expect(text).toContain(`compaction_requests_total{mode="manual",outcome="${outcome}"} 0`)
+    for (const outcome of KNOWN_LABELS.outcomes) for (const format of KNOWN_LABELS.formats) expect(text).toContain(`compaction_requests_total{mode="manual",outcome="${outcome}",format="${format}"} 0`)
     for (const operation of KNOWN_LABELS.storeOperations) expect(text).toContain(`compaction_store_errors_total{operation="${operation}"} 0`)
     expect(text).toContain('compaction_summary_cache_total{result="hit"} 0')
   })

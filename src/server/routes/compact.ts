@@ -14,6 +14,7 @@ import { parseJsonBody } from '../json.js'
 import { jsonBytes } from '../../contract/wire.js'
 import { compactRequestValidator } from '../../contract/validation.js'
 import type { CompactionPool } from '../../workers/pool.js'
+import { FORMATS } from '../../formats/index.js'
 
 /** The request schema's check, passing a raw body through for its worker to check. */
 function rawOrValidated(): FastifyValidationResult {
@@ -50,6 +51,13 @@ function outcomeOfStatus(status: number): string {
   return status < 500 ? 'rejected' : 'failed'
 }
 
+/** The history's format as the body names it ('anthropic' where it names none; 'unknown' where it names another). */
+function formatOf(body: unknown): string {
+  const format = (body as { format?: unknown } | undefined)?.format
+  if (format === undefined || body instanceof RawBody) return 'anthropic'
+  return typeof format === 'string' && (FORMATS as readonly string[]).includes(format) ? format : 'unknown'
+}
+
 function modeOf(request: FastifyRequest): string {
   const mode = (request.body as { mode?: unknown } | undefined)?.mode
   return mode === 'manual' || mode === 'auto' ? mode : mode === undefined && request.body ? 'auto' : 'unknown'
@@ -81,10 +89,13 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
     )
   }
   const reasons = new WeakMap<FastifyRequest, string>()
+  // a body a worker parsed: its mode and format as the worker read them
+  const read = new WeakMap<FastifyRequest, { mode: string; format: string }>()
   app.addHook('onResponse', async (request, reply) => {
     if (request.routeOptions.url !== '/v1/compact') return
     const outcome = reasons.get(request) ?? outcomeOfStatus(reply.statusCode)
-    metrics.requests.inc({ mode: modeOf(request), outcome })
+    const labels = read.get(request) ?? { mode: modeOf(request), format: formatOf(request.body) }
+    metrics.requests.inc({ ...labels, outcome })
   })
 
   app.withTypeProvider<TypeBoxTypeProvider>().post(
@@ -112,6 +123,7 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
         // Parsing, validation, the plan, the summary and serialization all happen in a worker.
         const result = await pool.run({ defaults: deps.defaults, tenant: request.keyName, coldLayer: deps.coldLayer === true }, raw.bytes)
         if (!result.ok) throw new ApiError(result.status, result.type, result.message, result.path)
+        read.set(request, { mode: result.body.mode ?? 'auto', format: result.body.format ?? 'anthropic' })
         await afterCompaction(request, reply, result.run, result.body, started)
         // already serialized and encoded in the worker: its bytes are sent as they are
         return sendJson(reply, result.json)

@@ -2,36 +2,12 @@
  * Chat Completions messages (`format: "openai-chat"`): leading system and developer messages are the
  * system prompt; an assistant's `tool_calls` are answered by `tool` messages; content is a string or parts.
  */
-import type { Block } from '../compaction/index.js'
-import { type FormatRules, type ItemBlocks, type Source, problemAt } from './history.js'
+import { type FormatRules, type ItemBlocks, type Source, contentBlocks, contentText, problemAt } from './history.js'
 
 const FIELD = 'messages'
 const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool'])
 
 type Item = Record<string, unknown>
-
-/** A content part's text, for the system prompt and the core's text blocks. */
-function partText(part: unknown): string | undefined {
-  const p = part as { type?: unknown; text?: unknown; refusal?: unknown }
-  if ((p.type === 'text' || p.type === 'input_text' || p.type === 'output_text') && typeof p.text === 'string') return p.text
-  if (p.type === 'refusal' && typeof p.refusal === 'string') return p.refusal
-  return undefined
-}
-
-/** An item's content as text blocks (a part that is no text kept as an opaque block), each knowing its place. */
-function contentBlocks(content: unknown, index: number, problem: (rest: string, message: string) => ReturnType<typeof problemAt>): { block: Block; source: Source }[] | ReturnType<typeof problemAt> {
-  if (content === undefined || content === null) return []
-  if (typeof content === 'string') return content === '' ? [] : [{ block: { type: 'text', text: content }, source: { item: index, field: '/content' } }]
-  if (!Array.isArray(content)) return problem('/content', 'content must be a string, a list of parts, or null')
-  const out: { block: Block; source: Source }[] = []
-  content.forEach((part, p) => {
-    const text = partText(part)
-    if (text !== undefined) {
-      if (text !== '') out.push({ block: { type: 'text', text }, source: { item: index, part: p, field: `/content/${p}/${(part as { type: string }).type === 'refusal' ? 'refusal' : 'text'}` } })
-    } else out.push({ block: { type: 'client_part', part }, source: { item: index, part: p } })
-  })
-  return out
-}
 
 /** A call's arguments as the core reads a tool's input: the JSON object they are, or the text itself. */
 export function argumentsInput(text: unknown): { input: unknown; as: Source['as'] } {
@@ -48,15 +24,7 @@ export function argumentsInput(text: unknown): { input: unknown; as: Source['as'
 export const chatRules: FormatRules = {
   field: FIELD,
   isSystem: (item) => item.role === 'system' || item.role === 'developer',
-  systemText: (item) =>
-    typeof item.content === 'string'
-      ? item.content
-      : Array.isArray(item.content)
-        ? item.content
-            .map(partText)
-            .filter((t): t is string => t !== undefined)
-            .join('\n')
-        : '',
+  systemText: (item) => contentText(item.content),
   read(item, i): ItemBlocks | ReturnType<typeof problemAt> {
     const problem = (rest: string, message: string) => problemAt(FIELD, i, rest, message, 'shape')
     if (typeof item !== 'object' || item === null || Array.isArray(item)) return problem('', 'a message must be an object')

@@ -55,6 +55,35 @@ export interface Adapted {
   sources: Source[][]
 }
 
+/** A content part's text, for the system prompt and the core's text blocks. */
+export function partText(part: unknown): string | undefined {
+  const p = part as { type?: unknown; text?: unknown; refusal?: unknown }
+  if ((p.type === 'text' || p.type === 'input_text' || p.type === 'output_text') && typeof p.text === 'string') return p.text
+  if (p.type === 'refusal' && typeof p.refusal === 'string') return p.refusal
+  return undefined
+}
+
+/** An item's content as text blocks (a part that is no text kept as an opaque block), each knowing its place. */
+export function contentBlocks(content: unknown, index: number, problem: (rest: string, message: string) => ReturnType<typeof problemAt>): { block: Block; source: Source }[] | ReturnType<typeof problemAt> {
+  if (content === undefined || content === null) return []
+  if (typeof content === 'string') return content === '' ? [] : [{ block: { type: 'text', text: content }, source: { item: index, field: '/content' } }]
+  if (!Array.isArray(content)) return problem('/content', 'content must be a string, a list of parts, or null')
+  const out: { block: Block; source: Source }[] = []
+  content.forEach((part, p) => {
+    const text = partText(part)
+    if (text !== undefined) {
+      if (text !== '') out.push({ block: { type: 'text', text }, source: { item: index, part: p, field: `/content/${p}/${(part as { type: string }).type === 'refusal' ? 'refusal' : 'text'}` } })
+    } else out.push({ block: { type: 'client_part', part }, source: { item: index, part: p } })
+  })
+  return out
+}
+
+/** A message's content as text: a string, or its text parts joined (for a system prompt, counted only). */
+export function contentText(content: unknown): string {
+  if (typeof content === 'string') return content
+  return Array.isArray(content) ? content.map(partText).filter((t): t is string => t !== undefined).join('\n') : ''
+}
+
 export function problemAt(field: string, item: number, rest: string, message: string, kind: HistoryProblem['kind'] = 'history'): HistoryProblem {
   return { kind, path: `/${field}/${item}${rest}`, message: `${field}[${item}]${rest.replaceAll('/', '.')}: ${message}` }
 }

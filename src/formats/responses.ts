@@ -5,9 +5,8 @@
  * know passes untouched: one with a `call_id` pairs with the item of that id as a call and its output do,
  * so that no cut falls between them.
  */
-import type { Block } from '../compaction/index.js'
 import { argumentsInput } from './chat.js'
-import { type FormatRules, type ItemBlocks, type Source, problemAt } from './history.js'
+import { type FormatRules, type ItemBlocks, contentBlocks, contentText, partText, problemAt } from './history.js'
 
 const FIELD = 'messages'
 type Item = Record<string, unknown>
@@ -17,25 +16,6 @@ const MESSAGE_ROLES = new Set(['user', 'assistant', 'system', 'developer'])
 /** Whether an item is a message: typed so, or untyped with a role (an "easy" input message). */
 function isMessage(item: Item): boolean {
   return item.type === 'message' || (item.type === undefined && typeof item.role === 'string')
-}
-
-function partText(part: unknown): string | undefined {
-  const p = part as { type?: unknown; text?: unknown; refusal?: unknown }
-  if ((p.type === 'input_text' || p.type === 'output_text' || p.type === 'text') && typeof p.text === 'string') return p.text
-  if (p.type === 'refusal' && typeof p.refusal === 'string') return p.refusal
-  return undefined
-}
-
-function messageBlocks(item: Item, i: number): { block: Block; source: Source }[] {
-  const content = item.content
-  if (typeof content === 'string') return content === '' ? [] : [{ block: { type: 'text', text: content }, source: { item: i, field: '/content' } }]
-  if (!Array.isArray(content)) return []
-  return content.flatMap((part, p) => {
-    const text = partText(part)
-    if (text === undefined) return [{ block: { type: 'client_part', part } as Block, source: { item: i, part: p } }]
-    const key = (part as { type: string }).type === 'refusal' ? 'refusal' : 'text'
-    return text === '' ? [] : [{ block: { type: 'text', text } as Block, source: { item: i, part: p, field: `/content/${p}/${key}` } }]
-  })
 }
 
 /** An output item's text: a string, or its text parts. */
@@ -67,23 +47,15 @@ function isAnsweredCall(item: Item, all: readonly Item[]): boolean {
 export const responsesRules: FormatRules = {
   field: FIELD,
   isSystem: (item) => isMessage(item) && (item.role === 'system' || item.role === 'developer'),
-  systemText: (item) =>
-    typeof item.content === 'string'
-      ? item.content
-      : Array.isArray(item.content)
-        ? item.content
-            .map(partText)
-            .filter((t): t is string => t !== undefined)
-            .join('\n')
-        : '',
+  systemText: (item) => contentText(item.content),
   read(item, i, all): ItemBlocks | ReturnType<typeof problemAt> {
     const problem = (rest: string, message: string) => problemAt(FIELD, i, rest, message, 'shape')
     if (typeof item !== 'object' || item === null || Array.isArray(item)) return problem('', 'an input item must be an object')
     const opaque = (side: ItemBlocks['side']): ItemBlocks => ({ side, blocks: [{ block: { type: 'client_item', item_type: String(item.type) }, source: { item: i } }] })
     if (isMessage(item)) {
       if (typeof item.role !== 'string' || !MESSAGE_ROLES.has(item.role)) return problem('/role', `role must be one of user, assistant, system, developer (got ${JSON.stringify(item.role)})`)
-      if (item.content !== undefined && typeof item.content !== 'string' && !Array.isArray(item.content)) return problem('/content', 'content must be a string or a list of parts')
-      const blocks = messageBlocks(item, i)
+      const blocks = contentBlocks(item.content, i, problem)
+      if (!Array.isArray(blocks)) return blocks
       const side = item.role === 'assistant' ? 'assistant' : 'user'
       return blocks.length > 0 ? { side, blocks } : opaque(side)
     }

@@ -1,7 +1,7 @@
 import type Anthropic from '@anthropic-ai/sdk'
 import type { SummarySections } from '../compaction/index.js'
 import { DOCTRINE_TEXT } from '../prompts/doctrine.js'
-import { type SummaryCall, foldSummary, maxOutputTokens } from './fold.js'
+import { type SummaryCall, maxOutputTokens, modelSummary } from './fold.js'
 import { SummarizerFault, faultOf } from './faults.js'
 import type { SummarizeRequest, SummarizeResult, Summarizer } from './summarizer.js'
 import { SUMMARY_TOOL_NAME, readToolInput, summaryTool } from './tool.js'
@@ -28,13 +28,8 @@ export class AnthropicSummarizer implements Summarizer {
     this.model = options.model
   }
 
-  async summarize(request: SummarizeRequest): Promise<SummarizeResult> {
-    const started = performance.now()
-    const { sections, usage } = await foldSummary(request, this.options, this.call)
-    return {
-      sections,
-      report: { kind: 'anthropic', model: this.model, input_tokens: usage.input, output_tokens: usage.output, calls: usage.calls, fallback_reason: null, duration_ms: Math.round(performance.now() - started) }
-    }
+  summarize(request: SummarizeRequest): Promise<SummarizeResult> {
+    return modelSummary('anthropic', request, this.options, this.call)
   }
 
   /** One summary call, and at most one retry when the answer is not a valid tool call. */

@@ -2,7 +2,7 @@ import { type RenderedMessage, type SummarySections, at, fitSections, formatSumm
 import { DOCTRINE_TEXT } from '../prompts/doctrine.js'
 import { chunkParts } from './chunks.js'
 import { SummarizerFault } from './faults.js'
-import type { SummarizeRequest } from './summarizer.js'
+import type { SummarizeRequest, SummarizeResult } from './summarizer.js'
 import { SUMMARY_TOOL_NAME, summaryTool } from './tool.js'
 
 /** Room for the message framing and the prompt's own sentences around the transcript. */
@@ -89,4 +89,14 @@ function promptFor(
     `Call ${SUMMARY_TOOL_NAME} with the ${running ? 'updated ' : ''}summary.`
   )
   return lines.join('\n')
+}
+
+/** A model's summary of the span (folded where it is long) with the report of what its calls cost. */
+export async function modelSummary(kind: 'anthropic' | 'openai', request: SummarizeRequest, options: FoldOptions, call: SummaryCall): Promise<SummarizeResult> {
+  const started = performance.now()
+  const { sections, usage } = await foldSummary(request, options, call)
+  return {
+    sections,
+    report: { kind, model: options.model, input_tokens: usage.input, output_tokens: usage.output, calls: usage.calls, fallback_reason: null, duration_ms: Math.round(performance.now() - started) }
+  }
 }

@@ -1,7 +1,7 @@
 import type OpenAI from 'openai'
 import type { SummarySections } from '../compaction/index.js'
 import { DOCTRINE_TEXT } from '../prompts/doctrine.js'
-import { type SummaryCall, foldSummary, maxOutputTokens } from './fold.js'
+import { type SummaryCall, maxOutputTokens, modelSummary } from './fold.js'
 import { SummarizerFault, faultOf } from './faults.js'
 import type { SummarizeRequest, SummarizeResult, Summarizer } from './summarizer.js'
 import { SUMMARY_TOOL_NAME, readToolInput, summaryTool } from './tool.js'
@@ -35,13 +35,8 @@ export class OpenAiSummarizer implements Summarizer {
     this.model = options.model
   }
 
-  async summarize(request: SummarizeRequest): Promise<SummarizeResult> {
-    const started = performance.now()
-    const { sections, usage } = await foldSummary(request, this.options, this.call)
-    return {
-      sections,
-      report: { kind: 'openai', model: this.model, input_tokens: usage.input, output_tokens: usage.output, calls: usage.calls, fallback_reason: null, duration_ms: Math.round(performance.now() - started) }
-    }
+  summarize(request: SummarizeRequest): Promise<SummarizeResult> {
+    return modelSummary('openai', request, this.options, this.call)
   }
 
   private readonly call: SummaryCall = async ({ prompt, summaryBudget, model, usage, signal }): Promise<SummarySections> => {

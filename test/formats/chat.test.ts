@@ -127,3 +127,18 @@ describe('Chat Completions histories', () => {
     expect(compactedRuns).toBeGreaterThan(10) // the property reached compactions, not only histories under budget
   })
 })
+
+describe('a Chat Completions history at the size users send', () => {
+  it('of 50,000 messages (some 9 MB, emoji at every length) compacts within the bound, the kept messages as sent', async () => {
+    const items: Item[] = [system, { role: 'user', content: 'Refactor the whole repository.' }]
+    for (let k = 0; items.length < 50_000; k++) items.push(...step(k, `${'🦀'.repeat(k % 97)}${'x'.repeat(300 + (k % 13))}`, 1 + (k % 3)))
+    items.push({ role: 'user', content: 'Keep going.' })
+    expect(JSON.stringify(items).length).toBeGreaterThan(9_000_000)
+    const { response } = await compact(items, { budget_tokens: 45_000, mode: 'auto' })
+    if (!response.compacted) throw new Error('not compacted')
+    expect(response.stats.context_after_compaction).toBeLessThanOrEqual(45_000)
+    const out = response.messages as unknown as Item[]
+    expect(out.slice(2)).toEqual(items.slice(response.kept_from))
+    expect(chatCompletionsRefusal(JSON.stringify({ model: 'm', messages: out }))).toBeUndefined()
+  }, 60_000)
+})

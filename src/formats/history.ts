@@ -113,11 +113,13 @@ export function adaptHistory(items: readonly Record<string, unknown>[], rules: F
     }
     const last = messages.at(-1)
     const side = read.side === 'either' ? ((last?.role as 'user' | 'assistant' | undefined) ?? 'user') : read.side
+    // the outputs of a turn's calls come right after it, before any other message (both APIs require it)
+    const unanswered = pending.size > 0 && (side === 'assistant' ? !last || last.role !== 'assistant' : read.side === 'user' && answered === undefined)
+    if (unanswered) {
+      const [id, at] = pending.entries().next().value as [string, number]
+      return problemAt(rules.field, at, '', `call "${id}" has no output before ${rules.field}[${i}], which is not one`)
+    }
     if (!last || last.role !== side) {
-      if (side === 'assistant' && pending.size > 0) {
-        const [id, at] = pending.entries().next().value as [string, number]
-        return problemAt(rules.field, at, '', `call "${id}" has no output before the assistant's next turn (items[${i}])`)
-      }
       if (!last && side !== 'user') return problemAt(rules.field, i, '', 'the first message after the system messages must be the user\'s: the gateway cuts conversations that open with the user')
       if (side === 'assistant') pending = new Map()
       messages.push({ role: side, content: [] })

@@ -74,6 +74,9 @@ describe('Chat Completions histories', () => {
     await expect(compact(answersNothing)).rejects.toMatchObject({ status: 422, options: { path: '/messages/1' } })
     const unanswered = [{ role: 'user', content: 'hi' }, ...step(0, 'o').slice(0, 1), { role: 'user', content: 'and?' }, { role: 'assistant', content: 'ok' }]
     await expect(compact(unanswered)).rejects.toMatchObject({ status: 422, options: { path: '/messages/1' } })
+    const [calls, first, second] = step(0, 'o', 2)
+    const interrupted = [{ role: 'user', content: 'hi' }, calls!, first!, { role: 'user', content: 'wait' }, second!]
+    await expect(compact(interrupted)).rejects.toMatchObject({ status: 422, options: { path: '/messages/1' }, message: expect.stringContaining('call "call_0_1" has no output before messages[3]') })
     await expect(compact([{ role: 'user', content: 'hi' }, { role: 'function', content: 'x' }])).rejects.toMatchObject({ status: 400, options: { path: '/messages/1/role' } })
     await expect(compact([system])).rejects.toMatchObject({ status: 400 })
   })

@@ -5,7 +5,7 @@
  * core cuts between turns, so an item is never split from the items of its turn, nor a call from its
  * output; what comes back is the client's own items, untouched but for the clips the core reports.
  */
-import type { Block, HistoryProblem, Message } from '../compaction/index.js'
+import type { Block, Clip, HistoryProblem, Message } from '../compaction/index.js'
 
 /** Where a core block came from: the client's item, and the field (with its index) that holds its text. */
 export interface Source {
@@ -141,22 +141,11 @@ export function adaptHistory(items: readonly Record<string, unknown>[], rules: F
   return { leading, systemText, messages, starts, sources }
 }
 
-/** A clip as the core reports it (the contract's Clip). */
-export interface CoreClip {
-  kind: string
-  message_index: number
-  block_index?: number
-  path: string
-  tool_use_id?: string
-  original_chars: number
-  kept_chars: number
-}
-
 /** The compacted history in the client's format, and the figures that name its items. */
 export interface Given {
   items: unknown[]
   kept_from: number
-  clips: CoreClip[]
+  clips: Clip[]
   compacted_messages: number
   kept_messages: number
 }
@@ -188,7 +177,7 @@ export function givenBack(
   items: readonly Record<string, unknown>[],
   adapted: Adapted,
   rules: FormatRules,
-  compacted: { messages: readonly Message[]; kept_from: number; clips: readonly CoreClip[] }
+  compacted: { messages: readonly Message[]; kept_from: number; clips: readonly Clip[] }
 ): Given {
   const keptFrom = adapted.starts[compacted.kept_from] ?? items.length
   const tail = adapted.messages.slice(compacted.kept_from)
@@ -200,7 +189,7 @@ export function givenBack(
   const tailOut = opensWithUser ? [{ ...first, content: firstBlocks.slice(headBlocks.length) } as Message, ...compacted.messages.slice(1)] : compacted.messages.slice(1)
 
   const copies = new Map<number, Record<string, unknown>>()
-  const clips: CoreClip[] = []
+  const clips: Clip[] = []
   for (const clip of compacted.clips) {
     const t = clip.message_index - compacted.kept_from
     const j = clip.block_index ?? 0

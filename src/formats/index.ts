@@ -3,7 +3,7 @@ import { chatRules } from './chat.js'
 import type { FormatRules } from './history.js'
 import { responsesRules } from './responses.js'
 
-export { type Adapted, type CoreClip, type Given, adaptHistory, givenBack } from './history.js'
+export { type Adapted, type Given, adaptHistory, givenBack } from './history.js'
 
 export const FORMATS = ['anthropic', 'openai-chat', 'openai-responses'] as const
 export type Format = (typeof FORMATS)[number]

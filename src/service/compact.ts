@@ -128,7 +128,7 @@ export async function runCompaction(body: CompactRequestBody, deps: CompactDeps,
       ...response,
       messages: given.items as Message[],
       kept_from: given.kept_from,
-      clips: given.clips as Clip[],
+      clips: given.clips,
       stats: { ...response.stats, compacted_messages: given.compacted_messages, kept_messages: given.kept_messages }
     }
   }

@@ -40,7 +40,7 @@ describe('turns read from another format and given back', () => {
         { role: 'user' as const, content: [{ type: 'text', text: 'SUMMARY' }, { type: 'text', text: 'note' }, { type: 'text', text: 'keep me' }] },
         { role: 'assistant' as const, content: [{ type: 'text', text: 'long…' }] }
       ],
-      clips: [{ kind: 'text', message_index: 3, path: '/messages/3/content', original_chars: 11, kept_chars: 5 }]
+      clips: [{ kind: 'text' as const, message_index: 3, path: '/messages/3/content', original_chars: 11, kept_chars: 5 }]
     }
     const given = givenBack(items, adapted, chatRules, compacted)
     expect(given.items).toEqual([items[0], { role: 'user', content: [{ type: 'text', text: 'SUMMARY' }, { type: 'text', text: 'note' }] }, items[3], { role: 'assistant', content: 'long…' }])

@@ -14,12 +14,12 @@
  * not parse) sends the whole body through JSON.parse instead, which also gives the error words and
  * position a client sees for a body that is not JSON.
  */
-export function parseJsonBytes(bytes: Uint8Array): unknown {
+export function parseJsonBytes(bytes: Uint8Array, field: ItemsField = 'messages'): unknown {
   const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
-  const cuts = messageCuts(buffer)
+  const cuts = messageCuts(buffer, field)
   if (cuts) {
     try {
-      return parseInPieces(buffer, cuts)
+      return parseInPieces(buffer, cuts, field)
     } catch {
       // not plain after all: the whole body's parse decides, and words its error
     }
@@ -42,8 +42,10 @@ const OPEN_BRACE = 0x7b
 const CLOSE_BRACE = 0x7d
 const OPEN_BRACKET = 0x5b
 const CLOSE_BRACKET = 0x5d
-/** `"messages"`, as its bytes. */
-const MESSAGES_KEY = Buffer.from('"messages"')
+/** The top-level arrays a body's history may be (the Messages and Chat Completions APIs' `messages`, the Responses API's `input`). */
+export type ItemsField = 'messages' | 'input'
+/** Their keys, as bytes. */
+const KEYS: Record<ItemsField, Buffer> = { messages: Buffer.from('"messages"'), input: Buffer.from('"input"') }
 
 function isBlank(c: number | undefined): boolean {
   return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09
@@ -54,7 +56,8 @@ function isBlank(c: number | undefined): boolean {
  * one `messages` key, written plainly, whose value is an array. Bytes of multi-byte UTF-8 characters are
  * all 0x80 or above, so no byte of them is taken for a quote, a bracket or a comma.
  */
-export function messageCuts(bytes: Buffer): MessageCuts | undefined {
+export function messageCuts(bytes: Buffer, field: ItemsField = 'messages'): MessageCuts | undefined {
+  const key = KEYS[field]
   const n = bytes.length
   let depth = 0
   let open = -1
@@ -71,7 +74,7 @@ export function messageCuts(bytes: Buffer): MessageCuts | undefined {
       if (bytes[j] !== COLON) continue // a top-level value
       // a top-level key: an escaped one might spell `messages`; only a plain `"messages"` opens the array
       if (bytes.subarray(start, i).includes(BACKSLASH)) return undefined
-      if (i - start + 1 !== MESSAGES_KEY.length || !MESSAGES_KEY.equals(bytes.subarray(start, i + 1))) continue
+      if (i - start + 1 !== key.length || !key.equals(bytes.subarray(start, i + 1))) continue
       j++
       while (isBlank(bytes[j])) j++
       if (bytes[j] !== OPEN_BRACKET || open !== -1) return undefined
@@ -113,7 +116,7 @@ function closingQuote(bytes: Buffer, from: number): number {
  * one), so the object being the same means the bytes are.
  */
 const SENT = new WeakMap<object, Buffer>()
-const BODIES = new WeakMap<object, { bytes: Buffer; open: number; close: number }>()
+const BODIES = new WeakMap<object, { bytes: Buffer; open: number; close: number; field: ItemsField }>()
 
 /** The piece of `bytes` between `from` and `to` with the blanks around it left out. */
 function trimmed(bytes: Buffer, from: number, to: number): Buffer {
@@ -131,7 +134,7 @@ function parsePiece(bytes: Buffer, from: number, to: number): unknown {
 }
 
 /** The body parsed piece by piece: the object with an empty array in place of the messages, then each element. */
-function parseInPieces(bytes: Buffer, { open, close, commas }: MessageCuts): unknown {
+function parseInPieces(bytes: Buffer, { open, close, commas }: MessageCuts, field: ItemsField): unknown {
   const outer: unknown = JSON.parse(`${bytes.toString('utf8', 0, open + 1)}${bytes.toString('utf8', close)}`)
   if (outer === null || typeof outer !== 'object' || Array.isArray(outer)) throw new Error('not an object')
   const messages: unknown[] = []
@@ -142,8 +145,8 @@ function parseInPieces(bytes: Buffer, { open, close, commas }: MessageCuts): unk
   }
   // an empty array has one blank piece and no commas; a blank piece after a comma is a trailing comma
   if (commas.length > 0 || trimmed(bytes, from, close).length > 0) messages.push(parsePiece(bytes, from, close))
-  ;(outer as { messages: unknown[] }).messages = messages
-  BODIES.set(outer, { bytes, open, close })
+  ;(outer as Record<string, unknown>)[field] = messages
+  BODIES.set(outer, { bytes, open, close, field })
   return outer
 }
 
@@ -175,9 +178,9 @@ function joined(parts: readonly (string | Buffer)[]): Buffer {
  * messages array's elements, and of those every message left unchanged as it came. A body that was not
  * parsed in pieces is written whole by JSON.stringify.
  */
-export function withMessages(body: object, messages: readonly unknown[]): Buffer {
+export function withMessages(body: object, messages: readonly unknown[], field: ItemsField = 'messages'): Buffer {
   const raw = BODIES.get(body)
-  if (!raw) return Buffer.from(JSON.stringify({ ...body, messages }))
+  if (!raw || raw.field !== field) return Buffer.from(JSON.stringify({ ...body, [field]: messages }))
   return joined([raw.bytes.subarray(0, raw.open + 1), ...messageParts(messages), raw.bytes.subarray(raw.close)])
 }
 

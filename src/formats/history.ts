@@ -88,10 +88,14 @@ export function problemAt(field: string, item: number, rest: string, message: st
   return { kind, path: `/${field}/${item}${rest}`, message: `${field}[${item}]${rest.replaceAll('/', '.')}: ${message}` }
 }
 
+function isItem(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
 /** Reads a history under a format's rules: its turns as core messages, or the first problem, at its place. */
 export function adaptHistory(items: readonly Record<string, unknown>[], rules: FormatRules): Adapted | HistoryProblem {
   let leading = 0
-  while (leading < items.length && rules.isSystem(items[leading] as Record<string, unknown>)) leading++
+  while (leading < items.length && isItem(items[leading]) && rules.isSystem(items[leading] as Record<string, unknown>)) leading++
   const systemText = items
     .slice(0, leading)
     .map((i) => rules.systemText(i))

@@ -46,8 +46,9 @@ function isAnsweredCall(item: Item, all: readonly Item[]): boolean {
 
 export const responsesRules: FormatRules = {
   field: FIELD,
-  isSystem: (item) => isMessage(item) && (item.role === 'system' || item.role === 'developer'),
-  systemText: (item) => contentText(item.content),
+  // a system or developer item of any type at the head (Codex sends its tools as an `additional_tools` one)
+  isSystem: (item) => item.role === 'system' || item.role === 'developer',
+  systemText: (item) => (isMessage(item) ? contentText(item.content) : JSON.stringify(item)),
   read(item, i, all): ItemBlocks | ReturnType<typeof problemAt> {
     const problem = (rest: string, message: string) => problemAt(FIELD, i, rest, message, 'shape')
     if (typeof item !== 'object' || item === null || Array.isArray(item)) return problem('', 'an input item must be an object')

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { CARRIED_SHARE, type Message, SUMMARY_FLOOR_TOKENS, SUMMARY_SHARE, type SystemPrompt, carriedContext, carriedTokens, promptTokens } from '../compaction/index.js'
+import { CARRIED_SHARE, type Clip, type Message, SUMMARY_FLOOR_TOKENS, SUMMARY_SHARE, type SystemPrompt, carriedContext, carriedTokens, promptTokens } from '../compaction/index.js'
 import type { MemoryEntry } from '../memory/entries.js'
 import type { CompactRequestBody } from '../contract/schemas.js'
 import type { SessionOwner, Store } from '../storage/store.js'
@@ -68,13 +68,23 @@ function requestTokens(request: ProxyRequest, messages: Message[]): number {
   return promptTokens(messages, request.system as SystemPrompt | undefined, request.tools)
 }
 
+/**
+ * Where a forwarded history's own messages begin: `messages` is a summary turn (which may open the first of
+ * them) and the client's messages from `keptFrom` on, as sent but for `clips` (at the client's indices).
+ * A client in another API's format is given its own items back from these.
+ */
+export interface ForwardedTail {
+  keptFrom: number
+  clips: Clip[]
+}
+
 /** What the proxy forwards: the body as it came, or with its messages replaced. */
 export type ProxyOutcome =
   /** Forwarded as it came; `tokens` is its estimate, undefined for a body forwarded unread (far under the budget). */
   | { kind: 'none'; tokens: number | undefined }
   /** An earlier compaction's summary stands in for the turns it compacted; nothing new was summarized. */
-  | { kind: 'reused'; tokens: number; messages: Message[]; summaryId: string }
-  | {
+  | ({ kind: 'reused'; tokens: number; messages: Message[]; summaryId: string } & ForwardedTail)
+  | ({
       kind: 'compacted'
       tokens: number
       messages: Message[]
@@ -85,7 +95,7 @@ export type ProxyOutcome =
       run: CompactedView
       /** The cold layer of everything this compaction removed. */
       memory: MemoryEntry[] | undefined
-    }
+    } & ForwardedTail)
 
 export type PrecomputeEvent = 'started' | 'done' | 'failed' | 'skipped' | 'refined'
 
@@ -136,6 +146,12 @@ interface SessionState {
   working?: Promise<void>
   /** The write of its anchors in flight. */
   saving?: Promise<void>
+}
+
+/** A compaction's tail in the client's indices: it compacted the client's messages, or them behind an earlier summary (the anchor knows the cut). */
+function forwardedTail(response: CompactedResponse, anchor: Anchor): ForwardedTail {
+  const shift = anchor.cut - response.kept_from
+  return { keptFrom: anchor.cut, clips: response.clips.map((clip) => ({ ...clip, message_index: clip.message_index + shift })) }
 }
 
 function isCompacted(run: CompactRun): run is CompactRun & { response: CompactedResponse } {
@@ -199,7 +215,7 @@ export class ProxyCompactor {
     const effective = current ? withAnchor(current, messages) : messages
     const tokens = requestTokens(request, effective)
     // What is sent when nothing new is compacted: the current summary and the turns since, or the body as it came.
-    const unchanged: ProxyOutcome = current ? { kind: 'reused', tokens, messages: effective, summaryId: current.summaryId } : { kind: 'none', tokens }
+    const unchanged: ProxyOutcome = current ? { kind: 'reused', tokens, messages: effective, summaryId: current.summaryId, keptFrom: current.cut, clips: [] } : { kind: 'none', tokens }
     if (budget === 'off' || tokens <= budget) {
       this.maybePrecompute(state, request, tokens)
       return unchanged
@@ -224,14 +240,14 @@ export class ProxyCompactor {
       // needs (the prefix changes once, as a compaction would change it). Else nothing could be compacted.
       if (base !== undefined && base !== current) {
         this.adopt(state, base)
-        return { kind: 'reused', tokens: requestTokens(request, input), messages: input, summaryId: base.summaryId }
+        return { kind: 'reused', tokens: requestTokens(request, input), messages: input, summaryId: base.summaryId, keptFrom: base.cut, clips: [] }
       }
       return unchanged
     }
     const anchor = anchorOf(run.response, messages, base)
     this.adopt(state, anchor)
     this.afterCrossing(state, request, run.response.messages)
-    return { kind: 'compacted', tokens, messages: run.response.messages, summaryId: anchor.summaryId, source: 'model', run, memory: run.memory }
+    return { kind: 'compacted', tokens, messages: run.response.messages, summaryId: anchor.summaryId, source: 'model', run, memory: run.memory, ...forwardedTail(run.response, anchor) }
   }
 
   /** The crossing, with a summary written ahead: taken as it is where it lands near the target, else merged with the turns since. */
@@ -253,7 +269,7 @@ export class ProxyCompactor {
       }
       const run = { ...pending.run, response: { ...written, reason: 'over_budget' as const, stats } }
       this.afterCrossing(state, request, anchored)
-      return { kind: 'compacted', tokens, messages: anchored, summaryId: pending.summaryId, source: 'precomputed', run, memory: pending.run.memory }
+      return { kind: 'compacted', tokens, messages: anchored, summaryId: pending.summaryId, source: 'precomputed', run, memory: pending.run.memory, keptFrom: pending.cut, clips: [] }
     }
     // Taken as it is where it lands near the target; past it (a summary written long before the crossing
     // leaves more turns since than the target holds), the turns since are merged in to land there.
@@ -267,7 +283,7 @@ export class ProxyCompactor {
     this.adopt(state, anchor)
     this.refine(state, request, anchored, pending, anchor, mode)
     const memory = [...(pending.run.memory ?? []), ...(run.memory ?? [])]
-    return { kind: 'compacted', tokens, messages: run.response.messages, summaryId: anchor.summaryId, source: 'merged', run, memory: memory.length > 0 ? memory : undefined }
+    return { kind: 'compacted', tokens, messages: run.response.messages, summaryId: anchor.summaryId, source: 'merged', run, memory: memory.length > 0 ? memory : undefined, ...forwardedTail(run.response, anchor) }
   }
 
   private adopt(state: SessionState, anchor: Anchor): void {

@@ -6,8 +6,8 @@ import { type CompactRequestBody, SESSION_ID_PATTERN } from '../contract/schemas
 /** The longest session id records keep; a longer metadata.user_id is named by its hash. */
 export const MAX_SESSION_LENGTH = 200
 
-/** The parts of a Messages API request the proxy reads; everything else passes through untouched. */
-export interface MessagesRequestParts {
+/** The parts of a proxied request the compactor reads (a Messages API one as it is, another API's as the core reads it); everything else passes through untouched. */
+export interface ProxyParts {
   messages: Message[]
   system?: CompactRequestBody['system']
   tools?: CompactRequestBody['tools']
@@ -27,7 +27,7 @@ function invalid(message: string, path: string): GatewayError {
  * Reads what compaction needs from a Messages API body, refusing (400, naming the place) what could not
  * be estimated: the Messages API's own rules are the upstream's to enforce.
  */
-export function readMessagesRequest(body: unknown): MessagesRequestParts {
+export function readMessagesRequest(body: unknown): ProxyParts {
   if (!isObject(body)) throw invalid('the body must be a JSON object (a Messages API request)', '')
   const { messages, system, tools, metadata } = body
   if (!Array.isArray(messages)) throw invalid('messages: an array of messages is required', '/messages')
@@ -59,8 +59,8 @@ export function readMessagesRequest(body: unknown): MessagesRequestParts {
   }
 }
 
-/** The headers by which agents name their session, most specific first (Claude Code's, then opencode's and others'). */
-export const SESSION_HEADERS = ['x-claude-code-session-id', 'x-session-id', 'x-session-affinity'] as const
+/** The headers by which agents name their session, most specific first (Claude Code's, opencode's and others', Codex's). */
+export const SESSION_HEADERS = ['x-claude-code-session-id', 'x-session-id', 'x-session-affinity', 'session-id', 'session_id', 'thread-id'] as const
 
 function headerValue(header: string | string[] | undefined): string | undefined {
   return Array.isArray(header) ? header[0] : header
@@ -76,7 +76,7 @@ function kept(id: string): string {
 
 /**
  * The session of a proxied request: x-compaction-session (the gateway's own, checked), else the session
- * id the agent sends (x-claude-code-session-id, x-session-id, x-session-affinity), else metadata.user_id.
+ * id the agent sends (SESSION_HEADERS), else the body's own (metadata.user_id, prompt_cache_key).
  */
 export function proxySession(headers: Readonly<Record<string, string | string[] | undefined>>, userId: string | undefined): string | undefined {
   const own = headers['x-compaction-session']

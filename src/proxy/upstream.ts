@@ -3,10 +3,12 @@ import type { Readable } from 'node:stream'
 import { Pool, errors } from 'undici'
 import { GatewayError } from '../contract/errors.js'
 
-/** Where the gateway forwards Messages API requests, and with what credentials. */
+/** Where the gateway forwards an API's requests. */
 export interface UpstreamOptions {
-  /** The Messages API's base URL (ANTHROPIC_BASE_URL), a path prefix allowed. */
+  /** The API's base URL (ANTHROPIC_BASE_URL, OPENAI_BASE_URL), a path prefix allowed. */
   baseUrl: string
+  /** The API's name, in errors: "the Messages API" by default. */
+  name?: string
   /** How long the upstream may take to start answering, and may then stay silent between chunks. */
   timeoutMs: number
   /** Connections kept to the upstream at most. */
@@ -53,19 +55,21 @@ export function clientHeaders(headers: Record<string, string | string[] | undefi
   return out
 }
 
-/** The upstream could not be reached or did not answer in time: 502 or 504, in the Messages API's error shape. */
+/** The upstream could not be reached or did not answer in time: 502 or 504, in the gateway's error shape. */
 export class UpstreamError extends GatewayError {}
 
 /**
- * An HTTP client for the Messages API: a pool of kept-alive connections to one origin, timeouts fit for
+ * An HTTP client for an upstream API: a pool of kept-alive connections to one origin, timeouts fit for
  * a model that thinks for minutes and for streams that stay open as long (each bounds a silence, not the
  * whole answer), and cancellation that reaches the upstream when the client goes away.
  */
 export class Upstream {
   private readonly pool: Pool
   private readonly prefix: string
+  private readonly name: string
 
   constructor(options: UpstreamOptions) {
+    this.name = options.name ?? 'the Messages API'
     const url = new URL(options.baseUrl)
     this.prefix = url.pathname.replace(/\/+$/, '')
     this.pool = new Pool(url.origin, {
@@ -82,7 +86,7 @@ export class Upstream {
       const res = await this.pool.request({ method: 'POST', path: `${this.prefix}${path}`, headers, body, signal })
       return { status: res.statusCode, headers: res.headers as Record<string, string | string[]>, body: res.body }
     } catch (err) {
-      throw upstreamFault(err)
+      throw upstreamFault(err, this.name)
     }
   }
 
@@ -92,11 +96,11 @@ export class Upstream {
 }
 
 /** What a failed upstream call is answered with (an abort is passed on as it is: nobody is listening). */
-export function upstreamFault(err: unknown): unknown {
+export function upstreamFault(err: unknown, api = 'the Messages API'): unknown {
   if (err instanceof errors.RequestAbortedError || (err as { name?: string }).name === 'AbortError') return err
   if (err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError || err instanceof errors.ConnectTimeoutError) {
-    return new UpstreamError(504, 'the Messages API did not answer in time (COMPACT_UPSTREAM_TIMEOUT_MS)', { type: 'timeout_error', cause: err })
+    return new UpstreamError(504, `${api} did not answer in time (COMPACT_UPSTREAM_TIMEOUT_MS)`, { type: 'timeout_error', cause: err })
   }
   const code = (err as { code?: string }).code
-  return new UpstreamError(502, `the Messages API could not be reached${code ? ` (${code})` : ''}`, { type: 'api_error', cause: err })
+  return new UpstreamError(502, `${api} could not be reached${code ? ` (${code})` : ''}`, { type: 'api_error', cause: err })
 }

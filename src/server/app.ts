@@ -29,6 +29,7 @@ import { readContract, siteRoutes } from './routes/site.js'
 import { healthRoutes } from './routes/health.js'
 import { memoryRoutes } from './routes/memory.js'
 import { messagesRoutes } from './routes/messages.js'
+import { openAiRoutes } from './routes/openai.js'
 import { metricsRoutes } from './routes/metrics.js'
 import { sessionRoutes } from './routes/sessions.js'
 import { type ErrorResponseBody, SHARED_SCHEMAS } from '../contract/schemas.js'
@@ -137,13 +138,10 @@ export async function buildApp(options: AppOptions): Promise<App> {
   await app.register(routes(sessionRoutes, 'store', 'proxy', 'shared-state'), { store })
   await app.register(routes(memoryRoutes, 'store', 'metrics'), { store, metrics })
   await app.register(routes(compactRoutes, 'compaction', 'store', 'metrics'), { metrics, store, pool, workerMinBytes: config.COMPACT_WORKER_MIN_KB * 1024, deps })
-  await app.register(routes(messagesRoutes, 'proxy', 'store', 'metrics'), {
-    ...app.proxy,
-    metrics,
-    store,
-    budget: config.COMPACT_BUDGET,
-    credentials: upstreamCredentials(config.ANTHROPIC_API_KEY, apiKeys.size > 0)
-  })
+  const { upstream, openai, compactor } = app.proxy
+  const proxying = { compactor, metrics, store, budget: config.COMPACT_BUDGET }
+  await app.register(routes(messagesRoutes, 'proxy', 'store', 'metrics'), { ...proxying, upstream, credentials: upstreamCredentials(config.ANTHROPIC_API_KEY, apiKeys.size > 0) })
+  await app.register(routes(openAiRoutes, 'proxy', 'store', 'metrics'), { ...proxying, upstream: openai, credentials: openAiCredentials(config.OPENAI_API_KEY, apiKeys.size > 0) })
   return app as unknown as App
 }
 
@@ -205,6 +203,20 @@ function upstreamCredentials(gatewayKey: string | undefined, checksKeys: boolean
     const apiKey = request.headers['x-api-key']
     if (typeof apiKey === 'string') own['x-api-key'] = apiKey
     if (typeof authorization === 'string') own.authorization = authorization
+    return own
+  }
+}
+
+/**
+ * What the OpenAI proxies send upstream as credentials: the gateway's OPENAI_API_KEY as a bearer token;
+ * without one, and only when the gateway checks no keys of its own, the client's own Authorization.
+ */
+function openAiCredentials(gatewayKey: string | undefined, checksKeys: boolean): (request: FastifyRequest) => Record<string, string> | undefined {
+  if (gatewayKey) return () => ({ authorization: `Bearer ${gatewayKey}` })
+  if (checksKeys) return () => undefined
+  return (request) => {
+    const own: Record<string, string> = {}
+    if (typeof request.headers.authorization === 'string') own.authorization = request.headers.authorization
     return own
   }
 }

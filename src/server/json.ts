@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { jsonProblem } from '../compaction/nesting.js'
 import { ApiError } from './errors.js'
-import { parseJsonBytes } from '../contract/wire.js'
+import { type ItemsField, parseJsonBytes } from '../contract/wire.js'
 import { DEFAULT_BODY_LIMIT, bodyParser } from './body.js'
 
 /**
@@ -10,10 +10,10 @@ import { DEFAULT_BODY_LIMIT, bodyParser } from './body.js'
  * and for keys that could poison a prototype, escaped forms included. Both are refused with a 400 that
  * points at the place.
  */
-export function parseJsonBody(body: Uint8Array): { value: unknown; error?: undefined } | { value?: undefined; error: ApiError } {
+export function parseJsonBody(body: Uint8Array, field: ItemsField = 'messages'): { value: unknown; error?: undefined } | { value?: undefined; error: ApiError } {
   let value: unknown
   try {
-    value = parseJsonBytes(body)
+    value = parseJsonBytes(body, field)
   } catch (err) {
     return { error: new ApiError(400, 'invalid_request_error', `the body is not valid JSON: ${(err as Error).message}`) }
   }
@@ -24,5 +24,5 @@ export function parseJsonBody(body: Uint8Array): { value: unknown; error?: undef
 export function installJsonParser(app: FastifyInstance): void {
   // JSON only: any other content type is a 415 (Fastify would otherwise read text/plain as a string).
   app.removeAllContentTypeParsers()
-  app.addContentTypeParser('application/json', bodyParser(app.initialConfig.bodyLimit ?? DEFAULT_BODY_LIMIT, parseJsonBody))
+  app.addContentTypeParser('application/json', bodyParser(app.initialConfig.bodyLimit ?? DEFAULT_BODY_LIMIT, (bytes) => parseJsonBody(bytes)))
 }

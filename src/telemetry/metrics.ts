@@ -58,11 +58,11 @@ export function createMetrics() {
     storeErrors: new Counter({ name: 'compaction_store_errors_total', help: 'Store operations that failed (the compaction was served all the same)', labelNames: ['operation'] as const, registers }),
     proxyRequests: new Counter({
       name: 'compaction_proxy_requests_total',
-      help: 'Proxied Messages API requests by endpoint, what compaction did (none, reused, compacted) and status class',
+      help: 'Proxied requests (Messages API, Chat Completions, Responses) by endpoint, what compaction did (none, reused, compacted) and status class',
       labelNames: ['endpoint', 'compaction', 'status'] as const,
       registers
     }),
-    proxyUpstreamSeconds: new Histogram({ name: 'compaction_proxy_upstream_seconds', help: 'Time until the Messages API began to answer a proxied request, by endpoint', labelNames: ['endpoint'] as const, buckets: SECONDS_BUCKETS, registers }),
+    proxyUpstreamSeconds: new Histogram({ name: 'compaction_proxy_upstream_seconds', help: 'Time until the upstream API began to answer a proxied request, by endpoint', labelNames: ['endpoint'] as const, buckets: SECONDS_BUCKETS, registers }),
     proxyCompactions: new Counter({
       name: 'compaction_proxy_compactions_total',
       help: 'Compactions the proxy made, by source (model: summarized while the client waited; precomputed, merged: from a summary written ahead)',
@@ -82,7 +82,7 @@ export const KNOWN_LABELS = {
   formats: ['anthropic', 'openai-chat', 'openai-responses'],
   outcomes: ['over_budget', 'under_budget', 'manual', 'disabled', 'nothing_to_compact', 'dry_run', 'rejected', 'rate_limited', 'overloaded', 'cancelled', 'summarizer_failed', 'failed'],
   summarizerResults: ['ok', 'timeout', 'rate_limited', 'overloaded', 'server_error', 'connection_error', 'auth_error', 'bad_request', 'refusal', 'no_tool_call', 'invalid_output', 'cancelled'],
-  proxyEndpoints: ['messages', 'count_tokens'],
+  proxyEndpoints: ['messages', 'count_tokens', 'chat_completions', 'responses'],
   storeOperations: ['connection', 'record_write', 'memory_write', 'cache_read', 'cache_write', 'prune', 'recall', 'recap', 'record_read', 'anchors']
 } as const
 

@@ -41,6 +41,10 @@ export async function everyOperation(): Promise<void> {
   if (message.error) void message.error.error.type
   const counted = await client.POST('/v1/messages/count_tokens', { body: { model: 'claude-x', messages: [{ role: 'user', content: [{ type: 'text' }] }] } })
   void counted.response.status
+  const chat = await client.POST('/v1/chat/completions', { body: { model: 'gpt-x', messages: [{ role: 'user', content: 'hi' }], stream: true }, params: { header: { 'x-compaction-session': 's-1' } } })
+  if (chat.error) void chat.error.error.message
+  const responded = await client.POST('/v1/responses', { body: { model: 'gpt-x', input: [{ type: 'message', role: 'user', content: 'hi' }], previous_response_id: 'resp_1' } })
+  void responded.response.status
   await client.GET('/healthz')
   await client.GET('/readyz')
   await client.GET('/metrics')

@@ -15,11 +15,15 @@ export interface FakeOpenAiReply {
   text?: string
   /** ...or a refusal. */
   refusal?: string
+  /** An event stream that breaks off after its first event (for `stream: true`). */
+  breakOff?: boolean
 }
 
 export interface OpenAiRequest {
   headers: IncomingHttpHeaders
   path: string
+  /** The body's bytes as they came. */
+  raw: Buffer
   body: {
     model: string
     messages: { role: string; content?: unknown; tool_calls?: { id: string; type: string; function: { name: string; arguments: string } }[]; tool_call_id?: string }[]
@@ -33,6 +37,11 @@ export interface OpenAiRequest {
 const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool'])
 const FUNCTION_NAME = /^[a-zA-Z0-9_-]{1,64}$/
 
+/** Whether a JSON text escapes half of a surrogate pair alone (the APIs refuse it). */
+function unpairedSurrogate(raw: string): boolean {
+  return /\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})/.test(raw) || /(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}/.test(raw)
+}
+
 /**
  * What the Chat Completions API refuses with a 400, as its documentation and its answers state: a body
  * that is not JSON (an unpaired surrogate escaped in it is refused too), no model, no messages, an unknown
@@ -41,7 +50,7 @@ const FUNCTION_NAME = /^[a-zA-Z0-9_-]{1,64}$/
  * tools, max_tokens below 1.
  */
 export function chatCompletionsRefusal(raw: string): string | undefined {
-  if (/\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})/.test(raw) || /(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}/.test(raw)) {
+  if (unpairedSurrogate(raw)) {
     return "We could not parse the JSON body of your request: it holds an unpaired surrogate"
   }
   let body: OpenAiRequest['body']
@@ -83,13 +92,15 @@ export function chatCompletionsRefusal(raw: string): string | undefined {
 /**
  * A local stand-in for an OpenAI-compatible Chat Completions server on loopback: the real `openai` SDK
  * talks to it through its base URL (`${url}/v1`). It refuses what the API refuses (chatCompletionsRefusal);
- * replies come from a queue, then from `fallback`; every request is recorded.
+ * replies come from a queue, then from `fallback`; every request is recorded. It answers /v1/responses too
+ * (responsesRefusal), and both APIs stream (`stream: true`) as they do.
  */
 export class FakeOpenAi {
   readonly requests: OpenAiRequest[] = []
   readonly refused: string[] = []
   private readonly queue: FakeOpenAiReply[] = []
-  fallback: FakeOpenAiReply = { toolInput: { objective: 'fake summary' } }
+  /** The reply when the queue is empty: fixed, or chosen by the request (a summary call, or a proxied one). */
+  fallback: FakeOpenAiReply | ((request: OpenAiRequest) => FakeOpenAiReply) = { toolInput: { objective: 'fake summary' } }
   private server: Server | undefined
   url = ''
 
@@ -103,24 +114,33 @@ export class FakeOpenAi {
       const chunks: Buffer[] = []
       req.on('data', (c: Buffer) => chunks.push(c))
       req.on('end', () => {
-        const raw = Buffer.concat(chunks).toString('utf8')
+        const bytes = Buffer.concat(chunks)
+        const raw = bytes.toString('utf8')
         const json = (status: number, body: unknown, headers: Record<string, string> = {}): void => {
           res.writeHead(status, { 'content-type': 'application/json', ...headers })
           res.end(JSON.stringify(body))
         }
-        if (req.method !== 'POST' || req.url !== '/v1/chat/completions') return json(404, { error: { message: `no route ${req.method} ${req.url}`, type: 'invalid_request_error' } })
-        const refusal = chatCompletionsRefusal(raw)
+        const api = req.url === '/v1/chat/completions' ? 'chat' : req.url === '/v1/responses' ? 'responses' : undefined
+        if (req.method !== 'POST' || !api) return json(404, { error: { message: `no route ${req.method} ${req.url}`, type: 'invalid_request_error' } })
+        const refusal = api === 'chat' ? chatCompletionsRefusal(raw) : responsesRefusal(raw)
         if (refusal) {
           this.refused.push(refusal)
           return json(400, { error: { message: refusal, type: 'invalid_request_error', param: null, code: null } })
         }
-        const received: OpenAiRequest = { headers: req.headers, path: req.url, body: JSON.parse(raw) as OpenAiRequest['body'] }
+        const received: OpenAiRequest = { headers: req.headers, path: req.url as string, raw: bytes, body: JSON.parse(raw) as OpenAiRequest['body'] }
         this.requests.push(received)
-        const next = this.queue.shift() ?? this.fallback
+        const next = this.queue.shift() ?? (typeof this.fallback === 'function' ? this.fallback(received) : this.fallback)
         const send = (): void => {
           const status = next.status ?? 200
           if (status !== 200) return json(status, { error: { message: `fake ${status}`, type: status === 429 ? 'rate_limit_error' : 'server_error' } }, next.headers)
-          json(200, completion(received.body.model, next), next.headers)
+          const model = received.body.model
+          if (received.body.stream !== true) return json(200, api === 'chat' ? completion(model, next) : response(model, next), next.headers)
+          res.writeHead(200, { 'content-type': 'text/event-stream', ...next.headers })
+          const events = api === 'chat' ? chatChunks(model, next) : responseEvents(model, next)
+          // a stream that breaks off does so once its first event has left
+          if (next.breakOff) return void res.write(events[0], () => res.destroy())
+          for (const event of events) res.write(event)
+          res.end()
         }
         if (next.delayMs) setTimeout(send, next.delayMs)
         else send()
@@ -184,4 +204,72 @@ export function responsesInputRefusal(input: unknown): string | undefined {
     }
   }
   return undefined
+}
+
+/** The text a fake answer says (a plain answer's, or a short default one for the proxies' tests). */
+function answerText(reply: FakeOpenAiReply): string {
+  return reply.text ?? 'fake answer'
+}
+
+/** Chat Completions chunks as the API streams them: the role, the text in two deltas, the finish, [DONE]. */
+function chatChunks(model: string, reply: FakeOpenAiReply): string[] {
+  counter++
+  const text = answerText(reply)
+  const chunk = (delta: unknown, finish: string | null): string =>
+    `data: ${JSON.stringify({ id: `chatcmpl-fake-${counter}`, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model, choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }] })}\n\n`
+  const half = Math.floor(text.length / 2)
+  return [chunk({ role: 'assistant', content: '' }, null), chunk({ content: text.slice(0, half) }, null), chunk({ content: text.slice(half) }, null), chunk({}, 'stop'), 'data: [DONE]\n\n']
+}
+
+/** A Responses API response object with one assistant message. */
+function response(model: string, reply: FakeOpenAiReply, status = 'completed'): Record<string, unknown> {
+  counter++
+  const text = answerText(reply)
+  return {
+    id: `resp_fake_${counter}`,
+    object: 'response',
+    created_at: Math.floor(Date.now() / 1000),
+    status,
+    model,
+    output: status === 'completed' ? [{ type: 'message', id: `msg_fake_${counter}`, status: 'completed', role: 'assistant', content: [{ type: 'output_text', text, annotations: [] }] }] : [],
+    usage: { input_tokens: 1_000 + counter, output_tokens: 10, total_tokens: 1_010 + counter, input_tokens_details: { cached_tokens: 0 }, output_tokens_details: { reasoning_tokens: 0 } }
+  }
+}
+
+/** The Responses API's events for one text message, in its order, each numbered. */
+function responseEvents(model: string, reply: FakeOpenAiReply): string[] {
+  const done = response(model, reply)
+  const item = (done.output as Record<string, unknown>[])[0] as { id: string; content: { text: string }[] }
+  const text = item.content[0]?.text ?? ''
+  const part = { type: 'output_text', text: '', annotations: [] }
+  const events: Record<string, unknown>[] = [
+    { type: 'response.created', response: { ...done, status: 'in_progress', output: [] } },
+    { type: 'response.output_item.added', output_index: 0, item: { ...item, status: 'in_progress', content: [] } },
+    { type: 'response.content_part.added', output_index: 0, item_id: item.id, content_index: 0, part },
+    { type: 'response.output_text.delta', output_index: 0, item_id: item.id, content_index: 0, delta: text },
+    { type: 'response.output_text.done', output_index: 0, item_id: item.id, content_index: 0, text },
+    { type: 'response.content_part.done', output_index: 0, item_id: item.id, content_index: 0, part: { ...part, text } },
+    { type: 'response.output_item.done', output_index: 0, item },
+    { type: 'response.completed', response: done }
+  ]
+  return events.map((e, n) => `event: ${e.type as string}\ndata: ${JSON.stringify({ ...e, sequence_number: n })}\n\n`)
+}
+
+/**
+ * What the Responses API refuses with a 400: a body that is not JSON (or holds an unpaired surrogate), no
+ * model, an `input` it refuses (responsesInputRefusal), tools that are not objects with a type.
+ */
+export function responsesRefusal(raw: string): string | undefined {
+  if (unpairedSurrogate(raw)) {
+    return 'We could not parse the JSON body of your request: it holds an unpaired surrogate'
+  }
+  let body: { model?: unknown; input?: unknown; tools?: unknown }
+  try {
+    body = JSON.parse(raw) as typeof body
+  } catch {
+    return 'We could not parse the JSON body of your request.'
+  }
+  if (typeof body.model !== 'string' || body.model === '') return 'Missing required parameter: \'model\'.'
+  if (body.tools !== undefined && (!Array.isArray(body.tools) || body.tools.some((t) => typeof (t as { type?: unknown } | null)?.type !== 'string'))) return "Invalid type for 'tools'"
+  return body.input === undefined ? undefined : responsesInputRefusal(body.input)
 }

@@ -1,20 +1,23 @@
 import fp from 'fastify-plugin'
 import { ProxyCompactor, storedAnchors } from '../../proxy/compactor.js'
 import { Upstream } from '../../proxy/upstream.js'
-import { type Config, DEFAULT_UPSTREAM_URL } from '../config.js'
+import { type Config, DEFAULT_OPENAI_BASE_URL, DEFAULT_UPSTREAM_URL } from '../config.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
-    proxy: { upstream: Upstream; compactor: ProxyCompactor }
+    /** upstream: the Messages API's; openai: the OpenAI-compatible API's (Chat Completions, Responses). */
+    proxy: { upstream: Upstream; openai: Upstream; compactor: ProxyCompactor }
   }
 }
 
-/** The proxy's upstream client and its per-session compactor (anchors, summaries written ahead). */
+/** The proxy's upstream clients and its per-session compactor (anchors, summaries written ahead), one for every API it proxies. */
 export const proxyPlugin = fp<{ config: Config }>(
   async (app, { config }) => {
     const { metrics } = app
     const { deps, limited } = app.compaction
-    const upstream = new Upstream({ baseUrl: config.ANTHROPIC_BASE_URL ?? DEFAULT_UPSTREAM_URL, timeoutMs: config.COMPACT_UPSTREAM_TIMEOUT_MS, connections: config.COMPACT_UPSTREAM_CONNECTIONS })
+    const timeouts = { timeoutMs: config.COMPACT_UPSTREAM_TIMEOUT_MS, connections: config.COMPACT_UPSTREAM_CONNECTIONS }
+    const upstream = new Upstream({ baseUrl: config.ANTHROPIC_BASE_URL ?? DEFAULT_UPSTREAM_URL, ...timeouts })
+    const openai = new Upstream({ baseUrl: config.OPENAI_BASE_URL ?? DEFAULT_OPENAI_BASE_URL, name: 'the OpenAI API', ...timeouts })
     const compactor = new ProxyCompactor({
       deps,
       precomputeAt: config.COMPACT_PRECOMPUTE_AT === 'off' ? undefined : config.COMPACT_PRECOMPUTE_AT,
@@ -34,9 +37,11 @@ export const proxyPlugin = fp<{ config: Config }>(
         app.log.error({ err, event: 'anchors_not_kept' }, 'a conversation\'s anchors could not be read or kept; the proxy goes on from memory')
       }
     })
-    app.decorate('proxy', { upstream, compactor })
+    app.decorate('proxy', { upstream, openai, compactor })
     app.addHook('preClose', async () => compactor.close())
-    app.addHook('onClose', async () => upstream.close())
+    app.addHook('onClose', async () => {
+      await Promise.all([upstream.close(), openai.close()])
+    })
   },
   { name: 'proxy', dependencies: ['metrics', 'compaction', 'store'] }
 )

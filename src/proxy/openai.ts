@@ -1,0 +1,97 @@
+/**
+ * Proxied requests of OpenAI's APIs (Chat Completions, Responses): their history read into the core's turns
+ * (formats/), so that the proxy's compactor works on them as on a Messages API history, and the compacted
+ * history given back as the client's own items.
+ */
+import type { Block, HistoryProblem } from '../compaction/index.js'
+import { GatewayError } from '../contract/errors.js'
+import { type ItemsField, withMessages } from '../contract/wire.js'
+import { type Adapted, adaptHistory, givenBack, rulesOf } from '../formats/index.js'
+import type { FormatRules } from '../formats/history.js'
+import type { ForwardedTail } from './compactor.js'
+import type { ProxyParts } from './request.js'
+
+export type OpenAiApi = 'chat' | 'responses'
+
+/** An OpenAI request whose history the proxy read: the parts its compactor needs, and the way back to the client's items. */
+export interface OpenAiHistory extends ProxyParts {
+  field: ItemsField
+  items: Record<string, unknown>[]
+  adapted: Adapted
+  rules: FormatRules
+}
+
+/** A request the proxy reads, or one it forwards unread, and why. */
+export type OpenAiRead = { kind: 'history'; history: OpenAiHistory } | { kind: 'unread'; reason: OpenAiUnread }
+
+/**
+ * Why a request is forwarded as it came: its history is held upstream (a Responses `previous_response_id`
+ * or `conversation`: the gateway cannot see it, so cannot compact it), it is one message (a string `input`),
+ * or its items do not read as a history and it is under the budget (the upstream judges what it refuses).
+ */
+export type OpenAiUnread = 'previous_response_id' | 'conversation' | 'single_input' | 'history_not_read'
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+function invalid(message: string, path: string): GatewayError {
+  return new GatewayError(400, message, { path })
+}
+
+/** A problem the format's reader found, at its place in this body (the Responses API's history is its `input`). */
+function problemIn(field: ItemsField, problem: HistoryProblem): GatewayError {
+  if (field === 'messages') return invalid(problem.message, problem.path)
+  return invalid(problem.message.replace(/^messages\[/, 'input['), problem.path.replace(/^\/messages/, '/input'))
+}
+
+const API_NAMES: Record<OpenAiApi, string> = { chat: 'a Chat Completions request', responses: 'a Responses request' }
+
+/**
+ * Reads what compaction needs from a Chat Completions or Responses body: its history as the core's turns,
+ * its system prompt (leading system and developer items, and the Responses `instructions`) and tools, for
+ * the estimate. A body whose items cannot be read is refused (400, naming the place) where it may be over
+ * the budget (`budgetMayPass`); under it nothing would be done to it, and it goes on for the upstream to judge.
+ */
+export function readOpenAiRequest(body: unknown, api: OpenAiApi, budgetMayPass: () => boolean): OpenAiRead {
+  if (!isObject(body)) throw invalid(`the body must be a JSON object (${API_NAMES[api]})`, '')
+  const field: ItemsField = api === 'chat' ? 'messages' : 'input'
+  if (api === 'responses') {
+    if (body.previous_response_id !== undefined && body.previous_response_id !== null) return { kind: 'unread', reason: 'previous_response_id' }
+    if (body.conversation !== undefined && body.conversation !== null) return { kind: 'unread', reason: 'conversation' }
+    if (typeof body.input === 'string') return { kind: 'unread', reason: 'single_input' }
+  }
+  const items = body[field]
+  if (!Array.isArray(items)) throw invalid(`${field}: ${api === 'chat' ? 'an array of messages' : 'a string or an array of input items'} is required`, `/${field}`)
+  const rules = rulesOf(api === 'chat' ? 'openai-chat' : 'openai-responses')
+  const adapted = adaptHistory(items as Record<string, unknown>[], rules)
+  if ('kind' in adapted) {
+    if (!budgetMayPass()) return { kind: 'unread', reason: 'history_not_read' }
+    throw problemIn(field, adapted)
+  }
+  const { tools, instructions, prompt_cache_key: cacheKey } = body
+  if (tools !== undefined && (!Array.isArray(tools) || tools.some((t) => !isObject(t)))) throw invalid('tools: must be an array of tool definitions', '/tools')
+  if (instructions !== undefined && instructions !== null && typeof instructions !== 'string') throw invalid('instructions: must be a string', '/instructions')
+  const texts = [typeof instructions === 'string' ? instructions : '', adapted.systemText].filter((t) => t !== '')
+  const system: Block[] = texts.map((text) => ({ type: 'text', text }))
+  return {
+    kind: 'history',
+    history: {
+      field,
+      items: items as Record<string, unknown>[],
+      adapted,
+      rules,
+      messages: adapted.messages,
+      ...(system.length > 0 ? { system } : {}),
+      ...(tools !== undefined ? { tools: tools as ProxyParts['tools'] } : {}),
+      // the conversation's cache key (Codex sends its thread's id): the session when no header names one
+      ...(typeof cacheKey === 'string' && cacheKey !== '' ? { userId: cacheKey } : {})
+    }
+  }
+}
+
+/** The body to forward: the client's own items, from the first kept one, behind its system items and the summary item. */
+export function openAiPayload(body: object, history: OpenAiHistory, forwarded: { messages: ProxyParts['messages'] } & ForwardedTail): Buffer {
+  const given = givenBack(history.items, history.adapted, history.rules, { messages: forwarded.messages, kept_from: forwarded.keptFrom, clips: forwarded.clips })
+  return withMessages(body, given.items, history.field)
+}

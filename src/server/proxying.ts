@@ -1,0 +1,231 @@
+/**
+ * The drop-in proxies' one path (the Messages API's, Chat Completions', Responses'): the body kept as its
+ * bytes, read only when it may be compacted; compaction by the proxy's compactor; the record and cold layer
+ * written while the upstream works; the answer relayed as it arrives. An API differs only in how its body
+ * is read and written back, where it goes, and with what credentials (ProxiedApi).
+ */
+import { type Readable, Transform } from 'node:stream'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { ItemsField } from '../contract/wire.js'
+import type { ProxyCompactor, ProxyOutcome } from '../proxy/compactor.js'
+import { type ProxyParts, farUnderBudget, proxyBudget, proxySession } from '../proxy/request.js'
+import { type Upstream, clientHeaders, upstreamHeaders } from '../proxy/upstream.js'
+import { InvalidHistoryError } from '../service/errors.js'
+import type { Store } from '../storage/store.js'
+import type { Metrics } from '../telemetry/metrics.js'
+import { addToRequestLine } from '../telemetry/logger.js'
+import { DEFAULT_BODY_LIMIT, bodyParser } from './body.js'
+import { ApiError, errorBody } from './errors.js'
+import { parseJsonBody } from './json.js'
+import { countCompaction, modelKindOf, recordWrites, scheduleRecord } from './records.js'
+
+/** A proxied body: its bytes as they came (forwarded as they are when nothing is compacted), read only when needed. */
+export class ProxiedBody {
+  private parsed: unknown
+  constructor(readonly bytes: Buffer) {}
+
+  /** Its JSON, parsed once (`field`: the history's array, parsed element by element), or the 400 that says why it is not. */
+  value(field: ItemsField = 'messages'): unknown {
+    if (this.parsed === undefined) {
+      const parsed = parseJsonBody(this.bytes, field)
+      if (parsed.error) throw parsed.error
+      this.parsed = parsed.value
+    }
+    return this.parsed
+  }
+}
+
+/** What an API's body gave the proxy: the parts its compactor reads, or nothing (forwarded unread), with why when it matters. */
+export type ProxyRead<R> = { parts: ProxyParts; read: R } | { unread: string | undefined }
+
+/** One proxied API: where it goes, how its body is read and written back. */
+export interface ProxiedApi<R> {
+  /** The metrics' and log's name of the endpoint. */
+  endpoint: string
+  /** Its path upstream, below the base URL. */
+  path: string
+  /** The API's name, in errors ("the Messages API"). */
+  name: string
+  /** The setting that holds the gateway's key for it. */
+  keySetting: string
+  upstream: Upstream
+  /** The credentials a request is forwarded with, or undefined when there are none. */
+  credentials: (request: FastifyRequest) => Record<string, string> | undefined
+  /** Reads the body, which is not far under the budget (or has none). */
+  read(body: ProxiedBody, budgetMayPass: () => boolean): ProxyRead<R>
+  /** The body to forward when the history was compacted or an earlier summary stands in for its start. */
+  write(body: ProxiedBody, read: R, outcome: Exclude<ProxyOutcome, { kind: 'none' }>): Buffer
+  /** Where, in the client's body, a problem the core found at one of its messages is (its path). */
+  place?(read: R, path: string): string
+}
+
+export interface ProxyContext {
+  compactor: ProxyCompactor
+  metrics: Metrics
+  store?: Store
+  /** COMPACT_BUDGET: the prompt size from which a proxied request is compacted. */
+  budget: number | 'off'
+}
+
+const NO_RETRY = { 'x-should-retry': 'false' }
+
+/** The end of the last complete event in `bytes` (after its blank line), or -1. */
+function lastEventEnd(bytes: Buffer): number {
+  const lf = bytes.lastIndexOf('\n\n')
+  const crlf = bytes.lastIndexOf('\r\n\r\n')
+  return Math.max(lf < 0 ? -1 : lf + 2, crlf < 0 ? -1 : crlf + 4)
+}
+
+/**
+ * An event stream relayed event by event: bytes go on at each event's blank line, so that when the
+ * upstream breaks off the gateway's error event follows a whole event (the part of one that came is
+ * dropped), and an SDK client reads the error instead of a cut JSON. The event's `error` object is what
+ * the Anthropic and OpenAI SDKs both read from an event's data.
+ */
+function withErrorEvent(body: Readable, api: string, aborted: () => boolean): Readable {
+  let held: Buffer = Buffer.alloc(0)
+  const relay = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      const bytes = held.length > 0 ? Buffer.concat([held, chunk]) : chunk
+      const end = lastEventEnd(bytes)
+      if (end < 0) {
+        held = bytes
+        return done()
+      }
+      held = bytes.subarray(end)
+      done(null, bytes.subarray(0, end))
+    },
+    flush(done) {
+      done(null, held.length > 0 ? held : undefined)
+    }
+  })
+  body.on('error', (err) => {
+    body.unpipe(relay)
+    held = Buffer.alloc(0) // the part of an event that came is dropped
+    if (aborted()) return void relay.end()
+    const event = errorBody('api_error', `${api} stream broke off: ${err.message}`)
+    relay.end(Buffer.from(`event: error\ndata: ${JSON.stringify(event)}\n\n`))
+  })
+  body.pipe(relay)
+  return relay
+}
+
+/**
+ * The hooks of a proxy plugin: bodies kept as bytes; each answer counted by endpoint, what compaction did
+ * and status; a client that stops reading dropped at the idle timeout. Returns where outcomes are noted.
+ */
+export function installProxyHooks(app: FastifyInstance, metrics: Metrics, endpointOf: (url: string | undefined) => string): WeakMap<FastifyRequest, ProxyOutcome['kind']> {
+  // In this plugin only: the body's bytes are kept, so that they can be forwarded unchanged, and read only
+  // when the request may be compacted.
+  app.removeContentTypeParser('application/json')
+  app.addContentTypeParser('application/json', bodyParser(app.initialConfig.bodyLimit ?? DEFAULT_BODY_LIMIT, (bytes) => ({ value: new ProxiedBody(bytes) })))
+
+  const outcomes = new WeakMap<FastifyRequest, ProxyOutcome['kind']>()
+  app.addHook('onResponse', (request, reply, done) => {
+    metrics.proxyRequests.inc({ endpoint: endpointOf(request.routeOptions.url), compaction: outcomes.get(request) ?? 'none', status: `${Math.floor(reply.statusCode / 100)}xx` })
+    done()
+  })
+  // An answer relayed from the model may be silent for as long as the upstream may be (undici's body
+  // timeout bounds that); the client may not: when the idle timeout finds bytes waiting for a client that
+  // does not read them, its connection is dropped, and with it the upstream's answer.
+  app.addHook('onSend', (request, reply, payload, done) => {
+    const socket = request.raw.socket as { writableLength?: number; destroy?: () => void } | undefined
+    reply.raw.on('timeout', () => {
+      if (socket?.writableLength) socket.destroy?.()
+    })
+    done(null, payload)
+  })
+  return outcomes
+}
+
+/**
+ * One proxied request: compacted past its budget, forwarded byte for byte under it, the answer streamed
+ * back as it arrives, with `x-compaction: none|compacted`, `x-compaction-summary-id`, and
+ * `x-compaction-not-read` where the gateway could not read the history (why).
+ */
+export async function proxyRequest<R>(
+  app: FastifyInstance,
+  context: ProxyContext,
+  api: ProxiedApi<R>,
+  outcomes: WeakMap<FastifyRequest, ProxyOutcome['kind']>,
+  request: FastifyRequest,
+  reply: FastifyReply
+): Promise<FastifyReply> {
+  const { compactor, metrics, store } = context
+  const started = performance.now()
+  const body = request.body as ProxiedBody
+  const budget = proxyBudget(request.headers['x-compaction-budget'], context.budget)
+  const credentials = api.credentials(request)
+  // a setting to fix, not a fault a retry could outlast: the SDKs are told not to retry it
+  if (!credentials) throw new ApiError(500, 'api_error', `the gateway has no key for ${api.name}: set ${api.keySetting} on the gateway`, undefined, NO_RETRY)
+
+  const abort = new AbortController()
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) abort.abort()
+  })
+  // A body whose bytes alone are far under the budget is forwarded unread: nothing could be done to it.
+  const unread = budget !== 'off' && farUnderBudget(body.bytes, budget * compactor.quietShare)
+  const read: ProxyRead<R> = unread ? { unread: undefined } : api.read(body, () => budget === 'off' || !farUnderBudget(body.bytes, budget))
+  const parts = 'parts' in read ? read.parts : undefined
+  const session = parts ? proxySession(request.headers, parts.userId) : undefined
+  let outcome: ProxyOutcome
+  try {
+    outcome = parts ? await compactor.prepare({ messages: parts.messages, system: parts.system, tools: parts.tools, tenant: request.keyName, session, budget, signal: abort.signal }) : { kind: 'none', tokens: undefined }
+  } catch (err) {
+    // Every refusal of a request's content is a 400, at its place in the client's body.
+    if (err instanceof InvalidHistoryError) throw new ApiError(400, 'invalid_request_error', err.message, 'read' in read && api.place ? api.place(read.read, err.path ?? '') : err.path)
+    throw err
+  }
+  outcomes.set(request, outcome.kind)
+  // The record and the cold layer never hold the forward: they are written while the model works on the
+  // forwarded request, and the answer waits for the record. With SQLite, whose indexing holds this thread,
+  // the cold layer begins once the request is on its way, reads of the session waiting for it
+  // (WritesAfterAnswers); with a store other replicas read, the answer waits for it too.
+  let recorded: Promise<void> | undefined
+  let begin: (() => void) | undefined
+  if (outcome.kind === 'compacted') {
+    const { run } = outcome
+    countCompaction(metrics, run, modelKindOf(app.compaction.deps.model?.kind))
+    metrics.proxyCompactions.inc({ source: outcome.source })
+    if (store) {
+      const keep = recordWrites(store, metrics, request.log, { mode: 'auto', session_id: session, budget }, request.keyName, run.response, outcome.memory)
+      ;({ recorded, begin } = await scheduleRecord(store, app.writes, request.keyName, session, keep))
+      if (begin) reply.raw.once('close', begin)
+    }
+    request.log.info(
+      { event: 'context_compacted', via: 'proxy', endpoint: api.endpoint, source: outcome.source, session_id: session, key_name: request.keyName || undefined, summary_id: outcome.summaryId, summarizer: run.response.summarizer.kind, ...run.response.stats },
+      'context_compacted'
+    )
+  }
+  const payload = outcome.kind === 'none' || !('read' in read) ? body.bytes : api.write(body, read.read, outcome)
+  const asked = performance.now()
+  // The query string goes on as it came (Claude Code's `?beta=true`).
+  const query = request.url.indexOf('?')
+  const sending = api.upstream.send(query < 0 ? api.path : `${api.path}${request.url.slice(query)}`, upstreamHeaders(request.headers, credentials), payload, abort.signal)
+  if (begin) setImmediate(begin)
+  const res = await sending
+  const upstreamMs = performance.now() - asked
+  await recorded // the record's writes log and count their own failures: they never reject
+  metrics.proxyUpstreamSeconds.observe({ endpoint: api.endpoint }, upstreamMs / 1_000)
+  const reason = 'unread' in read ? read.unread : undefined
+  // On the request's one line, written when the answer ends (a line of its own cost a write a request).
+  addToRequestLine(request, {
+    event: 'proxied',
+    endpoint: api.endpoint,
+    status: res.status,
+    compaction: outcome.kind,
+    ...(reason ? { not_read: reason } : {}),
+    summary_id: outcome.kind === 'none' ? undefined : outcome.summaryId,
+    estimated_tokens: outcome.tokens,
+    session_id: session,
+    prepare_ms: Math.round(asked - started),
+    upstream_ms: Math.round(upstreamMs)
+  })
+  void reply.code(res.status).headers(clientHeaders(res.headers))
+  void reply.header('x-compaction', outcome.kind === 'none' ? 'none' : 'compacted')
+  if (reason) void reply.header('x-compaction-not-read', reason)
+  if (outcome.kind !== 'none') void reply.header('x-compaction-summary-id', outcome.summaryId)
+  const contentType = res.headers['content-type']
+  const stream = typeof contentType === 'string' && contentType.startsWith('text/event-stream')
+  return reply.send(stream ? withErrorEvent(res.body, api.name, () => abort.signal.aborted) : res.body)
+}

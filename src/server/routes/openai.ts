@@ -1,0 +1,132 @@
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
+import { Type } from 'typebox'
+import { type OpenAiApi, type OpenAiHistory, openAiPayload, readOpenAiRequest } from '../../proxy/openai.js'
+import type { Upstream } from '../../proxy/upstream.js'
+import { type ProxiedApi, type ProxyContext, type ProxyRead, installProxyHooks, proxyRequest } from '../proxying.js'
+import { KEYED, keyedResponses } from './security.js'
+
+export interface OpenAiRouteOptions extends ProxyContext {
+  /** OPENAI_BASE_URL, read as the openai SDK reads it (`/v1` included). */
+  upstream: Upstream
+  /**
+   * The credentials a request is forwarded with: the gateway's OPENAI_API_KEY, or (only when the gateway
+   * checks no keys of its own and has none for the upstream) the client's; undefined when there are none.
+   */
+  credentials: (request: FastifyRequest) => Record<string, string> | undefined
+}
+
+/** The proxied endpoints: the path below OPENAI_BASE_URL upstream, below /v1 here. */
+const ENDPOINTS = [
+  {
+    api: 'chat',
+    endpoint: 'chat_completions',
+    path: '/chat/completions',
+    operationId: 'createChatCompletion',
+    summary: 'Chat Completions, proxied: compacted past the budget, forwarded byte for byte under it, streamed back as it arrives',
+    body: Type.Object(
+      {
+        model: Type.String(),
+        messages: Type.Array(Type.Object({ role: Type.String() }, { additionalProperties: true }), {
+          description: 'Leading system and developer messages are the system prompt (counted, sent as they came); the rest may be compacted into one user message that carries the summary.'
+        }),
+        tools: Type.Optional(Type.Array(Type.Object({}, { additionalProperties: true }))),
+        stream: Type.Optional(Type.Boolean()),
+        prompt_cache_key: Type.Optional(Type.String({ description: 'Names the session when no session header does.' }))
+      },
+      { additionalProperties: true, description: 'A Chat Completions request, as the OpenAI SDKs send it. Every field passes upstream unchanged, but for `messages` when they are compacted.' }
+    )
+  },
+  {
+    api: 'responses',
+    endpoint: 'responses',
+    path: '/responses',
+    operationId: 'createResponse',
+    summary: 'The Responses API, proxied: compacted past the budget, forwarded byte for byte under it, streamed back as it arrives',
+    body: Type.Object(
+      {
+        model: Type.String(),
+        input: Type.Optional(
+          Type.Union([Type.String(), Type.Array(Type.Object({}, { additionalProperties: true }))], {
+            description:
+              'Leading system and developer items (of any type) are the system prompt; calls and their outputs are paired by `call_id`, reasoning items stay with their turn, items of types the gateway does not know pass untouched. A string is one message: never compacted.'
+          })
+        ),
+        instructions: Type.Optional(Type.String()),
+        previous_response_id: Type.Optional(Type.String({ description: 'The history is held upstream: the request is forwarded unread (`x-compaction-not-read: previous_response_id`).' })),
+        conversation: Type.Optional(Type.Unknown({ description: 'The history is held upstream: the request is forwarded unread (`x-compaction-not-read: conversation`).' })),
+        tools: Type.Optional(Type.Array(Type.Object({}, { additionalProperties: true }))),
+        stream: Type.Optional(Type.Boolean()),
+        prompt_cache_key: Type.Optional(Type.String({ description: 'Names the session when no session header does (Codex sends its thread id).' }))
+      },
+      { additionalProperties: true, description: 'A Responses API request, as the OpenAI SDKs and Codex send it. Every field passes upstream unchanged, but for `input` when it is compacted.' }
+    )
+  }
+] as const
+
+const PROXY_HEADERS = Type.Object({
+  'x-compaction-budget': Type.Optional(Type.String({ description: 'The prompt size (tokens) past which this request is compacted, or "off"; COMPACT_BUDGET by default.' })),
+  'x-compaction-session': Type.Optional(
+    Type.String({ description: 'The session (1 to 200 characters); by default the session id the agent sends (x-session-id, x-session-affinity, session-id, thread-id…), else prompt_cache_key.' })
+  )
+})
+
+const upstreamAnswer = {
+  description:
+    'The answer, as the OpenAI-compatible API gave it (status, headers and body; `text/event-stream` for `stream: true`), with `x-compaction: none|compacted`, `x-compaction-summary-id`, and `x-compaction-not-read` (previous_response_id, conversation, single_input, history_not_read) where the history could not be read.',
+  content: { 'application/json': { schema: Type.Object({}, { additionalProperties: true }) }, 'text/event-stream': { schema: Type.String() } }
+}
+
+const gatewayErrors = () => ({
+  ...keyedResponses(),
+  400: Type.Ref('ErrorResponse', { description: 'The body is not a request the gateway can read while it may be over the budget, or its history breaks the rules of a conversation; `error.path` names the place.' }),
+  413: Type.Ref('ErrorResponse', { description: 'The body is over COMPACT_BODY_LIMIT_MB.' }),
+  502: Type.Ref('ErrorResponse', { description: 'The upstream could not be reached (or the model summary failed and COMPACT_FALLBACK=error).' }),
+  504: Type.Ref('ErrorResponse', { description: 'The upstream did not begin to answer within COMPACT_UPSTREAM_TIMEOUT_MS.' }),
+  '4XX': Type.Ref('ErrorResponse', { description: "The upstream's own refusals come back with their status, body and headers." }),
+  '5XX': Type.Ref('ErrorResponse', { description: "The upstream's own failures come back with their status, body and retry-after." })
+})
+
+/**
+ * POST /v1/chat/completions and /v1/responses: OpenAI's APIs, proxied to OPENAI_BASE_URL as /v1/messages
+ * proxies the Messages API (the same compactor, anchors, records and cold layer); the history is read into
+ * the core's turns and given back as the client's own items.
+ */
+export const openAiRoutes: FastifyPluginAsync<OpenAiRouteOptions> = async (app, options) => {
+  const { upstream, credentials } = options
+  const outcomes = installProxyHooks(app, options.metrics, (url) => ENDPOINTS.find((e) => `/v1${e.path}` === url)?.endpoint ?? 'chat_completions')
+  for (const route of ENDPOINTS) {
+    const kind: OpenAiApi = route.api
+    const api: ProxiedApi<OpenAiHistory> = {
+      endpoint: route.endpoint,
+      path: route.path,
+      name: 'the OpenAI API',
+      keySetting: 'OPENAI_API_KEY',
+      upstream,
+      credentials,
+      read: (body, budgetMayPass): ProxyRead<OpenAiHistory> => {
+        const read = readOpenAiRequest(body.value(kind === 'chat' ? 'messages' : 'input'), kind, budgetMayPass)
+        return read.kind === 'unread' ? { unread: read.reason } : { parts: read.history, read: read.history }
+      },
+      write: (body, history, outcome) => openAiPayload(body.value() as object, history, outcome),
+      // the core's message i is the turn that starts at the client's item starts[i]
+      place: (history, path) => path.replace(/^\/messages\/(\d+).*/, (_m, i: string) => `/${history.field}/${history.adapted.starts[Number(i)] ?? i}`)
+    }
+    // The body is read by the proxy, not by a schema: the contract describes it, the upstream checks it.
+    app.post(
+      `/v1${route.path}`,
+      {
+        schema: {
+          tags: ['proxy'],
+          operationId: route.operationId,
+          summary: route.summary,
+          security: KEYED,
+          headers: PROXY_HEADERS,
+          body: route.body,
+          response: { 200: upstreamAnswer, ...gatewayErrors() }
+        },
+        validatorCompiler: () => () => true
+      },
+      async (request, reply) => proxyRequest(app, options, api, outcomes, request, reply)
+    )
+  }
+}

@@ -1,0 +1,278 @@
+import type { AddressInfo } from 'node:net'
+import OpenAI from 'openai'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import type { App } from '../../src/server/app.js'
+import { testApp } from '../helpers/app.js'
+import { FakeOpenAi, type OpenAiRequest } from '../helpers/fake-openai.js'
+
+const UPSTREAM_KEY = 'sk-openai-upstream-proxy-test-000000'
+const GATEWAY_KEY = 'gw-openai-proxy-test-key-1'
+const BUDGET = '6000'
+
+type Item = Record<string, unknown>
+
+/** A Chat Completions coding session: system prompt, task, `steps` tool calls with outputs of `chars` characters. */
+function chatSession(steps: number, chars = 2_000, tag = 'a'): Item[] {
+  const items: Item[] = [
+    { role: 'system', content: 'You are a coding agent. Use the tools.' },
+    { role: 'user', content: `Fix the failing parser test in src/parse_${tag}.ts` }
+  ]
+  for (let i = 0; i < steps; i++) {
+    items.push({ role: 'assistant', content: null, tool_calls: [{ id: `call_${tag}_${i}`, type: 'function', function: { name: 'shell', arguments: JSON.stringify({ cmd: `cat src/module_${i}.ts` }) } }] })
+    items.push({ role: 'tool', tool_call_id: `call_${tag}_${i}`, content: `line ${i}: ${'x'.repeat(chars)}` })
+  }
+  items.push({ role: 'assistant', content: `Read ${steps} modules.` }, { role: 'user', content: 'Now update docs/parser.md to match' })
+  return items
+}
+
+/**
+ * A Responses history as Codex sends it: its tools as an `additional_tools` developer item, its instructions
+ * as developer messages, the environment and the prompt as user messages, then reasoning (encrypted),
+ * custom tool calls with outputs as lists of parts, function calls, and an item type no API has yet.
+ */
+function codexSession(steps: number, chars = 2_000): Item[] {
+  const items: Item[] = [
+    { type: 'additional_tools', id: 'at_1', role: 'developer', tools: [{ type: 'custom', name: 'exec', description: 'Run JavaScript. '.repeat(40) }] },
+    { type: 'message', id: 'msg_dev', role: 'developer', content: [{ type: 'input_text', text: 'You are Codex. '.repeat(60) }] },
+    { type: 'message', id: 'msg_env', role: 'user', content: [{ type: 'input_text', text: '<environment_context>\n  <cwd>/work</cwd>\n</environment_context>' }] },
+    { type: 'message', id: 'msg_task', role: 'user', content: [{ type: 'input_text', text: 'Make the build pass: fix src/lexer.rs' }] }
+  ]
+  for (let i = 0; i < steps; i++) {
+    items.push({ type: 'reasoning', id: `rs_${i}`, summary: [], encrypted_content: `gAAAA${'e'.repeat(200)}${i}` })
+    if (i % 3 === 2) {
+      items.push({ type: 'function_call', id: `fc_${i}`, call_id: `call_${i}`, name: 'wait', arguments: JSON.stringify({ cell_id: String(i) }) })
+      items.push({ type: 'function_call_output', call_id: `call_${i}`, output: `cell ${i}: ${'y'.repeat(chars)}` })
+    } else {
+      items.push({ type: 'custom_tool_call', id: `ctc_${i}`, status: 'completed', call_id: `call_${i}`, name: 'exec', input: `const r = await tools.exec_command({cmd: "cargo build -p step${i}"}); text(r)` })
+      items.push({ type: 'custom_tool_call_output', id: `ctco_${i}`, call_id: `call_${i}`, output: [{ type: 'input_text', text: 'Script completed\n' }, { type: 'input_text', text: `step ${i}: ${'x'.repeat(chars)}` }] })
+    }
+    if (i === 4) items.push({ type: 'future_item_kind', id: 'fut_1', payload: { note: 'an item type the gateway does not know' } })
+  }
+  items.push({ type: 'message', role: 'assistant', id: 'msg_a', content: [{ type: 'output_text', text: `Ran ${steps} steps.`, annotations: [] }] })
+  items.push({ type: 'message', id: 'msg_next', role: 'user', content: [{ type: 'input_text', text: 'Now run the tests' }] })
+  return items
+}
+
+const isSummaryCall = (r: OpenAiRequest): boolean => (r.body.tools ?? []).some((t) => t.function?.name === 'record_summary')
+const proxied = (fake: FakeOpenAi): OpenAiRequest[] => fake.requests.filter((r) => !isSummaryCall(r))
+
+/** The text of every part of an item list, for what a summary item says. */
+const itemText = (item: Item | undefined): string => JSON.stringify(item?.content ?? '')
+
+describe('POST /v1/chat/completions and /v1/responses: drop-in proxies for OpenAI-format agents', () => {
+  let fake: FakeOpenAi
+  let app: App
+  let url: string
+  let sdk: OpenAI
+
+  beforeAll(async () => {
+    fake = await new FakeOpenAi().start()
+    app = await testApp({
+      OPENAI_API_KEY: UPSTREAM_KEY,
+      OPENAI_BASE_URL: `${fake.url}/v1`,
+      COMPACT_SUMMARIZER: 'extractive',
+      COMPACT_API_KEYS: `alice=${GATEWAY_KEY}`,
+      COMPACT_PRECOMPUTE_AT: 'off'
+    })
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
+    sdk = new OpenAI({ apiKey: GATEWAY_KEY, baseURL: `${url}/v1`, maxRetries: 0 })
+  })
+  afterAll(async () => {
+    await app.close()
+    await fake.close()
+  })
+  afterEach(() => {
+    fake.requests.length = 0
+    fake.refused.length = 0
+    fake.fallback = { text: 'Hello from the upstream.' }
+  })
+
+  it('Chat Completions through the real SDK: the upstream answer, sent with the gateway key, never the client key', async () => {
+    fake.fallback = { text: 'Hello from the upstream.' }
+    const { data, response } = await sdk.chat.completions.create({ model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] }).withResponse()
+    expect(data.choices[0]?.message.content).toBe('Hello from the upstream.')
+    expect(response.headers.get('x-compaction')).toBe('none')
+    const [sent] = fake.requests
+    expect(sent?.path).toBe('/v1/chat/completions')
+    expect(sent?.headers.authorization).toBe(`Bearer ${UPSTREAM_KEY}`)
+    expect(JSON.stringify(sent?.headers)).not.toContain(GATEWAY_KEY)
+  })
+
+  it('Chat Completions streamed through the SDK: every chunk, in order', async () => {
+    fake.fallback = { text: 'Streamed, in two pieces.' }
+    const stream = await sdk.chat.completions.create({ model: 'gpt-test', stream: true, messages: [{ role: 'user', content: 'stream please' }] })
+    const pieces: string[] = []
+    for await (const chunk of stream) pieces.push(chunk.choices[0]?.delta.content ?? '')
+    expect(pieces.join('')).toBe('Streamed, in two pieces.')
+    expect(pieces.filter((p) => p !== '').length).toBe(2)
+  })
+
+  it('the Responses API through the SDK, plain and streamed (the stream helper assembles the final response)', async () => {
+    fake.fallback = { text: 'A response.' }
+    const plain = await sdk.responses.create({ model: 'gpt-test', input: [{ role: 'user', content: 'hi' }] })
+    expect(plain.output_text).toBe('A response.')
+    const stream = sdk.responses.stream({ model: 'gpt-test', input: [{ role: 'user', content: 'hi again' }] })
+    const deltas: string[] = []
+    stream.on('response.output_text.delta', (e) => deltas.push(e.delta))
+    const final = await stream.finalResponse()
+    expect(final.output_text).toBe('A response.')
+    expect(deltas).toEqual(['A response.'])
+    expect(fake.requests.map((r) => r.path)).toEqual(['/v1/responses', '/v1/responses'])
+  })
+
+  it('forwards a body under the budget byte for byte: spacing, key order, huge numbers and unknown fields as sent', async () => {
+    const raw = `{"model":"gpt-test",  "messages":[{"role":"user","content":"h\\u00e9llo"}],"seed":12345678901234567890123,"zz_future":{"a":[1,2.50]}}`
+    const res = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${GATEWAY_KEY}` }, body: raw })
+    expect(res.status).toBe(200)
+    expect(fake.requests[0]?.raw.toString('utf8')).toBe(raw)
+  })
+
+  it('compacts a Chat Completions history past the budget: system as sent, one summary message, the tail as sent, no call split', async () => {
+    const messages = chatSession(30)
+    const { response } = await sdk.chat.completions.create({ model: 'gpt-test', messages: messages as never }, { headers: { 'x-compaction-budget': BUDGET, 'x-session-id': 'chat-1' } }).withResponse()
+    expect(response.headers.get('x-compaction')).toBe('compacted')
+    expect(response.headers.get('x-compaction-summary-id')).toMatch(/./)
+    expect(fake.refused).toEqual([])
+    const sent = fake.requests[0]?.body.messages as unknown as Item[]
+    expect(sent[0]).toEqual(messages[0])
+    expect(sent[1]?.role).toBe('user')
+    expect(itemText(sent[1])).toContain('Fix the failing parser test')
+    // the rest are the client's own last messages, unchanged
+    const tail = sent.slice(2)
+    expect(tail.length).toBeGreaterThan(1)
+    expect(tail).toEqual(messages.slice(messages.length - tail.length))
+    expect(sent.length).toBeLessThan(messages.length)
+    // the proxy's estimate of what it sent is under the budget
+    const { points } = (await app.inject({ method: 'GET', url: '/v1/sessions/chat-1/timeline', headers: { 'x-api-key': GATEWAY_KEY } })).json<{ points: { context_after_compaction: number; budget_tokens: number }[] }>()
+    expect(points).toHaveLength(1)
+    expect(points[0]?.budget_tokens).toBe(Number(BUDGET))
+    expect(points[0]?.context_after_compaction).toBeLessThanOrEqual(Number(BUDGET))
+  })
+
+  it('a conversation that goes on sends the same summary message, byte for byte, and its new turns as sent (no new summary)', async () => {
+    const first = chatSession(30, 2_000, 'b')
+    await sdk.chat.completions.create({ model: 'gpt-test', messages: first as never }, { headers: { 'x-compaction-budget': BUDGET, 'x-session-id': 'chat-2' } })
+    const next = [...first, { role: 'assistant', content: 'Updated the docs.' }, { role: 'user', content: 'Thanks, commit it' }]
+    const { response } = await sdk.chat.completions.create({ model: 'gpt-test', messages: next as never }, { headers: { 'x-compaction-budget': BUDGET, 'x-session-id': 'chat-2' } }).withResponse()
+    expect(response.headers.get('x-compaction')).toBe('compacted')
+    const [a, b] = fake.requests.map((r) => r.body.messages as unknown as Item[])
+    expect(JSON.stringify(b?.[1])).toBe(JSON.stringify(a?.[1]))
+    expect(b?.slice(-2)).toEqual(next.slice(-2))
+    const records = (await app.inject({ method: 'GET', url: '/v1/sessions/chat-2/compactions', headers: { 'x-api-key': GATEWAY_KEY } })).json<{ compactions: unknown[] }>()
+    expect(records.compactions).toHaveLength(1)
+  })
+
+  it('compacts a Codex-shaped Responses history: its tools and instructions as sent, reasoning kept with its turn, unknown items untouched', async () => {
+    const input = codexSession(24)
+    const stream = await sdk.responses.create(
+      { model: 'gpt-test', stream: true, store: false, include: ['reasoning.encrypted_content'], input: input as never, prompt_cache_key: 'thread-7' },
+      { headers: { 'x-compaction-budget': BUDGET, 'session-id': 'codex-1' } }
+    )
+    for await (const _event of stream) {
+      // drained
+    }
+    expect(fake.refused).toEqual([])
+    const sent = fake.requests[0]?.body.input as unknown as Item[]
+    expect(sent.slice(0, 2)).toEqual(input.slice(0, 2)) // additional_tools and the developer message
+    expect(sent[2]).toMatchObject({ type: 'message', role: 'user' })
+    expect(itemText(sent[2])).toContain('Make the build pass')
+    const tail = sent.slice(3)
+    expect(tail).toEqual(input.slice(input.length - tail.length))
+    expect(sent.length).toBeLessThan(input.length)
+    // every reasoning item kept is followed by the item it belongs to, with its encrypted content as sent
+    for (const [k, item] of tail.entries()) if (item.type === 'reasoning') expect(tail[k + 1]?.type).toMatch(/call$/)
+    const records = (await app.inject({ method: 'GET', url: '/v1/sessions/codex-1/compactions', headers: { 'x-api-key': GATEWAY_KEY } })).json<{ compactions: unknown[] }>()
+    expect(records.compactions).toHaveLength(1)
+  })
+
+  it('forwards a Responses request that names previous_response_id unread, over the budget too, and says so', async () => {
+    const input = codexSession(24).slice(3)
+    const raw = JSON.stringify({ model: 'gpt-test', previous_response_id: 'resp_abc', input })
+    const res = await fetch(`${url}/v1/responses`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${GATEWAY_KEY}`, 'x-compaction-budget': '1000' },
+      body: raw
+    })
+    expect(res.status).toBe(200)
+    expect(res.headers.get('x-compaction')).toBe('none')
+    expect(res.headers.get('x-compaction-not-read')).toBe('previous_response_id')
+    expect(fake.requests[0]?.raw.toString('utf8')).toBe(raw)
+  })
+
+  it('refuses an over-budget history it cannot read, naming the item; under the budget the upstream is the judge', async () => {
+    const messages = chatSession(30)
+    messages.splice(5, 0, { role: 'tool', tool_call_id: 'call_nobody', content: 'an output of no call' })
+    const over = await fetch(`${url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${GATEWAY_KEY}`, 'x-compaction-budget': BUDGET },
+      body: JSON.stringify({ model: 'gpt-test', messages })
+    })
+    expect(over.status).toBe(400)
+    const { error } = (await over.json()) as { error: { message: string; path: string } }
+    expect(error.path).toBe('/messages/5')
+    expect(error.message).toContain('call_nobody')
+    expect(fake.requests).toHaveLength(0)
+
+    const small = [{ role: 'user', content: 'hi' }, { role: 'tool', tool_call_id: 'call_nobody', content: 'x' }]
+    const under = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${GATEWAY_KEY}` }, body: JSON.stringify({ model: 'gpt-test', messages: small }) })
+    expect(under.status).toBe(400) // the upstream's own refusal
+    expect(fake.refused[0]).toContain("messages with role 'tool' must be a response")
+  })
+
+  it('an item in the Responses input that is not an object is refused at its place when the request may be over the budget', async () => {
+    const input: unknown[] = codexSession(24)
+    input.splice(9, 0, 42)
+    const res = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${GATEWAY_KEY}`, 'x-compaction-budget': BUDGET }, body: JSON.stringify({ model: 'gpt-test', input }) })
+    expect(res.status).toBe(400)
+    expect(((await res.json()) as { error: { path: string } }).error.path).toBe('/input/9')
+  })
+
+  it('a stream the upstream breaks off ends with an error event the SDK throws', async () => {
+    fake.reply({ text: 'never finished', breakOff: true })
+    const stream = await sdk.chat.completions.create({ model: 'gpt-test', stream: true, messages: [{ role: 'user', content: 'hi' }] })
+    await expect(
+      (async () => {
+        for await (const _chunk of stream) {
+          // read until it breaks
+        }
+      })()
+    ).rejects.toThrow(/the OpenAI API stream broke off/)
+  })
+
+  it('an upstream refusal comes back with its status and body', async () => {
+    await expect(sdk.chat.completions.create({ model: '', messages: [{ role: 'user', content: 'hi' }] })).rejects.toMatchObject({ status: 400, message: expect.stringContaining('model') })
+  })
+})
+
+describe('the OpenAI proxies without a key for the upstream', () => {
+  it('answer 500 naming the setting, and tell the SDK not to retry', async () => {
+    const app = await testApp({ COMPACT_API_KEYS: `alice=${GATEWAY_KEY}`, OPENAI_BASE_URL: 'http://127.0.0.1:9/v1' })
+    const res = await app.inject({ method: 'POST', url: '/v1/responses', headers: { authorization: `Bearer ${GATEWAY_KEY}` }, payload: { model: 'm', input: 'hi' } })
+    expect(res.statusCode).toBe(500)
+    expect(res.headers['x-should-retry']).toBe('false')
+    expect(res.json<{ error: { message: string } }>().error.message).toContain('OPENAI_API_KEY')
+    await app.close()
+  })
+})
+
+describe('a proxied compaction summarized by an OpenAI-compatible model', () => {
+  it('the summary is written by the openai summarizer through the same upstream, and the proxied request sends it', async () => {
+    const fake = await new FakeOpenAi().start()
+    fake.fallback = (r) => (isSummaryCall(r) ? { toolInput: { objective: 'Fix the failing parser test (model summary)' } } : { text: 'ok' })
+    const app = await testApp({ OPENAI_API_KEY: UPSTREAM_KEY, OPENAI_BASE_URL: `${fake.url}/v1`, COMPACT_SUMMARIZER: 'openai', COMPACT_MODEL: 'gpt-small', COMPACT_PRECOMPUTE_AT: 'off' })
+    try {
+      await app.listen({ port: 0, host: '127.0.0.1' })
+      const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/v1`
+      const client = new OpenAI({ apiKey: 'unused', baseURL: base, maxRetries: 0 })
+      const { response } = await client.chat.completions.create({ model: 'gpt-agent', messages: chatSession(30) as never }, { headers: { 'x-compaction-budget': BUDGET } }).withResponse()
+      expect(response.headers.get('x-compaction')).toBe('compacted')
+      expect(fake.requests.filter(isSummaryCall).map((r) => r.body.model)).toEqual(['gpt-small'])
+      const [sent] = proxied(fake)
+      expect(itemText((sent?.body.messages as unknown as Item[])[1])).toContain('(model summary)')
+    } finally {
+      await app.close()
+      await fake.close()
+    }
+  })
+})

@@ -17,3 +17,4 @@ install() { # name package version
 }
 
 install claude-code @anthropic-ai/claude-code "$(sed -n "s/^export const CLAUDE_CODE_VERSION = '\(.*\)'$/\1/p" test/e2e/claude-code.test.ts)"
+install codex @openai/codex "$(sed -n "s/^export const CODEX_VERSION = '\(.*\)'$/\1/p" test/e2e/codex.test.ts)"

@@ -17,6 +17,8 @@ export interface FakeOpenAiReply {
   refusal?: string
   /** An event stream that breaks off after its first event (for `stream: true`). */
   breakOff?: boolean
+  /** For the Responses API: the output items (reasoning, calls, messages) in place of one text message. */
+  output?: Record<string, unknown>[]
 }
 
 export interface OpenAiRequest {
@@ -222,48 +224,55 @@ function chatChunks(model: string, reply: FakeOpenAiReply): string[] {
 }
 
 /** A Responses API response object with one assistant message. */
-function response(model: string, reply: FakeOpenAiReply, status = 'completed'): Record<string, unknown> {
+function response(model: string, reply: FakeOpenAiReply): Record<string, unknown> {
   counter++
   const text = answerText(reply)
   return {
     id: `resp_fake_${counter}`,
     object: 'response',
     created_at: Math.floor(Date.now() / 1000),
-    status,
+    status: 'completed',
     model,
-    output: status === 'completed' ? [{ type: 'message', id: `msg_fake_${counter}`, status: 'completed', role: 'assistant', content: [{ type: 'output_text', text, annotations: [] }] }] : [],
+    output: reply.output ?? [{ type: 'message', id: `msg_fake_${counter}`, status: 'completed', role: 'assistant', content: [{ type: 'output_text', text, annotations: [] }] }],
     usage: { input_tokens: 1_000 + counter, output_tokens: 10, total_tokens: 1_010 + counter, input_tokens_details: { cached_tokens: 0 }, output_tokens_details: { reasoning_tokens: 0 } }
   }
 }
 
-/** The Responses API's events for one text message, in its order, each numbered. */
+/** The Responses API's events for a response, in its order, each numbered: a message's text as a delta, any other item whole. */
 function responseEvents(model: string, reply: FakeOpenAiReply): string[] {
   const done = response(model, reply)
-  const item = (done.output as Record<string, unknown>[])[0] as { id: string; content: { text: string }[] }
-  const text = item.content[0]?.text ?? ''
-  const part = { type: 'output_text', text: '', annotations: [] }
-  const events: Record<string, unknown>[] = [
-    { type: 'response.created', response: { ...done, status: 'in_progress', output: [] } },
-    { type: 'response.output_item.added', output_index: 0, item: { ...item, status: 'in_progress', content: [] } },
-    { type: 'response.content_part.added', output_index: 0, item_id: item.id, content_index: 0, part },
-    { type: 'response.output_text.delta', output_index: 0, item_id: item.id, content_index: 0, delta: text },
-    { type: 'response.output_text.done', output_index: 0, item_id: item.id, content_index: 0, text },
-    { type: 'response.content_part.done', output_index: 0, item_id: item.id, content_index: 0, part: { ...part, text } },
-    { type: 'response.output_item.done', output_index: 0, item },
-    { type: 'response.completed', response: done }
-  ]
+  const events: Record<string, unknown>[] = [{ type: 'response.created', response: { ...done, status: 'in_progress', output: [] } }]
+  for (const [k, item] of (done.output as { type: string; id: string; content?: { text: string }[] }[]).entries()) {
+    const at = { output_index: k, item_id: item.id, content_index: 0 }
+    if (item.type !== 'message') {
+      events.push({ type: 'response.output_item.added', output_index: k, item }, { type: 'response.output_item.done', output_index: k, item })
+      continue
+    }
+    const text = item.content?.[0]?.text ?? ''
+    const part = { type: 'output_text', text: '', annotations: [] }
+    events.push(
+      { type: 'response.output_item.added', output_index: k, item: { ...item, status: 'in_progress', content: [] } },
+      { type: 'response.content_part.added', ...at, part },
+      { type: 'response.output_text.delta', ...at, delta: text },
+      { type: 'response.output_text.done', ...at, text },
+      { type: 'response.content_part.done', ...at, part: { ...part, text } },
+      { type: 'response.output_item.done', output_index: k, item }
+    )
+  }
+  events.push({ type: 'response.completed', response: done })
   return events.map((e, n) => `event: ${e.type as string}\ndata: ${JSON.stringify({ ...e, sequence_number: n })}\n\n`)
 }
 
 /**
  * What the Responses API refuses with a 400: a body that is not JSON (or holds an unpaired surrogate), no
- * model, an `input` it refuses (responsesInputRefusal), tools that are not objects with a type.
+ * model, an `input` it refuses (responsesInputRefusal), tools that are not objects with a type, a reasoning
+ * item without its encrypted content where nothing is stored (`store: false`).
  */
 export function responsesRefusal(raw: string): string | undefined {
   if (unpairedSurrogate(raw)) {
     return 'We could not parse the JSON body of your request: it holds an unpaired surrogate'
   }
-  let body: { model?: unknown; input?: unknown; tools?: unknown }
+  let body: { model?: unknown; input?: unknown; tools?: unknown; store?: unknown }
   try {
     body = JSON.parse(raw) as typeof body
   } catch {
@@ -271,5 +280,11 @@ export function responsesRefusal(raw: string): string | undefined {
   }
   if (typeof body.model !== 'string' || body.model === '') return 'Missing required parameter: \'model\'.'
   if (body.tools !== undefined && (!Array.isArray(body.tools) || body.tools.some((t) => typeof (t as { type?: unknown } | null)?.type !== 'string'))) return "Invalid type for 'tools'"
-  return body.input === undefined ? undefined : responsesInputRefusal(body.input)
+  if (body.input === undefined) return undefined
+  // with store: false nothing is kept upstream: a reasoning item must bring its encrypted content
+  if (body.store === false && Array.isArray(body.input)) {
+    const k = body.input.findIndex((i) => (i as { type?: unknown } | null)?.type === 'reasoning' && typeof (i as { encrypted_content?: unknown }).encrypted_content !== 'string')
+    if (k >= 0) return `Item 'input[${k}]' of type 'reasoning' was not found: items are not persisted when \`store\` is set to false`
+  }
+  return responsesInputRefusal(body.input)
 }

@@ -1,9 +1,15 @@
 import type { AddressInfo } from 'node:net'
+import fc from 'fast-check'
 import OpenAI from 'openai'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { emptySections, promptTokens } from '../../src/compaction/index.js'
+import { ProxyCompactor } from '../../src/proxy/compactor.js'
+import { type OpenAiApi, openAiPayload, readOpenAiRequest } from '../../src/proxy/openai.js'
 import type { App } from '../../src/server/app.js'
+import { ExtractiveSummarizer } from '../../src/summarizer/extractive.js'
+import type { Summarizer } from '../../src/summarizer/summarizer.js'
 import { testApp } from '../helpers/app.js'
-import { FakeOpenAi, type OpenAiRequest } from '../helpers/fake-openai.js'
+import { FakeOpenAi, type OpenAiRequest, chatCompletionsRefusal, responsesRefusal } from '../helpers/fake-openai.js'
 
 const UPSTREAM_KEY = 'sk-openai-upstream-proxy-test-000000'
 const GATEWAY_KEY = 'gw-openai-proxy-test-key-1'
@@ -275,4 +281,99 @@ describe('a proxied compaction summarized by an OpenAI-compatible model', () => 
       await fake.close()
     }
   })
+})
+
+/** A model that answers at once: the proxy's background paths (summaries written ahead, rewrites) run too. */
+const instantModel: Summarizer = {
+  kind: 'openai',
+  summarize: async () => ({
+    sections: { ...emptySections(), objective: 'Make the build pass' },
+    report: { kind: 'openai', model: 'm', input_tokens: 1, output_tokens: 1, calls: 1, fallback_reason: null, duration_ms: 0 }
+  })
+}
+
+/** Text of a given length with emoji (astral characters) and NULs where a clip may fall. */
+const text = (n: number, seed: number): string => {
+  const unit = `out ${seed} 😀\u0000 ${'é'.repeat(seed % 5)}𝄞 `
+  // cut at a code point: the client's own text is well formed (a clip must keep it so)
+  return Array.from(unit.repeat(Math.ceil(n / unit.length)))
+    .slice(0, n)
+    .join('')
+}
+
+/** One step of a generated session: its output's size, how many parallel calls, and whether reasoning or an unknown item comes with it. */
+const stepArb = fc.record({ size: fc.integer({ min: 0, max: 9_000 }), calls: fc.integer({ min: 1, max: 3 }), reasoning: fc.boolean(), unknown: fc.boolean(), prompt: fc.boolean() })
+type Step = { size: number; calls: number; reasoning: boolean; unknown: boolean; prompt: boolean }
+
+/** The requests of a growing Chat Completions session: after each step the client asks with its history so far. */
+function chatRequests(steps: Step[]): Item[][] {
+  const items: Item[] = [{ role: 'system', content: 'You are a coding agent.' }, { role: 'user', content: 'Fix the build' }]
+  const requests: Item[][] = []
+  steps.forEach((s, k) => {
+    const ids = Array.from({ length: s.calls }, (_, j) => `call_${k}_${j}`)
+    items.push({ role: 'assistant', content: s.reasoning ? `thinking about step ${k}` : null, tool_calls: ids.map((id) => ({ id, type: 'function', function: { name: 'shell', arguments: JSON.stringify({ cmd: `make step${k}` }) } })) })
+    for (const id of ids) items.push({ role: 'tool', tool_call_id: id, content: text(s.size, k) })
+    if (s.prompt) items.push({ role: 'assistant', content: `step ${k} done` }, { role: 'user', content: [{ type: 'text', text: `go on ${k} 🚀` }] })
+    requests.push(structuredClone(items))
+  })
+  return requests
+}
+
+/** The requests of a growing Responses session, shaped as Codex sends it. */
+function responsesRequests(steps: Step[]): Item[][] {
+  const items: Item[] = codexSession(0).slice(0, 4)
+  const requests: Item[][] = []
+  steps.forEach((s, k) => {
+    if (s.reasoning) items.push({ type: 'reasoning', id: `rs_${k}`, summary: [], encrypted_content: `enc${k}` })
+    const ids = Array.from({ length: s.calls }, (_, j) => `call_${k}_${j}`)
+    for (const id of ids) items.push({ type: 'custom_tool_call', call_id: id, name: 'exec', input: `text(${k})` })
+    if (s.unknown) items.push({ type: 'future_item_kind', id: `fut_${k}` })
+    for (const id of ids) items.push({ type: 'custom_tool_call_output', call_id: id, output: [{ type: 'input_text', text: text(s.size, k) }] })
+    if (s.prompt) items.push({ type: 'message', role: 'user', content: [{ type: 'input_text', text: `go on ${k} 🚀` }] })
+    requests.push(structuredClone(items))
+  })
+  return requests
+}
+
+describe('the OpenAI proxies over generated growing sessions (property)', () => {
+  it('forward a request the API takes, the system items and the kept items as sent (but reported clips), within the budget whenever changed', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(stepArb, { minLength: 1, maxLength: 30 }), fc.integer({ min: 2_000, max: 16_000 }), fc.constantFrom<OpenAiApi>('chat', 'responses'), fc.boolean(), async (steps, budget, api, withModel) => {
+        let n = 0
+        const proxy = new ProxyCompactor({
+          deps: { defaults: { budgetTokens: 45_000, keepTurns: 8 }, extractive: new ExtractiveSummarizer(), ...(withModel ? { model: instantModel } : {}), newId: () => `cmp_${++n}`, now: () => performance.now() },
+          precomputeAt: withModel ? 0.5 : undefined,
+          canPrecompute: () => true,
+          onPrecompute: () => undefined
+        })
+        for (const items of api === 'chat' ? chatRequests(steps) : responsesRequests(steps)) {
+          const body = api === 'chat' ? { model: 'm', messages: items } : { model: 'm', store: false, input: items }
+          const read = readOpenAiRequest(body, api, () => true)
+          if (read.kind !== 'history') throw new Error(read.reason)
+          const { history } = read
+          const outcome = await proxy.prepare({ messages: history.messages, system: history.system, tools: history.tools, tenant: 't', session: 's', budget })
+          if (outcome.kind === 'none') continue
+          const raw = openAiPayload(body, history, outcome).toString('utf8')
+          expect(api === 'chat' ? chatCompletionsRefusal(raw) : responsesRefusal(raw)).toBeUndefined()
+          const sent = (JSON.parse(raw) as Record<string, Item[]>)[history.field] as Item[]
+          const leading = history.adapted.leading
+          expect(sent.slice(0, leading)).toEqual(items.slice(0, leading))
+          const tail = sent.slice(leading + 1)
+          const from = items.length - tail.length
+          expect(from).toBe(history.adapted.starts[outcome.keptFrom])
+          // every kept item as sent, but those the bound clipped (each one reported)
+          const clipped = new Set(outcome.clips.map((c) => history.adapted.sources[c.message_index]?.[c.block_index ?? 0]?.item))
+          tail.forEach((item, k) => {
+            if (!clipped.has(from + k)) expect(item).toEqual(items[from + k])
+          })
+          // within the budget, estimated as the proxy estimates any request it reads
+          const again = readOpenAiRequest({ ...body, [history.field]: sent }, api, () => true)
+          if (again.kind !== 'history') throw new Error(again.reason)
+          expect(promptTokens(again.history.messages, again.history.system, again.history.tools)).toBeLessThanOrEqual(budget)
+        }
+        await proxy.close()
+      }),
+      { numRuns: 80 }
+    )
+  }, 240_000)
 })

@@ -1,0 +1,201 @@
+import { spawn } from 'node:child_process'
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+import { promptTokens } from '../../src/compaction/index.js'
+import { readOpenAiRequest } from '../../src/proxy/openai.js'
+import { FakeOpenAi, type FakeOpenAiReply, type OpenAiRequest } from '../helpers/fake-openai.js'
+import { ROOT, type ServerProcess, startServer, tempDb } from '../helpers/process.js'
+
+/**
+ * The real Codex CLI (from npm, installed by scripts/install-clients.sh into .clients/) runs a scripted
+ * session through the gateway's Responses proxy with its default model: it streams every turn, sends
+ * `store: false` with the whole history, its tools as an `additional_tools` item and its instructions as
+ * developer items, names its session in `session-id`, and gets reasoning and `custom_tool_call` items back.
+ * The upstream refuses what the Responses API refuses; the summaries come from an OpenAI-compatible model
+ * (Chat Completions on the same loopback server) that takes MODEL_MS each.
+ */
+export const CODEX_VERSION = '0.171.0'
+const BIN = join(ROOT, '.clients', `codex-${CODEX_VERSION}`, 'node_modules/@openai/codex/bin/codex.js')
+const missing = existsSync(BIN) ? undefined : `Codex CLI ${CODEX_VERSION} is not installed in .clients/ (npm run e2e installs it)`
+if (missing) console.warn(`skipped: ${missing}`)
+
+const GATEWAY_KEY = 'gw-e2e-codex-key-0001'
+const UPSTREAM_KEY = 'sk-e2e-openai-upstream-0000'
+const MODEL_MS = Number(process.env.E2E_MODEL_MS ?? 6_000)
+/** How long the agent's model takes over a turn (a real one takes seconds); the summaries are written meanwhile. */
+const TURN_MS = Number(process.env.E2E_TURN_MS ?? 1_500)
+/** The room between Codex's tools and instructions and the budget. */
+const ROOM = 40_000
+const STEPS = 36
+/** Each step's output: about 4,000 tokens of text, made by the exec tool's own JavaScript (no shell needed). */
+const OUTPUT_LINES = 230
+
+const isSummaryCall = (r: OpenAiRequest): boolean => r.path === '/v1/chat/completions'
+type Item = Record<string, unknown>
+const inputOf = (r: OpenAiRequest): Item[] => (Array.isArray(r.body.input) ? (r.body.input as Item[]) : [])
+
+/** The script: each answer is the next step (reasoning, then an exec call), found from the last call's output; then the end. */
+function scripted(): { reply: (r: OpenAiRequest) => FakeOpenAiReply; handed: Set<number> } {
+  const handed = new Set<number>()
+  const reply = (r: OpenAiRequest): FakeOpenAiReply => {
+    if (isSummaryCall(r)) return { delayMs: MODEL_MS, toolInput: { objective: 'Run the scripted steps (SCRIPT-MAIN)' } }
+    const last = inputOf(r).at(-1)
+    const done = typeof last?.call_id === 'string' ? Number(/^call_step_(\d+)$/.exec(last.call_id)?.[1] ?? -1) : -1
+    const step = done + 1
+    if (step >= STEPS) return { delayMs: TURN_MS, output: [{ type: 'message', id: `msg_end_${step}`, status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'SCRIPT-END reached.', annotations: [] }] }] }
+    handed.add(step)
+    const code = `text("step ${step} output\\n" + Array.from({ length: ${OUTPUT_LINES} }, (_, i) => "step ${step} line " + i + " of the build log, with some words to read").join("\\n"))`
+    return {
+      delayMs: TURN_MS,
+      output: [
+        { type: 'reasoning', id: `rs_step_${step}`, summary: [], encrypted_content: `gAAAAB${'r'.repeat(300)}${step}` },
+        { type: 'custom_tool_call', id: `ctc_step_${step}`, status: 'completed', call_id: `call_step_${step}`, name: 'exec', input: code }
+      ]
+    }
+  }
+  return { reply, handed }
+}
+
+interface LogLine {
+  event?: string
+  compaction?: string
+  source?: string
+  summary_id?: string
+  prepare_ms?: number
+  status?: number
+  estimated_tokens?: number
+  context_after_compaction?: number
+}
+
+function events(process: ServerProcess): LogLine[] {
+  return process
+    .stdout()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as LogLine)
+}
+
+/** Codex run to its end (`codex exec`) against `baseUrl`, with a home and a work folder of its own. */
+async function runCodex(baseUrl: string): Promise<{ code: number | null; out: string }> {
+  const home = mkdtempSync(join(tmpdir(), 'cg-e2e-codex-home-'))
+  const work = mkdtempSync(join(tmpdir(), 'cg-e2e-codex-work-'))
+  const provider = `{ name = "gateway", base_url = "${baseUrl}/v1", env_key = "GATEWAY_KEY", wire_api = "responses" }`
+  const child = spawn(process.execPath, [BIN, 'exec', '--skip-git-repo-check', '-c', 'model_provider="gateway"', '-c', `model_providers.gateway=${provider}`, 'Run the scripted steps one by one.'], {
+    cwd: work,
+    env: { PATH: process.env.PATH ?? '', HOME: home, CODEX_HOME: home, GATEWAY_KEY },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  let out = ''
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()))
+  child.stderr.on('data', (d: Buffer) => (out += d.toString()))
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
+  return { code, out }
+}
+
+/** What Codex's tools and instructions take (its first request's system items, read as the gateway reads them). */
+function fixedTokens(first: OpenAiRequest): number {
+  const read = readOpenAiRequest(first.body, 'responses', () => true)
+  if (read.kind !== 'history') throw new Error(`Codex's first request did not read as a history (${read.reason})`)
+  return promptTokens([], read.history.system, read.history.tools)
+}
+
+describe.skipIf(missing !== undefined)(`Codex CLI ${CODEX_VERSION} through the gateway's Responses proxy, end to end`, () => {
+  const servers: ServerProcess[] = []
+  let fixed = 0
+  afterAll(() => {
+    for (const s of servers) s.child.kill('SIGKILL')
+  })
+
+  it('runs the session with compaction off, every request valid, to the scripted end (and measures what its tools and instructions take)', async () => {
+    const fake = await new FakeOpenAi().start()
+    const script = scripted()
+    fake.fallback = script.reply
+    const gateway = await startServer({ OPENAI_API_KEY: UPSTREAM_KEY, OPENAI_BASE_URL: `${fake.url}/v1`, COMPACT_API_KEYS: `e2e=${GATEWAY_KEY}`, COMPACT_BUDGET: 'off' })
+    servers.push(gateway)
+    const { code, out } = await runCodex(gateway.url)
+    expect(code, out).toBe(0)
+    expect(out).toContain('SCRIPT-END reached.')
+    expect(fake.refused).toEqual([])
+    expect(script.handed.size).toBe(STEPS)
+    const [first] = fake.requests
+    expect(first?.body.stream).toBe(true)
+    expect(first?.body.store).toBe(false)
+    expect(first?.headers.authorization).toBe(`Bearer ${UPSTREAM_KEY}`)
+    fixed = fixedTokens(first as OpenAiRequest)
+    gateway.child.kill('SIGTERM')
+    await fake.close()
+  }, 600_000)
+
+  it('crosses the budget several times with summaries written ahead, every request valid and within the bound, to the scripted end', async () => {
+    expect(fixed, 'the first run measured what Codex sends every turn').toBeGreaterThan(0)
+    const fake = await new FakeOpenAi().start()
+    const script = scripted()
+    fake.fallback = script.reply
+    const budget = fixed + ROOM
+    const gateway = await startServer({
+      OPENAI_API_KEY: UPSTREAM_KEY,
+      OPENAI_BASE_URL: `${fake.url}/v1`,
+      COMPACT_SUMMARIZER: 'openai',
+      COMPACT_MODEL: 'gpt-summarizer',
+      COMPACT_API_KEYS: `e2e=${GATEWAY_KEY}`,
+      COMPACT_DB: tempDb(),
+      COMPACT_BUDGET: String(budget)
+    })
+    servers.push(gateway)
+    const { code, out } = await runCodex(gateway.url)
+
+    // The scripted end was reached, and the upstream took every request it was sent.
+    expect(code, out).toBe(0)
+    expect(out).toContain('SCRIPT-END reached.')
+    expect(fake.refused).toEqual([])
+    expect(script.handed.size).toBe(STEPS)
+
+    const forwarded = fake.requests.filter((r) => !isSummaryCall(r))
+    const log = events(gateway)
+    if (process.env.E2E_DEBUG) for (const e of log.filter((l) => l.event === 'proxied' || l.event === 'context_compacted')) console.log(e.event, e.compaction ?? e.source, e.prepare_ms, e.estimated_tokens ?? e.context_after_compaction)
+    const proxied = log.filter((e) => e.event === 'proxied')
+    const compactions = log.filter((e) => e.event === 'context_compacted')
+    expect(proxied.every((e) => e.status === 200)).toBe(true)
+    expect(compactions.length).toBeGreaterThanOrEqual(2)
+    // The bound: what each compaction forwarded, and each request forwarded as it came, is within the budget.
+    for (const c of compactions) expect(c.context_after_compaction).toBeLessThanOrEqual(budget)
+    for (const e of proxied.filter((p) => p.compaction === 'none')) expect(e.estimated_tokens ?? 0).toBeLessThanOrEqual(budget)
+    // Codex's tools and instructions (its leading developer items) go on as it sent them, every turn.
+    const firstInput = inputOf(forwarded[0] as OpenAiRequest)
+    const leading = firstInput.findIndex((i) => i.role !== 'developer')
+    expect(firstInput[0]?.type).toBe('additional_tools')
+    for (const r of forwarded) expect(inputOf(r).slice(0, leading)).toEqual(firstInput.slice(0, leading))
+    // Between two compactions the summary item is the same, byte for byte: the upstream's prompt cache holds.
+    const summaryItems = forwarded.map((r) => JSON.stringify(inputOf(r)[leading]))
+    const changes = summaryItems.filter((s, k) => k > 0 && s !== summaryItems[k - 1]).length
+    expect(changes).toBeLessThanOrEqual(compactions.length)
+    // The compactions are kept under the session Codex names in its session-id header.
+    const session = forwarded[0]?.headers['session-id'] as string
+    expect(session).toMatch(/./)
+    const listed = await fetch(`${gateway.url}/v1/sessions/${encodeURIComponent(session)}/compactions`, { headers: { 'x-api-key': GATEWAY_KEY } })
+    expect(((await listed.json()) as { compactions: unknown[] }).compactions).toHaveLength(compactions.length)
+
+    const crossings = proxied.filter((e) => e.compaction === 'compacted')
+    const report = {
+      client: `codex ${CODEX_VERSION}`,
+      budget,
+      fixed_tokens: fixed,
+      model_ms: MODEL_MS,
+      requests: forwarded.length,
+      summary_calls: fake.requests.length - forwarded.length,
+      compactions: compactions.length,
+      sources: compactions.map((c) => c.source),
+      crossing_waits_ms: crossings.map((e) => e.prepare_ms),
+      worst_wait_vs_model: Math.max(0, ...crossings.map((e) => e.prepare_ms ?? 0)) / MODEL_MS,
+      context_after: compactions.map((c) => c.context_after_compaction),
+      summary_item_changes: changes
+    }
+    mkdirSync(join(ROOT, 'test-results'), { recursive: true })
+    writeFileSync(join(ROOT, 'test-results', 'e2e-codex.json'), `${JSON.stringify(report, null, 2)}\n`)
+    console.log(`e2e codex: ${JSON.stringify(report)}`)
+    gateway.child.kill('SIGTERM')
+    await fake.close()
+  }, 600_000)
+})

@@ -4,6 +4,8 @@ import { defineConfig } from 'vitest/config'
 export default defineConfig({
   test: {
     include: ['test/e2e/**/*.test.ts'],
+    // the gateway processes run the built entry point, built once here
+    globalSetup: ['test/global-setup.ts'],
     testTimeout: 600_000,
     hookTimeout: 60_000,
     reporters: process.env.CI ? ['default', 'json'] : ['default'],

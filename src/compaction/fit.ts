@@ -7,9 +7,9 @@ import { at } from './at.js'
 
 /**
  * Makes a summary fit its token budget by shortening, in stages, what matters least first: long items,
- * then old entries of the long lists, then older requests (the newest is kept whole longest). Files are
- * never dropped, only their descriptions. Each stage starts from the full summary, so the first stage
- * that fits keeps the most.
+ * then old entries of the long lists, then older requests (the newest is kept whole longest). Files lose
+ * their descriptions first; the oldest are then left out and counted in one line. Each stage starts from
+ * the full summary, so the first stage that fits keeps the most.
  */
 interface Stage {
   /** Longest item, in characters. */

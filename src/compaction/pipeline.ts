@@ -78,7 +78,7 @@ export interface CompactionStats {
   carried_context_dropped: number
 }
 
-/** Everything decided before a summarizer is called. Pure data: the summarizer works from it. */
+/** Everything decided before a summarizer is called: data, and the redaction its texts go through (closures over the request's secrets). */
 export interface CompactionPlan {
   reason: Reason
   /** True when there is a span to summarize and the caller asked for a summary (not a dry run). */

@@ -2,6 +2,7 @@ import { type Static, Type } from 'typebox'
 import { LIST_SECTIONS } from '../compaction/sections.js'
 import type { Block as CoreBlock, Message as CoreMessage } from '../compaction/types.js'
 import { compactRequestExample, compactResponseExample, errorExample } from './examples.js'
+import { ERROR_TYPES, type ErrorType } from './errors.js'
 
 /**
  * The HTTP contract as TypeBox schemas: one source for validation, the TypeScript types and
@@ -197,7 +198,7 @@ export const ErrorResponse = Type.Object(
     type: Type.Literal('error'),
     error: Type.Object(
       {
-        type: Type.String({ description: 'invalid_request_error, authentication_error, not_found_error, request_too_large, rate_limit_error, overloaded_error, api_error' }),
+        type: Type.Unsafe<ErrorType>({ type: 'string', enum: [...ERROR_TYPES], description: 'The kind of error, as the Anthropic API names it (its SDKs choose their error class by the status).' }),
         message: Type.String(),
         path: Type.Optional(Type.String({ description: 'JSON pointer to the offending place in the request body.' }))
       },

@@ -4,7 +4,7 @@
  * history given back as the client's own items.
  */
 import type { Block, HistoryProblem } from '../compaction/index.js'
-import { GatewayError } from '../contract/errors.js'
+import { InvalidRequestError } from '../contract/errors.js'
 import { type ItemsField, withMessages } from '../contract/wire.js'
 import { type Adapted, adaptHistory, givenBack, rulesOf } from '../formats/index.js'
 import type { FormatRules } from '../formats/history.js'
@@ -35,12 +35,12 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
-function invalid(message: string, path: string): GatewayError {
-  return new GatewayError(400, message, { path })
+function invalid(message: string, path: string): InvalidRequestError {
+  return new InvalidRequestError(message, path)
 }
 
 /** A problem the format's reader found, at its place in this body (the Responses API's history is its `input`). */
-function problemIn(field: ItemsField, problem: HistoryProblem): GatewayError {
+function problemIn(field: ItemsField, problem: HistoryProblem): InvalidRequestError {
   if (field === 'messages') return invalid(problem.message, problem.path)
   return invalid(problem.message.replace(/^messages\[/, 'input['), problem.path.replace(/^\/messages/, '/input'))
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import { CHARS_PER_TOKEN, type Message, shapeProblem } from '../compaction/index.js'
-import { GatewayError } from '../contract/errors.js'
+import { InvalidRequestError } from '../contract/errors.js'
 import { type CompactRequestBody, SESSION_ID_PATTERN } from '../contract/schemas.js'
 
 /** The longest session id records keep; a longer metadata.user_id is named by its hash. */
@@ -19,8 +19,8 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
-function invalid(message: string, path: string): GatewayError {
-  return new GatewayError(400, message, { path })
+function invalid(message: string, path: string): InvalidRequestError {
+  return new InvalidRequestError(message, path)
 }
 
 /**

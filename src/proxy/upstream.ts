@@ -99,8 +99,8 @@ export class Upstream {
 export function upstreamFault(err: unknown, api = 'the Messages API'): unknown {
   if (err instanceof errors.RequestAbortedError || (err as { name?: string }).name === 'AbortError') return err
   if (err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError || err instanceof errors.ConnectTimeoutError) {
-    return new UpstreamError(504, `${api} did not answer in time (COMPACT_UPSTREAM_TIMEOUT_MS)`, { type: 'timeout_error', cause: err })
+    return new UpstreamError('upstream_timeout', `${api} did not answer in time (COMPACT_UPSTREAM_TIMEOUT_MS)`, { cause: err })
   }
   const code = (err as { code?: string }).code
-  return new UpstreamError(502, `${api} could not be reached${code ? ` (${code})` : ''}`, { type: 'api_error', cause: err })
+  return new UpstreamError('upstream_failed', `${api} could not be reached${code ? ` (${code})` : ''}`, { cause: err })
 }

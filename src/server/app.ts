@@ -14,7 +14,8 @@ import { OPEN_ROUTES, installAuth } from './auth.js'
 import { readUi, uiRoutes } from './routes/ui.js'
 import { summarizerKind } from '../summarizer/index.js'
 import { type Config, parseApiKeys, trustProxy } from './config.js'
-import { ApiError, answerClientError, badUrl, installErrorHandling } from './errors.js'
+import { answerClientError, badUrl, installErrorHandling } from './errors.js'
+import { RateLimitError } from '../contract/errors.js'
 import { LINGER_MS, installAdmission, installLinger, installRequestChecks, installShutdownDrain, installTimeouts } from './guards.js'
 import { installJsonParser } from './json.js'
 import { registerOpenapi } from './openapi.js'
@@ -121,9 +122,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
     // With Redis, one budget across the replicas (each counts alone while Redis is away).
     ...(shared ? { store: rateLimitStore(shared) } : {}),
     errorResponseBuilder: (_request, context) =>
-      new ApiError(429, 'rate_limit_error', `rate limit of ${context.max} requests per minute reached; retry in ${context.after}`, undefined, {
-        'retry-after': String(Math.ceil(context.ttl / 1_000))
-      })
+      new RateLimitError(`rate limit of ${context.max} requests per minute reached; retry in ${context.after}`, Math.ceil(context.ttl / 1_000))
   })
 
   await app.register(compactionPlugin, { config, now, ...(options.summarizer ? { summarizer: options.summarizer } : {}), ...(options.newId ? { newId: options.newId } : {}) })

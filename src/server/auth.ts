@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { ApiError } from './errors.js'
+import { AuthenticationError, GatewayError, RateLimitError } from '../contract/errors.js'
 import { at } from '../compaction/index.js'
 
 declare module 'fastify' {
@@ -35,7 +35,6 @@ export interface AuthOptions {
 }
 
 const WINDOW_MS = 60_000
-const CHALLENGE = { 'www-authenticate': 'Bearer realm="compaction-gateway"' }
 
 /**
  * Failed authentications per client address in fixed one-minute windows: past the limit an address
@@ -86,23 +85,23 @@ export function installAuth(app: FastifyInstance, keys: ReadonlyMap<string, stri
   })
 
   /** Names the request's key (request.keyName), or says why it is refused. */
-  function authenticate(request: FastifyRequest): ApiError | undefined {
+  function authenticate(request: FastifyRequest): GatewayError | undefined {
     if (OPEN_ROUTES.has(request.url.split('?', 1)[0] ?? '')) return undefined
     const wait = failures.blockedFor(request.ip)
     if (wait > 0) {
-      return new ApiError(429, 'rate_limit_error', `too many failed authentications from this address; retry in ${wait} s`, undefined, { 'retry-after': String(wait) })
+      return new RateLimitError(`too many failed authentications from this address; retry in ${wait} s`, wait)
     }
     const key = presentedKey(request)
     // A request with no key guesses nothing (a client's probe of HEAD /, say): only a wrong key is a failed login.
     if (key === undefined) {
-      return new ApiError(401, 'authentication_error', 'an API key is required: send Authorization: Bearer KEY or x-api-key: KEY', undefined, CHALLENGE)
+      return new AuthenticationError('an API key is required: send Authorization: Bearer KEY or x-api-key: KEY')
     }
     const presented = digest(key)
     let name: string | undefined
     for (const k of known) if (timingSafeEqual(presented, k.digest) && name === undefined) name = k.name
     if (name === undefined) {
       failures.fail(request.ip)
-      return new ApiError(401, 'authentication_error', 'invalid API key', undefined, CHALLENGE)
+      return new AuthenticationError('invalid API key')
     }
     request.keyName = name
     return undefined

@@ -2,24 +2,13 @@ import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { loggableUrl } from '../telemetry/logger.js'
-import { GatewayError, errorTypeOf } from '../contract/errors.js'
+import { type ErrorType, GatewayError, StoreUnavailableError, errorTypeOf } from '../contract/errors.js'
+import { StoreError } from '../storage/store.js'
 import { SummarizerFailedError } from '../service/errors.js'
 import type { ErrorResponseBody } from '../contract/schemas.js'
 import { type AjvIssue, describeValidation } from '../contract/validation.js'
 
-/** An error a route or hook raises with its status and type (the one root: GatewayError). */
-export class ApiError extends GatewayError {
-  constructor(statusCode: number, type: string, message: string, path?: string, headers: Record<string, string> = {}) {
-    super(statusCode, message, { type, headers, ...(path !== undefined ? { path } : {}) })
-  }
-
-  /** Fastify reads an error's status from here. */
-  get statusCode(): number {
-    return this.status
-  }
-}
-
-export function errorBody(type: string, message: string, path?: string): ErrorResponseBody {
+export function errorBody(type: ErrorType, message: string, path?: string): ErrorResponseBody {
   return { type: 'error', error: path === undefined ? { type, message } : { type, message, path } }
 }
 
@@ -39,7 +28,7 @@ export function badUrl(error: FastifyError, _request: FastifyRequest, reply: Fas
  */
 export function answerClientError(this: FastifyInstance, err: Error & { code?: string }, socket: Socket): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return
-  const [status, type, message] =
+  const [status, type, message]: [number, ErrorType, string] =
     err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
       ? [408, 'timeout_error', 'the request did not arrive in time (COMPACT_BODY_TIMEOUT_MS)']
       : err.code === 'HPE_HEADER_OVERFLOW'
@@ -79,7 +68,12 @@ export function installErrorHandling(app: FastifyInstance): void {
   })
 
   app.setErrorHandler((error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) => {
-    // Every error the service means to answer with carries its status and type: one branch for all.
+    // A store that cannot be reached is a 503 to retry; why is logged, never sent.
+    if (error instanceof StoreError) {
+      request.log.error({ err: error, event: 'store_unavailable' }, 'the store failed')
+      error = new StoreUnavailableError(`the record store cannot be ${error.failed ?? 'read or written'} right now`, error)
+    }
+    // Every error the service means to answer with carries its kind, whose status and type one table gives.
     if (error instanceof GatewayError) {
       if (error instanceof SummarizerFailedError) {
         request.log.warn({ event: 'summarizer_fault', err: error, reason: error.reason, key_name: request.keyName || undefined }, 'summarizer failed, no fallback')

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { ApiError } from './errors.js'
+import { GatewayError, InvalidRequestError, UnsupportedMediaTypeError } from '../contract/errors.js'
 
 /**
  * The socket's idle timeout bounds a client that stalls while it sends or while it reads the answer,
@@ -36,18 +36,18 @@ export function installRequestChecks(app: FastifyInstance): void {
 }
 
 /** Why a request is refused before its body is read, or undefined. */
-function requestProblem(request: FastifyRequest): ApiError | undefined {
+function requestProblem(request: FastifyRequest): GatewayError | undefined {
   const q = request.url.indexOf('?')
   if (q >= 0) {
     for (const name of new URLSearchParams(request.url.slice(q + 1)).keys()) {
       if (KEY_PARAMETERS.has(name.toLowerCase())) {
-        return new ApiError(400, 'invalid_request_error', `API keys are not accepted in the URL (query parameter "${name}"): send Authorization: Bearer KEY or x-api-key: KEY`)
+        return new InvalidRequestError(`API keys are not accepted in the URL (query parameter "${name}"): send Authorization: Bearer KEY or x-api-key: KEY`)
       }
     }
   }
   const encoding = request.headers['content-encoding']
   if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
-    return new ApiError(415, 'invalid_request_error', `content-encoding "${encoding}" is not supported: send the body uncompressed`)
+    return new UnsupportedMediaTypeError(`content-encoding "${encoding}" is not supported: send the body uncompressed`)
   }
   return undefined
 }
@@ -66,7 +66,7 @@ declare module 'fastify' {
      * Counts bytes of this request's body as they arrive: undefined while they fit the in-flight bound, or
      * the 503 to answer with once they do not (body readers call it for every chunk).
      */
-    admit(bytes: number): ApiError | undefined
+    admit(bytes: number): GatewayError | undefined
   }
 }
 
@@ -79,12 +79,12 @@ declare module 'fastify' {
  */
 export function installAdmission(app: FastifyInstance, options: AdmissionOptions): void {
   let inflight = 0
-  const overloaded = (): ApiError =>
-    new ApiError(503, 'overloaded_error', `too many request bytes in flight (COMPACT_MAX_INFLIGHT_MB); retry in ${options.retryAfterS} s`, undefined, {
-      'retry-after': String(options.retryAfterS)
+  const overloaded = (): GatewayError =>
+    new GatewayError('overloaded', `too many request bytes in flight (COMPACT_MAX_INFLIGHT_MB); retry in ${options.retryAfterS} s`, {
+      headers: { 'retry-after': String(options.retryAfterS) }
     })
   app.decorateRequest('admittedBytes', 0)
-  app.decorateRequest('admit', function admit(this: FastifyRequest, bytes: number): ApiError | undefined {
+  app.decorateRequest('admit', function admit(this: FastifyRequest, bytes: number): GatewayError | undefined {
     if (inflight + bytes > options.maxBytes && inflight > this.admittedBytes) return overloaded()
     inflight += bytes
     this.admittedBytes += bytes

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { jsonProblem } from '../compaction/nesting.js'
-import { ApiError } from './errors.js'
+import { InvalidRequestError } from '../contract/errors.js'
 import { type ItemsField, parseJsonBytes } from '../contract/wire.js'
 import { DEFAULT_BODY_LIMIT, bodyParser } from './body.js'
 
@@ -10,15 +10,15 @@ import { DEFAULT_BODY_LIMIT, bodyParser } from './body.js'
  * and for keys that could poison a prototype, escaped forms included. Both are refused with a 400 that
  * points at the place.
  */
-export function parseJsonBody(body: Uint8Array, field: ItemsField = 'messages'): { value: unknown; error?: undefined } | { value?: undefined; error: ApiError } {
+export function parseJsonBody(body: Uint8Array, field: ItemsField = 'messages'): { value: unknown; error?: undefined } | { value?: undefined; error: InvalidRequestError } {
   let value: unknown
   try {
     value = parseJsonBytes(body, field)
   } catch (err) {
-    return { error: new ApiError(400, 'invalid_request_error', `the body is not valid JSON: ${(err as Error).message}`) }
+    return { error: new InvalidRequestError(`the body is not valid JSON: ${(err as Error).message}`) }
   }
   const problem = jsonProblem(value)
-  return problem ? { error: new ApiError(400, 'invalid_request_error', problem.message, problem.path) } : { value }
+  return problem ? { error: new InvalidRequestError(problem.message, problem.path) } : { value }
 }
 
 export function installJsonParser(app: FastifyInstance): void {

@@ -15,7 +15,8 @@ import type { Store } from '../storage/store.js'
 import type { Metrics } from '../telemetry/metrics.js'
 import { addToRequestLine } from '../telemetry/logger.js'
 import { DEFAULT_BODY_LIMIT, bodyParser } from './body.js'
-import { ApiError, errorBody } from './errors.js'
+import { errorBody } from './errors.js'
+import { ConfigurationError, InvalidRequestError } from '../contract/errors.js'
 import { parseJsonBody } from './json.js'
 import { countCompaction, modelKindOf, recordWrites, scheduleRecord } from './records.js'
 
@@ -66,8 +67,6 @@ export interface ProxyContext {
   /** COMPACT_BUDGET: the prompt size from which a proxied request is compacted. */
   budget: number | 'off'
 }
-
-const NO_RETRY = { 'x-should-retry': 'false' }
 
 /** The end of the last complete event in `bytes` (after its blank line), or -1. */
 function lastEventEnd(bytes: Buffer): number {
@@ -156,8 +155,7 @@ export async function proxyRequest<R>(
   const body = request.body as ProxiedBody
   const budget = proxyBudget(request.headers['x-compaction-budget'], context.budget)
   const credentials = api.credentials(request)
-  // a setting to fix, not a fault a retry could outlast: the SDKs are told not to retry it
-  if (!credentials) throw new ApiError(500, 'api_error', `the gateway has no key for ${api.name}: set ${api.keySetting} on the gateway`, undefined, NO_RETRY)
+  if (!credentials) throw new ConfigurationError(`the gateway has no key for ${api.name}: set ${api.keySetting} on the gateway`)
 
   const abort = new AbortController()
   reply.raw.once('close', () => {
@@ -173,7 +171,7 @@ export async function proxyRequest<R>(
     outcome = parts ? await compactor.prepare({ messages: parts.messages, system: parts.system, tools: parts.tools, tenant: request.keyName, session, budget, signal: abort.signal }) : { kind: 'none', tokens: undefined }
   } catch (err) {
     // Every refusal of a request's content is a 400, at its place in the client's body.
-    if (err instanceof InvalidHistoryError) throw new ApiError(400, 'invalid_request_error', err.message, 'read' in read && api.place ? api.place(read.read, err.path ?? '') : err.path)
+    if (err instanceof InvalidHistoryError) throw new InvalidRequestError(err.message, 'read' in read && api.place ? api.place(read.read, err.path ?? '') : err.path)
     throw err
   }
   outcomes.set(request, outcome.kind)

@@ -4,7 +4,7 @@ import { GatewayError } from '../contract/errors.js'
 /** The history breaks a rule: 400 for a block's shape, 422 for the rules of a conversation; the path names the place. */
 export class InvalidHistoryError extends GatewayError {
   constructor(readonly problem: HistoryProblem) {
-    super(problem.kind === 'shape' ? 400 : 422, problem.message, { path: problem.path })
+    super(problem.kind === 'shape' ? 'invalid_request' : 'invalid_history', problem.message, { path: problem.path })
   }
 }
 
@@ -15,7 +15,7 @@ export class SummarizerUnavailableError extends GatewayError {
     configured?: string
   ) {
     const how = requested === 'openai' ? 'COMPACT_SUMMARIZER=openai with OPENAI_API_KEY or OPENAI_BASE_URL' : 'ANTHROPIC_API_KEY'
-    super(400, `summarizer "${requested}" is not configured on this server (${configured ? `its model summarizer is ${configured}` : `set ${how} to enable it`})`, { path: '/summarizer' })
+    super('invalid_request', `summarizer "${requested}" is not configured on this server (${configured ? `its model summarizer is ${configured}` : `set ${how} to enable it`})`, { path: '/summarizer' })
   }
 }
 

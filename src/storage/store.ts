@@ -206,14 +206,18 @@ export interface Store {
 /** A cursor this server did not give: the client's mistake, a 400 at `/cursor`. */
 export class InvalidCursorError extends GatewayError {
   constructor() {
-    super(400, 'querystring.cursor is not a cursor this server gave', { path: '/cursor' })
+    super('invalid_request', 'querystring.cursor is not a cursor this server gave', { path: '/cursor' })
   }
 }
 
-/** The store failed (an internal fault: the HTTP layer answers 503 and logs it). */
+/** The store failed (the HTTP error handler answers 503 with Retry-After, and logs why). */
 export class StoreError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options)
+  /** What could not be done, in the client's answer: the store could not be `read`, or `written`. */
+  readonly failed: 'read' | 'written' | undefined
+
+  constructor(message: string, options?: { cause?: unknown; failed?: 'read' | 'written' }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause })
     this.name = 'StoreError'
+    this.failed = options?.failed
   }
 }

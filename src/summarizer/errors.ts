@@ -1,4 +1,4 @@
-/** Errors the summarizers raise, with their statuses; they know nothing of the service or the HTTP layer. */
+/** Errors the summarizers raise, each of a kind the contract gives its status (ERROR_KINDS); they know nothing of the service. */
 import { GatewayError } from '../contract/errors.js'
 
 /** Why a model summary failed where a retry of the same request would meet the same failure. */
@@ -13,7 +13,7 @@ export class SummarizerFailedError extends GatewayError {
     readonly reason: string,
     options?: { cause?: unknown }
   ) {
-    super(502, `the summarizer failed (${reason}) and COMPACT_FALLBACK=error forbids the extractive fallback`, {
+    super('upstream_failed', `the summarizer failed (${reason}) and COMPACT_FALLBACK=error forbids the extractive fallback`, {
       cause: options?.cause,
       headers: { 'x-should-retry': LASTING.has(reason) ? 'false' : 'true' }
     })
@@ -23,7 +23,7 @@ export class SummarizerFailedError extends GatewayError {
 /** Every caller of a summary that had not begun went away: its queue place is given up (nginx's 499). */
 export class CancelledError extends GatewayError {
   constructor(detail: string) {
-    super(499, `the request was cancelled: ${detail}`, { type: 'api_error' })
+    super('cancelled', `the request was cancelled: ${detail}`)
   }
 }
 
@@ -33,6 +33,6 @@ export class OverloadedError extends GatewayError {
     detail: string,
     readonly retryAfterS: number
   ) {
-    super(503, `the service is overloaded (${detail}); retry after ${retryAfterS} s`, { headers: { 'retry-after': String(retryAfterS) } })
+    super('overloaded', `the service is overloaded (${detail}); retry after ${retryAfterS} s`, { headers: { 'retry-after': String(retryAfterS) } })
   }
 }

@@ -15,7 +15,7 @@ export interface LimitOptions {
 /**
  * Bounds model summaries in flight, with a short queue. A request that finds the queue full, or waits
  * in it longer than `maxWaitMs`, gets an OverloadedError (503 with Retry-After) instead of waiting
- * without end; one whose client has gone leaves the queue at once.
+ * without end; a summary whose every caller has gone (its queue signal) leaves the queue at once.
  */
 export class LimitedSummarizer implements Summarizer {
   readonly kind: Summarizer['kind']

@@ -1,3 +1,4 @@
+import type { ErrorKind } from '../contract/errors.js'
 /**
  * A compaction off the event loop: a worker-pool task that gets the request body's raw bytes
  * (transferred, not copied) and does everything that costs CPU there: parse, the nesting and
@@ -29,15 +30,15 @@ export interface CompactTask {
  */
 export type CompactTaskResult =
   | { ok: true; json: Uint8Array; run: CompactRunView; body: Pick<CompactRequestBody, 'mode' | 'session_id' | 'budget_tokens' | 'format'> }
-  | { ok: false; status: number; type: string; message: string; path?: string }
+  | { ok: false; kind: ErrorKind; message: string; path?: string }
 
 const validator = compactRequestValidator()
 const extractive = new ExtractiveSummarizer()
 /** What the conversations this worker compacted sent (each worker thread learns from its own). */
 const conversations = new ConversationsText()
 
-function refused(status: number, message: string, path?: string): CompactTaskResult {
-  return { ok: false, status, type: 'invalid_request_error', message, ...(path !== undefined ? { path } : {}) }
+function refused(kind: ErrorKind, message: string, path?: string): CompactTaskResult {
+  return { ok: false, kind, message, ...(path !== undefined ? { path } : {}) }
 }
 
 export async function compactTask(task: CompactTask): Promise<CompactTaskResult> {
@@ -45,13 +46,13 @@ export async function compactTask(task: CompactTask): Promise<CompactTaskResult>
   try {
     parsed = parseJsonBytes(task.body)
   } catch (err) {
-    return refused(400, `the body is not valid JSON: ${(err as Error).message}`)
+    return refused('invalid_request', `the body is not valid JSON: ${(err as Error).message}`)
   }
   const problem = jsonProblem(parsed)
-  if (problem) return refused(400, problem.message, problem.path)
+  if (problem) return refused('invalid_request', problem.message, problem.path)
   if (!validator.check(parsed)) {
     const { message, path } = describeValidation(validator.errors(), 'body')
-    return refused(400, message, path)
+    return refused('invalid_request', message, path)
   }
   const body = parsed as CompactRequestBody
   try {
@@ -65,8 +66,8 @@ export async function compactTask(task: CompactTask): Promise<CompactTaskResult>
     const view: ResponseView = run.response.compacted ? (({ messages: _messages, ...rest }) => rest)(run.response) : run.response
     return { ok: true, json, run: { ...run, response: view }, body: { mode: body.mode, session_id: body.session_id, budget_tokens: body.budget_tokens, format: body.format } }
   } catch (err) {
-    if (err instanceof InvalidHistoryError) return refused(err.problem.kind === 'shape' ? 400 : 422, err.problem.message, err.problem.path)
-    if (err instanceof SummarizerUnavailableError) return refused(400, err.message, '/summarizer')
+    if (err instanceof InvalidHistoryError) return refused(err.kind, err.problem.message, err.problem.path)
+    if (err instanceof SummarizerUnavailableError) return refused(err.kind, err.message, '/summarizer')
     throw err
   }
 }

@@ -8,14 +8,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { validateHistory } from '../../src/compaction/index.js'
 import { FIXTURE_DIR } from '../helpers/corpus.js'
 import { responseValidator } from '../helpers/openapi.js'
-import { ROOT, type ServerProcess, startServer, tempDb } from '../helpers/process.js'
+import { CLI_ENTRY, ROOT, type ServerProcess, nodeArgs, startServer, tempDb } from '../helpers/process.js'
 
 const fixture = join(FIXTURE_DIR, 'mini-swe-agent__django__django-11149.json')
 
 /** Runs the CLI as a real process; stderr is not a terminal here, so no spinner. */
 function cli(args: string[], env: Record<string, string> = {}, stdin?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env } })
+    const child = spawn(process.execPath, nodeArgs(CLI_ENTRY, ...args), { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env } })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))

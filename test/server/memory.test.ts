@@ -7,7 +7,7 @@ import type { RecallHit } from '../../src/storage/store.js'
 import { testApp } from '../helpers/app.js'
 import { allTranscripts } from '../helpers/corpus.js'
 import { assistant, call, result, results, shellStep, user } from '../helpers/history.js'
-import { ROOT, startServer, tempDb } from '../helpers/process.js'
+import { CLI_ENTRY, ROOT, nodeArgs, startServer, tempDb } from '../helpers/process.js'
 import { plantSecrets } from '../helpers/secrets.js'
 
 type Hit = RecallHit
@@ -136,7 +136,7 @@ describe('the cold layer', () => {
       expect(res.status).toBe(200)
       const run = (args: string[]) =>
         new Promise<{ code: number | null; out: string }>((resolve) => {
-          const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args, '--url', server.url], { cwd: ROOT })
+          const child = spawn(process.execPath, nodeArgs(CLI_ENTRY, ...args, '--url', server.url), { cwd: ROOT })
           let out = ''
           child.stdout.on('data', (d: Buffer) => (out += d.toString()))
           child.stderr.on('data', (d: Buffer) => (out += d.toString()))

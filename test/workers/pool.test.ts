@@ -29,6 +29,6 @@ describe('CompactionPool', () => {
 
   it('answers a body it cannot parse with a 400 in the error’s shape, not a crash', async () => {
     const result = await pool.run(task, Buffer.from('{"messages": ['))
-    expect(result).toMatchObject({ ok: false, status: 400, type: 'invalid_request_error' })
+    expect(result).toMatchObject({ ok: false, kind: 'invalid_request', message: expect.stringContaining('not valid JSON') })
   })
 })

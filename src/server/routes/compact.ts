@@ -9,7 +9,7 @@ import type { Store } from '../../storage/store.js'
 import type { Metrics } from '../../telemetry/metrics.js'
 import { CompactRequest, type CompactRequestBody, CompactResponse } from '../../contract/schemas.js'
 import { KEYED, UNAUTHORIZED_DESCRIPTION } from './security.js'
-import { ApiError } from '../errors.js'
+import { GatewayError } from '../../contract/errors.js'
 import { parseJsonBody } from '../json.js'
 import { jsonBytes } from '../../contract/wire.js'
 import { compactRequestValidator } from '../../contract/validation.js'
@@ -122,7 +122,7 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
       if (raw instanceof RawBody && pool) {
         // Parsing, validation, the plan, the summary and serialization all happen in a worker.
         const result = await pool.run({ defaults: deps.defaults, tenant: request.keyName, coldLayer: deps.coldLayer === true }, raw.bytes)
-        if (!result.ok) throw new ApiError(result.status, result.type, result.message, result.path)
+        if (!result.ok) throw new GatewayError(result.kind, result.message, result.path !== undefined ? { path: result.path } : {})
         read.set(request, { mode: result.body.mode ?? 'auto', format: result.body.format ?? 'anthropic' })
         await afterCompaction(request, reply, result.run, result.body, started)
         // already serialized and encoded in the worker: its bytes are sent as they are

@@ -5,8 +5,9 @@ import { RECALL_TOOL_NAME } from '../../compaction/index.js'
 import { MEMORY_KINDS } from '../../memory/entries.js'
 import { SessionId } from '../../contract/schemas.js'
 import type { Store } from '../../storage/store.js'
+import { StoreError } from '../../storage/store.js'
 import type { Metrics } from '../../telemetry/metrics.js'
-import { ApiError } from '../errors.js'
+import { NotFoundError } from '../../contract/errors.js'
 import { KEYED, keyedResponses } from './security.js'
 
 export const DEFAULT_RECALL_LIMIT = 10
@@ -71,7 +72,7 @@ const RecallTool = Type.Object(
   { additionalProperties: false, description: 'A tool definition in the Messages API format.' }
 )
 
-const storeFailed = (): ApiError => new ApiError(503, 'api_error', 'the store cannot be read right now', undefined, { 'retry-after': '5' })
+const storeFailed = (err: unknown): StoreError => new StoreError(`the store could not be read: ${err instanceof Error ? err.message : String(err)}`, { cause: err, failed: 'read' })
 
 /** The cold layer: search what compaction removed, read a session's current summary, get the recall tool. */
 export const memoryRoutes: FastifyPluginAsync<{ store: Store; metrics: Metrics }> = async (app, { store, metrics }) => {
@@ -107,8 +108,7 @@ export const memoryRoutes: FastifyPluginAsync<{ store: Store; metrics: Metrics }
       } catch (err) {
         metrics.recallRequests.inc({ outcome: 'failed' })
         metrics.storeErrors.inc({ operation: 'recall' })
-        request.log.error({ err }, 'recall failed')
-        throw storeFailed()
+        throw storeFailed(err)
       }
     }
   )
@@ -137,10 +137,9 @@ export const memoryRoutes: FastifyPluginAsync<{ store: Store; metrics: Metrics }
         recap = await store.recap(request.params.session_id, request.keyName)
       } catch (err) {
         metrics.storeErrors.inc({ operation: 'recap' })
-        request.log.error({ err }, 'recap failed')
-        throw storeFailed()
+        throw storeFailed(err)
       }
-      if (!recap) throw new ApiError(404, 'not_found_error', `no compaction of session "${request.params.session_id}"`, '/session_id')
+      if (!recap) throw new NotFoundError(`no compaction of session "${request.params.session_id}"`, '/session_id')
       const { record } = recap
       return { session_id: request.params.session_id, summary: { id: record.id, text: record.summary.text, sections: record.summary.sections }, created_at: record.created_at, compactions: recap.compactions }
     }

@@ -1,8 +1,8 @@
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
+import type { FastifyPluginAsync } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { InvalidCursorError, type Store } from '../../storage/store.js'
-import { ApiError } from '../errors.js'
+import { InvalidCursorError, type Store, StoreError } from '../../storage/store.js'
+import { NotFoundError } from '../../contract/errors.js'
 import { urlPartValidatorCompiler } from '../../contract/validation.js'
 import { SessionId } from '../../contract/schemas.js'
 import { KEYED, keyedResponses } from './security.js'
@@ -69,14 +69,14 @@ const CompactionDetailSchema = Type.Object(
   { additionalProperties: false, description: 'One compaction: its record (summary, figures, summarizer), what it removed and what its cold layer keeps.' }
 )
 
-/** A read (or a deletion) of the store: a bad cursor is the client's 400; any other failure a 503 to retry, its reason logged. */
-async function readStore<T>(request: FastifyRequest, read: () => Promise<T>, what = 'read'): Promise<T> {
+/** A read (or a deletion) of the store: a bad cursor is the client's 400; any other failure the store's (a 503 to retry, its reason logged by the handler). */
+async function readStore<T>(read: () => Promise<T>, what = 'read'): Promise<T> {
   try {
     return await read()
   } catch (err) {
-    if (err instanceof InvalidCursorError) throw err
-    request.log.error({ err }, `store ${what} failed`)
-    throw new ApiError(503, 'api_error', `the record store cannot be ${what === 'read' ? 'read' : 'written'} right now`, undefined, { 'retry-after': '5' })
+    if (err instanceof InvalidCursorError || err instanceof StoreError) throw err
+    const failed = what === 'read' ? 'read' : 'written'
+    throw new StoreError(`the record store could not be ${failed}: ${err instanceof Error ? err.message : String(err)}`, { cause: err, failed })
   }
 }
 
@@ -147,7 +147,7 @@ export const sessionRoutes: FastifyPluginAsync<{ store: Store }> = async (app, {
     async (request) => {
       const sessionId = request.params.session_id
       const limit = request.query.limit ?? DEFAULT_TIMELINE_POINTS
-      const points = await readStore(request, async () => {
+      const points = await readStore(async () => {
         await app.writes.settled(request.keyName, sessionId)
         return store.timeline(sessionId, request.keyName, limit + 1)
       })
@@ -178,7 +178,7 @@ export const sessionRoutes: FastifyPluginAsync<{ store: Store }> = async (app, {
     async (request) => {
       const sessionId = request.params.session_id
       const { proxy, shared } = app
-      const result = await readStore(request, () =>
+      const result = await readStore(() =>
         deleteSession(
           {
             store,
@@ -223,11 +223,11 @@ export const sessionRoutes: FastifyPluginAsync<{ store: Store }> = async (app, {
     },
     async (request) => {
       const { session_id: sessionId, compaction_id: compactionId } = request.params
-      const detail = await readStore(request, async () => {
+      const detail = await readStore(async () => {
         await app.writes.settled(request.keyName, sessionId)
         return store.compaction(sessionId, request.keyName, compactionId)
       })
-      if (!detail) throw new ApiError(404, 'not_found_error', `no compaction "${compactionId}" of session "${sessionId}"`, '/compaction_id')
+      if (!detail) throw new NotFoundError(`no compaction "${compactionId}" of session "${sessionId}"`, '/compaction_id')
       const n = detail.record.stats.compacted_messages
       return { compaction: detail.record, removed: n > 0 ? { from: 0, to: n - 1, messages: n } : null, cold_layer: detail.memory }
     }
@@ -252,7 +252,7 @@ export const sessionRoutes: FastifyPluginAsync<{ store: Store }> = async (app, {
       }
     },
     async (request) =>
-      readStore(request, async () => {
+      readStore(async () => {
         await app.writes.settledTenant(request.keyName)
         return store.listSessions(request.keyName, { limit: request.query.limit ?? DEFAULT_PAGE_SIZE, cursor: request.query.cursor })
       })
@@ -285,7 +285,7 @@ export const sessionRoutes: FastifyPluginAsync<{ store: Store }> = async (app, {
     },
     async (request) => {
       const limit = request.query.limit ?? DEFAULT_PAGE_SIZE
-      const page = await readStore(request, async () => {
+      const page = await readStore(async () => {
         await app.writes.settled(request.keyName, request.params.session_id)
         return store.listRecords(request.params.session_id, request.keyName, { limit, cursor: request.query.cursor })
       })

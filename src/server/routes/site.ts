@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import type { FastifyPluginAsync } from 'fastify'
 import { Type } from 'typebox'
-import { ApiError } from '../errors.js'
+import { NotFoundError } from '../../contract/errors.js'
 import { OPEN, openResponses } from './security.js'
 
 /** The contract as committed beside package.json (in the image too); undefined where it is not. */
@@ -71,7 +71,7 @@ export const siteRoutes: FastifyPluginAsync<{ version: string; contract: string 
       }
     },
     async (_request, reply) => {
-      if (contract === undefined) throw new ApiError(404, 'not_found_error', 'openapi.yaml is not beside this build')
+      if (contract === undefined) throw new NotFoundError('openapi.yaml is not beside this build')
       return reply.type('application/yaml; charset=utf-8').send(contract)
     }
   )

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url'
 import type { FastifyPluginAsync } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { ApiError } from '../errors.js'
+import { NotFoundError } from '../../contract/errors.js'
 import { OPEN, openResponses } from './security.js'
 
 /** The page's files, by name, with their types. */
@@ -40,7 +40,7 @@ export function readUi(): Map<UiFile, Buffer> | undefined {
 export const uiRoutes: FastifyPluginAsync<{ files: Map<UiFile, Buffer> | undefined }> = async (app, { files }) => {
   const send = (file: UiFile) => async (_request: unknown, reply: import('fastify').FastifyReply) => {
     const body = files?.get(file)
-    if (!body) throw new ApiError(404, 'not_found_error', 'the web page is not built: run npm run build')
+    if (!body) throw new NotFoundError('the web page is not built: run npm run build')
     return reply.headers(PAGE_HEADERS).type(FILES[file]).send(body)
   }
   app.get(

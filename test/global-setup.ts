@@ -1,13 +1,29 @@
 import { execFileSync } from 'node:child_process'
-import { dirname, resolve } from 'node:path'
+import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs'
+import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..')
+/** Written after a build: dist/ is as new as the sources the build read, or newer. */
+const STAMP = join(ROOT, 'dist', '.built')
+/** What the build reads. */
+const INPUTS = ['src', 'scripts/build-ui.mjs', 'tsconfig.build.json', 'tsconfig.json', 'package-lock.json']
+
+/** The newest modification time under a file or folder. */
+function newest(path: string): number {
+  const stat = statSync(path)
+  if (!stat.isDirectory()) return stat.mtimeMs
+  return readdirSync(path).reduce((n, name) => Math.max(n, newest(join(path, name))), stat.mtimeMs)
+}
+
 /**
- * The build, once before any test file runs: the tests that run the service as `npm start` does (the
- * load run, the built CLI) need dist/, which a clean clone does not have.
+ * The build, once before any test file runs, and only when a source changed since the last one: the tests
+ * that run the service as `npm start` does (the server and CLI processes, the load run) need dist/, which a
+ * clean clone does not have.
  */
 export default function setup(): void {
-  const root = resolve(dirname(fileURLToPath(import.meta.url)), '..')
+  if (existsSync(STAMP) && statSync(STAMP).mtimeMs >= Math.max(...INPUTS.map((p) => newest(join(ROOT, p))))) return
   // the Dockerfile's build command, run once here: no test rebuilds dist/ while others read it
-  execFileSync('npm', ['run', 'build'], { cwd: root, stdio: 'inherit' })
+  execFileSync('npm', ['run', 'build'], { cwd: ROOT, stdio: 'inherit' })
+  writeFileSync(STAMP, '')
 }

@@ -1,3 +1,4 @@
+import closeWithGrace from 'close-with-grace'
 import { logDestination } from '../telemetry/logger.js'
 import { StoreError } from '../storage/store.js'
 import { SERVICE_VERSION, buildApp } from './app.js'
@@ -7,7 +8,7 @@ const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/
 
 /**
  * Starts the service from the environment, as `npm start` and `compaction-gateway serve` do: a bad
- * setting or database exits 78 naming it; SIGTERM and SIGINT close gracefully and exit 0.
+ * setting or database exits 78 naming it; SIGTERM and SIGINT close gracefully (close-with-grace) and exit 0.
  */
 export async function serve(): Promise<void> {
   let config
@@ -36,27 +37,22 @@ export async function serve(): Promise<void> {
     }
     throw err
   }
-  const grace = config.COMPACT_SHUTDOWN_GRACE_MS
-  let closing = false
-  const shutdown = (signal: string): void => {
-    if (closing) return
-    closing = true
-    app.log.info({ signal }, 'shutting down: no new connections, in-flight compactions finish')
-    const timer = setTimeout(() => {
-      app.log.error('shutdown grace period over; exiting with requests still in flight')
-      process.exit(1)
-    }, grace)
-    timer.unref()
-    app.close().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        app.log.error({ err }, 'error while closing')
-        process.exit(1)
-      }
-    )
-  }
-  process.on('SIGTERM', () => shutdown('SIGTERM'))
-  process.on('SIGINT', () => shutdown('SIGINT'))
+  // SIGTERM, SIGINT (and SIGHUP, SIGQUIT): no new connections, in-flight requests finish within the grace
+  // period, exit 0; a second signal, or the period over, exits 1. An uncaught error closes the same way, exit 1.
+  closeWithGrace(
+    {
+      delay: config.COMPACT_SHUTDOWN_GRACE_MS,
+      logger: { error: (err: unknown) => app.log.error({ err }, 'error while closing') },
+      onTimeout: () => app.log.error('shutdown grace period over; exiting with requests still in flight'),
+      onSecondSignal: (signal: string) => app.log.error({ signal }, 'second signal while closing; exiting now'),
+      onSecondError: (err: unknown) => app.log.fatal({ err }, 'second uncaught error while closing; exiting now')
+    },
+    async ({ signal, err }) => {
+      if (err) app.log.fatal({ err }, 'uncaught error: closing, in-flight requests finish')
+      else app.log.info({ signal }, 'shutting down: no new connections, in-flight compactions finish')
+      await app.close()
+    }
+  )
 
   // Warm before taking traffic: the first compactions would otherwise pay for compiling the pipeline.
   await app.warm()

@@ -56,4 +56,28 @@ describe('graceful shutdown', () => {
       server.child.kill('SIGKILL')
     }
   })
+
+  it('a second signal while a compaction is still in flight exits 1 at once, and says so', async () => {
+    const fake = await new FakeAnthropic().start()
+    fake.fallback = { delayMs: 20_000, toolInput: { objective: 'never waited for' } }
+    const server = await startServer({ ANTHROPIC_API_KEY: 'sk-ant-test-shutdown-0000000001', ANTHROPIC_BASE_URL: fake.url, COMPACT_SUMMARIZER_TIMEOUT_MS: '30000', COMPACT_SHUTDOWN_GRACE_MS: '25000' })
+    try {
+      const pending = fetch(`${server.url}/v1/compact`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ messages: [user('a'), assistant('b'), user('c')], mode: 'manual' })
+      }).catch((err: unknown) => err)
+      for (let i = 0; i < 200 && fake.requests.length === 0; i++) await new Promise((r) => setTimeout(r, 10))
+      expect(fake.requests).toHaveLength(1)
+      server.child.kill('SIGTERM')
+      for (let i = 0; i < 200 && !server.stdout().includes('shutting down'); i++) await new Promise((r) => setTimeout(r, 10))
+      server.child.kill('SIGTERM')
+      expect(await server.exited).toBe(1)
+      expect(server.stdout()).toContain('second signal while closing')
+      await pending
+    } finally {
+      server.child.kill('SIGKILL')
+      await fake.close()
+    }
+  })
 })

@@ -100,7 +100,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
   await app.register(metricsPlugin, { modelKind: summarizer === 'openai' ? 'openai' : 'anthropic' })
   await app.register(storePlugin, { db: config.COMPACT_DB, retentionDays: config.COMPACT_RETENTION_DAYS, now, ...(options.store ? { store: options.store } : {}) })
   await app.register(sharedStatePlugin, { url: config.COMPACT_REDIS_URL })
-  const { metrics, store, shared } = app
+  const { metrics, shared } = app
   if (options.openapi) await registerOpenapi(app, SERVICE_VERSION)
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema)
   installErrorHandling(app)
@@ -127,20 +127,18 @@ export async function buildApp(options: AppOptions): Promise<App> {
 
   await app.register(compactionPlugin, { config, now, ...(options.summarizer ? { summarizer: options.summarizer } : {}), ...(options.newId ? { newId: options.newId } : {}) })
   await app.register(proxyPlugin, { config })
-  const { deps, pool } = app.compaction
 
-  await app.register(routes(healthRoutes, 'store'), { store })
+  await app.register(routes(healthRoutes, 'store'))
   await app.register(routes(metricsRoutes, 'metrics'), { metrics })
   await app.register(doctrineRoutes)
   await app.register(siteRoutes, { version: SERVICE_VERSION, contract: readContract() })
   await app.register(uiRoutes, { files: readUi() })
-  await app.register(routes(sessionRoutes, 'store', 'proxy', 'shared-state'), { store })
-  await app.register(routes(memoryRoutes, 'store', 'metrics'), { store, metrics })
-  await app.register(routes(compactRoutes, 'compaction', 'store', 'metrics'), { metrics, store, pool, workerMinBytes: config.COMPACT_WORKER_MIN_KB * 1024, deps })
-  const { upstream, openai, compactor } = app.proxy
-  const proxying = { compactor, metrics, store, budget: config.COMPACT_BUDGET }
-  await app.register(routes(messagesRoutes, 'proxy', 'store', 'metrics'), { ...proxying, upstream, credentials: upstreamCredentials(config.ANTHROPIC_API_KEY, apiKeys.size > 0) })
-  await app.register(routes(openAiRoutes, 'proxy', 'store', 'metrics'), { ...proxying, upstream: openai, credentials: openAiCredentials(config.OPENAI_API_KEY, apiKeys.size > 0) })
+  await app.register(routes(sessionRoutes, 'store', 'proxy', 'shared-state'))
+  await app.register(routes(memoryRoutes, 'store', 'metrics'))
+  await app.register(routes(compactRoutes, 'compaction', 'store', 'metrics'), { workerMinBytes: config.COMPACT_WORKER_MIN_KB * 1024 })
+  const budget = config.COMPACT_BUDGET
+  await app.register(routes(messagesRoutes, 'proxy', 'store', 'metrics'), { budget, credentials: upstreamCredentials(config.ANTHROPIC_API_KEY, apiKeys.size > 0) })
+  await app.register(routes(openAiRoutes, 'proxy', 'store', 'metrics'), { budget, credentials: openAiCredentials(config.OPENAI_API_KEY, apiKeys.size > 0) })
   return app as unknown as App
 }
 

@@ -7,12 +7,10 @@
 import { type Readable, Transform } from 'node:stream'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { ItemsField } from '../contract/wire.js'
-import type { ProxyCompactor, ProxyOutcome } from '../proxy/compactor.js'
+import type { ProxyOutcome } from '../proxy/compactor.js'
 import { type ProxyParts, farUnderBudget, proxyBudget, proxySession } from '../proxy/request.js'
 import { type Upstream, clientHeaders, upstreamHeaders } from '../proxy/upstream.js'
 import { InvalidHistoryError } from '../service/errors.js'
-import type { Store } from '../storage/store.js'
-import type { Metrics } from '../telemetry/metrics.js'
 import { addToRequestLine } from '../telemetry/logger.js'
 import { DEFAULT_BODY_LIMIT, bodyParser } from './body.js'
 import { errorBody } from './errors.js'
@@ -61,9 +59,6 @@ export interface ProxiedApi<R> {
 }
 
 export interface ProxyContext {
-  compactor: ProxyCompactor
-  metrics: Metrics
-  store?: Store
   /** COMPACT_BUDGET: the prompt size from which a proxied request is compacted. */
   budget: number | 'off'
 }
@@ -113,7 +108,8 @@ function withErrorEvent(body: Readable, api: string, aborted: () => boolean): Re
  * The hooks of a proxy plugin: bodies kept as bytes; each answer counted by endpoint, what compaction did
  * and status; a client that stops reading dropped at the idle timeout. Returns where outcomes are noted.
  */
-export function installProxyHooks(app: FastifyInstance, metrics: Metrics, endpointOf: (url: string | undefined) => string): WeakMap<FastifyRequest, ProxyOutcome['kind']> {
+export function installProxyHooks(app: FastifyInstance, endpointOf: (url: string | undefined) => string): WeakMap<FastifyRequest, ProxyOutcome['kind']> {
+  const { metrics } = app
   // In this plugin only: the body's bytes are kept, so that they can be forwarded unchanged, and read only
   // when the request may be compacted.
   app.removeContentTypeParser('application/json')
@@ -150,7 +146,8 @@ export async function proxyRequest<R>(
   request: FastifyRequest,
   reply: FastifyReply
 ): Promise<FastifyReply> {
-  const { compactor, metrics, store } = context
+  const { store, metrics } = app
+  const { compactor } = app.proxy
   const started = performance.now()
   const body = request.body as ProxiedBody
   const budget = proxyBudget(request.headers['x-compaction-budget'], context.budget)
@@ -185,11 +182,9 @@ export async function proxyRequest<R>(
     const { run } = outcome
     countCompaction(metrics, run, modelKindOf(app.compaction.deps.model?.kind))
     metrics.proxyCompactions.inc({ source: outcome.source })
-    if (store) {
-      const keep = recordWrites(store, metrics, request.log, { mode: 'auto', session_id: session, budget }, request.keyName, run.response, outcome.memory)
-      ;({ recorded, begin } = await scheduleRecord(store, app.writes, request.keyName, session, keep))
-      if (begin) reply.raw.once('close', begin)
-    }
+    const keep = recordWrites(store, metrics, request.log, { mode: 'auto', session_id: session, budget }, request.keyName, run.response, outcome.memory)
+    ;({ recorded, begin } = await scheduleRecord(store, app.writes, request.keyName, session, keep))
+    if (begin) reply.raw.once('close', begin)
     request.log.info(
       { event: 'context_compacted', via: 'proxy', endpoint: api.endpoint, source: outcome.source, session_id: session, key_name: request.keyName || undefined, summary_id: outcome.summaryId, summarizer: run.response.summarizer.kind, ...run.response.stats },
       'context_compacted'

@@ -2,18 +2,15 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest, FastifySchemaVal
 import type { FastifyValidationResult } from 'fastify/types/schema.js'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { type CompactDeps, type CompactRunView, runCompaction } from '../../service/compact.js'
+import { type CompactRunView, runCompaction } from '../../service/compact.js'
 import { countCompaction, modelKindOf, recordWrites, scheduleRecord } from '../records.js'
 import { DEFAULT_BODY_LIMIT, bodyParser } from '../body.js'
-import type { Store } from '../../storage/store.js'
-import type { Metrics } from '../../telemetry/metrics.js'
 import { CompactRequest, type CompactRequestBody, CompactResponse } from '../../contract/schemas.js'
 import { KEYED, UNAUTHORIZED_DESCRIPTION } from './security.js'
 import { GatewayError } from '../../contract/errors.js'
 import { parseJsonBody } from '../json.js'
 import { jsonBytes } from '../../contract/wire.js'
 import { compactRequestValidator } from '../../contract/validation.js'
-import type { CompactionPool } from '../../workers/pool.js'
 import { FORMATS } from '../../formats/index.js'
 
 /** The request schema's check, passing a raw body through for its worker to check. */
@@ -69,16 +66,13 @@ class RawBody {
 }
 
 export interface CompactRouteOptions {
-  deps: CompactDeps
-  metrics: Metrics
-  store?: Store
-  /** Compaction workers; bodies of `workerMinBytes` or more go to them (only when no model summarizer is configured). */
-  pool?: CompactionPool
+  /** Bodies of this many bytes or more go to the compaction workers, where there are (no model summarizer is configured). */
   workerMinBytes?: number
 }
 
-export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app, { deps, metrics, store, pool, workerMinBytes = 0 }) => {
-  const { writes } = app
+export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app, { workerMinBytes = 0 }) => {
+  const { writes, store, metrics } = app
+  const { deps, pool } = app.compaction
   if (pool) {
     // In this plugin only: a large body is not parsed here at all; its bytes go to a worker.
     app.removeContentTypeParser('application/json')
@@ -160,7 +154,7 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
     const { response } = run
     reasons.set(request, response.reason)
     countCompaction(metrics, run, modelKindOf(deps.model?.kind))
-    if (response.compacted && store) {
+    if (response.compacted) {
       // The record is written before the answer; the cold layer once the answer has gone (or its client
       // has), reads of it in this process waiting for the write (WritesAfterAnswers). With PostgreSQL,
       // which other replicas read, the answer waits for both.

@@ -1,5 +1,4 @@
 import type { FastifyPluginAsync } from 'fastify'
-import type { Store } from '../../storage/store.js'
 import { Health, Ready } from '../../contract/schemas.js'
 import { OPEN, openResponses } from './security.js'
 
@@ -7,7 +6,8 @@ import { OPEN, openResponses } from './security.js'
 export const PROBE_LOG_LEVEL = 'warn'
 
 /** Liveness answers while the process does; readiness checks the store can be written, never the model. */
-export const healthRoutes: FastifyPluginAsync<{ store: Store }> = async (app, { store }) => {
+export const healthRoutes: FastifyPluginAsync = async (app) => {
+  const { store } = app
   app.get(
     '/healthz',
     {

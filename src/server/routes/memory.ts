@@ -4,9 +4,7 @@ import { type Static, Type } from 'typebox'
 import { RECALL_TOOL_NAME } from '../../compaction/index.js'
 import { MEMORY_KINDS } from '../../memory/entries.js'
 import { SessionId } from '../../contract/schemas.js'
-import type { Store } from '../../storage/store.js'
 import { StoreError } from '../../storage/store.js'
-import type { Metrics } from '../../telemetry/metrics.js'
 import { NotFoundError } from '../../contract/errors.js'
 import { KEYED, keyedResponses } from './security.js'
 
@@ -75,7 +73,8 @@ const RecallTool = Type.Object(
 const storeFailed = (err: unknown): StoreError => new StoreError(`the store could not be read: ${err instanceof Error ? err.message : String(err)}`, { cause: err, failed: 'read' })
 
 /** The cold layer: search what compaction removed, read a session's current summary, get the recall tool. */
-export const memoryRoutes: FastifyPluginAsync<{ store: Store; metrics: Metrics }> = async (app, { store, metrics }) => {
+export const memoryRoutes: FastifyPluginAsync = async (app) => {
+  const { store, metrics } = app
   const typed = app.withTypeProvider<TypeBoxTypeProvider>()
   typed.post(
     '/v1/sessions/:session_id/recall',

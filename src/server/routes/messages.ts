@@ -1,13 +1,11 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import { readMessagesRequest } from '../../proxy/request.js'
-import type { Upstream } from '../../proxy/upstream.js'
 import { withMessages } from '../../contract/wire.js'
 import { type ProxiedApi, type ProxyContext, installProxyHooks, proxyRequest } from '../proxying.js'
 import { KEYED, keyedResponses } from './security.js'
 
 export interface MessagesRouteOptions extends ProxyContext {
-  upstream: Upstream
   /**
    * The credentials a request is forwarded with: the gateway's own key, or (only when the gateway checks
    * no keys of its own and has none for the upstream) the client's; undefined when there are none.
@@ -75,8 +73,9 @@ const gatewayErrors = () => ({
  * one under it is forwarded byte for byte. The answer streams back as it arrives.
  */
 export const messagesRoutes: FastifyPluginAsync<MessagesRouteOptions> = async (app, options) => {
-  const { upstream, credentials } = options
-  const outcomes = installProxyHooks(app, options.metrics, (url) => ENDPOINTS.find((e) => e.path === url)?.endpoint ?? 'messages')
+  const { credentials } = options
+  const { upstream } = app.proxy
+  const outcomes = installProxyHooks(app, (url) => ENDPOINTS.find((e) => e.path === url)?.endpoint ?? 'messages')
   for (const route of ENDPOINTS) {
     const api: ProxiedApi<undefined> = {
       endpoint: route.endpoint,

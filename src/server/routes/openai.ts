@@ -1,13 +1,10 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import { type OpenAiApi, type OpenAiHistory, openAiPayload, readOpenAiRequest } from '../../proxy/openai.js'
-import type { Upstream } from '../../proxy/upstream.js'
 import { type ProxiedApi, type ProxyContext, type ProxyRead, installProxyHooks, proxyRequest } from '../proxying.js'
 import { KEYED, keyedResponses } from './security.js'
 
 export interface OpenAiRouteOptions extends ProxyContext {
-  /** OPENAI_BASE_URL, read as the openai SDK reads it (`/v1` included). */
-  upstream: Upstream
   /**
    * The credentials a request is forwarded with: the gateway's OPENAI_API_KEY, or (only when the gateway
    * checks no keys of its own and has none for the upstream) the client's; undefined when there are none.
@@ -92,8 +89,10 @@ const gatewayErrors = () => ({
  * the core's turns and given back as the client's own items.
  */
 export const openAiRoutes: FastifyPluginAsync<OpenAiRouteOptions> = async (app, options) => {
-  const { upstream, credentials } = options
-  const outcomes = installProxyHooks(app, options.metrics, (url) => ENDPOINTS.find((e) => `/v1${e.path}` === url)?.endpoint ?? 'chat_completions')
+  const { credentials } = options
+  // OPENAI_BASE_URL, read as the openai SDK reads it (`/v1` included)
+  const upstream = app.proxy.openai
+  const outcomes = installProxyHooks(app, (url) => ENDPOINTS.find((e) => `/v1${e.path}` === url)?.endpoint ?? 'chat_completions')
   for (const route of ENDPOINTS) {
     const kind: OpenAiApi = route.api
     const api: ProxiedApi<OpenAiHistory> = {

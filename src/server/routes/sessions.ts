@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { InvalidCursorError, type Store, StoreError } from '../../storage/store.js'
+import { InvalidCursorError, StoreError } from '../../storage/store.js'
 import { NotFoundError } from '../../contract/errors.js'
 import { urlPartValidatorCompiler } from '../../contract/validation.js'
 import { SessionId } from '../../contract/schemas.js'
@@ -121,7 +121,8 @@ const TimelineSchema = Type.Object(
   { additionalProperties: false, description: "A session's compactions as a chart draws them: the prompt's size before and after each, and the budget." }
 )
 
-export const sessionRoutes: FastifyPluginAsync<{ store: Store }> = async (app, { store }) => {
+export const sessionRoutes: FastifyPluginAsync = async (app) => {
+  const { store } = app
   app.withTypeProvider<TypeBoxTypeProvider>().get(
     '/v1/sessions/:session_id/timeline',
     {

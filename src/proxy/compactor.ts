@@ -126,7 +126,7 @@ export interface Pending extends Anchor {
 }
 
 interface SessionState {
-  /** The conversation's key (sessionKey). */
+  /** The conversation's key (conversationKey). */
   key: string
   /** The client's session it belongs to, if it named one. */
   owner?: SessionOwner
@@ -444,7 +444,7 @@ export class ProxyCompactor {
   }
 
   private state(request: ProxyRequest): SessionState {
-    const key = sessionKey(request)
+    const key = conversationKey(request)
     const now = Date.now()
     let state = this.sessions.get(key)
     if (state) this.sessions.delete(key)
@@ -510,7 +510,7 @@ export class ProxyCompactor {
  * message opens (an agent's main loop and each of its subagents send their own first message, and it does
  * not change as a conversation grows); without a session, the one named by its system prompt and first message.
  */
-export function sessionKey(request: Pick<ProxyRequest, 'tenant' | 'session' | 'messages' | 'system'>): string {
+export function conversationKey(request: Pick<ProxyRequest, 'tenant' | 'session' | 'messages' | 'system'>): string {
   if (request.session !== undefined) return `${request.tenant}\u0000s:${request.session}\u0000${hashPrefix(request.messages, Math.min(1, request.messages.length))}`
   const hash = createHash('sha256').update(JSON.stringify(request.system ?? null)).update('\n').update(JSON.stringify(request.messages[0] ?? null))
   return `${request.tenant}\u0000h:${hash.digest('hex')}`

@@ -65,7 +65,7 @@ export { PRUNE_INTERVAL_MS } from './plugins/store.js'
 /** The service's version, read from package.json (beside src/ and dist/ alike); the OpenAPI document carries it. */
 export const SERVICE_VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version
 
-/** The app: Fastify with its plugins' decorations (metrics, store, shared, compaction, proxy, warm). */
+/** The app: Fastify with its plugins' decorations (metrics, store, redis, compaction, proxy, warm). */
 export type App = FastifyInstance
 
 export async function buildApp(options: AppOptions): Promise<App> {
@@ -100,7 +100,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
   await app.register(metricsPlugin, { modelKind: summarizer === 'openai' ? 'openai' : 'anthropic' })
   await app.register(storePlugin, { db: config.COMPACT_DB, retentionDays: config.COMPACT_RETENTION_DAYS, now, ...(options.store ? { store: options.store } : {}) })
   await app.register(sharedStatePlugin, { url: config.COMPACT_REDIS_URL })
-  const { metrics, shared } = app
+  const { metrics, redis } = app
   if (options.openapi) await registerOpenapi(app, SERVICE_VERSION)
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema)
   installErrorHandling(app)
@@ -120,7 +120,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
     keyGenerator: (request) => (request.keyName ? `key:${request.keyName}` : `ip:${request.ip}`),
     allowList: (request) => OPEN_ROUTES.has(request.url.split('?', 1)[0] ?? ''),
     // With Redis, one budget across the replicas (each counts alone while Redis is away).
-    ...(shared ? { store: rateLimitStore(shared) } : {}),
+    ...(redis ? { store: rateLimitStore(redis) } : {}),
     errorResponseBuilder: (_request, context) =>
       new RateLimitError(`rate limit of ${context.max} requests per minute reached; retry in ${context.after}`, Math.ceil(context.ttl / 1_000))
   })

@@ -54,7 +54,7 @@ export interface CompactionPluginOptions {
  */
 export const compactionPlugin = fp<CompactionPluginOptions>(
   async (app, { config, summarizer, newId, now }) => {
-    const { metrics, store, shared } = app
+    const { metrics, store, redis } = app
     const resilient = modelSummarizer(config, summarizer)
     const limited = resilient
       ? new LimitedSummarizer(resilient, {
@@ -72,7 +72,7 @@ export const compactionPlugin = fp<CompactionPluginOptions>(
           ttlMs: config.COMPACT_CACHE_TTL_S * 1_000,
           model: config.COMPACT_MODEL,
           now,
-          ...(shared ? { flight: redisFlight(shared, randomUUID()), flightTtlMs: 2 * config.COMPACT_SUMMARIZER_TIMEOUT_MS + 5_000 } : {}),
+          ...(redis ? { flight: redisFlight(redis, randomUUID()), flightTtlMs: 2 * config.COMPACT_SUMMARIZER_TIMEOUT_MS + 5_000 } : {}),
           onStoreError: (operation, err) => {
             metrics.storeErrors.inc({ operation })
             app.log.error({ err, operation }, 'summary cache failed; served without it')

@@ -178,14 +178,14 @@ export const sessionRoutes: FastifyPluginAsync = async (app) => {
     },
     async (request) => {
       const sessionId = request.params.session_id
-      const { proxy, shared } = app
+      const { proxy, redis } = app
       const result = await readStore(() =>
         deleteSession(
           {
             store,
             settled: (key, session) => app.writes.settled(key, session),
             forgetConversations: (key, session) => proxy.compactor.forget(key, session),
-            ...(shared ? { dropLocks: (keys: readonly string[]) => dropFlights(shared, keys) } : {}),
+            ...(redis ? { dropLocks: (keys: readonly string[]) => dropFlights(redis, keys) } : {}),
             onLockFault: (err) => request.log.warn({ err }, 'the locks of a deleted session could not be dropped from Redis (they expire on their own)')
           },
           request.keyName,

@@ -1,7 +1,8 @@
 import { Ajv } from 'ajv'
 import { KNOWN_BLOCK_TYPES } from '../compaction/validate.js'
-import { CompactRequestChecked, SESSION_ID_PATTERN, SHARED_SCHEMAS } from './schemas.js'
-import { at } from '../compaction/index.js'
+import { CompactRequestChecked, type CompactRequestBody, SESSION_ID_PATTERN, SHARED_SCHEMAS } from './schemas.js'
+import { at, jsonProblem } from '../compaction/index.js'
+import { parseJsonBytes } from './wire.js'
 
 /**
  * Schema failures as one sentence that names the place, and the request schema compiled outside
@@ -101,4 +102,33 @@ let urlAjv: Ajv | undefined
 export function urlPartValidatorCompiler({ schema }: { schema: unknown }): (data: unknown) => boolean {
   urlAjv ??= new Ajv({ coerceTypes: true, removeAdditional: false, useDefaults: false, allErrors: false, strict: false })
   return urlAjv.compile(schema as object)
+}
+
+/** A request that could not be read, as both paths answer it: the kind, the sentence and the place. */
+export interface RequestProblem {
+  kind: 'invalid_request'
+  message: string
+  path?: string
+}
+
+let compactValidator: ReturnType<typeof compactRequestValidator> | undefined
+
+/**
+ * The one way a /v1/compact body is read, inline or in a worker: its bytes parsed (message by message),
+ * looked over for nesting past the limit and keys that could poison a prototype, then checked against the
+ * request schema; or the first problem, in the words and at the place a client is answered with.
+ */
+export function readCompactRequest(bytes: Uint8Array): { ok: true; body: CompactRequestBody } | ({ ok: false; value?: unknown } & RequestProblem) {
+  let parsed: unknown
+  try {
+    parsed = parseJsonBytes(bytes)
+  } catch (err) {
+    return { ok: false, kind: 'invalid_request', message: `the body is not valid JSON: ${(err as Error).message}` }
+  }
+  const problem = jsonProblem(parsed)
+  if (problem) return { ok: false, kind: 'invalid_request', message: problem.message, path: problem.path }
+  // a body that parsed but breaks the schema is given back too: what it says of itself labels its refusal
+  compactValidator ??= compactRequestValidator()
+  if (!compactValidator.check(parsed)) return { ok: false, kind: 'invalid_request', ...describeValidation(compactValidator.errors(), 'body'), value: parsed }
+  return { ok: true, body: parsed as CompactRequestBody }
 }

@@ -71,7 +71,7 @@ export function readBody(payload: Readable, contentLength: string | undefined, l
  * A content-type parser over readBody: the body's bytes, counted against the in-flight bound as they arrive
  * and limited to the server's body limit, handed to `parse`.
  */
-export function bodyParser<T>(bodyLimit: number, parse: (bytes: Buffer) => { value: T; error?: undefined } | { value?: undefined; error: Error }) {
+export function bodyParser<T>(bodyLimit: number, parse: (bytes: Buffer, request: FastifyRequest) => { value: T; error?: undefined } | { value?: undefined; error: Error }) {
   return (request: FastifyRequest, payload: Readable, done: (err: Error | null, body?: T) => void): void => {
     readBody(
       payload,
@@ -79,7 +79,7 @@ export function bodyParser<T>(bodyLimit: number, parse: (bytes: Buffer) => { val
       bodyLimit,
       (err, bytes) => {
         if (err || bytes === undefined) return done(err ?? new Error('no body'))
-        const parsed = parse(bytes)
+        const parsed = parse(bytes, request)
         if (parsed.error) done(parsed.error)
         else done(null, parsed.value)
       },

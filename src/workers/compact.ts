@@ -5,16 +5,15 @@ import type { ErrorKind } from '../contract/errors.js'
  * prototype check, schema validation, the history's rules, the plan, the extractive summary, the cold
  * layer's entries and the response's serialization. The main thread only routes and answers.
  */
-import { jsonProblem } from '../compaction/index.js'
 import type { CompactRequestBody } from '../contract/schemas.js'
-import { compactRequestValidator, describeValidation } from '../contract/validation.js'
+import { readCompactRequest } from '../contract/validation.js'
 import { InvalidHistoryError, SummarizerUnavailableError } from '../service/errors.js'
 import { type CompactDefaults, type CompactRunView, type ResponseView, runCompaction } from '../service/compact.js'
 import { ConversationsText } from '../service/conversations.js'
 import { ExtractiveSummarizer } from '../summarizer/extractive.js'
 import { randomUUID } from 'node:crypto'
 import { Piscina } from 'piscina'
-import { jsonBytes, parseJsonBytes } from '../contract/wire.js'
+import { jsonBytes } from '../contract/wire.js'
 
 export interface CompactTask {
   body: Uint8Array
@@ -32,7 +31,6 @@ export type CompactTaskResult =
   | { ok: true; json: Uint8Array; run: CompactRunView; body: Pick<CompactRequestBody, 'mode' | 'session_id' | 'budget_tokens' | 'format'> }
   | { ok: false; kind: ErrorKind; message: string; path?: string }
 
-const validator = compactRequestValidator()
 const extractive = new ExtractiveSummarizer()
 /** What the conversations this worker compacted sent (each worker thread learns from its own). */
 const conversations = new ConversationsText()
@@ -42,19 +40,9 @@ function refused(kind: ErrorKind, message: string, path?: string): CompactTaskRe
 }
 
 export async function compactTask(task: CompactTask): Promise<CompactTaskResult> {
-  let parsed: unknown
-  try {
-    parsed = parseJsonBytes(task.body)
-  } catch (err) {
-    return refused('invalid_request', `the body is not valid JSON: ${(err as Error).message}`)
-  }
-  const problem = jsonProblem(parsed)
-  if (problem) return refused('invalid_request', problem.message, problem.path)
-  if (!validator.check(parsed)) {
-    const { message, path } = describeValidation(validator.errors(), 'body')
-    return refused('invalid_request', message, path)
-  }
-  const body = parsed as CompactRequestBody
+  const read = readCompactRequest(task.body)
+  if (!read.ok) return refused(read.kind, read.message, read.path)
+  const { body } = read
   try {
     const run = await runCompaction(
       body,

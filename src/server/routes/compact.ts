@@ -1,5 +1,4 @@
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify'
-import type { FastifyValidationResult } from 'fastify/types/schema.js'
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { type CompactRunView, runCompaction } from '../../service/compact.js'
@@ -7,23 +6,10 @@ import { countCompaction, modelKindOf, recordWrites, scheduleRecord } from '../r
 import { DEFAULT_BODY_LIMIT, bodyParser } from '../body.js'
 import { CompactRequest, type CompactRequestBody, CompactResponse } from '../../contract/schemas.js'
 import { KEYED, UNAUTHORIZED_DESCRIPTION } from './security.js'
-import { GatewayError } from '../../contract/errors.js'
-import { parseJsonBody } from '../json.js'
+import { GatewayError, InvalidRequestError } from '../../contract/errors.js'
 import { jsonBytes } from '../../contract/wire.js'
-import { compactRequestValidator } from '../../contract/validation.js'
+import { readCompactRequest } from '../../contract/validation.js'
 import { FORMATS } from '../../formats/index.js'
-
-/** The request schema's check, passing a raw body through for its worker to check. */
-function rawOrValidated(): FastifyValidationResult {
-  const validator = compactRequestValidator()
-  const check = ((data: unknown): boolean => {
-    if (data instanceof RawBody) return true
-    const ok = validator.check(data)
-    check.errors = ok ? null : (validator.errors() as unknown as FastifySchemaValidationError[])
-    return ok
-  }) as FastifyValidationResult
-  return check
-}
 
 const ERROR_MEANINGS: Record<number, string> = {
   400: 'The body breaks the schema; `error.path` points at the place.',
@@ -48,16 +34,14 @@ function outcomeOfStatus(status: number): string {
   return status < 500 ? 'rejected' : 'failed'
 }
 
-/** The history's format as the body names it ('anthropic' where it names none; 'unknown' where it names another). */
-function formatOf(body: unknown): string {
-  const format = (body as { format?: unknown } | undefined)?.format
-  if (format === undefined || body instanceof RawBody) return 'anthropic'
-  return typeof format === 'string' && (FORMATS as readonly string[]).includes(format) ? format : 'unknown'
-}
-
-function modeOf(request: FastifyRequest): string {
-  const mode = (request.body as { mode?: unknown } | undefined)?.mode
-  return mode === 'manual' || mode === 'auto' ? mode : mode === undefined && request.body ? 'auto' : 'unknown'
+/** A request's metric labels, as its body names them: its mode ('auto' where it names none) and its history's format ('anthropic' where it names none); 'unknown' where it names another, or is none. */
+function labelsOf(body: unknown): { mode: string; format: string } {
+  if (typeof body !== 'object' || body === null || body instanceof RawBody) return { mode: body instanceof RawBody ? 'auto' : 'unknown', format: 'anthropic' }
+  const { mode, format } = body as { mode?: unknown; format?: unknown }
+  return {
+    mode: mode === undefined ? 'auto' : mode === 'manual' || mode === 'auto' ? mode : 'unknown',
+    format: format === undefined ? 'anthropic' : typeof format === 'string' && (FORMATS as readonly string[]).includes(format) ? format : 'unknown'
+  }
 }
 
 /** A body handed to a worker as it came: its bytes, unparsed. */
@@ -73,23 +57,25 @@ export interface CompactRouteOptions {
 export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app, { workerMinBytes = 0 }) => {
   const { writes, store, metrics } = app
   const { deps, pool } = app.compaction
-  if (pool) {
-    // In this plugin only: a large body is not parsed here at all; its bytes go to a worker.
-    app.removeContentTypeParser('application/json')
-    const bodyLimit = app.initialConfig.bodyLimit ?? DEFAULT_BODY_LIMIT
-    app.addContentTypeParser(
-      'application/json',
-      bodyParser<unknown>(bodyLimit, (bytes) => (bytes.length >= workerMinBytes ? { value: new RawBody(bytes) } : parseJsonBody(bytes)))
-    )
-  }
+  // One reading of a body, inline or in a worker (readCompactRequest): a large one's bytes go to a worker
+  // unparsed, where there are workers; any other is read here.
+  const labels = new WeakMap<FastifyRequest, { mode: string; format: string }>()
+  app.removeContentTypeParser('application/json')
+  app.addContentTypeParser(
+    'application/json',
+    bodyParser<unknown>(app.initialConfig.bodyLimit ?? DEFAULT_BODY_LIMIT, (bytes, request) => {
+      if (pool && bytes.length >= workerMinBytes) return { value: new RawBody(bytes) }
+      const read = readCompactRequest(bytes)
+      if (read.ok) return { value: read.body }
+      if (read.value !== undefined) labels.set(request, labelsOf(read.value))
+      return { error: new InvalidRequestError(read.message, read.path) }
+    })
+  )
   const reasons = new WeakMap<FastifyRequest, string>()
-  // a body a worker parsed: its mode and format as the worker read them
-  const read = new WeakMap<FastifyRequest, { mode: string; format: string }>()
   app.addHook('onResponse', async (request, reply) => {
     if (request.routeOptions.url !== '/v1/compact') return
     const outcome = reasons.get(request) ?? outcomeOfStatus(reply.statusCode)
-    const labels = read.get(request) ?? { mode: modeOf(request), format: formatOf(request.body) }
-    metrics.requests.inc({ ...labels, outcome })
+    metrics.requests.inc({ ...(labels.get(request) ?? labelsOf(request.body)), outcome })
   })
 
   app.withTypeProvider<TypeBoxTypeProvider>().post(
@@ -106,9 +92,8 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
       // A compaction is sent as the bytes jsonBytes writes (sendJson); what else this route answers (its
       // errors) is built from typed parts, checked against the contract in tests, and needs no schema serializer.
       serializerCompiler: () => (data) => JSON.stringify(data),
-      // The service's own check (the contract's schema, and each message per `format`); with workers, a body
-      // left unparsed is validated in its worker, by the same schema and words.
-      validatorCompiler: rawOrValidated
+      // The body was checked as it was read (readCompactRequest), here or, left unparsed, in its worker.
+      validatorCompiler: () => () => true
     },
     async (request, reply) => {
       const started = performance.now()
@@ -117,7 +102,7 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
         // Parsing, validation, the plan, the summary and serialization all happen in a worker.
         const result = await pool.run({ defaults: deps.defaults, tenant: request.keyName, coldLayer: deps.coldLayer === true }, raw.bytes)
         if (!result.ok) throw new GatewayError(result.kind, result.message, result.path !== undefined ? { path: result.path } : {})
-        read.set(request, { mode: result.body.mode ?? 'auto', format: result.body.format ?? 'anthropic' })
+        labels.set(request, labelsOf(result.body))
         await afterCompaction(request, reply, result.run, result.body, started)
         // already serialized and encoded in the worker: its bytes are sent as they are
         return sendJson(reply, result.json)
@@ -129,8 +114,9 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
       reply.raw.once('close', () => {
         if (!reply.raw.writableFinished) abort.abort()
       })
-      const run = await runCompaction(request.body, deps, { tenant: request.keyName, signal: abort.signal })
-      await afterCompaction(request, reply, run, request.body, started)
+      const body = request.body as CompactRequestBody
+      const run = await runCompaction(body, deps, { tenant: request.keyName, signal: abort.signal })
+      await afterCompaction(request, reply, run, body, started)
       return sendJson(reply, jsonBytes(run.response))
     }
   )

@@ -6,6 +6,8 @@
  */
 import { type Readable, Transform } from 'node:stream'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { Type } from 'typebox'
+import { keyedResponses } from './routes/security.js'
 import type { ItemsField } from '../contract/wire.js'
 import type { ProxyOutcome } from '../proxy/compactor.js'
 import { type ProxyParts, farUnderBudget, proxyBudget, proxySession } from '../proxy/request.js'
@@ -221,4 +223,33 @@ export async function proxyRequest<R>(
   const contentType = res.headers['content-type']
   const stream = typeof contentType === 'string' && contentType.startsWith('text/event-stream')
   return reply.send(stream ? withErrorEvent(res.body, api.name, () => abort.signal.aborted) : res.body)
+}
+
+/** The contract's headers of a proxied request; `sessionSources`: where the session comes from by default. */
+export function proxyHeaders(sessionSources: string) {
+  return Type.Object({
+    'x-compaction-budget': Type.Optional(Type.String({ description: 'The prompt size (tokens) past which this request is compacted, or "off"; COMPACT_BUDGET by default.' })),
+    'x-compaction-session': Type.Optional(Type.String({ description: `The session (1 to 200 characters); by default ${sessionSources}.` }))
+  })
+}
+
+/** The contract's answer of a proxied request: the upstream's, as it came. */
+export function upstreamAnswer(description: string) {
+  return {
+    description,
+    content: { 'application/json': { schema: Type.Object({}, { additionalProperties: true }) }, 'text/event-stream': { schema: Type.String() } }
+  }
+}
+
+/** The contract's errors of a proxied request: the gateway's own, and the upstream's passed on. */
+export function proxyErrors(unreadable: string, upstream: { name: string; failures: string }) {
+  return {
+    ...keyedResponses(),
+    400: Type.Ref('ErrorResponse', { description: unreadable }),
+    413: Type.Ref('ErrorResponse', { description: 'The body is over COMPACT_BODY_LIMIT_MB.' }),
+    502: Type.Ref('ErrorResponse', { description: `${upstream.name} could not be reached (or the model summary failed and COMPACT_FALLBACK=error).` }),
+    504: Type.Ref('ErrorResponse', { description: `${upstream.name} did not begin to answer within COMPACT_UPSTREAM_TIMEOUT_MS.` }),
+    '4XX': Type.Ref('ErrorResponse', { description: `${upstream.name}'s own refusals come back with their status, body and headers.` }),
+    '5XX': Type.Ref('ErrorResponse', { description: `${upstream.name}'s own failures${upstream.failures} come back with their status, body and retry-after.` })
+  }
 }

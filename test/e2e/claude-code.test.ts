@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { promptTokens } from '../../src/compaction/index.js'
 import { FakeAnthropic, type ReceivedRequest } from '../helpers/fake-anthropic.js'
-import { ROOT, type ServerProcess, startServer, tempDb } from '../helpers/process.js'
+import { ROOT, type ServerProcess, logLines, startServer, tempDb } from '../helpers/process.js'
 import { ScriptedAgent } from '../helpers/scripted-agent.js'
 import { REDIS_URL, dropSchemas, freshPgUrl, pgMissing, redisMissing } from '../helpers/services.js'
 import { TcpProxy } from '../helpers/tcp-proxy.js'
@@ -41,25 +41,6 @@ const isSummaryCall = (r: ReceivedRequest): boolean => (r.body.tools ?? []).some
 function fixedTokens(): number {
   const body = JSON.parse(readFileSync(join(ROOT, 'test/fixtures/claude-code/2.1.332-first.json'), 'utf8')) as { system: string; tools: unknown[] }
   return promptTokens([], body.system, body.tools)
-}
-
-interface LogLine {
-  event?: string
-  compaction?: string
-  source?: string
-  summary_id?: string
-  prepare_ms?: number
-  status?: number
-  context_after_compaction?: number
-  raw_history_tokens?: number
-}
-
-function events(process: ServerProcess): LogLine[] {
-  return process
-    .stdout()
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l) as LogLine)
 }
 
 /** The session's script: STEPS shell steps of about 4,000 tokens of output each, the subagent at SUBAGENT_AT. */
@@ -196,7 +177,7 @@ describe.skipIf(missing !== undefined)(`Claude Code ${CLAUDE_CODE_VERSION} throu
     if (process.env.E2E_DEBUG) {
       const t0 = fake.requests[0]?.at ?? 0
       for (const r of fake.requests) console.log(Math.round((r.at ?? 0) - t0), isSummaryCall(r) ? 'SUMMARY' : firstMessage(r).slice(0, 60), r.body.messages.length, r.raw.length)
-      servers.forEach((s, k) => console.log(`--- server ${k}`, JSON.stringify(events(s).filter((e) => e.event === 'proxied' || e.event === 'context_compacted').map((e) => [e.event?.[0], e.compaction, e.source, e.summary_id?.slice(4, 10), e.prepare_ms]))))
+      servers.forEach((s, k) => console.log(`--- server ${k}`, JSON.stringify(logLines(s).filter((e) => e.event === 'proxied' || e.event === 'context_compacted').map((e) => [e.event?.[0], e.compaction, e.source, e.summary_id?.slice(4, 10), e.prepare_ms]))))
     }
 
     // The scripted end was reached, and the upstream took every request it was sent.
@@ -209,8 +190,8 @@ describe.skipIf(missing !== undefined)(`Claude Code ${CLAUDE_CODE_VERSION} throu
 
     // Every process's own account of what it forwarded.
     const processes = [a, ...(b ? [b] : []), ...(restarted ? [restarted] : [])]
-    const proxied = processes.map((p) => events(p).filter((e) => e.event === 'proxied'))
-    const compactions = processes.flatMap((p) => events(p).filter((e) => e.event === 'context_compacted'))
+    const proxied = processes.map((p) => logLines(p).filter((e) => e.event === 'proxied'))
+    const compactions = processes.flatMap((p) => logLines(p).filter((e) => e.event === 'context_compacted'))
     expect(compactions.length).toBeGreaterThanOrEqual(3)
     expect(proxied.flat().every((e) => e.status === 200)).toBe(true)
     // A replica that takes the conversation over, and the restarted process, go on with the summary it had:

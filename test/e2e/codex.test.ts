@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { promptTokens } from '../../src/compaction/index.js'
 import { readOpenAiRequest } from '../../src/proxy/openai.js'
 import { FakeOpenAi, type FakeOpenAiReply, type OpenAiRequest } from '../helpers/fake-openai.js'
-import { ROOT, type ServerProcess, startServer, tempDb } from '../helpers/process.js'
+import { ROOT, type ServerProcess, logLines, startServer, tempDb } from '../helpers/process.js'
 
 /**
  * The real Codex CLI (from npm, installed by scripts/install-clients.sh into .clients/) runs a scripted
@@ -56,25 +56,6 @@ function scripted(): { reply: (r: OpenAiRequest) => FakeOpenAiReply; handed: Set
     }
   }
   return { reply, handed }
-}
-
-interface LogLine {
-  event?: string
-  compaction?: string
-  source?: string
-  summary_id?: string
-  prepare_ms?: number
-  status?: number
-  estimated_tokens?: number
-  context_after_compaction?: number
-}
-
-function events(process: ServerProcess): LogLine[] {
-  return process
-    .stdout()
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l) as LogLine)
 }
 
 /** Codex run to its end (`codex exec`) against `baseUrl`, with a home and a work folder of its own. */
@@ -153,7 +134,7 @@ describe.skipIf(missing !== undefined)(`Codex CLI ${CODEX_VERSION} through the g
     expect(script.handed.size).toBe(STEPS)
 
     const forwarded = fake.requests.filter((r) => !isSummaryCall(r))
-    const log = events(gateway)
+    const log = logLines(gateway)
     if (process.env.E2E_DEBUG) for (const e of log.filter((l) => l.event === 'proxied' || l.event === 'context_compacted')) console.log(e.event, e.compaction ?? e.source, e.prepare_ms, e.estimated_tokens ?? e.context_after_compaction)
     const proxied = log.filter((e) => e.event === 'proxied')
     const compactions = log.filter((e) => e.event === 'context_compacted')

@@ -69,3 +69,25 @@ export function runToExit(env: Record<string, string>, entry = SERVER_ENTRY): Pr
     child.once('exit', (code) => res({ code, stderr: err }))
   })
 }
+
+/** A line of a server process's log, as the tests read the fields they look at. */
+export interface LogLine {
+  event?: string
+  compaction?: string
+  source?: string
+  summary_id?: string
+  prepare_ms?: number
+  status?: number
+  estimated_tokens?: number
+  context_after_compaction?: number
+  raw_history_tokens?: number
+}
+
+/** The JSON lines a server process has logged so far. */
+export function logLines(server: ServerProcess): LogLine[] {
+  return server
+    .stdout()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as LogLine)
+}

@@ -2,8 +2,8 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import { readMessagesRequest } from '../../proxy/request.js'
 import { withMessages } from '../../contract/wire.js'
-import { type ProxiedApi, type ProxyContext, installProxyHooks, proxyRequest } from '../proxying.js'
-import { KEYED, keyedResponses } from './security.js'
+import { type ProxiedApi, type ProxyContext, installProxyHooks, proxyErrors, proxyHeaders, proxyRequest, upstreamAnswer } from '../proxying.js'
+import { KEYED } from './security.js'
 
 export interface MessagesRouteOptions extends ProxyContext {
   /**
@@ -45,28 +45,6 @@ const MessagesRequest = Type.Object(
   { additionalProperties: true, description: 'A Messages API request, as the Anthropic SDKs send it. Every field passes to the upstream unchanged, but for `messages` when they are compacted.' }
 )
 
-const PROXY_HEADERS = Type.Object({
-  'x-compaction-budget': Type.Optional(Type.String({ description: 'The prompt size (tokens) past which this request is compacted, or "off"; COMPACT_BUDGET by default.' })),
-  'x-compaction-session': Type.Optional(
-    Type.String({ description: 'The session (1 to 200 characters); by default the session id the agent sends (x-claude-code-session-id, x-session-id, x-session-affinity), else metadata.user_id.' })
-  )
-})
-
-const upstreamAnswer = (what: string) => ({
-  description: `${what}, as the Messages API gave it (status, headers and body; \`text/event-stream\` for \`stream: true\`), with \`x-compaction: none|compacted\` and \`x-compaction-summary-id\`.`,
-  content: { 'application/json': { schema: Type.Object({}, { additionalProperties: true }) }, 'text/event-stream': { schema: Type.String() } }
-})
-
-const gatewayErrors = () => ({
-  ...keyedResponses(),
-  400: Type.Ref('ErrorResponse', { description: 'The body is not a Messages API request the gateway can estimate, or an over-budget history breaks the rules of a conversation; `error.path` names the place.' }),
-  413: Type.Ref('ErrorResponse', { description: 'The body is over COMPACT_BODY_LIMIT_MB.' }),
-  502: Type.Ref('ErrorResponse', { description: 'The Messages API could not be reached (or the model summary failed and COMPACT_FALLBACK=error).' }),
-  504: Type.Ref('ErrorResponse', { description: 'The Messages API did not begin to answer within COMPACT_UPSTREAM_TIMEOUT_MS.' }),
-  '4XX': Type.Ref('ErrorResponse', { description: "The Messages API's own refusals come back with their status, body and headers." }),
-  '5XX': Type.Ref('ErrorResponse', { description: "The Messages API's own failures (500, 529 overloaded…) come back with their status, body and retry-after." })
-})
-
 /**
  * POST /v1/messages and /v1/messages/count_tokens: the Messages API, proxied. A request over its budget
  * has its messages compacted (the pipeline, doctrine, summarizer, records and cold layer of /v1/compact);
@@ -96,9 +74,17 @@ export const messagesRoutes: FastifyPluginAsync<MessagesRouteOptions> = async (a
           operationId: route.operationId,
           summary: route.summary,
           security: KEYED,
-          headers: PROXY_HEADERS,
+          headers: proxyHeaders('the session id the agent sends (x-claude-code-session-id, x-session-id, x-session-affinity), else metadata.user_id'),
           body: MessagesRequest,
-          response: { 200: upstreamAnswer(route.answer), ...gatewayErrors() }
+          response: {
+            200: upstreamAnswer(
+              `${route.answer}, as the Messages API gave it (status, headers and body; \`text/event-stream\` for \`stream: true\`), with \`x-compaction: none|compacted\` and \`x-compaction-summary-id\`.`
+            ),
+            ...proxyErrors('The body is not a Messages API request the gateway can estimate, or an over-budget history breaks the rules of a conversation; `error.path` names the place.', {
+              name: 'The Messages API',
+              failures: ' (500, 529 overloaded…)'
+            })
+          }
         },
         validatorCompiler: () => () => true
       },

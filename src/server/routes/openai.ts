@@ -1,8 +1,8 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import { type OpenAiApi, type OpenAiHistory, openAiPayload, readOpenAiRequest } from '../../proxy/openai.js'
-import { type ProxiedApi, type ProxyContext, type ProxyRead, installProxyHooks, proxyRequest } from '../proxying.js'
-import { KEYED, keyedResponses } from './security.js'
+import { type ProxiedApi, type ProxyContext, type ProxyRead, installProxyHooks, proxyErrors, proxyHeaders, proxyRequest, upstreamAnswer } from '../proxying.js'
+import { KEYED } from './security.js'
 
 export interface OpenAiRouteOptions extends ProxyContext {
   /**
@@ -60,29 +60,6 @@ const ENDPOINTS = [
   }
 ] as const
 
-const PROXY_HEADERS = Type.Object({
-  'x-compaction-budget': Type.Optional(Type.String({ description: 'The prompt size (tokens) past which this request is compacted, or "off"; COMPACT_BUDGET by default.' })),
-  'x-compaction-session': Type.Optional(
-    Type.String({ description: 'The session (1 to 200 characters); by default the session id the agent sends (x-session-id, x-session-affinity, session-id, thread-id…), else prompt_cache_key.' })
-  )
-})
-
-const upstreamAnswer = {
-  description:
-    'The answer, as the OpenAI-compatible API gave it (status, headers and body; `text/event-stream` for `stream: true`), with `x-compaction: none|compacted`, `x-compaction-summary-id`, and `x-compaction-not-read` (previous_response_id, conversation, single_input, history_not_read) where the history could not be read.',
-  content: { 'application/json': { schema: Type.Object({}, { additionalProperties: true }) }, 'text/event-stream': { schema: Type.String() } }
-}
-
-const gatewayErrors = () => ({
-  ...keyedResponses(),
-  400: Type.Ref('ErrorResponse', { description: 'The body is not a request the gateway can read while it may be over the budget, or its history breaks the rules of a conversation; `error.path` names the place.' }),
-  413: Type.Ref('ErrorResponse', { description: 'The body is over COMPACT_BODY_LIMIT_MB.' }),
-  502: Type.Ref('ErrorResponse', { description: 'The upstream could not be reached (or the model summary failed and COMPACT_FALLBACK=error).' }),
-  504: Type.Ref('ErrorResponse', { description: 'The upstream did not begin to answer within COMPACT_UPSTREAM_TIMEOUT_MS.' }),
-  '4XX': Type.Ref('ErrorResponse', { description: "The upstream's own refusals come back with their status, body and headers." }),
-  '5XX': Type.Ref('ErrorResponse', { description: "The upstream's own failures come back with their status, body and retry-after." })
-})
-
 /**
  * POST /v1/chat/completions and /v1/responses: OpenAI's APIs, proxied to OPENAI_BASE_URL as /v1/messages
  * proxies the Messages API (the same compactor, anchors, records and cold layer); the history is read into
@@ -119,9 +96,17 @@ export const openAiRoutes: FastifyPluginAsync<OpenAiRouteOptions> = async (app, 
           operationId: route.operationId,
           summary: route.summary,
           security: KEYED,
-          headers: PROXY_HEADERS,
+          headers: proxyHeaders('the session id the agent sends (x-session-id, x-session-affinity, session-id, thread-id…), else prompt_cache_key'),
           body: route.body,
-          response: { 200: upstreamAnswer, ...gatewayErrors() }
+          response: {
+            200: upstreamAnswer(
+              'The answer, as the OpenAI-compatible API gave it (status, headers and body; `text/event-stream` for `stream: true`), with `x-compaction: none|compacted`, `x-compaction-summary-id`, and `x-compaction-not-read` (previous_response_id, conversation, single_input, history_not_read) where the history could not be read.'
+            ),
+            ...proxyErrors('The body is not a request the gateway can read while it may be over the budget, or its history breaks the rules of a conversation; `error.path` names the place.', {
+              name: 'The upstream',
+              failures: ''
+            })
+          }
         },
         validatorCompiler: () => () => true
       },

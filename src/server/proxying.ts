@@ -11,7 +11,7 @@ import { keyedResponses } from './routes/security.js'
 import type { ItemsField } from '../contract/wire.js'
 import type { ProxyOutcome } from '../proxy/compactor.js'
 import { type ProxyParts, farUnderBudget, proxyBudget, proxySession } from '../proxy/request.js'
-import { type Upstream, clientHeaders, upstreamHeaders } from '../proxy/upstream.js'
+import { type Upstream, type UpstreamResponse, clientHeaders, upstreamHeaders } from '../proxy/upstream.js'
 import { InvalidHistoryError } from '../service/errors.js'
 import { addToRequestLine } from '../telemetry/logger.js'
 import { DEFAULT_BODY_LIMIT, bodyParser } from './body.js'
@@ -135,6 +135,70 @@ export function installProxyHooks(app: FastifyInstance, endpointOf: (url: string
   return outcomes
 }
 
+/** A client that hangs up aborts what is being done for it (the compaction's wait, the upstream request). */
+function abortOnClose(reply: FastifyReply): AbortController {
+  const abort = new AbortController()
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) abort.abort()
+  })
+  return abort
+}
+
+/** The body as the compactor reads it; one whose bytes alone are far under the budget is forwarded unread (nothing could be done to it). */
+function readProxied<R>(app: FastifyInstance, api: ProxiedApi<R>, body: ProxiedBody, budget: number | 'off'): ProxyRead<R> {
+  if (budget !== 'off' && farUnderBudget(body.bytes, budget * app.proxy.compactor.quietShare)) return { unread: undefined }
+  return api.read(body, () => budget === 'off' || !farUnderBudget(body.bytes, budget))
+}
+
+/** What the compactor does to the history: every refusal of its content a 400, at its place in the client's body. */
+async function compactProxied<R>(app: FastifyInstance, api: ProxiedApi<R>, read: ProxyRead<R>, request: FastifyRequest, at: { session: string | undefined; budget: number | 'off'; signal: AbortSignal }): Promise<ProxyOutcome> {
+  if (!('parts' in read)) return { kind: 'none', tokens: undefined }
+  const { messages, system, tools } = read.parts
+  try {
+    return await app.proxy.compactor.prepare({ messages, system, tools, tenant: request.keyName, session: at.session, budget: at.budget, signal: at.signal })
+  } catch (err) {
+    if (err instanceof InvalidHistoryError) throw new InvalidRequestError(err.message, api.place ? api.place(read.read, err.path ?? '') : err.path)
+    throw err
+  }
+}
+
+/**
+ * A compaction counted, logged and recorded. The record and the cold layer never hold the forward: they are
+ * written while the model works on the forwarded request, and the answer waits for the record. With SQLite,
+ * whose indexing holds this thread, the cold layer begins once the request is on its way (`begin`), reads
+ * of the session waiting for it (WritesAfterAnswers); with a store other replicas read, the answer waits too.
+ */
+async function recordProxied(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  endpoint: string,
+  outcome: Extract<ProxyOutcome, { kind: 'compacted' }>,
+  session: string | undefined,
+  budget: number | 'off'
+): Promise<{ recorded?: Promise<void>; begin?: () => void }> {
+  const { store, metrics } = app
+  const { run } = outcome
+  countCompaction(metrics, run, modelKindOf(app.compaction.deps.model?.kind))
+  metrics.proxyCompactions.inc({ source: outcome.source })
+  request.log.info(
+    { event: 'context_compacted', via: 'proxy', endpoint, source: outcome.source, session_id: session, key_name: request.keyName || undefined, summary_id: outcome.summaryId, summarizer: run.response.summarizer.kind, ...run.response.stats },
+    'context_compacted'
+  )
+  const keep = recordWrites(store, metrics, request.log, { mode: 'auto', session_id: session, budget }, request.keyName, run.response, outcome.memory)
+  return scheduleRecord(store, app.writes, request.keyName, session, keep)
+}
+
+/** The upstream's answer relayed: its status and headers, what the gateway did, its body as it arrives (an event stream event by event). */
+function relay(reply: FastifyReply, api: { name: string }, res: UpstreamResponse, outcome: ProxyOutcome, notRead: string | undefined, aborted: () => boolean): FastifyReply {
+  void reply.code(res.status).headers(clientHeaders(res.headers))
+  void reply.header('x-compaction', outcome.kind === 'none' ? 'none' : 'compacted')
+  if (notRead) void reply.header('x-compaction-not-read', notRead)
+  if (outcome.kind !== 'none') void reply.header('x-compaction-summary-id', outcome.summaryId)
+  const contentType = res.headers['content-type']
+  const stream = typeof contentType === 'string' && contentType.startsWith('text/event-stream')
+  return reply.send(stream ? withErrorEvent(res.body, api.name, aborted) : res.body)
+}
+
 /**
  * One proxied request: compacted past its budget, forwarded byte for byte under it, the answer streamed
  * back as it arrives, with `x-compaction: none|compacted`, `x-compaction-summary-id`, and
@@ -148,50 +212,20 @@ export async function proxyRequest<R>(
   request: FastifyRequest,
   reply: FastifyReply
 ): Promise<FastifyReply> {
-  const { store, metrics } = app
-  const { compactor } = app.proxy
   const started = performance.now()
   const body = request.body as ProxiedBody
   const budget = proxyBudget(request.headers['x-compaction-budget'], context.budget)
   const credentials = api.credentials(request)
   if (!credentials) throw new ConfigurationError(`the gateway has no key for ${api.name}: set ${api.keySetting} on the gateway`)
+  const abort = abortOnClose(reply)
 
-  const abort = new AbortController()
-  reply.raw.once('close', () => {
-    if (!reply.raw.writableFinished) abort.abort()
-  })
-  // A body whose bytes alone are far under the budget is forwarded unread: nothing could be done to it.
-  const unread = budget !== 'off' && farUnderBudget(body.bytes, budget * compactor.quietShare)
-  const read: ProxyRead<R> = unread ? { unread: undefined } : api.read(body, () => budget === 'off' || !farUnderBudget(body.bytes, budget))
-  const parts = 'parts' in read ? read.parts : undefined
-  const session = parts ? proxySession(request.headers, parts.userId) : undefined
-  let outcome: ProxyOutcome
-  try {
-    outcome = parts ? await compactor.prepare({ messages: parts.messages, system: parts.system, tools: parts.tools, tenant: request.keyName, session, budget, signal: abort.signal }) : { kind: 'none', tokens: undefined }
-  } catch (err) {
-    // Every refusal of a request's content is a 400, at its place in the client's body.
-    if (err instanceof InvalidHistoryError) throw new InvalidRequestError(err.message, 'read' in read && api.place ? api.place(read.read, err.path ?? '') : err.path)
-    throw err
-  }
+  const read = readProxied(app, api, body, budget)
+  const session = 'parts' in read ? proxySession(request.headers, read.parts.userId) : undefined
+  const outcome = await compactProxied(app, api, read, request, { session, budget, signal: abort.signal })
   outcomes.set(request, outcome.kind)
-  // The record and the cold layer never hold the forward: they are written while the model works on the
-  // forwarded request, and the answer waits for the record. With SQLite, whose indexing holds this thread,
-  // the cold layer begins once the request is on its way, reads of the session waiting for it
-  // (WritesAfterAnswers); with a store other replicas read, the answer waits for it too.
-  let recorded: Promise<void> | undefined
-  let begin: (() => void) | undefined
-  if (outcome.kind === 'compacted') {
-    const { run } = outcome
-    countCompaction(metrics, run, modelKindOf(app.compaction.deps.model?.kind))
-    metrics.proxyCompactions.inc({ source: outcome.source })
-    const keep = recordWrites(store, metrics, request.log, { mode: 'auto', session_id: session, budget }, request.keyName, run.response, outcome.memory)
-    ;({ recorded, begin } = await scheduleRecord(store, app.writes, request.keyName, session, keep))
-    if (begin) reply.raw.once('close', begin)
-    request.log.info(
-      { event: 'context_compacted', via: 'proxy', endpoint: api.endpoint, source: outcome.source, session_id: session, key_name: request.keyName || undefined, summary_id: outcome.summaryId, summarizer: run.response.summarizer.kind, ...run.response.stats },
-      'context_compacted'
-    )
-  }
+  const { recorded, begin } = outcome.kind === 'compacted' ? await recordProxied(app, request, api.endpoint, outcome, session, budget) : {}
+  if (begin) reply.raw.once('close', begin)
+
   const payload = outcome.kind === 'none' || !('read' in read) ? body.bytes : api.write(body, read.read, outcome)
   const asked = performance.now()
   // The query string goes on as it came (Claude Code's `?beta=true`).
@@ -201,28 +235,23 @@ export async function proxyRequest<R>(
   const res = await sending
   const upstreamMs = performance.now() - asked
   await recorded // the record's writes log and count their own failures: they never reject
-  metrics.proxyUpstreamSeconds.observe({ endpoint: api.endpoint }, upstreamMs / 1_000)
-  const reason = 'unread' in read ? read.unread : undefined
+  app.metrics.proxyUpstreamSeconds.observe({ endpoint: api.endpoint }, upstreamMs / 1_000)
+
+  const notRead = 'unread' in read ? read.unread : undefined
   // On the request's one line, written when the answer ends (a line of its own cost a write a request).
   addToRequestLine(request, {
     event: 'proxied',
     endpoint: api.endpoint,
     status: res.status,
     compaction: outcome.kind,
-    ...(reason ? { not_read: reason } : {}),
+    ...(notRead ? { not_read: notRead } : {}),
     summary_id: outcome.kind === 'none' ? undefined : outcome.summaryId,
     estimated_tokens: outcome.tokens,
     session_id: session,
     prepare_ms: Math.round(asked - started),
     upstream_ms: Math.round(upstreamMs)
   })
-  void reply.code(res.status).headers(clientHeaders(res.headers))
-  void reply.header('x-compaction', outcome.kind === 'none' ? 'none' : 'compacted')
-  if (reason) void reply.header('x-compaction-not-read', reason)
-  if (outcome.kind !== 'none') void reply.header('x-compaction-summary-id', outcome.summaryId)
-  const contentType = res.headers['content-type']
-  const stream = typeof contentType === 'string' && contentType.startsWith('text/event-stream')
-  return reply.send(stream ? withErrorEvent(res.body, api.name, () => abort.signal.aborted) : res.body)
+  return relay(reply, api, res, outcome, notRead, () => abort.signal.aborted)
 }
 
 /** The contract's headers of a proxied request; `sessionSources`: where the session comes from by default. */

@@ -10,14 +10,14 @@ import type { Store } from '../storage/store.js'
 import type { Summarizer } from '../summarizer/summarizer.js'
 import { loggerOptions, requestLineFields } from '../telemetry/logger.js'
 import type { Metrics } from '../telemetry/metrics.js'
-import { OPEN_ROUTES, installAuth } from './auth.js'
+import { OPEN_ROUTES, authPlugin } from './auth.js'
 import { readUi, uiRoutes } from './routes/ui.js'
 import { summarizerKind } from '../summarizer/index.js'
 import { type Config, parseApiKeys, trustProxy } from './config.js'
-import { answerClientError, badUrl, installErrorHandling } from './errors.js'
+import { answerClientError, badUrl, errorHandlingPlugin } from './errors.js'
 import { RateLimitError } from '../contract/errors.js'
-import { LINGER_MS, installAdmission, installLinger, installRequestChecks, installShutdownDrain, installTimeouts } from './guards.js'
-import { installJsonParser } from './json.js'
+import { LINGER_MS, admissionPlugin, lingerPlugin, requestChecksPlugin, shutdownDrainPlugin, timeoutsPlugin } from './guards.js'
+import { jsonParserPlugin } from './json.js'
 import { registerOpenapi } from './openapi.js'
 import { OVERLOADED_RETRY_AFTER_S, compactionPlugin } from './plugins/compaction.js'
 import { metricsPlugin } from './plugins/metrics.js'
@@ -75,7 +75,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
     logger,
     bodyLimit: Math.floor(config.COMPACT_BODY_LIMIT_MB * 1024 * 1024),
     // Slow clients are bounded while they send (headers, then the whole body) and while they read the
-    // answer (the idle timeout); no timeout runs while a compaction is being worked on (installTimeouts).
+    // answer (the idle timeout); no timeout runs while a compaction is being worked on (timeoutsPlugin).
     connectionTimeout: config.COMPACT_IDLE_TIMEOUT_MS,
     keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
     requestTimeout: config.COMPACT_BODY_TIMEOUT_MS,
@@ -92,8 +92,8 @@ export async function buildApp(options: AppOptions): Promise<App> {
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false } }
   }).withTypeProvider<TypeBoxTypeProvider>()
   app.server.headersTimeout = Math.min(HEADERS_TIMEOUT_MS, config.COMPACT_BODY_TIMEOUT_MS)
-  installTimeouts(app, config.COMPACT_IDLE_TIMEOUT_MS)
-  installShutdownDrain(app)
+  await app.register(timeoutsPlugin, { idleTimeoutMs: config.COMPACT_IDLE_TIMEOUT_MS })
+  await app.register(shutdownDrainPlugin)
   const now = options.now ?? Date.now
 
   const summarizer = summarizerKind(config)
@@ -103,17 +103,17 @@ export async function buildApp(options: AppOptions): Promise<App> {
   const { metrics, redis } = app
   if (options.openapi) await registerOpenapi(app, SERVICE_VERSION)
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema)
-  installErrorHandling(app)
-  installJsonParser(app)
-  installRequestChecks(app)
+  await app.register(errorHandlingPlugin)
+  await app.register(jsonParserPlugin)
+  await app.register(requestChecksPlugin)
   // Bytes of bodies in flight are bounded, counted as they arrive; a refusal lets the client finish sending.
-  installAdmission(app, { maxBytes: config.COMPACT_MAX_INFLIGHT_MB * 1024 * 1024, retryAfterS: OVERLOADED_RETRY_AFTER_S })
-  installLinger(app, { maxBytes: Math.floor(config.COMPACT_BODY_LIMIT_MB * 1024 * 1024), ms: LINGER_MS })
-  installResponseHooks(app, metrics)
+  await app.register(admissionPlugin, { maxBytes: config.COMPACT_MAX_INFLIGHT_MB * 1024 * 1024, retryAfterS: OVERLOADED_RETRY_AFTER_S })
+  await app.register(lingerPlugin, { maxBytes: Math.floor(config.COMPACT_BODY_LIMIT_MB * 1024 * 1024), ms: LINGER_MS })
+  await app.register(responseHooksPlugin)
 
   // Auth first, then the per-key rate limit, both before the body is read.
   const apiKeys = parseApiKeys(config.COMPACT_API_KEYS)
-  installAuth(app, apiKeys, { failuresPerMinute: config.COMPACT_AUTH_FAILURES_PER_MIN, now })
+  await app.register(authPlugin, { keys: apiKeys, failuresPerMinute: config.COMPACT_AUTH_FAILURES_PER_MIN, now })
   await app.register(rateLimit, {
     max: config.COMPACT_RATE_LIMIT_PER_MIN,
     timeWindow: 60_000,
@@ -162,6 +162,13 @@ function routes<O extends FastifyPluginOptions>(plugin: FastifyPluginAsync<O>, .
 }
 
 /** Hooks on every answer: the request id, closing connections while shutting down, refusals logged, durations measured. */
+const responseHooksPlugin = fp(
+  async (app) => {
+    installResponseHooks(app, app.metrics)
+  },
+  { name: 'response-hooks', dependencies: ['metrics'] }
+)
+
 function installResponseHooks(app: FastifyInstance, metrics: Metrics): void {
   // While closing, answers in flight tell the client to drop the connection, so that a keep-alive
   // socket cannot hold the shutdown open until its idle timeout.

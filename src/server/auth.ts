@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { AuthenticationError, GatewayError, RateLimitError } from '../contract/errors.js'
 import { at } from '../compaction/index.js'
+import fp from 'fastify-plugin'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -73,7 +74,7 @@ class FailureLimit {
  * digests with timingSafeEqual, and every key is compared, so timing tells nothing about which matched.
  * A 401 carries a Bearer challenge; an address that keeps presenting wrong keys is answered 429 with Retry-After.
  */
-export function installAuth(app: FastifyInstance, keys: ReadonlyMap<string, string>, options: AuthOptions): void {
+function installAuth(app: FastifyInstance, keys: ReadonlyMap<string, string>, options: AuthOptions): void {
   app.decorateRequest('keyName', '')
   if (keys.size === 0) return
   const known = [...keys].map(([key, name]) => ({ digest: digest(key), name }))
@@ -107,3 +108,6 @@ export function installAuth(app: FastifyInstance, keys: ReadonlyMap<string, stri
     return undefined
   }
 }
+
+/** Every route's key checked (but the open ones'), before its body is read. */
+export const authPlugin = fp<AuthOptions & { keys: ReadonlyMap<string, string> }>(async (app, { keys, ...options }) => installAuth(app, keys, options), { name: 'auth' })

@@ -7,6 +7,7 @@ import { StoreError } from '../storage/store.js'
 import { SummarizerFailedError } from '../service/errors.js'
 import type { ErrorResponseBody } from '../contract/schemas.js'
 import { type AjvIssue, describeValidation } from '../contract/validation.js'
+import fp from 'fastify-plugin'
 
 export function errorBody(type: ErrorType, message: string, path?: string): ErrorResponseBody {
   return { type: 'error', error: path === undefined ? { type, message } : { type, message, path } }
@@ -42,7 +43,7 @@ export function answerClientError(this: FastifyInstance, err: Error & { code?: s
   socket.destroy()
 }
 
-export function installErrorHandling(app: FastifyInstance): void {
+function installErrorHandling(app: FastifyInstance): void {
   // Route templates by method, so that a known path asked with another method is a 405 naming the allowed ones.
   const routes: { pattern: RegExp; method: string }[] = []
   app.addHook('onRoute', (route) => {
@@ -98,3 +99,6 @@ export function installErrorHandling(app: FastifyInstance): void {
     void reply.code(500).send(errorBody('api_error', 'internal error'))
   })
 }
+
+/** The one error shape for every answer that is not a success (the root's error and not-found handlers). */
+export const errorHandlingPlugin = fp(async (app) => installErrorHandling(app), { name: 'error-handling' })

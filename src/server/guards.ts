@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
 import { GatewayError, InvalidRequestError, UnsupportedMediaTypeError } from '../contract/errors.js'
 
 /**
@@ -9,7 +10,7 @@ import { GatewayError, InvalidRequestError, UnsupportedMediaTypeError } from '..
  * A compaction that waits a minute for the model is therefore never cut by a socket timeout; its time
  * is bounded by the summary queue's wait and the summarizer's deadline instead.
  */
-export function installTimeouts(app: FastifyInstance, idleTimeoutMs: number): void {
+function installTimeouts(app: FastifyInstance, idleTimeoutMs: number): void {
   // (app.inject's requests have a stand-in socket without timeouts.)
   const idle = (request: FastifyRequest, ms: number): void => void (request.raw.socket as Partial<Socket> | undefined)?.setTimeout?.(ms)
   // Callback hooks, not async ones: every request runs them, and a promise each is a turn of the loop.
@@ -30,7 +31,7 @@ const KEY_PARAMETERS = new Set(['api_key', 'apikey', 'api-key', 'key', 'x-api-ke
  * Checks every request makes before its body is read: no key in the query string (refused, so that it
  * is used once and then moved to a header) and no content-encoding the server cannot read.
  */
-export function installRequestChecks(app: FastifyInstance): void {
+function installRequestChecks(app: FastifyInstance): void {
   // A callback hook, not an async one: every request runs it, and a promise each is a turn of the loop.
   app.addHook('onRequest', (request, _reply, done) => done(requestProblem(request)))
 }
@@ -75,9 +76,9 @@ declare module 'fastify' {
  * sends a byte a second holds what it sent, not what it announced), given back when the request is
  * answered. A body whose next chunk would pass the bound while other bodies hold bytes gets a 503 with
  * Retry-After; once the bound is reached, new requests get it before their body is read. Either way the
- * client is let finish sending (installLinger), so that it reads the answer.
+ * client is let finish sending (lingerPlugin), so that it reads the answer.
  */
-export function installAdmission(app: FastifyInstance, options: AdmissionOptions): void {
+function installAdmission(app: FastifyInstance, options: AdmissionOptions): void {
   let inflight = 0
   const overloaded = (): GatewayError =>
     new GatewayError('overloaded', `too many request bytes in flight (COMPACT_MAX_INFLIGHT_MB); retry in ${options.retryAfterS} s`, {
@@ -125,7 +126,7 @@ export const LINGER_MS = 5_000
  * bounded in bytes and time, as a web server's lingering close does; past either bound the answer goes
  * with the connection closed.
  */
-export function installLinger(app: FastifyInstance, options: LingerOptions): void {
+function installLinger(app: FastifyInstance, options: LingerOptions): void {
   app.addHook('onSend', (request, reply, payload, done) => {
     const raw = request.raw
     // (app.inject's requests are whole before they start)
@@ -161,7 +162,7 @@ export function installLinger(app: FastifyInstance, options: LingerOptions): voi
  * (a compaction being worked on, an answer being sent) is let finish. Read from the socket at close, so
  * that no request pays for it.
  */
-export function installShutdownDrain(app: FastifyInstance): void {
+function installShutdownDrain(app: FastifyInstance): void {
   const sockets = new Set<Socket>()
   app.server.on('connection', (socket: Socket) => {
     sockets.add(socket)
@@ -176,3 +177,10 @@ export function installShutdownDrain(app: FastifyInstance): void {
     done()
   })
 }
+
+/** The guards of every connection and request, as plugins of the root (their hooks apply to every route). */
+export const timeoutsPlugin = fp<{ idleTimeoutMs: number }>(async (app, { idleTimeoutMs }) => installTimeouts(app, idleTimeoutMs), { name: 'timeouts' })
+export const shutdownDrainPlugin = fp(async (app) => installShutdownDrain(app), { name: 'shutdown-drain' })
+export const requestChecksPlugin = fp(async (app) => installRequestChecks(app), { name: 'request-checks' })
+export const admissionPlugin = fp<AdmissionOptions>(async (app, options) => installAdmission(app, options), { name: 'admission' })
+export const lingerPlugin = fp<LingerOptions>(async (app, options) => installLinger(app, options), { name: 'linger' })

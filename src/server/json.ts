@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
 import { jsonProblem } from '../compaction/nesting.js'
 import { InvalidRequestError } from '../contract/errors.js'
 import { type ItemsField, parseJsonBytes } from '../contract/wire.js'
@@ -21,8 +22,11 @@ export function parseJsonBody(body: Uint8Array, field: ItemsField = 'messages'):
   return problem ? { error: new InvalidRequestError(problem.message, problem.path) } : { value }
 }
 
-export function installJsonParser(app: FastifyInstance): void {
+function installJsonParser(app: FastifyInstance): void {
   // JSON only: any other content type is a 415 (Fastify would otherwise read text/plain as a string).
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', bodyParser(app.initialConfig.bodyLimit ?? DEFAULT_BODY_LIMIT, (bytes) => parseJsonBody(bytes)))
 }
+
+/** JSON bodies only, read as parseJsonBody reads them (routes that keep bytes install their own parser). */
+export const jsonParserPlugin = fp(async (app) => installJsonParser(app), { name: 'json-parser' })

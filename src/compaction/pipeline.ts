@@ -7,11 +7,11 @@ import { type Clip, type CutPlan, planCut } from './plan.js'
 import { type Redact, type RedactMany, redact } from './redact.js'
 import { DEFAULT_RENDER, type RenderedSpan, findPriorSummaries, renderSpan } from './render.js'
 import { LIST_SECTIONS, type SummarySections } from './sections.js'
-import { formatSummary, oneLine } from './summary-text.js'
+import { type SummaryHeader, formatSummary, oneLine } from './summary-text.js'
 import { CHARS_PER_TOKEN, MESSAGE_OVERHEAD_TOKENS, estimateScale, rawMessageTokens, rawSystemTokens, scaled, textTokens } from './tokens.js'
 import { assembledHead, summaryBlocks, summaryNote } from './turn.js'
 import { type CarriedContext, NO_CONTEXT, carriedContext, carriedTokens } from './context.js'
-import { type Message, type SystemPrompt, blocksOf, isPromptMessage, isTextBlock } from './types.js'
+import { type Block, type Message, type SystemPrompt, blocksOf, isPromptMessage, isTextBlock } from './types.js'
 import { type HistoryProblem, place, pointer } from './validate.js'
 import { at } from './at.js'
 import type { CommonText } from './harness.js'
@@ -306,40 +306,62 @@ export function uncompacted(plan: CompactionPlan): NotCompacted {
 }
 
 
+/** The share of the summary's room the client's recall hint may take at most, so that the bound holds. */
+const RECALL_HINT_SHARE = 0.25
+/** Tokens kept beside the note's own estimate for the summary turn's framing around it. */
+const NOTE_FRAMING_TOKENS = 8
+
+/** The summary's sections: the model's (or the ledger's, extractive), merged into the prior summary, checked against the ledger. */
+function summarySections(plan: CompactionPlan, options: FinishOptions): ReturnType<typeof guardSections> {
+  const written = options.modelSections ?? extractiveSections(plan.ledger, plan.latestAssistantText)
+  const merged = plan.prior ? mergeSections(plan.prior, written, plan.ledger.userRequests.map((r) => r.text)) : written
+  return guardSections(merged, plan.ledger)
+}
+
+/** The recall hint as it is sent (redacted, within its share), and the room left for the summary's text, in unscaled tokens. */
+function summaryRoom(plan: CompactionPlan, options: FinishOptions): { recallHint: string | undefined; textBudget: number } {
+  const room = Math.floor(plan.summaryMaxTokens / plan.scale)
+  const hintChars = Math.floor(room * CHARS_PER_TOKEN * RECALL_HINT_SHARE)
+  const hint = options.recallHint === undefined ? undefined : plan.redact(options.recallHint)
+  const recallHint = hint && hint.length > hintChars ? `${sliceHead(hint, hintChars - 1)}…` : hint
+  const noteTokens = textTokens(summaryNote(recallHint, options.recallTool)) + MESSAGE_OVERHEAD_TOKENS + NOTE_FRAMING_TOKENS
+  return { recallHint, textBudget: Math.max(0, room - noteTokens) }
+}
+
+/**
+ * The summary's text within its room: files no fit could keep counted (not redacted), every text redacted,
+ * the sections fitted, then formatted. The objective is one line, as the text form holds it, so that the
+ * text parses back to these sections.
+ */
+function summaryText(sections: SummarySections, textBudget: number, header: SummaryHeader, redactParts: RedactMany): { text: string; sections: SummarySections } {
+  const bounded = boundFiles({ ...sections, objective: oneLine(sections.objective) }, textBudget)
+  const fitted = fitSections(redactSections(bounded.sections, redactParts), textBudget, header, bounded.omitted)
+  return { text: formatSummary(fitted, header), sections: fitted }
+}
+
+/** The compacted history (the summary turn and the carried context in front of the kept tail) and its tokens; only the messages that took the head in are counted anew. */
+function compactedHistory(plan: CompactionPlan, blocks: Block[]): { messages: Message[]; tokens: number } {
+  const head = { user: [...blocks, ...plan.context.user], system: plan.context.system }
+  const tail = plan.cut.tail
+  const { messages: headMessages, replaced } = assembledHead(head, tail)
+  let tokens = plan.cut.tailTokens
+  for (let i = 0; i < replaced; i++) tokens -= scaled(rawMessageTokens(at(tail, i)), plan.scale)
+  for (const m of headMessages) tokens += scaled(rawMessageTokens(m), plan.scale)
+  return { messages: headMessages.concat(tail.slice(replaced)), tokens }
+}
 
 /**
  * Turns a plan and a summary (a model's sections, or none for the extractive one) into the compacted
  * history: prior facts merged, the guard applied, secrets redacted, the summary fitted to its budget.
  */
 export function finishCompaction(plan: CompactionPlan, options: FinishOptions): Compacted {
-  const written = options.modelSections ?? extractiveSections(plan.ledger, plan.latestAssistantText)
-  const merged = plan.prior ? mergeSections(plan.prior, written, plan.ledger.userRequests.map((r) => r.text)) : written
-  const guarded = guardSections(merged, plan.ledger)
-
+  const guarded = summarySections(plan, options)
   const header = { id: options.id, compactedTurns: plan.priorTurns + plan.compactedTurns }
-  // The client's recall hint may take at most a quarter of the summary's share, so the bound holds.
-  const hintChars = Math.floor((plan.summaryMaxTokens / plan.scale) * CHARS_PER_TOKEN * 0.25)
-  const hint = options.recallHint === undefined ? undefined : plan.redact(options.recallHint)
-  const recallHint = hint && hint.length > hintChars ? `${sliceHead(hint, hintChars - 1)}…` : hint
-  const noteTokens = textTokens(summaryNote(recallHint, options.recallTool)) + MESSAGE_OVERHEAD_TOKENS + 8
-  const textBudget = Math.max(0, Math.floor(plan.summaryMaxTokens / plan.scale) - noteTokens)
-  // Files no fit could keep are counted, not redacted; the objective is one line, as the text form holds
-  // it, so that the text parses back to these sections.
-  const bounded = boundFiles({ ...guarded.sections, objective: oneLine(guarded.sections.objective) }, textBudget)
-  const sections = redactSections(bounded.sections, plan.redactParts)
-  const fitted = fitSections(sections, textBudget, header, bounded.omitted)
-  const text = formatSummary(fitted, header)
-
+  const { recallHint, textBudget } = summaryRoom(plan, options)
+  const { text, sections: fitted } = summaryText(guarded.sections, textBudget, header, plan.redactParts)
   const blocks = summaryBlocks(text, recallHint, options.recallTool)
-  const head = { user: [...blocks, ...plan.context.user], system: plan.context.system }
-  const tail = plan.cut.tail
-  const { messages: headMessages, replaced } = assembledHead(head, tail)
-  const messages = headMessages.concat(tail.slice(replaced))
+  const { messages, tokens: outputTokens } = compactedHistory(plan, blocks)
   const summaryTokens = scaled(rawMessageTokens({ role: 'user', content: blocks }), plan.scale)
-  // The tail's tokens are known from the plan; only the messages that took the head in are new.
-  let outputTokens = plan.cut.tailTokens
-  for (let i = 0; i < replaced; i++) outputTokens -= scaled(rawMessageTokens(at(tail, i)), plan.scale)
-  for (const m of headMessages) outputTokens += scaled(rawMessageTokens(m), plan.scale)
   return {
     compacted: true,
     reason: plan.reason,

@@ -28,7 +28,7 @@ export function formatReport(r: CompactResponseView, elapsedMs: number): string 
     ['compacted turns', n(s.compacted_turns ?? 0)],
     ['kept messages', `${n(s.kept_messages ?? 0)} (from index ${r.kept_from})`]
   ]
-  if (s.clipped_tool_results) rows.push(['clipped tool results', n(s.clipped_tool_results)])
+  if (s.clipped_tool_results) rows.push(['clipped by the bound', n(s.clipped_tool_results)])
   if (r.summarizer) {
     const model = r.summarizer.model ? ` ${r.summarizer.model}` : ''
     const fallback = r.summarizer.fallback_reason ? ` (fallback: ${r.summarizer.fallback_reason})` : ''

@@ -69,6 +69,7 @@ export interface CompactionStats {
   kept_messages: number
   kept_tokens: number
   context_after_compaction: number
+  /** Every clip the bound made in the tail, of any kind (the name is older than the other kinds). */
   clipped_tool_results: number
   guard_added: number
   estimate_scale: number

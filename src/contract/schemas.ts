@@ -116,7 +116,9 @@ export const Stats = Type.Object(
     kept_messages: Type.Integer(),
     kept_tokens: Type.Integer(),
     context_after_compaction: Type.Integer({ description: 'system + tools + summary turn + tail, estimated.' }),
-    clipped_tool_results: Type.Integer(),
+    clipped_tool_results: Type.Integer({
+      description: 'How many strings of the kept tail the hard bound clipped, of every kind `clips` lists (tool results, tool inputs, prompts, assistant text, thinking): the name is older than the other kinds. `clips` says which.'
+    }),
     guard_added: Type.Integer({ description: 'Facts the guard put back into a model summary from the ledger.' }),
     estimate_scale: Type.Number({ description: 'Factor applied to the estimate to match usage.input_tokens (1 without usage).' }),
     carried_context_tokens: Type.Integer({

@@ -5,19 +5,13 @@ import type { CompactRequestBody } from '../contract/schemas.js'
 import type { SessionOwner, Store } from '../storage/store.js'
 import { type CompactDeps, type CompactRun, type CompactRunView, type CompactedResponse, type ResponseView, runCompaction } from '../service/compact.js'
 import { type Anchor, anchorOf, hashPrefix, holds, withAnchor } from './anchors.js'
+import { MAX_PROXY_SESSIONS, PROXY_SESSION_IDLE_MS, PRECOMPUTE_STEP, ANCHOR_TTL_MS } from '../contract/defaults.js'
+export { MAX_PROXY_SESSIONS, PROXY_SESSION_IDLE_MS, PRECOMPUTE_STEP, ANCHOR_TTL_MS }
 
-/** Sessions whose anchors are remembered at most; the least recently used is forgotten first. */
-export const MAX_PROXY_SESSIONS = 10_000
-/** A session not seen for this long is forgotten (with the summary written ahead for it). */
-export const PROXY_SESSION_IDLE_MS = 3_600_000
-/** A precomputed summary is written again once the history has grown by this share of the budget since. */
-export const PRECOMPUTE_STEP = 0.1
 /** How far past the target share of the room a crossing may land with a summary written ahead, taken as it is. */
 const LANDING_SLACK = 0.1
 /** The least tail a proxied compaction keeps (keep_tokens' own floor). */
 const MIN_KEEP_TOKENS = 100
-/** How long a conversation's anchors are kept in the store after its last change (a restart, a replica finds them). */
-export const ANCHOR_TTL_MS = 86_400_000
 
 /** A conversation's anchors as kept where the next process and the other replicas find them. */
 export interface SavedConversation {

@@ -34,6 +34,8 @@ import { openAiRoutes } from './routes/openai.js'
 import { metricsRoutes } from './routes/metrics.js'
 import { sessionRoutes } from './routes/sessions.js'
 import { type ErrorResponseBody, SHARED_SCHEMAS } from '../contract/schemas.js'
+import { KEEP_ALIVE_TIMEOUT_MS, HEADERS_TIMEOUT_MS, MAX_PARAM_LENGTH } from '../contract/defaults.js'
+export { KEEP_ALIVE_TIMEOUT_MS, HEADERS_TIMEOUT_MS, MAX_PARAM_LENGTH }
 
 export interface AppOptions {
   config: Config
@@ -53,12 +55,6 @@ export interface AppOptions {
   now?: () => number
 }
 
-/** How long a kept-alive connection may sit idle between requests. */
-export const KEEP_ALIVE_TIMEOUT_MS = 72_000
-/** The request line and headers must arrive within this (and within the body timeout). */
-export const HEADERS_TIMEOUT_MS = 20_000
-/** A route or session id in the URL may be this long (a session id of 200 characters, percent-encoded). */
-export const MAX_PARAM_LENGTH = 1_000
 export { OVERLOADED_RETRY_AFTER_S } from './plugins/compaction.js'
 export { PRUNE_INTERVAL_MS } from './plugins/store.js'
 

@@ -1,8 +1,8 @@
 import type { Readable } from 'node:stream'
 import { type FastifyRequest, errorCodes } from 'fastify'
+import { DEFAULT_BODY_LIMIT } from '../contract/defaults.js'
+export { DEFAULT_BODY_LIMIT }
 
-/** Fastify's own body limit, where none is set. */
-export const DEFAULT_BODY_LIMIT = 1_048_576
 
 /**
  * Reads a request body into one buffer of its own, as Fastify's reader does (the same limit, the same

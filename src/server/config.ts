@@ -1,48 +1,11 @@
 import { createHash } from 'node:crypto'
-import { availableParallelism } from 'node:os'
 import { type Static, Type } from 'typebox'
-import { DEFAULT_BUDGET_TOKENS } from '../service/defaults.js'
 import { Value } from 'typebox/value'
 import { summarizerKind, summarizerProblem } from '../summarizer/index.js'
+import { DEFAULT_AUTH_FAILURES_PER_MIN, DEFAULT_BODY_LIMIT_MB, DEFAULT_BODY_TIMEOUT_MS, DEFAULT_BUDGET_TOKENS, DEFAULT_CACHE_TTL_S, DEFAULT_DB, DEFAULT_HOST, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_KEEP_TURNS, DEFAULT_MAX_INFLIGHT_MB, DEFAULT_MAX_SUMMARIES, DEFAULT_MODEL, DEFAULT_PORT, DEFAULT_PRECOMPUTE_AT, DEFAULT_RATE_LIMIT_PER_MIN, DEFAULT_RETENTION_DAYS, DEFAULT_SHUTDOWN_GRACE_MS, DEFAULT_SUMMARIZER_INPUT_TOKENS, DEFAULT_SUMMARIZER_TIMEOUT_MS, DEFAULT_SUMMARY_QUEUE, DEFAULT_TARGET_SHARE, DEFAULT_UPSTREAM_CONNECTIONS, DEFAULT_UPSTREAM_TIMEOUT_MS, DEFAULT_WORKERS, DEFAULT_WORKER_MIN_KB } from '../contract/defaults.js'
 
-/** Every default in one place. */
-export const DEFAULT_PORT = 8080
-export const DEFAULT_HOST = '127.0.0.1'
-export { DEFAULT_BUDGET_TOKENS }
-export const DEFAULT_KEEP_TURNS = 8
-export const DEFAULT_BODY_LIMIT_MB = 32
-export const DEFAULT_MODEL = 'claude-sonnet-5-5'
-export const DEFAULT_SUMMARIZER_TIMEOUT_MS = 60_000
-export const DEFAULT_SUMMARIZER_INPUT_TOKENS = 100_000
-export const DEFAULT_MAX_SUMMARIES = 8
-export const DEFAULT_SUMMARY_QUEUE = 16
-export const DEFAULT_RATE_LIMIT_PER_MIN = 600
-export const DEFAULT_SHUTDOWN_GRACE_MS = 30_000
-export const DEFAULT_DB = './data/compaction.db'
-export const DEFAULT_CACHE_TTL_S = 86_400
-export const DEFAULT_RETENTION_DAYS = 30
-export const DEFAULT_IDLE_TIMEOUT_MS = 30_000
-export const DEFAULT_BODY_TIMEOUT_MS = 120_000
-export const DEFAULT_AUTH_FAILURES_PER_MIN = 20
-/** One compaction worker per core. */
-export const DEFAULT_WORKERS = availableParallelism()
-/**
- * Bodies from this size go to a worker. A lone compaction is answered sooner inline at every size
- * `npm run bench` measures ("where a body goes": a worker adds a few milliseconds); workers are for keeping
- * the event loop free and using both cores under load. At 256 KB an inline compaction holds the event
- * loop for about 10 ms.
- */
-export const DEFAULT_WORKER_MIN_KB = 256
-export const DEFAULT_MAX_INFLIGHT_MB = 256
-/** The Messages API the proxy forwards to when ANTHROPIC_BASE_URL is not set. */
-export const DEFAULT_UPSTREAM_URL = 'https://api.anthropic.com'
-/** The upstream may take this long to start answering, and may then be silent this long between chunks. */
-export const DEFAULT_UPSTREAM_TIMEOUT_MS = 600_000
-export const DEFAULT_UPSTREAM_CONNECTIONS = 128
-/** The proxy writes a session's next summary in the background from this share of its budget. */
-export const DEFAULT_PRECOMPUTE_AT = 0.75
-/** After a proxied compaction the context lands at this share of the room between system + tools and the budget. */
-export const DEFAULT_TARGET_SHARE = 0.5
+/** Every setting's default: src/contract/defaults.ts holds them, with the service's fixed values. */
+export * from '../contract/defaults.js'
 
 /** false, true, a hop count, or a comma-separated list of addresses and CIDR ranges (Fastify's trustProxy). */
 const TRUST_PROXY_PATTERN = '^(false|true|\\d{1,2}|[0-9a-fA-F:.]+(/\\d{1,3})?(\\s*,\\s*[0-9a-fA-F:.]+(/\\d{1,3})?)*)$'

@@ -3,6 +3,8 @@ import type { Socket } from 'node:net'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { GatewayError, InvalidRequestError, UnsupportedMediaTypeError } from '../contract/errors.js'
+import { LINGER_MS } from '../contract/defaults.js'
+export { LINGER_MS }
 
 /**
  * The socket's idle timeout bounds a client that stalls while it sends or while it reads the answer,
@@ -116,8 +118,6 @@ export interface LingerOptions {
   ms: number
 }
 
-/** How long a refusal waits for the rest of its body before it is sent with the connection closed. */
-export const LINGER_MS = 5_000
 
 /**
  * Refusals that come before the body is read (a wrong key, the rate limit, the in-flight bound, a body too

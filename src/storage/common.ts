@@ -1,10 +1,10 @@
 import { emptySections, parseSummary } from '../compaction/index.js'
 import { type CompactionRecord, InvalidCursorError } from './store.js'
+import { MAX_SESSION_MEMORY } from '../contract/defaults.js'
+export { MAX_SESSION_MEMORY }
 
 /** What every store shares: how records are kept, cursors made and recall queries read. */
 
-/** Most cold-layer entries one session keeps; past it the oldest go. */
-export const MAX_SESSION_MEMORY = 50_000
 
 /** Most words of a recall query that are searched for. */
 const MAX_QUERY_TERMS = 32

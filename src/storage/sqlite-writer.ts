@@ -2,6 +2,8 @@ import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { Worker } from 'node:worker_threads'
 import type { SqliteWrites } from './sqlite.js'
+import { MAX_WRITE_BACKLOG } from '../contract/defaults.js'
+export { MAX_WRITE_BACKLOG }
 
 /** The writes a SQLite store makes, by name, with their arguments and results. */
 type Writes = Pick<SqliteWrites, 'saveRecord' | 'putCached' | 'saveMemory' | 'deleteSession' | 'prune' | 'checkWritable'>
@@ -16,12 +18,6 @@ export interface SqliteWriter {
   close(): Promise<void>
 }
 
-/**
- * The most writes that may wait for the writer thread before a caller that asks for room waits too: under
- * more compactions than the writer can index, answers then slow to the writer's pace instead of the backlog
- * (and its memory, and the time a shutdown takes to write it) growing without bound.
- */
-export const MAX_WRITE_BACKLOG = 16
 
 /** A write asked of the writer thread, and its answer. */
 export interface WriteRequest {

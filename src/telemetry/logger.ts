@@ -1,4 +1,6 @@
 import { type DestinationStream, type LoggerOptions, pino } from 'pino'
+import { LOG_FLUSH_MS } from '../contract/defaults.js'
+export { LOG_FLUSH_MS }
 
 /** Headers that carry credentials never reach a log line. */
 export const REDACTED_PATHS = [
@@ -37,8 +39,6 @@ export function loggerOptions(level: string): LoggerOptions {
   }
 }
 
-/** How long a log line may wait in the buffer before it is written. */
-export const LOG_FLUSH_MS = 200
 
 /**
  * Standard output for the service's log lines, written in batches off the request's path: lines wait until

@@ -10,6 +10,8 @@ import { LimitedSummarizer } from '../../summarizer/limit.js'
 import type { Summarizer } from '../../summarizer/summarizer.js'
 import { CompactionPool } from '../../workers/pool.js'
 import type { Config } from '../config.js'
+import { OVERLOADED_RETRY_AFTER_S } from '../../contract/defaults.js'
+export { OVERLOADED_RETRY_AFTER_S }
 
 /** What compacting takes: the summarizer stack, the defaults and the workers. */
 export interface Compaction {
@@ -28,8 +30,6 @@ declare module 'fastify' {
   }
 }
 
-/** What a 503 for too many summaries in flight tells the client to wait. */
-export const OVERLOADED_RETRY_AFTER_S = 5
 
 /** A small history that runs every stage of the pipeline, for warming it at boot. */
 const WARM_HISTORY = [

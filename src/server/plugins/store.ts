@@ -3,6 +3,8 @@ import { PostgresStore, isPostgresUrl } from '../../storage/postgres.js'
 import { SqliteStore } from '../../storage/sqlite.js'
 import type { Store } from '../../storage/store.js'
 import { WritesAfterAnswers } from '../writes.js'
+import { PRUNE_INTERVAL_MS } from '../../contract/defaults.js'
+export { PRUNE_INTERVAL_MS }
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -13,8 +15,6 @@ declare module 'fastify' {
   }
 }
 
-/** How often old records and expired cache rows are pruned. */
-export const PRUNE_INTERVAL_MS = 3_600_000
 
 export interface StorePluginOptions {
   /** COMPACT_DB: a SQLite file, or a postgres:// URL. */

@@ -7,9 +7,9 @@ import { SessionId } from '../../contract/schemas.js'
 import { StoreError } from '../../storage/store.js'
 import { NotFoundError } from '../../contract/errors.js'
 import { KEYED, keyedResponses } from './security.js'
+import { DEFAULT_RECALL_LIMIT, MAX_RECALL_LIMIT } from '../../contract/defaults.js'
+export { DEFAULT_RECALL_LIMIT, MAX_RECALL_LIMIT }
 
-export const DEFAULT_RECALL_LIMIT = 10
-export const MAX_RECALL_LIMIT = 50
 
 const SessionParams = Type.Object({ session_id: SessionId('The session.') })
 const Kind = Type.Enum([...MEMORY_KINDS], {

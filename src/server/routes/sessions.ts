@@ -8,12 +8,9 @@ import { SessionId } from '../../contract/schemas.js'
 import { KEYED, keyedResponses } from './security.js'
 import { deleteSession } from '../../service/sessions.js'
 import { dropFlights } from '../../storage/redis.js'
+import { DEFAULT_PAGE_SIZE, DEFAULT_TIMELINE_POINTS, MAX_TIMELINE_POINTS, MAX_PAGE_SIZE } from '../../contract/defaults.js'
+export { DEFAULT_PAGE_SIZE, DEFAULT_TIMELINE_POINTS, MAX_TIMELINE_POINTS, MAX_PAGE_SIZE }
 
-export const DEFAULT_PAGE_SIZE = 20
-/** A timeline's points by default and at most: a chart of a long session, with no summary text. */
-export const DEFAULT_TIMELINE_POINTS = 2_000
-export const MAX_TIMELINE_POINTS = 10_000
-export const MAX_PAGE_SIZE = 100
 
 const SessionCompactions = Type.Object(
   {

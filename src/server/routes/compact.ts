@@ -44,6 +44,9 @@ function labelsOf(body: unknown): { mode: string; format: string } {
   }
 }
 
+/** What a compaction's body said of itself: what is counted, recorded and logged. */
+type CompactedBody = Pick<CompactRequestBody, 'mode' | 'session_id' | 'budget_tokens' | 'format'>
+
 /** A body handed to a worker as it came: its bytes, unparsed. */
 class RawBody {
   constructor(readonly bytes: Buffer) {}
@@ -71,6 +74,21 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
       return { error: new InvalidRequestError(read.message, read.path) }
     })
   )
+  /**
+   * One compaction, wherever it runs: a body left as bytes goes to a worker, which parses, checks,
+   * compacts and serializes it there; a body read here is compacted here. Either way the answer's bytes,
+   * the run to count and record, and what the body said of itself.
+   */
+  const compact = async (body: unknown, tenant: string, signal: AbortSignal): Promise<{ json: Uint8Array; run: CompactRunView; body: CompactedBody }> => {
+    if (body instanceof RawBody && pool) {
+      const result = await pool.run({ defaults: deps.defaults, tenant, coldLayer: deps.coldLayer === true }, body.bytes)
+      if (!result.ok) throw new GatewayError(result.kind, result.message, result.path !== undefined ? { path: result.path } : {})
+      return result
+    }
+    const checked = body as CompactRequestBody
+    const run = await runCompaction(checked, deps, { tenant, signal })
+    return { json: jsonBytes(run.response), run, body: checked }
+  }
   const reasons = new WeakMap<FastifyRequest, string>()
   app.addHook('onResponse', async (request, reply) => {
     if (request.routeOptions.url !== '/v1/compact') return
@@ -97,16 +115,6 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
     },
     async (request, reply) => {
       const started = performance.now()
-      const raw = request.body as unknown
-      if (raw instanceof RawBody && pool) {
-        // Parsing, validation, the plan, the summary and serialization all happen in a worker.
-        const result = await pool.run({ defaults: deps.defaults, tenant: request.keyName, coldLayer: deps.coldLayer === true }, raw.bytes)
-        if (!result.ok) throw new GatewayError(result.kind, result.message, result.path !== undefined ? { path: result.path } : {})
-        labels.set(request, labelsOf(result.body))
-        await afterCompaction(request, reply, result.run, result.body, started)
-        // already serialized and encoded in the worker: its bytes are sent as they are
-        return sendJson(reply, result.json)
-      }
       // A client that hangs up signals it here; a model summary goes on all the same, because the cache
       // shares the call and the client's retry then pays for no second one. (The request stream's own
       // 'close' fires as soon as the body is read, so the response's is the one to watch.)
@@ -114,10 +122,10 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
       reply.raw.once('close', () => {
         if (!reply.raw.writableFinished) abort.abort()
       })
-      const body = request.body as CompactRequestBody
-      const run = await runCompaction(body, deps, { tenant: request.keyName, signal: abort.signal })
-      await afterCompaction(request, reply, run, body, started)
-      return sendJson(reply, jsonBytes(run.response))
+      const done = await compact(request.body, request.keyName, abort.signal)
+      labels.set(request, labelsOf(done.body))
+      await afterCompaction(request, reply, done.run, done.body, started)
+      return sendJson(reply, done.json)
     }
   )
 
@@ -134,7 +142,7 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
     request: FastifyRequest,
     reply: FastifyReply,
     run: CompactRunView,
-    body: Pick<CompactRequestBody, 'mode' | 'session_id' | 'budget_tokens'>,
+    body: CompactedBody,
     started: number
   ): Promise<void> {
     const { response } = run

@@ -380,7 +380,7 @@ export class ProxyCompactor {
   private maybePrecompute(state: SessionState, request: ProxyRequest, tokens: number, crossed = false): void {
     const { precomputeAt, targetShare } = this.options
     const { budget, messages } = request
-    if (this.closed || precomputeAt === undefined || budget === 'off' || !this.options.deps.model || state.working) return
+    if (this.closed || precomputeAt === undefined || budget === 'off' || !this.options.deps.modelSummarizer || state.working) return
     const fixed = requestTokens(request, [])
     const from = Math.min(precomputeAt * budget, targetShare === undefined ? Infinity : fixed + targetShare * (budget - fixed))
     if (tokens < from && !crossed) return
@@ -408,7 +408,7 @@ export class ProxyCompactor {
 
   /** After an anchored merge: the model summarizes the same span, and the next compaction builds on that. */
   private refine(state: SessionState, request: ProxyRequest, anchored: Message[], pending: Anchor, merged: Anchor, mode: 'auto' | 'manual'): void {
-    if (this.closed || !this.options.deps.model || !this.options.canPrecompute()) return
+    if (this.closed || !this.options.deps.modelSummarizer || !this.options.canPrecompute()) return
     this.track(state, async () => {
       const run = await runCompaction(this.body(request, anchored, mode), this.options.deps, { tenant: request.tenant, recallTool: false })
       if (!isCompacted(run) || state.current?.summaryId !== merged.summaryId) return

@@ -178,7 +178,7 @@ async function recordProxied(
 ): Promise<{ recorded?: Promise<void>; begin?: () => void }> {
   const { store, metrics } = app
   const { run } = outcome
-  countCompaction(metrics, run, modelKindOf(app.compaction.deps.model?.kind))
+  countCompaction(metrics, run, modelKindOf(app.compaction.deps.modelSummarizer?.kind))
   metrics.proxyCompactions.inc({ source: outcome.source })
   request.log.info(
     { event: 'context_compacted', via: 'proxy', endpoint, source: outcome.source, session_id: session, key_name: request.keyName || undefined, summary_id: outcome.summaryId, summarizer: run.response.summarizer.kind, ...run.response.stats },

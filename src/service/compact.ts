@@ -29,8 +29,8 @@ export interface CompactDefaults {
 
 export interface CompactDeps {
   defaults: CompactDefaults
-  /** The model summarizer behind its fallback, when the server has one. */
-  model?: Summarizer
+  /** The model summarizer behind its fallback, when the server has one (its model id is in its reports). */
+  modelSummarizer?: Summarizer
   extractive: Summarizer
   newId: () => string
   now: () => number
@@ -170,13 +170,13 @@ async function compactMessages(body: MessagesRequest, deps: CompactDeps, context
 
   const requested = body.summarizer ?? 'auto'
   // a model asked for by name must be the one the server has
-  if (requested !== 'auto' && requested !== 'extractive' && (!deps.model || (requested !== 'model' && deps.model.kind !== requested))) {
-    throw new SummarizerUnavailableError(requested, deps.model?.kind)
+  if (requested !== 'auto' && requested !== 'extractive' && (!deps.modelSummarizer || (requested !== 'model' && deps.modelSummarizer.kind !== requested))) {
+    throw new SummarizerUnavailableError(requested, deps.modelSummarizer?.kind)
   }
-  const summarizer = requested === 'extractive' || !deps.model ? deps.extractive : deps.model
+  const summarizer = requested === 'extractive' || !deps.modelSummarizer ? deps.extractive : deps.modelSummarizer
   const result = await summarizer.summarize({ plan, instructions: body.instructions, tenant: context.tenant, session: body.session_id, signal: context.signal })
   // Without a key the extractive summary is the default, and the response says why no model wrote it.
-  if (requested === 'auto' && !deps.model) result.report = { ...result.report, fallback_reason: 'no_api_key' }
+  if (requested === 'auto' && !deps.modelSummarizer) result.report = { ...result.report, fallback_reason: 'no_api_key' }
   const coldLayer = deps.coldLayer === true && body.session_id !== undefined
   const outcome = finishCompaction(plan, { id: deps.newId(), recallHint: body.recall_hint, modelSections: result.sections, recallTool: coldLayer && context.recallTool !== false })
   const t3 = deps.now()

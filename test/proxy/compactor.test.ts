@@ -18,7 +18,7 @@ const model: Summarizer = {
 function compactor(withModel: boolean, precomputeAt: number | undefined): ProxyCompactor {
   let n = 0
   return new ProxyCompactor({
-    deps: { defaults: { budgetTokens: 45_000, keepTurns: 8 }, extractive: new ExtractiveSummarizer(), ...(withModel ? { model } : {}), newId: () => `cmp_${++n}`, now: () => performance.now() },
+    deps: { defaults: { budgetTokens: 45_000, keepTurns: 8 }, extractive: new ExtractiveSummarizer(), ...(withModel ? { modelSummarizer: model } : {}), newId: () => `cmp_${++n}`, now: () => performance.now() },
     precomputeAt,
     canPrecompute: () => true,
     onPrecompute: () => undefined

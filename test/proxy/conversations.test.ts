@@ -32,7 +32,7 @@ function proxyOn(store: Store | undefined, model: Summarizer): ProxyCompactor {
   let n = 0
   const prefix = Math.random().toString(36).slice(2, 8)
   return new ProxyCompactor({
-    deps: { defaults: { budgetTokens: BUDGET, keepTurns: 8 }, extractive: new ExtractiveSummarizer(), model, newId: () => `cmp_${prefix}_${++n}`, now: () => performance.now() },
+    deps: { defaults: { budgetTokens: BUDGET, keepTurns: 8 }, extractive: new ExtractiveSummarizer(), modelSummarizer: model, newId: () => `cmp_${prefix}_${++n}`, now: () => performance.now() },
     precomputeAt: undefined,
     canPrecompute: () => true,
     onPrecompute: () => undefined,

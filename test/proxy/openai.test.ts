@@ -341,7 +341,7 @@ describe('the OpenAI proxies over generated growing sessions (property)', () => 
       fc.asyncProperty(fc.array(stepArb, { minLength: 1, maxLength: 30 }), fc.integer({ min: 2_000, max: 16_000 }), fc.constantFrom<OpenAiApi>('chat', 'responses'), fc.boolean(), async (steps, budget, api, withModel) => {
         let n = 0
         const proxy = new ProxyCompactor({
-          deps: { defaults: { budgetTokens: 45_000, keepTurns: 8 }, extractive: new ExtractiveSummarizer(), ...(withModel ? { model: instantModel } : {}), newId: () => `cmp_${++n}`, now: () => performance.now() },
+          deps: { defaults: { budgetTokens: 45_000, keepTurns: 8 }, extractive: new ExtractiveSummarizer(), ...(withModel ? { modelSummarizer: instantModel } : {}), newId: () => `cmp_${++n}`, now: () => performance.now() },
           precomputeAt: withModel ? 0.5 : undefined,
           canPrecompute: () => true,
           onPrecompute: () => undefined

@@ -23,7 +23,7 @@ describe('the app as plugins with declared dependencies', () => {
     await app.register(compactionPlugin, { config: loadConfig({ COMPACT_DB: ':memory:', COMPACT_WORKERS: '0' }), now: Date.now })
     await app.ready()
     expect(app.compaction.deps.extractive.kind).toBe('extractive')
-    expect(app.compaction.deps.model).toBeUndefined()
+    expect(app.compaction.deps.modelSummarizer).toBeUndefined()
     expect(app.compaction.pool).toBeUndefined()
     await expect(app.store.checkWritable()).resolves.toBeUndefined()
     await app.close()

@@ -44,9 +44,9 @@ describe('runCompaction', () => {
         return { sections: { ...emptySections(), objective: 'from the model' }, report: { kind: 'anthropic', model: 'm', input_tokens: 1, output_tokens: 1, calls: 1, fallback_reason: null, duration_ms: 0 } }
       }
     }
-    const withModel = await runCompaction(body(), deps({ model }))
+    const withModel = await runCompaction(body(), deps({ modelSummarizer: model }))
     expect(withModel.response.compacted && withModel.response.summary.sections.objective).toBe('from the model')
-    const extractive = await runCompaction(body({ summarizer: 'extractive' }), deps({ model }))
+    const extractive = await runCompaction(body({ summarizer: 'extractive' }), deps({ modelSummarizer: model }))
     expect(extractive.response.summarizer?.kind).toBe('extractive')
     expect(extractive.response.summarizer?.fallback_reason).toBeNull()
     expect(calls).toEqual(['model'])

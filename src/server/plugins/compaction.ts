@@ -84,7 +84,7 @@ export const compactionPlugin = fp<CompactionPluginOptions>(
     app.addHook('onClose', async () => pool?.close())
     const deps: CompactDeps = {
       defaults: { budgetTokens: config.COMPACT_BUDGET, keepTokens: config.COMPACT_KEEP_TOKENS, keepTurns: config.COMPACT_KEEP_TURNS },
-      ...(model ? { model } : {}),
+      ...(model ? { modelSummarizer: model } : {}),
       extractive: new ExtractiveSummarizer(),
       newId: newId ?? (() => `cmp_${randomUUID().replace(/-/g, '')}`),
       now: () => performance.now(),

@@ -147,7 +147,7 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
   ): Promise<void> {
     const { response } = run
     reasons.set(request, response.reason)
-    countCompaction(metrics, run, modelKindOf(deps.model?.kind))
+    countCompaction(metrics, run, modelKindOf(deps.modelSummarizer?.kind))
     if (response.compacted) {
       // The record is written before the answer; the cold layer once the answer has gone (or its client
       // has), reads of it in this process waiting for the write (WritesAfterAnswers). With PostgreSQL,

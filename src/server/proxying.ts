@@ -60,9 +60,15 @@ export interface ProxiedApi<R> {
   place?(read: R, path: string): string
 }
 
+/** A proxy plugin's options. */
 export interface ProxyContext {
   /** COMPACT_BUDGET: the prompt size from which a proxied request is compacted. */
   budget: number | 'off'
+  /**
+   * The credentials a request is forwarded with: the gateway's own key for the API, or (only when the
+   * gateway checks no keys of its own and has none for the upstream) the client's; undefined when there are none.
+   */
+  credentials: (request: FastifyRequest) => Record<string, string> | undefined
 }
 
 /** The end of the last complete event in `bytes` (after its blank line), or -1. */

@@ -1,11 +1,11 @@
 import { spawn } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { promptTokens } from '../../src/compaction/index.js'
 import { FakeAnthropic, type ReceivedRequest } from '../helpers/fake-anthropic.js'
-import { ROOT, type ServerProcess, logLines, startServer, tempDb } from '../helpers/process.js'
+import { ROOT, type ServerProcess, installedClient, logLines, startServer, tempDb } from '../helpers/process.js'
 import { ScriptedAgent } from '../helpers/scripted-agent.js'
 import { REDIS_URL, dropSchemas, freshPgUrl, pgMissing, redisMissing } from '../helpers/services.js'
 import { TcpProxy } from '../helpers/tcp-proxy.js'
@@ -18,9 +18,7 @@ import { TcpProxy } from '../helpers/tcp-proxy.js'
  * answers as the script says; the summaries take MODEL_MS each, as a real model's would.
  */
 export const CLAUDE_CODE_VERSION = '2.1.332'
-const BIN = join(ROOT, '.clients', `claude-code-${CLAUDE_CODE_VERSION}`, 'node_modules/@anthropic-ai/claude-code/bin/claude.exe')
-const missing = existsSync(BIN) ? undefined : `Claude Code ${CLAUDE_CODE_VERSION} is not installed in .clients/ (npm run e2e installs it)`
-if (missing) console.warn(`skipped: ${missing}`)
+const { bin: BIN, missing } = installedClient(`Claude Code ${CLAUDE_CODE_VERSION}`, `claude-code-${CLAUDE_CODE_VERSION}`, '@anthropic-ai/claude-code/bin/claude.exe')
 
 const GATEWAY_KEY = 'gw-e2e-claude-code-key-0001'
 const UPSTREAM_KEY = 'sk-ant-e2e-upstream-000000000000'

@@ -1,12 +1,12 @@
 import { spawn } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { promptTokens } from '../../src/compaction/index.js'
 import { readOpenAiRequest } from '../../src/proxy/openai.js'
 import { FakeOpenAi, type FakeOpenAiReply, type OpenAiRequest } from '../helpers/fake-openai.js'
-import { ROOT, type ServerProcess, logLines, startServer, tempDb } from '../helpers/process.js'
+import { ROOT, type ServerProcess, installedClient, logLines, startServer, tempDb } from '../helpers/process.js'
 
 /**
  * The real Codex CLI (from npm, installed by scripts/install-clients.sh into .clients/) runs a scripted
@@ -17,9 +17,7 @@ import { ROOT, type ServerProcess, logLines, startServer, tempDb } from '../help
  * (Chat Completions on the same loopback server) that takes MODEL_MS each.
  */
 export const CODEX_VERSION = '0.171.0'
-const BIN = join(ROOT, '.clients', `codex-${CODEX_VERSION}`, 'node_modules/@openai/codex/bin/codex.js')
-const missing = existsSync(BIN) ? undefined : `Codex CLI ${CODEX_VERSION} is not installed in .clients/ (npm run e2e installs it)`
-if (missing) console.warn(`skipped: ${missing}`)
+const { bin: BIN, missing } = installedClient(`Codex CLI ${CODEX_VERSION}`, `codex-${CODEX_VERSION}`, '@openai/codex/bin/codex.js')
 
 const GATEWAY_KEY = 'gw-e2e-codex-key-0001'
 const UPSTREAM_KEY = 'sk-e2e-openai-upstream-0000'

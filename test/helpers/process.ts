@@ -1,5 +1,5 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process'
-import { mkdtempSync } from 'node:fs'
+import { existsSync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -90,4 +90,15 @@ export function logLines(server: ServerProcess): LogLine[] {
     .split('\n')
     .filter((l) => l.startsWith('{'))
     .map((l) => JSON.parse(l) as LogLine)
+}
+
+/**
+ * A real client installed into .clients/ by scripts/install-clients.sh: its entry point, or why its tests
+ * are skipped (said once, on stderr).
+ */
+export function installedClient(label: string, folder: string, entry: string): { bin: string; missing: string | undefined } {
+  const bin = join(ROOT, '.clients', folder, 'node_modules', entry)
+  const missing = existsSync(bin) ? undefined : `${label} is not installed in .clients/ (npm run e2e installs it)`
+  if (missing) console.warn(`skipped: ${missing}`)
+  return { bin, missing }
 }

@@ -1,17 +1,10 @@
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
+import type { FastifyPluginAsync } from 'fastify'
 import { Type } from 'typebox'
 import { readMessagesRequest } from '../../proxy/request.js'
 import { withMessages } from '../../contract/wire.js'
 import { type ProxiedApi, type ProxyContext, installProxyHooks, proxyErrors, proxyHeaders, proxyRequest, upstreamAnswer } from '../proxying.js'
 import { KEYED } from './security.js'
 
-export interface MessagesRouteOptions extends ProxyContext {
-  /**
-   * The credentials a request is forwarded with: the gateway's own key, or (only when the gateway checks
-   * no keys of its own and has none for the upstream) the client's; undefined when there are none.
-   */
-  credentials: (request: FastifyRequest) => Record<string, string> | undefined
-}
 
 /** The proxied endpoints: the same path upstream as here. */
 const ENDPOINTS = [
@@ -50,7 +43,7 @@ const MessagesRequest = Type.Object(
  * has its messages compacted (the pipeline, doctrine, summarizer, records and cold layer of /v1/compact);
  * one under it is forwarded byte for byte. The answer streams back as it arrives.
  */
-export const messagesRoutes: FastifyPluginAsync<MessagesRouteOptions> = async (app, options) => {
+export const messagesRoutes: FastifyPluginAsync<ProxyContext> = async (app, options) => {
   const { credentials } = options
   const { upstream } = app.proxy
   const outcomes = installProxyHooks(app, (url) => ENDPOINTS.find((e) => e.path === url)?.endpoint ?? 'messages')

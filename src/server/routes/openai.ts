@@ -1,16 +1,9 @@
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
+import type { FastifyPluginAsync } from 'fastify'
 import { Type } from 'typebox'
 import { type OpenAiApi, type OpenAiHistory, openAiPayload, readOpenAiRequest } from '../../proxy/openai.js'
 import { type ProxiedApi, type ProxyContext, type ProxyRead, installProxyHooks, proxyErrors, proxyHeaders, proxyRequest, upstreamAnswer } from '../proxying.js'
 import { KEYED } from './security.js'
 
-export interface OpenAiRouteOptions extends ProxyContext {
-  /**
-   * The credentials a request is forwarded with: the gateway's OPENAI_API_KEY, or (only when the gateway
-   * checks no keys of its own and has none for the upstream) the client's; undefined when there are none.
-   */
-  credentials: (request: FastifyRequest) => Record<string, string> | undefined
-}
 
 /** The proxied endpoints: the path below OPENAI_BASE_URL upstream, below /v1 here. */
 const ENDPOINTS = [
@@ -65,7 +58,7 @@ const ENDPOINTS = [
  * proxies the Messages API (the same compactor, anchors, records and cold layer); the history is read into
  * the core's turns and given back as the client's own items.
  */
-export const openAiRoutes: FastifyPluginAsync<OpenAiRouteOptions> = async (app, options) => {
+export const openAiRoutes: FastifyPluginAsync<ProxyContext> = async (app, options) => {
   const { credentials } = options
   // OPENAI_BASE_URL, read as the openai SDK reads it (`/v1` included)
   const upstream = app.proxy.openai

@@ -73,6 +73,15 @@ async function runCodex(baseUrl: string): Promise<{ code: number | null; out: st
   return { code, out }
 }
 
+/** Codex run through `gateway` to the scripted end: every step handed out, and every request the upstream was sent taken. */
+async function runToScriptEnd(gateway: ServerProcess, fake: FakeOpenAi, script: ReturnType<typeof scripted>): Promise<void> {
+  const { code, out } = await runCodex(gateway.url)
+  expect(code, out).toBe(0)
+  expect(out).toContain('SCRIPT-END reached.')
+  expect(fake.refused).toEqual([])
+  expect(script.handed.size).toBe(STEPS)
+}
+
 /** What Codex's tools and instructions take (its first request's system items, read as the gateway reads them). */
 function fixedTokens(first: OpenAiRequest): number {
   const read = readOpenAiRequest(first.body, 'responses', () => true)
@@ -93,11 +102,7 @@ describe.skipIf(missing !== undefined)(`Codex CLI ${CODEX_VERSION} through the g
     fake.fallback = script.reply
     const gateway = await startServer({ OPENAI_API_KEY: UPSTREAM_KEY, OPENAI_BASE_URL: `${fake.url}/v1`, COMPACT_API_KEYS: `e2e=${GATEWAY_KEY}`, COMPACT_BUDGET: 'off' })
     servers.push(gateway)
-    const { code, out } = await runCodex(gateway.url)
-    expect(code, out).toBe(0)
-    expect(out).toContain('SCRIPT-END reached.')
-    expect(fake.refused).toEqual([])
-    expect(script.handed.size).toBe(STEPS)
+    await runToScriptEnd(gateway, fake, script)
     const [first] = fake.requests
     expect(first?.body.stream).toBe(true)
     expect(first?.body.store).toBe(false)
@@ -123,13 +128,7 @@ describe.skipIf(missing !== undefined)(`Codex CLI ${CODEX_VERSION} through the g
       COMPACT_BUDGET: String(budget)
     })
     servers.push(gateway)
-    const { code, out } = await runCodex(gateway.url)
-
-    // The scripted end was reached, and the upstream took every request it was sent.
-    expect(code, out).toBe(0)
-    expect(out).toContain('SCRIPT-END reached.')
-    expect(fake.refused).toEqual([])
-    expect(script.handed.size).toBe(STEPS)
+    await runToScriptEnd(gateway, fake, script)
 
     const forwarded = fake.requests.filter((r) => !isSummaryCall(r))
     const log = logLines(gateway)

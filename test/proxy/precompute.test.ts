@@ -6,6 +6,7 @@ import type { App } from '../../src/server/app.js'
 import { testApp } from '../helpers/app.js'
 import { FakeAnthropic, type ReceivedRequest } from '../helpers/fake-anthropic.js'
 import { assistant, shellStep, user } from '../helpers/history.js'
+import { until } from '../helpers/wait.js'
 
 const GATEWAY_KEY = 'gw-precompute-key-1'
 const BUDGET = 10_000
@@ -32,14 +33,6 @@ async function counter(app: App, name: string, labels: string): Promise<number> 
   const text = await app.metrics.registry.getSingleMetricAsString(name)
   const line = text.split('\n').find((l) => l.startsWith(`${name}{${labels}}`))
   return Number(line?.split(' ').at(-1) ?? 0)
-}
-
-async function until(check: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 500; i++) {
-    if (await check()) return
-    await new Promise((r) => setTimeout(r, 20))
-  }
-  throw new Error('timed out waiting')
 }
 
 describe('precomputed summaries: the request that crosses the budget waits for no model call', () => {
@@ -79,7 +72,7 @@ describe('precomputed summaries: the request that crosses the budget waits for n
     // Past it: forwarded as it is, and the compaction the crossing would make is written in the background.
     expect((await send(grow(ahead))).response.headers.get('x-compaction')).toBe('none')
     expect(await counter(app, 'compaction_proxy_precomputes_total', 'event="started"')).toBe(1)
-    await until(async () => (await counter(app, 'compaction_proxy_precomputes_total', 'event="done"')) === 1)
+    await until('one precompute done', async () => (await counter(app, 'compaction_proxy_precomputes_total', 'event="done"')) === 1)
     const summaryCallsAhead = fake.requests.filter(isSummaryCall).length
     expect(summaryCallsAhead).toBe(1)
 
@@ -104,7 +97,7 @@ describe('precomputed summaries: the request that crosses the budget waits for n
     // The crossing began the next summary at once; the session grows on with the same summary turn sent.
     let steps = over
     while ((await counter(app, 'compaction_proxy_precomputes_total', 'event="started"')) < 2 && steps < over + 40) {
-      await until(async () => (await counter(app, 'compaction_proxy_precomputes_total', 'event="done"')) + (await counter(app, 'compaction_proxy_precomputes_total', 'event="refined"')) >= 1)
+      await until('a precompute done or refined', async () => (await counter(app, 'compaction_proxy_precomputes_total', 'event="done"')) + (await counter(app, 'compaction_proxy_precomputes_total', 'event="refined"')) >= 1)
       steps++
       const { response: r } = await send(grow(steps))
       expect(r.headers.get('x-compaction')).toBe('compacted')

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { FakeAnthropic } from '../helpers/fake-anthropic.js'
 import { assistant, user } from '../helpers/history.js'
 import { startServer } from '../helpers/process.js'
+import { until } from '../helpers/wait.js'
 
 describe('a client that hangs up', () => {
   it('leaves its model call running, so that its retry shares the call instead of paying for a second one', async () => {
@@ -13,7 +14,7 @@ describe('a client that hangs up', () => {
     try {
       const client = new AbortController()
       const first = post(client.signal).catch((err: unknown) => err)
-      for (let i = 0; i < 200 && fake.requests.length === 0; i++) await new Promise((r) => setTimeout(r, 10))
+      await until('the model is called', () => fake.requests.length > 0)
       client.abort()
       expect(await first).toBeInstanceOf(Error)
       const retry = await post()

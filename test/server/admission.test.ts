@@ -5,6 +5,7 @@ import { testApp } from '../helpers/app.js'
 import { FakeAnthropic } from '../helpers/fake-anthropic.js'
 import { assistant, user } from '../helpers/history.js'
 import { startServer } from '../helpers/process.js'
+import { until } from '../helpers/wait.js'
 
 const MiB = 1024 * 1024
 const opened: { close: () => unknown }[] = []
@@ -36,15 +37,6 @@ function historyOf(bytes: number): string {
   return JSON.stringify({ mode: 'manual', messages: [user('x'.repeat(bytes)), assistant('ok'), user('go on')] })
 }
 
-/** Waits until `check` holds, polling (the condition is what is asserted after, never the time). */
-async function until(check: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error('condition not reached')
-    await new Promise((r) => setTimeout(r, 20))
-  }
-}
-
 describe('bytes in flight', () => {
   it('are counted as they arrive: senders that announce 30 MiB and send a byte do not hold the bound', async () => {
     const { port, url } = await listening({ COMPACT_MAX_INFLIGHT_MB: '4', COMPACT_WORKERS: '0' })
@@ -72,10 +64,10 @@ describe('bytes in flight', () => {
     const holder = await slowSender(port, 2 * MiB, 1.2 * MiB)
     const small = async (): Promise<number> => (await fetch(`${url}/v1/compact`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: historyOf(100) })).status
     // (the holder's bytes are counted once the server has read them)
-    await until(async () => (await small()) === 503)
+    await until('a small compaction is turned away with 503', async () => (await small()) === 503)
     expect((await fetch(`${url}/healthz`)).status).toBe(200)
     holder.destroy()
-    await until(async () => (await small()) === 200)
+    await until('a small compaction is answered 200', async () => (await small()) === 200)
   })
 })
 
@@ -134,8 +126,8 @@ describe('an answer nobody reads', () => {
     socket.pause() // never reads
     socket.write(`POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
     const connections = (): Promise<number> => new Promise((r, j) => app.server.getConnections((err, n) => (err ? j(err) : r(n))))
-    await until(() => fake.requests.length === 1)
+    await until('the model is called', () => fake.requests.length === 1)
     // far sooner than the keep-alive timeout (72 s) or the upstream's (10 minutes)
-    await until(async () => (await connections()) === 0, 15_000)
+    await until('no connection is left open', async () => (await connections()) === 0)
   })
 })

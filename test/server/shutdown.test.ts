@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { FakeAnthropic } from '../helpers/fake-anthropic.js'
 import { assistant, user } from '../helpers/history.js'
 import { startServer } from '../helpers/process.js'
+import { until } from '../helpers/wait.js'
 
 describe('graceful shutdown', () => {
   it('lets an in-flight compaction finish on SIGTERM, answers it 200, and exits 0', async () => {
@@ -16,7 +17,7 @@ describe('graceful shutdown', () => {
         body: JSON.stringify({ messages: [user('a'), assistant('b'), user('c')], mode: 'manual' })
       })
       // SIGTERM only once the model call is under way
-      for (let i = 0; i < 200 && fake.requests.length === 0; i++) await new Promise((r) => setTimeout(r, 10))
+      await until('the model is called', () => fake.requests.length > 0)
       expect(fake.requests).toHaveLength(1)
       server.child.kill('SIGTERM')
       const res = await pending
@@ -67,10 +68,10 @@ describe('graceful shutdown', () => {
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ messages: [user('a'), assistant('b'), user('c')], mode: 'manual' })
       }).catch((err: unknown) => err)
-      for (let i = 0; i < 200 && fake.requests.length === 0; i++) await new Promise((r) => setTimeout(r, 10))
+      await until('the model is called', () => fake.requests.length > 0)
       expect(fake.requests).toHaveLength(1)
       server.child.kill('SIGTERM')
-      for (let i = 0; i < 200 && !server.stdout().includes('shutting down'); i++) await new Promise((r) => setTimeout(r, 10))
+      await until('the server says it is shutting down', () => server.stdout().includes('shutting down'))
       server.child.kill('SIGTERM')
       expect(await server.exited).toBe(1)
       expect(server.stdout()).toContain('second signal while closing')

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { FakeAnthropic } from '../helpers/fake-anthropic.js'
 import { assistant, user } from '../helpers/history.js'
 import { runToExit, startServer } from '../helpers/process.js'
+import { until } from '../helpers/wait.js'
 
 /** Server timeouts far below the model's delay: none of them may cut a compaction being worked on. */
 const SHORT_SERVER_TIMEOUTS = { COMPACT_IDLE_TIMEOUT_MS: '1000', COMPACT_BODY_TIMEOUT_MS: '2000' }
@@ -38,7 +39,7 @@ describe('a real process with a slow model', () => {
       try {
         const started = Date.now()
         const first = compact(server.url, 1)
-        for (let i = 0; i < 200 && fake.requests.length === 0; i++) await new Promise((r) => setTimeout(r, 10))
+        await until('the model is called', () => fake.requests.length > 0)
         const queued = compact(server.url, 2)
         const [a, b] = await Promise.all([first, queued])
         const elapsed = Date.now() - started

@@ -7,6 +7,7 @@ import { tempDb } from '../helpers/process.js'
 import { assistant, shellStep, user } from '../helpers/history.js'
 import { FakeAnthropic, type ReceivedRequest } from '../helpers/fake-anthropic.js'
 import type { Message } from '../../src/compaction/index.js'
+import { until } from '../helpers/wait.js'
 
 /** A promise and the function that settles it. */
 function held(): { promise: Promise<void>; release: () => void } {
@@ -161,7 +162,7 @@ describe('a proxied compaction and its record', () => {
         .then((r) => ((answered = true), r))
       await store.saves.promise
       // The write has begun and is held; the forwarded request reaches the upstream all the same.
-      for (let i = 0; i < 200 && !fake.requests.some((r) => !isSummaryCall(r)); i++) await new Promise((resolve) => setTimeout(resolve, 10))
+      await until('the forwarded request reaches the upstream', () => fake.requests.some((r) => !isSummaryCall(r)))
       expect(fake.requests.filter((r) => !isSummaryCall(r))).toHaveLength(1)
       if (hold === 'cold layer') {
         const res = await answer

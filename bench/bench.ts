@@ -86,9 +86,10 @@ function core(messages: Message[], system?: string): unknown {
 
 /** The same plus the span rendered (every text redacted with the service's ruleset, then clipped) as a model summarizer receives it. */
 function coreWithRender(messages: Message[], system?: string): unknown {
-  const plan = planCompaction({ messages, system, mode: 'manual', budgetTokens: 45_000, sizingBudgetTokens: 45_000, keepTurns: 8, dryRun: false, ...compactionRedactors() })
-  spanText(renderedSpan(plan))
-  return plan.summarize ? finishCompaction(plan, { id: 'cmp_bench' }) : plan
+  const redactors = compactionRedactors()
+  const plan = planCompaction({ messages, system, mode: 'manual', budgetTokens: 45_000, sizingBudgetTokens: 45_000, keepTurns: 8, dryRun: false }, redactors)
+  spanText(renderedSpan(plan, redactors))
+  return plan.summarize ? finishCompaction(plan, { id: 'cmp_bench' }, redactors) : plan
 }
 
 function jsonRoundTrip(raw: string): unknown {

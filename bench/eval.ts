@@ -23,7 +23,7 @@ import { corpusDir, loadCorpus, short, table } from './corpus.js'
 import { type Quality, quality } from './quality.js'
 import { recallFacts } from './recall.js'
 import { sessionsEval } from './sessions.js'
-import { compactionRedactors as redactors } from '../src/secrets/index.js'
+import { compactionRedactors } from '../src/secrets/index.js'
 import { spanMemory } from '../src/service/compact.js'
 import { SqliteStore } from '../src/storage/sqlite.js'
 
@@ -266,11 +266,12 @@ const recallRows: (string | number)[][] = []
 let factsTotal = 0
 let factsFound = 0
 for (const t of transcripts) {
-  const plan = planCompaction({ messages: t.messages, mode: 'manual', budgetTokens: BUDGET, sizingBudgetTokens: BUDGET, keepTokens: KEEP_TOKENS, keepTurns: 8, dryRun: false, ...redactors() })
+  const redactors = compactionRedactors()
+  const plan = planCompaction({ messages: t.messages, mode: 'manual', budgetTokens: BUDGET, sizingBudgetTokens: BUDGET, keepTokens: KEEP_TOKENS, keepTurns: 8, dryRun: false }, redactors)
   if (!plan.summarize) continue
-  const out = finishCompaction(plan, { id: 'cmp_recall', recallTool: true })
+  const out = finishCompaction(plan, { id: 'cmp_recall', recallTool: true }, redactors)
   const store = new SqliteStore(':memory:')
-  await store.saveMemory({ compaction_id: 'cmp_recall', session_id: 's', key_name: '', created_at: new Date().toISOString() }, spanMemory(plan, t.messages, out.clips))
+  await store.saveMemory({ compaction_id: 'cmp_recall', session_id: 's', key_name: '', created_at: new Date().toISOString() }, spanMemory(plan, t.messages, out.clips, redactors))
   const facts = recallFacts(plan.span)
   const found: typeof facts = []
   for (const f of facts) if ((await store.recall('s', '', { text: f.query, limit: 5 })).some((r) => r.messages[0] <= f.message && f.message <= r.messages[1])) found.push(f)

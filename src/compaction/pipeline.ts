@@ -4,7 +4,7 @@ import { boundFiles, fitSections } from './fit.js'
 import { type Ledger, readLedger, userText } from './ledger.js'
 import { guardSections, mergeSections } from './merge.js'
 import { type Clip, type CutPlan, planCut } from './plan.js'
-import { type Redact, type RedactMany, redact } from './redact.js'
+import { CORE_REDACTORS, type Redact, type RedactMany, type Redactors } from './redact.js'
 import { DEFAULT_RENDER, type RenderedSpan, findPriorSummaries, renderSpan } from './render.js'
 import { LIST_SECTIONS, type SummarySections } from './sections.js'
 import { type SummaryHeader, formatSummary, oneLine } from './summary-text.js'
@@ -51,12 +51,6 @@ export interface CompactionInput {
   keepTurns: number
   usageInputTokens?: number
   dryRun: boolean
-  /** How secrets are found and replaced in everything the service writes; the core's own patterns by default. */
-  redact?: Redact
-  /** A quicker redaction for whole texts before they are clipped (the full one then runs on what is kept). */
-  redactBeforeClip?: Redact
-  /** The full redaction over many texts at once (the rendered span's messages). */
-  redactParts?: RedactMany
   /** Text the same key's other conversations sent (by line fingerprint): harness text, left out of the requests. */
   commonText?: CommonText
 }
@@ -79,7 +73,7 @@ export interface CompactionStats {
   carried_context_dropped: number
 }
 
-/** Everything decided before a summarizer is called: data, and the redaction its texts go through (closures over the request's secrets). */
+/** Everything decided before a summarizer is called, as data; the redaction its texts go through is passed beside it (Redactors). */
 export interface CompactionPlan {
   reason: Reason
   /** True when there is a span to summarize and the caller asked for a summary (not a dry run). */
@@ -103,17 +97,13 @@ export interface CompactionPlan {
   compactedTurns: number
   /** Set when the tail cannot be brought within its bound: the request is refused, naming the place. */
   problem?: HistoryProblem
-  /** The redaction every text the service writes or sends from this plan goes through. */
-  redact: Redact
-  redactBeforeClip: Redact
-  redactParts: RedactMany
 }
 
-/** The span as a model reads it: rendered, clipped, every text redacted with the plan's redaction first. */
-export function renderedSpan(plan: CompactionPlan): RenderedSpan {
+/** The span as a model reads it: rendered, clipped, every text redacted first. */
+export function renderedSpan(plan: CompactionPlan, redactors: Redactors = CORE_REDACTORS): RenderedSpan {
   // Harness text by markup and repetition only: what the model is sent (and the summary cache's key) must
   // not depend on what one replica has seen of other conversations, or replicas would not share a summary.
-  return renderSpan(plan.span, 0, { ...DEFAULT_RENDER, redactParts: plan.redactParts, redactBeforeClip: plan.redactBeforeClip })
+  return renderSpan(plan.span, 0, { ...DEFAULT_RENDER, redactParts: redactors.redactParts, redactBeforeClip: redactors.redactBeforeClip })
 }
 
 function latestAssistantText(messages: readonly Message[]): string {
@@ -140,10 +130,9 @@ export function redactSections(s: SummarySections, redactMany: RedactMany): Summ
   return out
 }
 
-export function planCompaction(input: CompactionInput): CompactionPlan {
+/** The plan of a compaction; `redactors` redact the prior summaries it carries (the core's own patterns by default). */
+export function planCompaction(input: CompactionInput, redactors: Redactors = CORE_REDACTORS): CompactionPlan {
   const { messages } = input
-  const redactText = input.redact ?? redact
-  const redactParts = input.redactParts ?? ((texts: readonly string[]) => texts.map(redactText))
   const rawFixed = rawSystemTokens(input.system, input.tools)
   const raw = messages.map(rawMessageTokens)
   const scale = estimateScale(rawFixed + raw.reduce((a, b) => a + b, 0), input.usageInputTokens)
@@ -201,7 +190,7 @@ export function planCompaction(input: CompactionInput): CompactionPlan {
   const span = messages.slice(0, cut.cut)
   const priorSummaries = findPriorSummaries(span)
   const priors = priorSummaries.map((p) => p.sections)
-  const prior = priors.length > 0 ? redactSections(priors.reduce((a, b) => mergeSections(a, b)), redactParts) : undefined
+  const prior = priors.length > 0 ? redactSections(priors.reduce((a, b) => mergeSections(a, b)), redactors.redactParts) : undefined
   return {
     reason,
     summarize: wantsCut && cut.cut > 0 && !input.dryRun,
@@ -218,10 +207,7 @@ export function planCompaction(input: CompactionInput): CompactionPlan {
     priorTurns: priorSummaries.reduce((n, p) => n + p.compactedTurns, 0),
     latestAssistantText: latestAssistantText(span),
     compactedTurns: span.filter((m) => isPromptMessage(m) && userText(m) !== '').length,
-    ...(problem ? { problem } : {}),
-    redact: redactText,
-    redactBeforeClip: input.redactBeforeClip ?? redactText,
-    redactParts
+    ...(problem ? { problem } : {})
   }
 }
 
@@ -320,10 +306,10 @@ function summarySections(plan: CompactionPlan, options: FinishOptions): ReturnTy
 }
 
 /** The recall hint as it is sent (redacted, within its share), and the room left for the summary's text, in unscaled tokens. */
-function summaryRoom(plan: CompactionPlan, options: FinishOptions): { recallHint: string | undefined; textBudget: number } {
+function summaryRoom(plan: CompactionPlan, options: FinishOptions, redact: Redact): { recallHint: string | undefined; textBudget: number } {
   const room = Math.floor(plan.summaryMaxTokens / plan.scale)
   const hintChars = Math.floor(room * CHARS_PER_TOKEN * RECALL_HINT_SHARE)
-  const hint = options.recallHint === undefined ? undefined : plan.redact(options.recallHint)
+  const hint = options.recallHint === undefined ? undefined : redact(options.recallHint)
   const recallHint = hint && hint.length > hintChars ? `${sliceHead(hint, hintChars - 1)}…` : hint
   const noteTokens = textTokens(summaryNote(recallHint, options.recallTool)) + MESSAGE_OVERHEAD_TOKENS + NOTE_FRAMING_TOKENS
   return { recallHint, textBudget: Math.max(0, room - noteTokens) }
@@ -353,13 +339,13 @@ function compactedHistory(plan: CompactionPlan, blocks: Block[]): { messages: Me
 
 /**
  * Turns a plan and a summary (a model's sections, or none for the extractive one) into the compacted
- * history: prior facts merged, the guard applied, secrets redacted, the summary fitted to its budget.
+ * history: prior facts merged, the guard applied, secrets redacted with `redactors`, the summary fitted to its budget.
  */
-export function finishCompaction(plan: CompactionPlan, options: FinishOptions): Compacted {
+export function finishCompaction(plan: CompactionPlan, options: FinishOptions, redactors: Redactors = CORE_REDACTORS): Compacted {
   const guarded = summarySections(plan, options)
   const header = { id: options.id, compactedTurns: plan.priorTurns + plan.compactedTurns }
-  const { recallHint, textBudget } = summaryRoom(plan, options)
-  const { text, sections: fitted } = summaryText(guarded.sections, textBudget, header, plan.redactParts)
+  const { recallHint, textBudget } = summaryRoom(plan, options, redactors.redact)
+  const { text, sections: fitted } = summaryText(guarded.sections, textBudget, header, redactors.redactParts)
   const blocks = summaryBlocks(text, recallHint, options.recallTool)
   const { messages, tokens: outputTokens } = compactedHistory(plan, blocks)
   const summaryTokens = scaled(rawMessageTokens({ role: 'user', content: blocks }), plan.scale)

@@ -240,3 +240,19 @@ export function redactSecrets(text: string): Redaction {
 
 /** The core's redaction: the service's own patterns. */
 export const redact: Redact = (text) => applyRedactions(text, findSecrets(text))
+
+/**
+ * The redactions one compaction's texts go through. They remember the secrets they have found (the
+ * service's do), so they are passed beside the compaction's plan, which is data only, and never kept on it.
+ */
+export interface Redactors {
+  /** The full ruleset, for single texts. */
+  redact: Redact
+  /** A quicker one for whole texts before they are clipped (the full one then runs on what is kept). */
+  redactBeforeClip: Redact
+  /** The full ruleset over many texts at once. */
+  redactParts: RedactMany
+}
+
+/** The core's own patterns, for callers without the service's fuller ruleset. */
+export const CORE_REDACTORS: Redactors = { redact, redactBeforeClip: redact, redactParts: (texts) => texts.map(redact) }

@@ -5,6 +5,7 @@ import {
   type NotCompacted,
   type CompactionPlan,
   type Message,
+  type Redactors,
   finishCompaction,
   planCompaction,
   promptTexts,
@@ -85,9 +86,9 @@ export interface RunContext {
 }
 
 /** What the compaction removed (and what the bound clipped from the tail), redacted like everything the service keeps. */
-export function spanMemory(plan: CompactionPlan, messages: Message[], clips: Clip[]): MemoryEntry[] {
+export function spanMemory(plan: CompactionPlan, messages: Message[], clips: Clip[], redactors: Redactors): MemoryEntry[] {
   const files = { modified: plan.ledger.filesModified.map((f) => f.path), read: plan.ledger.filesRead }
-  return redactMemory([...readMemory(plan.span, 0, files, plan.redactBeforeClip), ...clippedMemory(messages, clips, plan.redactBeforeClip)], plan.redactParts)
+  return redactMemory([...readMemory(plan.span, 0, files, redactors.redactBeforeClip), ...clippedMemory(messages, clips, redactors.redactBeforeClip)], redactors.redactParts)
 }
 
 /** A request whose history is the Messages API's, as the core reads it. */
@@ -145,6 +146,8 @@ async function compactMessages(body: MessagesRequest, deps: CompactDeps, context
   const usage = body.usage
   const prompts = deps.conversations ? promptTexts(messages) : []
   const conversation = ConversationsText.conversation(body.session_id, prompts)
+  // One compaction's redactors remember what they find, so a secret seen anywhere is replaced everywhere.
+  const redactors = compactionRedactors()
   const plan = planCompaction({
     messages,
     system: body.system,
@@ -156,9 +159,8 @@ async function compactMessages(body: MessagesRequest, deps: CompactDeps, context
     keepTurns: body.keep_turns ?? deps.defaults.keepTurns,
     usageInputTokens: usage ? usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0) : undefined,
     dryRun: body.dry_run ?? false,
-    ...compactionRedactors(),
     ...(deps.conversations ? { commonText: deps.conversations.common(context.tenant, conversation) } : {})
-  })
+  }, redactors)
   // learned after this history was read, so that its own lines count for the next conversations only
   deps.conversations?.learn(context.tenant, conversation, prompts)
   if (plan.problem) throw new InvalidHistoryError(plan.problem)
@@ -174,16 +176,16 @@ async function compactMessages(body: MessagesRequest, deps: CompactDeps, context
     throw new SummarizerUnavailableError(requested, deps.modelSummarizer?.kind)
   }
   const summarizer = requested === 'extractive' || !deps.modelSummarizer ? deps.extractive : deps.modelSummarizer
-  const result = await summarizer.summarize({ plan, instructions: body.instructions, tenant: context.tenant, session: body.session_id, signal: context.signal })
+  const result = await summarizer.summarize({ plan, redactors, instructions: body.instructions, tenant: context.tenant, session: body.session_id, signal: context.signal })
   // Without a key the extractive summary is the default, and the response says why no model wrote it.
   if (requested === 'auto' && !deps.modelSummarizer) result.report = { ...result.report, fallback_reason: 'no_api_key' }
   const coldLayer = deps.coldLayer === true && body.session_id !== undefined
-  const outcome = finishCompaction(plan, { id: deps.newId(), recallHint: body.recall_hint, modelSections: result.sections, recallTool: coldLayer && context.recallTool !== false })
+  const outcome = finishCompaction(plan, { id: deps.newId(), recallHint: body.recall_hint, modelSections: result.sections, recallTool: coldLayer && context.recallTool !== false }, redactors)
   const t3 = deps.now()
   const report: SummarizerReport = { ...result.report, duration_ms: Math.round(result.report.duration_ms || t3 - t2) }
   return {
     response: { ...outcome, summarizer: report, doctrine_version: DOCTRINE_VERSION },
     timings: { validate: t1 - t0, plan: t2 - t1, summarize: t3 - t2 },
-    ...(coldLayer ? { memory: spanMemory(plan, messages, outcome.clips) } : {})
+    ...(coldLayer ? { memory: spanMemory(plan, messages, outcome.clips, redactors) } : {})
   }
 }

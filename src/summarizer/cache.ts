@@ -38,7 +38,7 @@ export function summaryCacheKey(request: SummarizeRequest, model: string): strin
     request.tenant ?? '',
     request.instructions?.trim() ?? '',
     plan.prior ? formatSummary(plan.prior, { id: 'prior', compactedTurns: 0 }) : '',
-    spanText(renderedSpan(plan))
+    spanText(renderedSpan(plan, request.redactors))
   ]
   return createHash('sha256').update(JSON.stringify(parts)).digest('hex')
 }
@@ -123,7 +123,7 @@ export class CachingSummarizer implements Summarizer {
       // a model's summary (not the extractive one that stood in for it) is kept
       if (result.sections && result.report.kind === this.inner.kind) {
         // The model's answer is redacted before it is stored: a model may repeat a secret back.
-        const sections = redactSections(result.sections, request.plan.redactParts)
+        const sections = redactSections(result.sections, request.redactors.redactParts)
         try {
           const owner = request.session === undefined ? undefined : { key_name: request.tenant ?? '', session_id: request.session }
           await this.options.store.putCached(key, { sections, model: result.report.model }, this.options.now() + this.options.ttlMs, owner)

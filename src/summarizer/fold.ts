@@ -43,13 +43,13 @@ export function maxOutputTokens(summaryBudget: number): number {
  * and returns it updated. The API each call reaches is the caller's.
  */
 export async function foldSummary(request: SummarizeRequest, options: FoldOptions, call: SummaryCall): Promise<{ sections: SummarySections | undefined; usage: Usage }> {
-  const { plan, instructions, signal } = request
-  const focus = instructions?.trim() ? plan.redact(instructions.trim()) : undefined
+  const { plan, redactors, instructions, signal } = request
+  const focus = instructions?.trim() ? redactors.redact(instructions.trim()) : undefined
   const summaryBudget = Math.max(200, Math.floor(plan.summaryMaxTokens / plan.scale))
   // The running summary is fitted to the summary budget, so it never takes more than that in a call.
   const chunkBudget = options.inputBudgetTokens - FIXED_TOKENS - summaryBudget - textTokens(focus ?? '')
   if (chunkBudget < 500) throw new SummarizerFault('bad_request', `the summarizer input budget (${options.inputBudgetTokens}) leaves no room for the span`)
-  const chunks = chunkParts(renderedSpan(plan).parts, chunkBudget)
+  const chunks = chunkParts(renderedSpan(plan, redactors).parts, chunkBudget)
   const usage: Usage = { input: 0, output: 0, calls: 0 }
   let running: SummarySections | undefined = plan.prior
   for (let k = 0; k < chunks.length; k++) {

@@ -1,4 +1,4 @@
-import type { CompactionPlan, SummarySections } from '../compaction/index.js'
+import type { CompactionPlan, Redactors, SummarySections } from '../compaction/index.js'
 import type { SummarizerReportBody } from '../contract/schemas.js'
 
 /** What the response says of the summarizer that wrote the summary: the contract's type, one definition. */
@@ -8,6 +8,8 @@ export type SummarizerKind = SummarizerReport['kind']
 
 export interface SummarizeRequest {
   plan: CompactionPlan
+  /** The redaction of everything the summarizer sends, or keeps of a model's answer: the plan's compaction's. */
+  redactors: Redactors
   /** The user's focus for this compaction; added to the doctrine, never replacing it. */
   instructions?: string
   /** Whose request this is (the API key's name); cached summaries are never shared across tenants. */

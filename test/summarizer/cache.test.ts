@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { emptySections, planCompaction } from '../../src/compaction/index.js'
+import { CORE_REDACTORS, emptySections, planCompaction } from '../../src/compaction/index.js'
 import { CachingSummarizer } from '../../src/summarizer/cache.js'
 import { CancelledError } from '../../src/summarizer/errors.js'
 import { LimitedSummarizer } from '../../src/summarizer/limit.js'
@@ -46,12 +46,12 @@ describe('the summary cache', () => {
       now: () => 1_000,
       onStoreError: (operation) => errors.push(operation)
     })
-    const first = await cache.summarize({ plan, tenant: '' })
+    const first = await cache.summarize({ redactors: CORE_REDACTORS, plan, tenant: '' })
     expect(first.sections?.objective).toBe('fix the parser')
     await new Promise((r) => setImmediate(r))
     expect(errors).toContain(`cache_${what}`)
     // without a working cache, a repeat asks the model again rather than failing
-    await cache.summarize({ plan, tenant: '' })
+    await cache.summarize({ redactors: CORE_REDACTORS, plan, tenant: '' })
     expect(model.calls).toBe(2)
   })
 })
@@ -71,12 +71,12 @@ describe('a shared summary waiting for a place', () => {
     const limited = new LimitedSummarizer(model, { concurrency: 1, queue: 4, maxWaitMs: 10_000, retryAfterS: 1 })
     const cache = new CachingSummarizer(limited, { store: new SqliteStore(':memory:'), ttlMs: 60_000, model: 'm', now: () => 1_000, onStoreError: () => undefined })
     const other = planCompaction({ messages: [user('another task entirely'), assistant('ok'), user('go')], mode: 'manual', budgetTokens: 45_000, sizingBudgetTokens: 45_000, keepTurns: 1, dryRun: false })
-    const running = cache.summarize({ plan: other, tenant: '' }) // takes the one place
+    const running = cache.summarize({ redactors: CORE_REDACTORS, plan: other, tenant: '' }) // takes the one place
     await new Promise((r) => setImmediate(r))
     const [a, b] = [new AbortController(), new AbortController()]
-    const first = cache.summarize({ plan, tenant: '', signal: a.signal }).catch((err: unknown) => err)
+    const first = cache.summarize({ redactors: CORE_REDACTORS, plan, tenant: '', signal: a.signal }).catch((err: unknown) => err)
     await new Promise((r) => setImmediate(r))
-    const second = cache.summarize({ plan, tenant: '', signal: b.signal }).catch((err: unknown) => err)
+    const second = cache.summarize({ redactors: CORE_REDACTORS, plan, tenant: '', signal: b.signal }).catch((err: unknown) => err)
     await new Promise((r) => setImmediate(r))
     expect(limited.load).toEqual({ active: 1, waiting: 1 }) // one place asked for, for both
     a.abort()
@@ -87,7 +87,7 @@ describe('a shared summary waiting for a place', () => {
     expect(await second).toBeInstanceOf(CancelledError)
     expect(limited.load).toEqual({ active: 1, waiting: 0 })
     // a newcomer for the same summary asks for a place of its own, and gets the answer
-    const third = cache.summarize({ plan, tenant: '' })
+    const third = cache.summarize({ redactors: CORE_REDACTORS, plan, tenant: '' })
     await new Promise((r) => setImmediate(r))
     model.open.shift()!()
     await running

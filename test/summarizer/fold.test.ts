@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { emptySections, planCompaction } from '../../src/compaction/index.js'
+import { CORE_REDACTORS, emptySections, planCompaction } from '../../src/compaction/index.js'
 import { FIXED_TOKENS, MAX_OUTPUT_TOKENS, MIN_OUTPUT_TOKENS, foldSummary, maxOutputTokens } from '../../src/summarizer/fold.js'
 import { SummarizerFault } from '../../src/summarizer/faults.js'
 import { shellStep, user } from '../helpers/history.js'
@@ -17,7 +17,7 @@ const plan = (steps: number) =>
 describe('foldSummary', () => {
   it('folds a long span part by part, each call given the summary so far; the fold model first, the main model last', async () => {
     const seen: { model: string; prompt: string }[] = []
-    const { sections, usage } = await foldSummary({ plan: plan(60) }, { inputBudgetTokens: 8_000, model: 'strong', foldModel: 'cheap' }, async ({ prompt, model, usage }) => {
+    const { sections, usage } = await foldSummary({ redactors: CORE_REDACTORS, plan: plan(60) }, { inputBudgetTokens: 8_000, model: 'strong', foldModel: 'cheap' }, async ({ prompt, model, usage }) => {
       usage.calls++
       seen.push({ model, prompt })
       return { ...emptySections(), objective: `after part ${seen.length}` }
@@ -33,7 +33,7 @@ describe('foldSummary', () => {
   })
 
   it('refuses an input budget with no room for the span, and sizes the output to the summary budget', async () => {
-    await expect(foldSummary({ plan: plan(3) }, { inputBudgetTokens: 2_000, model: 'm' }, async () => emptySections())).rejects.toBeInstanceOf(SummarizerFault)
+    await expect(foldSummary({ redactors: CORE_REDACTORS, plan: plan(3) }, { inputBudgetTokens: 2_000, model: 'm' }, async () => emptySections())).rejects.toBeInstanceOf(SummarizerFault)
     expect(maxOutputTokens(100)).toBe(MIN_OUTPUT_TOKENS)
     expect(maxOutputTokens(3_000)).toBe(6_000)
     expect(maxOutputTokens(100_000)).toBe(MAX_OUTPUT_TOKENS)

@@ -3,7 +3,7 @@ import { modelSummarizer } from '../../src/summarizer/index.js'
 import { ResilientSummarizer } from '../../src/summarizer/resilient.js'
 import { ExtractiveSummarizer } from '../../src/summarizer/extractive.js'
 import { FakeAnthropic } from '../helpers/fake-anthropic.js'
-import { planCompaction } from '../../src/compaction/index.js'
+import { CORE_REDACTORS, planCompaction } from '../../src/compaction/index.js'
 import { shellStep, user } from '../helpers/history.js'
 
 const plan = planCompaction({
@@ -34,7 +34,7 @@ describe('modelSummarizer', () => {
       fake.reply({ toolInput: { objective: 'from the fake model' } })
       const s = modelSummarizer({ ...settings, ANTHROPIC_API_KEY: 'sk-test', ANTHROPIC_BASE_URL: fake.url })
       expect(s).toBeInstanceOf(ResilientSummarizer)
-      const out = await s?.summarize({ plan })
+      const out = await s?.summarize({ redactors: CORE_REDACTORS, plan })
       expect(out?.sections?.objective).toBe('from the fake model')
       expect(out?.report).toMatchObject({ kind: 'anthropic', model: 'claude-test', calls: 1, fallback_reason: null })
       expect(fake.requests[0]?.headers.authorization).toBe('Bearer sk-test')

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { CancelledError, OverloadedError } from '../../src/service/errors.js'
 import { LimitedSummarizer } from '../../src/summarizer/limit.js'
 import type { SummarizeRequest, SummarizeResult, Summarizer } from '../../src/summarizer/summarizer.js'
+import { CORE_REDACTORS } from '../../src/compaction/index.js'
 
 /** A summarizer that answers when told to. */
 class Gate implements Summarizer {
@@ -14,7 +15,7 @@ class Gate implements Summarizer {
   }
 }
 
-const request = (signal?: AbortSignal): SummarizeRequest => ({ plan: {} as SummarizeRequest['plan'], signal })
+const request = (signal?: AbortSignal): SummarizeRequest => ({ plan: {} as SummarizeRequest['plan'], redactors: CORE_REDACTORS, signal })
 
 describe('LimitedSummarizer', () => {
   it('turns a summary away after maxWaitMs in the queue, with the Retry-After the 503 carries', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { emptySections, planCompaction } from '../../src/compaction/index.js'
+import { CORE_REDACTORS, emptySections, planCompaction } from '../../src/compaction/index.js'
 import { SummarizerFailedError } from '../../src/summarizer/errors.js'
 import { SummarizerFault } from '../../src/summarizer/faults.js'
 import { ResilientSummarizer } from '../../src/summarizer/resilient.js'
@@ -38,14 +38,14 @@ function model(behaviour: { ms?: number; error?: unknown }): Summarizer & { sign
 
 describe('ResilientSummarizer', () => {
   it('passes the model’s summary through when it comes in time', async () => {
-    const out = await new ResilientSummarizer(model({ ms: 5 }), { timeoutMs: 1_000, fallback: 'extractive' }).summarize({ plan })
+    const out = await new ResilientSummarizer(model({ ms: 5 }), { timeoutMs: 1_000, fallback: 'extractive' }).summarize({ redactors: CORE_REDACTORS, plan })
     expect(out.report).toEqual(modelReport)
     expect(out.sections).toEqual(emptySections())
   })
 
   it('falls back to the extractive summary past its deadline, and aborts the model call', async () => {
     const m = model({ ms: 10_000 })
-    const out = await new ResilientSummarizer(m, { timeoutMs: 30, fallback: 'extractive' }).summarize({ plan })
+    const out = await new ResilientSummarizer(m, { timeoutMs: 30, fallback: 'extractive' }).summarize({ redactors: CORE_REDACTORS, plan })
     expect(out.sections).toBeUndefined()
     expect(out.report).toMatchObject({ kind: 'extractive', fallback_reason: 'timeout', calls: 0 })
     expect(out.report.duration_ms).toBeGreaterThanOrEqual(25)
@@ -53,13 +53,13 @@ describe('ResilientSummarizer', () => {
   })
 
   it('names the fault it fell back for', async () => {
-    const out = await new ResilientSummarizer(model({ error: new SummarizerFault('refusal', 'no') }), { timeoutMs: 1_000, fallback: 'extractive' }).summarize({ plan })
+    const out = await new ResilientSummarizer(model({ error: new SummarizerFault('refusal', 'no') }), { timeoutMs: 1_000, fallback: 'extractive' }).summarize({ redactors: CORE_REDACTORS, plan })
     expect(out.report.fallback_reason).toBe('refusal')
   })
 
   it('raises a 502 naming the fault when the operator forbids the fallback', async () => {
     const s = new ResilientSummarizer(model({ error: new SummarizerFault('rate_limited', 'slow down') }), { timeoutMs: 1_000, fallback: 'error' })
-    const err = await s.summarize({ plan }).catch((e: unknown) => e)
+    const err = await s.summarize({ redactors: CORE_REDACTORS, plan }).catch((e: unknown) => e)
     expect(err).toBeInstanceOf(SummarizerFailedError)
     expect(err).toMatchObject({ status: 502, reason: 'rate_limited' })
   })
@@ -67,7 +67,7 @@ describe('ResilientSummarizer', () => {
   it('passes the caller’s abort on to the model call', async () => {
     const m = model({ ms: 10_000 })
     const caller = new AbortController()
-    const pending = new ResilientSummarizer(m, { timeoutMs: 5_000, fallback: 'extractive' }).summarize({ plan, signal: caller.signal })
+    const pending = new ResilientSummarizer(m, { timeoutMs: 5_000, fallback: 'extractive' }).summarize({ redactors: CORE_REDACTORS, plan, signal: caller.signal })
     caller.abort(new SummarizerFault('cancelled', 'client went away'))
     const out = await pending
     expect(m.signals[0]?.aborted).toBe(true)

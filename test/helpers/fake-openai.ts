@@ -19,6 +19,8 @@ export interface FakeOpenAiReply {
   breakOff?: boolean
   /** For the Responses API: the output items (reasoning, calls, messages) in place of one text message. */
   output?: Record<string, unknown>[]
+  /** For Chat Completions: an agent's function calls, in place of the summary's (the arguments as JSON text). */
+  toolCalls?: { id: string; name: string; arguments: string }[]
 }
 
 export interface OpenAiRequest {
@@ -138,7 +140,7 @@ export class FakeOpenAi {
           const model = received.body.model
           if (received.body.stream !== true) return json(200, api === 'chat' ? completion(model, next) : response(model, next), next.headers)
           res.writeHead(200, { 'content-type': 'text/event-stream', ...next.headers })
-          const events = api === 'chat' ? chatChunks(model, next) : responseEvents(model, next)
+          const events = api === 'chat' ? chatChunks(model, next, usageAsked(received.body)) : responseEvents(model, next)
           // a stream that breaks off does so once its first event has left
           if (next.breakOff) return void res.write(events[0], () => res.destroy())
           for (const event of events) res.write(event)
@@ -161,14 +163,28 @@ export class FakeOpenAi {
 }
 
 let counter = 0
+
+/** Whether a streamed Chat Completions request asks for a last chunk with the usage (`stream_options.include_usage`). */
+function usageAsked(body: OpenAiRequest['body']): boolean {
+  return (body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true
+}
+
+/** The function calls of a Chat Completions answer: the agent's, or one record_summary call. */
+function chatToolCalls(reply: FakeOpenAiReply): { id: string; type: 'function'; function: { name: string; arguments: string } }[] | undefined {
+  if (reply.toolCalls) return reply.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } }))
+  if (reply.text !== undefined || reply.refusal !== undefined) return undefined
+  return [{ id: `call_fake_${counter}`, type: 'function', function: { name: 'record_summary', arguments: reply.rawArguments ?? JSON.stringify(reply.toolInput ?? {}) } }]
+}
+
 function completion(model: string, reply: FakeOpenAiReply): unknown {
   counter++
-  const call = reply.text === undefined && reply.refusal === undefined
+  const calls = chatToolCalls(reply)
+  const call = calls !== undefined
   const message = {
     role: 'assistant',
     content: reply.text ?? null,
     refusal: reply.refusal ?? null,
-    ...(call ? { tool_calls: [{ id: `call_fake_${counter}`, type: 'function', function: { name: 'record_summary', arguments: reply.rawArguments ?? JSON.stringify(reply.toolInput ?? {}) } }] } : {})
+    ...(calls ? { tool_calls: calls } : {})
   }
   return {
     id: `chatcmpl-fake-${counter}`,
@@ -213,14 +229,27 @@ function answerText(reply: FakeOpenAiReply): string {
   return reply.text ?? 'fake answer'
 }
 
-/** Chat Completions chunks as the API streams them: the role, the text in two deltas, the finish, [DONE]. */
-function chatChunks(model: string, reply: FakeOpenAiReply): string[] {
+/**
+ * Chat Completions chunks as the API streams them: the role, then the text in two deltas or each function
+ * call (its id and name, then its arguments), the finish, the usage where it was asked for, [DONE].
+ */
+function chatChunks(model: string, reply: FakeOpenAiReply, withUsage: boolean): string[] {
   counter++
+  const id = `chatcmpl-fake-${counter}`
+  const created = Math.floor(Date.now() / 1000)
+  const data = (fields: Record<string, unknown>): string => `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, ...fields })}\n\n`
+  const chunk = (delta: unknown, finish: string | null): string => data({ choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }] })
+  const usage = withUsage ? [data({ choices: [], usage: { prompt_tokens: 1_000 + counter, completion_tokens: 10, total_tokens: 1_010 + counter } })] : []
+  if (reply.toolCalls) {
+    const calls = reply.toolCalls.flatMap((c, index) => [
+      chunk({ tool_calls: [{ index, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }] }, null),
+      chunk({ tool_calls: [{ index, function: { arguments: c.arguments } }] }, null)
+    ])
+    return [chunk({ role: 'assistant', content: null }, null), ...calls, chunk({}, 'tool_calls'), ...usage, 'data: [DONE]\n\n']
+  }
   const text = answerText(reply)
-  const chunk = (delta: unknown, finish: string | null): string =>
-    `data: ${JSON.stringify({ id: `chatcmpl-fake-${counter}`, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model, choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }] })}\n\n`
   const half = Math.floor(text.length / 2)
-  return [chunk({ role: 'assistant', content: '' }, null), chunk({ content: text.slice(0, half) }, null), chunk({ content: text.slice(half) }, null), chunk({}, 'stop'), 'data: [DONE]\n\n']
+  return [chunk({ role: 'assistant', content: '' }, null), chunk({ content: text.slice(0, half) }, null), chunk({ content: text.slice(half) }, null), chunk({}, 'stop'), ...usage, 'data: [DONE]\n\n']
 }
 
 /** A Responses API response object with one assistant message. */

@@ -1,0 +1,213 @@
+import { spawn } from 'node:child_process'
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+import { promptTokens } from '../../src/compaction/index.js'
+import { readOpenAiRequest } from '../../src/proxy/openai.js'
+import { FakeOpenAi, type FakeOpenAiReply, type OpenAiRequest } from '../helpers/fake-openai.js'
+import { ROOT, type ServerProcess, installedClient, logLines, startServer, tempDb } from '../helpers/process.js'
+
+/**
+ * The real opencode (from npm, installed by scripts/install-clients.sh into .clients/) runs a scripted
+ * session through the gateway's Chat Completions proxy, with an OpenAI-compatible provider whose base URL is
+ * the gateway's: it streams every turn with its system prompt and ten tools, names its session in
+ * `x-session-id`, asks a title of the same model first, and reads a file in steps with its `read` tool. Its
+ * own compaction and pruning are off, so that the gateway is what keeps the history within the budget. The
+ * upstream refuses what the Chat Completions API refuses (an unanswered call among them); the summaries come
+ * from another model on the same server that takes MODEL_MS each.
+ */
+export const OPENCODE_VERSION = '1.18.33'
+const { bin: BIN, missing } = installedClient(`opencode ${OPENCODE_VERSION}`, `opencode-${OPENCODE_VERSION}`, 'opencode-ai/bin/opencode.exe')
+
+const GATEWAY_KEY = 'gw-e2e-opencode-key-0001'
+const UPSTREAM_KEY = 'sk-e2e-opencode-upstream-0000'
+const AGENT_MODEL = 'agent-model'
+const SUMMARY_MODEL = 'summary-model'
+const MODEL_MS = Number(process.env.E2E_MODEL_MS ?? 4_000)
+/** How long the agent's model takes over a turn; the summaries are written meanwhile. */
+const TURN_MS = Number(process.env.E2E_TURN_MS ?? 1_000)
+/** The room between opencode's system prompt and tools and the budget. */
+const ROOM = 40_000
+const STEPS = 30
+/** Lines of the file each step reads: about 4,000 tokens. */
+const LINES = 150
+
+const isSummaryCall = (r: OpenAiRequest): boolean => r.body.model === SUMMARY_MODEL
+const isTitleCall = (r: OpenAiRequest): boolean => !isSummaryCall(r) && (r.body.tools ?? []).length === 0
+const messagesOf = (r: OpenAiRequest): OpenAiRequest['body']['messages'] => r.body.messages
+
+/** The script: each answer reads the next LINES lines (found from the last call's result), then the end. */
+function scripted(file: string): { reply: (r: OpenAiRequest) => FakeOpenAiReply; handed: Set<number> } {
+  const handed = new Set<number>()
+  const reply = (r: OpenAiRequest): FakeOpenAiReply => {
+    if (isSummaryCall(r)) return { delayMs: MODEL_MS, toolInput: { objective: 'Read the build log in steps (SCRIPT-MAIN)' } }
+    if (isTitleCall(r)) return { text: 'Reading the build log' }
+    const last = messagesOf(r).at(-1)
+    const done = last?.role === 'tool' ? Number(/^call_step_(\d+)$/.exec(last.tool_call_id ?? '')?.[1] ?? -1) : -1
+    const step = done + 1
+    if (step >= STEPS) return { delayMs: TURN_MS, text: 'SCRIPT-END reached.' }
+    handed.add(step)
+    const args = JSON.stringify({ filePath: file, offset: step * LINES + 1, limit: LINES })
+    return { delayMs: TURN_MS, toolCalls: [{ id: `call_step_${step}`, name: 'read', arguments: args }] }
+  }
+  return { reply, handed }
+}
+
+/** A work folder with the log the session reads. */
+function workFolder(): { work: string; file: string } {
+  const work = mkdtempSync(join(tmpdir(), 'cg-e2e-opencode-work-'))
+  const file = join(work, 'build.log')
+  const lines = Array.from({ length: STEPS * LINES + 10 }, (_, i) => `line ${i} of the build log: compiling module_${i % 97} with -O2 -Wall, ${(i * 7919) % 100_003} symbols resolved`)
+  writeFileSync(file, `${lines.join('\n')}\n`)
+  return { work, file }
+}
+
+/** opencode run to its end (`opencode run`) against `baseUrl`, with a home of its own and its provider configured. */
+async function runOpencode(baseUrl: string, work: string): Promise<{ code: number | null; out: string }> {
+  const home = mkdtempSync(join(tmpdir(), 'cg-e2e-opencode-home-'))
+  const config = {
+    $schema: 'https://opencode.ai/config.json',
+    provider: { gateway: { npm: '@ai-sdk/openai-compatible', name: 'gateway', options: { baseURL: `${baseUrl}/v1`, apiKey: GATEWAY_KEY }, models: { [AGENT_MODEL]: { name: AGENT_MODEL } } } },
+    model: `gateway/${AGENT_MODEL}`
+  }
+  const child = spawn(BIN, ['run', '--auto', 'Read build.log step by step.'], {
+    cwd: work,
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: home,
+      XDG_CONFIG_HOME: join(home, '.config'),
+      XDG_DATA_HOME: join(home, '.local', 'share'),
+      XDG_CACHE_HOME: join(home, '.cache'),
+      XDG_STATE_HOME: join(home, '.local', 'state'),
+      OPENCODE_CONFIG_CONTENT: JSON.stringify(config),
+      // the gateway keeps the history within the budget: opencode's own compaction and pruning stay off
+      OPENCODE_DISABLE_AUTOCOMPACT: '1',
+      OPENCODE_DISABLE_PRUNE: '1',
+      // nothing beyond loopback is reachable in a test run
+      OPENCODE_DISABLE_AUTOUPDATE: '1',
+      OPENCODE_DISABLE_MODELS_FETCH: '1',
+      OPENCODE_DISABLE_LSP_DOWNLOAD: '1',
+      OPENCODE_DISABLE_SHARE: '1'
+    },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  let out = ''
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()))
+  child.stderr.on('data', (d: Buffer) => (out += d.toString()))
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
+  return { code, out }
+}
+
+/** opencode run through `gateway` to the scripted end: every step handed out, and every request the upstream was sent taken. */
+async function runToScriptEnd(gateway: ServerProcess, fake: FakeOpenAi, script: ReturnType<typeof scripted>, work: string): Promise<void> {
+  const { code, out } = await runOpencode(gateway.url, work)
+  expect(code, out).toBe(0)
+  expect(out).toContain('SCRIPT-END reached.')
+  expect(fake.refused).toEqual([])
+  expect(script.handed.size).toBe(STEPS)
+}
+
+/** What opencode's system prompt and tools take (its first agent request's, read as the gateway reads them). */
+function fixedTokens(first: OpenAiRequest): number {
+  const read = readOpenAiRequest(first.body, 'chat', () => true)
+  if (read.kind !== 'history') throw new Error(`opencode's first request did not read as a history (${read.reason})`)
+  return promptTokens([], read.history.system, read.history.tools)
+}
+
+describe.skipIf(missing !== undefined)(`opencode ${OPENCODE_VERSION} through the gateway's Chat Completions proxy, end to end`, () => {
+  const servers: ServerProcess[] = []
+  let fixed = 0
+  afterAll(() => {
+    for (const s of servers) s.child.kill('SIGKILL')
+  })
+
+  it('runs the session with compaction off, every request valid, to the scripted end (and measures what its prompt and tools take)', async () => {
+    const fake = await new FakeOpenAi().start()
+    const { work, file } = workFolder()
+    const script = scripted(file)
+    fake.fallback = script.reply
+    const gateway = await startServer({ OPENAI_API_KEY: UPSTREAM_KEY, OPENAI_BASE_URL: `${fake.url}/v1`, COMPACT_API_KEYS: `e2e=${GATEWAY_KEY}`, COMPACT_BUDGET: 'off' })
+    servers.push(gateway)
+    await runToScriptEnd(gateway, fake, script, work)
+    const agent = fake.requests.filter((r) => !isTitleCall(r))
+    expect(agent.every((r) => r.body.stream === true)).toBe(true)
+    expect(agent[0]?.headers.authorization).toBe(`Bearer ${UPSTREAM_KEY}`)
+    // with compaction off, the history reaches the upstream whole: the last request holds every step
+    expect(messagesOf(agent.at(-1) as OpenAiRequest).filter((m) => m.role === 'tool')).toHaveLength(STEPS)
+    fixed = fixedTokens(agent[0] as OpenAiRequest)
+    gateway.child.kill('SIGTERM')
+    await fake.close()
+  }, 600_000)
+
+  it('crosses the budget several times with summaries written ahead, every request valid and within the bound, to the scripted end', async () => {
+    expect(fixed, 'the first run measured what opencode sends every turn').toBeGreaterThan(0)
+    const fake = await new FakeOpenAi().start()
+    const { work, file } = workFolder()
+    const script = scripted(file)
+    fake.fallback = script.reply
+    const budget = fixed + ROOM
+    const gateway = await startServer({
+      OPENAI_API_KEY: UPSTREAM_KEY,
+      OPENAI_BASE_URL: `${fake.url}/v1`,
+      COMPACT_SUMMARIZER: 'openai',
+      COMPACT_MODEL: SUMMARY_MODEL,
+      COMPACT_API_KEYS: `e2e=${GATEWAY_KEY}`,
+      COMPACT_DB: tempDb(),
+      COMPACT_BUDGET: String(budget)
+    })
+    servers.push(gateway)
+    await runToScriptEnd(gateway, fake, script, work)
+
+    const agent = fake.requests.filter((r) => !isSummaryCall(r) && !isTitleCall(r))
+    const log = logLines(gateway)
+    const proxied = log.filter((e) => e.event === 'proxied')
+    const compactions = log.filter((e) => e.event === 'context_compacted')
+    expect(proxied.every((e) => e.status === 200)).toBe(true)
+    expect(compactions.length).toBeGreaterThanOrEqual(2)
+    // The bound: what each compaction forwarded, and each request forwarded as it came, is within the budget.
+    for (const c of compactions) expect(c.context_after_compaction).toBeLessThanOrEqual(budget)
+    for (const e of proxied.filter((p) => p.compaction === 'none')) expect(e.estimated_tokens ?? 0).toBeLessThanOrEqual(budget)
+    // opencode's system prompt and tools go on as it sent them, every turn.
+    const [first] = agent
+    for (const r of agent) {
+      expect(messagesOf(r)[0]).toEqual(messagesOf(first as OpenAiRequest)[0])
+      expect(r.body.tools).toEqual(first?.body.tools)
+    }
+    // Once compacted, the last request holds the summary and not every step; its newest steps are there as opencode sent them.
+    const last = messagesOf(agent.at(-1) as OpenAiRequest)
+    expect(last.filter((m) => m.role === 'tool').length).toBeLessThan(STEPS)
+    expect(JSON.stringify(last)).toContain('SCRIPT-MAIN')
+    expect(last.at(-1)).toMatchObject({ role: 'tool', tool_call_id: `call_step_${STEPS - 1}` })
+    // Between two compactions the summary message is the same, byte for byte: the upstream's prompt cache holds.
+    const summaryMessages = agent.map((r) => JSON.stringify(messagesOf(r)[1]))
+    const changes = summaryMessages.filter((s, k) => k > 0 && s !== summaryMessages[k - 1]).length
+    expect(changes).toBeLessThanOrEqual(compactions.length)
+    // The compactions are kept under the session opencode names in its x-session-id header.
+    const session = agent[0]?.headers['x-session-id'] as string
+    expect(session).toMatch(/./)
+    const listed = await fetch(`${gateway.url}/v1/sessions/${encodeURIComponent(session)}/compactions`, { headers: { 'x-api-key': GATEWAY_KEY } })
+    expect(((await listed.json()) as { compactions: unknown[] }).compactions).toHaveLength(compactions.length)
+
+    const crossings = proxied.filter((e) => e.compaction === 'compacted')
+    const report = {
+      client: `opencode ${OPENCODE_VERSION}`,
+      budget,
+      fixed_tokens: fixed,
+      model_ms: MODEL_MS,
+      requests: agent.length,
+      summary_calls: fake.requests.filter(isSummaryCall).length,
+      compactions: compactions.length,
+      sources: compactions.map((c) => c.source),
+      crossing_waits_ms: crossings.map((e) => e.prepare_ms),
+      worst_wait_vs_model: Math.max(0, ...crossings.map((e) => e.prepare_ms ?? 0)) / MODEL_MS,
+      context_after: compactions.map((c) => c.context_after_compaction),
+      summary_message_changes: changes
+    }
+    mkdirSync(join(ROOT, 'test-results'), { recursive: true })
+    writeFileSync(join(ROOT, 'test-results', 'e2e-opencode.json'), `${JSON.stringify(report, null, 2)}\n`)
+    console.log(`e2e opencode: ${JSON.stringify(report)}`)
+    gateway.child.kill('SIGTERM')
+    await fake.close()
+  }, 600_000)
+})

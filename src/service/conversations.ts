@@ -1,8 +1,9 @@
+import { LRUCache } from 'lru-cache'
 import { type CommonText, fingerprint, lineFingerprints } from '../compaction/index.js'
 
 /** How many other conversations must have sent a line for it to count as harness text. */
 export const COMMON_IN_OTHERS = 2
-/** Most fingerprints remembered (about 100 bytes each); the oldest are forgotten first. */
+/** Most fingerprints remembered (about 100 bytes each); those least recently sent or looked up are forgotten first. */
 export const MAX_REMEMBERED_LINES = 200_000
 
 /**
@@ -13,10 +14,17 @@ export const MAX_REMEMBERED_LINES = 200_000
  * which learn from the compactions they run.
  */
 export class ConversationsText {
-  /** `${tenant}\0${line fingerprint}` → the conversations that sent it (at most COMMON_IN_OTHERS + 1). */
-  private readonly lines = new Map<string, string[]>()
+  /**
+   * `${tenant}\0${line fingerprint}` → the conversations that sent it (at most COMMON_IN_OTHERS + 1). Least
+   * recently used go first, so a harness's lines, sent in every request, stay while one-off lines go. (A Map
+   * dropping its oldest insertion took 1.4 µs a line once full, its iterator crossing the deleted entries;
+   * lru-cache 220–390 ns, and 350–530 ns against 270–350 ns while nothing is dropped.)
+   */
+  private readonly lines: LRUCache<string, string[]>
 
-  constructor(private readonly maxLines = MAX_REMEMBERED_LINES) {}
+  constructor(maxLines = MAX_REMEMBERED_LINES) {
+    this.lines = new LRUCache({ max: maxLines })
+  }
 
   /** The conversation a history belongs to. */
   static conversation(sessionId: string | undefined, prompts: readonly string[]): string {
@@ -29,10 +37,8 @@ export class ConversationsText {
       for (const { fingerprint: fp } of lineFingerprints(prompt)) {
         const key = `${tenant}\u0000${fp}`
         const seen = this.lines.get(key)
-        if (seen === undefined) {
-          if (this.lines.size >= this.maxLines) this.lines.delete(this.lines.keys().next().value as string)
-          this.lines.set(key, [conversation])
-        } else if (!seen.includes(conversation) && seen.length <= COMMON_IN_OTHERS) seen.push(conversation)
+        if (seen === undefined) this.lines.set(key, [conversation])
+        else if (!seen.includes(conversation) && seen.length <= COMMON_IN_OTHERS) seen.push(conversation)
       }
     }
   }

@@ -24,9 +24,20 @@ describe('ConversationsText', () => {
     expect(ConversationsText.conversation(undefined, ['first prompt'])).not.toBe(ConversationsText.conversation(undefined, ['another prompt']))
   })
 
-  it('forgets the oldest lines past its bound', () => {
+  it('forgets the lines least recently sent past its bound, so that a line every request sends stays', () => {
     const c = new ConversationsText(3)
-    for (let i = 0; i < 5; i++) c.learn('', 's:a', [`${'distinct line number '.repeat(2)}${'x'.repeat(i + 1)}`])
+    const line = (i: number): string => `${'distinct line number '.repeat(2)}${'x'.repeat(i + 1)}`
+    const harness = 'The harness sends this reminder line in every one of its requests'
+    const harnessFp = lineFingerprints(harness)[0]?.fingerprint ?? ''
+    for (const conversation of ['s:a', 's:b']) c.learn('', conversation, [harness])
+    for (let i = 0; i < 5; i++) {
+      c.learn('', `s:${i}`, [line(i)])
+      c.learn('', `s:h${i}`, [harness]) // sent again by each new conversation
+    }
     expect(c.size).toBe(3)
+    expect(c.common('', 's:new')(harnessFp)).toBe(true)
+    // the first one-off lines are gone: a conversation sending the first of them again is its only sender
+    c.learn('', 's:again', [line(0)])
+    expect(c.common('', 's:other')(lineFingerprints(line(0))[0]?.fingerprint ?? '')).toBe(false)
   })
 })

@@ -1,10 +1,10 @@
-import { spawn } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { promptTokens } from '../../src/compaction/index.js'
 import { FakeAnthropic, type ReceivedRequest } from '../helpers/fake-anthropic.js'
+import { crossingFigures, runClient, writeReport } from '../helpers/e2e.js'
 import { ROOT, type ServerProcess, installedClient, logLines, startServer, tempDb } from '../helpers/process.js'
 import { ScriptedAgent } from '../helpers/scripted-agent.js'
 import { REDIS_URL, dropSchemas, freshPgUrl, pgMissing, redisMissing } from '../helpers/services.js'
@@ -61,24 +61,14 @@ async function runClaudeCode(baseUrl: string): Promise<{ code: number | null; ou
   const home = mkdtempSync(join(tmpdir(), 'cg-e2e-home-'))
   const work = mkdtempSync(join(tmpdir(), 'cg-e2e-work-'))
   mkdirSync(join(home, '.claude'), { recursive: true })
-  const child = spawn(BIN, ['-p', 'Run the scripted steps one by one.', '--allowedTools', 'Bash,Agent'], {
-    cwd: work,
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: home,
-      ANTHROPIC_BASE_URL: baseUrl,
-      ANTHROPIC_API_KEY: GATEWAY_KEY,
-      DISABLE_TELEMETRY: '1',
-      DISABLE_AUTOUPDATER: '1',
-      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1'
-    },
-    stdio: ['ignore', 'pipe', 'pipe']
+  return runClient(BIN, ['-p', 'Run the scripted steps one by one.', '--allowedTools', 'Bash,Agent'], work, {
+    HOME: home,
+    ANTHROPIC_BASE_URL: baseUrl,
+    ANTHROPIC_API_KEY: GATEWAY_KEY,
+    DISABLE_TELEMETRY: '1',
+    DISABLE_AUTOUPDATER: '1',
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1'
   })
-  let out = ''
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()))
-  child.stderr.on('data', (d: Buffer) => (out += d.toString()))
-  const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
-  return { code, out }
 }
 
 /** The share of the main conversation's prompt tokens the upstream read from its cache. */
@@ -211,8 +201,7 @@ describe.skipIf(missing !== undefined)(`Claude Code ${CLAUDE_CODE_VERSION} throu
     expect(compactions.length).toBeLessThanOrEqual(1 + grown / (ROOM / 2))
 
     // The figures, for the README: the crossings' waits against the model's time, compactions against growth.
-    const crossings = proxied.flat().filter((e) => e.compaction === 'compacted')
-    const report = {
+    writeReport('claude-code', {
       client: `claude-code ${CLAUDE_CODE_VERSION}`,
       store: shared ? 'postgresql' : 'sqlite',
       redis: redisMissing === undefined,
@@ -220,19 +209,12 @@ describe.skipIf(missing !== undefined)(`Claude Code ${CLAUDE_CODE_VERSION} throu
       model_ms: MODEL_MS,
       requests: forwarded.length,
       summary_calls: fake.requests.length - forwarded.length,
-      compactions: compactions.length,
-      sources: compactions.map((c) => c.source),
-      crossing_waits_ms: crossings.map((e) => e.prepare_ms),
-      worst_wait_vs_model: Math.max(0, ...crossings.map((e) => e.prepare_ms ?? 0)) / MODEL_MS,
-      context_after: compactions.map((c) => c.context_after_compaction),
+      ...crossingFigures(proxied.flat(), compactions, MODEL_MS),
       history_grew_tokens: grown,
       compactions_bound: 1 + grown / (ROOM / 2),
       cache_read_share: cacheShare(fake.requests),
       uncompacted
-    }
-    mkdirSync(join(ROOT, 'test-results'), { recursive: true })
-    writeFileSync(join(ROOT, 'test-results', 'e2e-claude-code.json'), `${JSON.stringify(report, null, 2)}\n`)
-    console.log(`e2e claude-code: ${JSON.stringify(report)}`)
+    })
     await relay.down()
     await fake.close()
   }, 600_000)

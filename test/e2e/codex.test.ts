@@ -1,12 +1,10 @@
-import { spawn } from 'node:child_process'
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { promptTokens } from '../../src/compaction/index.js'
-import { readOpenAiRequest } from '../../src/proxy/openai.js'
 import { FakeOpenAi, type FakeOpenAiReply, type OpenAiRequest } from '../helpers/fake-openai.js'
-import { ROOT, type ServerProcess, installedClient, logLines, startServer, tempDb } from '../helpers/process.js'
+import { boundedRun, changes, crossingFigures, expectScriptEnd, listedCompactions, openAiFixedTokens, openAiGateway, runClient, writeReport } from '../helpers/e2e.js'
+import { type ServerProcess, installedClient } from '../helpers/process.js'
 
 /**
  * The real Codex CLI (from npm, installed by scripts/install-clients.sh into .clients/) runs a scripted
@@ -61,32 +59,16 @@ async function runCodex(baseUrl: string): Promise<{ code: number | null; out: st
   const home = mkdtempSync(join(tmpdir(), 'cg-e2e-codex-home-'))
   const work = mkdtempSync(join(tmpdir(), 'cg-e2e-codex-work-'))
   const provider = `{ name = "gateway", base_url = "${baseUrl}/v1", env_key = "GATEWAY_KEY", wire_api = "responses" }`
-  const child = spawn(process.execPath, [BIN, 'exec', '--skip-git-repo-check', '-c', 'model_provider="gateway"', '-c', `model_providers.gateway=${provider}`, 'Run the scripted steps one by one.'], {
-    cwd: work,
-    env: { PATH: process.env.PATH ?? '', HOME: home, CODEX_HOME: home, GATEWAY_KEY },
-    stdio: ['ignore', 'pipe', 'pipe']
+  return runClient(process.execPath, [BIN, 'exec', '--skip-git-repo-check', '-c', 'model_provider="gateway"', '-c', `model_providers.gateway=${provider}`, 'Run the scripted steps one by one.'], work, {
+    HOME: home,
+    CODEX_HOME: home,
+    GATEWAY_KEY
   })
-  let out = ''
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()))
-  child.stderr.on('data', (d: Buffer) => (out += d.toString()))
-  const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
-  return { code, out }
 }
 
 /** Codex run through `gateway` to the scripted end: every step handed out, and every request the upstream was sent taken. */
 async function runToScriptEnd(gateway: ServerProcess, fake: FakeOpenAi, script: ReturnType<typeof scripted>): Promise<void> {
-  const { code, out } = await runCodex(gateway.url)
-  expect(code, out).toBe(0)
-  expect(out).toContain('SCRIPT-END reached.')
-  expect(fake.refused).toEqual([])
-  expect(script.handed.size).toBe(STEPS)
-}
-
-/** What Codex's tools and instructions take (its first request's system items, read as the gateway reads them). */
-function fixedTokens(first: OpenAiRequest): number {
-  const read = readOpenAiRequest(first.body, 'responses', () => true)
-  if (read.kind !== 'history') throw new Error(`Codex's first request did not read as a history (${read.reason})`)
-  return promptTokens([], read.history.system, read.history.tools)
+  expectScriptEnd(await runCodex(gateway.url), fake.refused, script.handed.size, STEPS)
 }
 
 describe.skipIf(missing !== undefined)(`Codex CLI ${CODEX_VERSION} through the gateway's Responses proxy, end to end`, () => {
@@ -100,14 +82,14 @@ describe.skipIf(missing !== undefined)(`Codex CLI ${CODEX_VERSION} through the g
     const fake = await new FakeOpenAi().start()
     const script = scripted()
     fake.fallback = script.reply
-    const gateway = await startServer({ OPENAI_API_KEY: UPSTREAM_KEY, OPENAI_BASE_URL: `${fake.url}/v1`, COMPACT_API_KEYS: `e2e=${GATEWAY_KEY}`, COMPACT_BUDGET: 'off' })
+    const gateway = await openAiGateway(fake.url, UPSTREAM_KEY, GATEWAY_KEY, 'off')
     servers.push(gateway)
     await runToScriptEnd(gateway, fake, script)
     const [first] = fake.requests
     expect(first?.body.stream).toBe(true)
     expect(first?.body.store).toBe(false)
     expect(first?.headers.authorization).toBe(`Bearer ${UPSTREAM_KEY}`)
-    fixed = fixedTokens(first as OpenAiRequest)
+    fixed = openAiFixedTokens(first as OpenAiRequest, 'responses')
     gateway.child.kill('SIGTERM')
     await fake.close()
   }, 600_000)
@@ -118,61 +100,35 @@ describe.skipIf(missing !== undefined)(`Codex CLI ${CODEX_VERSION} through the g
     const script = scripted()
     fake.fallback = script.reply
     const budget = fixed + ROOM
-    const gateway = await startServer({
-      OPENAI_API_KEY: UPSTREAM_KEY,
-      OPENAI_BASE_URL: `${fake.url}/v1`,
-      COMPACT_SUMMARIZER: 'openai',
-      COMPACT_MODEL: 'gpt-summarizer',
-      COMPACT_API_KEYS: `e2e=${GATEWAY_KEY}`,
-      COMPACT_DB: tempDb(),
-      COMPACT_BUDGET: String(budget)
-    })
+    const gateway = await openAiGateway(fake.url, UPSTREAM_KEY, GATEWAY_KEY, { budget, summaryModel: 'gpt-summarizer' })
     servers.push(gateway)
     await runToScriptEnd(gateway, fake, script)
 
     const forwarded = fake.requests.filter((r) => !isSummaryCall(r))
-    const log = logLines(gateway)
-    if (process.env.E2E_DEBUG) for (const e of log.filter((l) => l.event === 'proxied' || l.event === 'context_compacted')) console.log(e.event, e.compaction ?? e.source, e.prepare_ms, e.estimated_tokens ?? e.context_after_compaction)
-    const proxied = log.filter((e) => e.event === 'proxied')
-    const compactions = log.filter((e) => e.event === 'context_compacted')
-    expect(proxied.every((e) => e.status === 200)).toBe(true)
-    expect(compactions.length).toBeGreaterThanOrEqual(2)
-    // The bound: what each compaction forwarded, and each request forwarded as it came, is within the budget.
-    for (const c of compactions) expect(c.context_after_compaction).toBeLessThanOrEqual(budget)
-    for (const e of proxied.filter((p) => p.compaction === 'none')) expect(e.estimated_tokens ?? 0).toBeLessThanOrEqual(budget)
+    const { proxied, compactions } = boundedRun(gateway, budget)
     // Codex's tools and instructions (its leading developer items) go on as it sent them, every turn.
     const firstInput = inputOf(forwarded[0] as OpenAiRequest)
     const leading = firstInput.findIndex((i) => i.role !== 'developer')
     expect(firstInput[0]?.type).toBe('additional_tools')
     for (const r of forwarded) expect(inputOf(r).slice(0, leading)).toEqual(firstInput.slice(0, leading))
     // Between two compactions the summary item is the same, byte for byte: the upstream's prompt cache holds.
-    const summaryItems = forwarded.map((r) => JSON.stringify(inputOf(r)[leading]))
-    const changes = summaryItems.filter((s, k) => k > 0 && s !== summaryItems[k - 1]).length
-    expect(changes).toBeLessThanOrEqual(compactions.length)
+    const summaryChanges = changes(forwarded.map((r) => inputOf(r)[leading]))
+    expect(summaryChanges).toBeLessThanOrEqual(compactions.length)
     // The compactions are kept under the session Codex names in its session-id header.
     const session = forwarded[0]?.headers['session-id'] as string
     expect(session).toMatch(/./)
-    const listed = await fetch(`${gateway.url}/v1/sessions/${encodeURIComponent(session)}/compactions`, { headers: { 'x-api-key': GATEWAY_KEY } })
-    expect(((await listed.json()) as { compactions: unknown[] }).compactions).toHaveLength(compactions.length)
+    expect(await listedCompactions(gateway.url, session, GATEWAY_KEY)).toBe(compactions.length)
 
-    const crossings = proxied.filter((e) => e.compaction === 'compacted')
-    const report = {
+    writeReport('codex', {
       client: `codex ${CODEX_VERSION}`,
       budget,
       fixed_tokens: fixed,
       model_ms: MODEL_MS,
       requests: forwarded.length,
       summary_calls: fake.requests.length - forwarded.length,
-      compactions: compactions.length,
-      sources: compactions.map((c) => c.source),
-      crossing_waits_ms: crossings.map((e) => e.prepare_ms),
-      worst_wait_vs_model: Math.max(0, ...crossings.map((e) => e.prepare_ms ?? 0)) / MODEL_MS,
-      context_after: compactions.map((c) => c.context_after_compaction),
-      summary_item_changes: changes
-    }
-    mkdirSync(join(ROOT, 'test-results'), { recursive: true })
-    writeFileSync(join(ROOT, 'test-results', 'e2e-codex.json'), `${JSON.stringify(report, null, 2)}\n`)
-    console.log(`e2e codex: ${JSON.stringify(report)}`)
+      ...crossingFigures(proxied, compactions, MODEL_MS),
+      summary_item_changes: summaryChanges
+    })
     gateway.child.kill('SIGTERM')
     await fake.close()
   }, 600_000)

@@ -1,12 +1,10 @@
-import { spawn } from 'node:child_process'
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { promptTokens } from '../../src/compaction/index.js'
-import { readOpenAiRequest } from '../../src/proxy/openai.js'
 import { FakeOpenAi, type FakeOpenAiReply, type OpenAiRequest } from '../helpers/fake-openai.js'
-import { ROOT, type ServerProcess, installedClient, logLines, startServer, tempDb } from '../helpers/process.js'
+import { boundedRun, changes, crossingFigures, expectScriptEnd, listedCompactions, openAiFixedTokens, openAiGateway, runClient, writeReport } from '../helpers/e2e.js'
+import { type ServerProcess, installedClient } from '../helpers/process.js'
 
 /**
  * The real opencode (from npm, installed by scripts/install-clients.sh into .clients/) runs a scripted
@@ -71,48 +69,27 @@ async function runOpencode(baseUrl: string, work: string): Promise<{ code: numbe
     provider: { gateway: { npm: '@ai-sdk/openai-compatible', name: 'gateway', options: { baseURL: `${baseUrl}/v1`, apiKey: GATEWAY_KEY }, models: { [AGENT_MODEL]: { name: AGENT_MODEL } } } },
     model: `gateway/${AGENT_MODEL}`
   }
-  const child = spawn(BIN, ['run', '--auto', 'Read build.log step by step.'], {
-    cwd: work,
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: home,
-      XDG_CONFIG_HOME: join(home, '.config'),
-      XDG_DATA_HOME: join(home, '.local', 'share'),
-      XDG_CACHE_HOME: join(home, '.cache'),
-      XDG_STATE_HOME: join(home, '.local', 'state'),
-      OPENCODE_CONFIG_CONTENT: JSON.stringify(config),
-      // the gateway keeps the history within the budget: opencode's own compaction and pruning stay off
-      OPENCODE_DISABLE_AUTOCOMPACT: '1',
-      OPENCODE_DISABLE_PRUNE: '1',
-      // nothing beyond loopback is reachable in a test run
-      OPENCODE_DISABLE_AUTOUPDATE: '1',
-      OPENCODE_DISABLE_MODELS_FETCH: '1',
-      OPENCODE_DISABLE_LSP_DOWNLOAD: '1',
-      OPENCODE_DISABLE_SHARE: '1'
-    },
-    stdio: ['ignore', 'pipe', 'pipe']
+  return runClient(BIN, ['run', '--auto', 'Read build.log step by step.'], work, {
+    HOME: home,
+    XDG_CONFIG_HOME: join(home, '.config'),
+    XDG_DATA_HOME: join(home, '.local', 'share'),
+    XDG_CACHE_HOME: join(home, '.cache'),
+    XDG_STATE_HOME: join(home, '.local', 'state'),
+    OPENCODE_CONFIG_CONTENT: JSON.stringify(config),
+    // the gateway keeps the history within the budget: opencode's own compaction and pruning stay off
+    OPENCODE_DISABLE_AUTOCOMPACT: '1',
+    OPENCODE_DISABLE_PRUNE: '1',
+    // nothing beyond loopback is reachable in a test run
+    OPENCODE_DISABLE_AUTOUPDATE: '1',
+    OPENCODE_DISABLE_MODELS_FETCH: '1',
+    OPENCODE_DISABLE_LSP_DOWNLOAD: '1',
+    OPENCODE_DISABLE_SHARE: '1'
   })
-  let out = ''
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()))
-  child.stderr.on('data', (d: Buffer) => (out += d.toString()))
-  const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
-  return { code, out }
 }
 
 /** opencode run through `gateway` to the scripted end: every step handed out, and every request the upstream was sent taken. */
 async function runToScriptEnd(gateway: ServerProcess, fake: FakeOpenAi, script: ReturnType<typeof scripted>, work: string): Promise<void> {
-  const { code, out } = await runOpencode(gateway.url, work)
-  expect(code, out).toBe(0)
-  expect(out).toContain('SCRIPT-END reached.')
-  expect(fake.refused).toEqual([])
-  expect(script.handed.size).toBe(STEPS)
-}
-
-/** What opencode's system prompt and tools take (its first agent request's, read as the gateway reads them). */
-function fixedTokens(first: OpenAiRequest): number {
-  const read = readOpenAiRequest(first.body, 'chat', () => true)
-  if (read.kind !== 'history') throw new Error(`opencode's first request did not read as a history (${read.reason})`)
-  return promptTokens([], read.history.system, read.history.tools)
+  expectScriptEnd(await runOpencode(gateway.url, work), fake.refused, script.handed.size, STEPS)
 }
 
 describe.skipIf(missing !== undefined)(`opencode ${OPENCODE_VERSION} through the gateway's Chat Completions proxy, end to end`, () => {
@@ -127,7 +104,7 @@ describe.skipIf(missing !== undefined)(`opencode ${OPENCODE_VERSION} through the
     const { work, file } = workFolder()
     const script = scripted(file)
     fake.fallback = script.reply
-    const gateway = await startServer({ OPENAI_API_KEY: UPSTREAM_KEY, OPENAI_BASE_URL: `${fake.url}/v1`, COMPACT_API_KEYS: `e2e=${GATEWAY_KEY}`, COMPACT_BUDGET: 'off' })
+    const gateway = await openAiGateway(fake.url, UPSTREAM_KEY, GATEWAY_KEY, 'off')
     servers.push(gateway)
     await runToScriptEnd(gateway, fake, script, work)
     const agent = fake.requests.filter((r) => !isTitleCall(r))
@@ -135,7 +112,7 @@ describe.skipIf(missing !== undefined)(`opencode ${OPENCODE_VERSION} through the
     expect(agent[0]?.headers.authorization).toBe(`Bearer ${UPSTREAM_KEY}`)
     // with compaction off, the history reaches the upstream whole: the last request holds every step
     expect(messagesOf(agent.at(-1) as OpenAiRequest).filter((m) => m.role === 'tool')).toHaveLength(STEPS)
-    fixed = fixedTokens(agent[0] as OpenAiRequest)
+    fixed = openAiFixedTokens(agent[0] as OpenAiRequest, 'chat')
     gateway.child.kill('SIGTERM')
     await fake.close()
   }, 600_000)
@@ -147,27 +124,12 @@ describe.skipIf(missing !== undefined)(`opencode ${OPENCODE_VERSION} through the
     const script = scripted(file)
     fake.fallback = script.reply
     const budget = fixed + ROOM
-    const gateway = await startServer({
-      OPENAI_API_KEY: UPSTREAM_KEY,
-      OPENAI_BASE_URL: `${fake.url}/v1`,
-      COMPACT_SUMMARIZER: 'openai',
-      COMPACT_MODEL: SUMMARY_MODEL,
-      COMPACT_API_KEYS: `e2e=${GATEWAY_KEY}`,
-      COMPACT_DB: tempDb(),
-      COMPACT_BUDGET: String(budget)
-    })
+    const gateway = await openAiGateway(fake.url, UPSTREAM_KEY, GATEWAY_KEY, { budget, summaryModel: SUMMARY_MODEL })
     servers.push(gateway)
     await runToScriptEnd(gateway, fake, script, work)
 
     const agent = fake.requests.filter((r) => !isSummaryCall(r) && !isTitleCall(r))
-    const log = logLines(gateway)
-    const proxied = log.filter((e) => e.event === 'proxied')
-    const compactions = log.filter((e) => e.event === 'context_compacted')
-    expect(proxied.every((e) => e.status === 200)).toBe(true)
-    expect(compactions.length).toBeGreaterThanOrEqual(2)
-    // The bound: what each compaction forwarded, and each request forwarded as it came, is within the budget.
-    for (const c of compactions) expect(c.context_after_compaction).toBeLessThanOrEqual(budget)
-    for (const e of proxied.filter((p) => p.compaction === 'none')) expect(e.estimated_tokens ?? 0).toBeLessThanOrEqual(budget)
+    const { proxied, compactions } = boundedRun(gateway, budget)
     // opencode's system prompt and tools go on as it sent them, every turn.
     const [first] = agent
     for (const r of agent) {
@@ -180,33 +142,23 @@ describe.skipIf(missing !== undefined)(`opencode ${OPENCODE_VERSION} through the
     expect(JSON.stringify(last)).toContain('SCRIPT-MAIN')
     expect(last.at(-1)).toMatchObject({ role: 'tool', tool_call_id: `call_step_${STEPS - 1}` })
     // Between two compactions the summary message is the same, byte for byte: the upstream's prompt cache holds.
-    const summaryMessages = agent.map((r) => JSON.stringify(messagesOf(r)[1]))
-    const changes = summaryMessages.filter((s, k) => k > 0 && s !== summaryMessages[k - 1]).length
-    expect(changes).toBeLessThanOrEqual(compactions.length)
+    const summaryChanges = changes(agent.map((r) => messagesOf(r)[1]))
+    expect(summaryChanges).toBeLessThanOrEqual(compactions.length)
     // The compactions are kept under the session opencode names in its x-session-id header.
     const session = agent[0]?.headers['x-session-id'] as string
     expect(session).toMatch(/./)
-    const listed = await fetch(`${gateway.url}/v1/sessions/${encodeURIComponent(session)}/compactions`, { headers: { 'x-api-key': GATEWAY_KEY } })
-    expect(((await listed.json()) as { compactions: unknown[] }).compactions).toHaveLength(compactions.length)
+    expect(await listedCompactions(gateway.url, session, GATEWAY_KEY)).toBe(compactions.length)
 
-    const crossings = proxied.filter((e) => e.compaction === 'compacted')
-    const report = {
+    writeReport('opencode', {
       client: `opencode ${OPENCODE_VERSION}`,
       budget,
       fixed_tokens: fixed,
       model_ms: MODEL_MS,
       requests: agent.length,
       summary_calls: fake.requests.filter(isSummaryCall).length,
-      compactions: compactions.length,
-      sources: compactions.map((c) => c.source),
-      crossing_waits_ms: crossings.map((e) => e.prepare_ms),
-      worst_wait_vs_model: Math.max(0, ...crossings.map((e) => e.prepare_ms ?? 0)) / MODEL_MS,
-      context_after: compactions.map((c) => c.context_after_compaction),
-      summary_message_changes: changes
-    }
-    mkdirSync(join(ROOT, 'test-results'), { recursive: true })
-    writeFileSync(join(ROOT, 'test-results', 'e2e-opencode.json'), `${JSON.stringify(report, null, 2)}\n`)
-    console.log(`e2e opencode: ${JSON.stringify(report)}`)
+      ...crossingFigures(proxied, compactions, MODEL_MS),
+      summary_message_changes: summaryChanges
+    })
     gateway.child.kill('SIGTERM')
     await fake.close()
   }, 600_000)

@@ -6,10 +6,11 @@ import { LIST_SECTIONS, type ListSection, type SummarySections, itemPath } from 
 import { at } from './at.js'
 
 /**
- * Makes a summary fit its token budget by shortening, in stages, what matters least first: long items,
- * then old entries of the long lists, then older requests (the newest is kept whole longest). Files lose
- * their descriptions first; the oldest are then left out and counted in one line. Each stage starts from
- * the full summary, so the first stage that fits keeps the most.
+ * Makes a summary fit its token budget by one priority list of stages, each shortening more of what
+ * matters least: long items, then old entries of the long lists, then older requests (the newest is kept
+ * whole longest). Files lose their descriptions first; the oldest are then left out and counted in one
+ * line. Each stage starts from the full summary and is measured by one length function (formattedLength),
+ * so the first stage that fits keeps the most.
  */
 interface Stage {
   /** Longest item, in characters. */
@@ -25,26 +26,29 @@ interface Stage {
   requests: number
   /** Longest task statement (the first real request): shortened last, from its end, never dropped. */
   task: number
+  /** The files lists: all kept (shortened as above), the most newest that fit beside the rest, or none (counted). */
+  files: 'all' | 'most' | 'none'
 }
 
 const STAGES: readonly Stage[] = [
-  { item: Infinity, list: Infinity, request: Infinity, newestRequest: Infinity, bareFiles: false, requests: Infinity, task: Infinity },
+  { item: Infinity, list: Infinity, request: Infinity, newestRequest: Infinity, bareFiles: false, requests: Infinity, task: Infinity, files: 'all' },
   // the user's words are worth more than long lists: those shrink first
-  { item: 600, list: 20, request: Infinity, newestRequest: Infinity, bareFiles: false, requests: Infinity, task: Infinity },
-  { item: 160, list: 6, request: Infinity, newestRequest: Infinity, bareFiles: true, requests: Infinity, task: Infinity },
-  { item: 600, list: 20, request: 2_000, newestRequest: 8_000, bareFiles: false, requests: Infinity, task: 12_000 },
-  { item: 300, list: 10, request: 600, newestRequest: 4_000, bareFiles: false, requests: Infinity, task: 8_000 },
-  { item: 160, list: 6, request: 240, newestRequest: 2_000, bareFiles: false, requests: Infinity, task: 6_000 },
-  { item: 120, list: 4, request: 120, newestRequest: 1_000, bareFiles: true, requests: 40, task: 4_000 },
-  { item: 80, list: 2, request: 80, newestRequest: 600, bareFiles: true, requests: 12, task: 2_000 },
-  { item: 60, list: 1, request: 60, newestRequest: 300, bareFiles: true, requests: 4, task: 1_000 },
-  { item: 40, list: 0, request: 40, newestRequest: 200, bareFiles: true, requests: 1, task: 400 },
+  { item: 600, list: 20, request: Infinity, newestRequest: Infinity, bareFiles: false, requests: Infinity, task: Infinity, files: 'all' },
+  { item: 160, list: 6, request: Infinity, newestRequest: Infinity, bareFiles: true, requests: Infinity, task: Infinity, files: 'all' },
+  { item: 600, list: 20, request: 2_000, newestRequest: 8_000, bareFiles: false, requests: Infinity, task: 12_000, files: 'all' },
+  { item: 300, list: 10, request: 600, newestRequest: 4_000, bareFiles: false, requests: Infinity, task: 8_000, files: 'all' },
+  { item: 160, list: 6, request: 240, newestRequest: 2_000, bareFiles: false, requests: Infinity, task: 6_000, files: 'all' },
+  { item: 120, list: 4, request: 120, newestRequest: 1_000, bareFiles: true, requests: 40, task: 4_000, files: 'all' },
+  { item: 80, list: 2, request: 80, newestRequest: 600, bareFiles: true, requests: 12, task: 2_000, files: 'all' },
+  { item: 60, list: 1, request: 60, newestRequest: 300, bareFiles: true, requests: 4, task: 1_000, files: 'all' },
+  { item: 40, list: 0, request: 40, newestRequest: 200, bareFiles: true, requests: 1, task: 400, files: 'all' },
   // files are worth more than the words of a task whose title is the objective already
-  { item: 40, list: 0, request: 40, newestRequest: 80, bareFiles: true, requests: 1, task: 80 }
+  { item: 40, list: 0, request: 40, newestRequest: 80, bareFiles: true, requests: 1, task: 80, files: 'all' },
+  // the bare paths alone are over the budget: the newest files that fit beside the rest, the older counted
+  { item: 40, list: 0, request: 40, newestRequest: 80, bareFiles: true, requests: 1, task: 80, files: 'most' },
+  // the least a summary can say: a short objective, the newest request shortened, the files counted
+  { item: 0, list: 0, request: 0, newestRequest: 80, bareFiles: true, requests: 1, task: 80, files: 'none' }
 ]
-
-/** The least a summary can say: a short objective and the newest request, shortened. */
-const SMALLEST: Stage = { item: 0, list: 0, request: 0, newestRequest: 80, bareFiles: true, requests: 1, task: 80 }
 
 const FILE_SECTIONS: ReadonlySet<ListSection> = new Set(['files_modified', 'files_inspected'])
 /** A failing test's entry is shortened to no less than this: its id and the start of its reason. */
@@ -59,7 +63,7 @@ function shorten(text: string, max: number): string {
  * if any; `files` makes the files lists (once per form, for every stage of one fit).
  */
 function applyStage(s: SummarySections, stage: Stage, task: number | undefined, files: FilesAt): SummarySections {
-  const out = { objective: shorten(s.objective, stage === SMALLEST ? 80 : Math.max(stage.item, 200)) } as SummarySections
+  const out = { objective: shorten(s.objective, stage.files === 'none' ? 80 : Math.max(stage.item, 200)) } as SummarySections
   for (const key of LIST_SECTIONS) {
     const items = s[key]
     if (key === 'user_requests') {
@@ -187,26 +191,30 @@ function mostFilesWithin(s: SummarySections, maxChars: number, header: SummaryHe
 }
 
 /**
- * The sections shortened until their text form (formatSummary with this header) is within `maxTokens`.
- * Files are dropped last, oldest first, and only when the bare paths alone are over the budget; the
- * bound holds whatever the history (a summary larger than its share would break the budget). `omitted`
- * counts files cut from the lists before (boundFiles): they are counted with those the fit drops.
+ * The sections shortened until their text form (formatSummary with this header) is within `maxTokens`:
+ * the first stage of STAGES that fits, else the last, which holds the least a summary can say. Files are
+ * dropped last, oldest first, and only when the bare paths alone are over the budget; the bound holds
+ * whatever the history (a summary larger than its share would break the budget). `omitted` counts files
+ * cut from the lists before (boundFiles): they are counted with those the fit drops.
  */
 export function fitSections(sections: SummarySections, maxTokens: number, header: SummaryHeader, omitted: OmittedFiles = {}): SummarySections {
   const fits = (s: SummarySections): boolean => Math.ceil(formattedLength(s, header) / CHARS_PER_TOKEN) <= maxTokens
-  // Files cut before are counted in every candidate, as the fit's own are.
-  const counted = Object.values(omitted).some((n) => n > 0) ? (s: SummarySections) => keepNewestFiles(s, Infinity, omitted) : (s: SummarySections) => s
-  // The first stage shortens nothing, so it needs no task statement; the others find it once.
+  const anyOmitted = Object.values(omitted).some((n) => n > 0)
   const files = filesAt(sections)
-  let last = counted(applyStage(sections, at(STAGES, 0), undefined, files))
-  if (fits(last)) return last
-  const task = taskStatement(sections.user_requests)?.index
-  for (const stage of STAGES.slice(1)) {
-    last = applyStage(sections, stage, task, files)
-    const candidate = counted(last)
+  // The first stage shortens nothing, so it needs no task statement; the others find it once.
+  let task: number | undefined
+  let taskFound = false
+  let candidate = sections
+  for (const [k, stage] of STAGES.entries()) {
+    if (k > 0 && !taskFound) {
+      task = taskStatement(sections.user_requests)?.index
+      taskFound = true
+    }
+    const shortened = applyStage(sections, stage, task, files)
+    if (stage.files === 'all') candidate = anyOmitted ? keepNewestFiles(shortened, Infinity, omitted) : shortened
+    else if (stage.files === 'most') candidate = keepNewestFiles(shortened, mostFilesWithin(shortened, maxTokens * CHARS_PER_TOKEN, header, omitted), omitted)
+    else candidate = keepNewestFiles(shortened, 0, omitted)
     if (fits(candidate)) return candidate
   }
-  // The most files that fit beside the rest of the last stage.
-  const withFiles = keepNewestFiles(last, mostFilesWithin(last, maxTokens * CHARS_PER_TOKEN, header, omitted), omitted)
-  return fits(withFiles) ? withFiles : keepNewestFiles(applyStage(sections, SMALLEST, task, files), 0, omitted)
+  return candidate
 }

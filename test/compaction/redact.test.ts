@@ -44,6 +44,16 @@ describe('redactSecrets', () => {
     expect(text).toContain('https://deploy:[REDACTED:url_password]@example.com/repo.git')
   })
 
+  it('finds the name of a secret inside a longer name, even where the letters before it read as another prefix', () => {
+    // "rapiDAPI_KEY": `dapi` opens a Databricks token, which may not continue a word; it once took the
+    // letters of `api_key` with it, and the value went through
+    for (const line of ['RAPIDAPI_KEY=f00b4rb4zqux1234567', 'export RAPIDAPI_KEY="9f8e7d6c5b4a39281706"', 'rapidapi_key: Zk3mP9qLx2Vn8Rt4']) {
+      const { text } = redactSecrets(line)
+      expect(text, line).toContain('[REDACTED:')
+      expect(text, line).not.toMatch(/f00b4rb4zqux1234567|9f8e7d6c5b4a39281706|Zk3mP9qLx2Vn8Rt4/)
+    }
+  })
+
   it('leaves code that merely mentions tokens alone', () => {
     const code = 'tokenizer = AutoTokenizer.from_pretrained(name)\nmax_tokens = 4096\ninput_tokens: 123456'
     expect(redactSecrets(code).text).toBe(code)

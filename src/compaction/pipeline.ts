@@ -118,7 +118,7 @@ function latestAssistantText(messages: readonly Message[]): string {
 
 /** Every text of the sections redacted at once (one pass of a slow ruleset, not one per item). */
 export function redactSections(s: SummarySections, redactMany: RedactMany): SummarySections {
-  // concat, not flatMap: flatMap took 90-170 ns an item, concat copies at memory speed
+  // concat, not flatMap: concat copies at memory speed, flatMap calls a function an item
   const texts = [s.objective].concat(...LIST_SECTIONS.map((key) => s[key]))
   const redacted = redactMany(texts)
   const out = { objective: at(redacted, 0) } as SummarySections

@@ -25,7 +25,7 @@ export interface CompactTask {
 /**
  * The answer: the response's UTF-8 bytes and what the main thread needs to count, record and log it.
  * The bytes are made here and moved, not copied: the main thread writes them to the socket as they are
- * (handed a string instead, it spent about 2 ms per 110 KB response encoding it in its socket write).
+ * (handed a string instead, it would spend its own time encoding it in its socket write).
  */
 export type CompactTaskResult =
   | { ok: true; json: Uint8Array; run: CompactRunView; body: Pick<CompactRequestBody, 'mode' | 'session_id' | 'budget_tokens' | 'format'> }

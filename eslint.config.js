@@ -33,5 +33,10 @@ export default tseslint.config(
   layer('service', '^\\.\\./(server|workers|cli)/', 'the service knows nothing of the HTTP server'),
   layer('proxy', '^\\.\\./(server|workers|cli)/', 'the proxy knows nothing of the HTTP server that serves it'),
   layer('workers', '^\\.\\./(server|cli)/', 'workers run the service, never the HTTP server'),
-  layer('server', '^\\.\\./(\\.\\./)?cli/', 'the server knows nothing of the command-line client')
+  layer('server', '^\\.\\./(\\.\\./)?cli/', 'the server knows nothing of the command-line client'),
+  // A test file imported by another registers its tests there too, or not, by the order files run in.
+  {
+    files: ['test/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ regex: '\\.test\\.js$', message: 'what tests share lives in test/helpers/, never in a test file' }] }] }
+  }
 )

@@ -45,6 +45,8 @@ export async function everyOperation(): Promise<void> {
   if (chat.error) void chat.error.error.message
   const responded = await client.POST('/v1/responses', { body: { model: 'gpt-x', input: [{ type: 'message', role: 'user', content: 'hi' }], previous_response_id: 'resp_1' } })
   void responded.response.status
+  const remote = await client.POST('/v1/responses/compact', { body: { model: 'gpt-x', input: [{ type: 'message', role: 'user', content: 'hi' }] }, params: { header: { 'x-compaction-budget': '120000' } } })
+  void remote.response.status
   await client.GET('/healthz')
   await client.GET('/readyz')
   await client.GET('/metrics')

@@ -97,7 +97,7 @@ export function chatCompletionsRefusal(raw: string): string | undefined {
  * A local stand-in for an OpenAI-compatible Chat Completions server on loopback: the real `openai` SDK
  * talks to it through its base URL (`${url}/v1`). It refuses what the API refuses (chatCompletionsRefusal);
  * replies come from a queue, then from `fallback`; every request is recorded. It answers /v1/responses too
- * (responsesRefusal), and both APIs stream (`stream: true`) as they do.
+ * (responsesRefusal) and /v1/responses/compact, and both APIs stream (`stream: true`) as they do.
  */
 export class FakeOpenAi {
   readonly requests: OpenAiRequest[] = []
@@ -124,7 +124,7 @@ export class FakeOpenAi {
           res.writeHead(status, { 'content-type': 'application/json', ...headers })
           res.end(JSON.stringify(body))
         }
-        const api = req.url === '/v1/chat/completions' ? 'chat' : req.url === '/v1/responses' ? 'responses' : undefined
+        const api = req.url === '/v1/chat/completions' ? 'chat' : req.url === '/v1/responses' || req.url === '/v1/responses/compact' ? 'responses' : undefined
         if (req.method !== 'POST' || !api) return json(404, { error: { message: `no route ${req.method} ${req.url}`, type: 'invalid_request_error' } })
         const refusal = api === 'chat' ? chatCompletionsRefusal(raw) : responsesRefusal(raw)
         if (refusal) {
@@ -138,6 +138,7 @@ export class FakeOpenAi {
           const status = next.status ?? 200
           if (status !== 200) return json(status, { error: { message: `fake ${status}`, type: status === 429 ? 'rate_limit_error' : 'server_error' } }, next.headers)
           const model = received.body.model
+          if (req.url === '/v1/responses/compact') return json(200, compaction(received.body.input), next.headers)
           if (received.body.stream !== true) return json(200, api === 'chat' ? completion(model, next) : response(model, next), next.headers)
           res.writeHead(200, { 'content-type': 'text/event-stream', ...next.headers })
           const events = api === 'chat' ? chatChunks(model, next, usageAsked(received.body)) : responseEvents(model, next)
@@ -227,6 +228,23 @@ export function responsesInputRefusal(input: unknown): string | undefined {
 /** The text a fake answer says (a plain answer's, or a short default one for the proxies' tests). */
 function answerText(reply: FakeOpenAiReply): string {
   return reply.text ?? 'fake answer'
+}
+
+/**
+ * A compaction as the Responses API answers one (`response.compaction`): the user messages of the input,
+ * then one compaction item whose content stands for the rest.
+ */
+function compaction(input: unknown): Record<string, unknown> {
+  counter++
+  const items: { type?: string; role?: string; content?: unknown }[] = Array.isArray(input) ? (input as { type?: string; role?: string }[]) : [{ role: 'user', content: String(input ?? '') }]
+  const users = items.filter((i) => (i.type ?? 'message') === 'message' && i.role === 'user')
+  return {
+    id: `resp_compact_fake_${counter}`,
+    object: 'response.compaction',
+    created_at: Math.floor(Date.now() / 1000),
+    output: [...users, { type: 'compaction', id: `cmp_fake_${counter}`, encrypted_content: `gAAAAC${'c'.repeat(40)}${items.length}` }],
+    usage: { input_tokens: 1_000 + counter, output_tokens: 10, total_tokens: 1_010 + counter, input_tokens_details: { cached_tokens: 0 }, output_tokens_details: { reasoning_tokens: 0 } }
+  }
 }
 
 /**

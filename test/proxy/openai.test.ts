@@ -192,6 +192,29 @@ describe('POST /v1/chat/completions and /v1/responses: drop-in proxies for OpenA
     expect(records.compactions).toHaveLength(1)
   })
 
+  it("the agent's own compaction (responses.compact through the SDK): under the budget as sent, past it the gateway's compacted input, the upstream's compaction as the answer", async () => {
+    const small = codexSession(2, 200)
+    const asSent = await sdk.responses.compact({ model: 'gpt-test', input: small as never }, { headers: { 'x-compaction-budget': BUDGET } })
+    expect(fake.requests[0]?.path).toBe('/v1/responses/compact')
+    expect(fake.requests[0]?.body.input).toEqual(small)
+    expect(asSent.object).toBe('response.compaction')
+
+    const large = codexSession(24)
+    const { data, response } = await sdk.responses.compact({ model: 'gpt-test', input: large as never }, { headers: { 'x-compaction-budget': BUDGET, 'session-id': 'codex-compact-1' } }).withResponse()
+    expect(fake.refused).toEqual([])
+    expect(response.headers.get('x-compaction')).toBe('compacted')
+    const sent = fake.requests[1]?.body.input as unknown as Item[]
+    expect(sent.length).toBeLessThan(large.length)
+    expect(sent.slice(0, 2)).toEqual(large.slice(0, 2))
+    expect(itemText(sent[2])).toContain('Make the build pass')
+    expect(sent.slice(3)).toEqual(large.slice(large.length - (sent.length - 3)))
+    // the upstream's answer as it gave it: the user messages it was sent, then its compaction item
+    expect(data.output.at(-1)).toMatchObject({ type: 'compaction' })
+    expect(data.output.slice(0, -1)).toEqual(sent.filter((i) => i.type === 'message' && i.role === 'user'))
+    const records = (await app.inject({ method: 'GET', url: '/v1/sessions/codex-compact-1/compactions', headers: { 'x-api-key': GATEWAY_KEY } })).json<{ compactions: unknown[] }>()
+    expect(records.compactions).toHaveLength(1)
+  })
+
   it('forwards a Responses request that names previous_response_id unread, over the budget too, and says so', async () => {
     const input = codexSession(24).slice(3)
     const raw = JSON.stringify({ model: 'gpt-test', previous_response_id: 'resp_abc', input })

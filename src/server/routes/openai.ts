@@ -50,11 +50,31 @@ const ENDPOINTS = [
       },
       { additionalProperties: true, description: 'A Responses API request, as the OpenAI SDKs and Codex send it. Every field passes upstream unchanged, but for `input` when it is compacted.' }
     )
+  },
+  {
+    // The agent's own compaction (Codex's remote /compact): the upstream compacts the history it is sent, and
+    // a history past the budget is the gateway's compacted one, as for /v1/responses (the upstream could not
+    // take more in a request either).
+    api: 'responses',
+    endpoint: 'responses_compact',
+    path: '/responses/compact',
+    operationId: 'compactResponseInput',
+    summary: "The Responses API's own compaction, proxied: the input compacted past the budget as for /v1/responses, forwarded byte for byte under it",
+    body: Type.Object(
+      {
+        model: Type.String(),
+        input: Type.Optional(Type.Union([Type.String(), Type.Array(Type.Object({}, { additionalProperties: true }))], { description: 'Read as /v1/responses reads it.' })),
+        instructions: Type.Optional(Type.String()),
+        previous_response_id: Type.Optional(Type.String({ description: 'The history is held upstream: the request is forwarded unread (`x-compaction-not-read: previous_response_id`).' })),
+        prompt_cache_key: Type.Optional(Type.String({ description: 'Names the session when no session header does.' }))
+      },
+      { additionalProperties: true, description: "A compaction request of the Responses API (`client.responses.compact`, Codex's remote compaction). Every field passes upstream unchanged, but for `input` when it is compacted." }
+    )
   }
 ] as const
 
 /**
- * POST /v1/chat/completions and /v1/responses: OpenAI's APIs, proxied to OPENAI_BASE_URL as /v1/messages
+ * POST /v1/chat/completions, /v1/responses and /v1/responses/compact: OpenAI's APIs, proxied to OPENAI_BASE_URL as /v1/messages
  * proxies the Messages API (the same compactor, anchors, records and cold layer); the history is read into
  * the core's turns and given back as the client's own items.
  */

@@ -90,6 +90,16 @@ export class Upstream {
     }
   }
 
+  /** A GET of the API (its model list), answered as it comes. */
+  async get(path: string, headers: Record<string, string>, signal: AbortSignal): Promise<UpstreamResponse> {
+    try {
+      const res = await this.pool.request({ method: 'GET', path: `${this.prefix}${path}`, headers, signal })
+      return { status: res.statusCode, headers: res.headers as Record<string, string | string[]>, body: res.body }
+    } catch (err) {
+      throw upstreamFault(err, this.name)
+    }
+  }
+
   async close(): Promise<void> {
     await this.pool.close()
   }

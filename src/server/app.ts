@@ -30,6 +30,7 @@ import { readContract, siteRoutes } from './routes/site.js'
 import { healthRoutes } from './routes/health.js'
 import { memoryRoutes } from './routes/memory.js'
 import { messagesRoutes } from './routes/messages.js'
+import { modelsRoutes } from './routes/models.js'
 import { openAiRoutes } from './routes/openai.js'
 import { metricsRoutes } from './routes/metrics.js'
 import { sessionRoutes } from './routes/sessions.js'
@@ -133,8 +134,11 @@ export async function buildApp(options: AppOptions): Promise<App> {
   await app.register(routes(memoryRoutes, 'store', 'metrics'))
   await app.register(routes(compactRoutes, 'compaction', 'store', 'metrics'), { workerMinBytes: config.COMPACT_WORKER_MIN_KB * 1024 })
   const budget = config.COMPACT_BUDGET
-  await app.register(routes(messagesRoutes, 'proxy', 'store', 'metrics'), { budget, credentials: upstreamCredentials(config.ANTHROPIC_API_KEY, apiKeys.size > 0) })
-  await app.register(routes(openAiRoutes, 'proxy', 'store', 'metrics'), { budget, credentials: openAiCredentials(config.OPENAI_API_KEY, apiKeys.size > 0) })
+  const anthropic = upstreamCredentials(config.ANTHROPIC_API_KEY, apiKeys.size > 0)
+  const openai = openAiCredentials(config.OPENAI_API_KEY, apiKeys.size > 0)
+  await app.register(routes(messagesRoutes, 'proxy', 'store', 'metrics'), { budget, credentials: anthropic })
+  await app.register(routes(openAiRoutes, 'proxy', 'store', 'metrics'), { budget, credentials: openai })
+  await app.register(routes(modelsRoutes, 'proxy'), { anthropic, openai })
   return app as unknown as App
 }
 

@@ -142,7 +142,7 @@ export function installProxyHooks(app: FastifyInstance, endpointOf: (url: string
 }
 
 /** A client that hangs up aborts what is being done for it (the compaction's wait, the upstream request). */
-function abortOnClose(reply: FastifyReply): AbortController {
+export function abortOnClose(reply: FastifyReply): AbortController {
   const abort = new AbortController()
   reply.raw.once('close', () => {
     if (!reply.raw.writableFinished) abort.abort()

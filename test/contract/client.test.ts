@@ -47,6 +47,8 @@ export async function everyOperation(): Promise<void> {
   void responded.response.status
   const remote = await client.POST('/v1/responses/compact', { body: { model: 'gpt-x', input: [{ type: 'message', role: 'user', content: 'hi' }] }, params: { header: { 'x-compaction-budget': '120000' } } })
   void remote.response.status
+  await client.GET('/v1/models', { params: { header: { 'anthropic-version': '2023-06-01' } } })
+  await client.GET('/v1/models/{model}', { params: { path: { model: 'gpt-x' } } })
   await client.GET('/healthz')
   await client.GET('/readyz')
   await client.GET('/metrics')

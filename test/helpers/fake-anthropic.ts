@@ -131,6 +131,8 @@ export class FakeAnthropic {
   checks = true
   /** Requests refused as the Messages API refuses them (messagesApiRefusal), with the reason. */
   readonly refused: { path: string; reason: string }[] = []
+  /** GETs of the model list, as they came. */
+  readonly gets: { path: string; headers: import('node:http').IncomingHttpHeaders }[] = []
   private server: Server | undefined
   private readonly sockets = new Set<import('node:net').Socket>()
   url = ''
@@ -145,6 +147,12 @@ export class FakeAnthropic {
       const chunks: Buffer[] = []
       req.on('data', (c: Buffer) => chunks.push(c))
       req.on('end', () => {
+        if (req.method === 'GET' && req.url?.startsWith('/v1/models')) {
+          this.gets.push({ path: req.url, headers: req.headers })
+          res.writeHead(200, { 'content-type': 'application/json' })
+          const model = { type: 'model', id: 'claude-test', display_name: 'Claude Test', created_at: '2025-01-01T00:00:00Z' }
+          return void res.end(JSON.stringify({ data: [model], has_more: false, first_id: model.id, last_id: model.id }))
+        }
         const raw = Buffer.concat(chunks).toString('utf8')
         const received: ReceivedRequest = { headers: req.headers, body: JSON.parse(raw) as ReceivedRequest['body'], raw, path: req.url ?? '', at: performance.now() }
         this.requests.push(received)

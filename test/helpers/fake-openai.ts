@@ -102,6 +102,8 @@ export function chatCompletionsRefusal(raw: string): string | undefined {
 export class FakeOpenAi {
   readonly requests: OpenAiRequest[] = []
   readonly refused: string[] = []
+  /** GETs of the model list, as they came. */
+  readonly gets: { path: string; headers: IncomingHttpHeaders }[] = []
   private readonly queue: FakeOpenAiReply[] = []
   /** The reply when the queue is empty: fixed, or chosen by the request (a summary call, or a proxied one). */
   fallback: FakeOpenAiReply | ((request: OpenAiRequest) => FakeOpenAiReply) = { toolInput: { objective: 'fake summary' } }
@@ -123,6 +125,12 @@ export class FakeOpenAi {
         const json = (status: number, body: unknown, headers: Record<string, string> = {}): void => {
           res.writeHead(status, { 'content-type': 'application/json', ...headers })
           res.end(JSON.stringify(body))
+        }
+        if (req.method === 'GET' && req.url?.startsWith('/v1/models')) {
+          this.gets.push({ path: req.url, headers: req.headers })
+          const model = { id: 'gpt-test', object: 'model', created: 1_700_000_000, owned_by: 'fake' }
+          if (req.url === '/v1/models') return json(200, { object: 'list', data: [model] })
+          return req.url === '/v1/models/gpt-test' ? json(200, model) : json(404, { error: { message: `The model '${req.url.slice(11)}' does not exist`, type: 'invalid_request_error', code: 'model_not_found' } })
         }
         const api = req.url === '/v1/chat/completions' ? 'chat' : req.url === '/v1/responses' || req.url === '/v1/responses/compact' ? 'responses' : undefined
         if (req.method !== 'POST' || !api) return json(404, { error: { message: `no route ${req.method} ${req.url}`, type: 'invalid_request_error' } })

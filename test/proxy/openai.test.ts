@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net'
 import fc from 'fast-check'
+import Anthropic from '@anthropic-ai/sdk'
 import OpenAI from 'openai'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { emptySections, promptTokens } from '../../src/compaction/index.js'
@@ -9,6 +10,7 @@ import type { App } from '../../src/server/app.js'
 import { ExtractiveSummarizer } from '../../src/summarizer/extractive.js'
 import type { Summarizer } from '../../src/summarizer/summarizer.js'
 import { testApp } from '../helpers/app.js'
+import { FakeAnthropic } from '../helpers/fake-anthropic.js'
 import { FakeOpenAi, type OpenAiRequest, chatCompletionsRefusal, responsesRefusal } from '../helpers/fake-openai.js'
 
 const UPSTREAM_KEY = 'sk-openai-upstream-proxy-test-000000'
@@ -399,4 +401,47 @@ describe('the OpenAI proxies over generated growing sessions (property)', () => 
       { numRuns: 80 }
     )
   }, 240_000)
+})
+
+describe('GET /v1/models: each SDK lists the models of the API it speaks, asked of its upstream with the gateway key', () => {
+  it('the Anthropic SDK reaches ANTHROPIC_BASE_URL, the OpenAI SDK OPENAI_BASE_URL; an unknown model is the upstream\'s 404', async () => {
+    const anthropicUp = await new FakeAnthropic().start()
+    const openaiUp = await new FakeOpenAi().start()
+    const app = await testApp({
+      ANTHROPIC_API_KEY: 'sk-ant-upstream-models-0000000000',
+      ANTHROPIC_BASE_URL: anthropicUp.url,
+      OPENAI_API_KEY: UPSTREAM_KEY,
+      OPENAI_BASE_URL: `${openaiUp.url}/v1`,
+      COMPACT_API_KEYS: `alice=${GATEWAY_KEY}`
+    })
+    try {
+      await app.listen({ port: 0, host: '127.0.0.1' })
+      const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
+      const claude = new Anthropic({ apiKey: GATEWAY_KEY, baseURL: url, maxRetries: 0 })
+      const gpt = new OpenAI({ apiKey: GATEWAY_KEY, baseURL: `${url}/v1`, maxRetries: 0 })
+
+      const claudes = []
+      for await (const m of claude.models.list()) claudes.push(m.id)
+      expect(claudes).toEqual(['claude-test'])
+      expect(anthropicUp.gets[0]?.headers['x-api-key']).toBe('sk-ant-upstream-models-0000000000')
+      expect(JSON.stringify(anthropicUp.gets[0]?.headers)).not.toContain(GATEWAY_KEY)
+
+      const gpts = []
+      for await (const m of gpt.models.list()) gpts.push(m.id)
+      expect(gpts).toEqual(['gpt-test'])
+      expect((await gpt.models.retrieve('gpt-test')).id).toBe('gpt-test')
+      expect(openaiUp.gets.map((g) => g.path)).toEqual(['/v1/models', '/v1/models/gpt-test'])
+      expect(openaiUp.gets[0]?.headers.authorization).toBe(`Bearer ${UPSTREAM_KEY}`)
+      const missing = await gpt.models.retrieve('no-such-model').catch((err: unknown) => err)
+      expect(missing).toBeInstanceOf(OpenAI.NotFoundError)
+      // without the gateway's key, nothing reaches an upstream
+      const stranger = new OpenAI({ apiKey: 'not-a-gateway-key', baseURL: `${url}/v1`, maxRetries: 0 })
+      expect(await stranger.models.list().catch((err: unknown) => err)).toBeInstanceOf(OpenAI.AuthenticationError)
+      expect(openaiUp.gets).toHaveLength(3)
+    } finally {
+      await app.close()
+      await anthropicUp.close()
+      await openaiUp.close()
+    }
+  })
 })

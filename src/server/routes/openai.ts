@@ -5,6 +5,20 @@ import { type ProxiedApi, type ProxyContext, type ProxyRead, installProxyHooks, 
 import { KEYED } from './security.js'
 
 
+/** What both Responses endpoints read: the history (`input`), where it may be held upstream instead, and the session. */
+const RESPONSES_HISTORY = {
+  model: Type.String(),
+  input: Type.Optional(
+    Type.Union([Type.String(), Type.Array(Type.Object({}, { additionalProperties: true }))], {
+      description:
+        'Leading system and developer items (of any type) are the system prompt; calls and their outputs are paired by `call_id`, reasoning items stay with their turn, items of types the gateway does not know pass untouched. A string is one message: never compacted.'
+    })
+  ),
+  instructions: Type.Optional(Type.String()),
+  previous_response_id: Type.Optional(Type.String({ description: 'The history is held upstream: the request is forwarded unread (`x-compaction-not-read: previous_response_id`).' })),
+  prompt_cache_key: Type.Optional(Type.String({ description: 'Names the session when no session header does (Codex sends its thread id).' }))
+}
+
 /** The proxied endpoints: the path below OPENAI_BASE_URL upstream, below /v1 here. */
 const ENDPOINTS = [
   {
@@ -34,19 +48,10 @@ const ENDPOINTS = [
     summary: 'The Responses API, proxied: compacted past the budget, forwarded byte for byte under it, streamed back as it arrives',
     body: Type.Object(
       {
-        model: Type.String(),
-        input: Type.Optional(
-          Type.Union([Type.String(), Type.Array(Type.Object({}, { additionalProperties: true }))], {
-            description:
-              'Leading system and developer items (of any type) are the system prompt; calls and their outputs are paired by `call_id`, reasoning items stay with their turn, items of types the gateway does not know pass untouched. A string is one message: never compacted.'
-          })
-        ),
-        instructions: Type.Optional(Type.String()),
-        previous_response_id: Type.Optional(Type.String({ description: 'The history is held upstream: the request is forwarded unread (`x-compaction-not-read: previous_response_id`).' })),
+        ...RESPONSES_HISTORY,
         conversation: Type.Optional(Type.Unknown({ description: 'The history is held upstream: the request is forwarded unread (`x-compaction-not-read: conversation`).' })),
         tools: Type.Optional(Type.Array(Type.Object({}, { additionalProperties: true }))),
-        stream: Type.Optional(Type.Boolean()),
-        prompt_cache_key: Type.Optional(Type.String({ description: 'Names the session when no session header does (Codex sends its thread id).' }))
+        stream: Type.Optional(Type.Boolean())
       },
       { additionalProperties: true, description: 'A Responses API request, as the OpenAI SDKs and Codex send it. Every field passes upstream unchanged, but for `input` when it is compacted.' }
     )
@@ -60,16 +65,10 @@ const ENDPOINTS = [
     path: '/responses/compact',
     operationId: 'compactResponseInput',
     summary: "The Responses API's own compaction, proxied: the input compacted past the budget as for /v1/responses, forwarded byte for byte under it",
-    body: Type.Object(
-      {
-        model: Type.String(),
-        input: Type.Optional(Type.Union([Type.String(), Type.Array(Type.Object({}, { additionalProperties: true }))], { description: 'Read as /v1/responses reads it.' })),
-        instructions: Type.Optional(Type.String()),
-        previous_response_id: Type.Optional(Type.String({ description: 'The history is held upstream: the request is forwarded unread (`x-compaction-not-read: previous_response_id`).' })),
-        prompt_cache_key: Type.Optional(Type.String({ description: 'Names the session when no session header does.' }))
-      },
-      { additionalProperties: true, description: "A compaction request of the Responses API (`client.responses.compact`, Codex's remote compaction). Every field passes upstream unchanged, but for `input` when it is compacted." }
-    )
+    body: Type.Object(RESPONSES_HISTORY, {
+      additionalProperties: true,
+      description: "A compaction request of the Responses API (`client.responses.compact`, Codex's remote compaction). Every field passes upstream unchanged, but for `input` when it is compacted."
+    })
   }
 ] as const
 

@@ -90,6 +90,18 @@ export function fingerprint(text: string): string {
   return shapePrint(text).fingerprint
 }
 
+/** A blank as String.prototype.trim takes it (an ASCII one, or any other `\s`). */
+function isTrimmed(c: number): boolean {
+  return c === 32 || (c >= 9 && c <= 13) || (c >= 0xa0 && /\s/.test(String.fromCharCode(c)))
+}
+
+/** `text.slice(start, end).trim().length`, without the copy. */
+function trimmedLength(text: string, start: number, end: number): number {
+  while (start < end && isTrimmed(text.charCodeAt(start))) start++
+  while (end > start && isTrimmed(text.charCodeAt(end - 1))) end--
+  return end - start
+}
+
 /** The fingerprints of a text's lines long enough to be told apart, with their lengths (trimmed). */
 export function lineFingerprints(text: string): { fingerprint: string; chars: number }[] {
   const out: { fingerprint: string; chars: number }[] = []
@@ -99,7 +111,7 @@ export function lineFingerprints(text: string): { fingerprint: string; chars: nu
     if (end < 0) end = text.length
     if (end - start >= FINGERPRINT_MIN_CHARS) {
       const { fingerprint: fp, length } = shapePrint(text, start, end)
-      if (length >= FINGERPRINT_MIN_CHARS) out.push({ fingerprint: fp, chars: text.slice(start, end).trim().length })
+      if (length >= FINGERPRINT_MIN_CHARS) out.push({ fingerprint: fp, chars: trimmedLength(text, start, end) })
     }
     start = end + 1
   }

@@ -62,10 +62,18 @@ const NAME = new RegExp(SECRET_NAMES, 'iy')
 const ASSIGNED = new RegExp(ASSIGNED_VALUE, 'y')
 /**
  * Where a secret may start: any prefix or name. A pattern that may not continue a word is no candidate
- * inside one (a lookbehind, where the loop below would skip it anyway): a prefix that opens with a class,
- * `[A-Za-z0-9]{14}\.atlasv1\.` say, was otherwise tried at every letter of every word, half the scan's time.
+ * inside one (the loop below would skip it anyway): a prefix that opens with a class,
+ * `[A-Za-z0-9]{14}\.atlasv1\.` say, was otherwise tried at every letter of every word. Those prefixes
+ * share one lookbehind, so that inside a word the scan tests it once and none of them.
  */
-const CANDIDATE = new RegExp([...SECRET_PATTERNS.map((p) => (p.wordStart ? `(?<![A-Za-z0-9_])(?:${p.prefix})` : p.prefix)), SECRET_NAMES].join('|'), 'gi')
+const CANDIDATE = new RegExp(
+  [
+    `(?<![A-Za-z0-9_])(?:${SECRET_PATTERNS.filter((p) => p.wordStart).map((p) => p.prefix).join('|')})`,
+    ...SECRET_PATTERNS.filter((p) => !p.wordStart).map((p) => p.prefix),
+    SECRET_NAMES
+  ].join('|'),
+  'gi'
+)
 const KEY_BODY = new RegExp(KEY_BODY_LINE, 'gm')
 const WORD_CHAR = /[A-Za-z0-9_]/
 

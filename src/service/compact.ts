@@ -161,8 +161,9 @@ async function compactMessages(body: MessagesRequest, deps: CompactDeps, context
     dryRun: body.dry_run ?? false,
     ...(deps.conversations ? { commonText: deps.conversations.common(context.tenant, conversation) } : {})
   }, redactors)
-  // learned after this history was read, so that its own lines count for the next conversations only
-  deps.conversations?.learn(context.tenant, conversation, prompts)
+  // learned after this history was read, so that its own lines count for the next conversations only;
+  // once this answer has gone, and before anything reads what was learned
+  deps.conversations?.learnLater(context.tenant, conversation, prompts)
   if (plan.problem) throw new InvalidHistoryError(plan.problem)
   const t2 = deps.now()
   if (!plan.summarize) {

@@ -14,6 +14,10 @@ export const MAX_REMEMBERED_LINES = 200_000
  * which learn from the compactions they run.
  */
 export class ConversationsText {
+  /** Prompts noted and not learned yet (learnLater), learned before anything is looked up. */
+  private pending: { tenant: string; conversation: string; prompts: readonly string[] }[] = []
+  private scheduled = false
+
   /**
    * `${tenant}\0${line fingerprint}` → the conversations that sent it (at most COMMON_IN_OTHERS + 1). Least
    * recently used go first, so a harness's lines, sent in every request, stay while one-off lines go.
@@ -31,6 +35,31 @@ export class ConversationsText {
 
   /** Takes note of the lines a conversation's prompts hold. */
   learn(tenant: string, conversation: string, prompts: readonly string[]): void {
+    this.flush()
+    this.learnNow(tenant, conversation, prompts)
+  }
+
+  /**
+   * learn, done once the event loop is free (after the answer that read the history has gone), never
+   * later than the next look-up or learning: what is common is the same as with learn, and the
+   * fingerprinting of a whole history's prompts is off the compaction's answer.
+   */
+  learnLater(tenant: string, conversation: string, prompts: readonly string[]): void {
+    this.pending.push({ tenant, conversation, prompts })
+    if (this.scheduled) return
+    this.scheduled = true
+    setImmediate(() => this.flush())
+  }
+
+  private flush(): void {
+    this.scheduled = false
+    if (this.pending.length === 0) return
+    const pending = this.pending
+    this.pending = []
+    for (const { tenant, conversation, prompts } of pending) this.learnNow(tenant, conversation, prompts)
+  }
+
+  private learnNow(tenant: string, conversation: string, prompts: readonly string[]): void {
     for (const prompt of prompts) {
       for (const { fingerprint: fp } of lineFingerprints(prompt)) {
         const key = `${tenant}\u0000${fp}`
@@ -43,6 +72,7 @@ export class ConversationsText {
 
   /** Whether a line was sent by enough of the key's other conversations. */
   common(tenant: string, conversation: string): CommonText {
+    this.flush()
     return (fp) => {
       const seen = this.lines.get(`${tenant}\u0000${fp}`)
       if (seen === undefined) return false
@@ -51,6 +81,7 @@ export class ConversationsText {
     }
   }
 
+  /** Fingerprints remembered now (prompts noted by learnLater and not learned yet are not counted). */
   get size(): number {
     return this.lines.size
   }

@@ -131,16 +131,9 @@ export class SqliteWrites {
     }
   }
 
-  /** A record whose summary is its text alone: the sections parse back out of the text, so only the text is kept. */
-  saveRecord(record: StoredRecord): void {
-    this.statements.insert.run({
-      id: record.id,
-      session_id: record.session_id,
-      key_name: record.key_name,
-      created_at: record.created_at,
-      created_ms: Date.parse(record.created_at),
-      record: JSON.stringify(record)
-    })
+  /** A record whose summary is its text alone (the sections parse back out of the text), as its JSON. */
+  saveRecord(row: RecordRow): void {
+    this.statements.insert.run({ ...row, created_ms: Date.parse(row.created_at) })
   }
 
   putCached(key: string, value: unknown, expiresAtMs: number, owner?: SessionOwner): void {
@@ -259,7 +252,7 @@ export class SqliteStore implements Store {
       if (line === '') continue
       try {
         const record = JSON.parse(line) as StoredRecord
-        if (known.get(record.id) === undefined) writes.saveRecord(record)
+        if (known.get(record.id) === undefined) writes.saveRecord(recordRow(record, line))
       } catch {
         // a line cut by the kill that made the journal needed: its answer was never given
       }
@@ -271,8 +264,13 @@ export class SqliteStore implements Store {
   /** Store.journal: only for a file (`:memory:` keeps nothing through a kill anyway). */
   readonly journal?: (record: CompactionRecord) => void
 
+  /** Records journaled, as the JSON the journal holds: their write sends it as it is. */
+  private readonly serialized = new WeakMap<CompactionRecord, string>()
+
   private append(fd: number, record: CompactionRecord): void {
-    const line = `${JSON.stringify(stored(record))}\n`
+    const json = JSON.stringify(stored(record))
+    this.serialized.set(record, json)
+    const line = `${json}\n`
     writeSync(fd, line)
     this.journaledBytes += line.length
     this.unwritten.add(record.id)
@@ -293,7 +291,8 @@ export class SqliteStore implements Store {
 
   async saveRecord(record: CompactionRecord): Promise<void> {
     try {
-      await this.writer.run('saveRecord', [stored(record)])
+      // a string crosses to the writer thread as one copy, where the record's objects were cloned one by one
+      await this.writer.run('saveRecord', [recordRow(record, this.serialized.get(record) ?? JSON.stringify(stored(record)))])
     } finally {
       // once every journaled record is in the file (or has failed, and was counted), the journal can go
       if (this.unwritten.delete(record.id) && this.unwritten.size === 0 && this.journalFd !== undefined && this.journaledBytes > JOURNAL_KEEP_BYTES) {
@@ -450,6 +449,19 @@ export class SqliteStore implements Store {
 /** A record as SQLite keeps it: the text of its summary, not its sections. */
 function stored(record: CompactionRecord): StoredRecord {
   return { ...record, summary: { text: record.summary.text } }
+}
+
+/** A record's row: its columns, and the record as JSON (`json`, that of `stored(record)`). */
+export interface RecordRow {
+  id: string
+  session_id: string | null
+  key_name: string
+  created_at: string
+  record: string
+}
+
+function recordRow(record: Pick<StoredRecord, 'id' | 'session_id' | 'key_name' | 'created_at'>, json: string): RecordRow {
+  return { id: record.id, session_id: record.session_id, key_name: record.key_name, created_at: record.created_at, record: json }
 }
 
 /** The journal is emptied once nothing in it is unwritten and it has grown past this. */

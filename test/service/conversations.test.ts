@@ -18,6 +18,23 @@ describe('ConversationsText', () => {
     expect(c.common('other', 's:b')(fp())).toBe(false) // another key saw none of it
   })
 
+  it('learns later what learn learns now: before any look-up that follows, or once the event loop turns', async () => {
+    const now = new ConversationsText()
+    const later = new ConversationsText()
+    for (const c of ['s:a', 's:c']) {
+      now.learn('acme', c, [LINE])
+      later.learnLater('acme', c, [LINE])
+    }
+    // looked up in the same turn: the noted prompts are learned first
+    expect(later.common('acme', 's:b')(fp())).toBe(now.common('acme', 's:b')(fp()))
+    expect(later.common('acme', 's:b')(fp())).toBe(true)
+    const idle = new ConversationsText()
+    idle.learnLater('acme', 's:a', [LINE])
+    expect(idle.size).toBe(0) // noted, not learned: the answer goes first
+    await new Promise<void>((resolve) => setImmediate(resolve))
+    expect(idle.size).toBe(1) // learned once the loop turned, with nothing looked up
+  })
+
   it('names a conversation by its session, else by its first prompt', () => {
     expect(ConversationsText.conversation('sess-1', ['x'])).toBe('s:sess-1')
     expect(ConversationsText.conversation(undefined, ['first prompt'])).toBe(ConversationsText.conversation(undefined, ['first prompt', 'later']))

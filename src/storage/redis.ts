@@ -1,4 +1,5 @@
 import type { FastifyRateLimitStoreCtor } from '@fastify/rate-limit'
+import { createRequire } from 'node:module'
 import { Redis } from 'ioredis'
 
 /**
@@ -58,65 +59,55 @@ export function connectRedis(url: string, events: RedisEvents): SharedState {
   }
 }
 
-/** A fixed-window counter: one INCR, the window set on the first. */
-const INCR_WINDOW = `
-local current = redis.call('INCR', KEYS[1])
-if current == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1]) end
-return {current, ttl}`
-
 interface Counted {
   current: number
   ttl: number
 }
 type Callback = (err: Error | null, result?: Counted) => void
 
-/** The per-process counter used while Redis is away (and alone when there is no Redis). */
-class LocalWindows {
-  private readonly windows = new Map<string, { count: number; endsAt: number }>()
+/** The plugin's own stores (its Redis one, and the one it keeps in memory), as their modules export them. */
+interface PluginStore {
+  incr(key: string, callback: Callback, timeWindow: number, max: number): void
+  child(routeOptions: unknown): PluginStore
+}
+type RedisStoreCtor = new (continueExceeding: boolean, exponentialBackoff: boolean, redis: Redis, key: string) => PluginStore
+type LocalStoreCtor = new (continueExceeding: boolean, exponentialBackoff: boolean, cache?: number) => PluginStore
+const require = createRequire(import.meta.url)
+const PluginRedisStore = require('@fastify/rate-limit/store/RedisStore.js') as RedisStoreCtor
+const PluginLocalStore = require('@fastify/rate-limit/store/LocalStore.js') as LocalStoreCtor
 
-  incr(key: string, timeWindow: number): Counted {
-    const now = Date.now()
-    let w = this.windows.get(key)
-    if (!w || w.endsAt <= now) {
-      if (this.windows.size > 100_000) for (const [k, v] of this.windows) if (v.endsAt <= now) this.windows.delete(k)
-      w = { count: 0, endsAt: now + timeWindow }
-      this.windows.set(key, w)
-    }
-    w.count++
-    return { current: w.count, ttl: w.endsAt - now }
-  }
+/** The options the plugin constructs a store with (the ones its own stores take). */
+interface StoreOptions {
+  continueExceeding?: boolean
+  exponentialBackoff?: boolean
 }
 
 /**
- * A store for @fastify/rate-limit: counts in Redis, shared by every replica; while Redis is down, counts
- * in this process (each replica then limits on its own, as without Redis) and picks Redis up again when
- * it is back.
+ * A store for @fastify/rate-limit: the plugin's own Redis store, counting for every replica, and its own
+ * in-memory store beside it, counting while Redis is down (each replica then limits on its own, as
+ * without Redis) until Redis answers again.
  */
 export function rateLimitStore(shared: SharedState, prefix = 'cg:rl:'): FastifyRateLimitStoreCtor {
-  const local = new LocalWindows()
   class SharedRateLimitStore {
-    // The plugin constructs a store with its options; a child is made with its route's key prefix.
-    constructor(
-      _options?: unknown,
-      private readonly keyPrefix = prefix
-    ) {}
+    private readonly redis: PluginStore
+    private readonly local: PluginStore
 
-    incr(key: string, callback: Callback, timeWindow: number): void {
-      const fallback = (): void => callback(null, local.incr(key, timeWindow))
-      if (!shared.available()) return fallback()
-      shared.redis
-        .eval(INCR_WINDOW, 1, `${this.keyPrefix}${key}`, String(timeWindow))
-        .then((result) => {
-          const [current, ttl] = result as [number, number]
-          callback(null, { current, ttl })
-        })
-        .catch(fallback)
+    // The plugin constructs a store with its options; a child is made with its route's options.
+    constructor(options: StoreOptions = {}, stores?: { redis: PluginStore; local: PluginStore }) {
+      const continueExceeding = options.continueExceeding ?? false
+      const exponentialBackoff = options.exponentialBackoff ?? false
+      this.redis = stores?.redis ?? new PluginRedisStore(continueExceeding, exponentialBackoff, shared.redis, prefix)
+      this.local = stores?.local ?? new PluginLocalStore(continueExceeding, exponentialBackoff)
     }
 
-    child(routeOptions: { routeInfo: { method: string; url: string } }): SharedRateLimitStore {
-      return new SharedRateLimitStore(undefined, `${this.keyPrefix}${routeOptions.routeInfo.method}${routeOptions.routeInfo.url}:`)
+    incr(key: string, callback: Callback, timeWindow: number, max: number): void {
+      const fallback = (): void => this.local.incr(key, callback, timeWindow, max)
+      if (!shared.available()) return fallback()
+      this.redis.incr(key, (err, result) => (err ? fallback() : callback(null, result)), timeWindow, max)
+    }
+
+    child(routeOptions: unknown): SharedRateLimitStore {
+      return new SharedRateLimitStore({}, { redis: this.redis.child(routeOptions), local: this.local.child(routeOptions) })
     }
   }
   return SharedRateLimitStore as unknown as FastifyRateLimitStoreCtor

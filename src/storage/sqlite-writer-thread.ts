@@ -8,8 +8,9 @@ import type { WriteAnswer, WriteRequest } from './sqlite-writer.js'
 
 if (!parentPort) throw new Error('sqlite-writer-thread runs as a worker thread')
 const port: MessagePort = parentPort
-const db = openConnection((workerData as { path: string }).path)
-const writes = new SqliteWrites(db)
+const { path, maxSessionMemory } = workerData as { path: string; maxSessionMemory?: number }
+const db = openConnection(path)
+const writes = new SqliteWrites(db, maxSessionMemory)
 
 port.on('message', (request: WriteRequest | { id: -1; name: 'close' }) => {
   if (request.name === 'close') {

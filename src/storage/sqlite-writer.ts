@@ -62,7 +62,7 @@ export class WriterThread implements SqliteWriter {
   private stopped: Error | undefined
   private readonly exited: Promise<void>
 
-  constructor(path: string) {
+  constructor(path: string, maxSessionMemory?: number) {
     // Built, the thread's code is beside this file; run from the sources (tsx), it is the .ts file.
     const built = new URL('./sqlite-writer-thread.js', import.meta.url)
     const fromSource = !existsSync(fileURLToPath(built))
@@ -70,7 +70,7 @@ export class WriterThread implements SqliteWriter {
     // `--import tsx` is not applied to its modules on this Node.)
     const source = new URL('./sqlite-writer-thread.ts', import.meta.url).href
     const fromSourceCode = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(source)}) })`
-    this.worker = fromSource ? new Worker(fromSourceCode, { eval: true, workerData: { path } }) : new Worker(built, { workerData: { path } })
+    this.worker = fromSource ? new Worker(fromSourceCode, { eval: true, workerData: { path, maxSessionMemory } }) : new Worker(built, { workerData: { path, maxSessionMemory } })
     this.worker.unref()
     this.worker.on('message', (answer: WriteAnswer) => this.answer(answer))
     this.worker.on('error', (err) => this.stop(new Error(`the SQLite writer thread failed: ${err.message}`)))

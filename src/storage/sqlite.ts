@@ -57,7 +57,10 @@ const MIGRATIONS: readonly string[] = [
   `ALTER TABLE summary_cache ADD COLUMN key_name TEXT;
    ALTER TABLE summary_cache ADD COLUMN session_id TEXT;
    CREATE INDEX summary_cache_by_owner ON summary_cache (key_name, session_id) WHERE session_id IS NOT NULL;
-   INSERT INTO memory_fts (memory_fts, rank) VALUES ('secure-delete', 1);`
+   INSERT INTO memory_fts (memory_fts, rank) VALUES ('secure-delete', 1);`,
+  // 4: the sessions whose oldest cold-layer entries the cap took out of the full-text index without
+  // secure-delete (their words wait for a merge), so that deleting one of them merges the index first.
+  `CREATE TABLE memory_evicted (key_name TEXT NOT NULL, session_id TEXT NOT NULL, PRIMARY KEY (key_name, session_id));`
 ]
 
 /** A tenant's sessions, newest compaction first, each with its count, first time and newest record (the index on key, session, seq serves it). */
@@ -110,7 +113,11 @@ export function openConnection(path: string): Database.Database {
 export class SqliteWrites {
   private readonly statements
 
-  constructor(private readonly db: Database.Database) {
+  constructor(
+    private readonly db: Database.Database,
+    /** Most cold-layer entries kept a session (the oldest go first). */
+    private readonly maxSessionMemory = MAX_SESSION_MEMORY
+  ) {
     this.statements = {
       insert: db.prepare('INSERT INTO compactions (id, session_id, key_name, created_at, created_ms, record) VALUES (@id, @session_id, @key_name, @created_at, @created_ms, @record)'),
       putCache: db.prepare(
@@ -126,7 +133,14 @@ export class SqliteWrites {
       insertMemory: db.prepare(
         'INSERT INTO memory (key_name, session_id, compaction_id, kind, text, msg_from, msg_to, created_at, created_ms) VALUES (@key_name, @session_id, @compaction_id, @kind, @text, @from, @to, @created_at, @created_ms)'
       ),
-      capMemory: db.prepare('DELETE FROM memory WHERE key_name = ? AND session_id = ? AND id <= (SELECT id FROM memory WHERE key_name = ? AND session_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)'),
+      capFrom: db.prepare('SELECT id FROM memory WHERE key_name = ? AND session_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?').pluck(),
+      capMemory: db.prepare('DELETE FROM memory WHERE key_name = ? AND session_id = ? AND id <= ?'),
+      secureDeleteOff: db.prepare("INSERT INTO memory_fts (memory_fts, rank) VALUES ('secure-delete', 0)"),
+      secureDeleteOn: db.prepare("INSERT INTO memory_fts (memory_fts, rank) VALUES ('secure-delete', 1)"),
+      evicted: db.prepare('INSERT OR IGNORE INTO memory_evicted (key_name, session_id) VALUES (?, ?)'),
+      wasEvicted: db.prepare('SELECT 1 FROM memory_evicted WHERE key_name = ? AND session_id = ?').pluck(),
+      mergeIndex: db.prepare("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')"),
+      evictedMerged: db.prepare('DELETE FROM memory_evicted'),
       pruneMemory: db.prepare('DELETE FROM memory WHERE created_ms < ?')
     }
   }
@@ -147,12 +161,19 @@ export class SqliteWrites {
   deleteSession(sessionId: string, keyName: string): DeletedSession {
     const deleted = this.db.transaction(() => {
       const keys = (this.statements.ownedKeys.all(keyName, sessionId) as { key: string }[]).map((r) => r.key)
-      return {
+      const counts = {
         compactions: this.statements.deleteRecords.run(keyName, sessionId).changes,
         cold_layer: this.statements.deleteMemory.run(keyName, sessionId).changes,
         cached: this.statements.deleteCache.run(keyName, sessionId).changes,
         cache_keys: keys
       }
+      // Words of entries the cap evicted still sit in the index's older segments: one merge rewrites it
+      // without them (every evicted session's at once), its old pages zeroed as they are freed.
+      if (this.statements.wasEvicted.get(keyName, sessionId) !== undefined) {
+        this.statements.mergeIndex.run()
+        this.statements.evictedMerged.run()
+      }
+      return counts
     })()
     if (deleted.compactions + deleted.cold_layer + deleted.cached === 0) return { ...deleted, space_reclaimed: true }
     this.db.pragma('incremental_vacuum')
@@ -166,7 +187,15 @@ export class SqliteWrites {
     const created_ms = Date.parse(owner.created_at)
     this.db.transaction(() => {
       for (const r of rows) this.statements.insertMemory.run({ ...owner, created_ms, kind: r.kind, text: r.text, from: r.from, to: r.to })
-      this.statements.capMemory.run(owner.key_name, owner.session_id, owner.key_name, owner.session_id, MAX_SESSION_MEMORY)
+      const capFrom = this.statements.capFrom.get(owner.key_name, owner.session_id, this.maxSessionMemory) as number | undefined
+      if (capFrom === undefined) return
+      // The oldest entries past the cap go from the index as a later merge drops them: a secure delete
+      // rewrote every term's list in place, about a millisecond an entry, and a session at its cap made
+      // each of its compactions' writes take a second. The session is noted, so that its deletion merges.
+      this.statements.secureDeleteOff.run()
+      this.statements.capMemory.run(owner.key_name, owner.session_id, capFrom)
+      this.statements.secureDeleteOn.run()
+      this.statements.evicted.run(owner.key_name, owner.session_id)
     })()
   }
 
@@ -190,6 +219,8 @@ export interface SqliteStoreOptions {
    * thread's connection (the only choice for `:memory:`).
    */
   writer?: 'thread' | 'inline'
+  /** Most cold-layer entries kept a session (MAX_SESSION_MEMORY). */
+  maxSessionMemory?: number
 }
 
 /** SQLite through better-sqlite3, in WAL mode: reads on this thread's connection, writes where `writer` says. */
@@ -230,7 +261,7 @@ export class SqliteStore implements Store {
       this.journalFd = fd
       this.journal = (record) => this.append(fd, record)
     }
-    this.writer = inline ? inlineWriter(new SqliteWrites(this.db)) : new WriterThread(path)
+    this.writer = inline ? inlineWriter(new SqliteWrites(this.db, options.maxSessionMemory)) : new WriterThread(path, options.maxSessionMemory)
   }
 
   /** The journal's file, open for appending; undefined for `:memory:`. */

@@ -6,7 +6,7 @@ import { emptySections } from '../../src/compaction/index.js'
 import { PG_SCHEMA_VERSION, PostgresStore } from '../../src/storage/postgres.js'
 import { SCHEMA_VERSION, SqliteStore } from '../../src/storage/sqlite.js'
 import { MAX_WRITE_BACKLOG } from '../../src/storage/sqlite-writer.js'
-import { type CompactionRecord, InvalidCursorError, type Store } from '../../src/storage/store.js'
+import { type CompactionRecord, InvalidCursorError, type MemoryOwner, type Store } from '../../src/storage/store.js'
 import { tempDb } from '../helpers/process.js'
 import { PG_URL, dropSchemas, freshPgUrl, pgMissing } from '../helpers/services.js'
 
@@ -293,6 +293,30 @@ describe('SqliteStore', () => {
     expect((await s.listRecords('kept', 'alpha', { limit: 5 })).records.map((r) => r.summary.text)).toEqual([secret(5)])
     expect((await s.recall('kept', 'alpha', { text: secret(7), limit: 5 })).map((h) => h.text)).toEqual([secret(7)])
     expect(s.connection.pragma('page_count', { simple: true }) as number).toBeLessThan(pagesBefore / 4)
+  })
+
+  it("keeps a session's newest cold-layer entries within its cap, and deleting a session the cap evicted from leaves none of its words", async () => {
+    const path = tempDb()
+    const s = new SqliteStore(path, { maxSessionMemory: 20 })
+    stores.push(s)
+    // words no other term of the index shares a prefix with, so that a leaf holds each whole
+    const words = ['zebrafinchqx', 'yakhornqx', 'quokkatailqx', 'vicunahairqx', 'xeruswhiskqx']
+    const owner = (i: number, session: string): MemoryOwner => ({ compaction_id: `c${session}${i}`, session_id: session, key_name: 'alpha', created_at: '2026-11-30T00:00:00.000Z' })
+    for (const [i, word] of words.entries()) {
+      await s.saveMemory(owner(i, 'long'), Array.from({ length: 10 }, (_, k) => ({ kind: 'ask' as const, text: `${word} step ${k} ${'padding words '.repeat(20)}`, from: i, to: i })))
+    }
+    await s.saveMemory(owner(0, 'other'), [{ kind: 'ask', text: 'jackalopeqx stays', from: 0, to: 0 }])
+    const found = async (session: string, word: string): Promise<number> => (await s.recall(session, 'alpha', { text: word, limit: 50 })).length
+    // the newest 20 kept: the last two compactions' entries
+    expect(await Promise.all(words.map((w) => found('long', w)))).toEqual([0, 0, 0, 10, 10])
+    expect(s.connection.prepare('SELECT COUNT(*) AS n FROM memory WHERE session_id = ?').get('long')).toEqual({ n: 20 })
+    // what the session's deletion takes out of the index is taken out whole (secure-delete stays on)
+    expect(s.connection.prepare("SELECT v FROM memory_fts_config WHERE k = 'secure-delete'").pluck().get()).toBe(1)
+
+    await s.deleteSession('long', 'alpha')
+    const after = sqliteFiles(path)
+    for (const word of words) expect(after).not.toContain(word)
+    expect(await found('other', 'jackalopeqx')).toBe(1)
   })
 
   it('keeps a journaled record through a stop before its write, and writes it at the next start, once', async () => {

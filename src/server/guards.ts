@@ -76,21 +76,57 @@ declare module 'fastify' {
 /**
  * Bounds the bytes of bodies in flight, counted as they arrive (so a sender that announces 32 MiB and
  * sends a byte a second holds what it sent, not what it announced), given back when the request is
- * answered. A body whose next chunk would pass the bound while other bodies hold bytes gets a 503 with
- * Retry-After; once the bound is reached, new requests get it before their body is read. Either way the
- * client is let finish sending (lingerPlugin), so that it reads the answer.
+ * answered. Older bodies come first: a body's next chunk is refused (a 503 with Retry-After) when it
+ * would pass the bound beside the bodies that began arriving before it; where it passes the bound only
+ * beside younger ones, the youngest of those are refused at their next chunk instead, until it fits. A
+ * burst of large bodies arriving together thus gets as many of the first through as the bound holds,
+ * instead of each being turned away with part of it read. A body alone is never refused for its size
+ * (the body limit is). Once the bound is reached, new requests get the 503 before their body is read.
+ * Either way the client is let finish sending (lingerPlugin), so that it reads the answer.
  */
 function installAdmission(app: FastifyInstance, options: AdmissionOptions): void {
   let inflight = 0
+  /** Of those, the bytes of refused bodies not yet given back (they are as good as gone to the bodies still admitted). */
+  let leaving = 0
+  /** The requests holding bytes, oldest first (a Map keeps the order they were added in). */
+  const holders = new Map<FastifyRequest, true>()
+  /** Younger requests to refuse at their next chunk, so that an older one fits. */
+  const evicted = new WeakSet<FastifyRequest>()
   const overloaded = (): GatewayError =>
     new GatewayError('overloaded', `too many request bytes in flight (COMPACT_MAX_INFLIGHT_MB); retry in ${options.retryAfterS} s`, {
       headers: { 'retry-after': String(options.retryAfterS) }
     })
+  /** Bytes held by the bodies that began arriving before `request`'s. */
+  const heldBefore = (request: FastifyRequest): number => {
+    let held = 0
+    for (const r of holders.keys()) {
+      if (r === request) break
+      if (!evicted.has(r)) held += r.admittedBytes
+    }
+    return held
+  }
+  /** Marks the youngest holders still receiving, younger than `request`, until what they hold leaves room for `need` more bytes. */
+  const evictFor = (request: FastifyRequest, need: number): void => {
+    for (const r of [...holders.keys()].reverse()) {
+      if (r === request || inflight - leaving + need <= options.maxBytes) return
+      if (r.raw.complete || evicted.has(r)) continue
+      evicted.add(r)
+      leaving += r.admittedBytes
+    }
+  }
   app.decorateRequest('admittedBytes', 0)
   app.decorateRequest('admit', function admit(this: FastifyRequest, bytes: number): GatewayError | undefined {
-    if (inflight + bytes > options.maxBytes && inflight > this.admittedBytes) return overloaded()
+    if (evicted.has(this)) return overloaded()
+    if (inflight - leaving + bytes > options.maxBytes && inflight - leaving > this.admittedBytes) {
+      const older = heldBefore(this)
+      if (older > 0 && older + this.admittedBytes + bytes > options.maxBytes) return overloaded()
+      // Younger bodies hold the room this one needs: they are refused as their next chunk comes, and what
+      // they hold is given back once they are answered (until then the bound is passed by what they hold).
+      evictFor(this, bytes)
+    }
     inflight += bytes
     this.admittedBytes += bytes
+    holders.set(this, true)
     return undefined
   })
   app.addHook('onRequest', (request, _reply, done) => {
@@ -98,8 +134,10 @@ function installAdmission(app: FastifyInstance, options: AdmissionOptions): void
     done(body && inflight >= options.maxBytes && request.headers['content-length'] !== '0' ? overloaded() : undefined)
   })
   const release = (request: FastifyRequest): void => {
+    if (evicted.has(request)) leaving -= request.admittedBytes
     inflight -= request.admittedBytes
     request.admittedBytes = 0
+    holders.delete(request)
   }
   app.addHook('onResponse', (request, _reply, done) => {
     release(request)

@@ -71,6 +71,41 @@ describe('bytes in flight', () => {
   })
 })
 
+/** A raw client sending `body` in the parts it is told to, and the status its answer comes with. */
+async function partSender(port: number, body: Buffer): Promise<{ send: (from: number, to: number) => Promise<void>; status: Promise<number> }> {
+  const socket = connect(port, '127.0.0.1')
+  await new Promise((r) => socket.once('connect', r))
+  socket.on('error', () => undefined)
+  opened.push({ close: () => socket.destroy() })
+  let answer = ''
+  const status = new Promise<number>((resolve) => {
+    socket.on('data', (d: Buffer) => {
+      answer += d.toString('latin1')
+      const m = /^HTTP\/1\.1 (\d{3})/.exec(answer)
+      if (m) resolve(Number(m[1]))
+    })
+  })
+  socket.write(`POST /v1/compact HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`)
+  return { send: (from, to) => new Promise<void>((r) => socket.write(body.subarray(from, to), () => r())), status }
+}
+
+describe('bodies arriving together past the bound', () => {
+  it('let the oldest through: the younger one is refused, not both with part of each read', async () => {
+    const { port, url } = await listening({ COMPACT_MAX_INFLIGHT_MB: '1', COMPACT_WORKERS: '0' })
+    const roundTrip = async (): Promise<void> => void (await (await fetch(`${url}/healthz`)).arrayBuffer())
+    const body = Buffer.from(historyOf(0.9 * MiB))
+    const older = await partSender(port, body)
+    const younger = await partSender(port, body)
+    await older.send(0, 0.6 * MiB)
+    await roundTrip() // the server has read what was sent before it answered another request
+    await younger.send(0, 0.6 * MiB) // its bytes reach the bound: it holds part of them
+    await roundTrip()
+    await older.send(0.6 * MiB, body.length) // the older body's rest, the younger's bytes still held
+    expect(await older.status).toBe(200)
+    expect(await younger.status).toBe(503)
+  })
+})
+
 describe('a burst of large bodies at the server process', () => {
   it('gets 200 or a 503 with Retry-After that every sender reads: no broken pipe', async () => {
     const server = await startServer({ COMPACT_MAX_INFLIGHT_MB: '64' })
@@ -89,6 +124,7 @@ describe('a burst of large bodies at the server process', () => {
       )
       expect(outcomes.filter((o) => o !== '200' && o !== '503 retry-after 5')).toEqual([])
       expect(outcomes).toContain('503 retry-after 5')
+      expect(outcomes).toContain('200') // the oldest of the bodies arriving together goes through
     } finally {
       server.child.kill('SIGKILL')
     }

@@ -59,7 +59,7 @@ const MIGRATIONS: readonly string[] = [
    CREATE INDEX summary_cache_by_owner ON summary_cache (key_name, session_id) WHERE session_id IS NOT NULL;
    INSERT INTO memory_fts (memory_fts, rank) VALUES ('secure-delete', 1);`,
   // 4: the sessions whose oldest cold-layer entries the cap took out of the full-text index without
-  // secure-delete (their words wait for a merge), so that deleting one of them merges the index first.
+  // secure-delete (their words wait for a merge), so that a session's deletion merges the index.
   `CREATE TABLE memory_evicted (key_name TEXT NOT NULL, session_id TEXT NOT NULL, PRIMARY KEY (key_name, session_id));`
 ]
 
@@ -138,7 +138,7 @@ export class SqliteWrites {
       secureDeleteOff: db.prepare("INSERT INTO memory_fts (memory_fts, rank) VALUES ('secure-delete', 0)"),
       secureDeleteOn: db.prepare("INSERT INTO memory_fts (memory_fts, rank) VALUES ('secure-delete', 1)"),
       evicted: db.prepare('INSERT OR IGNORE INTO memory_evicted (key_name, session_id) VALUES (?, ?)'),
-      wasEvicted: db.prepare('SELECT 1 FROM memory_evicted WHERE key_name = ? AND session_id = ?').pluck(),
+      anyEvicted: db.prepare('SELECT 1 FROM memory_evicted LIMIT 1').pluck(),
       mergeIndex: db.prepare("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')"),
       evictedMerged: db.prepare('DELETE FROM memory_evicted'),
       pruneMemory: db.prepare('DELETE FROM memory WHERE created_ms < ?')
@@ -161,16 +161,21 @@ export class SqliteWrites {
   deleteSession(sessionId: string, keyName: string): DeletedSession {
     const deleted = this.db.transaction(() => {
       const keys = (this.statements.ownedKeys.all(keyName, sessionId) as { key: string }[]).map((r) => r.key)
+      // Where the cap has evicted entries, their words still sit in the index's older segments, and the
+      // index is the more fragmented for it: the session's entries go without secure-delete, then one merge
+      // rewrites the index without any deleted entry's words (every evicted session's too), its old pages
+      // zeroed as they are freed. Otherwise each entry's words go from the index at once (secure-delete).
+      const merge = this.statements.anyEvicted.get() !== undefined
+      if (merge) this.statements.secureDeleteOff.run()
       const counts = {
         compactions: this.statements.deleteRecords.run(keyName, sessionId).changes,
         cold_layer: this.statements.deleteMemory.run(keyName, sessionId).changes,
         cached: this.statements.deleteCache.run(keyName, sessionId).changes,
         cache_keys: keys
       }
-      // Words of entries the cap evicted still sit in the index's older segments: one merge rewrites it
-      // without them (every evicted session's at once), its old pages zeroed as they are freed.
-      if (this.statements.wasEvicted.get(keyName, sessionId) !== undefined) {
+      if (merge) {
         this.statements.mergeIndex.run()
+        this.statements.secureDeleteOn.run()
         this.statements.evictedMerged.run()
       }
       return counts

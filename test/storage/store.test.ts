@@ -295,7 +295,7 @@ describe('SqliteStore', () => {
     expect(s.connection.pragma('page_count', { simple: true }) as number).toBeLessThan(pagesBefore / 4)
   })
 
-  it("keeps a session's newest cold-layer entries within its cap, and deleting a session the cap evicted from leaves none of its words", async () => {
+  it("keeps a session's newest cold-layer entries within its cap, and a deletion after evictions leaves none of the deleted or evicted entries' words", async () => {
     const path = tempDb()
     const s = new SqliteStore(path, { maxSessionMemory: 20 })
     stores.push(s)
@@ -313,10 +313,14 @@ describe('SqliteStore', () => {
     // what the session's deletion takes out of the index is taken out whole (secure-delete stays on)
     expect(s.connection.prepare("SELECT v FROM memory_fts_config WHERE k = 'secure-delete'").pluck().get()).toBe(1)
 
+    // another session's deletion merges the index: that session's words go, and the evicted entries' too
+    await s.deleteSession('other', 'alpha')
+    let files = sqliteFiles(path)
+    for (const word of ['jackalopeqx', ...words.slice(0, 3)]) expect(files).not.toContain(word)
+    expect(await Promise.all(words.map((w) => found('long', w)))).toEqual([0, 0, 0, 10, 10])
     await s.deleteSession('long', 'alpha')
-    const after = sqliteFiles(path)
-    for (const word of words) expect(after).not.toContain(word)
-    expect(await found('other', 'jackalopeqx')).toBe(1)
+    files = sqliteFiles(path)
+    for (const word of words) expect(files).not.toContain(word)
   })
 
   it('keeps a journaled record through a stop before its write, and writes it at the next start, once', async () => {

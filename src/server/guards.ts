@@ -90,7 +90,7 @@ function installAdmission(app: FastifyInstance, options: AdmissionOptions): void
   let leaving = 0
   /** The requests holding bytes, oldest first (a Map keeps the order they were added in). */
   const holders = new Map<FastifyRequest, true>()
-  /** Younger requests to refuse at their next chunk, so that an older one fits. */
+  /** Requests refused while their body arrives (or to refuse at their next chunk, so that an older one fits). */
   const evicted = new WeakSet<FastifyRequest>()
   const overloaded = (): GatewayError =>
     new GatewayError('overloaded', `too many request bytes in flight (COMPACT_MAX_INFLIGHT_MB); retry in ${options.retryAfterS} s`, {
@@ -119,7 +119,12 @@ function installAdmission(app: FastifyInstance, options: AdmissionOptions): void
     if (evicted.has(this)) return overloaded()
     if (inflight - leaving + bytes > options.maxBytes && inflight - leaving > this.admittedBytes) {
       const older = heldBefore(this)
-      if (older > 0 && older + this.admittedBytes + bytes > options.maxBytes) return overloaded()
+      if (older > 0 && older + this.admittedBytes + bytes > options.maxBytes) {
+        // refused: what it holds is given back once it is answered, and is no one's room to wait for
+        evicted.add(this)
+        leaving += this.admittedBytes
+        return overloaded()
+      }
       // Younger bodies hold the room this one needs: they are refused as their next chunk comes, and what
       // they hold is given back once they are answered (until then the bound is passed by what they hold).
       evictFor(this, bytes)

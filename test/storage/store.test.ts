@@ -323,6 +323,21 @@ describe('SqliteStore', () => {
     for (const word of words) expect(files).not.toContain(word)
   })
 
+  it("deletes a small session's words from the full-text index entry by entry, a large one's by a merge: none left either way", async () => {
+    const path = tempDb()
+    const s = new SqliteStore(path)
+    stores.push(s)
+    const owner = (session: string): MemoryOwner => ({ compaction_id: `c-${session}`, session_id: session, key_name: 'alpha', created_at: '2026-11-30T00:00:00.000Z' })
+    await s.saveMemory(owner('bulk'), Array.from({ length: 100 }, (_, k) => ({ kind: 'ask' as const, text: `ocelotpawqx entry ${k}`, from: k, to: k })))
+    await s.saveMemory(owner('small'), [{ kind: 'ask', text: 'narwhaltuskqx once', from: 0, to: 0 }, { kind: 'ask', text: 'kestrelwingqx twice', from: 1, to: 1 }])
+    expect(sqliteFiles(path)).toContain('narwhaltuskqx')
+    await s.deleteSession('small', 'alpha') // 2 of 102 entries: one by one
+    for (const word of ['narwhaltuskqx', 'kestrelwingqx']) expect(sqliteFiles(path)).not.toContain(word)
+    expect((await s.recall('bulk', 'alpha', { text: 'ocelotpawqx', limit: 200 })).length).toBe(100)
+    await s.deleteSession('bulk', 'alpha') // all of them: a merge
+    expect(sqliteFiles(path)).not.toContain('ocelotpawqx')
+  })
+
   it('keeps a journaled record through a stop before its write, and writes it at the next start, once', async () => {
     const path = tempDb()
     const first = new SqliteStore(path)

@@ -58,9 +58,9 @@ const MIGRATIONS: readonly string[] = [
    ALTER TABLE summary_cache ADD COLUMN session_id TEXT;
    CREATE INDEX summary_cache_by_owner ON summary_cache (key_name, session_id) WHERE session_id IS NOT NULL;
    INSERT INTO memory_fts (memory_fts, rank) VALUES ('secure-delete', 1);`,
-  // 4: the sessions whose oldest cold-layer entries the cap took out of the full-text index without
-  // secure-delete (their words wait for a merge), so that a session's deletion merges the index.
-  `CREATE TABLE memory_evicted (key_name TEXT NOT NULL, session_id TEXT NOT NULL, PRIMARY KEY (key_name, session_id));`
+  // 4: a row while the full-text index holds words of entries the cap took out without secure-delete
+  // (they wait for a merge), so that the next session's deletion merges the index.
+  `CREATE TABLE memory_evicted (id INTEGER PRIMARY KEY CHECK (id = 1));`
 ]
 
 /** A tenant's sessions, newest compaction first, each with its count, first time and newest record (the index on key, session, seq serves it). */
@@ -144,7 +144,7 @@ export class SqliteWrites {
       capMemory: db.prepare('DELETE FROM memory WHERE key_name = ? AND session_id = ? AND id <= ?'),
       secureDeleteOff: db.prepare("INSERT INTO memory_fts (memory_fts, rank) VALUES ('secure-delete', 0)"),
       secureDeleteOn: db.prepare("INSERT INTO memory_fts (memory_fts, rank) VALUES ('secure-delete', 1)"),
-      evicted: db.prepare('INSERT OR IGNORE INTO memory_evicted (key_name, session_id) VALUES (?, ?)'),
+      evicted: db.prepare('INSERT OR IGNORE INTO memory_evicted (id) VALUES (1)'),
       anyEvicted: db.prepare('SELECT 1 FROM memory_evicted LIMIT 1').pluck(),
       sessionEntries: db.prepare('SELECT COUNT(*) FROM memory WHERE key_name = ? AND session_id = ?').pluck(),
       allEntries: db.prepare('SELECT COUNT(*) FROM memory').pluck(),
@@ -208,11 +208,11 @@ export class SqliteWrites {
       if (capFrom === undefined) return
       // The oldest entries past the cap go from the index as a later merge drops them: a secure delete
       // rewrote every term's list in place, about a millisecond an entry, and a session at its cap made
-      // each of its compactions' writes take a second. The session is noted, so that its deletion merges.
+      // each of its compactions' writes take a second. It is noted, so that the next deletion merges.
       this.statements.secureDeleteOff.run()
       this.statements.capMemory.run(owner.key_name, owner.session_id, capFrom)
       this.statements.secureDeleteOn.run()
-      this.statements.evicted.run(owner.key_name, owner.session_id)
+      this.statements.evicted.run()
     })()
   }
 

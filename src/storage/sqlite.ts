@@ -144,12 +144,12 @@ export class SqliteWrites {
       capMemory: db.prepare('DELETE FROM memory WHERE key_name = ? AND session_id = ? AND id <= ?'),
       secureDeleteOff: db.prepare("INSERT INTO memory_fts (memory_fts, rank) VALUES ('secure-delete', 0)"),
       secureDeleteOn: db.prepare("INSERT INTO memory_fts (memory_fts, rank) VALUES ('secure-delete', 1)"),
-      evicted: db.prepare('INSERT OR IGNORE INTO memory_evicted (id) VALUES (1)'),
+      markEvicted: db.prepare('INSERT OR IGNORE INTO memory_evicted (id) VALUES (1)'),
       anyEvicted: db.prepare('SELECT 1 FROM memory_evicted LIMIT 1').pluck(),
       sessionEntries: db.prepare('SELECT COUNT(*) FROM memory WHERE key_name = ? AND session_id = ?').pluck(),
       allEntries: db.prepare('SELECT COUNT(*) FROM memory').pluck(),
       mergeIndex: db.prepare("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')"),
-      evictedMerged: db.prepare('DELETE FROM memory_evicted'),
+      clearEvicted: db.prepare('DELETE FROM memory_evicted'),
       pruneMemory: db.prepare('DELETE FROM memory WHERE created_ms < ?')
     }
   }
@@ -178,18 +178,16 @@ export class SqliteWrites {
       const merge =
         this.statements.anyEvicted.get() !== undefined ||
         (this.statements.sessionEntries.get(keyName, sessionId) as number) * MERGE_OVER_ENTRIES >= (this.statements.allEntries.get() as number)
-      if (merge) this.statements.secureDeleteOff.run()
-      const counts = {
+      const rows = (): Omit<DeletedSession, 'space_reclaimed'> => ({
         compactions: this.statements.deleteRecords.run(keyName, sessionId).changes,
         cold_layer: this.statements.deleteMemory.run(keyName, sessionId).changes,
         cached: this.statements.deleteCache.run(keyName, sessionId).changes,
         cache_keys: keys
-      }
-      if (merge) {
-        this.statements.mergeIndex.run()
-        this.statements.secureDeleteOn.run()
-        this.statements.evictedMerged.run()
-      }
+      })
+      if (!merge) return rows()
+      const counts = this.withoutSecureDelete(rows)
+      this.statements.mergeIndex.run()
+      this.statements.clearEvicted.run()
       return counts
     })()
     if (deleted.compactions + deleted.cold_layer + deleted.cached === 0) return { ...deleted, space_reclaimed: true }
@@ -209,11 +207,19 @@ export class SqliteWrites {
       // The oldest entries past the cap go from the index as a later merge drops them: a secure delete
       // rewrote every term's list in place, about a millisecond an entry, and a session at its cap made
       // each of its compactions' writes take a second. It is noted, so that the next deletion merges.
-      this.statements.secureDeleteOff.run()
-      this.statements.capMemory.run(owner.key_name, owner.session_id, capFrom)
-      this.statements.secureDeleteOn.run()
-      this.statements.evicted.run()
+      this.withoutSecureDelete(() => this.statements.capMemory.run(owner.key_name, owner.session_id, capFrom))
+      this.statements.markEvicted.run()
     })()
+  }
+
+  /** `fn` with the full-text index's deletes left to a merge (its words stay in older segments until then). */
+  private withoutSecureDelete<T>(fn: () => T): T {
+    this.statements.secureDeleteOff.run()
+    try {
+      return fn()
+    } finally {
+      this.statements.secureDeleteOn.run()
+    }
   }
 
   prune(beforeMs: number, nowMs: number): { records: number; cache: number; memory: number } {

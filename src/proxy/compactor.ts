@@ -83,19 +83,29 @@ export type ProxyOutcome =
       tokens: number
       messages: Message[]
       summaryId: string
-      /** model: summarized while the client waited; precomputed: a summary written in the background, taken as it was; merged: one merged with the turns since. */
-      source: 'model' | 'precomputed' | 'merged'
+      /**
+       * precomputed: a summary written ahead in the background, taken as it was; merged: the best summary at
+       * hand (one written ahead, a model's of an earlier cut, or the current one) merged with the turns since
+       * from the ledger. A crossing never waits for a model: there is no third way.
+       */
+      source: 'precomputed' | 'merged'
+      /** The prompt's estimate before the crossing (what crossed the budget); `tokens` is what is forwarded. */
+      crossed: number
       /** The compaction as it is recorded and counted (its messages are the ones above). */
       run: CompactedView
       /** The cold layer of everything this compaction removed. */
       memory: MemoryEntry[] | undefined
     } & ForwardedTail)
 
-export type PrecomputeEvent = 'started' | 'done' | 'failed' | 'skipped' | 'refined'
+/** started, done, failed, skipped (no free place); late: done after its crossing, kept as the base of the next merge. */
+export type PrecomputeEvent = 'started' | 'done' | 'failed' | 'skipped' | 'late'
 
 export interface ProxyCompactorOptions {
   deps: CompactDeps
-  /** The share of the budget from which a session's summary is written in the background; undefined: never. */
+  /**
+   * The least share of the budget from which a conversation's next summary may be written ahead (once its
+   * growth says the crossing is near); undefined: never, and crossings merge from the ledger alone.
+   */
   precomputeAt: number | undefined
   /** Whether a background summary may start now (the summary limiter has a free place). */
   canPrecompute: () => boolean
@@ -119,6 +129,16 @@ export interface Pending extends Anchor {
   run: CompactedView
 }
 
+/** How a conversation grows: what the next crossing's nearness is judged by. */
+interface Pace {
+  /** The estimate of its last request, and when it came. */
+  tokens: number
+  at: number
+  /** Tokens a request adds, and milliseconds between requests (moving averages; undefined until seen). */
+  growth?: number
+  interval?: number
+}
+
 interface SessionState {
   /** The conversation's key (conversationKey). */
   key: string
@@ -132,7 +152,7 @@ interface SessionState {
   seenAt: number
   /** The summary sent now in place of the first turns. */
   current?: Anchor
-  /** The same cut as `current`, summarized by the model after an anchored merge: the base of the next compaction. */
+  /** A model's summary of the history's first `cut` messages (at most the current cut): the base the next crossing merges from. */
   refined?: Anchor
   /** A summary written in the background, ahead of the crossing. */
   pending?: Pending
@@ -140,6 +160,7 @@ interface SessionState {
   working?: Promise<void>
   /** The write of its anchors in flight. */
   saving?: Promise<void>
+  pace?: Pace
 }
 
 /** A compaction's tail in the client's indices: it compacted the client's messages, or them behind an earlier summary (the anchor knows the cut). */
@@ -158,47 +179,49 @@ function pendingFor(state: SessionState, messages: readonly Message[]): Pending 
   return pending && holds(pending, messages) && pending.cut > (current?.cut ?? 0) ? pending : undefined
 }
 
-/** Waits for a promise, or until the client goes away. */
-async function unlessAborted(work: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
-  if (!signal) return work
-  signal.throwIfAborted()
-  await new Promise<void>((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason as Error)
-    signal.addEventListener('abort', onAbort, { once: true })
-    void work.finally(() => {
-      signal.removeEventListener('abort', onAbort)
-      resolve()
-    })
-  })
-}
+/** Weight of the newest observation in a moving average of a conversation's pace. */
+const PACE_WEIGHT = 0.5
+/** What a summary is assumed to take before one has been timed here. */
+const FIRST_SUMMARY_MS = 10_000
+/** A summary is written ahead at most this many requests before the crossing it is for (fewer where turns are slower than summaries). */
+const MAX_LEAD_REQUESTS = 3
+
+const average = (prior: number | undefined, value: number): number => (prior === undefined ? value : prior + PACE_WEIGHT * (value - prior))
 
 /**
- * Compaction for a proxy whose clients keep sending their whole history. Per session it remembers the
+ * Compaction for a proxy whose clients keep sending their whole history. Per conversation it remembers the
  * summary that stands for the history's first turns (an anchor), so that each request sends the same
  * summary turn and the raw turns since; only when that is over the budget is a new compaction made.
  *
- * Past a share of the budget it writes the next summary in the background (through the summary cache
- * and limiter, like any other), so that the request that crosses the budget takes that summary and has
- * the turns since merged into it from the ledger, with no model call to wait for. The model then
- * rewrites the merged summary in the background, and the next compaction builds on that.
+ * A crossing never waits for a model: it takes the summary written ahead if one is ready, else merges the
+ * best summary at hand with the turns since from the ledger (no model call). A model's summary is written in
+ * the background only when the conversation's growth says the crossing is near (so that it is used), one at
+ * a time; one that comes after its crossing is the base of the next crossing's merge, so none is wasted.
  */
 export class ProxyCompactor {
   private readonly sessions = new Map<string, SessionState>()
-  private readonly background = new Set<Promise<void>>()
+  /** Anchor writes in flight. */
+  private readonly writes = new Set<Promise<void>>()
+  /** Summaries being written ahead. */
+  private readonly summaries = new Set<Promise<void>>()
   private closed = false
+  /** Ends the background summaries still waiting for a model when the compactor closes. */
+  private readonly closing = new AbortController()
+  /** How long a summary written ahead took here (a moving average): how far ahead the next one begins. */
+  private summaryMs = FIRST_SUMMARY_MS
 
   constructor(private readonly options: ProxyCompactorOptions) {}
 
   async prepare(request: ProxyRequest): Promise<ProxyOutcome> {
     const state = this.state(request)
     if (this.options.anchors) await this.load(state)
-    const outcome = await this.decide(state, request)
+    const outcome = this.decide(state, request)
     // Another replica may take the conversation's next request: what this one decided is saved first.
     if (this.options.anchors?.shared) await state.saving
     return outcome
   }
 
-  private async decide(state: SessionState, request: ProxyRequest): Promise<ProxyOutcome> {
+  private decide(state: SessionState, request: ProxyRequest): Promise<ProxyOutcome> | ProxyOutcome {
     const { messages, budget } = request
     if (state.current && !holds(state.current, messages)) {
       // The client's history is not the one summarized (it was edited, or this is another conversation).
@@ -208,30 +231,32 @@ export class ProxyCompactor {
     const current = state.current
     const effective = current ? withAnchor(current, messages) : messages
     const tokens = requestTokens(request, effective)
+    this.observe(state, tokens)
     // What is sent when nothing new is compacted: the current summary and the turns since, or the body as it came.
     const unchanged: ProxyOutcome = current ? { kind: 'reused', tokens, messages: effective, summaryId: current.summaryId, keptFrom: current.cut, clips: [] } : { kind: 'none', tokens }
     if (budget === 'off' || tokens <= budget) {
-      this.maybePrecompute(state, request, tokens)
+      this.maybeWriteAhead(state, request, tokens)
       return unchanged
     }
-
-    // Over the budget: a summary written ahead is taken at once (a newer one being written is not waited for).
+    // Over the budget: a summary written ahead is taken at once; one still being written is not waited for.
     const pending = pendingFor(state, messages)
     if (pending) return this.fromPending(state, request, pending, tokens)
-    // With none ready, the one being written is worth the wait (it started earlier than a new call would),
-    // and a compaction made meanwhile by a request of the same session may be all this one needs.
-    if (state.working) {
-      await unlessAborted(state.working, request.signal)
-      if (this.options.anchors) await this.load(state)
-      return this.decide(state, request)
-    }
+    return this.merge(state, request, tokens, unchanged)
+  }
 
+  /**
+   * The crossing with no summary written ahead: the best summary at hand (a model's of an earlier cut, or the
+   * current one) merged with the turns since from the ledger, at once.
+   */
+  private async merge(state: SessionState, request: ProxyRequest, crossed: number, unchanged: ProxyOutcome): Promise<ProxyOutcome> {
+    const { messages } = request
+    const current = state.current
     const base = holds(state.refined, messages) ? state.refined : current
     const input = base ? withAnchor(base, messages) : messages
-    const run = await runCompaction(this.body(request, input, 'auto'), this.options.deps, { tenant: request.tenant, signal: request.signal, recallTool: false })
+    const run = await runCompaction(this.body(request, input, 'auto', 'extractive'), this.options.deps, { tenant: request.tenant, signal: request.signal, recallTool: false })
     if (!isCompacted(run)) {
-      // The model's rewrite of the current summary is shorter: sent from now on, it is all this history
-      // needs (the prefix changes once, as a compaction would change it). Else nothing could be compacted.
+      // The model's summary of an earlier cut is shorter: sent from now on, it is all this history needs (the
+      // prefix changes once, as a compaction would change it). Else nothing could be compacted.
       if (base !== undefined && base !== current) {
         this.adopt(state, base)
         return { kind: 'reused', tokens: requestTokens(request, input), messages: input, summaryId: base.summaryId, keptFrom: base.cut, clips: [] }
@@ -240,8 +265,8 @@ export class ProxyCompactor {
     }
     const anchor = anchorOf(run.response, messages, base)
     this.adopt(state, anchor)
-    this.afterCrossing(state, request, run.response.messages)
-    return { kind: 'compacted', tokens, messages: run.response.messages, summaryId: anchor.summaryId, source: 'model', run, memory: run.memory, ...forwardedTail(run.response, anchor) }
+    const forwarded = { ...run, response: { ...run.response, stats: { ...run.response.stats, raw_history_tokens: crossed } } }
+    return { kind: 'compacted', tokens: run.response.stats.context_after_compaction, crossed, messages: run.response.messages, summaryId: anchor.summaryId, source: 'merged', run: forwarded, memory: run.memory, ...forwardedTail(run.response, anchor) }
   }
 
   /** The crossing, with a summary written ahead: taken as it is where it lands near the target, else merged with the turns since. */
@@ -262,8 +287,7 @@ export class ProxyCompactor {
         kept_tokens: Math.max(0, tokens - fixed - written.stats.summary_tokens - written.stats.carried_context_tokens)
       }
       const run = { ...pending.run, response: { ...written, reason: 'over_budget' as const, stats } }
-      this.afterCrossing(state, request, anchored)
-      return { kind: 'compacted', tokens, messages: anchored, summaryId: pending.summaryId, source: 'precomputed', run, memory: pending.run.memory, keptFrom: pending.cut, clips: [] }
+      return { kind: 'compacted', tokens, crossed: before, messages: anchored, summaryId: pending.summaryId, source: 'precomputed', run, memory: pending.run.memory, keptFrom: pending.cut, clips: [] }
     }
     // Taken as it is where it lands near the target; past it (a summary written long before the crossing
     // leaves more turns since than the target holds), the turns since are merged in to land there.
@@ -275,9 +299,19 @@ export class ProxyCompactor {
     if (!isCompacted(run)) return taken()
     const anchor = anchorOf(run.response, messages, pending)
     this.adopt(state, anchor)
-    this.refine(state, request, anchored, pending, anchor, mode)
     const memory = [...(pending.run.memory ?? []), ...(run.memory ?? [])]
-    return { kind: 'compacted', tokens, messages: run.response.messages, summaryId: anchor.summaryId, source: 'merged', run, memory: memory.length > 0 ? memory : undefined, ...forwardedTail(run.response, anchor) }
+    const forwarded = { ...run, response: { ...run.response, stats: { ...run.response.stats, raw_history_tokens: before } } }
+    return {
+      kind: 'compacted',
+      tokens: run.response.stats.context_after_compaction,
+      crossed: before,
+      messages: run.response.messages,
+      summaryId: anchor.summaryId,
+      source: 'merged',
+      run: forwarded,
+      memory: memory.length > 0 ? memory : undefined,
+      ...forwardedTail(run.response, anchor)
+    }
   }
 
   private adopt(state: SessionState, anchor: Anchor): void {
@@ -318,11 +352,11 @@ export class ProxyCompactor {
       .then(() => store.save(state.key, saved, state.owner))
       .catch((err: unknown) => this.options.onAnchorFault?.(err))
       .finally(() => {
-        this.background.delete(job)
+        this.writes.delete(job)
         if (state.saving === job) state.saving = undefined
       })
     state.saving = job
-    this.background.add(job)
+    this.writes.add(job)
   }
 
   private reset(state: SessionState): void {
@@ -368,73 +402,73 @@ export class ProxyCompactor {
     return Math.max(MIN_KEEP_TOKENS, Math.floor(this.options.targetShare * room) - summary - carried - grownSince)
   }
 
-  /** Right after a crossing the next summary is begun at once: it has the whole way to the next crossing to be written. */
-  private afterCrossing(state: SessionState, request: ProxyRequest, sent: Message[]): void {
-    this.maybePrecompute(state, request, requestTokens(request, sent), true)
+  /** Notes how the conversation grows: the estimate of each request under the anchor, and the time between requests. */
+  private observe(state: SessionState, tokens: number): void {
+    const now = performance.now()
+    const prior = state.pace
+    if (!prior || tokens < prior.tokens) {
+      // a first request, or one after a crossing (the history shrank): the averages go on from here
+      state.pace = { ...prior, tokens, at: now }
+      return
+    }
+    state.pace = { tokens, at: now, growth: average(prior.growth, tokens - prior.tokens), interval: average(prior.interval, now - prior.at) }
   }
 
   /**
-   * The compaction the next crossing would make is written ahead, from the point where a crossing leaves
-   * the context (COMPACT_TARGET_SHARE of the room), or from `precomputeAt` of the budget if that is sooner.
+   * The compaction the next crossing would make is written ahead, only when the crossing is near: the
+   * conversation's growth per request, over as many requests as a summary takes at its pace (at most
+   * MAX_LEAD_REQUESTS), would carry it past the budget. Never before `precomputeAt` of the budget, never two
+   * at once, never again for the same crossing: a summary made far from the crossing is one a conversation
+   * that stops short of it pays for and never uses.
    */
-  private maybePrecompute(state: SessionState, request: ProxyRequest, tokens: number, crossed = false): void {
-    const { precomputeAt, targetShare } = this.options
+  private maybeWriteAhead(state: SessionState, request: ProxyRequest, tokens: number): void {
+    const { precomputeAt } = this.options
     const { budget, messages } = request
     if (this.closed || precomputeAt === undefined || budget === 'off' || !this.options.deps.modelSummarizer || state.working) return
-    const fixed = requestTokens(request, [])
-    const from = Math.min(precomputeAt * budget, targetShare === undefined ? Infinity : fixed + targetShare * (budget - fixed))
-    if (tokens < from && !crossed) return
-    const current = state.current
-    const pending = pendingFor(state, messages)
-    if (pending && tokens - pending.atTokens < PRECOMPUTE_STEP * budget) return
+    if (tokens < precomputeAt * budget || pendingFor(state, messages)) return
+    const { growth, interval } = state.pace ?? {}
+    if (growth === undefined || interval === undefined || growth <= 0) return
+    const lead = Math.min(MAX_LEAD_REQUESTS, Math.max(1, Math.ceil(this.summaryMs / Math.max(1, interval))))
+    if (tokens + lead * growth < budget) return
     if (!this.options.canPrecompute()) return this.options.onPrecompute('skipped')
+    const current = state.current
     const base = holds(state.refined, messages) ? state.refined : current
     const input = base ? withAnchor(base, messages) : messages
     this.options.onPrecompute('started')
+    const started = performance.now()
     this.track(state, async () => {
       // Written ahead of the crossing, it keeps less: the turns until the crossing will be kept too.
       const keep = this.crossingKeep(request, budget - tokens)
-      const run = await runCompaction(this.body(request, input, 'manual', 'auto', keep), this.options.deps, { tenant: request.tenant, recallTool: false })
-      if (!isCompacted(run) || state.current?.summaryId !== current?.summaryId) return
+      const run = await runCompaction(this.body(request, input, 'manual', 'auto', keep), this.options.deps, { tenant: request.tenant, recallTool: false, signal: this.closing.signal })
+      this.summaryMs = average(this.summaryMs, performance.now() - started)
+      if (!isCompacted(run) || state.forgotten || this.closed) return
       const anchor = anchorOf(run.response, messages, base)
       const { messages: _sent, ...response } = run.response
-      if (anchor.cut > (current?.cut ?? 0)) {
+      if (anchor.cut > (state.current?.cut ?? 0)) {
         state.pending = { ...anchor, atTokens: tokens, run: { ...run, response } }
         this.persist(state)
+        this.options.onPrecompute('done')
+        return
       }
-      this.options.onPrecompute('done')
-    })
-  }
-
-  /** After an anchored merge: the model summarizes the same span, and the next compaction builds on that. */
-  private refine(state: SessionState, request: ProxyRequest, anchored: Message[], pending: Anchor, merged: Anchor, mode: 'auto' | 'manual'): void {
-    if (this.closed || !this.options.deps.modelSummarizer || !this.options.canPrecompute()) return
-    this.track(state, async () => {
-      const run = await runCompaction(this.body(request, anchored, mode), this.options.deps, { tenant: request.tenant, recallTool: false })
-      if (!isCompacted(run) || state.current?.summaryId !== merged.summaryId) return
-      const anchor = anchorOf(run.response, request.messages, pending)
-      if (anchor.cut === merged.cut) {
-        state.refined = anchor
+      // A crossing came first: the model's summary of the first `cut` messages is the base of the next one's merge.
+      if (!state.refined || anchor.cut >= state.refined.cut) {
+        state.refined = { cut: anchor.cut, prefixHash: anchor.prefixHash, head: anchor.head, summaryId: anchor.summaryId }
         this.persist(state)
-        this.options.onPrecompute('refined')
       }
-    }, () => {
-      // then the next crossing's summary, as after any crossing
-      if (state.current?.summaryId === merged.summaryId) this.afterCrossing(state, request, withAnchor(merged, request.messages))
+      this.options.onPrecompute('late')
     })
   }
 
-  /** Runs background work for the conversation, one at a time; `then` follows it once its place is free. */
-  private track(state: SessionState, work: () => Promise<void>, then?: () => void): void {
+  /** Runs background work for the conversation, one at a time. */
+  private track(state: SessionState, work: () => Promise<void>): void {
     const job = work()
       .catch((err: unknown) => this.options.onPrecompute('failed', err))
       .finally(() => {
         if (state.working === job) state.working = undefined
-        this.background.delete(job)
-        then?.()
+        this.summaries.delete(job)
       })
     state.working = job
-    this.background.add(job)
+    this.summaries.add(job)
   }
 
   private state(request: ProxyRequest): SessionState {
@@ -487,15 +521,16 @@ export class ProxyCompactor {
     return this.sessions.size
   }
 
-  /** Resolves when the background work in flight now is over. */
+  /** Resolves when the background work in flight now (summaries and anchor writes) is over. */
   async idle(): Promise<void> {
-    await Promise.allSettled([...this.background])
+    await Promise.allSettled([...this.summaries, ...this.writes])
   }
 
-  /** No new background work; the work in flight is waited for. */
+  /** No new background work; summaries still waiting for a model are given up (a crossing never needs one), anchor writes waited for. */
   async close(): Promise<void> {
     this.closed = true
-    await Promise.allSettled([...this.background])
+    this.closing.abort()
+    await Promise.allSettled([...this.writes])
   }
 }
 

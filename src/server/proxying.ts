@@ -242,6 +242,7 @@ export async function proxyRequest<R>(
   const upstreamMs = performance.now() - asked
   await recorded // the record's writes log and count their own failures: they never reject
   app.metrics.proxyUpstreamSeconds.observe({ endpoint: api.endpoint }, upstreamMs / 1_000)
+  if (outcome.kind === 'compacted') app.metrics.crossingWait.observe((asked - started) / 1_000)
 
   const notRead = 'unread' in read ? read.unread : undefined
   // On the request's one line, written when the answer ends (a line of its own cost a write a request).
@@ -252,7 +253,9 @@ export async function proxyRequest<R>(
     compaction: outcome.kind,
     ...(notRead ? { not_read: notRead } : {}),
     summary_id: outcome.kind === 'none' ? undefined : outcome.summaryId,
-    estimated_tokens: outcome.tokens,
+    // a crossing's size as it crossed the budget, and what was forwarded in its place
+    estimated_tokens: outcome.kind === 'compacted' ? outcome.crossed : outcome.tokens,
+    ...(outcome.kind === 'compacted' ? { forwarded_tokens: outcome.tokens, source: outcome.source } : {}),
     session_id: session,
     prepare_ms: Math.round(asked - started),
     upstream_ms: Math.round(upstreamMs)

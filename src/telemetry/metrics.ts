@@ -65,11 +65,17 @@ export function createMetrics() {
     proxyUpstreamSeconds: new Histogram({ name: 'compaction_proxy_upstream_seconds', help: 'Time until the upstream API began to answer a proxied request, by endpoint', labelNames: ['endpoint'] as const, buckets: SECONDS_BUCKETS, registers }),
     proxyCompactions: new Counter({
       name: 'compaction_proxy_compactions_total',
-      help: 'Compactions the proxy made, by source (model: summarized while the client waited; precomputed, merged: from a summary written ahead)',
+      help: 'Compactions the proxy made, by source (precomputed: a summary written ahead, taken as it was; merged: the best summary at hand merged with the turns since from the ledger); a crossing never waits for a model',
       labelNames: ['source'] as const,
       registers
     }),
-    proxyPrecomputes: new Counter({ name: 'compaction_proxy_precomputes_total', help: 'Background summaries of proxied sessions, by event (started, done, refined, skipped, failed)', labelNames: ['event'] as const, registers }),
+    proxyPrecomputes: new Counter({ name: 'compaction_proxy_precomputes_total', help: 'Summaries written ahead for proxied conversations, by event (started; done: ready before its crossing; late: done after it, the base of the next merge; skipped: no free place; failed)', labelNames: ['event'] as const, registers }),
+    crossingWait: new Histogram({
+      name: 'compaction_crossing_wait_seconds',
+      help: 'How long a proxied request that crossed its budget waited for its compaction before it was forwarded (no model call is ever waited for)',
+      buckets: SECONDS_BUCKETS,
+      registers
+    }),
     httpDuration: new Histogram({ name: 'http_request_duration_seconds', help: 'HTTP request duration by method, route template and status code', labelNames: ['method', 'route', 'status_code'] as const, buckets: SECONDS_BUCKETS, registers })
   }
 }
@@ -98,6 +104,6 @@ export function initializeSeries(m: Metrics, modelKind: 'anthropic' | 'openai' =
   for (const endpoint of KNOWN_LABELS.proxyEndpoints) {
     for (const compaction of ['none', 'reused', 'compacted']) for (const status of ['2xx', '4xx', '5xx']) m.proxyRequests.inc({ endpoint, compaction, status }, 0)
   }
-  for (const source of ['model', 'precomputed', 'merged']) m.proxyCompactions.inc({ source }, 0)
-  for (const event of ['started', 'done', 'refined', 'skipped', 'failed']) m.proxyPrecomputes.inc({ event }, 0)
+  for (const source of ['precomputed', 'merged']) m.proxyCompactions.inc({ source }, 0)
+  for (const event of ['started', 'done', 'late', 'skipped', 'failed']) m.proxyPrecomputes.inc({ event }, 0)
 }

@@ -85,30 +85,43 @@ describe('the proxy compactor over a growing session', () => {
     )
   }, 180_000)
 
-  it('sends the model\'s rewrite of the summary once the one sent no longer fits, never a history over the budget', async () => {
-    // A counterexample the property once found: the merged summary plus the turns since came to 4,001
-    // tokens; the refined summary of the same cut fitted, but the proxy sent the merged one.
-    const turns = [
-      { prompt: ' ', outputs: [0, 0], answer: '' },
-      { prompt: ' ', outputs: [0], answer: '' },
-      { prompt: ' ', outputs: [0], answer: '' },
-      { prompt: ' ', outputs: [2535, 3423], answer: '   ' },
-      { prompt: '           ', outputs: [1321], answer: '    ' },
-      { prompt: '     ', outputs: [], answer: '' },
-      { prompt: '!', outputs: [0, 1959, 4634, 3638], answer: '' },
-      { prompt: ' ', outputs: [5827, 5444], answer: '' },
-      { prompt: ' ', outputs: [], answer: '' }
-    ]
-    const proxy = compactor(true, 0.5)
+  it('never waits for a model at a crossing: a summary that comes after its crossing is the base of the next one', async () => {
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    let calls = 0
+    const slow: Summarizer = {
+      kind: 'anthropic',
+      summarize: async () => {
+        calls++
+        await gate
+        return { sections: { ...emptySections(), objective: 'Keep the service running (model)' }, report: { kind: 'anthropic', model: 'm', input_tokens: 1, output_tokens: 1, calls: 1, fallback_reason: null, duration_ms: 0 } }
+      }
+    }
+    let n = 0
+    const proxy = new ProxyCompactor({
+      deps: { defaults: { budgetTokens: 45_000, keepTurns: 8 }, extractive: new ExtractiveSummarizer(), modelSummarizer: slow, newId: () => `cmp_${++n}`, now: () => performance.now() },
+      precomputeAt: 0.5,
+      canPrecompute: () => true,
+      onPrecompute: () => undefined,
+      targetShare: 0.5
+    })
+    const requests = build(Array.from({ length: 60 }, (_, i) => ({ prompt: `step ${i}`, outputs: [1_500], answer: 'ok' })))
     const outcomes: ProxyOutcome[] = []
-    for (const messages of build(turns)) outcomes.push(await proxy.prepare({ messages, tenant: 't', session: 's', budget: 4_000 }))
+    let k = 0
+    // every request is answered while the model has answered nothing
+    while (outcomes.filter((o) => o.kind === 'compacted').length < 2) outcomes.push(await proxy.prepare({ messages: requests[k++]!, tenant: 't', session: 's', budget: 6_000 }))
+    expect(calls).toBe(1)
+    expect(outcomes.every((o) => o.kind !== 'compacted' || o.source === 'merged')).toBe(true)
+    release()
+    await proxy.idle()
+    let next: ProxyOutcome | undefined
+    while (next?.kind !== 'compacted' && k < requests.length) next = await proxy.prepare({ messages: requests[k++]!, tenant: 't', session: 's', budget: 6_000 })
+    expect(next?.kind).toBe('compacted')
+    if (next?.kind !== 'compacted') return
+    expect(JSON.stringify(next.messages[0])).toContain('Keep the service running (model)')
+    expect(validateHistory(next.messages)).toBeUndefined()
+    expect(promptTokens(next.messages, undefined, undefined)).toBeLessThanOrEqual(6_000)
     await proxy.close()
-    const last = outcomes.at(-1)
-    expect(last?.kind).toBe('reused')
-    if (last?.kind !== 'reused') return
-    expect(promptTokens(last.messages, undefined, undefined)).toBeLessThanOrEqual(4_000)
-    const before = outcomes.at(-2)
-    expect(before?.kind === 'reused' && before.summaryId).not.toBe(last.summaryId)
   })
 
   it('starts over when the client sends another history under the same session', async () => {

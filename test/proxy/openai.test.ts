@@ -9,6 +9,7 @@ import { type OpenAiApi, openAiPayload, readOpenAiRequest } from '../../src/prox
 import type { App } from '../../src/server/app.js'
 import { ExtractiveSummarizer } from '../../src/summarizer/extractive.js'
 import type { Summarizer } from '../../src/summarizer/summarizer.js'
+import { until } from '../helpers/wait.js'
 import { testApp } from '../helpers/app.js'
 import { FakeAnthropic } from '../helpers/fake-anthropic.js'
 import { FakeOpenAi, type OpenAiRequest, chatCompletionsRefusal, responsesRefusal } from '../helpers/fake-openai.js'
@@ -288,18 +289,29 @@ describe('the OpenAI proxies without a key for the upstream', () => {
 })
 
 describe('a proxied compaction summarized by an OpenAI-compatible model', () => {
-  it('the summary is written by the openai summarizer through the same upstream, and the proxied request sends it', async () => {
+  it('the summary is written ahead by the openai summarizer through the same upstream, and the crossing sends it', async () => {
     const fake = await new FakeOpenAi().start()
     fake.fallback = (r) => (isSummaryCall(r) ? { toolInput: { objective: 'Fix the failing parser test (model summary)' } } : { text: 'ok' })
-    const app = await testApp({ OPENAI_API_KEY: UPSTREAM_KEY, OPENAI_BASE_URL: `${fake.url}/v1`, COMPACT_SUMMARIZER: 'openai', COMPACT_MODEL: 'gpt-small', COMPACT_PRECOMPUTE_AT: 'off' })
+    const app = await testApp({ OPENAI_API_KEY: UPSTREAM_KEY, OPENAI_BASE_URL: `${fake.url}/v1`, COMPACT_SUMMARIZER: 'openai', COMPACT_MODEL: 'gpt-small', COMPACT_PRECOMPUTE_AT: '0.5' })
     try {
       await app.listen({ port: 0, host: '127.0.0.1' })
       const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/v1`
       const client = new OpenAI({ apiKey: 'unused', baseURL: base, maxRetries: 0 })
-      const { response } = await client.chat.completions.create({ model: 'gpt-agent', messages: chatSession(30) as never }, { headers: { 'x-compaction-budget': BUDGET } }).withResponse()
-      expect(response.headers.get('x-compaction')).toBe('compacted')
+      const send = (steps: number) => client.chat.completions.create({ model: 'gpt-agent', messages: chatSession(steps) as never }, { headers: { 'x-compaction-budget': BUDGET } }).withResponse()
+      // the session grows a step a request; the summary is written ahead once its growth says the crossing is near
+      let steps = 1
+      let crossing: Awaited<ReturnType<typeof send>>['response'] | undefined
+      while (steps < 60) {
+        const { response } = await send(steps++)
+        if (response.headers.get('x-compaction') === 'compacted') {
+          crossing = response
+          break
+        }
+        if (fake.requests.some(isSummaryCall)) await until('the summary written ahead', async () => (await app.metrics.registry.getSingleMetricAsString('compaction_proxy_precomputes_total')).includes('event="done"} 1'))
+      }
+      expect(crossing).toBeDefined()
       expect(fake.requests.filter(isSummaryCall).map((r) => r.body.model)).toEqual(['gpt-small'])
-      const [sent] = proxied(fake)
+      const sent = proxied(fake).at(-1)
       expect(itemText((sent?.body.messages as unknown as Item[])[1])).toContain('(model summary)')
     } finally {
       await app.close()

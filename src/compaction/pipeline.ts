@@ -3,7 +3,7 @@ import { extractiveSections } from './extractive.js'
 import { boundFiles, fitSections } from './fit.js'
 import { type Ledger, readLedger, userText } from './ledger.js'
 import { guardSections, mergeSections } from './merge.js'
-import { type Clip, type CutPlan, planCut } from './plan.js'
+import { type Clip, type CutPlan, clipToFit, planCut } from './plan.js'
 import { CORE_REDACTORS, type Redact, type RedactMany, type Redactors } from './redact.js'
 import { DEFAULT_RENDER, type RenderedSpan, findPriorSummaries, renderSpan } from './render.js'
 import { LIST_SECTIONS, type SummarySections } from './sections.js'
@@ -53,6 +53,11 @@ export interface CompactionInput {
   dryRun: boolean
   /** Text the same key's other conversations sent (by line fingerprint): harness text, left out of the requests. */
   commonText?: CommonText
+  /**
+   * keepTokens is where the cut is aimed, not the tail's bound: the newest step is clipped only when the
+   * budget would not hold it beside the summary as it is written (a proxy's crossing), never to keepTokens.
+   */
+  clipToBudget?: boolean
 }
 
 export interface CompactionStats {
@@ -97,6 +102,11 @@ export interface CompactionPlan {
   compactedTurns: number
   /** Set when the tail cannot be brought within its bound: the request is refused, naming the place. */
   problem?: HistoryProblem
+  /**
+   * With clipToBudget, where the tail was clipped: the history unclipped and the room the tail and summary
+   * share, so that the tail is clipped again against the summary's real size once it is written.
+   */
+  reclip?: { messages: readonly Message[]; tokens: readonly number[]; room: number; budget: number }
 }
 
 /** The span as a model reads it: rendered, clipped, every text redacted first. */
@@ -149,6 +159,8 @@ export function planCompaction(input: CompactionInput, redactors: Redactors = CO
   // The room the summary leaves for the tail and the context carried over.
   const room = budget === undefined ? undefined : budget - fixedTokens - summaryMaxTokens
   let tailBound = Math.max(0, room === undefined ? keepTokens : Math.min(keepTokens, room))
+  // with clipToBudget, the bound the newest step is clipped to: all the room the summary's share leaves
+  let clipBound = input.clipToBudget && room !== undefined ? Math.max(tailBound, room) : undefined
 
   let reason: Reason
   if (input.mode === 'manual') reason = 'manual'
@@ -156,7 +168,7 @@ export function planCompaction(input: CompactionInput, redactors: Redactors = CO
   else reason = rawHistoryTokens > budget ? 'over_budget' : 'under_budget'
 
   const wantsCut = reason === 'manual' || reason === 'over_budget'
-  const cutAt = (bound: number): CutPlan => planCut(messages, tokens, { keepTokens: bound, keepTurns: input.keepTurns, scale })
+  const cutAt = (bound: number): CutPlan => planCut(messages, tokens, { keepTokens: bound, keepTurns: input.keepTurns, scale, ...(clipBound !== undefined ? { clipTokens: Math.max(bound, clipBound) } : {}) })
   let cut = wantsCut ? cutAt(tailBound) : { cut: 0, tail: [...messages], tailTokens: rawHistoryTokens - fixedTokens, clips: [] as Clip[] }
   // The context the span carries over comes first: where it and the tail would not both fit, the tail
   // is cut again within what the context leaves, and the context then takes at most the room left.
@@ -165,6 +177,7 @@ export function planCompaction(input: CompactionInput, redactors: Redactors = CO
     const need = carriedTokens(context, scale)
     if (cut.tailTokens + need > room) {
       tailBound = Math.max(0, Math.min(tailBound, room - need))
+      if (clipBound !== undefined) clipBound = Math.max(0, Math.min(clipBound, room - need))
       cut = cutAt(tailBound)
     }
     context = carriedContext(messages.slice(0, cut.cut), Math.min(contextMaxTokens, Math.max(0, room - cut.tailTokens)), scale)
@@ -177,6 +190,7 @@ export function planCompaction(input: CompactionInput, redactors: Redactors = CO
     const left = budget - fixedTokens - summaryMaxTokens - (context === NO_CONTEXT ? 0 : carriedTokens(context, scale))
     if (cut.tailTokens > left) {
       tailBound = Math.max(0, Math.min(tailBound, left))
+      if (clipBound !== undefined) clipBound = Math.max(0, Math.min(clipBound, left))
       cut = cutAt(tailBound)
       context = carriedContext(messages.slice(0, cut.cut), Math.min(contextMaxTokens, Math.max(0, budget - fixedTokens - summaryMaxTokens - cut.tailTokens)), scale)
       ledger = readLedger(messages.slice(0, cut.cut), 0, input.commonText)
@@ -185,7 +199,12 @@ export function planCompaction(input: CompactionInput, redactors: Redactors = CO
   if (wantsCut && cut.cut === 0) reason = 'nothing_to_compact'
   else if (wantsCut && input.dryRun) reason = 'dry_run'
 
-  const problem = wantsCut && cut.cut > 0 && cut.overBound ? unfitProblem(cut, tailBound, budget, fixedTokens, summaryMaxTokens) : undefined
+  const appliedBound = clipBound === undefined ? tailBound : Math.max(tailBound, clipBound)
+  const problem = wantsCut && cut.cut > 0 && cut.overBound ? unfitProblem(cut, appliedBound, budget, fixedTokens, summaryMaxTokens) : undefined
+  const reclip =
+    clipBound !== undefined && budget !== undefined && cut.clips.length > 0
+      ? { messages, tokens, room: budget - fixedTokens - (context === NO_CONTEXT ? 0 : carriedTokens(context, scale)), budget }
+      : undefined
 
   const span = messages.slice(0, cut.cut)
   const priorSummaries = findPriorSummaries(span)
@@ -198,7 +217,7 @@ export function planCompaction(input: CompactionInput, redactors: Redactors = CO
     fixedTokens,
     rawHistoryTokens,
     cut,
-    tailBound,
+    tailBound: appliedBound,
     summaryMaxTokens,
     span,
     ledger,
@@ -207,7 +226,8 @@ export function planCompaction(input: CompactionInput, redactors: Redactors = CO
     priorTurns: priorSummaries.reduce((n, p) => n + p.compactedTurns, 0),
     latestAssistantText: latestAssistantText(span),
     compactedTurns: span.filter((m) => isPromptMessage(m) && userText(m) !== '').length,
-    ...(problem ? { problem } : {})
+    ...(problem ? { problem } : {}),
+    ...(reclip ? { reclip } : {})
   }
 }
 
@@ -337,18 +357,41 @@ function compactedHistory(plan: CompactionPlan, blocks: Block[]): { messages: Me
   return { messages: headMessages.concat(tail.slice(replaced)), tokens }
 }
 
+/** Room kept beside the summary turn's own estimate when the tail is clipped again: its framing where it joins the tail's first message. */
+const RECLIP_SLACK_TOKENS = 2 * MESSAGE_OVERHEAD_TOKENS
+
+/**
+ * The compacted history; with clipToBudget, the tail clipped again against the summary as written (which
+ * is often far smaller than its share), so that the newest step loses only what the budget requires. The
+ * bound stays hard: where the tail clipped anew would not fit after all, the first clip stands.
+ */
+function withTailClippedToFit(plan: CompactionPlan, blocks: Block[], summaryTokens: number): { plan: CompactionPlan; messages: Message[]; tokens: number } {
+  const first = compactedHistory(plan, blocks)
+  const { reclip } = plan
+  if (!reclip) return { plan, ...first }
+  const left = reclip.room - summaryTokens - RECLIP_SLACK_TOKENS
+  if (left <= plan.cut.tailTokens) return { plan, ...first }
+  const cut = clipToFit(reclip.messages, plan.cut.cut, reclip.tokens, left, plan.scale)
+  if (cut.overBound) return { plan, ...first }
+  const wider = { ...plan, cut }
+  const second = compactedHistory(wider, blocks)
+  return plan.fixedTokens + second.tokens <= reclip.budget ? { plan: wider, ...second } : { plan, ...first }
+}
+
 /**
  * Turns a plan and a summary (a model's sections, or none for the extractive one) into the compacted
  * history: prior facts merged, the guard applied, secrets redacted with `redactors`, the summary fitted to its budget.
  */
-export function finishCompaction(plan: CompactionPlan, options: FinishOptions, redactors: Redactors = CORE_REDACTORS): Compacted {
+export function finishCompaction(given: CompactionPlan, options: FinishOptions, redactors: Redactors = CORE_REDACTORS): Compacted {
+  let plan = given
   const guarded = summarySections(plan, options)
   const header = { id: options.id, compactedTurns: plan.priorTurns + plan.compactedTurns }
   const { recallHint, textBudget } = summaryRoom(plan, options, redactors.redact)
   const { text, sections: fitted } = summaryText(guarded.sections, textBudget, header, redactors.redactParts)
   const blocks = summaryBlocks(text, recallHint, options.recallTool)
-  const { messages, tokens: outputTokens } = compactedHistory(plan, blocks)
   const summaryTokens = scaled(rawMessageTokens({ role: 'user', content: blocks }), plan.scale)
+  const { plan: final, messages, tokens: outputTokens } = withTailClippedToFit(plan, blocks, summaryTokens)
+  plan = final
   return {
     compacted: true,
     reason: plan.reason,

@@ -5,8 +5,13 @@ import { type Block, type Message, isPromptMessage, isTextBlock, isToolResult, i
 import { at } from './at.js'
 
 export interface CutPolicy {
-  /** Hard bound on the estimated tokens of the kept tail. */
+  /** Hard bound on the estimated tokens of the kept tail (where `clipTokens` is set: where the cut is aimed). */
   keepTokens: number
+  /**
+   * Where set (at least keepTokens): the hard bound instead, to which the newest step is clipped only when it
+   * alone is over it; older steps are kept only within keepTokens.
+   */
+  clipTokens?: number
   /** At most this many prompt messages in the tail. */
   keepTurns: number
   /** The factor the token estimate is calibrated by. */
@@ -82,8 +87,9 @@ export function planCut(messages: readonly Message[], tokens: readonly number[],
 
   const tail = messages.slice(accepted)
   tailTokens = sum(tokens, accepted)
-  if (tailTokens <= policy.keepTokens) return { cut: accepted, tail, tailTokens, clips: [] }
-  return clipToFit(messages, accepted, tokens, policy)
+  const bound = Math.max(policy.keepTokens, policy.clipTokens ?? 0)
+  if (tailTokens <= bound) return { cut: accepted, tail, tailTokens, clips: [] }
+  return clipToFit(messages, accepted, tokens, bound, policy.scale)
 }
 
 /** The last turn when it is not the whole history, else the last step. */
@@ -194,7 +200,8 @@ function pointerOf(messageIndex: number, c: Clippable): string {
  * least MIN_CLIPPED_CHARS of each, a second keeps only the marker. Each text is clipped once per pass,
  * so the work is O(n log n) in the texts of the tail.
  */
-function clipToFit(messages: readonly Message[], cut: number, tokens: readonly number[], policy: CutPolicy): CutPlan {
+export function clipToFit(messages: readonly Message[], cut: number, tokens: readonly number[], bound: number, scale: number): CutPlan {
+  const policy = { keepTokens: bound, scale }
   const tail: Message[] = messages.slice(cut)
   const tailTokensOf = tokens.slice(cut)
   const clips = new Map<string, Clip>()

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { type Message, type SummaryHead, assembleHistory, assembledHead, blocksOf, headOf, isPromptMessage, isTextBlock, isToolResult, isToolUse } from '../compaction/index.js'
+import { type Clip, type Message, type SummaryHead, assembleHistory, assembledHead, blocksOf, headOf, isPromptMessage, isTextBlock, isToolResult, isToolUse } from '../compaction/index.js'
 import type { CompactedResponse } from '../service/compact.js'
 
 /**
@@ -16,6 +16,25 @@ export interface Anchor {
   /** What the compaction put in front of the kept turns: the summary turn's blocks and the system blocks carried over. */
   head: SummaryHead
   summaryId: string
+  /**
+   * The kept messages the compaction clipped, as it sent them, with the digest of the client's own: sent the
+   * same way while the client sends the same message, so that the prefix changes at compactions only.
+   */
+  clipped?: ClippedMessage[]
+}
+
+export interface ClippedMessage {
+  /** Its index in the client's history. */
+  index: number
+  /** SHA-256 of the client's message as it came. */
+  digest: string
+  message: Message
+  /** The clips made in it (at the client's indices). */
+  clips: Clip[]
+}
+
+function digestOf(message: Message): string {
+  return createHash('sha256').update(JSON.stringify(message)).digest('hex')
 }
 
 /**
@@ -48,9 +67,45 @@ export function holds(anchor: Anchor | undefined, messages: readonly Message[]):
   return anchor !== undefined && anchor.cut < messages.length && hashPrefix(messages, anchor.cut) === anchor.prefixHash
 }
 
-/** The history with the anchored messages replaced by its summary turn. */
+/** The history with the anchored messages replaced by its summary turn, and the clips it made repeated where the client sends the same messages. */
 export function withAnchor(anchor: Anchor, messages: readonly Message[]): Message[] {
-  return assembleHistory(anchor.head, messages.slice(anchor.cut))
+  return anchoredTail(anchor, messages).messages
+}
+
+/** withAnchor, and the clips repeated (at the client's indices), for a client in another API's format to be given back. */
+export function anchoredTail(anchor: Anchor, messages: readonly Message[]): { messages: Message[]; clips: Clip[] } {
+  const tail = messages.slice(anchor.cut)
+  const clips: Clip[] = []
+  for (const c of anchor.clipped ?? []) {
+    const t = c.index - anchor.cut
+    const own = tail[t]
+    if (own === undefined || digestOf(own) !== c.digest) continue
+    tail[t] = c.message
+    clips.push(...c.clips)
+  }
+  return { messages: assembleHistory(anchor.head, tail), clips }
+}
+
+/**
+ * The kept messages a compaction clipped, read back from what it sent (`sent`: the head in front of the
+ * tail from `cut`, merged into its first messages where roles call for it).
+ */
+function clippedOf(sent: readonly Message[], messages: readonly Message[], cut: number, head: SummaryHead, clips: readonly Clip[]): ClippedMessage[] {
+  if (clips.length === 0) return []
+  const tail = messages.slice(cut)
+  const { messages: headMessages, replaced } = assembledHead(head, tail)
+  const out: ClippedMessage[] = []
+  for (const index of new Set(clips.map((c) => c.message_index))) {
+    const t = index - cut
+    const own = tail[t]
+    if (own === undefined) continue
+    let message = t < replaced ? sent[t] : sent[headMessages.length + t - replaced]
+    if (message === undefined) continue
+    // a message the head was merged into: its own blocks follow the head's
+    if (t < replaced) message = { ...message, content: blocksOf(message).slice(t === 0 ? head.user.length : head.system.length) }
+    out.push({ index, digest: digestOf(own), message, clips: clips.filter((c) => c.message_index === index) })
+  }
+  return out
 }
 
 /**
@@ -64,11 +119,9 @@ export function anchorOf(response: CompactedResponse, messages: readonly Message
     shift = head.length - replaced
   }
   const cut = (base?.cut ?? 0) + response.kept_from - shift
-  return {
-    cut,
-    prefixHash: hashPrefix(messages, cut),
-    // the same head the compaction put in front of its tail, read back from what it sent
-    head: headOf(response.messages, messages.slice(cut)),
-    summaryId: response.summary.id
-  }
+  // the same head the compaction put in front of its tail, read back from what it sent
+  const head = headOf(response.messages, messages.slice(cut))
+  const clips = response.clips.map((clip) => ({ ...clip, message_index: clip.message_index + cut - response.kept_from }))
+  const clipped = clippedOf(response.messages, messages, cut, head, clips)
+  return { cut, prefixHash: hashPrefix(messages, cut), head, summaryId: response.summary.id, ...(clipped.length > 0 ? { clipped } : {}) }
 }

@@ -4,7 +4,7 @@ import type { MemoryEntry } from '../memory/entries.js'
 import type { CompactRequestBody } from '../contract/schemas.js'
 import type { SessionOwner, Store } from '../storage/store.js'
 import { type CompactDeps, type CompactRun, type CompactRunView, type CompactedResponse, type ResponseView, runCompaction } from '../service/compact.js'
-import { type Anchor, anchorOf, hashPrefix, holds, withAnchor } from './anchors.js'
+import { type Anchor, anchorOf, anchoredTail, hashPrefix, holds, withAnchor } from './anchors.js'
 import { MAX_PROXY_SESSIONS, PROXY_SESSION_IDLE_MS, PRECOMPUTE_STEP, ANCHOR_TTL_MS } from '../contract/defaults.js'
 export { MAX_PROXY_SESSIONS, PROXY_SESSION_IDLE_MS, PRECOMPUTE_STEP, ANCHOR_TTL_MS }
 
@@ -229,11 +229,13 @@ export class ProxyCompactor {
       this.persist(state)
     }
     const current = state.current
-    const effective = current ? withAnchor(current, messages) : messages
+    const anchored = current ? anchoredTail(current, messages) : undefined
+    const effective = anchored ? anchored.messages : messages
     const tokens = requestTokens(request, effective)
     this.observe(state, tokens)
-    // What is sent when nothing new is compacted: the current summary and the turns since, or the body as it came.
-    const unchanged: ProxyOutcome = current ? { kind: 'reused', tokens, messages: effective, summaryId: current.summaryId, keptFrom: current.cut, clips: [] } : { kind: 'none', tokens }
+    // What is sent when nothing new is compacted: the current summary and the turns since (clipped as the
+    // crossing clipped them), or the body as it came.
+    const unchanged: ProxyOutcome = current && anchored ? { kind: 'reused', tokens, messages: effective, summaryId: current.summaryId, keptFrom: current.cut, clips: anchored.clips } : { kind: 'none', tokens }
     if (budget === 'off' || tokens <= budget) {
       this.maybeWriteAhead(state, request, tokens)
       return unchanged
@@ -253,13 +255,14 @@ export class ProxyCompactor {
     const current = state.current
     const base = holds(state.refined, messages) ? state.refined : current
     const input = base ? withAnchor(base, messages) : messages
-    const run = await runCompaction(this.body(request, input, 'auto', 'extractive'), this.options.deps, { tenant: request.tenant, signal: request.signal, recallTool: false })
+    const run = await runCompaction(this.body(request, input, 'auto', 'extractive'), this.options.deps, { tenant: request.tenant, signal: request.signal, recallTool: false, clipToBudget: true })
     if (!isCompacted(run)) {
       // The model's summary of an earlier cut is shorter: sent from now on, it is all this history needs (the
       // prefix changes once, as a compaction would change it). Else nothing could be compacted.
       if (base !== undefined && base !== current) {
         this.adopt(state, base)
-        return { kind: 'reused', tokens: requestTokens(request, input), messages: input, summaryId: base.summaryId, keptFrom: base.cut, clips: [] }
+        const again = anchoredTail(base, messages)
+        return { kind: 'reused', tokens: requestTokens(request, again.messages), messages: again.messages, summaryId: base.summaryId, keptFrom: base.cut, clips: again.clips }
       }
       return unchanged
     }
@@ -272,7 +275,7 @@ export class ProxyCompactor {
   /** The crossing, with a summary written ahead: taken as it is where it lands near the target, else merged with the turns since. */
   private async fromPending(state: SessionState, request: ProxyRequest, pending: Pending, before: number): Promise<ProxyOutcome> {
     const { messages, budget } = request
-    const anchored = withAnchor(pending, messages)
+    const { messages: anchored, clips } = anchoredTail(pending, messages)
     const tokens = requestTokens(request, anchored)
     const taken = (): ProxyOutcome => {
       this.adopt(state, pending)
@@ -287,7 +290,7 @@ export class ProxyCompactor {
         kept_tokens: Math.max(0, tokens - fixed - written.stats.summary_tokens - written.stats.carried_context_tokens)
       }
       const run = { ...pending.run, response: { ...written, reason: 'over_budget' as const, stats } }
-      return { kind: 'compacted', tokens, crossed: before, messages: anchored, summaryId: pending.summaryId, source: 'precomputed', run, memory: pending.run.memory, keptFrom: pending.cut, clips: [] }
+      return { kind: 'compacted', tokens, crossed: before, messages: anchored, summaryId: pending.summaryId, source: 'precomputed', run, memory: pending.run.memory, keptFrom: pending.cut, clips }
     }
     // Taken as it is where it lands near the target; past it (a summary written long before the crossing
     // leaves more turns since than the target holds), the turns since are merged in to land there.
@@ -295,7 +298,7 @@ export class ProxyCompactor {
     // The anchored merge: the precomputed summary is the prior, the turns since come from the ledger (a
     // history under the budget but past the landing is compacted as a /compact would: manual).
     const mode = tokens > budget ? 'auto' : 'manual'
-    const run = await runCompaction(this.body(request, anchored, mode, 'extractive'), this.options.deps, { tenant: request.tenant, signal: request.signal, recallTool: false })
+    const run = await runCompaction(this.body(request, anchored, mode, 'extractive'), this.options.deps, { tenant: request.tenant, signal: request.signal, recallTool: false, clipToBudget: true })
     if (!isCompacted(run)) return taken()
     const anchor = anchorOf(run.response, messages, pending)
     this.adopt(state, anchor)
@@ -316,7 +319,7 @@ export class ProxyCompactor {
 
   private adopt(state: SessionState, anchor: Anchor): void {
     this.reset(state)
-    state.current = { cut: anchor.cut, prefixHash: anchor.prefixHash, head: anchor.head, summaryId: anchor.summaryId }
+    state.current = { cut: anchor.cut, prefixHash: anchor.prefixHash, head: anchor.head, summaryId: anchor.summaryId, ...(anchor.clipped ? { clipped: anchor.clipped } : {}) }
     this.persist(state)
   }
 
@@ -439,7 +442,7 @@ export class ProxyCompactor {
     this.track(state, async () => {
       // Written ahead of the crossing, it keeps less: the turns until the crossing will be kept too.
       const keep = this.crossingKeep(request, budget - tokens)
-      const run = await runCompaction(this.body(request, input, 'manual', 'auto', keep), this.options.deps, { tenant: request.tenant, recallTool: false, signal: this.closing.signal })
+      const run = await runCompaction(this.body(request, input, 'manual', 'auto', keep), this.options.deps, { tenant: request.tenant, recallTool: false, signal: this.closing.signal, clipToBudget: true })
       this.summaryMs = average(this.summaryMs, performance.now() - started)
       if (!isCompacted(run) || state.forgotten || this.closed) return
       const anchor = anchorOf(run.response, messages, base)

@@ -83,6 +83,8 @@ export interface RunContext {
    * proxied client has no such tool: its cold layer is kept all the same, for the recall routes.
    */
   recallTool?: boolean
+  /** keep_tokens is where the cut is aimed, and the newest step is clipped only to fit the budget (a proxy's crossing). */
+  clipToBudget?: boolean
 }
 
 /** What the compaction removed (and what the bound clipped from the tail), redacted like everything the service keeps. */
@@ -159,6 +161,7 @@ async function compactMessages(body: MessagesRequest, deps: CompactDeps, context
     keepTurns: body.keep_turns ?? deps.defaults.keepTurns,
     usageInputTokens: usage ? usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0) : undefined,
     dryRun: body.dry_run ?? false,
+    ...(context.clipToBudget ? { clipToBudget: true } : {}),
     ...(deps.conversations ? { commonText: deps.conversations.common(context.tenant, conversation) } : {})
   }, redactors)
   // learned after this history was read, so that its own lines count for the next conversations only;

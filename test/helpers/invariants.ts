@@ -145,6 +145,8 @@ const settings = (mode: 'auto' | 'manual') => fc.record({
   budget: fc.integer({ min: 1_000, max: 60_000 }),
   keepShare: fc.constantFrom(0.2, 0.33, 0.5),
   keepTurns: fc.integer({ min: 1, max: 8 }),
+  /** A proxy's crossing: keep_tokens aims the cut, the newest step is clipped only to fit the budget. */
+  clipToBudget: fc.boolean(),
   /** The provider's count of the prompt, anywhere from a tenth to ten times the estimate (the calibration's bounds and past them). */
   calibration: fc.option(fc.double({ min: 0.05, max: 20, noNaN: true }), { freq: 3 })
 })
@@ -239,7 +241,7 @@ export function checkCompactionInvariants(mode: 'auto' | 'manual'): void {
       expect(validateHistory(input)).toBeUndefined()
       const keepTokens = Math.floor(s.budget * s.keepShare)
       const usageInputTokens = s.calibration === null ? undefined : Math.max(1, Math.round(promptTokens(input, undefined, undefined) * s.calibration))
-      const plan = planCompaction({ messages: input, mode: s.mode, budgetTokens: s.budget, sizingBudgetTokens: s.budget, keepTokens, keepTurns: s.keepTurns, usageInputTokens, dryRun: false })
+      const plan = planCompaction({ messages: input, mode: s.mode, budgetTokens: s.budget, sizingBudgetTokens: s.budget, keepTokens, keepTurns: s.keepTurns, usageInputTokens, dryRun: false, clipToBudget: s.clipToBudget })
       if (plan.problem) {
         // Refused only when the tail does not fit even with every text in it cut to a marker.
         expect(plan.cut.overBound).toBe(true)
@@ -263,9 +265,12 @@ export function checkCompactionInvariants(mode: 'auto' | 'manual'): void {
       expect(safeBoundaries(input)).toContain(out.kept_from)
       // the tail is the input's suffix, except the reported clips
       sameExceptClips(tailOf(messages, input, out.kept_from), input.slice(out.kept_from), out.kept_from, out.clips)
-      // the tail stays within keep_tokens, measured afresh
+      // the tail stays within keep_tokens, measured afresh; at a proxy's crossing only the newest step may pass
+      // it, clipped no further than the budget requires
       const tailTokens = messageTokens(tailOf(messages, input, out.kept_from), plan.scale).reduce((a, b) => a + b, 0)
-      expect(tailTokens).toBeLessThanOrEqual(keepTokens)
+      if (!s.clipToBudget) expect(tailTokens).toBeLessThanOrEqual(keepTokens)
+      else if (tailTokens > keepTokens) expect(safeBoundaries(input).filter((b) => b > out.kept_from)).toEqual([])
+      if (s.clipToBudget && out.clips.length > 0 && usageInputTokens === undefined) expect(out.stats.context_after_compaction).toBeGreaterThan(0.8 * s.budget)
       // the summary stays within its tenth of the budget, or a fifth where the user's words in the span
       // (at most their prompts' text, counted here from the input) would fill more than half of a tenth;
       // the context after compaction within the budget

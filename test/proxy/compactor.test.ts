@@ -70,7 +70,7 @@ describe('the proxy compactor over a growing session', () => {
             expect(promptTokens(sent, undefined, undefined)).toBeLessThanOrEqual(budget)
             // Everything after the summary turn is the client's own newest messages, as sent (or, where the
             // newest step alone was over the tail's bound, clipped and the clips reported).
-            const clipped = outcome.kind === 'compacted' && outcome.run.response.clips.length > 0
+            const clipped = outcome.clips.length > 0
             if (!clipped) expect(sent.slice(1)).toEqual(messages.slice(messages.length - sent.length + 1))
             else expect(sent.length).toBeLessThanOrEqual(messages.length)
             // A reused summary is the one the last compaction made: the prefix holds between compactions. Or,
@@ -121,6 +121,62 @@ describe('the proxy compactor over a growing session', () => {
     expect(JSON.stringify(next.messages[0])).toContain('Keep the service running (model)')
     expect(validateHistory(next.messages)).toBeUndefined()
     expect(promptTokens(next.messages, undefined, undefined)).toBeLessThanOrEqual(6_000)
+    await proxy.close()
+  })
+
+  it('keeps the newest tool output whole when the budget holds it beside the summary, whatever the target share', async () => {
+    // The crossing lands at half the room; the output the model just asked for is more than that share, not more than the budget.
+    let n = 0
+    const proxy = new ProxyCompactor({
+      deps: { defaults: { budgetTokens: 37_000, keepTurns: 8 }, extractive: new ExtractiveSummarizer(), newId: () => `cmp_${++n}`, now: () => performance.now() },
+      precomputeAt: undefined,
+      canPrecompute: () => true,
+      onPrecompute: () => undefined,
+      targetShare: 0.5
+    })
+    const history: Message[] = [user('Audit the parser')]
+    for (let i = 0; i < 20; i++) history.push(assistant(call(`t${i}`, 'bash', { command: `cat src/m${i}.ts` })), results(result(`t${i}`, `m${i} `.repeat(2_000))), assistant('next'), user(`go on ${i}`))
+    history.push(assistant(call('big', 'Read', { file_path: 'src/parser.ts' })), results(result('big', `line ${'p'.repeat(60)}\n`.repeat(424))))
+    const newest = JSON.stringify(history.at(-1))
+    expect(newest.length).toBeGreaterThan(28_000)
+    // an agent's system prompt and tools take 16,000 tokens of it
+    const system = `You are a coding agent. ${'Follow the rules. '.repeat(3_550)}`
+    const outcome = await proxy.prepare({ messages: history, system, tenant: 't', session: 's', budget: 37_000 })
+    expect(outcome.kind).toBe('compacted')
+    if (outcome.kind !== 'compacted') return
+    expect(outcome.clips).toEqual([])
+    expect(JSON.stringify(outcome.messages.at(-1))).toBe(newest)
+    expect(promptTokens(outcome.messages, system, undefined)).toBeLessThanOrEqual(37_000)
+    await proxy.close()
+  })
+
+  it('clips the newest output only as far as the budget requires, and repeats that clip byte for byte until the next compaction', async () => {
+    const proxy = compactor(false, undefined)
+    const history: Message[] = [user('Audit the parser')]
+    for (let i = 0; i < 6; i++) history.push(assistant(call(`t${i}`, 'bash', { command: `cat src/m${i}.ts` })), results(result(`t${i}`, `m${i} `.repeat(1_000))))
+    // an output over the whole budget on its own, with astral characters where a clip may fall
+    history.push(assistant(call('huge', 'bash', { command: 'cat dump.log' })), results(result('huge', '😀 log line\n'.repeat(4_000))))
+    const first = await proxy.prepare({ messages: history, tenant: 't', session: 's', budget: 10_000 })
+    expect(first.kind).toBe('compacted')
+    if (first.kind !== 'compacted') return
+    expect(first.clips).toHaveLength(1)
+    const sentTokens = promptTokens(first.messages, undefined, undefined)
+    expect(sentTokens).toBeLessThanOrEqual(10_000)
+    // it takes what the summary leaves: the clipped output fills the budget to within a few percent
+    expect(sentTokens).toBeGreaterThan(9_000)
+    expect(JSON.stringify(first.messages)).not.toMatch(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])/)
+    // the client sends the output whole again, and a new turn: the same clipped bytes go on, the clip reported
+    const next = [...history, assistant('It is a log of the parser.'), user('Summarize the errors in it')]
+    const again = await proxy.prepare({ messages: next, tenant: 't', session: 's', budget: 12_000 })
+    expect(again.kind).toBe('reused')
+    if (again.kind !== 'reused') return
+    expect(JSON.stringify(again.messages.slice(0, first.messages.length))).toBe(JSON.stringify(first.messages))
+    expect(again.clips).toEqual(first.clips)
+    // a client that changes that message gets its own message, not the clip
+    const edited = next.map((m, i) => (i === next.length - 3 ? results(result('huge', 'rewritten by the client')) : m))
+    const own = await proxy.prepare({ messages: edited, tenant: 't', session: 's', budget: 12_000 })
+    expect(own.kind).toBe('reused')
+    if (own.kind === 'reused') expect(own.clips).toEqual([])
     await proxy.close()
   })
 

@@ -94,6 +94,19 @@ export function proxySession(headers: Readonly<Record<string, string | string[] 
   return userId === undefined ? undefined : kept(userId)
 }
 
+/** The prefix of a session id the gateway made for a conversation whose client sent none. */
+export const DERIVED_SESSION_PREFIX = 'conv-'
+
+/**
+ * A stable session id for a conversation whose client names none: from what tells the conversation apart
+ * (its system prompt and first message; records are per key already), so that every request of it finds
+ * the same id, and it is listed, recorded, recalled and shown like any other.
+ */
+export function derivedSession(parts: Pick<ProxyParts, 'system' | 'messages'>): string {
+  const hash = createHash('sha256').update(JSON.stringify(parts.system ?? null)).update('\n').update(JSON.stringify(parts.messages[0] ?? null))
+  return `${DERIVED_SESSION_PREFIX}${hash.digest('hex').slice(0, 32)}`
+}
+
 /** Byte patterns of the blocks whose estimate is a flat cost, not their characters (images, documents). */
 const FLAT_COST_TYPES = [Buffer.from('"image"'), Buffer.from('"document"')]
 

@@ -10,7 +10,7 @@ import { Type } from 'typebox'
 import { keyedResponses } from './routes/security.js'
 import type { ItemsField } from '../contract/wire.js'
 import type { ProxyOutcome } from '../proxy/compactor.js'
-import { type ProxyParts, farUnderBudget, proxyBudget, proxySession } from '../proxy/request.js'
+import { type ProxyParts, derivedSession, farUnderBudget, proxyBudget, proxySession } from '../proxy/request.js'
 import { type Upstream, type UpstreamResponse, clientHeaders, upstreamHeaders } from '../proxy/upstream.js'
 import { InvalidHistoryError } from '../service/errors.js'
 import { addToRequestLine } from '../telemetry/logger.js'
@@ -226,7 +226,8 @@ export async function proxyRequest<R>(
   const abort = abortOnClose(reply)
 
   const read = readProxied(app, api, body, budget)
-  const session = 'parts' in read ? proxySession(request.headers, read.parts.userId) : undefined
+  // every conversation on record: one whose client names no session gets a stable id of the gateway's
+  const session = 'parts' in read ? (proxySession(request.headers, read.parts.userId) ?? derivedSession(read.parts)) : undefined
   const outcome = await compactProxied(app, api, read, request, { session, budget, signal: abort.signal })
   outcomes.set(request, outcome.kind)
   const { recorded, begin } = outcome.kind === 'compacted' ? await recordProxied(app, request, api.endpoint, outcome, session, budget) : {}

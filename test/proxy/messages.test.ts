@@ -119,6 +119,28 @@ describe('POST /v1/messages: a drop-in proxy for Messages API clients', () => {
     expect(listed.compactions.map((c) => c.id)).toContain(summaryId)
   })
 
+  it('keeps a conversation whose client names no session on record under a stable id of its own: listed, recorded, recalled', async () => {
+    const history = session(40, 2_000, 'nosession')
+    const options = { headers: { 'x-compaction-budget': '6000' } }
+    const first = await sdk.messages.create({ model: 'claude-test', max_tokens: 64, messages: history as Anthropic.MessageParam[] }, options).withResponse()
+    expect(first.response.headers.get('x-compaction')).toBe('compacted')
+    const grown = [...history, assistant('Updated the docs.'), user('Thanks; run the tests once more')]
+    await sdk.messages.create({ model: 'claude-test', max_tokens: 64, messages: grown as Anthropic.MessageParam[] }, options)
+    const other = session(40, 2_000, 'another')
+    await sdk.messages.create({ model: 'claude-test', max_tokens: 64, messages: other as Anthropic.MessageParam[] }, options)
+    const headers = { 'x-api-key': GATEWAY_KEY }
+    const listed = (await (await fetch(`${url}/v1/sessions?limit=100`, { headers })).json()) as { sessions: { session_id: string; compactions: number }[] }
+    const derived = listed.sessions.filter((s) => s.session_id.startsWith('conv-'))
+    // one id per conversation, the same for every request of it
+    expect(derived).toHaveLength(2)
+    const mine = await Promise.all(derived.map(async (s) => ({ s, records: (await (await fetch(`${url}/v1/sessions/${s.session_id}/compactions`, { headers })).json()) as { compactions: { id: string }[] } })))
+    const own = mine.find((m) => m.records.compactions.some((c) => c.id === first.response.headers.get('x-compaction-summary-id')))
+    expect(own).toBeDefined()
+    const recall = await fetch(`${url}/v1/sessions/${own!.s.session_id}/recall`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ query: 'module_3' }) })
+    expect(recall.status).toBe(200)
+    expect(((await recall.json()) as { results: unknown[] }).results.length).toBeGreaterThan(0)
+  })
+
   it('sends the same summary turn on the next request of the session, so the prompt prefix stays the same', async () => {
     const history = session(40, 2_000, 'b')
     const options = { headers: { 'x-compaction-budget': '6000', 'x-compaction-session': 'proxy-s2' } }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { CARRIED_SHARE, type Clip, type Message, SUMMARY_FLOOR_TOKENS, SUMMARY_SHARE, type SystemPrompt, carriedContext, carriedTokens, promptTokens } from '../compaction/index.js'
+import { CARRIED_SHARE, type Clip, type Message, SUMMARY_FLOOR_TOKENS, SUMMARY_SHARE, type SystemPrompt, asksProviderCompaction, carriedContext, carriedTokens, compactsByItself, promptTokens } from '../compaction/index.js'
 import type { MemoryEntry } from '../memory/entries.js'
 import type { CompactRequestBody } from '../contract/schemas.js'
 import type { SessionOwner, Store } from '../storage/store.js'
@@ -223,6 +223,8 @@ export class ProxyCompactor {
 
   private decide(state: SessionState, request: ProxyRequest): Promise<ProxyOutcome> | ProxyOutcome {
     const { messages, budget } = request
+    // the client's own compaction (Codex's compaction_trigger): the upstream is asked to compact what the client sent, as sent
+    if (asksProviderCompaction(messages)) return { kind: 'none', tokens: requestTokens(request, messages) }
     if (state.current && !holds(state.current, messages)) {
       // The client's history is not the one summarized (it was edited, or this is another conversation).
       this.reset(state)
@@ -429,6 +431,8 @@ export class ProxyCompactor {
     const { budget, messages } = request
     if (this.closed || precomputeAt === undefined || budget === 'off' || !this.options.deps.modelSummarizer || state.working) return
     if (tokens < precomputeAt * budget || pendingFor(state, messages)) return
+    // a client that compacts by itself will not use a summary written ahead
+    if (compactsByItself(messages)) return
     const { growth, interval } = state.pace ?? {}
     if (growth === undefined || interval === undefined || growth <= 0) return
     const lead = Math.min(MAX_LEAD_REQUESTS, Math.max(1, Math.ceil(this.summaryMs / Math.max(1, interval))))

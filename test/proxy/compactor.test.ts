@@ -180,6 +180,31 @@ describe('the proxy compactor over a growing session', () => {
     await proxy.close()
   })
 
+  it("forwards a client's own compaction request as sent, and writes nothing ahead for a client that compacts by itself", async () => {
+    let calls = 0
+    const counting: Summarizer = { kind: 'anthropic', summarize: async (r) => (calls++, model.summarize(r)) }
+    let n = 0
+    const proxy = new ProxyCompactor({
+      deps: { defaults: { budgetTokens: 45_000, keepTurns: 8 }, extractive: new ExtractiveSummarizer(), modelSummarizer: counting, newId: () => `cmp_${++n}`, now: () => performance.now() },
+      precomputeAt: 0.1,
+      canPrecompute: () => true,
+      onPrecompute: () => undefined
+    })
+    // the provider's compaction item opens the history (the Responses API's, as the formats read it)
+    const requests = build(Array.from({ length: 30 }, (_, i) => ({ prompt: `step ${i}`, outputs: [1_500], answer: 'ok' }))).map((m): Message[] => [{ role: 'user', content: [{ type: 'client_item', item_type: 'compaction' }, { type: 'text', text: 'go' }] }, assistant('ok'), ...m])
+    for (const messages of requests) {
+      const outcome = await proxy.prepare({ messages, tenant: 't', session: 's', budget: 8_000 })
+      await proxy.idle()
+      if (outcome.kind === 'compacted') expect(outcome.source).toBe('merged')
+    }
+    expect(calls).toBe(0)
+    // a request whose newest item asks the provider to compact is forwarded as it came, over the budget too
+    const last = requests.at(-1)!
+    const trigger: Message[] = [...last, assistant('ok'), { role: 'user', content: [{ type: 'client_item', item_type: 'compaction_trigger' }] }]
+    expect((await proxy.prepare({ messages: trigger, tenant: 't', session: 's', budget: 8_000 })).kind).toBe('none')
+    await proxy.close()
+  })
+
   it('starts over when the client sends another history under the same session', async () => {
     const proxy = compactor(false, undefined)
     const long = build([{ prompt: 'first task', outputs: [20_000, 20_000, 20_000], answer: 'done' }, { prompt: 'next', outputs: [100], answer: '' }]).at(-1)!

@@ -84,8 +84,6 @@ export const MAX_RECALL_LIMIT = 50
 export const MAX_PROXY_SESSIONS = 10_000
 /** A session not seen for this long is forgotten (with the summary written ahead for it). */
 export const PROXY_SESSION_IDLE_MS = 3_600_000
-/** A precomputed summary is written again once the history has grown by this share of the budget since. */
-export const PRECOMPUTE_STEP = 0.1
 /** How long a conversation's anchors are kept in the store after its last change (a restart, a replica finds them). */
 export const ANCHOR_TTL_MS = 86_400_000
 

@@ -5,8 +5,8 @@ import type { CompactRequestBody } from '../contract/schemas.js'
 import type { SessionOwner, Store } from '../storage/store.js'
 import { type CompactDeps, type CompactRun, type CompactRunView, type CompactedResponse, type ResponseView, runCompaction } from '../service/compact.js'
 import { type Anchor, anchorOf, anchoredTail, hashPrefix, holds, withAnchor } from './anchors.js'
-import { MAX_PROXY_SESSIONS, PROXY_SESSION_IDLE_MS, PRECOMPUTE_STEP, ANCHOR_TTL_MS } from '../contract/defaults.js'
-export { MAX_PROXY_SESSIONS, PROXY_SESSION_IDLE_MS, PRECOMPUTE_STEP, ANCHOR_TTL_MS }
+import { MAX_PROXY_SESSIONS, PROXY_SESSION_IDLE_MS, ANCHOR_TTL_MS } from '../contract/defaults.js'
+export { MAX_PROXY_SESSIONS, PROXY_SESSION_IDLE_MS, ANCHOR_TTL_MS }
 
 /** How far past the target share of the room a crossing may land with a summary written ahead, taken as it is. */
 const LANDING_SLACK = 0.1

@@ -5,6 +5,7 @@ import type { CompactRequestBody } from '../contract/schemas.js'
 import type { SessionOwner, Store } from '../storage/store.js'
 import { type CompactDeps, type CompactRun, type CompactRunView, type CompactedResponse, type ResponseView, runCompaction } from '../service/compact.js'
 import { type Anchor, anchorOf, anchoredTail, hashPrefix, holds, withAnchor } from './anchors.js'
+import { derivedSession } from './request.js'
 import { MAX_PROXY_SESSIONS, PROXY_SESSION_IDLE_MS, ANCHOR_TTL_MS } from '../contract/defaults.js'
 export { MAX_PROXY_SESSIONS, PROXY_SESSION_IDLE_MS, ANCHOR_TTL_MS }
 
@@ -548,6 +549,5 @@ export class ProxyCompactor {
  */
 export function conversationKey(request: Pick<ProxyRequest, 'tenant' | 'session' | 'messages' | 'system'>): string {
   if (request.session !== undefined) return `${request.tenant}\u0000s:${request.session}\u0000${hashPrefix(request.messages, Math.min(1, request.messages.length))}`
-  const hash = createHash('sha256').update(JSON.stringify(request.system ?? null)).update('\n').update(JSON.stringify(request.messages[0] ?? null))
-  return `${request.tenant}\u0000h:${hash.digest('hex')}`
+  return `${request.tenant}\u0000h:${derivedSession(request)}`
 }

@@ -18,3 +18,21 @@ export function asksProviderCompaction(messages: readonly Message[]): boolean {
   const last = messages[messages.length - 1]
   return last !== undefined && typeof last.content !== 'string' && blocksOf(last).some((b) => b.type === 'client_item' && b.item_type === 'compaction_trigger')
 }
+
+/**
+ * What the client cannot read, and so no summary may stand for: the provider's own compaction, encrypted
+ * reasoning (`redacted_thinking`; a Responses reasoning item with `encrypted_content`, which the formats
+ * read as a `client_item` marked `opaque`), and a request that the provider compact.
+ */
+export function isOpaque(block: Block): boolean {
+  return block.type === 'redacted_thinking' || isClientCompaction(block) || (block.type === 'client_item' && block.opaque === true)
+}
+
+/** The index of the newest message that holds an opaque block: a cut may fall there at the latest. -1: none. */
+export function newestOpaque(messages: readonly Message[]): number {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i] as Message
+    if (typeof m.content !== 'string' && blocksOf(m).some(isOpaque)) return i
+  }
+  return -1
+}

@@ -12,6 +12,7 @@ import { CHARS_PER_TOKEN, MESSAGE_OVERHEAD_TOKENS, estimateScale, rawMessageToke
 import { assembledHead, summaryBlocks, summaryNote } from './turn.js'
 import { type CarriedContext, NO_CONTEXT, carriedContext, carriedTokens } from './context.js'
 import { type Block, type Message, type SystemPrompt, blocksOf, isPromptMessage, isTextBlock } from './types.js'
+import { newestOpaque } from './opaque.js'
 import { type HistoryProblem, place, pointer } from './validate.js'
 import { at } from './at.js'
 import type { CommonText } from './harness.js'
@@ -168,7 +169,14 @@ export function planCompaction(input: CompactionInput, redactors: Redactors = CO
   else reason = rawHistoryTokens > budget ? 'over_budget' : 'under_budget'
 
   const wantsCut = reason === 'manual' || reason === 'over_budget'
-  const cutAt = (bound: number): CutPlan => planCut(messages, tokens, { keepTokens: bound, keepTurns: input.keepTurns, scale, ...(clipBound !== undefined ? { clipTokens: Math.max(bound, clipBound) } : {}) })
+  // what the client cannot read is never summarized: the newest such block and all after it are kept
+  const opaqueAt = newestOpaque(messages)
+  const maxCut = opaqueAt >= 0 ? opaqueAt : undefined
+  const cutAt = (bound: number): CutPlan => {
+    const planned = planCut(messages, tokens, { keepTokens: bound, keepTurns: input.keepTurns, scale, ...(clipBound !== undefined ? { clipTokens: Math.max(bound, clipBound) } : {}), ...(maxCut !== undefined ? { maxCut } : {}) })
+    // where keeping it is more than the bound holds, the history is left as it is (not refused: it is the client's)
+    return planned.heldBack && planned.overBound ? { cut: 0, tail: [...messages], tailTokens: rawHistoryTokens - fixedTokens, clips: [] } : planned
+  }
   let cut = wantsCut ? cutAt(tailBound) : { cut: 0, tail: [...messages], tailTokens: rawHistoryTokens - fixedTokens, clips: [] as Clip[] }
   // The context the span carries over comes first: where it and the tail would not both fit, the tail
   // is cut again within what the context leaves, and the context then takes at most the room left.

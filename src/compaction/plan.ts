@@ -12,6 +12,8 @@ export interface CutPolicy {
    * alone is over it; older steps are kept only within keepTokens.
    */
   clipTokens?: number
+  /** The latest a cut may fall (where the newest block the client cannot read is: it is kept, never summarized). */
+  maxCut?: number
   /** At most this many prompt messages in the tail. */
   keepTurns: number
   /** The factor the token estimate is calibrated by. */
@@ -43,6 +45,8 @@ export interface CutPlan {
   clips: Clip[]
   /** Set when even every text of the newest step clipped to a marker leaves the tail over its bound. */
   overBound?: boolean
+  /** Set when the cut was moved back to keep the newest block the client cannot read (maxCut). */
+  heldBack?: boolean
 }
 
 /** Below this many characters a text is not clipped on the first pass; the second pass keeps only the marker. */
@@ -83,13 +87,20 @@ export function planCut(messages: readonly Message[], tokens: readonly number[],
     if (opening !== undefined) accepted = opening
   }
   if (accepted === 0) accepted = shrinkForSpan(messages, bounds)
-  if (accepted === 0) return { cut: 0, tail: [...messages], tailTokens: sum(tokens, 0), clips: [] }
+  let heldBack = false
+  if (policy.maxCut !== undefined && accepted > policy.maxCut) {
+    // the newest opaque block and everything after it are kept: the cut moves back to a boundary before it
+    const maxCut = policy.maxCut
+    accepted = [...bounds].reverse().find((b) => b <= maxCut) ?? 0
+    heldBack = true
+  }
+  if (accepted === 0) return { cut: 0, tail: [...messages], tailTokens: sum(tokens, 0), clips: [], ...(heldBack ? { heldBack } : {}) }
 
   const tail = messages.slice(accepted)
   tailTokens = sum(tokens, accepted)
   const bound = Math.max(policy.keepTokens, policy.clipTokens ?? 0)
-  if (tailTokens <= bound) return { cut: accepted, tail, tailTokens, clips: [] }
-  return clipToFit(messages, accepted, tokens, bound, policy.scale)
+  if (tailTokens <= bound) return { cut: accepted, tail, tailTokens, clips: [], ...(heldBack ? { heldBack } : {}) }
+  return { ...clipToFit(messages, accepted, tokens, bound, policy.scale), ...(heldBack ? { heldBack } : {}) }
 }
 
 /** The last turn when it is not the whole history, else the last step. */

@@ -14,8 +14,11 @@ export interface Source {
   field?: string
   /** The index of the content part it is, where the item's content is a list of parts. */
   part?: number
-  /** How a clipped block is written back: its text (the default), its input as JSON text, or its input's one string. */
-  as?: 'text' | 'json' | 'input'
+  /**
+   * How a clipped block is written back: its text (the default), its input as JSON text, its input's one
+   * string, or (a tool result whose output is a list of parts) each clipped text part at its own place.
+   */
+  as?: 'text' | 'json' | 'input' | 'parts'
 }
 
 /** One item as the core sees it: which side of the conversation it is on, and its blocks. */
@@ -164,6 +167,21 @@ function clippedText(block: Block, as: Source['as']): string | undefined {
   return undefined
 }
 
+/**
+ * Where a clipped block's text goes back in its item, and the text: the block's field, or, for a tool
+ * result given as a list of parts, the one text part the clip names (its other parts, images among them, as they came).
+ */
+function clippedPlace(block: Block, source: Source, clipPath: string): { field: string; text: string } | undefined {
+  if (source.field === undefined) return undefined
+  if (source.as === 'parts') {
+    const part = /\/content\/\d+\/content\/(\d+)\/text$/.exec(clipPath)?.[1]
+    const text = part === undefined ? undefined : (block.content as Block[] | undefined)?.[Number(part)]?.text
+    return typeof text === 'string' ? { field: `${source.field}/${part}/text`, text } : undefined
+  }
+  const text = clippedText(block, source.as)
+  return text === undefined ? undefined : { field: source.field, text }
+}
+
 /** Sets the string at `pointer` (below an item) in a copy of the item. */
 function setAt(item: Record<string, unknown>, pointer: string, value: string): void {
   const keys = pointer.split('/').slice(1)
@@ -199,13 +217,13 @@ export function givenBack(
     const j = clip.block_index ?? 0
     const source = adapted.sources[clip.message_index]?.[j]
     const block = (tailOut[t]?.content as Block[] | undefined)?.[j]
-    const text = block && source ? clippedText(block, source.as) : undefined
-    if (!source || source.field === undefined || text === undefined) continue
+    const place = block && source ? clippedPlace(block, source, clip.path) : undefined
+    if (!source || place === undefined) continue
     const copy = copies.get(source.item) ?? (structuredClone(items[source.item]) as Record<string, unknown>)
     copies.set(source.item, copy)
-    setAt(copy, source.field, text)
+    setAt(copy, place.field, place.text)
     const { block_index: _block, ...rest } = clip
-    clips.push({ ...rest, message_index: source.item, ...(source.part !== undefined ? { block_index: source.part } : {}), path: `/${rules.field}/${source.item}${source.field}` })
+    clips.push({ ...rest, message_index: source.item, ...(source.part !== undefined ? { block_index: source.part } : {}), path: `/${rules.field}/${source.item}${place.field}` })
   }
   const texts = headBlocks.map((b) => (typeof b.text === 'string' ? b.text : '')).filter((t) => t !== '')
   const kept = items.slice(keptFrom).map((item, k) => copies.get(keptFrom + k) ?? item)

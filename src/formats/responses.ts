@@ -6,6 +6,7 @@
  * so that no cut falls between them.
  */
 import { argumentsInput } from './chat.js'
+import type { Block } from '../compaction/index.js'
 import { type FormatRules, type ItemBlocks, contentBlocks, contentText, partText, problemAt } from './history.js'
 
 const FIELD = 'messages'
@@ -26,6 +27,19 @@ function outputText(output: unknown): string {
 }
 
 const isOutputType = (type: string): boolean => type.endsWith('_output')
+
+/**
+ * One part of an output given as a list, as the core reads it: a text part as text; an image or a file at the
+ * flat cost the estimate gives media (never clipped, never dropped); any other part as it is.
+ */
+function outputPart(part: unknown): Block {
+  const text = partText(part)
+  if (text !== undefined) return { type: 'text', text }
+  const type = (part as { type?: unknown } | null)?.type
+  if (type === 'input_image') return { type: 'image', source: { type: 'client_part' } }
+  if (type === 'input_file') return { type: 'document', source: { type: 'client_part' } }
+  return { type: 'client_part', part }
+}
 
 /** The call ids some output item of the history answers (computed once per history). */
 const answeredIds = new WeakMap<readonly Item[], Set<string>>()
@@ -52,7 +66,9 @@ export const responsesRules: FormatRules = {
   read(item, i, all): ItemBlocks | ReturnType<typeof problemAt> {
     const problem = (rest: string, message: string) => problemAt(FIELD, i, rest, message, 'shape')
     if (typeof item !== 'object' || item === null || Array.isArray(item)) return problem('', 'an input item must be an object')
-    const opaque = (side: ItemBlocks['side']): ItemBlocks => ({ side, blocks: [{ block: { type: 'client_item', item_type: String(item.type) }, source: { item: i } }] })
+    // what the client cannot read (encrypted reasoning) is marked so: never summarized
+    const unreadable = typeof item.encrypted_content === 'string'
+    const opaque = (side: ItemBlocks['side']): ItemBlocks => ({ side, blocks: [{ block: { type: 'client_item', item_type: String(item.type), ...(unreadable ? { opaque: true } : {}) }, source: { item: i } }] })
     if (isMessage(item)) {
       if (typeof item.role !== 'string' || !MESSAGE_ROLES.has(item.role)) return problem('/role', `role must be one of user, assistant, system, developer (got ${JSON.stringify(item.role)})`)
       const blocks = contentBlocks(item.content, i, problem)
@@ -73,8 +89,10 @@ export const responsesRules: FormatRules = {
     }
     if (typeof callId === 'string' && callId !== '') {
       if (isOutputType(item.type)) {
-        // a clipped output is written back as the one string it was clipped to
-        const field = typeof item.output === 'string' || Array.isArray(item.output) ? '/output' : undefined
+        // an output given as parts is read part by part, so that a clip keeps its shape (each text part
+        // clipped in place, an image or a file as it came); a string output is clipped as the string it is
+        if (Array.isArray(item.output)) return { side: 'user', blocks: [{ block: { type: 'tool_result', tool_use_id: callId, content: item.output.map(outputPart) }, source: { item: i, field: '/output', as: 'parts' } }] }
+        const field = typeof item.output === 'string' ? '/output' : undefined
         return { side: 'user', blocks: [{ block: { type: 'tool_result', tool_use_id: callId, content: outputText(item.output) }, source: { item: i, ...(field ? { field } : {}) } }] }
       }
       // a call of a kind the gateway does not read (a local shell, a computer): paired by its id with its output

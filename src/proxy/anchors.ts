@@ -67,12 +67,18 @@ export function holds(anchor: Anchor | undefined, messages: readonly Message[]):
   return anchor !== undefined && anchor.cut < messages.length && hashPrefix(messages, anchor.cut) === anchor.prefixHash
 }
 
-/** The history with the anchored messages replaced by its summary turn, and the clips it made repeated where the client sends the same messages. */
+/**
+ * The history with the anchored messages replaced by its summary turn, the client's own messages after it
+ * as they came: the input of a new compaction, which clips afresh what it must (and reports it).
+ */
 export function withAnchor(anchor: Anchor, messages: readonly Message[]): Message[] {
-  return anchoredTail(anchor, messages).messages
+  return assembleHistory(anchor.head, messages.slice(anchor.cut))
 }
 
-/** withAnchor, and the clips repeated (at the client's indices), for a client in another API's format to be given back. */
+/**
+ * What is forwarded while the anchor stands: withAnchor, with the clips its compaction made repeated where
+ * the client sends the same messages, and those clips (at the client's indices) reported.
+ */
 export function anchoredTail(anchor: Anchor, messages: readonly Message[]): { messages: Message[]; clips: Clip[] } {
   const tail = messages.slice(anchor.cut)
   const clips: Clip[] = []

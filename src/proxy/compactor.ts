@@ -301,7 +301,7 @@ export class ProxyCompactor {
     // The anchored merge: the precomputed summary is the prior, the turns since come from the ledger (a
     // history under the budget but past the landing is compacted as a /compact would: manual).
     const mode = tokens > budget ? 'auto' : 'manual'
-    const run = await runCompaction(this.body(request, anchored, mode, 'extractive'), this.options.deps, { tenant: request.tenant, signal: request.signal, recallTool: false, clipToBudget: true })
+    const run = await runCompaction(this.body(request, withAnchor(pending, messages), mode, 'extractive'), this.options.deps, { tenant: request.tenant, signal: request.signal, recallTool: false, clipToBudget: true })
     if (!isCompacted(run)) return taken()
     const anchor = anchorOf(run.response, messages, pending)
     this.adopt(state, anchor)

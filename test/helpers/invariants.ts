@@ -10,6 +10,7 @@ import {
   formatSummary,
   messageTokens,
   parseSummary,
+  newestOpaque,
   planCompaction,
   promptTokens,
   safeBoundaries,
@@ -48,7 +49,13 @@ const toolCall = fc.record({
   isError: fc.boolean(),
   blockContent: fc.boolean()
 })
-const step = fc.record({ thinking: fc.option(anyText(fc.constant('hmm '.repeat(50)))), say: fc.option(text), calls: fc.array(toolCall, { minLength: 1, maxLength: 3 }) })
+const step = fc.record({
+  thinking: fc.option(anyText(fc.constant('hmm '.repeat(50)))),
+  /** Now and then reasoning the client cannot read: the newest such block is never summarized. */
+  redacted: fc.integer({ min: 0, max: 7 }).map((n) => n === 0),
+  say: fc.option(text),
+  calls: fc.array(toolCall, { minLength: 1, maxLength: 3 })
+})
 /** Harness context in a prompt (`<system-reminder>` blocks) and a mid-conversation system message after it. */
 const reminder = fc.record({ kind: fc.constantFrom('environment', 'rules', 'skills'), body: anyText(fc.string({ minLength: 1, maxLength: 200 })) })
 const turn = fc.record({
@@ -115,6 +122,7 @@ function build(h: History): Message[] {
     for (const s of t.steps) {
       const calls = s.calls.map((c) => ({ ...c, id: `toolu_${id++}` }))
       const content: Block[] = []
+      if (s.redacted) content.push({ type: 'redacted_thinking', data: `ENCRYPTED-${id}` })
       if (s.thinking !== null) content.push({ type: 'thinking', thinking: s.thinking, signature: 'sig' })
       if (s.say) content.push({ type: 'text', text: s.say })
       for (const c of calls) content.push({ type: 'tool_use', id: c.id, name: c.name, input: inputFor(c.name, c.path, c.payload) })
@@ -263,13 +271,21 @@ export function checkCompactionInvariants(mode: 'auto' | 'manual'): void {
       expect(messages[0]!.role).toBe('user')
       // the cut is at a safe boundary
       expect(safeBoundaries(input)).toContain(out.kept_from)
+      const opaqueAt = newestOpaque(input)
+      // what the client cannot read is never summarized: the newest such block is kept, as it came
+      if (opaqueAt >= 0) {
+        expect(out.kept_from).toBeLessThanOrEqual(opaqueAt)
+        const newest = blocksIn(input[opaqueAt]!).filter((b) => b.type === 'redacted_thinking').at(-1)
+        expect(JSON.stringify(messages)).toContain(JSON.stringify(newest))
+      }
       // the tail is the input's suffix, except the reported clips
       sameExceptClips(tailOf(messages, input, out.kept_from), input.slice(out.kept_from), out.kept_from, out.clips)
       // the tail stays within keep_tokens, measured afresh; at a proxy's crossing only the newest step may pass
       // it, clipped no further than the budget requires
       const tailTokens = messageTokens(tailOf(messages, input, out.kept_from), plan.scale).reduce((a, b) => a + b, 0)
+      // (or the newest step back to the newest block the client cannot read, which is kept)
       if (!s.clipToBudget) expect(tailTokens).toBeLessThanOrEqual(keepTokens)
-      else if (tailTokens > keepTokens) expect(safeBoundaries(input).filter((b) => b > out.kept_from)).toEqual([])
+      else if (tailTokens > keepTokens) expect(safeBoundaries(input).filter((b) => b > out.kept_from && (opaqueAt < 0 || b <= opaqueAt))).toEqual([])
       if (s.clipToBudget && out.clips.length > 0 && usageInputTokens === undefined) expect(out.stats.context_after_compaction).toBeGreaterThan(0.8 * s.budget)
       // the summary stays within its tenth of the budget, or a fifth where the user's words in the span
       // (at most their prompts' text, counted here from the input) would fill more than half of a tenth;

@@ -3,7 +3,7 @@ import fc from 'fast-check'
 import Anthropic from '@anthropic-ai/sdk'
 import OpenAI from 'openai'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { emptySections, promptTokens } from '../../src/compaction/index.js'
+import { IMAGE_TOKENS, emptySections, promptTokens } from '../../src/compaction/index.js'
 import { ProxyCompactor } from '../../src/proxy/compactor.js'
 import { type OpenAiApi, openAiPayload, readOpenAiRequest } from '../../src/proxy/openai.js'
 import type { App } from '../../src/server/app.js'
@@ -357,7 +357,7 @@ function chatRequests(steps: Step[]): Item[][] {
 }
 
 /** The requests of a growing Responses session, shaped as Codex sends it. */
-function responsesRequests(steps: Step[]): Item[][] {
+function responsesRequests(steps: Step[], images: boolean): Item[][] {
   const items: Item[] = codexSession(0).slice(0, 4)
   const requests: Item[][] = []
   steps.forEach((s, k) => {
@@ -365,7 +365,9 @@ function responsesRequests(steps: Step[]): Item[][] {
     const ids = Array.from({ length: s.calls }, (_, j) => `call_${k}_${j}`)
     for (const id of ids) items.push({ type: 'custom_tool_call', call_id: id, name: 'exec', input: `text(${k})` })
     if (s.unknown) items.push({ type: 'future_item_kind', id: `fut_${k}` })
-    for (const id of ids) items.push({ type: 'custom_tool_call_output', call_id: id, output: [{ type: 'input_text', text: text(s.size, k) }] })
+    // an output of parts, now and then with an image among them (where the budget holds an image's flat cost)
+    const image = { type: 'input_image', image_url: `data:image/png;base64,${'iVBOR'.repeat(20)}` }
+    for (const id of ids) items.push({ type: 'custom_tool_call_output', call_id: id, output: [{ type: 'input_text', text: text(s.size, k) }, ...(s.unknown && images ? [image, { type: 'input_text', text: `after the image ${k}` }] : [])] })
     if (s.prompt) items.push({ type: 'message', role: 'user', content: [{ type: 'input_text', text: `go on ${k} 🚀` }] })
     requests.push(structuredClone(items))
   })
@@ -383,7 +385,7 @@ describe('the OpenAI proxies over generated growing sessions (property)', () => 
           canPrecompute: () => true,
           onPrecompute: () => undefined
         })
-        for (const items of api === 'chat' ? chatRequests(steps) : responsesRequests(steps)) {
+        for (const items of api === 'chat' ? chatRequests(steps) : responsesRequests(steps, budget >= 8_000)) {
           const body = api === 'chat' ? { model: 'm', messages: items } : { model: 'm', store: false, input: items }
           const read = readOpenAiRequest(body, api, () => true)
           if (read.kind !== 'history') throw new Error(read.reason)
@@ -398,19 +400,43 @@ describe('the OpenAI proxies over generated growing sessions (property)', () => 
           const tail = sent.slice(leading + 1)
           const from = items.length - tail.length
           expect(from).toBe(history.adapted.starts[outcome.keptFrom])
+          // the newest item the client cannot read (encrypted reasoning) is never summarized away
+          const encrypted = items.filter((i) => typeof i.encrypted_content === 'string').at(-1)
+          if (encrypted) expect(sent).toContainEqual(encrypted)
           // every kept item as sent, but those the bound clipped (each one reported)
           const clipped = new Set(outcome.clips.map((c) => history.adapted.sources[c.message_index]?.[c.block_index ?? 0]?.item))
           tail.forEach((item, k) => {
-            if (!clipped.has(from + k)) expect(item).toEqual(items[from + k])
+            const own = items[from + k]!
+            if (!clipped.has(from + k)) expect(item).toEqual(own)
+            // a clipped output keeps its shape: its parts, each non-text part as it came
+            else if (Array.isArray(own.output)) {
+              const parts = item.output as Item[]
+              expect(parts.map((p) => p.type)).toEqual((own.output as Item[]).map((p) => p.type))
+              parts.forEach((p, j) => {
+                if (p.type !== 'input_text') expect(p).toEqual((own.output as Item[])[j])
+              })
+            }
           })
           // within the budget, estimated as the proxy estimates any request it reads
           const again = readOpenAiRequest({ ...body, [history.field]: sent }, api, () => true)
           if (again.kind !== 'history') throw new Error(again.reason)
-          expect(promptTokens(again.history.messages, again.history.system, again.history.tools)).toBeLessThanOrEqual(budget)
+          const forwarded = promptTokens(again.history.messages, again.history.system, again.history.tools)
+          if (forwarded > budget) {
+            // only where what must be kept (the newest encrypted item and all after it) cannot fit: its images
+            // alone fill the budget, and the history is left behind the summary that stood for its start
+            const mustKeep = items.slice(items.lastIndexOf(encrypted!))
+            const images = mustKeep.flatMap((i) => (Array.isArray(i.output) ? (i.output as Item[]) : [])).filter((p) => p.type === 'input_image').length
+            expect(outcome.kind).toBe('reused')
+            expect(images * IMAGE_TOKENS).toBeGreaterThan(budget / 2)
+          }
         }
         await proxy.close()
       }),
-      { numRuns: 80 }
+      {
+        numRuns: 80,
+        // once found: a clip the anchor repeated went into the next compaction's input unreported
+        examples: [[[{ size: 0, calls: 1, reasoning: true, unknown: false, prompt: false }, { size: 3011, calls: 2, reasoning: false, unknown: false, prompt: false }, { size: 0, calls: 1, reasoning: false, unknown: false, prompt: false }], 2000, 'responses', false]]
+      }
     )
   }, 240_000)
 })

@@ -11,6 +11,8 @@ export { MAX_PROXY_SESSIONS, PROXY_SESSION_IDLE_MS, ANCHOR_TTL_MS }
 
 /** How far past the target share of the room a crossing may land with a summary written ahead, taken as it is. */
 const LANDING_SLACK = 0.1
+/** A summary built on another is taken to be this much larger than it, where the cut is aimed. */
+const SUMMARY_GROWTH = 1.25
 /** The least tail a proxied compaction keeps (keep_tokens' own floor). */
 const MIN_KEEP_TOKENS = 100
 
@@ -258,7 +260,7 @@ export class ProxyCompactor {
     const current = state.current
     const base = holds(state.refined, messages) ? state.refined : current
     const input = base ? withAnchor(base, messages) : messages
-    const run = await runCompaction(this.body(request, input, 'auto', 'extractive'), this.options.deps, { tenant: request.tenant, signal: request.signal, recallTool: false, clipToBudget: true })
+    const run = await runCompaction(this.body(request, input, 'auto', 'extractive', this.crossingKeep(request, 0, base)), this.options.deps, { tenant: request.tenant, signal: request.signal, recallTool: false, clipToBudget: true })
     if (!isCompacted(run)) {
       // The model's summary of an earlier cut is shorter: sent from now on, it is all this history needs (the
       // prefix changes once, as a compaction would change it). Else nothing could be compacted.
@@ -301,7 +303,7 @@ export class ProxyCompactor {
     // The anchored merge: the precomputed summary is the prior, the turns since come from the ledger (a
     // history under the budget but past the landing is compacted as a /compact would: manual).
     const mode = tokens > budget ? 'auto' : 'manual'
-    const run = await runCompaction(this.body(request, withAnchor(pending, messages), mode, 'extractive'), this.options.deps, { tenant: request.tenant, signal: request.signal, recallTool: false, clipToBudget: true })
+    const run = await runCompaction(this.body(request, withAnchor(pending, messages), mode, 'extractive', this.crossingKeep(request, 0, pending)), this.options.deps, { tenant: request.tenant, signal: request.signal, recallTool: false, clipToBudget: true })
     if (!isCompacted(run)) return taken()
     const anchor = anchorOf(run.response, messages, pending)
     this.adopt(state, anchor)
@@ -398,11 +400,14 @@ export class ProxyCompactor {
    * system prompt and tools and the budget (the summary's share taken out): the next crossing is half
    * the room away, whatever system and tools take.
    */
-  private crossingKeep(request: ProxyRequest, grownSince = 0): number | undefined {
+  private crossingKeep(request: ProxyRequest, grownSince = 0, base?: Anchor): number | undefined {
     const { budget } = request
     if (budget === 'off' || this.options.targetShare === undefined) return undefined
     const room = budget - requestTokens(request, [])
-    const summary = Math.max(SUMMARY_FLOOR_TOKENS, Math.floor(budget / SUMMARY_SHARE))
+    // the summary's room: what the summary it builds on takes, and a quarter more for what it adds; a tenth
+    // of the budget where there is none yet
+    const tenth = Math.max(SUMMARY_FLOOR_TOKENS, Math.floor(budget / SUMMARY_SHARE))
+    const summary = base ? Math.min(tenth, Math.max(SUMMARY_FLOOR_TOKENS, Math.ceil(SUMMARY_GROWTH * promptTokens([{ role: 'user', content: [...base.head.user] }], undefined, undefined)))) : tenth
     // the context a compaction carries over (system messages, harness context) lands there too
     const carried = carriedTokens(carriedContext(request.messages, Math.floor(budget / CARRIED_SHARE), 1), 1)
     return Math.max(MIN_KEEP_TOKENS, Math.floor(this.options.targetShare * room) - summary - carried - grownSince)
@@ -446,7 +451,7 @@ export class ProxyCompactor {
     const started = performance.now()
     this.track(state, async () => {
       // Written ahead of the crossing, it keeps less: the turns until the crossing will be kept too.
-      const keep = this.crossingKeep(request, budget - tokens)
+      const keep = this.crossingKeep(request, budget - tokens, base)
       const run = await runCompaction(this.body(request, input, 'manual', 'auto', keep), this.options.deps, { tenant: request.tenant, recallTool: false, signal: this.closing.signal, clipToBudget: true })
       this.summaryMs = average(this.summaryMs, performance.now() - started)
       if (!isCompacted(run) || state.forgotten || this.closed) return

@@ -205,6 +205,29 @@ describe('the proxy compactor over a growing session', () => {
     await proxy.close()
   })
 
+  it('lands each crossing at the target share of the room, with the room the summary really takes reserved for it', async () => {
+    let n = 0
+    const proxy = new ProxyCompactor({
+      deps: { defaults: { budgetTokens: 20_000, keepTurns: 100 }, extractive: new ExtractiveSummarizer(), newId: () => `cmp_${++n}`, now: () => performance.now() },
+      precomputeAt: undefined,
+      canPrecompute: () => true,
+      onPrecompute: () => undefined,
+      targetShare: 0.5
+    })
+    const landed: number[] = []
+    for (const messages of build(Array.from({ length: 120 }, (_, i) => ({ prompt: `step ${i}`, outputs: [3_000], answer: 'ok' })))) {
+      const outcome = await proxy.prepare({ messages, tenant: 't', session: 's', budget: 20_000 })
+      if (outcome.kind === 'compacted') landed.push(outcome.tokens)
+    }
+    expect(landed.length).toBeGreaterThanOrEqual(3)
+    // after the first crossing (no summary yet to measure), each lands within a few steps of half the room
+    for (const tokens of landed.slice(1)) {
+      expect(tokens).toBeGreaterThan(0.45 * 20_000)
+      expect(tokens).toBeLessThanOrEqual(0.6 * 20_000)
+    }
+    await proxy.close()
+  })
+
   it('starts over when the client sends another history under the same session', async () => {
     const proxy = compactor(false, undefined)
     const long = build([{ prompt: 'first task', outputs: [20_000, 20_000, 20_000], answer: 'done' }, { prompt: 'next', outputs: [100], answer: '' }]).at(-1)!

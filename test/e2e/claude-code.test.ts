@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { promptTokens } from '../../src/compaction/index.js'
 import { FakeAnthropic, type ReceivedRequest } from '../helpers/fake-anthropic.js'
-import { crossingFigures, runClient, writeReport } from '../helpers/e2e.js'
+import { OTHER_PACES, boundedRun, crossingFigures, paceReport, runClient, summaryTiming, writeReport } from '../helpers/e2e.js'
 import { ROOT, type ServerProcess, installedClient, logLines, startServer, tempDb } from '../helpers/process.js'
 import { ScriptedAgent } from '../helpers/scripted-agent.js'
 import { REDIS_URL, dropSchemas, freshPgUrl, pgMissing, redisMissing } from '../helpers/services.js'
@@ -216,6 +216,23 @@ describe.skipIf(missing !== undefined)(`Claude Code ${CLAUDE_CODE_VERSION} throu
       uncompacted
     })
     await relay.down()
+    await fake.close()
+  }, 600_000)
+
+  it.each(OTHER_PACES)('runs to the scripted end at another pace ($name): every request valid, every crossing forwarded with what was at hand', async (pace) => {
+    const fake = await new FakeAnthropic().start()
+    const agent = scriptedAgent()
+    fake.fallback = (r) => (isSummaryCall(r) ? { ...summaryTiming(pace), toolInput: { objective: 'Run the scripted steps (SCRIPT-MAIN)' } } : { ...agent.reply(r), delayMs: pace.turnMs })
+    const budget = fixedTokens() + ROOM
+    const gateway = await startServer({ ANTHROPIC_API_KEY: UPSTREAM_KEY, ANTHROPIC_BASE_URL: fake.url, COMPACT_API_KEYS: `e2e=${GATEWAY_KEY}`, COMPACT_DB: tempDb(), COMPACT_BUDGET: String(budget) })
+    servers.push(gateway)
+    const { code, out } = await runClaudeCode(gateway.url)
+    expect(code, out).toBe(0)
+    expect(out).toContain('SCRIPT-END reached.')
+    expect(fake.refused).toEqual([])
+    const run = boundedRun(gateway, budget)
+    paceReport('claude-code', pace, run, fake.requests.filter(isSummaryCall).length)
+    gateway.child.kill('SIGTERM')
     await fake.close()
   }, 600_000)
 })

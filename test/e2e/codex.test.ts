@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { FakeOpenAi, type FakeOpenAiReply, type OpenAiRequest } from '../helpers/fake-openai.js'
-import { boundedRun, changes, crossingFigures, expectScriptEnd, listedCompactions, openAiFixedTokens, openAiGateway, runClient, writeReport } from '../helpers/e2e.js'
+import { boundedRun, changes, crossingFigures, expectScriptEnd, listedCompactions, openAiFixedTokens, openAiGateway, OTHER_PACES, type Pace, paceReport, runClient, summaryTiming, writeReport } from '../helpers/e2e.js'
 import { type ServerProcess, installedClient } from '../helpers/process.js'
 
 /**
@@ -19,7 +19,7 @@ const { bin: BIN, missing } = installedClient(`Codex CLI ${CODEX_VERSION}`, `cod
 
 const GATEWAY_KEY = 'gw-e2e-codex-key-0001'
 const UPSTREAM_KEY = 'sk-e2e-openai-upstream-0000'
-const MODEL_MS = Number(process.env.E2E_MODEL_MS ?? 6_000)
+const MODEL_MS = Number(process.env.E2E_MODEL_MS ?? 8_000)
 /** How long the agent's model takes over a turn (a real one takes seconds); the summaries are written meanwhile. */
 const TURN_MS = Number(process.env.E2E_TURN_MS ?? 1_500)
 /** The room between Codex's tools and instructions and the budget. */
@@ -33,18 +33,18 @@ type Item = Record<string, unknown>
 const inputOf = (r: OpenAiRequest): Item[] => (Array.isArray(r.body.input) ? (r.body.input as Item[]) : [])
 
 /** The script: each answer is the next step (reasoning, then an exec call), found from the last call's output; then the end. */
-function scripted(): { reply: (r: OpenAiRequest) => FakeOpenAiReply; handed: Set<number> } {
+function scripted(pace: Pace = { name: 'own', turnMs: TURN_MS, summaryMs: MODEL_MS }): { reply: (r: OpenAiRequest) => FakeOpenAiReply; handed: Set<number> } {
   const handed = new Set<number>()
   const reply = (r: OpenAiRequest): FakeOpenAiReply => {
-    if (isSummaryCall(r)) return { delayMs: MODEL_MS, toolInput: { objective: 'Run the scripted steps (SCRIPT-MAIN)' } }
+    if (isSummaryCall(r)) return { ...summaryTiming(pace), toolInput: { objective: 'Run the scripted steps (SCRIPT-MAIN)' } }
     const last = inputOf(r).at(-1)
     const done = typeof last?.call_id === 'string' ? Number(/^call_step_(\d+)$/.exec(last.call_id)?.[1] ?? -1) : -1
     const step = done + 1
-    if (step >= STEPS) return { delayMs: TURN_MS, output: [{ type: 'message', id: `msg_end_${step}`, status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'SCRIPT-END reached.', annotations: [] }] }] }
+    if (step >= STEPS) return { delayMs: pace.turnMs, output: [{ type: 'message', id: `msg_end_${step}`, status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'SCRIPT-END reached.', annotations: [] }] }] }
     handed.add(step)
     const code = `text("step ${step} output\\n" + Array.from({ length: ${OUTPUT_LINES} }, (_, i) => "step ${step} line " + i + " of the build log, with some words to read").join("\\n"))`
     return {
-      delayMs: TURN_MS,
+      delayMs: pace.turnMs,
       output: [
         { type: 'reasoning', id: `rs_step_${step}`, summary: [], encrypted_content: `gAAAAB${'r'.repeat(300)}${step}` },
         { type: 'custom_tool_call', id: `ctc_step_${step}`, status: 'completed', call_id: `call_step_${step}`, name: 'exec', input: code }
@@ -129,6 +129,20 @@ describe.skipIf(missing !== undefined)(`Codex CLI ${CODEX_VERSION} through the g
       ...crossingFigures(proxied, compactions, MODEL_MS),
       summary_item_changes: summaryChanges
     })
+    gateway.child.kill('SIGTERM')
+    await fake.close()
+  }, 600_000)
+
+  it.each(OTHER_PACES)('runs to the scripted end at another pace ($name): every request valid, every crossing forwarded with what was at hand', async (pace) => {
+    expect(fixed, 'the first run measured what Codex sends every turn').toBeGreaterThan(0)
+    const fake = await new FakeOpenAi().start()
+    const script = scripted(pace)
+    fake.fallback = script.reply
+    const budget = fixed + ROOM
+    const gateway = await openAiGateway(fake.url, UPSTREAM_KEY, GATEWAY_KEY, { budget, summaryModel: 'gpt-summarizer' })
+    servers.push(gateway)
+    await runToScriptEnd(gateway, fake, script)
+    paceReport('codex', pace, boundedRun(gateway, budget), fake.requests.filter(isSummaryCall).length)
     gateway.child.kill('SIGTERM')
     await fake.close()
   }, 600_000)

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { FakeOpenAi, type FakeOpenAiReply, type OpenAiRequest } from '../helpers/fake-openai.js'
-import { boundedRun, changes, crossingFigures, expectScriptEnd, listedCompactions, openAiFixedTokens, openAiGateway, runClient, writeReport } from '../helpers/e2e.js'
+import { boundedRun, changes, crossingFigures, expectScriptEnd, listedCompactions, openAiFixedTokens, openAiGateway, OTHER_PACES, type Pace, paceReport, runClient, summaryTiming, writeReport } from '../helpers/e2e.js'
 import { type ServerProcess, installedClient } from '../helpers/process.js'
 
 /**
@@ -22,9 +22,9 @@ const GATEWAY_KEY = 'gw-e2e-opencode-key-0001'
 const UPSTREAM_KEY = 'sk-e2e-opencode-upstream-0000'
 const AGENT_MODEL = 'agent-model'
 const SUMMARY_MODEL = 'summary-model'
-const MODEL_MS = Number(process.env.E2E_MODEL_MS ?? 4_000)
+const MODEL_MS = Number(process.env.E2E_MODEL_MS ?? 8_000)
 /** How long the agent's model takes over a turn; the summaries are written meanwhile. */
-const TURN_MS = Number(process.env.E2E_TURN_MS ?? 1_000)
+const TURN_MS = Number(process.env.E2E_TURN_MS ?? 1_500)
 /** The room between opencode's system prompt and tools and the budget. */
 const ROOM = 40_000
 const STEPS = 30
@@ -36,18 +36,18 @@ const isTitleCall = (r: OpenAiRequest): boolean => !isSummaryCall(r) && (r.body.
 const messagesOf = (r: OpenAiRequest): OpenAiRequest['body']['messages'] => r.body.messages
 
 /** The script: each answer reads the next LINES lines (found from the last call's result), then the end. */
-function scripted(file: string): { reply: (r: OpenAiRequest) => FakeOpenAiReply; handed: Set<number> } {
+function scripted(file: string, pace: Pace = { name: 'own', turnMs: TURN_MS, summaryMs: MODEL_MS }): { reply: (r: OpenAiRequest) => FakeOpenAiReply; handed: Set<number> } {
   const handed = new Set<number>()
   const reply = (r: OpenAiRequest): FakeOpenAiReply => {
-    if (isSummaryCall(r)) return { delayMs: MODEL_MS, toolInput: { objective: 'Read the build log in steps (SCRIPT-MAIN)' } }
+    if (isSummaryCall(r)) return { ...summaryTiming(pace), toolInput: { objective: 'Read the build log in steps (SCRIPT-MAIN)' } }
     if (isTitleCall(r)) return { text: 'Reading the build log' }
     const last = messagesOf(r).at(-1)
     const done = last?.role === 'tool' ? Number(/^call_step_(\d+)$/.exec(last.tool_call_id ?? '')?.[1] ?? -1) : -1
     const step = done + 1
-    if (step >= STEPS) return { delayMs: TURN_MS, text: 'SCRIPT-END reached.' }
+    if (step >= STEPS) return { delayMs: pace.turnMs, text: 'SCRIPT-END reached.' }
     handed.add(step)
     const args = JSON.stringify({ filePath: file, offset: step * LINES + 1, limit: LINES })
-    return { delayMs: TURN_MS, toolCalls: [{ id: `call_step_${step}`, name: 'read', arguments: args }] }
+    return { delayMs: pace.turnMs, toolCalls: [{ id: `call_step_${step}`, name: 'read', arguments: args }] }
   }
   return { reply, handed }
 }
@@ -159,6 +159,21 @@ describe.skipIf(missing !== undefined)(`opencode ${OPENCODE_VERSION} through the
       ...crossingFigures(proxied, compactions, MODEL_MS),
       summary_message_changes: summaryChanges
     })
+    gateway.child.kill('SIGTERM')
+    await fake.close()
+  }, 600_000)
+
+  it.each(OTHER_PACES)('runs to the scripted end at another pace ($name): every request valid, every crossing forwarded with what was at hand', async (pace) => {
+    expect(fixed, 'the first run measured what opencode sends every turn').toBeGreaterThan(0)
+    const fake = await new FakeOpenAi().start()
+    const { work, file } = workFolder()
+    const script = scripted(file, pace)
+    fake.fallback = script.reply
+    const budget = fixed + ROOM
+    const gateway = await openAiGateway(fake.url, UPSTREAM_KEY, GATEWAY_KEY, { budget, summaryModel: SUMMARY_MODEL })
+    servers.push(gateway)
+    await runToScriptEnd(gateway, fake, script, work)
+    paceReport('opencode', pace, boundedRun(gateway, budget), fake.requests.filter(isSummaryCall).length)
     gateway.child.kill('SIGTERM')
     await fake.close()
   }, 600_000)

@@ -88,3 +88,36 @@ export async function openAiGateway(upstreamUrl: string, upstreamKey: string, ga
   if (compaction === 'off') return startServer({ ...common, COMPACT_BUDGET: 'off' })
   return startServer({ ...common, COMPACT_SUMMARIZER: 'openai', COMPACT_MODEL: compaction.summaryModel, COMPACT_DB: tempDb(), COMPACT_BUDGET: String(compaction.budget) })
 }
+
+/** A pace an agent may run at: how long its model takes over a turn, and the summary model over a summary (or never answers). */
+export interface Pace {
+  name: string
+  turnMs: number
+  summaryMs: number | 'never'
+}
+
+/**
+ * The paces each client runs at besides its own test's (turns of 1.5 s, summaries of 8 s): turns back to
+ * back with 1.5 s summaries, and a summary model that never answers.
+ */
+export const OTHER_PACES: Pace[] = [
+  { name: 'back-to-back', turnMs: 0, summaryMs: 1_500 },
+  { name: 'model-never-answers', turnMs: 0, summaryMs: 'never' }
+]
+
+/** A summary model's timing at a pace: a delay, or an answer that never comes. */
+export function summaryTiming(pace: Pace): { delayMs: number } | { after: Promise<unknown> } {
+  return pace.summaryMs === 'never' ? { after: new Promise(() => undefined) } : { delayMs: pace.summaryMs }
+}
+
+/**
+ * A run at a pace, checked and reported: every crossing forwarded with what was at hand (a summary written
+ * ahead, or a merge from the ledger); with a model that never answers, the session went on through its
+ * crossings all the same. The waits are reported against the summary's time (the never-answering model's
+ * against the timeout it would have been waited for, the summarizer's own).
+ */
+export function paceReport(name: string, pace: Pace, run: { proxied: LogLine[]; compactions: LogLine[] }, summaryCalls: number): void {
+  expect(run.compactions.every((c) => c.source === 'precomputed' || c.source === 'merged')).toBe(true)
+  const modelMs = pace.summaryMs === 'never' ? 60_000 : pace.summaryMs
+  writeReport(`${name}-${pace.name}`, { pace: pace.name, turn_ms: pace.turnMs, summary_ms: pace.summaryMs, requests: run.proxied.length, summary_calls: summaryCalls, ...crossingFigures(run.proxied, run.compactions, modelMs) })
+}

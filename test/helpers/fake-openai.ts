@@ -7,6 +7,8 @@ export interface FakeOpenAiReply {
   status?: number
   headers?: Record<string, string>
   delayMs?: number
+  /** Answered once this settles (never, for a model that never answers). */
+  after?: Promise<unknown>
   /** For a 200: the arguments of the record_summary call (an object, sent as JSON text)... */
   toolInput?: unknown
   /** ...or the arguments as they are (text that may not be JSON)... */
@@ -155,8 +157,12 @@ export class FakeOpenAi {
           for (const event of events) res.write(event)
           res.end()
         }
-        if (next.delayMs) setTimeout(send, next.delayMs)
-        else send()
+        const wait = (): void => {
+          if (next.delayMs) setTimeout(send, next.delayMs)
+          else send()
+        }
+        if (next.after) void next.after.finally(wait)
+        else wait()
       })
     })
     this.server.listen(0, '127.0.0.1')

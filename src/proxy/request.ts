@@ -75,18 +75,26 @@ function kept(id: string): string {
 }
 
 /**
+ * The gateway's own session header, checked: a value it cannot use is refused (400, naming the header),
+ * whether or not the body is read.
+ */
+export function ownSession(headers: Readonly<Record<string, string | string[] | undefined>>): string | undefined {
+  const own = headers['x-compaction-session']
+  if (own === undefined) return undefined
+  const value = headerValue(own)
+  if (value === undefined || value.trim() === '' || value.length > MAX_SESSION_LENGTH || !SESSION_ID.test(value.trim())) {
+    throw invalid(`x-compaction-session: a session id of 1 to ${MAX_SESSION_LENGTH} characters, with no control character, and not "." or ".."`, '/headers/x-compaction-session')
+  }
+  return value.trim()
+}
+
+/**
  * The session of a proxied request: x-compaction-session (the gateway's own, checked), else the session
  * id the agent sends (SESSION_HEADERS), else the body's own (metadata.user_id, prompt_cache_key).
  */
 export function proxySession(headers: Readonly<Record<string, string | string[] | undefined>>, userId: string | undefined): string | undefined {
-  const own = headers['x-compaction-session']
-  if (own !== undefined) {
-    const value = headerValue(own)
-    if (value === undefined || value.trim() === '' || value.length > MAX_SESSION_LENGTH || !SESSION_ID.test(value.trim())) {
-      throw invalid(`x-compaction-session: a session id of 1 to ${MAX_SESSION_LENGTH} characters, with no control character, and not "." or ".."`, '/headers/x-compaction-session')
-    }
-    return value.trim()
-  }
+  const own = ownSession(headers)
+  if (own !== undefined) return own
   for (const name of SESSION_HEADERS) {
     const value = headerValue(headers[name])?.trim()
     if (value) return kept(value)

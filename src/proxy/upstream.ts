@@ -26,10 +26,18 @@ export interface UpstreamResponse {
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-authenticate', 'proxy-authorization', 'content-length'])
 
 /**
- * Request headers that stay at the gateway: the hop's own, the client's credentials (the gateway sends its
- * own), and `accept-encoding` (the gateway reads the stream it relays, so the upstream answers uncompressed).
+ * Headers that say who sent a request through which proxies. The gateway calls the upstream as its own client
+ * (with its own key), so it drops the client's: any client could write them, and the upstream would take them
+ * for the gateway's word.
  */
-const NOT_FORWARDED = new Set([...HOP_BY_HOP, 'host', 'x-api-key', 'authorization', 'cookie', 'accept-encoding', 'expect'])
+const CLIENT_ADDRESS = ['forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-forwarded-port', 'x-real-ip', 'true-client-ip', 'via']
+
+/**
+ * Request headers that stay at the gateway: the hop's own, the client's credentials (the gateway sends its
+ * own), `accept-encoding` (the gateway reads the stream it relays, so the upstream answers uncompressed), and
+ * the client's address headers (CLIENT_ADDRESS).
+ */
+const NOT_FORWARDED = new Set([...HOP_BY_HOP, 'host', 'x-api-key', 'authorization', 'cookie', 'accept-encoding', 'expect', ...CLIENT_ADDRESS])
 
 /**
  * The headers sent upstream: every end-to-end header the client sent (anthropic-version, anthropic-beta,

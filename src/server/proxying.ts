@@ -10,7 +10,7 @@ import { Type } from 'typebox'
 import { keyedResponses } from './routes/security.js'
 import type { ItemsField } from '../contract/wire.js'
 import type { ProxyOutcome } from '../proxy/compactor.js'
-import { type ProxyParts, derivedSession, farUnderBudget, proxyBudget, proxySession } from '../proxy/request.js'
+import { type ProxyParts, derivedSession, farUnderBudget, ownSession, proxyBudget, proxySession } from '../proxy/request.js'
 import { type Upstream, type UpstreamResponse, clientHeaders, upstreamHeaders } from '../proxy/upstream.js'
 import { InvalidHistoryError } from '../service/errors.js'
 import { addToRequestLine } from '../telemetry/logger.js'
@@ -220,7 +220,9 @@ export async function proxyRequest<R>(
 ): Promise<FastifyReply> {
   const started = performance.now()
   const body = request.body as ProxiedBody
+  // the gateway's own headers are checked on every request, read or not: one it cannot use is refused, named
   const budget = proxyBudget(request.headers['x-compaction-budget'], context.budget)
+  ownSession(request.headers)
   const credentials = api.credentials(request)
   if (!credentials) throw new ConfigurationError(`the gateway has no key for ${api.name}: set ${api.keySetting} on the gateway`)
   const abort = abortOnClose(reply)

@@ -156,6 +156,20 @@ describe('POST /v1/messages: a drop-in proxy for Messages API clients', () => {
     expect(sentB.slice(sentA.length)).toEqual(grown.slice(history.length))
   })
 
+  it("refuses a gateway header it cannot use on every request, naming it, also on a body it would forward unread", async () => {
+    for (const [name, value] of [['x-compaction-session', 's'.repeat(250)], ['x-compaction-session', ' '], ['x-compaction-budget', 'lots']] as const) {
+      const res = await fetch(`${url}/v1/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY, [name]: value },
+        body: JSON.stringify({ model: 'claude-test', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] })
+      })
+      expect(res.status, `${name}: ${value.slice(0, 10)}`).toBe(400)
+      const body = (await res.json()) as { error: { message: string } }
+      expect(body.error.message).toContain(name)
+    }
+    expect(proxied(fake)).toHaveLength(0)
+  })
+
   it('refuses a wrong key before any upstream call', async () => {
     const stranger = new Anthropic({ apiKey: 'not-a-gateway-key', baseURL: url, maxRetries: 0 })
     const err = await stranger.messages.create({ model: 'claude-test', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e)

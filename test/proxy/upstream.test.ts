@@ -3,6 +3,24 @@ import { describe, expect, it } from 'vitest'
 import { UpstreamError, clientHeaders, upstreamFault, upstreamHeaders } from '../../src/proxy/upstream.js'
 
 describe('the headers a proxied request carries', () => {
+  it("drops the client's address headers, which any client could write: the gateway calls the upstream as its own client", () => {
+    const sent = upstreamHeaders(
+      {
+        forwarded: 'for=10.0.0.1;proto=https',
+        'x-forwarded-for': '203.0.113.9, 10.0.0.1',
+        'x-forwarded-host': 'evil.example',
+        'x-forwarded-proto': 'https',
+        'x-forwarded-port': '443',
+        'x-real-ip': '203.0.113.9',
+        'true-client-ip': '203.0.113.9',
+        via: '1.1 someproxy',
+        'anthropic-version': '2023-06-01'
+      },
+      { 'x-api-key': 'sk-ant-upstream' }
+    )
+    expect(sent).toEqual({ 'anthropic-version': '2023-06-01', 'content-type': 'application/json', 'x-api-key': 'sk-ant-upstream' })
+  })
+
   it("sends the Messages API's headers and the given credentials, never the client's key, cookies or host", () => {
     const sent = upstreamHeaders(
       {

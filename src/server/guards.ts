@@ -20,8 +20,15 @@ function installTimeouts(app: FastifyInstance, idleTimeoutMs: number): void {
     idle(request, 0)
     done()
   })
-  app.addHook('onSend', (request, _reply, payload, done) => {
+  app.addHook('onSend', (request, reply, payload, done) => {
     idle(request, idleTimeoutMs)
+    // An answer may be silent for as long as its source is (a model's stream: undici's body timeout bounds
+    // that); its client may not: when the idle timeout finds bytes waiting for a client that does not read
+    // them, the connection is dropped, whatever the route.
+    const socket = request.raw.socket as Partial<Socket> | undefined
+    reply.raw.once('timeout', () => {
+      if (socket?.writableLength) socket.destroy?.()
+    })
     done(null, payload)
   })
 }

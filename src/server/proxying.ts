@@ -114,7 +114,8 @@ function withErrorEvent(body: Readable, api: string, aborted: () => boolean): Re
 
 /**
  * The hooks of a proxy plugin: bodies kept as bytes; each answer counted by endpoint, what compaction did
- * and status; a client that stops reading dropped at the idle timeout. Returns where outcomes are noted.
+ * and status (a client that stops reading is dropped at the idle timeout, as on every route: timeoutsPlugin).
+ * Returns where outcomes are noted.
  */
 export function installProxyHooks(app: FastifyInstance, endpointOf: (url: string | undefined) => string): WeakMap<FastifyRequest, ProxyOutcome['kind']> {
   const { metrics } = app
@@ -127,16 +128,6 @@ export function installProxyHooks(app: FastifyInstance, endpointOf: (url: string
   app.addHook('onResponse', (request, reply, done) => {
     metrics.proxyRequests.inc({ endpoint: endpointOf(request.routeOptions.url), compaction: outcomes.get(request) ?? 'none', status: `${Math.floor(reply.statusCode / 100)}xx` })
     done()
-  })
-  // An answer relayed from the model may be silent for as long as the upstream may be (undici's body
-  // timeout bounds that); the client may not: when the idle timeout finds bytes waiting for a client that
-  // does not read them, its connection is dropped, and with it the upstream's answer.
-  app.addHook('onSend', (request, reply, payload, done) => {
-    const socket = request.raw.socket as { writableLength?: number; destroy?: () => void } | undefined
-    reply.raw.on('timeout', () => {
-      if (socket?.writableLength) socket.destroy?.()
-    })
-    done(null, payload)
   })
   return outcomes
 }

@@ -166,4 +166,20 @@ describe('an answer nobody reads', () => {
     // far sooner than the keep-alive timeout (72 s) or the upstream's (10 minutes)
     await until('no connection is left open', async () => (await connections()) === 0)
   })
+
+  it("loses its connection at the idle timeout on the compaction route too (the gateway's own answer)", async () => {
+    const { app, port } = await listening({ COMPACT_IDLE_TIMEOUT_MS: '300' })
+    // a manual compaction whose kept tail is a 24 MiB message: an answer of as much
+    const body = JSON.stringify({ mode: 'manual', budget_tokens: 'off', keep_tokens: 10_000_000, messages: [{ role: 'user', content: 'a' }, { role: 'assistant', content: 'b' }, { role: 'user', content: 'y'.repeat(24 * MiB) }] })
+    const socket = connect(port, '127.0.0.1')
+    await new Promise((r) => socket.once('connect', r))
+    socket.on('error', () => undefined)
+    opened.push({ close: () => socket.destroy() })
+    socket.pause() // never reads
+    socket.write(`POST /v1/compact HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
+    const connections = (): Promise<number> => new Promise((r, j) => app.server.getConnections((err, n) => (err ? j(err) : r(n))))
+    await until('the answer is under way', async () => (await connections()) === 1)
+    // far sooner than the keep-alive timeout (72 s)
+    await until('no connection is left open', async () => (await connections()) === 0)
+  })
 })

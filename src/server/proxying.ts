@@ -18,7 +18,7 @@ import { DEFAULT_BODY_LIMIT, bodyParser } from './body.js'
 import { errorBody } from './errors.js'
 import { ConfigurationError, InvalidRequestError } from '../contract/errors.js'
 import { parseJsonBody } from './json.js'
-import { countCompaction, modelKindOf, recordWrites, scheduleRecord } from './records.js'
+import { RECORD_HEADER, countCompaction, modelKindOf, recordWrites, scheduleRecord } from './records.js'
 
 /** A proxied body: its bytes as they came (forwarded as they are when nothing is compacted), read only when needed. */
 export class ProxiedBody {
@@ -172,7 +172,7 @@ async function recordProxied(
   outcome: Extract<ProxyOutcome, { kind: 'compacted' }>,
   session: string | undefined,
   budget: number | 'off'
-): Promise<{ recorded?: Promise<void>; begin?: () => void }> {
+): Promise<{ recorded?: Promise<void>; begin?: () => void; unkept?: true }> {
   const { store, metrics } = app
   const { run } = outcome
   countCompaction(metrics, run, modelKindOf(app.compaction.deps.modelSummarizer?.kind))
@@ -223,7 +223,8 @@ export async function proxyRequest<R>(
   const session = 'parts' in read ? (proxySession(request.headers, read.parts.userId) ?? derivedSession(read.parts)) : undefined
   const outcome = await compactProxied(app, api, read, request, { session, budget, signal: abort.signal })
   outcomes.set(request, outcome.kind)
-  const { recorded, begin } = outcome.kind === 'compacted' ? await recordProxied(app, request, api.endpoint, outcome, session, budget) : {}
+  const { recorded, begin, unkept } = outcome.kind === 'compacted' ? await recordProxied(app, request, api.endpoint, outcome, session, budget) : {}
+  if (unkept) void reply.header(RECORD_HEADER, 'not-kept')
   if (begin) reply.raw.once('close', begin)
 
   const payload = outcome.kind === 'none' || !('read' in read) ? body.bytes : api.write(body, read.read, outcome)

@@ -5,6 +5,9 @@ import type { Metrics } from '../telemetry/metrics.js'
 import type { CompactRequestBody } from '../contract/schemas.js'
 import type { WritesAfterAnswers } from './writes.js'
 
+/** The answer's header that says its compaction's record could not be kept (`not-kept`): a full disk, say. */
+export const RECORD_HEADER = 'x-compaction-record'
+
 /** The model kind a fallback is counted under: the configured model summarizer's (Anthropic's where none is). */
 export function modelKindOf(kind: string | undefined): 'anthropic' | 'openai' {
   return kind === 'openai' ? 'openai' : 'anthropic'
@@ -38,6 +41,8 @@ export interface RecordWrites {
   compaction: CompactionRecord
   record: () => Promise<void>
   coldLayer: () => Promise<void>
+  /** The record could not be journaled (a full disk): counted and logged; the answer says so. */
+  unjournaled: (err: unknown) => void
 }
 
 /** The writes that keep a compaction's record and cold layer. A store that fails loses them, never the compaction: each counts and logs its own failure and never rejects. */
@@ -66,6 +71,10 @@ export function recordWrites(
   }
   return {
     compaction,
+    unjournaled: (err) => {
+      metrics.storeErrors.inc({ operation: 'journal' })
+      log.error({ err, summary_id: response.summary.id }, 'compaction record not journaled: answered all the same, kept only if its write succeeds')
+    },
     record: async () => {
       try {
         await store.saveRecord(compaction)
@@ -102,13 +111,20 @@ export async function scheduleRecord(
   writes: WritesAfterAnswers,
   keyName: string,
   sessionId: string | undefined,
-  { compaction, record, coldLayer }: RecordWrites
-): Promise<{ recorded?: Promise<void>; begin?: () => void }> {
+  { compaction, record, coldLayer, unjournaled }: RecordWrites
+): Promise<{ recorded?: Promise<void>; begin?: () => void; unkept?: true }> {
   if (store.shared) return { recorded: record().then(coldLayer) }
   await store.room?.()
   if (store.journal) {
-    store.journal(compaction)
-    return { begin: writes.reserve(keyName, sessionId, () => record().then(coldLayer)) }
+    // A journal that cannot be written (a full disk) never fails the compaction: it is answered, flagged.
+    let journaled = true
+    try {
+      store.journal(compaction)
+    } catch (err) {
+      journaled = false
+      unjournaled(err)
+    }
+    return { begin: writes.reserve(keyName, sessionId, () => record().then(coldLayer)), ...(journaled ? {} : { unkept: true as const }) }
   }
   return { recorded: record(), begin: writes.reserve(keyName, sessionId, coldLayer) }
 }

@@ -325,8 +325,18 @@ export class SqliteStore implements Store {
     const json = JSON.stringify(stored(record))
     this.serialized.set(record, json)
     const line = `${json}\n`
-    writeSync(fd, line)
-    this.journaledBytes += line.length
+    try {
+      writeSync(fd, line)
+    } catch (err) {
+      // a part of the line written (a full disk): cut back, so that the journal goes on whole once there is room
+      try {
+        ftruncateSync(fd, this.journaledBytes)
+      } catch {
+        // the cut line is the replay's to skip
+      }
+      throw err
+    }
+    this.journaledBytes += Buffer.byteLength(line)
     this.unwritten.add(record.id)
   }
 

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { type CompactRunView, runCompaction } from '../../service/compact.js'
-import { countCompaction, modelKindOf, recordWrites, scheduleRecord } from '../records.js'
+import { RECORD_HEADER, countCompaction, modelKindOf, recordWrites, scheduleRecord } from '../records.js'
 import { DEFAULT_BODY_LIMIT, bodyParser } from '../body.js'
 import { CompactRequest, type CompactRequestBody, CompactResponse } from '../../contract/schemas.js'
 import { KEYED, UNAUTHORIZED_DESCRIPTION } from './security.js'
@@ -154,7 +154,8 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
       // which other replicas read, the answer waits for both.
       const budget = body.budget_tokens ?? deps.defaults.budgetTokens
       const keep = recordWrites(store, metrics, request.log, { ...body, budget }, request.keyName, response, run.memory)
-      const { recorded, begin } = await scheduleRecord(store, writes, request.keyName, body.session_id, keep)
+      const { recorded, begin, unkept } = await scheduleRecord(store, writes, request.keyName, body.session_id, keep)
+      if (unkept) void reply.header(RECORD_HEADER, 'not-kept')
       if (begin) {
         reply.raw.once('finish', begin)
         reply.raw.once('close', begin)

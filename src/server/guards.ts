@@ -26,7 +26,8 @@ function installTimeouts(app: FastifyInstance, idleTimeoutMs: number): void {
     // that); its client may not: when the idle timeout finds bytes waiting for a client that does not read
     // them, the connection is dropped, whatever the route.
     const socket = request.raw.socket as Partial<Socket> | undefined
-    reply.raw.once('timeout', () => {
+    // a listener for every timeout: without one, Node drops the connection at the first silence, a model's included
+    reply.raw.on('timeout', () => {
       if (socket?.writableLength) socket.destroy?.()
     })
     done(null, payload)

@@ -49,7 +49,7 @@ describe.skipIf(missing !== undefined)(`a full disk under the SQLite store${miss
       // written up to the disk's end: what is wanted
     }
     // every compaction is answered; once not even the journal's next line fits, each is flagged
-    const flags: (string | string[] | undefined)[] = []
+    const flags: unknown[] = []
     for (let i = 0; i < 40 && !flags.includes('not-kept'); i++) {
       const full = await compact('while-full')
       expect(full.statusCode).toBe(200)

@@ -1,4 +1,4 @@
-import { ASSIGNED_VALUE, KEY_BODY_LINE, SECRET_NAMES, SECRET_PATTERNS } from './secret-patterns.js'
+import { ASSIGNED_VALUE, KEY_BODY_LINE, PASSWORD_NAMES, SECRET_NAMES, SECRET_PATTERNS } from './secret-patterns.js'
 import { at as elementAt } from './at.js'
 
 /**
@@ -89,6 +89,24 @@ function notASecret(value: string): boolean {
   )
 }
 
+/** What follows a name that is assigned to: its separator. */
+const ASSIGNED_NEXT = /^\s*(?::=|=>|=|:)(?![=:])/
+
+/**
+ * Whether a value that reads as a word or an identifier (which after `token` or `key` is code: `self.token`)
+ * is a password all the same: it is assigned to a password or secret name (PASSWORD_NAMES) either as a quoted
+ * literal or to a name in the environment's style (`DB_PASSWORD=correct-horse-battery-staple`).
+ */
+function passphrase(text: string, at: number, name: string, value: string, quoted: boolean): boolean {
+  if (!PASSWORD_NAMES.test(name) || /^(?:None|null|nil|true|false|undefined|True|False)$/.test(value) || value.includes('.')) return false
+  if (quoted) return true
+  let from = at
+  while (from > 0 && /[A-Za-z0-9_]/.test(text.charAt(from - 1))) from--
+  let to = at + name.length
+  while (to < text.length && /[A-Za-z0-9_]/.test(text.charAt(to))) to++
+  return /^[A-Z][A-Z0-9_]*$/.test(text.slice(from, to))
+}
+
 /** Basic credentials are base64 of `user:password`; anything else after the word "basic" is prose. */
 function isBasicCredential(value: string): boolean {
   try {
@@ -157,8 +175,12 @@ export function findSecrets(text: string): SecretRange[] {
     const v = ASSIGNED.exec(text)
     if (!v) continue
     const value = v[2] ?? elementAt(v, 3)
-    if (notASecret(value)) continue
-    const start = end + v[0].length - value.length - (v[1] ?? '').length
+    const valueEnd = end + v[0].length - (v[1] ?? '').length
+    // a bare "value" that is itself assigned to (`secret:\nSECRET_KEY = '…'`, a line flattened into the one
+    // before) is the next name, not a value: the scan goes on to it
+    if (v[2] === undefined && ASSIGNED_NEXT.test(text.slice(valueEnd, valueEnd + 8))) continue
+    if (notASecret(value) && !passphrase(text, at, name[0], value, v[2] !== undefined)) continue
+    const start = valueEnd - value.length
     found.push({ start, end: start + value.length, kind: 'secret' })
     covered = start + value.length
     CANDIDATE.lastIndex = covered

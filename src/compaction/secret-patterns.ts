@@ -35,7 +35,8 @@ export const SECRET_PATTERNS: readonly SecretPattern[] = [
   { kind: 'huggingface_token', prefix: 'hf_', pattern: 'hf_[A-Za-z0-9]{30,}', wordStart: true, source: 'Hugging Face docs: user access tokens' },
   { kind: 'sendgrid_key', prefix: 'SG\\.', pattern: 'SG\\.[A-Za-z0-9_-]{16,32}\\.[A-Za-z0-9_-]{16,64}', wordStart: true, source: 'Twilio SendGrid docs: API keys' },
   { kind: 'twilio_key', prefix: 'SK', pattern: 'SK[0-9a-f]{32}(?![A-Za-z0-9])', wordStart: true, source: 'Twilio docs: API key SIDs' },
-  { kind: 'telegram_bot_token', prefix: '\\d{8,10}:AA', pattern: '\\d{8,10}:AA[A-Za-z0-9_-]{30,}', wordStart: true, source: 'Telegram Bot API: authorizing your bot' },
+  // in a URL the token follows `bot` (api.telegram.org/bot<id>:<token>/…): it may continue a word, not a number
+  { kind: 'telegram_bot_token', prefix: '(?<![0-9])\\d{8,10}:AA', pattern: '\\d{8,10}:AA[A-Za-z0-9_-]{30,}', source: 'Telegram Bot API: authorizing your bot (https://api.telegram.org/bot<token>/METHOD)' },
   { kind: 'npm_token', prefix: 'npm_', pattern: 'npm_[A-Za-z0-9]{36}', wordStart: true, source: 'npm docs: access tokens' },
   { kind: 'pypi_token', prefix: 'pypi-', pattern: 'pypi-[A-Za-z0-9_-]{50,}', wordStart: true, source: 'PyPI docs: API tokens (pypi-AgEI…)' },
   { kind: 'shopify_token', prefix: 'shp(?:at|ca|pa|ss)_', pattern: 'shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}', wordStart: true, source: 'Shopify docs: access tokens' },
@@ -48,7 +49,7 @@ export const SECRET_PATTERNS: readonly SecretPattern[] = [
   { kind: 'google_oauth_client_secret', prefix: 'GOCSPX-', pattern: 'GOCSPX-[A-Za-z0-9_-]{24,}', wordStart: true, source: 'Google Cloud docs: OAuth client secrets (GOCSPX-)' },
   { kind: 'atlassian_token', prefix: 'AT(?:ATT|CTT)', pattern: 'AT(?:ATT|CTT)[A-Za-z0-9_=-]{40,}', wordStart: true, source: 'Atlassian docs: API tokens (ATATT…)' },
   { kind: 'terraform_token', prefix: '[A-Za-z0-9]{14}\\.atlasv1\\.', pattern: '[A-Za-z0-9]{14}\\.atlasv1\\.[A-Za-z0-9_-]{60,}', wordStart: true, source: 'HashiCorp docs: Terraform Cloud API tokens (….atlasv1.…)' },
-  { kind: 'discord_token', prefix: '[MNO][A-Za-z0-9]{23,27}\\.', pattern: '[MNO][A-Za-z0-9]{23,27}\\.[A-Za-z0-9_-]{6}\\.[A-Za-z0-9_-]{27,40}', wordStart: true, source: 'Discord developer docs: bot tokens (three base64url parts)' },
+  { kind: 'discord_token', prefix: '[MNO][A-Za-z0-9_-]{23,31}\\.', pattern: '[MNO][A-Za-z0-9_-]{23,31}\\.[A-Za-z0-9_-]{6,7}\\.[A-Za-z0-9_-]{27,45}(?![A-Za-z0-9_-])', wordStart: true, source: 'Discord developer docs: bot tokens (three base64url parts: the bot id, a timestamp, an HMAC)' },
   { kind: 'discord_webhook', prefix: 'discord(?:app)?\\.com/api/webhooks/', pattern: 'discord(?:app)?\\.com/api/webhooks/\\d+/([A-Za-z0-9_-]{30,})', group: 1, source: 'Discord developer docs: webhooks' },
   { kind: 'age_secret_key', prefix: 'AGE-SECRET-KEY-1', pattern: 'AGE-SECRET-KEY-1[0-9A-Z]{50,}', wordStart: true, source: 'age (age-encryption.org/v1): secret keys' },
   { kind: 'fcm_server_key', prefix: 'AAAA', pattern: 'AAAA[A-Za-z0-9_-]{7}:[A-Za-z0-9_-]{100,}', wordStart: true, source: 'Firebase Cloud Messaging: legacy server keys' },
@@ -73,6 +74,9 @@ export const SECRET_PATTERNS: readonly SecretPattern[] = [
  * Names a secret is assigned to (in .env, YAML, JSON and code): the value after `=`, `:` or `=>` goes.
  * A name may be part of a longer one (DB_PASSWORD, SECRET_KEY, githubToken).
  */
+/** The names among SECRET_NAMES whose value is a password or a passphrase: words without digits are such values too. */
+export const PASSWORD_NAMES = /password|passwd|passphrase|pwd|(?<![A-Za-z])pass(?![A-Za-z])|secret/i
+
 export const SECRET_NAMES =
   'password|passwd|passphrase|pwd|(?<![A-Za-z])pass(?![A-Za-z])|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|(?:signing|encryption|master|hmac|session|jwt)[_-]?key|client[_-]key[_-]data|(?<![A-Za-z])_auth(?![A-Za-z])|credentials?|client[_-]?secret'
 

@@ -104,3 +104,51 @@ describe('public material', () => {
     expect(out).not.toContain(line(41))
   })
 })
+
+describe('credentials by their kind, wherever text goes', () => {
+  // values made for each run, so that the tests are of the kind, not of a string
+  const pick = (alphabet: string, n: number, seed: number): string => Array.from({ length: n }, (_, i) => alphabet[(seed * 7 + i * 13 + i * i) % alphabet.length]).join('')
+  const B64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
+  const WORDS = ['correct', 'horse', 'battery', 'staple', 'violet', 'meadow', 'quantum', 'harbor', 'lantern', 'pepper']
+
+  it('a bot token inside its URL (a Telegram bot token follows "bot" in api.telegram.org/bot<id>:<token>/…)', () => {
+    for (let seed = 1; seed <= 5; seed++) {
+      const token = `${String(100_000_000 + seed * 12_345_67).slice(0, 9)}:AA${pick(B64URL, 33, seed)}`
+      for (const text of [`curl https://api.telegram.org/bot${token}/sendMessage -d chat_id=1`, `BOT_URL = "https://api.telegram.org/bot${token}/getMe"`, `token ${token}`]) {
+        const out = redactSecrets(text).text
+        expect(out, text).not.toContain(token.split(':')[1])
+      }
+    }
+    // a number before a colon is no token
+    expect(redactSecrets('12345678901234:AAbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb at 1234567890123').text).toContain('12345678901234')
+  })
+
+  it('a passphrase without digits assigned to a password or secret name, in the environment or quoted in code', () => {
+    for (let seed = 0; seed < 5; seed++) {
+      const phrase = [0, 1, 2, 3].map((i) => WORDS[(seed + i * 3) % WORDS.length]).join(['-', '_', '', '.'][seed % 3] ?? '-')
+      for (const text of [`DB_PASSWORD=${phrase}`, `export SMTP_SECRET=${phrase}`, `password = "${phrase}"`, `config.db_passwd: '${phrase}'`]) {
+        expect(redactSecrets(text).text, text).not.toContain(phrase)
+      }
+    }
+    // code that assigns a name, not a passphrase, is left as it is
+    for (const code of ['password = self.password', 'secret = get_secret()', 'passwd = None', 'token = request.token']) expect(redactSecrets(code).text).toBe(code)
+  })
+
+  it('a bare bot token passed to a call (three base64url parts: the id, a timestamp, an HMAC)', () => {
+    for (let seed = 1; seed <= 5; seed++) {
+      const token = `M${pick(B64URL.slice(0, 62), 25 + (seed % 4), seed)}.${pick(B64URL, 6, seed + 1)}.${pick(B64URL, 38, seed + 2)}`
+      for (const text of [`client.run("${token}")`, `bot.login('${token}')`, `run(${token})`]) expect(redactSecrets(text).text, text).not.toContain(token.split('.')[2])
+    }
+  })
+
+  it('a value that starts with punctuation, after a name whose line was flattened into the one before', () => {
+    for (let seed = 1; seed <= 5; seed++) {
+      const value = `${'=@#!%^&*'[seed % 8]}${pick('abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*(-_=+)', 48, seed)}`.replace(/['"\\]/g, 'x')
+      for (const text of [`SECRET_KEY = '${value}'`, `Set the secret: SECRET_KEY = '${value}'`, `the secret:\nSECRET_KEY = '${value}'`]) {
+        const out = redactSecrets(text).text
+        expect(out, text).not.toContain(value.slice(1, 20))
+        expect(out, text).toContain('SECRET_KEY')
+      }
+    }
+  })
+})

@@ -59,6 +59,13 @@ export const DEFAULT_BODY_LIMIT = 1_048_576
 // Refusals
 /** How long a refusal waits for the rest of its body before it is sent with the connection closed. */
 export const LINGER_MS = 5_000
+/**
+ * The most bytes a refusal reads and drops for its client to see the answer: a body is refused for being
+ * over the limit (by as much as the client likes), so the bound is a multiple of the limit, not the limit.
+ */
+export function lingerBytes(bodyLimitBytes: number): number {
+  return Math.max(4 * bodyLimitBytes, 64 * 1024 * 1024)
+}
 
 // The summary limiter
 /** What a 503 for too many summaries in flight tells the client to wait. */

@@ -35,7 +35,7 @@ import { openAiRoutes } from './routes/openai.js'
 import { metricsRoutes } from './routes/metrics.js'
 import { sessionRoutes } from './routes/sessions.js'
 import { type ErrorResponseBody, SHARED_SCHEMAS } from '../contract/schemas.js'
-import { KEEP_ALIVE_TIMEOUT_MS, HEADERS_TIMEOUT_MS, MAX_PARAM_LENGTH } from '../contract/defaults.js'
+import { KEEP_ALIVE_TIMEOUT_MS, HEADERS_TIMEOUT_MS, MAX_PARAM_LENGTH, lingerBytes } from '../contract/defaults.js'
 export { KEEP_ALIVE_TIMEOUT_MS, HEADERS_TIMEOUT_MS, MAX_PARAM_LENGTH }
 
 export interface AppOptions {
@@ -105,7 +105,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
   await app.register(requestChecksPlugin)
   // Bytes of bodies in flight are bounded, counted as they arrive; a refusal lets the client finish sending.
   await app.register(admissionPlugin, { maxBytes: config.COMPACT_MAX_INFLIGHT_MB * 1024 * 1024, retryAfterS: OVERLOADED_RETRY_AFTER_S })
-  await app.register(lingerPlugin, { maxBytes: Math.floor(config.COMPACT_BODY_LIMIT_MB * 1024 * 1024), ms: LINGER_MS })
+  await app.register(lingerPlugin, { maxBytes: lingerBytes(Math.floor(config.COMPACT_BODY_LIMIT_MB * 1024 * 1024)), ms: LINGER_MS })
   await app.register(responseHooksPlugin)
 
   // Auth first, then the per-key rate limit, both before the body is read.

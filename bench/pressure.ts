@@ -8,6 +8,8 @@
  *               higher of the two floors.
  *   burst:      16 bodies of 30 MB at once: each answered 200 or 503 + Retry-After, the process stays up,
  *               and its peak resident memory.
+ *   flood:      100 bodies of 30 MB at once from another process (the in-flight bound saturated, most of
+ *               them refused and drained): the worst /healthz and /readyz wait meanwhile; target ≤ 100 ms.
  * Every figure is printed beside its target with "meets" or "misses"; nothing here fails on noise.
  */
 import { execFile } from 'node:child_process'
@@ -52,14 +54,25 @@ function postFromChild(url: string, file: string): Promise<number> {
   })
 }
 
-/** The worst wait of /healthz, polled back to back, while `work` runs. */
-async function worstStall(base: string, work: Promise<unknown>): Promise<number> {
+/** Posts a file's bytes `n` times at once from a child process and resolves with the count of each status. */
+function floodFromChild(url: string, file: string, n: number): Promise<Record<string, number>> {
+  const script =
+    "const b=require('node:fs').readFileSync(process.argv[1]);const s={};const k=(x)=>{s[x]=(s[x]||0)+1};" +
+    "Promise.all(Array.from({length:+process.argv[3]},()=>fetch(process.argv[2],{method:'POST',headers:{'content-type':'application/json'},body:b})" +
+    '.then(async(r)=>{await r.arrayBuffer();k(r.status)}).catch((e)=>k(String(e.cause?.code??e))))).then(()=>process.stdout.write(JSON.stringify(s)))'
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, ['-e', script, file, url, String(n)], { maxBuffer: 1024 * 1024 }, (err, stdout) => (err ? reject(err) : resolve(JSON.parse(stdout) as Record<string, number>)))
+  })
+}
+
+/** The worst wait of a probe (/healthz unless told), polled back to back, while `work` runs. */
+async function worstStall(base: string, work: Promise<unknown>, paths = ['/healthz']): Promise<number> {
   let done = false
   void work.finally(() => (done = true))
   let worst = 0
-  while (!done) {
+  for (let i = 0; !done; i++) {
     const t0 = performance.now()
-    await (await fetch(`${base}/healthz`)).arrayBuffer()
+    await (await fetch(`${base}${paths[i % paths.length]}`)).arrayBuffer()
     worst = Math.max(worst, performance.now() - t0)
     await new Promise((r) => setTimeout(r, 2))
   }
@@ -135,6 +148,17 @@ const burst = await Promise.all(
 const after = memoryMiB(gw.child.pid!)
 const alive = (await fetch(`${gw.url}/healthz`)).status === 200
 const code = await gw.stop()
+
+// Flood: 100 bodies of 30 MB at once, sent by another process, probes polled meanwhile, twice.
+const floods: { statuses: Record<string, number>; worst: number }[] = []
+for (let round = 0; round < 2; round++) {
+  progress(`a flood of 100 × 30 MB bodies, round ${round + 1} of 2`)
+  const target = await startGateway()
+  const work = floodFromChild(`${target.url}/v1/compact`, bigFile, 100)
+  const worst = await worstStall(target.url, work, ['/healthz', '/readyz'])
+  floods.push({ statuses: await work, worst })
+  await target.stop()
+}
 const statuses = burst.reduce<Record<string, number>>((m, r) => ({ ...m, [r.status]: (m[r.status] ?? 0) + 1 }), {})
 const answeredWell = burst.every((r) => r.status === 200 || (r.status === 503 && r.retryAfter !== null))
 
@@ -150,4 +174,8 @@ const against = Math.max(floor, floorApart) // the higher floor: the verdict is 
 console.log(`target: ≥ 0.9x the floor (the higher of the two): ${(gateway / against).toFixed(2)}x, ${verdict(gateway / against >= 0.9)}`)
 console.log(`\nburst of 16 × 30 MB: statuses ${JSON.stringify(statuses)}; every one 200 or 503 with Retry-After: ${answeredWell ? 'yes' : 'NO'}; /healthz after: ${alive ? '200' : 'down'}`)
 console.log(`  server rss ${before.rss.toFixed(0)} MiB before, ${after.rss.toFixed(0)} MiB after; peak rss of the process ${after.peak.toFixed(0)} MiB; exit code after SIGTERM ${code}`)
-if (!answeredWell || !alive || code !== 0) process.exitCode = 1
+const floodWorst = Math.max(...floods.map((f) => f.worst))
+const floodRead = floods.every((f) => Object.keys(f.statuses).every((k) => k === '200' || k === '503'))
+console.log(`\nflood of 100 × 30 MB from another process: statuses ${floods.map((f) => JSON.stringify(f.statuses)).join(', ')}; every answer read: ${floodRead ? 'yes' : 'NO'}`)
+console.log(`target: /healthz and /readyz worst wait ≤ 100 ms meanwhile: ${floods.map((f) => f.worst.toFixed(0)).join(' and ')} ms, ${verdict(floodWorst <= 100)}`)
+if (!answeredWell || !alive || code !== 0 || !floodRead) process.exitCode = 1

@@ -26,6 +26,8 @@ export function readBody(payload: Readable, contentLength: string | undefined, l
   let received = 0
 
   const stop = (): void => {
+    // paused: what is not read is not received (TCP holds the sender); a refusal's drain resumes it in turn
+    payload.pause()
     payload.removeListener('data', onData)
     payload.removeListener('end', onEnd)
     payload.removeListener('error', onEnd)

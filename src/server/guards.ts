@@ -165,19 +165,37 @@ function installAdmission(app: FastifyInstance, options: AdmissionOptions): void
 export interface LingerOptions {
   /** The most body bytes read and dropped after a refusal; a body announced larger is not waited for. */
   maxBytes: number
-  /** The longest the answer waits for the client to finish sending. */
+  /** How long a refusal waits for more of its body once draining it; silence this long ends the wait. */
   ms: number
+  /** Bodies drained at once (the rest wait their turn, paused); 16 unless set. */
+  concurrency?: number
 }
-
 
 /**
  * Refusals that come before the body is read (a wrong key, the rate limit, the in-flight bound, a body too
  * large): closing the connection under a client that is still sending makes it see a broken pipe instead
  * of the answer (Node's fetch, and so the SDKs, do). The rest of the body is read and dropped first,
- * bounded in bytes and time, as a web server's lingering close does; past either bound the answer goes
- * with the connection closed.
+ * bounded in bytes and by silence, as a web server's lingering close does; past either bound the answer
+ * goes with the connection closed.
+ *
+ * Draining is what a flood of refused bodies costs the event loop: each turn of the loop reads as much as
+ * the kernel holds for every socket being read (libuv takes up to 32 reads of 64 KiB per socket a turn),
+ * and a probe of /healthz waits for that turn to end. So a few bodies are drained at once and the rest
+ * wait paused (their senders held by TCP's own flow control), which bounds the bytes a turn reads whatever
+ * the number of senders; the total is drained as fast as before, in turns.
  */
 function installLinger(app: FastifyInstance, options: LingerOptions): void {
+  const concurrency = options.concurrency ?? 4
+  let draining = 0
+  const waiting: (() => void)[] = []
+  const next = (): void => {
+    draining--
+    const start = waiting.shift()
+    if (start) {
+      draining++
+      start()
+    }
+  }
   app.addHook('onSend', (request, reply, payload, done) => {
     const raw = request.raw
     // (app.inject's requests are whole before they start)
@@ -187,22 +205,39 @@ function installLinger(app: FastifyInstance, options: LingerOptions): void {
       void reply.header('connection', 'close')
       return done(null, payload)
     }
+    raw.pause()
     let dropped = 0
+    let timer: NodeJS.Timeout | undefined
+    let finished = false
     const finish = (close: boolean): void => {
+      if (finished) return
+      finished = true
       clearTimeout(timer)
       raw.off('data', onData).off('end', onEnd).off('error', onFault).off('close', onFault)
+      if (started) next()
+      else if (waiting.includes(start)) waiting.splice(waiting.indexOf(start), 1)
       if (close) void reply.header('connection', 'close')
       done(null, payload)
     }
     const onData = (chunk: Buffer): void => {
       dropped += chunk.length
-      if (dropped > options.maxBytes) finish(true)
+      if (dropped > options.maxBytes) return finish(true)
+      timer?.refresh()
     }
     const onEnd = (): void => finish(false)
     const onFault = (): void => finish(true)
-    const timer = setTimeout(onFault, options.ms)
-    raw.on('data', onData).on('end', onEnd).on('error', onFault).on('close', onFault)
-    raw.resume()
+    let started = false
+    const start = (): void => {
+      started = true
+      timer = setTimeout(onFault, options.ms)
+      raw.on('data', onData).resume()
+    }
+    // a client that goes away while it waits its turn gives its turn up
+    raw.on('end', onEnd).on('error', onFault).on('close', onFault)
+    if (draining < concurrency) {
+      draining++
+      start()
+    } else waiting.push(start)
   })
 }
 
@@ -210,7 +245,7 @@ function installLinger(app: FastifyInstance, options: LingerOptions): void {
  * On close, connections with no request being worked on are dropped: Fastify closes idle kept-alive
  * ones, but a connection that has sent nothing yet, or only part of a request (its headers, part of its
  * body), would hold the shutdown until its timeout or the grace period's end. A request whose body is in
- * (a compaction being worked on, an answer being sent) is let finish. Read from the socket at close, so
+ * (a compaction being worked on, an answer being sent) is let finish, and its connection ends with it. Read from the socket at close, so
  * that no request pays for it.
  */
 function installShutdownDrain(app: FastifyInstance): void {
@@ -223,7 +258,15 @@ function installShutdownDrain(app: FastifyInstance): void {
     for (const socket of sockets) {
       // the answer Node is writing on this socket, and the request it answers
       const res = (socket as Socket & { _httpMessage?: ServerResponse })._httpMessage
-      if (!(res && !res.writableFinished && res.req.complete)) socket.destroy()
+      if (!(res && !res.writableFinished && res.req.complete)) {
+        socket.destroy()
+        continue
+      }
+      // The answer in flight is the connection's last: said so where its head is still to go, and the
+      // connection ended once it is sent either way (a stream's head went out saying keep-alive, and a
+      // client that keeps its connection would otherwise hold the close until the keep-alive timeout).
+      if (!res.headersSent) res.shouldKeepAlive = false
+      res.once('finish', () => socket.end())
     }
     done()
   })

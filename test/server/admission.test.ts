@@ -165,6 +165,31 @@ describe('refusals before the body is read', () => {
   }, 120_000)
 })
 
+describe('many refusals at once', () => {
+  it('are drained a few at a time, and every sender, waiting its turn paused, reads its answer', async () => {
+    const server = await startServer({ COMPACT_BODY_LIMIT_MB: '8' })
+    try {
+      const body = historyOf(3 * MiB)
+      // more senders than bodies drained at once: the rest wait, paused, for a turn
+      const outcomes = await Promise.all(
+        Array.from({ length: 40 }, async () => {
+          try {
+            const res = await fetch(`${server.url}/v1/compact`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body })
+            await res.arrayBuffer()
+            return String(res.status)
+          } catch (err) {
+            return `failed: ${String((err as { cause?: { code?: string } }).cause?.code ?? err)}`
+          }
+        })
+      )
+      expect(outcomes.filter((o) => o !== '415')).toEqual([])
+      expect((await fetch(`${server.url}/healthz`)).status).toBe(200)
+    } finally {
+      server.child.kill('SIGKILL')
+    }
+  }, 120_000)
+})
+
 describe('an answer nobody reads', () => {
   it('loses its connection at the idle timeout', async () => {
     const fake = await new FakeAnthropic().start()

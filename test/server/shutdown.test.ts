@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process'
 import { connect } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { FakeAnthropic } from '../helpers/fake-anthropic.js'
@@ -28,6 +29,88 @@ describe('graceful shutdown', () => {
       expect(await server.exited).toBe(0)
       // once closed, it takes nothing new
       await expect(fetch(`${server.url}/healthz`)).rejects.toThrow()
+    } finally {
+      server.child.kill('SIGKILL')
+      await fake.close()
+    }
+  })
+
+  it('on SIGTERM answers a kept-alive connection in flight with connection: close, closes it, and exits 0 at once', async () => {
+    const fake = await new FakeAnthropic().start()
+    fake.fallback = { delayMs: 1_500, toolInput: { objective: 'slow but sure' } }
+    // a grace period longer than the test waits: a process that waited it out would fail the test
+    const server = await startServer({ ANTHROPIC_API_KEY: 'sk-ant-test-shutdown-0000000000', ANTHROPIC_BASE_URL: fake.url, COMPACT_SHUTDOWN_GRACE_MS: '60000' })
+    const port = Number(new URL(server.url).port)
+    const socket = connect(port, '127.0.0.1')
+    socket.on('error', () => undefined)
+    try {
+      await new Promise((r) => socket.once('connect', r))
+      let answer = ''
+      socket.on('data', (d: Buffer) => (answer += d.toString()))
+      const closed = new Promise<void>((r) => socket.once('end', () => r()))
+      // HTTP/1.1 without Connection: close keeps the connection alive, as curl and undici do
+      const body = JSON.stringify({ messages: [user('a'), assistant('b'), user('c')], mode: 'manual' })
+      socket.write(`POST /v1/compact HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
+      await until('the model is called', () => fake.requests.length > 0)
+      server.child.kill('SIGTERM')
+      await closed
+      expect(answer).toMatch(/^HTTP\/1\.1 200 /)
+      expect(answer.toLowerCase()).toContain('connection: close')
+      expect(answer).toContain('slow but sure')
+      expect(await server.exited).toBe(0)
+    } finally {
+      socket.destroy()
+      server.child.kill('SIGKILL')
+      await fake.close()
+    }
+  })
+
+  it('on SIGTERM closes an idle kept-alive connection of a client that stays, and exits 0', async () => {
+    const server = await startServer({ COMPACT_SHUTDOWN_GRACE_MS: '60000' })
+    const port = Number(new URL(server.url).port)
+    const socket = connect(port, '127.0.0.1')
+    socket.on('error', () => undefined)
+    try {
+      await new Promise((r) => socket.once('connect', r))
+      let answer = ''
+      socket.on('data', (d: Buffer) => (answer += d.toString()))
+      socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
+      await until('the probe is answered', () => answer.includes('\r\n\r\n'))
+      const closed = new Promise<void>((r) => socket.once('end', () => r()))
+      server.child.kill('SIGTERM')
+      await closed
+      expect(await server.exited).toBe(0)
+    } finally {
+      socket.destroy()
+      server.child.kill('SIGKILL')
+    }
+  })
+
+  it("on SIGTERM lets a proxied stream finish for undici's kept-alive pool and curl's, closes both connections, and exits 0 at once", async () => {
+    const fake = await new FakeAnthropic().start()
+    fake.fallback = { text: 'one two three four five six seven eight', eventDelayMs: 150 }
+    const server = await startServer({ ANTHROPIC_BASE_URL: fake.url, COMPACT_SHUTDOWN_GRACE_MS: '60000' })
+    const body = JSON.stringify({ model: 'm', max_tokens: 10, stream: true, messages: [{ role: 'user', content: 'hi' }] })
+    const headers = { 'content-type': 'application/json', 'x-api-key': 'sk-ant-client-key-0000000000', 'anthropic-version': '2023-06-01' }
+    // curl: two requests on one connection, the second after the signal is refused or never made, never hangs
+    const curl = new Promise<{ code: number | null; out: string }>((resolve) => {
+      const child = spawn('curl', ['-sS', '-N', '-X', 'POST', `${server.url}/v1/messages`, ...Object.entries(headers).flatMap(([k, v]) => ['-H', `${k}: ${v}`]), '--data-binary', body])
+      let out = ''
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()))
+      child.once('exit', (code) => resolve({ code, out }))
+    })
+    try {
+      const res = await fetch(`${server.url}/v1/messages`, { method: 'POST', headers, body })
+      expect(res.status).toBe(200)
+      await until('both streams are under way', () => fake.requests.length === 2)
+      server.child.kill('SIGTERM')
+      const text = await res.text()
+      expect(text).toContain('message_stop')
+      const viaCurl = await curl
+      expect(viaCurl.code).toBe(0)
+      expect(viaCurl.out).toContain('message_stop')
+      // undici keeps its connection in the pool: the server is the one to close it
+      expect(await server.exited).toBe(0)
     } finally {
       server.child.kill('SIGKILL')
       await fake.close()

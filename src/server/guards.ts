@@ -185,7 +185,7 @@ export interface LingerOptions {
  * the number of senders; the total is drained as fast as before, in turns.
  */
 function installLinger(app: FastifyInstance, options: LingerOptions): void {
-  const concurrency = options.concurrency ?? 4
+  const concurrency = options.concurrency ?? 16
   let draining = 0
   const waiting: (() => void)[] = []
   const next = (): void => {

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import { CARRIED_SHARE, type Clip, type Message, SUMMARY_FLOOR_TOKENS, SUMMARY_SHARE, type SystemPrompt, asksProviderCompaction, carriedContext, carriedTokens, compactsByItself, promptTokens } from '../compaction/index.js'
 import type { MemoryEntry } from '../memory/entries.js'
+import type { Summarizer } from '../summarizer/summarizer.js'
 import type { CompactRequestBody } from '../contract/schemas.js'
 import type { SessionOwner, Store } from '../storage/store.js'
 import { type CompactDeps, type CompactRun, type CompactRunView, type CompactedResponse, type ResponseView, runCompaction } from '../service/compact.js'
@@ -58,6 +59,11 @@ export interface ProxyRequest {
   session?: string
   budget: number | 'off'
   signal?: AbortSignal
+  /**
+   * Where the gateway has no model of its own: the client's own model, in the client's own conversation
+   * (`messages`: as they are forwarded), to write summaries ahead with.
+   */
+  clientSummarizer?: (messages: Message[]) => Summarizer
 }
 
 /** The prompt's tokens when `messages` are sent with the request's system prompt and tools. */
@@ -110,8 +116,8 @@ export interface ProxyCompactorOptions {
    * growth says the crossing is near); undefined: never, and crossings merge from the ledger alone.
    */
   precomputeAt: number | undefined
-  /** Whether a background summary may start now (the summary limiter has a free place). */
-  canPrecompute: () => boolean
+  /** Whether a background summary may start now, `inFlight` being written ahead already (the summary limiter has a free place). */
+  canPrecompute: (inFlight: number) => boolean
   onPrecompute: (event: PrecomputeEvent, err?: unknown) => void
   maxSessions?: number
   /** After a crossing the context lands at this share of the room between system + tools and the budget; undefined: keep_tokens' default. */
@@ -242,7 +248,7 @@ export class ProxyCompactor {
     // crossing clipped them), or the body as it came.
     const unchanged: ProxyOutcome = current && anchored ? { kind: 'reused', tokens, messages: effective, summaryId: current.summaryId, keptFrom: current.cut, clips: anchored.clips } : { kind: 'none', tokens }
     if (budget === 'off' || tokens <= budget) {
-      this.maybeWriteAhead(state, request, tokens)
+      this.maybeWriteAhead(state, request, tokens, effective)
       return unchanged
     }
     // Over the budget: a summary written ahead is taken at once; one still being written is not waited for.
@@ -432,10 +438,10 @@ export class ProxyCompactor {
    * at once, never again for the same crossing: a summary made far from the crossing is one a conversation
    * that stops short of it pays for and never uses.
    */
-  private maybeWriteAhead(state: SessionState, request: ProxyRequest, tokens: number): void {
-    const { precomputeAt } = this.options
+  private maybeWriteAhead(state: SessionState, request: ProxyRequest, tokens: number, forwarded: Message[]): void {
+    const { precomputeAt, deps } = this.options
     const { budget, messages } = request
-    if (this.closed || precomputeAt === undefined || budget === 'off' || !this.options.deps.modelSummarizer || state.working) return
+    if (this.closed || precomputeAt === undefined || budget === 'off' || !(deps.modelSummarizer || request.clientSummarizer) || state.working) return
     if (tokens < precomputeAt * budget || pendingFor(state, messages)) return
     // a client that compacts by itself will not use a summary written ahead
     if (compactsByItself(messages)) return
@@ -443,7 +449,7 @@ export class ProxyCompactor {
     if (growth === undefined || interval === undefined || growth <= 0) return
     const lead = Math.min(MAX_LEAD_REQUESTS, Math.max(1, Math.ceil(this.summaryMs / Math.max(1, interval))))
     if (tokens + lead * growth < budget) return
-    if (!this.options.canPrecompute()) return this.options.onPrecompute('skipped')
+    if (!this.options.canPrecompute(this.summaries.size)) return this.options.onPrecompute('skipped')
     const current = state.current
     const base = holds(state.refined, messages) ? state.refined : current
     const input = base ? withAnchor(base, messages) : messages
@@ -452,7 +458,9 @@ export class ProxyCompactor {
     this.track(state, async () => {
       // Written ahead of the crossing, it keeps less: the turns until the crossing will be kept too.
       const keep = this.crossingKeep(request, budget - tokens, base)
-      const run = await runCompaction(this.body(request, input, 'manual', 'auto', keep), this.options.deps, { tenant: request.tenant, recallTool: false, signal: this.closing.signal, clipToBudget: true })
+      // the gateway's own model where it has one, else the client's, in the conversation as forwarded
+      const model = deps.modelSummarizer ?? request.clientSummarizer?.(forwarded)
+      const run = await runCompaction(this.body(request, input, 'manual', 'auto', keep), { ...deps, modelSummarizer: model }, { tenant: request.tenant, recallTool: false, signal: this.closing.signal, clipToBudget: true })
       this.summaryMs = average(this.summaryMs, performance.now() - started)
       if (!isCompacted(run) || state.forgotten || this.closed) return
       const anchor = anchorOf(run.response, messages, base)

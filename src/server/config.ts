@@ -181,6 +181,15 @@ function place(url: string): string {
  * One line that says how this process is set up (no secret in it): the store, Redis, the summarizer and
  * its model, the workers, the budget and whether keys are checked. Logged once the server listens.
  */
+/**
+ * Whether the proxy's summaries are written by the client's own model: the gateway has no model of its own
+ * (COMPACT_SUMMARIZER=auto without ANTHROPIC_API_KEY), so a proxied conversation's summaries are written
+ * with the client's credentials, in its own conversation. COMPACT_SUMMARIZER=extractive turns it off.
+ */
+export function usesClientModel(config: Pick<Config, 'COMPACT_SUMMARIZER' | 'ANTHROPIC_API_KEY'>): boolean {
+  return config.COMPACT_SUMMARIZER === 'auto' && !config.ANTHROPIC_API_KEY
+}
+
 export function setupLine(config: Config, keys: number): string {
   const store = /^postgres(?:ql)?:\/\//.test(config.COMPACT_DB) ? `postgresql ${place(config.COMPACT_DB)}` : `sqlite ${config.COMPACT_DB}`
   const redis = config.COMPACT_REDIS_URL ? `redis ${place(config.COMPACT_REDIS_URL)}` : 'redis off'
@@ -189,7 +198,7 @@ export function setupLine(config: Config, keys: number): string {
   const fold = config.COMPACT_FOLD_MODEL ? `, folding with ${config.COMPACT_FOLD_MODEL}` : ''
   const summarizer =
     kind === 'extractive'
-      ? `summarizer extractive${config.COMPACT_SUMMARIZER === 'auto' ? ' (no ANTHROPIC_API_KEY)' : ''}`
+      ? `summarizer extractive${usesClientModel(config) ? " (no ANTHROPIC_API_KEY; proxied conversations summarized by the client's own model, COMPACT_SUMMARIZER=extractive to turn off)" : ''}`
       : `summarizer ${kind} ${config.COMPACT_MODEL}${at ? ` at ${place(at)}` : ''}${fold} (fallback ${config.COMPACT_FALLBACK})`
   // with a model summarizer compactions run inline: the model's wait, not the core, is their time
   const workers = config.COMPACT_WORKERS > 0 && kind === 'extractive' ? `${config.COMPACT_WORKERS} workers (bodies from ${config.COMPACT_WORKER_MIN_KB} KB)` : 'compactions inline'

@@ -9,7 +9,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import { keyedResponses } from './routes/security.js'
 import type { ItemsField } from '../contract/wire.js'
-import type { ProxyOutcome } from '../proxy/compactor.js'
+import { type ClientSummaries, clientSummarizer } from '../proxy/client-summaries.js'
+import type { ProxyOutcome, ProxyRequest } from '../proxy/compactor.js'
 import { type ProxyParts, derivedSession, farUnderBudget, ownSession, proxyBudget, proxySession } from '../proxy/request.js'
 import { type Upstream, type UpstreamResponse, clientHeaders, upstreamHeaders } from '../proxy/upstream.js'
 import { InvalidHistoryError } from '../service/errors.js'
@@ -58,6 +59,8 @@ export interface ProxiedApi<R> {
   write(body: ProxiedBody, read: R, outcome: Exclude<ProxyOutcome, { kind: 'none' }>): Buffer
   /** Where, in the client's body, a problem the core found at one of its messages is (its path). */
   place?(read: R, path: string): string
+  /** Whether the client's own model may write the conversation's summaries (the Messages API's generation endpoint). */
+  clientSummaries?: true
 }
 
 /** A proxy plugin's options. */
@@ -69,6 +72,8 @@ export interface ProxyContext {
    * gateway checks no keys of its own and has none for the upstream) the client's; undefined when there are none.
    */
   credentials: (request: FastifyRequest) => Record<string, string> | undefined
+  /** Set where the gateway has no model of its own: summaries are written by the client's, with its credentials. */
+  clientSummaries?: ClientSummaries
 }
 
 /** The end of the last complete event in `bytes` (after its blank line), or -1. */
@@ -148,11 +153,17 @@ function readProxied<R>(app: FastifyInstance, api: ProxiedApi<R>, body: ProxiedB
 }
 
 /** What the compactor does to the history: every refusal of its content a 400, at its place in the client's body. */
-async function compactProxied<R>(app: FastifyInstance, api: ProxiedApi<R>, read: ProxyRead<R>, request: FastifyRequest, at: { session: string | undefined; budget: number | 'off'; signal: AbortSignal }): Promise<ProxyOutcome> {
+async function compactProxied<R>(
+  app: FastifyInstance,
+  api: ProxiedApi<R>,
+  read: ProxyRead<R>,
+  request: FastifyRequest,
+  at: { session: string | undefined; budget: number | 'off'; signal: AbortSignal; clientSummarizer?: ProxyRequest['clientSummarizer'] }
+): Promise<ProxyOutcome> {
   if (!('parts' in read)) return { kind: 'none', tokens: undefined }
   const { messages, system, tools } = read.parts
   try {
-    return await app.proxy.compactor.prepare({ messages, system, tools, tenant: request.keyName, session: at.session, budget: at.budget, signal: at.signal })
+    return await app.proxy.compactor.prepare({ messages, system, tools, tenant: request.keyName, session: at.session, budget: at.budget, signal: at.signal, ...(at.clientSummarizer ? { clientSummarizer: at.clientSummarizer } : {}) })
   } catch (err) {
     if (err instanceof InvalidHistoryError) throw new InvalidRequestError(err.message, api.place ? api.place(read.read, err.path ?? '') : err.path)
     throw err
@@ -221,7 +232,16 @@ export async function proxyRequest<R>(
   const read = readProxied(app, api, body, budget)
   // every conversation on record: one whose client names no session gets a stable id of the gateway's
   const session = 'parts' in read ? (proxySession(request.headers, read.parts.userId) ?? derivedSession(read.parts)) : undefined
-  const outcome = await compactProxied(app, api, read, request, { session, budget, signal: abort.signal })
+  // The client's own model writes summaries ahead where the gateway has none, once the upstream has begun to
+  // answer this request (its prefix is then in the cache the summary call reads).
+  let answered = (): void => undefined
+  const after = new Promise<void>((resolve) => (answered = resolve))
+  const forClient =
+    context.clientSummaries && api.clientSummaries && 'parts' in read ? clientSummarizer(context.clientSummaries, body.value() as Record<string, unknown>, upstreamHeaders(request.headers, credentials), after) : undefined
+  const outcome = await compactProxied(app, api, read, request, { session, budget, signal: abort.signal, ...(forClient ? { clientSummarizer: forClient } : {}) }).catch((err: unknown) => {
+    answered()
+    throw err
+  })
   outcomes.set(request, outcome.kind)
   const { recorded, begin, unkept } = outcome.kind === 'compacted' ? await recordProxied(app, request, api.endpoint, outcome, session, budget) : {}
   if (unkept) void reply.header(RECORD_HEADER, 'not-kept')
@@ -233,7 +253,7 @@ export async function proxyRequest<R>(
   const query = request.url.indexOf('?')
   const sending = api.upstream.send(query < 0 ? api.path : `${api.path}${request.url.slice(query)}`, upstreamHeaders(request.headers, credentials), payload, abort.signal)
   if (begin) setImmediate(begin)
-  const res = await sending
+  const res = await sending.finally(answered)
   const upstreamMs = performance.now() - asked
   await recorded // the record's writes log and count their own failures: they never reject
   app.metrics.proxyUpstreamSeconds.observe({ endpoint: api.endpoint }, upstreamMs / 1_000)

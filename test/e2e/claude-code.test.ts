@@ -34,6 +34,8 @@ const RESTART_AT = 44
 
 const firstMessage = (r: ReceivedRequest): string => JSON.stringify(r.body.messages[0] ?? null)
 const isSummaryCall = (r: ReceivedRequest): boolean => (r.body.tools ?? []).some((t) => t.name === 'record_summary')
+/** A summary call in Claude Code's own conversation (the gateway without a model of its own): its last block asks for the compaction. */
+const isClientSummaryCall = (r: ReceivedRequest): boolean => JSON.stringify(r.body.messages.at(-1) ?? null).includes('<compaction-request>')
 
 /** Claude Code's own system prompt and tools, as it sends them (a recorded body): the budget is set above them. */
 function fixedTokens(): number {
@@ -216,6 +218,41 @@ describe.skipIf(missing !== undefined)(`Claude Code ${CLAUDE_CODE_VERSION} throu
       uncompacted
     })
     await relay.down()
+    await fake.close()
+  }, 600_000)
+
+  it("writes its summaries with Claude Code's own model and key where the gateway has none, reading Claude Code's prefix from the cache", async () => {
+    const fake = await new FakeAnthropic().start()
+    const agent = scriptedAgent()
+    const summaryAnswer = JSON.stringify({ objective: 'Run the scripted steps (SCRIPT-MAIN)', next_steps: ['Run the next scripted step'] })
+    fake.fallback = (r) => (isClientSummaryCall(r) ? { delayMs: MODEL_MS, text: summaryAnswer } : { ...agent.reply(r), delayMs: TURN_MS })
+    const budget = fixedTokens() + ROOM
+    // no key of the gateway's, none of its own checks: Claude Code's key goes upstream, and writes the summaries
+    const gateway = await startServer({ ANTHROPIC_BASE_URL: fake.url, COMPACT_DB: tempDb(), COMPACT_BUDGET: String(budget) })
+    servers.push(gateway)
+    const { code, out } = await runClaudeCode(gateway.url)
+    expect(code, out).toBe(0)
+    expect(out).toContain('SCRIPT-END reached.')
+    expect(fake.refused).toEqual([])
+    const calls = fake.requests.filter(isClientSummaryCall)
+    expect(calls.length).toBeGreaterThanOrEqual(1)
+    for (const c of calls) expect(c.headers['x-api-key'] ?? c.headers.authorization).toContain(GATEWAY_KEY)
+    const run = boundedRun(gateway, budget)
+    expect(run.compactions.some((c) => c.source === 'precomputed')).toBe(true)
+    // what the summary calls cost, their input billed as the API bills it (writes 1.25x, reads 0.1x)
+    const billed = (rs: ReceivedRequest[]): number => rs.reduce((n, r) => n + (r.cache ? r.cache.tokens - r.cache.read - r.cache.written + 1.25 * r.cache.written + 0.1 * r.cache.read : 0), 0)
+    const tokens = calls.reduce((n, r) => n + (r.cache?.tokens ?? 0), 0)
+    writeReport('claude-code-client-model', {
+      client: `claude-code ${CLAUDE_CODE_VERSION}`,
+      budget,
+      summary_calls: calls.length,
+      compactions: run.compactions.length,
+      sources: run.compactions.map((c) => c.source),
+      summary_input_tokens: tokens,
+      summary_cache_read_share: calls.reduce((n, r) => n + (r.cache?.read ?? 0), 0) / Math.max(1, tokens),
+      summary_billed_input_per_call: billed(calls) / calls.length
+    })
+    gateway.child.kill('SIGTERM')
     await fake.close()
   }, 600_000)
 

@@ -17,9 +17,11 @@ describe('the fake upstream', () => {
     ]
     const a = cache.take(body(first))
     expect(a.read).toBe(0)
+    expect(a.written).toBe(a.tokens) // its last breakpoint is its last block
     const second = [...first.slice(0, 2), { role: 'user', content: [text('go on')] }, { role: 'assistant', content: [text('done')] }, { role: 'user', content: [text('next', true)] }]
     const b = cache.take(body(second))
     expect(b.read).toBe(a.tokens) // everything the first request sent, its breakpoint now gone
+    expect(b.written).toBe(b.tokens - a.tokens) // and what it adds is written
     const edited = [{ role: 'user', content: [text('another task '.repeat(100))] }, ...second.slice(1)]
     const c = cache.take(body(edited))
     expect(c.read).toBeGreaterThan(0) // the system prompt's own breakpoint still reads

@@ -54,6 +54,8 @@ export interface CacheUse {
   tokens: number
   /** Of which read from cache. */
   read: number
+  /** Of which written to the cache (from where the read ends to the last breakpoint). */
+  written: number
 }
 
 /** How far back from a breakpoint the API looks for a cached prefix, in blocks. */
@@ -109,7 +111,8 @@ export class PromptCache {
       }
     }
     for (const b of breakpoints) this.written.set(hashes[b] as string, chars[b] as number)
-    return { tokens: Math.ceil(total / 4), read: Math.ceil(read / 4) }
+    const last = breakpoints.length > 0 ? (chars[breakpoints[breakpoints.length - 1] as number] as number) : 0
+    return { tokens: Math.ceil(total / 4), read: Math.ceil(read / 4), written: Math.max(0, Math.ceil(last / 4) - Math.ceil(read / 4)) }
   }
 }
 
@@ -179,12 +182,12 @@ export class FakeAnthropic {
             return
           }
           if (status === 200 && received.body.stream === true) {
-            void this.stream(res, events(message(received.body.model, next) as StreamedMessage), next)
+            void this.stream(res, events(message(received.body.model, next, cached) as StreamedMessage), next)
             return
           }
           const body =
             status === 200
-              ? message(received.body.model, next)
+              ? message(received.body.model, next, cached)
               : { type: 'error', error: { type: next.errorType ?? 'api_error', message: `fake ${status}` } }
           res.writeHead(status, { 'content-type': 'application/json', ...next.headers })
           res.end(JSON.stringify(body))
@@ -233,7 +236,11 @@ export class FakeAnthropic {
 }
 
 let counter = 0
-function message(model: string, reply: FakeReply): unknown {
+/**
+ * The answer's usage: the prompt as the simulated cache billed it (uncached input, cache writes and reads,
+ * as the API reports them) where the request went through it, and the output's tokens by its characters.
+ */
+function message(model: string, reply: FakeReply, cached?: CacheUse): unknown {
   counter++
   const content =
     reply.content ??
@@ -248,7 +255,9 @@ function message(model: string, reply: FakeReply): unknown {
     content,
     stop_reason: reply.stopReason ?? (content.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn'),
     stop_sequence: null,
-    usage: { input_tokens: 1_000 + counter, output_tokens: 100 + counter }
+    usage: cached
+      ? { input_tokens: cached.tokens - cached.read - cached.written, cache_creation_input_tokens: cached.written, cache_read_input_tokens: cached.read, output_tokens: Math.max(1, Math.ceil(JSON.stringify(content).length / 4)) }
+      : { input_tokens: 1_000 + counter, output_tokens: 100 + counter }
   }
 }
 
@@ -257,13 +266,13 @@ interface StreamedMessage {
   model: string
   content: ({ type: 'text'; text: string } | { type: 'tool_use'; id: string; name: string; input: unknown })[]
   stop_reason: string
-  usage: { input_tokens: number; output_tokens: number }
+  usage: { input_tokens: number; output_tokens: number; cache_creation_input_tokens?: number; cache_read_input_tokens?: number }
 }
 
 /** A message as the Messages API streams it: message_start, each block in deltas, message_delta, message_stop. */
 function events(m: StreamedMessage): string[] {
   const sse = (type: string, data: unknown): string => `event: ${type}\ndata: ${JSON.stringify({ type, ...(data as object) })}\n\n`
-  const out = [sse('message_start', { message: { ...m, content: [], stop_reason: null, usage: { input_tokens: m.usage.input_tokens, output_tokens: 1 } } }), sse('ping', {})]
+  const out = [sse('message_start', { message: { ...m, content: [], stop_reason: null, usage: { ...m.usage, output_tokens: 1 } } }), sse('ping', {})]
   m.content.forEach((block, index) => {
     if (block.type === 'text') {
       out.push(sse('content_block_start', { index, content_block: { type: 'text', text: '' } }))

@@ -91,7 +91,7 @@ describe('setupLine', () => {
 
   it('says so when there is no key for the model, no Redis and no API keys', () => {
     expect(setupLine(loadConfig({ COMPACT_DB: './data/c.db', COMPACT_WORKERS: '2', COMPACT_WORKER_MIN_KB: '256', COMPACT_BUDGET: 'off' }), 0)).toBe(
-      'sqlite ./data/c.db, redis off, summarizer extractive (no ANTHROPIC_API_KEY), 2 workers (bodies from 256 KB), budget off, no API keys (open)'
+      'sqlite ./data/c.db, redis off, summarizer extractive (no ANTHROPIC_API_KEY; proxied conversations summarized by the client\'s own model, COMPACT_SUMMARIZER=extractive to turn off), 2 workers (bodies from 256 KB), budget off, no API keys (open)'
     )
   })
 })

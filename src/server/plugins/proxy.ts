@@ -23,9 +23,11 @@ export const proxyPlugin = fp<{ config: Config }>(
       precomputeAt: config.COMPACT_PRECOMPUTE_AT === 'off' ? undefined : config.COMPACT_PRECOMPUTE_AT,
       targetShare: config.COMPACT_TARGET_SHARE,
       // Background summaries take a free place only: they never queue ahead of a client's.
-      canPrecompute: () => {
-        const load = limited?.load
-        return load !== undefined && load.waiting === 0 && load.active < config.COMPACT_MAX_SUMMARIES
+      canPrecompute: (inFlight) => {
+        // the client's own model (no limiter of the gateway's): as many at once as the gateway's would take
+        if (!limited) return inFlight < config.COMPACT_MAX_SUMMARIES
+        const { load } = limited
+        return load.waiting === 0 && load.active < config.COMPACT_MAX_SUMMARIES
       },
       onPrecompute: (event, err) => {
         metrics.proxyPrecomputes.inc({ event })

@@ -56,6 +56,7 @@ export const messagesRoutes: FastifyPluginAsync<ProxyContext> = async (app, opti
       upstream,
       credentials,
       read: (body) => ({ parts: readMessagesRequest(body.value()), read: undefined }),
+      ...(route.endpoint === 'messages' ? { clientSummaries: true as const } : {}),
       write: (body, _read, outcome) => withMessages(body.value() as object, outcome.messages)
     }
     // The body is read by the proxy, not by a schema: the contract describes it, the upstream checks it.

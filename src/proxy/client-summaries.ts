@@ -1,0 +1,33 @@
+import Anthropic from '@anthropic-ai/sdk'
+import type { Message } from '../compaction/index.js'
+import { ConversationSummarizer } from '../summarizer/conversation.js'
+import { SDK_MAX_RETRIES } from '../summarizer/index.js'
+import { ResilientSummarizer } from '../summarizer/resilient.js'
+import type { Summarizer } from '../summarizer/summarizer.js'
+
+/** How summaries are written with the client's own model where the gateway has no model of its own. */
+export interface ClientSummaries {
+  /** The Messages API the proxy forwards to (the base URL, as the SDK takes it). */
+  baseUrl: string
+  /** The whole summary, retry included, ends within this; then the fallback. */
+  timeoutMs: number
+  fallback: 'extractive' | 'error'
+}
+
+/** Headers the SDK writes itself from the body it sends. */
+const SDK_OWN = new Set(['content-type', 'content-length', 'accept', 'accept-encoding'])
+
+/**
+ * The summarizer of one proxied conversation, made from its request: the client's body but for its messages,
+ * the headers it is forwarded with (its own credentials, anthropic-version and -beta), and the messages as
+ * they are forwarded. `after` settles once the upstream has begun to answer the forwarded request, whose
+ * prefix is then in its cache: the summary call waits for it, so that it reads that prefix.
+ */
+export function clientSummarizer(settings: ClientSummaries, body: Record<string, unknown>, headers: Record<string, string>, after: Promise<unknown>): (messages: Message[]) => Summarizer {
+  const { messages: _sent, stream: _stream, ...request } = body
+  const own = Object.fromEntries(Object.entries(headers).filter(([name]) => !SDK_OWN.has(name.toLowerCase())))
+  return (messages) => {
+    const client = new Anthropic({ apiKey: null, authToken: null, baseURL: settings.baseUrl, defaultHeaders: own, maxRetries: SDK_MAX_RETRIES, timeout: settings.timeoutMs })
+    return new ResilientSummarizer(new ConversationSummarizer({ request, messages, client, after }), { timeoutMs: settings.timeoutMs, fallback: settings.fallback })
+  }
+}

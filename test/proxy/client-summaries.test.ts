@@ -1,0 +1,96 @@
+import type { AddressInfo } from 'node:net'
+import Anthropic from '@anthropic-ai/sdk'
+import { afterEach, describe, expect, it } from 'vitest'
+import { type Message, promptTokens } from '../../src/compaction/index.js'
+import { DOCTRINE_TEXT } from '../../src/prompts/doctrine.js'
+import type { App } from '../../src/server/app.js'
+import { testApp } from '../helpers/app.js'
+import { FakeAnthropic, type ReceivedRequest } from '../helpers/fake-anthropic.js'
+import { assistant, shellStep, user } from '../helpers/history.js'
+
+const CLIENT_KEY = 'sk-ant-client-own-key-proxy-0000000'
+const BUDGET = 12_000
+const mark = { type: 'ephemeral' as const }
+const SYSTEM = [{ type: 'text' as const, text: 'You are a coding agent working in a repository. '.repeat(40), cache_control: mark }]
+const TOOLS = [{ name: 'bash', description: 'Run a shell command', input_schema: { type: 'object' as const, properties: { command: { type: 'string' } } } }]
+
+/** A summary call of the gateway's in the client's conversation: its last block asks for the compaction. */
+const isSummaryCall = (r: ReceivedRequest): boolean => JSON.stringify(r.body.messages?.at(-1) ?? '').includes('<compaction-request>')
+
+/** The session after `steps` steps, its newest message marked for the cache as Claude Code marks it. */
+function grow(steps: number): Message[] {
+  const messages: Message[] = [user('Port the storage layer in src/storage to the new driver')]
+  for (let i = 0; i < steps; i++) messages.push(...shellStep(`toolu_s_${i}`, `sed -n 1,80p src/storage/part_${i}.ts`, `part ${i}: ${'w'.repeat(1_400)}`), assistant(`Read part ${i}.`), user(`Go on with part ${i + 1}`))
+  const last = messages[messages.length - 1]!
+  messages[messages.length - 1] = { ...last, content: [{ type: 'text', text: String(last.content), cache_control: mark }] }
+  return messages
+}
+
+const opened: { close: () => Promise<unknown> }[] = []
+afterEach(async () => {
+  for (const o of opened.splice(0).reverse()) await o.close()
+})
+
+async function gateway(env: Record<string, string>): Promise<{ app: App; fake: FakeAnthropic; sdk: Anthropic }> {
+  const fake = await new FakeAnthropic().start()
+  opened.push(fake)
+  fake.fallback = (r) => (isSummaryCall(r) ? { text: JSON.stringify({ objective: 'Port the storage layer to the new driver (by the client model)', next_steps: ['Go on with the next part'] }) } : { text: 'ok' })
+  const app = await testApp({ ANTHROPIC_BASE_URL: fake.url, COMPACT_PRECOMPUTE_AT: '0.5', ...env })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  opened.push(app)
+  const sdk = new Anthropic({ apiKey: CLIENT_KEY, baseURL: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, maxRetries: 0 })
+  return { app, fake, sdk }
+}
+
+/** Sends the session turn by turn until a request is compacted; each turn's background work settles first. */
+async function untilCrossing(app: App, sdk: Anthropic): Promise<{ compacted: string | null; steps: number }> {
+  for (let steps = 1; steps < 60; steps++) {
+    const messages = grow(steps)
+    const { response } = await sdk.messages
+      .create({ model: 'claude-client-model', max_tokens: 64, system: SYSTEM, tools: TOOLS, messages: messages as Anthropic.MessageParam[], metadata: { user_id: 'client-summaries-1' } }, { headers: { 'x-compaction-budget': String(BUDGET) } })
+      .withResponse()
+    await app.proxy.compactor.idle()
+    if (response.headers.get('x-compaction') === 'compacted' && promptTokens(messages, SYSTEM, TOOLS) > BUDGET) return { compacted: response.headers.get('x-compaction-summary-id'), steps }
+  }
+  throw new Error('never crossed')
+}
+
+describe("summaries by the client's own model, where the gateway has none", () => {
+  it("are written ahead in the client's conversation with its credentials, read its prefix from the cache, and are taken at the crossing", async () => {
+    const { app, fake, sdk } = await gateway({})
+    const { compacted } = await untilCrossing(app, sdk)
+    expect(compacted).toBeTruthy()
+    const calls = fake.requests.filter(isSummaryCall)
+    expect(calls).toHaveLength(1)
+    const [call] = calls
+    // the client's own credentials and model, its system prompt and tools as it sent them
+    expect(call!.headers.authorization ?? call!.headers['x-api-key']).toContain(CLIENT_KEY)
+    expect(call!.body.model).toBe('claude-client-model')
+    expect(call!.body.system).toEqual(SYSTEM)
+    expect(call!.body.tools).toEqual(TOOLS)
+    expect(JSON.stringify(call!.body.messages.at(-1))).toContain(JSON.stringify(DOCTRINE_TEXT).slice(1, 200))
+    // made after the client's own request of the same history was answered: that prefix is read from the cache
+    expect(call!.cache!.read / call!.cache!.tokens).toBeGreaterThan(0.8)
+    // taken at the crossing: the forwarded history opens with the client model's summary
+    const crossing = fake.requests.filter((r) => !isSummaryCall(r)).at(-1)!
+    expect(JSON.stringify(crossing.body.messages[0])).toContain('by the client model')
+    const sources = await app.metrics.registry.getSingleMetricAsString('compaction_proxy_compactions_total')
+    expect(sources).toMatch(/source="precomputed"} 1/)
+    expect(fake.refused).toEqual([])
+  })
+
+  it('are not made with COMPACT_SUMMARIZER=extractive: the crossing merges from the ledger', async () => {
+    const { app, fake, sdk } = await gateway({ COMPACT_SUMMARIZER: 'extractive' })
+    await untilCrossing(app, sdk)
+    expect(fake.requests.filter(isSummaryCall)).toEqual([])
+    const crossing = fake.requests.at(-1)!
+    expect(JSON.stringify(crossing.body.messages[0])).not.toContain('by the client model')
+  })
+
+  it("are not made with the gateway's own key: its own model writes them", async () => {
+    const { app, fake, sdk } = await gateway({ ANTHROPIC_API_KEY: 'sk-ant-gateway-own-key-000000000000' })
+    await untilCrossing(app, sdk)
+    expect(fake.requests.filter(isSummaryCall)).toEqual([])
+    expect(fake.requests.some((r) => (r.body.tools ?? []).some((t) => t.name === 'record_summary'))).toBe(true)
+  })
+})

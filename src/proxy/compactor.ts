@@ -126,6 +126,8 @@ export interface ProxyCompactorOptions {
   anchors?: AnchorStore
   /** A store fault while anchors were read or written (the proxy goes on from memory). */
   onAnchorFault?: (err: unknown) => void
+  /** A summary written ahead for a session's conversation, with what its model calls took (used or not). */
+  onSummary?: (request: ProxyRequest, report: NonNullable<CompactedResponse['summarizer']>) => void
 }
 
 /** A compaction without its messages: what is recorded and counted. */
@@ -462,6 +464,8 @@ export class ProxyCompactor {
       const model = deps.modelSummarizer ?? request.clientSummarizer?.(forwarded)
       const run = await runCompaction(this.body(request, input, 'manual', 'auto', keep), { ...deps, modelSummarizer: model }, { tenant: request.tenant, recallTool: false, signal: this.closing.signal, clipToBudget: true })
       this.summaryMs = average(this.summaryMs, performance.now() - started)
+      const report = run.response.summarizer
+      if (report && report.calls > 0) this.options.onSummary?.(request, report)
       if (!isCompacted(run) || state.forgotten || this.closed) return
       const anchor = anchorOf(run.response, messages, base)
       const { messages: _sent, ...response } = run.response

@@ -10,6 +10,8 @@ import { Type } from 'typebox'
 import { keyedResponses } from './routes/security.js'
 import type { ItemsField } from '../contract/wire.js'
 import { type ClientSummaries, clientSummarizer } from '../proxy/client-summaries.js'
+import { UsageTap, type UpstreamUsage } from '../proxy/usage.js'
+import { CHARS_PER_TOKEN } from '../compaction/index.js'
 import type { ProxyOutcome, ProxyRequest } from '../proxy/compactor.js'
 import { type ProxyParts, derivedSession, farUnderBudget, ownSession, proxyBudget, proxySession } from '../proxy/request.js'
 import { type Upstream, type UpstreamResponse, clientHeaders, upstreamHeaders } from '../proxy/upstream.js'
@@ -196,15 +198,44 @@ async function recordProxied(
   return scheduleRecord(store, app.writes, request.keyName, session, keep)
 }
 
+/**
+ * The answer's body with its `usage` read as it passes (UsageTap), `done` given it at the end; the body's
+ * errors go on to the relay as they were.
+ */
+function withUsageTap(body: Readable, stream: boolean, done: (usage: UpstreamUsage | undefined) => void): Readable {
+  const tap = new UsageTap(stream)
+  const tapped = new Transform({
+    transform(chunk: Buffer, _encoding, next) {
+      tap.push(chunk)
+      next(null, chunk)
+    },
+    flush(next) {
+      done(tap.end())
+      next()
+    }
+  })
+  body.on('error', (err) => tapped.destroy(err))
+  return body.pipe(tapped)
+}
+
 /** The upstream's answer relayed: its status and headers, what the gateway did, its body as it arrives (an event stream event by event). */
-function relay(reply: FastifyReply, api: { name: string }, res: UpstreamResponse, outcome: ProxyOutcome, notRead: string | undefined, aborted: () => boolean): FastifyReply {
+function relay(
+  reply: FastifyReply,
+  api: { name: string },
+  res: UpstreamResponse,
+  outcome: ProxyOutcome,
+  notRead: string | undefined,
+  aborted: () => boolean,
+  onUsage?: (usage: UpstreamUsage | undefined) => void
+): FastifyReply {
   void reply.code(res.status).headers(clientHeaders(res.headers))
   void reply.header('x-compaction', outcome.kind === 'none' ? 'none' : 'compacted')
   if (notRead) void reply.header('x-compaction-not-read', notRead)
   if (outcome.kind !== 'none') void reply.header('x-compaction-summary-id', outcome.summaryId)
   const contentType = res.headers['content-type']
   const stream = typeof contentType === 'string' && contentType.startsWith('text/event-stream')
-  return reply.send(stream ? withErrorEvent(res.body, api.name, aborted) : res.body)
+  const body = onUsage && res.status === 200 ? withUsageTap(res.body, stream, onUsage) : res.body
+  return reply.send(stream ? withErrorEvent(body, api.name, aborted) : body)
 }
 
 /**
@@ -231,7 +262,8 @@ export async function proxyRequest<R>(
 
   const read = readProxied(app, api, body, budget)
   // every conversation on record: one whose client names no session gets a stable id of the gateway's
-  const session = 'parts' in read ? (proxySession(request.headers, read.parts.userId) ?? derivedSession(read.parts)) : undefined
+  // (a body forwarded unread has the session its headers name, if any: its cost is counted there)
+  const session = 'parts' in read ? (proxySession(request.headers, read.parts.userId) ?? derivedSession(read.parts)) : proxySession(request.headers, undefined)
   // The client's own model writes summaries ahead where the gateway has none, once the upstream has begun to
   // answer this request (its prefix is then in the cache the summary call reads).
   let answered = (): void => undefined
@@ -275,7 +307,10 @@ export async function proxyRequest<R>(
     prepare_ms: Math.round(asked - started),
     upstream_ms: Math.round(upstreamMs)
   })
-  return relay(reply, api, res, outcome, notRead, () => abort.signal.aborted)
+  // A session's cost: what the upstream says each answer cost, and what compaction kept out of the request.
+  const keptOut = outcome.kind === 'none' ? 0 : (body.bytes.length - payload.length) / CHARS_PER_TOKEN
+  const onUsage = api.clientSummaries && session !== undefined ? (usage: UpstreamUsage | undefined) => app.proxy.costs.addRequest(request.keyName, session, usage, keptOut) : undefined
+  return relay(reply, api, res, outcome, notRead, () => abort.signal.aborted, onUsage)
 }
 
 /** The contract's headers of a proxied request; `sessionSources`: where the session comes from by default. */

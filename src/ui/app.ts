@@ -9,6 +9,7 @@ import './app.css'
 import { LIST_SECTIONS, SECTION_HEADINGS } from '../compaction/sections.js'
 import { ApiFailure, api, forgetKey, keepKey, path, storedKey } from './api.js'
 import { type TimelinePoint, describeTimeline, sawtooth } from './sawtooth.js'
+import { type SessionCost, describeCost } from './cost.js'
 
 interface SessionItem {
   session_id: string
@@ -168,10 +169,16 @@ async function openSession(id: string): Promise<void> {
   $('session-title').textContent = id
   $('session-title').focus()
   try {
-    const [timeline] = await Promise.all([call<{ points: TimelinePoint[]; complete: boolean }>('GET', path`/v1/sessions/${id}/timeline`), loadCompactions(true)])
+    $('session-cost').textContent = ''
+    const [timeline, cost] = await Promise.all([
+      call<{ points: TimelinePoint[]; complete: boolean }>('GET', path`/v1/sessions/${id}/timeline`),
+      call<SessionCost>('GET', path`/v1/sessions/${id}/cost`),
+      loadCompactions(true)
+    ])
     if (current?.id !== id) return
     drawChart(timeline.points)
     $('chart-caption').textContent = describeTimeline(timeline.points, timeline.complete)
+    $('session-cost').textContent = describeCost(cost)
     status('')
   } catch (err) {
     status(`The session cannot be read: ${(err as Error).message}`, true)

@@ -47,7 +47,7 @@ async function untilCrossing(app: App, sdk: Anthropic): Promise<{ compacted: str
   for (let steps = 1; steps < 60; steps++) {
     const messages = grow(steps)
     const { response } = await sdk.messages
-      .create({ model: 'claude-client-model', max_tokens: 64, system: SYSTEM, tools: TOOLS, messages: messages as Anthropic.MessageParam[], metadata: { user_id: 'client-summaries-1' } }, { headers: { 'x-compaction-budget': String(BUDGET) } })
+      .create({ model: 'claude-client-model', max_tokens: 64, system: SYSTEM, tools: TOOLS, messages: messages as Anthropic.MessageParam[], metadata: { user_id: 'client-summaries-1' } }, { headers: { 'x-compaction-budget': String(BUDGET), 'x-claude-code-session-id': 'client-summaries-1' } })
       .withResponse()
     await app.proxy.compactor.idle()
     if (response.headers.get('x-compaction') === 'compacted' && promptTokens(messages, SYSTEM, TOOLS) > BUDGET) return { compacted: response.headers.get('x-compaction-summary-id'), steps }
@@ -77,6 +77,26 @@ describe("summaries by the client's own model, where the gateway has none", () =
     const sources = await app.metrics.registry.getSingleMetricAsString('compaction_proxy_compactions_total')
     expect(sources).toMatch(/source="precomputed"} 1/)
     expect(fake.refused).toEqual([])
+  })
+
+  it("are counted in the session's cost with the upstream's own usage of every answer, and go with the session", async () => {
+    const { app, fake, sdk } = await gateway({})
+    await untilCrossing(app, sdk)
+    const cost = await app.inject({ method: 'GET', url: '/v1/sessions/client-summaries-1/cost' })
+    expect(cost.statusCode).toBe(200)
+    const body = cost.json<{ requests: number; upstream: Record<string, number>; tokens_kept_out: number; summary_calls: number; estimate: { billed_units: number; uncompacted_units: number } }>()
+    // the upstream's own account of the answers it gave the client (not the summary calls): the fake bills from its cache
+    const answers = fake.requests.filter((r) => !isSummaryCall(r))
+    const sum = (f: (c: NonNullable<ReceivedRequest['cache']>) => number): number => answers.reduce((n, r) => n + f(r.cache!), 0)
+    expect(body.requests).toBe(answers.length)
+    expect(body.upstream).toMatchObject({ cache_read_input_tokens: sum((c) => c.read), cache_creation_input_tokens: sum((c) => c.written), input_tokens: sum((c) => c.tokens - c.read - c.written) })
+    expect(body.summary_calls).toBe(1)
+    expect(body.tokens_kept_out).toBeGreaterThan(0)
+    expect(body.estimate.uncompacted_units).toBeGreaterThan(0)
+    const deleted = await app.inject({ method: 'DELETE', url: '/v1/sessions/client-summaries-1' })
+    expect(deleted.statusCode).toBe(200)
+    const after = await app.inject({ method: 'GET', url: '/v1/sessions/client-summaries-1/cost' })
+    expect(after.json<{ requests: number }>().requests).toBe(0)
   })
 
   it('are not made with COMPACT_SUMMARIZER=extractive: the crossing merges from the ledger', async () => {

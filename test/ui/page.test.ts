@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Message } from '../../src/compaction/index.js'
 import { assistant, shellStep, user } from '../helpers/history.js'
 import { ROOT, type ServerProcess, startServer, tempDb } from '../helpers/process.js'
+import { FakeAnthropic } from '../helpers/fake-anthropic.js'
 
 /**
  * The sessions page in a real browser (Debian's chromium, driven by playwright-core) against a real
@@ -17,6 +18,7 @@ if (missing) console.warn(`skipped: ${missing}`)
 
 const ALICE = 'key-alice-ui-000000000001'
 const BOB = 'key-bob-ui-0000000000002'
+const CAROL = 'key-carol-ui-00000000003'
 const COMPACTIONS = 1_000
 const SHOTS = join(ROOT, 'test-results', 'ui')
 
@@ -25,6 +27,13 @@ function history(n: number): Message[] {
   const messages: Message[] = [user(`Make the flaky importer test pass (round ${n})`)]
   for (let i = 0; i < 2 + (n % 7); i++) messages.push(...shellStep(`toolu_${n}_${i}`, `npm test -- importer ${i}`, `FAIL test/importer.test.ts > parses quokka rows\n${'x'.repeat(200 * (1 + (n % 5)))}`, true))
   messages.push(assistant('Found the race in the fixture loader.'), user('Fix it'))
+  return messages
+}
+
+/** A proxied conversation after `n` steps: it grows by a step a request. */
+function grown(n: number): Message[] {
+  const messages: Message[] = [user('Make the flaky importer test pass')]
+  for (let i = 0; i < n; i++) messages.push(...shellStep(`toolu_p_${i}`, `npm test -- importer ${i}`, `FAIL test/importer.test.ts > parses quokka rows ${i}\n${'y'.repeat(1_500)}`, true), assistant(`Looked at run ${i}.`), user('Go on'))
   return messages
 }
 
@@ -40,13 +49,36 @@ async function seed(server: ServerProcess): Promise<void> {
   for (let i = 0; i < COMPACTIONS; i += 10) await Promise.all(Array.from({ length: 10 }, (_, j) => post(ALICE, 'long-session', i + j)))
   await post(ALICE, 'short-session', 1)
   await post(BOB, 'bobs-session', 2)
+  // a conversation through the Messages API proxy, past its budget: its cost is the upstream's own usage
+  let compacted = 0
+  for (let n = 1; compacted < 2 && n < 40; n++) {
+    const res = await fetch(`${server.url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': CAROL, 'x-compaction-session': 'proxied-session', 'x-compaction-budget': '3000', 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({ model: 'claude-ui', max_tokens: 16, messages: grown(n) })
+    })
+    if (res.status !== 200) throw new Error(`seeding the proxy failed: ${res.status} ${await res.text()}`)
+    await res.arrayBuffer()
+    if (res.headers.get('x-compaction') === 'compacted') compacted++
+  }
 }
 
 describe.skipIf(missing !== undefined)(`the sessions page in chromium${missing ? ` (skipped: ${missing})` : ''}`, () => {
   let server: ServerProcess
   let browser: Browser
+  let upstream: FakeAnthropic
   beforeAll(async () => {
-    server = await startServer({ COMPACT_DB: tempDb(), COMPACT_API_KEYS: `alice=${ALICE},bob=${BOB}`, COMPACT_RATE_LIMIT_PER_MIN: '100000' })
+    upstream = await new FakeAnthropic().start()
+    upstream.fallback = { text: 'ok' }
+    server = await startServer({
+      COMPACT_DB: tempDb(),
+      COMPACT_API_KEYS: `alice=${ALICE},bob=${BOB},carol=${CAROL}`,
+      COMPACT_RATE_LIMIT_PER_MIN: '100000',
+      // the proxy's upstream, with the gateway's key; summaries stay extractive
+      ANTHROPIC_API_KEY: 'sk-ant-ui-upstream-0000000000000',
+      ANTHROPIC_BASE_URL: upstream.url,
+      COMPACT_SUMMARIZER: 'extractive'
+    })
     await seed(server)
     browser = await chromium.launch({
       executablePath: CHROMIUM,
@@ -55,6 +87,7 @@ describe.skipIf(missing !== undefined)(`the sessions page in chromium${missing ?
     mkdirSync(SHOTS, { recursive: true })
   }, 120_000)
   afterAll(async () => {
+    await upstream?.close()
     await browser?.close()
     server?.child.kill('SIGTERM')
     await server?.exited
@@ -154,5 +187,18 @@ describe.skipIf(missing !== undefined)(`the sessions page in chromium${missing ?
     await page.getByRole('button', { name: 'Sign out' }).click()
     expect(await page.evaluate("sessionStorage.getItem('compaction-gateway.key')")).toBeNull()
     await page.getByLabel('Gateway key').waitFor()
+  }, 60_000)
+
+  it("says what a proxied session cost, from the upstream's own usage, and what compaction saved", async () => {
+    const { page } = await tab()
+    await page.goto(`${server.url}/ui/`)
+    await page.getByLabel('Gateway key').fill(CAROL)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    const sessions = page.getByRole('navigation', { name: 'Sessions' })
+    await sessions.getByRole('button', { name: /proxied-session/ }).click()
+    await expect
+      .poll(() => page.locator('#session-cost').textContent(), { timeout: 20_000 })
+      .toMatch(/^Through the proxy: [\d,]+ requests, billed by the upstream for [\d,]+ input, [\d,]+ cache-write, [\d,]+ cache-read and [\d,]+ output tokens; 0 summary calls\. Compaction kept [\d,]+ tokens out of its prompts: about \d+% (?:less|more) than without compaction \(an estimate/)
+    await page.screenshot({ path: join(SHOTS, 'cost.png') })
   }, 60_000)
 })

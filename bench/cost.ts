@@ -1,0 +1,188 @@
+/**
+ * `npm run cost`: what a session costs through the proxy against what it costs sent straight upstream.
+ * Each transcript of the corpus is replayed turn by turn as an agent sends it (its system prompt, the
+ * history up to each of its model's turns, the newest message and the system prompt marked for the cache
+ * as Claude Code marks them) to a loopback upstream that bills as the Messages API does: the prompt cache
+ * up to breakpoints (20 blocks looked back), uncached input 1x, cache writes 1.25x, reads 0.1x, output
+ * 5x. The gateway's own summary calls go to the same upstream and are billed with the sessions. Each turn
+ * waits for the gateway's background work to settle (a summary as fast as the agent's turn: the pace that
+ * uses the most written-ahead summaries).
+ *
+ * Summarizers: extractive (COMPACT_SUMMARIZER=extractive), the client's own model (no key of the
+ * gateway's), the gateway's own model (ANTHROPIC_API_KEY). Budgets: 45,000 and 100,000. Reported per
+ * session and in total: billed input as a share of uncompacted (summary calls included), summary calls
+ * per compaction, the largest prompt; each target with "meets" or "misses".
+ */
+import { mkdtempSync } from 'node:fs'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Message } from '../src/compaction/index.js'
+import { buildApp } from '../src/server/app.js'
+import { loadConfig } from '../src/server/config.js'
+import { FakeAnthropic, type ReceivedRequest } from '../test/helpers/fake-anthropic.js'
+import { type Transcript, corpusDir, loadCorpus, progress, short, table } from './corpus.js'
+
+const BUDGETS = [45_000, 100_000]
+const OUTPUT_PRICE = 5
+const CACHE_WRITE = 1.25
+const CACHE_READ = 0.1
+const mark = { type: 'ephemeral' }
+
+type Mode = 'uncompacted' | 'extractive' | 'client model' | 'gateway model'
+const SUMMARIZERS: Exclude<Mode, 'uncompacted'>[] = ['extractive', 'client model', 'gateway model']
+
+/** A summary call of the gateway's: its own (the summary tool) or in the client's conversation (the compaction request). */
+const isSummaryCall = (r: ReceivedRequest): boolean =>
+  (r.body.tools ?? []).some((t) => t.name === 'record_summary') || JSON.stringify(r.body.messages.at(-1) ?? null).includes('<compaction-request>')
+
+/** A summary of about 1,500 tokens, as a model writes one. */
+const SECTIONS = {
+  objective: 'Carry on with the task the user set at the start of the session, as the summary of the turns so far records it.',
+  files_modified: Array.from({ length: 12 }, (_, i) => `src/module_${i}.py — changed the handling of case ${i} and its tests`),
+  files_inspected: Array.from({ length: 20 }, (_, i) => `src/reader_${i}.py`),
+  key_decisions: Array.from({ length: 10 }, (_, i) => `Decision ${i}: keep the public interface stable and fix the cause at its source, not its symptom`),
+  failing_tests_and_errors: Array.from({ length: 8 }, (_, i) => `tests/test_case_${i}.py::test_${i} failed with AssertionError before the fix; passes after it`),
+  next_steps: Array.from({ length: 6 }, (_, i) => `Step ${i}: run the suite again and check the remaining failures`)
+}
+
+/** The requests an agent sends over a transcript: before each of its model's turns, the history so far. */
+function turns(t: Transcript): { system: unknown; messages: Message[] }[] {
+  const system = t.system ? [{ type: 'text', text: t.system, cache_control: mark }] : undefined
+  const out: { system: unknown; messages: Message[] }[] = []
+  t.messages.forEach((m, i) => {
+    if (m.role !== 'assistant' || i === 0 || t.messages[i - 1]!.role !== 'user') return
+    const messages = t.messages.slice(0, i)
+    const last = messages[i - 1]!
+    const blocks = typeof last.content === 'string' ? [{ type: 'text', text: last.content }] : last.content
+    if (blocks.length === 0) return
+    messages[i - 1] = { ...last, content: [...blocks.slice(0, -1), { ...blocks[blocks.length - 1]!, cache_control: mark }] }
+    out.push({ system, messages })
+  })
+  return out
+}
+
+interface Bill {
+  /** Billed input units: uncached 1x, writes 1.25x, reads 0.1x (the summary calls' included). */
+  input: number
+  /** Billed output units (5x a token). */
+  output: number
+  summaryCalls: number
+  compactions: number
+  largestPrompt: number
+  refused: number
+}
+
+function bill(requests: ReceivedRequest[], compactions: number, refused: number): Bill {
+  const b: Bill = { input: 0, output: 0, summaryCalls: 0, compactions, largestPrompt: 0, refused }
+  for (const r of requests) {
+    const c = r.cache
+    if (!c) continue
+    b.input += c.tokens - c.read - c.written + CACHE_WRITE * c.written + CACHE_READ * c.read
+    if (isSummaryCall(r)) {
+      b.summaryCalls++
+      b.output += OUTPUT_PRICE * Math.ceil(JSON.stringify(SECTIONS).length / 4)
+    } else {
+      b.output += OUTPUT_PRICE * 2
+      b.largestPrompt = Math.max(b.largestPrompt, c.tokens)
+    }
+  }
+  return b
+}
+
+/** One transcript replayed through the gateway (or straight to the upstream), billed. */
+async function replay(t: Transcript, mode: Mode, budget: number): Promise<Bill> {
+  const fake = await new FakeAnthropic().start()
+  fake.fallback = (r) => {
+    if ((r.body.tools ?? []).some((tool) => tool.name === 'record_summary')) return { toolInput: SECTIONS }
+    if (isSummaryCall(r)) return { text: JSON.stringify(SECTIONS) }
+    return { text: 'ok' }
+  }
+  const env: Record<string, string> = {
+    ANTHROPIC_BASE_URL: fake.url,
+    COMPACT_DB: join(mkdtempSync(join(tmpdir(), 'cg-cost-')), 'cost.db'),
+    COMPACT_BUDGET: String(budget),
+    COMPACT_CACHE_TTL_S: '0',
+    COMPACT_RATE_LIMIT_PER_MIN: '1000000'
+  }
+  if (mode === 'extractive') env.COMPACT_SUMMARIZER = 'extractive'
+  if (mode === 'gateway model') env.ANTHROPIC_API_KEY = 'sk-ant-cost-gateway-key-0000000000'
+  const app = mode === 'uncompacted' ? undefined : await buildApp({ config: loadConfig(env), logger: false })
+  let url = `${fake.url}/v1/messages`
+  if (app) {
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/v1/messages`
+  }
+  let compactions = 0
+  let lastSummary: string | null = null
+  try {
+    for (const turn of turns(t)) {
+      const res = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': 'sk-ant-cost-client-key-00000000000', 'anthropic-version': '2023-06-01' },
+        body: JSON.stringify({ model: 'claude-cost', max_tokens: 1_024, ...(turn.system ? { system: turn.system } : {}), messages: turn.messages, metadata: { user_id: `cost-${t.name}` } })
+      })
+      await res.arrayBuffer()
+      if (res.headers.get('x-compaction') === 'compacted' && res.headers.get('x-compaction-summary-id') !== lastSummary) compactions++
+      lastSummary = res.headers.get('x-compaction-summary-id')
+      await app?.proxy.compactor.idle()
+    }
+  } finally {
+    await app?.close()
+    await fake.close()
+  }
+  return bill(fake.requests, compactions, fake.refused.length)
+}
+const verdict = (ok: boolean): string => (ok ? 'meets' : 'misses')
+const pct = (x: number): string => `${(100 * x).toFixed(0)}%`
+
+const transcripts = loadCorpus(corpusDir(process.argv[2])).slice(0, Number(process.env.COST_SESSIONS ?? Infinity))
+const base = new Map<string, Bill>()
+for (const [i, t] of transcripts.entries()) {
+  progress(`uncompacted ${i + 1}/${transcripts.length} ${t.name}`)
+  base.set(t.name, await replay(t, 'uncompacted', BUDGETS[0]!))
+}
+
+console.log(`cost: ${transcripts.length} transcripts replayed turn by turn; billed input (uncached 1x, cache writes ${CACHE_WRITE}x, reads ${CACHE_READ}x) as a share of the same sessions sent straight upstream; output at ${OUTPUT_PRICE}x`)
+const refusedBase = [...base.values()].reduce((n, b) => n + b.refused, 0)
+if (refusedBase > 0) console.log(`(the upstream refused ${refusedBase} of the uncompacted requests as the API would)`)
+for (const budget of BUDGETS) {
+  const results = new Map<Mode, Map<string, Bill>>()
+  for (const mode of SUMMARIZERS) {
+    const bills = new Map<string, Bill>()
+    for (const [i, t] of transcripts.entries()) {
+      progress(`${mode} at ${budget}: ${i + 1}/${transcripts.length} ${t.name}`)
+          bills.set(t.name, await replay(t, mode, budget))
+    }
+    results.set(mode, bills)
+  }
+  console.log(`\nbudget ${budget.toLocaleString('en')} tokens`)
+  const rows = transcripts.map((t) => {
+    const b = base.get(t.name)!
+    return [short(t.name, 40), b.largestPrompt.toLocaleString('en'), ...SUMMARIZERS.flatMap((m) => {
+      const r = results.get(m)!.get(t.name)!
+      return [pct(r.input / b.input), `${r.compactions}/${r.summaryCalls}`]
+    })]
+  })
+  console.log(table(['session', 'largest prompt', ...SUMMARIZERS.flatMap((m) => [m, 'crossings/calls'])], rows))
+  const total = (bills: Map<string, Bill>, key: 'input' | 'output'): number => [...bills.values()].reduce((n, b) => n + b[key], 0)
+  const baseInput = total(base, 'input')
+  const baseAll = baseInput + total(base, 'output')
+  for (const mode of SUMMARIZERS) {
+    const bills = results.get(mode)!
+    const share = total(bills, 'input') / baseInput
+    const withOutput = (total(bills, 'input') + total(bills, 'output')) / baseAll
+    const over = transcripts.filter((t) => bills.get(t.name)!.input > base.get(t.name)!.input)
+    const calls = [...bills.values()].reduce((n, b) => n + b.summaryCalls, 0)
+    const crossings = [...bills.values()].reduce((n, b) => n + b.compactions, 0)
+    const largest = Math.max(...[...bills.values()].map((b) => b.largestPrompt))
+    const refused = [...bills.values()].reduce((n, b) => n + b.refused, 0)
+    console.log(`${mode}: billed input ${pct(share)} of uncompacted (${pct(withOutput)} with output); ${crossings} compactions, ${calls} summary calls; largest prompt ${largest.toLocaleString('en')} tokens${refused ? `; ${refused} requests refused` : ''}`)
+    console.log(`target: no session above 100%: ${over.length === 0 ? 'none' : over.map((t) => `${short(t.name, 30)} ${pct(bills.get(t.name)!.input / base.get(t.name)!.input)}`).join(', ')}, ${verdict(over.length === 0)}`)
+    if (mode !== 'extractive') {
+      const bound = budget === 45_000 ? 0.6 : 0.8
+      console.log(`target: total ≤ ${pct(bound)} at ${budget.toLocaleString('en')}: ${pct(share)}, ${verdict(share <= bound)}`)
+      console.log(`target: ≤ 1.2 summary calls per compaction: ${crossings ? (calls / crossings).toFixed(2) : '0'} (${calls}/${crossings}), ${verdict(crossings === 0 ? calls === 0 : calls / crossings <= 1.2)}`)
+    }
+  }
+}

@@ -31,7 +31,7 @@ export function formatReport(r: CompactResponseView, elapsedMs: number): string 
   if (s.clipped_tool_results) rows.push(['clipped by the bound', n(s.clipped_tool_results)])
   if (r.summarizer) {
     const model = r.summarizer.model ? ` ${r.summarizer.model}` : ''
-    const fallback = r.summarizer.fallback_reason ? ` (fallback: ${r.summarizer.fallback_reason})` : ''
+    const fallback = r.summarizer.fallback_reason ? ` (fallback: ${r.summarizer.fallback_reason})` : r.summarizer.kind === 'extractive' ? ' (chosen)' : ''
     rows.push(['summarizer', `${r.summarizer.kind}${model}${fallback}`])
   }
   rows.push(['duration', `${n(Math.round(elapsedMs))} ms`])

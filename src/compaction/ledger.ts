@@ -180,7 +180,7 @@ export function readLedger(messages: readonly Message[], offset = 0, common?: Co
       const result = answers?.nextResult(use.id)
       const output = result ? toolResultText(result) : ''
       const exit = result ? exitCodeOf(output) : undefined
-      if (result?.is_error === true && REJECTED.test(output)) {
+      if (result !== undefined && ((result.is_error === true && REJECTED.test(output)) || REJECTED_ONLY.test(output))) {
         rejected.push(describeCall(use))
         continue
       }
@@ -225,7 +225,7 @@ export function readLedger(messages: readonly Message[], offset = 0, common?: Co
         case 'shell': {
           const command = stringField(use.input, rule.textFields)
           if (!command) break
-          const noMatch = failed && isEmptySearch(command, output, exit)
+          const noMatch = failed && isEmptySearch(command, output, exit, result?.is_error === true)
           const shows = result !== undefined && !failed && RUNS_CODE.test(command) ? failureLines(output) : []
           commands.push({
             message_index: offset + i,
@@ -375,8 +375,17 @@ function agentsWords(messages: readonly Message[]): { plan: string[]; intention?
 /** A harness's word that the command did not finish (no exit code then): it did not succeed. */
 const KILLED = /\b(?:timed out|was killed|has been killed|terminated after)\b/i
 
-/** A tool result that says the user refused the call: a choice, not an error. */
-const REJECTED = /\b(?:user|you)\b[^.\n]{0,60}\b(?:rejected|denied|declined|(?:doesn't|does not|didn't|did not) want to proceed)\b|\brejected by the user\b|\binterrupted by (?:the )?user\b/i
+/**
+ * A tool result that says the user refused the call: a choice, not an error. The clients' own words: Claude
+ * Code ("The user doesn't want to proceed with this tool use", or its prompt's answer "No (tell Claude what to
+ * do differently)"), opencode ("The user rejected permission to use this specific tool call"), Codex ("exec
+ * command rejected by user"), Cline and Roo ("The user denied this operation"), Gemini CLI ("User did not
+ * allow tool call").
+ */
+const REJECTED =
+  /\b(?:user|you)\b[^.\n]{0,60}\b(?:rejected|denied|declined|(?:doesn't|does not|didn't|did not) (?:want to proceed|allow))\b|\brejected by (?:the )?user\b|\binterrupted by (?:the )?user\b|^\s*No \(tell \w+ what to do differently\)/im
+/** The same said as a client's whole answer, where a client flags nothing as an error (Codex's outputs carry no flag). */
+const REJECTED_ONLY = /^\s*(?:Waiting…\s*)?(?:[\w ]*(?:command|patch|tool call|operation) (?:was )?rejected by (?:the )?user|No \(tell \w+ what to do differently\)|The user (?:rejected|denied|declined)[^\n]{0,120})\s*\.?\s*$/i
 
 /** A command that runs code (a script, tests, a build), whose output may show a failure though it exits 0. */
 const RUNS_CODE = /(?:^|&&|;|\|\||\()\s*(?:\w+=\S*\s+)*(?:python[\d.]*|pytest|py\.test|node|deno|bun|npm|npx|yarn|pnpm|go|cargo|make|tox|nox|ruby|rspec|java|mvn|gradle|dotnet|php|perl|bash|sh|\.\/\S+)\b/

@@ -26,6 +26,8 @@ export interface CompactDefaults {
   budgetTokens: number | 'off'
   keepTokens?: number
   keepTurns: number
+  /** The operator chose the extractive summarizer (COMPACT_SUMMARIZER=extractive): its summaries are no fallback. */
+  extractiveChosen?: boolean
 }
 
 export interface CompactDeps {
@@ -181,8 +183,9 @@ async function compactMessages(body: MessagesRequest, deps: CompactDeps, context
   }
   const summarizer = requested === 'extractive' || !deps.modelSummarizer ? deps.extractive : deps.modelSummarizer
   const result = await summarizer.summarize({ plan, redactors, instructions: body.instructions, tenant: context.tenant, session: body.session_id, signal: context.signal })
-  // Without a key the extractive summary is the default, and the response says why no model wrote it.
-  if (requested === 'auto' && !deps.modelSummarizer) result.report = { ...result.report, fallback_reason: 'no_api_key' }
+  // Without a key the extractive summary is the default, and the response says why no model wrote it (unless
+  // the operator chose it: then it is no fallback).
+  if (requested === 'auto' && !deps.modelSummarizer && deps.defaults.extractiveChosen !== true) result.report = { ...result.report, fallback_reason: 'no_api_key' }
   const coldLayer = deps.coldLayer === true && body.session_id !== undefined
   const outcome = finishCompaction(plan, { id: deps.newId(), recallHint: body.recall_hint, modelSections: result.sections, recallTool: coldLayer && context.recallTool !== false }, redactors)
   const t3 = deps.now()

@@ -254,7 +254,7 @@ function showDetail({ compaction: c, removed, cold_layer: cold }: CompactionDeta
     ['Prompt', `${fmt(c.stats.raw_history_tokens)} → ${fmt(c.stats.context_after_compaction)} tokens`],
     ['Budget', c.budget_tokens === undefined ? 'not recorded' : c.budget_tokens === null ? 'off' : `${fmt(c.budget_tokens)} tokens`],
     ['Summary', `${fmt(c.stats.summary_tokens)} tokens for ${plural(c.stats.compacted_turns, 'turn')}`],
-    ['Written by', `${c.summarizer.model ?? c.summarizer.kind}${c.summarizer.fallback_reason ? ` (fallback: ${c.summarizer.fallback_reason})` : ''}`],
+    ['Written by', `${c.summarizer.model ?? c.summarizer.kind}${c.summarizer.fallback_reason ? ` (fallback: ${c.summarizer.fallback_reason})` : c.summarizer.kind === 'extractive' ? ' (chosen)' : ''}`],
     ['Cold layer', Object.keys(cold).length === 0 ? 'none' : Object.entries(cold).map(([kind, n]) => `${n} ${kind}`).join(', ')]
   ]
   $('figures').replaceChildren(...figures.flatMap(([k, v]) => [el('dt', k), el('dd', v)]))

@@ -50,6 +50,18 @@ describe('isEmptySearch', () => {
   ])('%j with %j and exit %s: %s', (command, output, exit, empty) => {
     expect(isEmptySearch(command, output, exit)).toBe(empty)
   })
+
+  // a client that reports no exit status, only an error flag and its own words around nothing printed
+  it.each([
+    ['rg -n needle src', 'Waiting…\n\nError: Error', true],
+    ['cd repo && grep -rn "x" lib', 'Error', true],
+    ['brew list | grep pre-commit', 'Error: Error', true],
+    ['grep foo src', 'Error: grep: src: No such file or directory', false],
+    ['python run.py', 'Waiting…\n\nError: Error', false]
+  ])('%j flagged an error with %j: %s', (command, output, empty) => {
+    expect(isEmptySearch(command, output, undefined, true)).toBe(empty)
+    expect(isEmptySearch(command, output, undefined, false)).toBe(false)
+  })
 })
 
 describe('testResults', () => {

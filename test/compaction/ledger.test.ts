@@ -128,3 +128,36 @@ describe('commandLine', () => {
     expect(commandLine([])).toBeUndefined()
   })
 })
+
+describe('a call the user declined', () => {
+  // each client's own words for it, flagged an error or not (Codex flags none)
+  it.each([
+    ['Claude Code', "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file).", true],
+    ["Claude Code's prompt", 'Waiting…\n\nNo (tell Claude what to do differently)', true],
+    ['opencode', 'The user rejected permission to use this specific tool call. You may try again with different parameters.', true],
+    ['Codex', 'exec command rejected by user', false],
+    ['Cline', 'The user denied this operation.', true],
+    ['Gemini CLI', 'User did not allow tool call', true]
+  ])("is a rejected approach in %s's wording, never a failed command", (_client, text, flagged) => {
+    const h: Message[] = [user('Clean the build folder'), assistant(call('d1', 'Bash', { command: 'rm -rf build' })), results(result('d1', text, flagged)), assistant('Stopping.'), user('ok')]
+    const ledger = readLedger(h)
+    expect(ledger.rejected).toEqual(['rm -rf build'])
+    expect(ledger.errors).toEqual([])
+  })
+
+  it('is not read into an output that merely mentions a refusal', () => {
+    const h: Message[] = [user('Deploy'), assistant(call('p1', 'Bash', { command: 'ssh deploy@host ./release.sh' })), results(result('p1', 'deploy@host: Permission denied (publickey).', true)), assistant('The key is missing.'), user('ok')]
+    const ledger = readLedger(h)
+    expect(ledger.rejected).toEqual([])
+    expect(ledger.errors.length).toBeGreaterThan(0)
+  })
+})
+
+describe('a search that found nothing, in a client that reports no exit status', () => {
+  it('is an outcome (no match), not an error', () => {
+    const h: Message[] = [user('Find the callers'), assistant(call('g1', 'Bash', { command: 'rg -n "legacyLoad" src' })), results(result('g1', 'Waiting…\n\nError: Error', true)), assistant('No callers.'), user('ok')]
+    const ledger = readLedger(h)
+    expect(ledger.errors).toEqual([])
+    expect(ledger.commands.map((c) => c.outcome)).toEqual(['no_match'])
+  })
+})

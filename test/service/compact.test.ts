@@ -35,6 +35,12 @@ describe('runCompaction', () => {
     expect(run.response.doctrine_version).toMatch(/^\d{4}-/)
   })
 
+  it('says no fallback where the operator chose the extractive summarizer', async () => {
+    const run = await runCompaction(body(), deps({ defaults: { budgetTokens: 2_000, keepTurns: 4, extractiveChosen: true } }))
+    if (!run.response.compacted) throw new Error('not compacted')
+    expect(run.response.summarizer).toMatchObject({ kind: 'extractive', fallback_reason: null })
+  })
+
   it('asks the model when there is one, and the extractive summarizer when the request says so', async () => {
     const calls: string[] = []
     const model: Summarizer = {

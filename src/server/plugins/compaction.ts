@@ -83,7 +83,7 @@ export const compactionPlugin = fp<CompactionPluginOptions>(
     const pool = config.COMPACT_WORKERS > 0 && !model ? new CompactionPool(config.COMPACT_WORKERS) : undefined
     app.addHook('onClose', async () => pool?.close())
     const deps: CompactDeps = {
-      defaults: { budgetTokens: config.COMPACT_BUDGET, keepTokens: config.COMPACT_KEEP_TOKENS, keepTurns: config.COMPACT_KEEP_TURNS },
+      defaults: { budgetTokens: config.COMPACT_BUDGET, keepTokens: config.COMPACT_KEEP_TOKENS, keepTurns: config.COMPACT_KEEP_TURNS, ...(config.COMPACT_SUMMARIZER === 'extractive' ? { extractiveChosen: true } : {}) },
       ...(model ? { modelSummarizer: model } : {}),
       extractive: new ExtractiveSummarizer(),
       newId: newId ?? (() => `cmp_${randomUUID().replace(/-/g, '')}`),

@@ -90,8 +90,8 @@ function substance(output: string): string {
 }
 
 /** What a client writes around a failed command that printed nothing: its progress line and a bare "Error". */
-const CLIENT_ERROR_WORDS = /^\s*(?:Waiting…|Running…|(?:Error: )?Error|Exit code 1)\s*$/gm
-const CLIENT_ERROR_ONLY = /^(?:\s*(?:Waiting…|Running…|(?:Error: )?Error|Exit code 1)\s*)*$/
+const CLIENT_ERROR_WORDS = /^[ \t]*(?:Waiting…|Running…|(?:Error: )?Error|Exit code 1)[ \t]*$/gm
+const CLIENT_ERROR_ONLY = /^\s*(?:(?:Waiting…|Running…|(?:Error: )?Error|Exit code 1)\s*)*$/
 
 /**
  * A search that matched nothing (grep, rg, find, `test -f`, `[ -f x ]`, diff with no differences
@@ -100,7 +100,7 @@ const CLIENT_ERROR_ONLY = /^(?:\s*(?:Waiting…|Running…|(?:Error: )?Error|Exi
 export function isEmptySearch(command: string, output: string, exitCode: number | undefined, flaggedError = false): boolean {
   // A client that reports no exit status flags the result an error instead (Claude Code: "Error: Error"
   // under its progress line): with nothing else printed, that is the search's exit 1.
-  const exit = exitCode ?? (flaggedError && CLIENT_ERROR_ONLY.test(output) ? 1 : undefined)
+  const exit = exitCode ?? (flaggedError && output.length <= 200 && CLIENT_ERROR_ONLY.test(output) ? 1 : undefined)
   if (exit !== 1 || substance(output.replace(CLIENT_ERROR_WORDS, '')) !== '') return false
   const stages = command.split(/\|\||&&|;|\|/).map((s) => s.trim()).filter(Boolean)
   const last = stages[stages.length - 1] ?? ''

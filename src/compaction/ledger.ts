@@ -1,6 +1,7 @@
 import { sliceHead } from './clip.js'
 import { toolRule } from './catalog.js'
 import { isServiceText } from './markers.js'
+import { withoutClientEchoes } from './echoes.js'
 import { foreignSummary, isHarnessContext } from './context.js'
 import { patchFiles, readShellCommand } from './shell.js'
 import { type TestStatus, isEmptySearch, testResults, whyLines } from './failures.js'
@@ -100,14 +101,17 @@ export interface Ledger {
 export const ERROR_SIGNAL_LINES = 4
 
 /**
- * The user's own words in a prompt message: its text, less the service's summary and note blocks and
- * the harness's context (carried over verbatim, never a request).
+ * The user's own words in a prompt message: its text, less the service's summary and note blocks, the
+ * harness's context (carried over verbatim, never a request) and what the client echoed into it (a slash
+ * command's output, a local command's: echoes.ts).
  */
 export function userText(message: Message): string {
   return blocksOf(message)
     .filter(isTextBlock)
     .map((b) => b.text)
     .filter((t) => !isServiceText(t) && !isHarnessContext(t))
+    .map(withoutClientEchoes)
+    .filter((t) => t !== '')
     .join('\n')
     .trim()
 }
@@ -180,7 +184,7 @@ export function readLedger(messages: readonly Message[], offset = 0, common?: Co
       const result = answers?.nextResult(use.id)
       const output = result ? toolResultText(result) : ''
       const exit = result ? exitCodeOf(output) : undefined
-      if (result !== undefined && ((result.is_error === true && REJECTED.test(output)) || REJECTED_ONLY.test(output))) {
+      if (result !== undefined && ((result.is_error === true && REJECTED.test(output)) || (output.length <= 500 && REJECTED_ONLY.test(output)))) {
         rejected.push(describeCall(use))
         continue
       }
@@ -383,7 +387,7 @@ const KILLED = /\b(?:timed out|was killed|has been killed|terminated after)\b/i
  * allow tool call").
  */
 const REJECTED =
-  /\b(?:user|you)\b[^.\n]{0,60}\b(?:rejected|denied|declined|(?:doesn't|does not|didn't|did not) (?:want to proceed|allow))\b|\brejected by (?:the )?user\b|\binterrupted by (?:the )?user\b|^\s*No \(tell \w+ what to do differently\)/im
+  /\b(?:user|you)\b[^.\n]{0,60}\b(?:rejected|denied|declined|(?:doesn't|does not|didn't|did not) (?:want to proceed|allow))\b|\brejected by (?:the )?user\b|\binterrupted by (?:the )?user\b|^[ \t]*No \(tell \w+ what to do differently\)/im
 /** The same said as a client's whole answer, where a client flags nothing as an error (Codex's outputs carry no flag). */
 const REJECTED_ONLY = /^\s*(?:Waiting…\s*)?(?:[\w ]*(?:command|patch|tool call|operation) (?:was )?rejected by (?:the )?user|No \(tell \w+ what to do differently\)|The user (?:rejected|denied|declined)[^\n]{0,120})\s*\.?\s*$/i
 

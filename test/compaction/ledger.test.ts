@@ -145,6 +145,13 @@ describe('a call the user declined', () => {
     expect(ledger.errors).toEqual([])
   })
 
+  it('is read in one pass over outputs of any size and shape', () => {
+    for (const text of [`${'\n'.repeat(200_000)}x`, `${' '.repeat(200_000)}x`, `Error${' '.repeat(100)}x`]) {
+      const h: Message[] = [user('Go'), assistant(call('b1', 'Bash', { command: 'grep -rn x .' })), results(result('b1', text, true)), assistant('ok'), user('ok')]
+      expect(readLedger(h).rejected).toEqual([])
+    }
+  })
+
   it('is not read into an output that merely mentions a refusal', () => {
     const h: Message[] = [user('Deploy'), assistant(call('p1', 'Bash', { command: 'ssh deploy@host ./release.sh' })), results(result('p1', 'deploy@host: Permission denied (publickey).', true)), assistant('The key is missing.'), user('ok')]
     const ledger = readLedger(h)

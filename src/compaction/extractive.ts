@@ -28,13 +28,16 @@ function errorEntry(e: ErrorSeen): string {
   const lines = e.lines.filter((l) => !EMPTY_REASON.test(l.trim()))
   const why = lines.length > 0 ? `: ${lines.join(' | ')}` : ''
   const times = e.count > 1 ? ` (${e.count} times)` : ''
-  const state = e.resolved ? ' — resolved: a later run of it succeeded and printed no failure' : e.superseded ? ' — a later run of it exited 0 but still printed a failure' : ''
+  // an exit status is stated only where the history holds it
+  const later = e.superseded_exit_code === undefined ? 'a later run of it still printed a failure' : `a later run of it exited ${e.superseded_exit_code} but still printed a failure`
+  const state = e.resolved ? ' — resolved: a later run of it succeeded and printed no failure' : e.superseded ? ` — ${later}` : ''
   return `${e.tool} \`${e.call}\` failed${times}${why}${state}`
 }
 
 function findingEntry(f: Finding): string {
   const state = f.gone ? ' — gone: a later run of it printed none of this' : ''
-  return `\`${f.call}\` exited 0 but printed: ${f.lines.join(' | ')}${state}`
+  const ran = f.exit_code === undefined ? 'printed' : `exited ${f.exit_code} but printed`
+  return `\`${f.call}\` ${ran}: ${f.lines.join(' | ')}${state}`
 }
 
 /**

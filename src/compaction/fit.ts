@@ -82,7 +82,7 @@ function applyStage(s: SummarySections, stage: Stage, task: number | undefined, 
     } else if (key === 'failing_tests_and_errors') {
       // Worth first: every failing test and every run that showed a failure stays (shortened); of the
       // other entries, the newest as the stage allows.
-      const worth = (i: string): boolean => i.startsWith('FAILING ') || i.includes(' exited 0 but printed: ')
+      const worth = (i: string): boolean => i.startsWith('FAILING ') || /^`[^`]*` (?:exited \d+ but )?printed: /.test(i)
       const others = items.filter((i) => !worth(i))
       const keptOthers = new Set(others.slice(Math.max(0, others.length - stage.list)))
       out[key] = items.filter((i) => worth(i) || keptOthers.has(i)).map((i) => shorten(i, worth(i) ? Math.max(stage.item, WORTH_ITEM) : stage.item))

@@ -36,6 +36,8 @@ export interface Finding {
   lines: string[]
   /** A later run of the same command printed none of it. */
   gone: boolean
+  /** Its exit status, where the history holds one (a Chat Completions tool output holds none). */
+  exit_code?: number
 }
 
 export interface ErrorSeen {
@@ -51,6 +53,8 @@ export interface ErrorSeen {
   resolved: boolean
   /** A later run of the same call exited 0 but printed a failure (a finding): this error is past, not fixed. */
   superseded?: boolean
+  /** That later run's exit status, where the history holds one. */
+  superseded_exit_code?: number
 }
 
 export interface TestSeen {
@@ -346,7 +350,7 @@ function mergeErrors(errors: readonly ErrorSeen[], commands: readonly CommandRun
     const run = lastOk.get(firstLine(e.call.replace(/ …$/, '')))
     if (run === undefined || run.message_index < e.message_index) return e
     // a later run that exits 0 but still prints a failure has not resolved it: it supersedes it
-    return run.shows === undefined ? { ...e, resolved: true } : { ...e, superseded: true }
+    return run.shows === undefined ? { ...e, resolved: true } : { ...e, superseded: true, ...(run.exit_code !== undefined ? { superseded_exit_code: run.exit_code } : {}) }
   })
 }
 
@@ -409,7 +413,7 @@ function findingsOf(commands: readonly CommandRun[]): Finding[] {
     const key = firstLine(c.command)
     if (c.shows) {
       byCall.delete(key)
-      byCall.set(key, { message_index: c.message_index, call: key.length > 200 ? `${sliceHead(key, 200)}…` : key, lines: c.shows, gone: false })
+      byCall.set(key, { message_index: c.message_index, call: key.length > 200 ? `${sliceHead(key, 200)}…` : key, lines: c.shows, gone: false, ...(c.exit_code !== undefined ? { exit_code: c.exit_code } : {}) })
     } else if (c.outcome === 'ok') {
       const f = byCall.get(key)
       if (f) f.gone = true

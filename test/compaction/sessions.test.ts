@@ -79,6 +79,15 @@ describe('true statuses', () => {
     expect(crash).not.toMatch(/resolved/)
   })
 
+  it('states no exit status the history does not hold (a tool output with none, as Chat Completions gives it)', () => {
+    const h = [user('Fix the API test'), ...shellStep('p1', 'pytest tests/test_api.py', 'FAILED tests/test_api.py::test_get - AssertionError: 404 != 200\n1 failed'), ...shellStep('p2', 'python3 check.py', 'ImportError: no module named api', true), ...shellStep('p3', 'python3 check.py', 'FAIL: the route is missing'), user('go on')]
+    const s = extractiveSections(readLedger(h), '')
+    const text = s.failing_tests_and_errors.join('\n')
+    expect(text).toContain('`pytest tests/test_api.py` printed: FAILED tests/test_api.py::test_get')
+    expect(text).toContain('a later run of it still printed a failure')
+    expect(text).not.toMatch(/exited \d/)
+  })
+
   it('resolves both once a later run prints no failure', () => {
     const h = [user('Fix the view-only permission check on inlines'), ...run('a', 'ImportError: no module named app', 1), ...run('b', 'FAIL: view-only user can edit the inline', 0), ...run('c', 'all checks passed', 0), user('go on')]
     const s = extractiveSections(readLedger(h), '')

@@ -62,6 +62,8 @@ export async function everyOperation(): Promise<void> {
   if (gone.data) void [gone.data.deleted.compactions, gone.data.space_reclaimed]
   const timeline = await client.GET('/v1/sessions/{session_id}/timeline', { params: { path: { session_id: 's' }, query: { limit: 1000 } } })
   if (timeline.data) for (const p of timeline.data.points) void [p.raw_history_tokens, p.context_after_compaction, p.budget_tokens]
+  const cost = await client.GET('/v1/sessions/{session_id}/cost', { params: { path: { session_id: 's' } } })
+  if (cost.data) void [cost.data.requests, cost.data.upstream.cache_read_input_tokens, cost.data.tokens_kept_out, cost.data.estimate.saved_share]
 }
 `
 

@@ -23,14 +23,16 @@ import { loadConfig } from '../src/server/config.js'
 import { FakeAnthropic, type ReceivedRequest } from '../test/helpers/fake-anthropic.js'
 import { type Transcript, corpusDir, loadCorpus, progress, short, table } from './corpus.js'
 
-const BUDGETS = [45_000, 100_000]
+const BUDGETS = process.env.COST_BUDGETS ? process.env.COST_BUDGETS.split(',').map(Number) : [45_000, 100_000]
 const OUTPUT_PRICE = 5
 const CACHE_WRITE = 1.25
 const CACHE_READ = 0.1
 const mark = { type: 'ephemeral' }
 
 type Mode = 'uncompacted' | 'extractive' | 'client model' | 'gateway model'
-const SUMMARIZERS: Exclude<Mode, 'uncompacted'>[] = ['extractive', 'client model', 'gateway model']
+const ALL: Exclude<Mode, 'uncompacted'>[] = ['extractive', 'client model', 'gateway model']
+/** COST_MODES (comma-separated) and COST_BUDGETS narrow a run; COST_ENV (JSON) adds settings to the gateway's, to compare them. */
+const SUMMARIZERS = process.env.COST_MODES ? ALL.filter((m) => process.env.COST_MODES!.split(',').includes(m)) : ALL
 
 /** A summary call of the gateway's: its own (the summary tool) or in the client's conversation (the compaction request). */
 const isSummaryCall = (r: ReceivedRequest): boolean =>
@@ -103,7 +105,8 @@ async function replay(t: Transcript, mode: Mode, budget: number): Promise<Bill> 
     COMPACT_DB: join(mkdtempSync(join(tmpdir(), 'cg-cost-')), 'cost.db'),
     COMPACT_BUDGET: String(budget),
     COMPACT_CACHE_TTL_S: '0',
-    COMPACT_RATE_LIMIT_PER_MIN: '1000000'
+    COMPACT_RATE_LIMIT_PER_MIN: '1000000',
+    ...(JSON.parse(process.env.COST_ENV ?? '{}') as Record<string, string>)
   }
   if (mode === 'extractive') env.COMPACT_SUMMARIZER = 'extractive'
   if (mode === 'gateway model') env.ANTHROPIC_API_KEY = 'sk-ant-cost-gateway-key-0000000000'

@@ -151,13 +151,27 @@ function hasContentWords(text: string, n: number): boolean {
   return false
 }
 
-/** The first sentence or two of a text, on one line, at most `max` characters. */
+/** A line that only labels what follows (`**Issue Text**`, `## Task`, `Problem statement:`), not a request. */
+const LABEL_LINE = /^[ \t]*(?:#{1,6}[ \t]+[^\n]{1,60}|(?:\*\*|__)[^*_\n]{1,60}(?:\*\*|__):?|[A-Z][\w ]{0,40}:)[ \t]*$/
+
+/**
+ * The opening of a text as a task: its first complete instruction, on one line, at most `max` characters. Labels
+ * that open it are passed over; sentences are taken until they say enough (at least 60 characters and five
+ * content words), so that "yes. add it. we should review all the stories" is not cut to "yes. add it.".
+ */
 function lead(text: string, max: number): string {
-  const flat = text.replace(/\s+/g, ' ').trim()
+  const lines = text.split('\n')
+  let first = 0
+  while (first < lines.length - 1 && (LABEL_LINE.test(lines[first] ?? '') || (lines[first] ?? '').trim() === '')) first++
+  const flat = (first > 0 ? lines.slice(first).join('\n') : text).slice(0, max * 4).replace(/\s+/g, ' ').trim()
   // A sentence ends at . ! or ? before a space; a dot inside a name (`day-004.md`, `Header.fromstring`) does not end it.
   const sentences = flat.split(/(?<=[.!?])\s+/)
-  let out = at(sentences, 0).trim()
-  if (out.length < 80 && sentences[1]) out = `${out} ${sentences[1].trim()}`
+  let out = ''
+  for (const sentence of sentences) {
+    out = out ? `${out} ${sentence.trim()}` : sentence.trim()
+    if (out.length >= 60 && contentWords(out).size >= 5) break
+    if (out.length > max) break
+  }
   return out.length > max ? `${sliceHead(out, max - 1).trimEnd()}…` : out
 }
 

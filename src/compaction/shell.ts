@@ -44,8 +44,11 @@ function tokenize(line: string): Word[] {
       cur += m[2].replace(/\\([\s\S])/g, '$1')
       has = true
     } else if (m[3] !== undefined) {
-      if (m[3] !== '\n') cur += m[3]
-      has = true
+      // a line continuation joins lines; it is no word of its own
+      if (m[3] !== '\n') {
+        cur += m[3]
+        has = true
+      }
     } else {
       if (has) out.push({ text: cur, op: false })
       cur = ''
@@ -111,14 +114,27 @@ export function readShellCommand(command: string): ShellEffects {
   let simple: string[] = []
   let redirectTargets: string[] = []
   let heredocHere = false
+  // `cd dir &&` moves the commands after it: their relative paths are read against it
+  let cwd = ''
   const finish = (): void => {
     const body = heredocHere ? bodies[heredocIndex++] : undefined
+    const from = { writes: effects.writes.length, reads: effects.reads.length, heredocs: effects.heredocs.length, runs: effects.runs.length }
     for (const target of redirectTargets) {
       if (NOT_FILES.has(target) || target.startsWith('&')) continue
       effects.writes.push({ path: target, how: body !== undefined ? 'written from a heredoc' : 'written by shell redirection' })
     }
     if (body !== undefined) effects.heredocs.push({ path: redirectTargets[0], body })
-    readSimple(simple, effects, body)
+    if (simple[0] === 'cd') cwd = changedDirectory(cwd, simple[1])
+    else readSimple(simple, effects, body)
+    if (cwd) {
+      for (let k = from.writes; k < effects.writes.length; k++) at(effects.writes, k).path = inDirectory(cwd, at(effects.writes, k).path)
+      for (let k = from.reads; k < effects.reads.length; k++) effects.reads[k] = inDirectory(cwd, at(effects.reads, k))
+      for (let k = from.runs; k < effects.runs.length; k++) effects.runs[k] = inDirectory(cwd, at(effects.runs, k))
+      for (let k = from.heredocs; k < effects.heredocs.length; k++) {
+        const h = at(effects.heredocs, k)
+        if (h.path !== undefined) h.path = inDirectory(cwd, h.path)
+      }
+    }
     simple = []
     redirectTargets = []
     heredocHere = false
@@ -229,4 +245,30 @@ function readSimple(argv: string[], effects: ShellEffects, heredocBody: string |
     default:
       if (READERS.has(cmd)) for (const f of operands(args)) if (looksLikeFile(f)) effects.reads.push(f)
   }
+}
+
+/** Where `cd target` leads from `cwd` ('' is where the command began): unknown places (`~`, `-`, `$VAR`) end the tracking. */
+function changedDirectory(cwd: string, target: string | undefined): string {
+  if (target === undefined || target === '' || /^[~$-]/.test(target)) return ''
+  if (target.startsWith('/')) return normalized(target)
+  return normalized(cwd ? `${cwd}/${target}` : target)
+}
+
+/** A path as seen from where the command began, when a `cd` moved it: relative ones joined to the directory. */
+function inDirectory(cwd: string, path: string): string {
+  if (path.startsWith('/') || path.startsWith('~') || path.startsWith('$')) return path
+  return normalized(`${cwd}/${path}`)
+}
+
+/** `a/./b/../c` as `a/c`; a leading `..` that leaves the start is kept. */
+function normalized(path: string): string {
+  const absolute = path.startsWith('/')
+  const out: string[] = []
+  for (const part of path.split('/')) {
+    if (part === '' || part === '.') continue
+    if (part === '..' && out.length > 0 && out[out.length - 1] !== '..') out.pop()
+    else if (part !== '..' || !absolute) out.push(part)
+  }
+  const joined = out.join('/')
+  return absolute ? `/${joined}` : joined || '.'
 }

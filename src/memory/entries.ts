@@ -92,6 +92,19 @@ function commandText(input: unknown, name: string): string {
   return name
 }
 
+/** The most of a command an entry keeps (a heredoc or an inline script runs long). */
+const COMMAND_CHARS = 2_000
+/** An output that says something went wrong, whatever the command's status. */
+const SIGNAL = /\b(?:[Ee]rror|ERROR|[Ee]xception|Traceback|[Ff]ailed|FAILED|[Ff]ailure|[Ff]atal|FATAL|panic)\b|[a-z](?:Error|Exception)\b/
+/** A line that says nothing failed (`0 errors`, `no failures`). */
+const NO_FAILURE = /\b(?:0|no) (?:errors?|failures?|failed)\b/i
+
+/** A command as it was run, every line of it, at most `max` characters. */
+function wholeCommand(text: string, max: number): string {
+  const t = text.trim()
+  return t.length > max ? `${sliceHead(t, max - 1)}…` : t
+}
+
 function firstLine(text: string, max: number): string {
   const line = (text.split('\n', 1)[0] ?? '').trim()
   return line.length > max ? `${sliceHead(line, max - 1)}…` : line
@@ -124,12 +137,15 @@ export function readMemory(messages: readonly Message[], offset: number, files: 
         const exit = exitCodeOf(output)
         const failed = b.is_error === true || (exit !== undefined && exit !== 0)
         const from = call?.index ?? i
-        const command = call ? firstLine(call.command, 400) : 'a tool call'
+        // the whole command (a multi-line one is found by any of its lines), the first line where it is named
+        const command = call ? wholeCommand(call.command, COMMAND_CHARS) : 'a tool call'
+        const named = call ? firstLine(call.command, 400) : 'a tool call'
         add('command', `${command} → ${failed ? 'failed' : 'ok'}${exit !== undefined ? ` (exit ${exit})` : ''}`, from, i)
-        // Why a call failed; and an exception a run printed though it exited 0 (a script that caught it) is evidence too.
-        if (failed || output.includes('Traceback (most recent call last)')) {
-          const why = whyLines(output, 4)
-          if (why.length > 0) add(failed ? 'error' : 'evidence', `${command} ${failed ? 'failed' : 'printed'}: ${why.join(' | ')}`, from, i)
+        // Why a call failed; and what a run printed of an error or exception though it succeeded (a script that
+        // caught it, a test runner that prints failures and exits 0) is evidence too.
+        if (failed || SIGNAL.test(output)) {
+          const why = whyLines(output, 4).filter((l) => failed || !NO_FAILURE.test(l))
+          if (why.length > 0) add(failed ? 'error' : 'evidence', `${named} ${failed ? 'failed' : 'printed'}: ${why.join(' | ')}`, from, i)
         }
         for (const t of testResults(output).filter((r) => r.status === 'failed')) add('evidence', `failing test ${t.id}${t.reason ? ` — ${t.reason}` : ''}`, from, i)
         for (const line of evidenceLines(output)) add('evidence', line, from, i)

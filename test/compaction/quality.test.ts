@@ -36,6 +36,17 @@ describe('the objective', () => {
     expect(taskStatement([demo])?.objective).toBe('The parser drops trailing commas')
   })
 
+  it('is a whole instruction, not its first short sentence', () => {
+    const objective = taskStatement(['yes. add it. we should review all the stories under docs/stories and mark the ones already done'])?.objective
+    expect(objective).toBe('yes. add it. we should review all the stories under docs/stories and mark the ones already done')
+  })
+
+  it('is never a label that opens the request', () => {
+    for (const label of ['**Issue Text**', '## Task', 'Problem statement:', '__Bug report__']) {
+      expect(taskStatement([`${label}\nThe exporter drops the header row of every sheet when the sheet is empty.`])?.objective).toBe('The exporter drops the header row of every sheet when the sheet is empty.')
+    }
+  })
+
   it('keeps a dot inside a name from ending the sentence', () => {
     expect(taskStatement(['I can no longer commit day-004.md from the GUI. The hook is not found. More detail follows here.'])?.objective).toBe(
       'I can no longer commit day-004.md from the GUI. The hook is not found.'

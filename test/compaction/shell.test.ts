@@ -91,3 +91,20 @@ describe('patchFiles', () => {
 
   it('finds no files in text that is not a patch', () => expect(patchFiles('just words\n- a list item')).toEqual([]))
 })
+
+describe('paths after cd, and commands over several lines', () => {
+  it('reads relative paths against the directory a cd moved to, as the rest of the session spells them', () => {
+    const e = readShellCommand('cd docs && sed -i "s/old/new/" guide/index.md && cat ../README.md > notes.txt')
+    expect(e.writes.map((w) => w.path)).toEqual(['docs/guide/index.md', 'docs/notes.txt'])
+    expect(e.reads).toEqual(['README.md'])
+    expect(readShellCommand('cd /srv/app && rm build/out.js').writes.map((w) => w.path)).toEqual(['/srv/app/build/out.js'])
+    // a place the reader cannot know ends the tracking: the paths stay as written
+    expect(readShellCommand('cd "$WORK" && rm out.js').writes.map((w) => w.path)).toEqual(['out.js'])
+  })
+
+  it('joins a line continuation: no empty word, the files named on the later lines', () => {
+    const e = readShellCommand("sed -i \\\n  -e 's/a/b/' \\\n  -e 's/c/d/' \\\n  src/config.py src/settings.py")
+    expect(e.writes.map((w) => w.path)).toEqual(['src/config.py', 'src/settings.py'])
+    expect(e.writes.every((w) => w.path !== '')).toBe(true)
+  })
+})

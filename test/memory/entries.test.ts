@@ -27,6 +27,16 @@ describe('cold-layer entries', () => {
     expect(entries.find((e) => e.kind === 'command')).toEqual({ kind: 'command', text: 'make build → failed (exit 2)', from: 1, to: 2 })
   })
 
+  it('keep what a successful run printed of an error, and a multi-line command whole', () => {
+    const script = 'python3 -c "\nimport app\nprint(app.load())\n"'
+    const entries = readMemory([user('check it'), ...shellStep('a', script, 'ValueError: the config has no [db] section\n<returncode>0</returncode>'), ...shellStep('b', 'make lint', 'checked 40 files, 0 errors\n<returncode>0</returncode>'), assistant('the config lacks a section')], 0, { modified: [], read: [] })
+    const command = entries.find((e) => e.kind === 'command')
+    expect(command?.text).toContain('print(app.load())')
+    expect(entries.filter((e) => e.kind === 'evidence').map((e) => e.text)).toContain('python3 -c " printed: ValueError: the config has no [db] section')
+    // a run that says nothing failed is no evidence of a failure
+    expect(entries.some((e) => e.kind === 'evidence' && e.text.includes('make lint'))).toBe(false)
+  })
+
   it('are pruned with the records past the retention, and capped per session', async () => {
     const store = new SqliteStore(':memory:')
     const owner = { compaction_id: 'cmp_1', session_id: 's', key_name: '', created_at: '2026-01-01T00:00:00.000Z' }

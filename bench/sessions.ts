@@ -123,6 +123,9 @@ export function sessionsEval(transcripts: Transcript[]): void {
 
   const rows: (string | number)[][] = []
   const shares: number[] = []
+  /** Each transcript as a fresh process's first session compacts it: with the shipped seed of harness texts, and without. */
+  const freshShares: number[] = []
+  const unseededShares: number[] = []
   const sharesSmall: number[] = []
   const ownShares: number[] = []
   const totals = { own: 0, ownKept: 0, misleading: 0, planLogs: 0, objective: 0, counted: 0, ansi: 0, spellings: 0, nonPaths: 0, rejectedErrors: 0, tests: 0, testsSmall: 0, inputBefore: 0, inputAfter: 0 }
@@ -136,6 +139,16 @@ export function sessionsEval(transcripts: Transcript[]): void {
     const shared = lines.filter((l) => elsewhere(l, i)).reduce((n, l) => n + l.length, 0)
     const share = shared / Math.max(1, text.length)
     shares.push(share)
+    const sharedIn = (summary: string): number =>
+      summary
+        .split('\n')
+        .map((l) => l.replace(/^\s*-\s+/, '').trim())
+        .filter((l) => l && elsewhere(l, i))
+        .reduce((n, l) => n + l.length, 0) / Math.max(1, summary.length)
+    const fresh = compact(t.messages, BUDGET, new ConversationsText().common('', t.name))
+    const unseeded = compact(t.messages, BUDGET, new ConversationsText(undefined, new Set()).common('', t.name))
+    if (fresh) freshShares.push(sharedIn(fresh.out.summary.text))
+    if (unseeded) unseededShares.push(sharedIn(unseeded.out.summary.text))
     // the user's own lines: prose, in no other session's prompts, and sent once in this one
     const spanLines = withoutOutputs(withoutDemonstrations(promptLines(plan.span)))
     const once = new Map<string, number>()
@@ -216,6 +229,7 @@ export function sessionsEval(transcripts: Transcript[]): void {
   console.log(
     [
       `targets: text other sessions also sent, median share of a summary ${(100 * median(shares)).toFixed(1)}% (max ${(100 * Math.max(0, ...shares)).toFixed(1)}%; at budget ${SMALL_BUDGET}: median ${(100 * median(sharesSmall)).toFixed(1)}%) (≤ 5%: ${verdict(median(shares) <= 0.05)})`,
+      `text other sessions also sent, in a fresh process's first session (no traffic seen): median ${(100 * median(freshShares)).toFixed(1)}% of a summary with the shipped seed of harness texts (max ${(100 * Math.max(0, ...freshShares)).toFixed(1)}%), ${(100 * median(unseededShares)).toFixed(1)}% without it (max ${(100 * Math.max(0, ...unseededShares)).toFixed(1)}%); the seed is made from this corpus (scripts/harness-seed.ts), so this figure is in-sample (≤ 5%: ${verdict(median(freshShares) <= 0.05)})`,
       `the user's own lines kept ${pct(totals.ownKept, totals.own)} of all (≥ 95%: ${verdict(totals.own === 0 || totals.ownKept / totals.own >= 0.95)}); median of the transcripts ${(100 * median(ownShares)).toFixed(1)}%, lowest ${(100 * Math.min(1, ...ownShares)).toFixed(1)}% (a session whose requests alone pass the summary's share of the budget cannot keep them all)`,
       `errors called resolved whose command still printed a failure: ${totals.misleading} (0: ${verdict(totals.misleading === 0)})`,
       `plan entries that are commands run: ${totals.planLogs} (0: ${verdict(totals.planLogs === 0)})`,

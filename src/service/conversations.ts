@@ -1,5 +1,6 @@
 import { LRUCache } from 'lru-cache'
 import { type CommonText, fingerprint, lineFingerprints } from '../compaction/index.js'
+import { HARNESS_SEED } from './harness-seed.js'
 
 /** How many other conversations must have sent a line for it to count as harness text. */
 export const COMMON_IN_OTHERS = 2
@@ -24,7 +25,11 @@ export class ConversationsText {
    */
   private readonly lines: LRUCache<string, string[]>
 
-  constructor(maxLines = MAX_REMEMBERED_LINES) {
+  constructor(
+    maxLines = MAX_REMEMBERED_LINES,
+    /** Lines known to be harness text before any traffic (HARNESS_SEED: shipped with the service). */
+    private readonly seed: ReadonlySet<string> = HARNESS_SEED
+  ) {
     this.lines = new LRUCache({ max: maxLines })
   }
 
@@ -74,6 +79,8 @@ export class ConversationsText {
   common(tenant: string, conversation: string): CommonText {
     this.flush()
     return (fp) => {
+      // the harness texts shipped with the service are common from the first request on
+      if (this.seed.has(fp)) return true
       const seen = this.lines.get(`${tenant}\u0000${fp}`)
       if (seen === undefined) return false
       const others = seen.includes(conversation) ? seen.length - 1 : seen.length

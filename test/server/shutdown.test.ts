@@ -1,10 +1,21 @@
 import { spawn } from 'node:child_process'
-import { connect } from 'node:net'
+import { type Socket, connect } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { FakeAnthropic } from '../helpers/fake-anthropic.js'
 import { assistant, user } from '../helpers/history.js'
 import { startServer } from '../helpers/process.js'
 import { until } from '../helpers/wait.js'
+
+/** A raw client connection, kept alive as HTTP/1.1 keeps it: what it has read, and when the server ends it. */
+async function keptAlive(url: string): Promise<{ socket: Socket; answer: () => string; closed: Promise<void> }> {
+  const socket = connect(Number(new URL(url).port), '127.0.0.1')
+  socket.on('error', () => undefined)
+  await new Promise((r) => socket.once('connect', r))
+  let answer = ''
+  socket.on('data', (d: Buffer) => (answer += d.toString()))
+  const closed = new Promise<void>((r) => socket.once('end', () => r()))
+  return { socket, answer: () => answer, closed }
+}
 
 describe('graceful shutdown', () => {
   it('lets an in-flight compaction finish on SIGTERM, answers it 200, and exits 0', async () => {
@@ -40,23 +51,17 @@ describe('graceful shutdown', () => {
     fake.fallback = { delayMs: 1_500, toolInput: { objective: 'slow but sure' } }
     // a grace period longer than the test waits: a process that waited it out would fail the test
     const server = await startServer({ ANTHROPIC_API_KEY: 'sk-ant-test-shutdown-0000000000', ANTHROPIC_BASE_URL: fake.url, COMPACT_SHUTDOWN_GRACE_MS: '60000' })
-    const port = Number(new URL(server.url).port)
-    const socket = connect(port, '127.0.0.1')
-    socket.on('error', () => undefined)
+    const { socket, answer, closed } = await keptAlive(server.url)
     try {
-      await new Promise((r) => socket.once('connect', r))
-      let answer = ''
-      socket.on('data', (d: Buffer) => (answer += d.toString()))
-      const closed = new Promise<void>((r) => socket.once('end', () => r()))
       // HTTP/1.1 without Connection: close keeps the connection alive, as curl and undici do
       const body = JSON.stringify({ messages: [user('a'), assistant('b'), user('c')], mode: 'manual' })
       socket.write(`POST /v1/compact HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
       await until('the model is called', () => fake.requests.length > 0)
       server.child.kill('SIGTERM')
       await closed
-      expect(answer).toMatch(/^HTTP\/1\.1 200 /)
-      expect(answer.toLowerCase()).toContain('connection: close')
-      expect(answer).toContain('slow but sure')
+      expect(answer()).toMatch(/^HTTP\/1\.1 200 /)
+      expect(answer().toLowerCase()).toContain('connection: close')
+      expect(answer()).toContain('slow but sure')
       expect(await server.exited).toBe(0)
     } finally {
       socket.destroy()
@@ -67,16 +72,10 @@ describe('graceful shutdown', () => {
 
   it('on SIGTERM closes an idle kept-alive connection of a client that stays, and exits 0', async () => {
     const server = await startServer({ COMPACT_SHUTDOWN_GRACE_MS: '60000' })
-    const port = Number(new URL(server.url).port)
-    const socket = connect(port, '127.0.0.1')
-    socket.on('error', () => undefined)
+    const { socket, answer, closed } = await keptAlive(server.url)
     try {
-      await new Promise((r) => socket.once('connect', r))
-      let answer = ''
-      socket.on('data', (d: Buffer) => (answer += d.toString()))
       socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
-      await until('the probe is answered', () => answer.includes('\r\n\r\n'))
-      const closed = new Promise<void>((r) => socket.once('end', () => r()))
+      await until('the probe is answered', () => answer().includes('\r\n\r\n'))
       server.child.kill('SIGTERM')
       await closed
       expect(await server.exited).toBe(0)

@@ -1,7 +1,7 @@
 import type Anthropic from '@anthropic-ai/sdk'
 import type { SummarySections } from '../compaction/index.js'
 import { DOCTRINE_TEXT } from '../prompts/doctrine.js'
-import { type SummaryCall, maxOutputTokens, modelSummary } from './fold.js'
+import { type SummaryCall, type Usage, maxOutputTokens, modelSummary } from './fold.js'
 import { SummarizerFault, faultOf } from './faults.js'
 import type { SummarizeRequest, SummarizeResult, Summarizer } from './summarizer.js'
 import { SUMMARY_TOOL_NAME, readToolInput, summaryTool } from './tool.js'
@@ -56,10 +56,7 @@ export class AnthropicSummarizer implements Summarizer {
       } catch (err) {
         throw faultOf(err)
       }
-      usage.calls++
-      usage.input += response.usage.input_tokens + (response.usage.cache_read_input_tokens ?? 0) + (response.usage.cache_creation_input_tokens ?? 0)
-      usage.output += response.usage.output_tokens
-      if (response.stop_reason === 'refusal') throw new SummarizerFault('refusal', 'the model declined to summarize')
+      countAnswer(usage, response)
 
       const use = response.content.find((b): b is Anthropic.ToolUseBlock => b.type === 'tool_use' && b.name === SUMMARY_TOOL_NAME)
       const read = use ? readToolInput(use.input) : { error: `the answer did not call ${SUMMARY_TOOL_NAME}` }
@@ -74,4 +71,12 @@ export class AnthropicSummarizer implements Summarizer {
       })
     }
   }
+}
+
+/** A Messages API answer counted (its input whether read from the cache, written to it or not), and refused where the model declined. */
+export function countAnswer(usage: Usage, response: Anthropic.Message): void {
+  usage.calls++
+  usage.input += response.usage.input_tokens + (response.usage.cache_read_input_tokens ?? 0) + (response.usage.cache_creation_input_tokens ?? 0)
+  usage.output += response.usage.output_tokens
+  if (response.stop_reason === 'refusal') throw new SummarizerFault('refusal', 'the model declined to summarize')
 }

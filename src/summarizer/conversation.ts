@@ -1,7 +1,8 @@
 import type Anthropic from '@anthropic-ai/sdk'
 import { LIST_SECTIONS, type Message, SECTION_PURPOSE, type SummarySections, at, textTokens } from '../compaction/index.js'
 import { DOCTRINE_TEXT } from '../prompts/doctrine.js'
-import { maxOutputTokens } from './fold.js'
+import { type Usage, maxOutputTokens } from './fold.js'
+import { countAnswer } from './anthropic.js'
 import { SummarizerFault, faultOf } from './faults.js'
 import type { SummarizeRequest, SummarizeResult, Summarizer } from './summarizer.js'
 import { readToolInput } from './tool.js'
@@ -92,7 +93,7 @@ export class ConversationSummarizer implements Summarizer {
     let messages = withInstruction(this.conversation.messages, summaryInstruction(kept.length, opening, summaryBudget))
     const thinking = sent.thinking as { type?: string; budget_tokens?: number } | undefined
     const thinkingTokens = thinking?.type === 'enabled' && typeof thinking.budget_tokens === 'number' ? thinking.budget_tokens : 0
-    const usage = { input: 0, output: 0, calls: 0 }
+    const usage: Usage = { input: 0, output: 0, calls: 0 }
     await this.conversation.after
     for (let attempt = 0; ; attempt++) {
       let response: Anthropic.Message
@@ -102,10 +103,7 @@ export class ConversationSummarizer implements Summarizer {
       } catch (err) {
         throw faultOf(err)
       }
-      usage.calls++
-      usage.input += response.usage.input_tokens + (response.usage.cache_read_input_tokens ?? 0) + (response.usage.cache_creation_input_tokens ?? 0)
-      usage.output += response.usage.output_tokens
-      if (response.stop_reason === 'refusal') throw new SummarizerFault('refusal', 'the model declined to summarize')
+      countAnswer(usage, response)
       const text = response.content
         .filter((b): b is Anthropic.TextBlock => b.type === 'text')
         .map((b) => b.text)

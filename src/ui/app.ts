@@ -109,18 +109,25 @@ function signOut(reason = ''): void {
   $<HTMLInputElement>('key').focus()
 }
 
-async function signIn(candidate: string): Promise<void> {
+/**
+ * Signs in with a key ('' asks without one: a gateway that checks no keys answers, and the page opens with
+ * no sign-in step). `quiet`: a refusal shows the form without an error (the keyless try at load).
+ */
+async function signIn(candidate: string, quiet = false): Promise<void> {
   $('sign-in-error').textContent = ''
   try {
     await api(candidate, 'GET', '/v1/sessions?limit=1')
   } catch (err) {
+    if (quiet) return showSignedIn(false)
     $('sign-in-error').textContent = err instanceof ApiFailure && err.status === 401 ? 'That key is not one this gateway knows.' : `Cannot sign in: ${(err as Error).message}`
     return
   }
   key = candidate
-  keepKey(candidate)
+  if (candidate !== '') keepKey(candidate)
   $<HTMLInputElement>('key').value = ''
   showSignedIn(true)
+  // nothing to sign out of where the gateway takes no keys
+  $('sign-out').hidden = candidate === ''
   await loadSessions(true)
 }
 
@@ -363,8 +370,7 @@ function wire(): void {
   }).observe($('chart'))
 
   const kept = storedKey()
-  if (kept === undefined) return showSignedIn(false)
-  void signIn(kept)
+  void signIn(kept ?? '', kept === undefined)
 }
 
 wire()

@@ -201,4 +201,23 @@ describe.skipIf(missing !== undefined)(`the sessions page in chromium${missing ?
       .toMatch(/^Through the proxy: [\d,]+ requests, billed by the upstream for [\d,]+ input, [\d,]+ cache-write, [\d,]+ cache-read and [\d,]+ output tokens; 0 summary calls\. Compaction kept [\d,]+ tokens out of its prompts: about \d+% (?:less|more) than without compaction \(an estimate/)
     await page.screenshot({ path: join(SHOTS, 'cost.png') })
   }, 60_000)
+
+  it('opens with no sign-in step on a gateway that takes no keys', async () => {
+    const open = await startServer({ COMPACT_DB: tempDb() })
+    try {
+      const seeded = await fetch(`${open.url}/v1/compact`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages: history(3), mode: 'manual', session_id: 'open-session', budget_tokens: 8_000 }) })
+      expect(seeded.status).toBe(200)
+      const { page } = await tab()
+      await page.goto(`${open.url}/ui/`)
+      const sessions = page.getByRole('navigation', { name: 'Sessions' })
+      await sessions.getByRole('button', { name: /open-session/ }).waitFor()
+      expect(await page.getByLabel('Gateway key').isVisible()).toBe(false)
+      expect(await page.getByRole('button', { name: 'Sign out' }).isVisible()).toBe(false)
+      await sessions.getByRole('button', { name: /open-session/ }).click()
+      await expect.poll(() => page.locator('#chart-caption').textContent()).toMatch(/^1 compaction:/)
+    } finally {
+      open.child.kill('SIGTERM')
+      await open.exited
+    }
+  }, 60_000)
 })

@@ -255,7 +255,7 @@ export class ProxyCompactor {
     }
     // Over the budget: a summary written ahead is taken at once; one still being written is not waited for.
     const pending = pendingFor(state, messages)
-    if (pending) return this.fromPending(state, request, pending, tokens)
+    if (pending) return this.fromPending(state, request, pending, tokens, unchanged)
     return this.merge(state, request, tokens, unchanged)
   }
 
@@ -286,7 +286,7 @@ export class ProxyCompactor {
   }
 
   /** The crossing, with a summary written ahead: taken as it is where it lands near the target, else merged with the turns since. */
-  private async fromPending(state: SessionState, request: ProxyRequest, pending: Pending, before: number): Promise<ProxyOutcome> {
+  private async fromPending(state: SessionState, request: ProxyRequest, pending: Pending, before: number, unchanged: ProxyOutcome): Promise<ProxyOutcome> {
     const { messages, budget } = request
     const { messages: anchored, clips } = anchoredTail(pending, messages)
     const tokens = requestTokens(request, anchored)
@@ -312,7 +312,10 @@ export class ProxyCompactor {
     // history under the budget but past the landing is compacted as a /compact would: manual).
     const mode = tokens > budget ? 'auto' : 'manual'
     const run = await runCompaction(this.body(request, withAnchor(pending, messages), mode, 'extractive', this.crossingKeep(request, 0, pending)), this.options.deps, { tenant: request.tenant, signal: request.signal, recallTool: false, clipToBudget: true })
-    if (!isCompacted(run)) return taken()
+    // Where nothing more can be compacted, the summary written ahead is taken only if it makes the prompt
+    // smaller; else the history is left as it is (what must be kept, the newest item the client cannot read and
+    // all after it, is more than the budget holds either way).
+    if (!isCompacted(run)) return tokens < before ? taken() : unchanged
     const anchor = anchorOf(run.response, messages, pending)
     this.adopt(state, anchor)
     const memory = [...(pending.run.memory ?? []), ...(run.memory ?? [])]

@@ -434,8 +434,22 @@ describe('the OpenAI proxies over generated growing sessions (property)', () => 
       }),
       {
         numRuns: 80,
-        // once found: a clip the anchor repeated went into the next compaction's input unreported
-        examples: [[[{ size: 0, calls: 1, reasoning: true, unknown: false, prompt: false }, { size: 3011, calls: 2, reasoning: false, unknown: false, prompt: false }, { size: 0, calls: 1, reasoning: false, unknown: false, prompt: false }], 2000, 'responses', false]]
+        examples: [
+          // once found: a clip the anchor repeated went into the next compaction's input unreported
+          [[{ size: 0, calls: 1, reasoning: true, unknown: false, prompt: false }, { size: 3011, calls: 2, reasoning: false, unknown: false, prompt: false }, { size: 0, calls: 1, reasoning: false, unknown: false, prompt: false }], 2000, 'responses', false],
+          // once found: a summary written ahead taken at a crossing where nothing more could be compacted made the prompt larger
+          [
+            [
+              { size: 0, calls: 2, reasoning: true, unknown: true, prompt: false },
+              { size: 0, calls: 1, reasoning: false, unknown: true, prompt: false },
+              { size: 0, calls: 2, reasoning: false, unknown: true, prompt: false },
+              { size: 0, calls: 1, reasoning: false, unknown: false, prompt: false }
+            ],
+            8000,
+            'responses',
+            true
+          ]
+        ]
       }
     )
   }, 240_000)

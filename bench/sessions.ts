@@ -91,6 +91,9 @@ const REJECTED = /doesn't want to proceed|does not want to proceed|rejected|deni
 const WORDS = (t: string): Set<string> => new Set((t.toLowerCase().match(/[a-z0-9_]{4,}/g) ?? []).filter((w) => !['this', 'that', 'with', 'from', 'have', 'what', 'when', 'your', 'please', 'will', 'should'].includes(w)))
 
 /** The output of the last run of a command (first line) in a span. */
+/** An output that holds its command's exit status, as the harnesses write it (the eval's own rule). */
+const EXIT_STATUS = /returncode|exit (?:code|status)|exited with|Command finished with exit code/i
+
 function lastOutput(span: Message[], command: string): string | undefined {
   const calls = new Map<string, string>()
   let out: string | undefined
@@ -128,7 +131,7 @@ export function sessionsEval(transcripts: Transcript[]): void {
   const unseededShares: number[] = []
   const sharesSmall: number[] = []
   const ownShares: number[] = []
-  const totals = { own: 0, ownKept: 0, misleading: 0, planLogs: 0, objective: 0, counted: 0, ansi: 0, spellings: 0, nonPaths: 0, rejectedErrors: 0, tests: 0, testsSmall: 0, inputBefore: 0, inputAfter: 0 }
+  const totals = { own: 0, ownKept: 0, misleading: 0, planLogs: 0, objective: 0, counted: 0, ansi: 0, spellings: 0, nonPaths: 0, rejectedErrors: 0, statusClaims: 0, tests: 0, testsSmall: 0, inputBefore: 0, inputAfter: 0 }
   transcripts.forEach((t, i) => {
     const run = compact(t.messages, BUDGET, conversations.common('', t.name))
     if (!run) return
@@ -198,6 +201,14 @@ export function sessionsEval(transcripts: Transcript[]): void {
     totals.spellings += spellings
     totals.nonPaths += nonPaths
     totals.rejectedErrors += rejectedErrors
+    // an exit status the summary states (`cmd` exited N) that the command's output in the span does not hold
+    const statusClaims = [...s.failing_tests_and_errors, ...s.current_plan].filter((e) => {
+      const claim = /`([^`]+)` exited (\d+)/.exec(e)
+      if (!claim) return false
+      const output = lastOutput(plan.span, claim[1]!)
+      return output !== undefined && !EXIT_STATUS.test(output)
+    }).length
+    totals.statusClaims += statusClaims
     totals.tests += tests.length
     totals.testsSmall += testsSmall
     totals.inputBefore += before
@@ -234,6 +245,7 @@ export function sessionsEval(transcripts: Transcript[]): void {
       `errors called resolved whose command still printed a failure: ${totals.misleading} (0: ${verdict(totals.misleading === 0)})`,
       `plan entries that are commands run: ${totals.planLogs} (0: ${verdict(totals.planLogs === 0)})`,
       `objective about the latest request: ${totals.objective}/${totals.counted}`,
+      `exit statuses stated that the history does not hold: ${totals.statusClaims} (0: ${verdict(totals.statusClaims === 0)})`,
       `noise: ANSI codes in ${totals.ansi} summaries, ${totals.spellings} files under a second spelling, ${totals.nonPaths} non-paths as files, ${totals.rejectedErrors} rejected calls as errors (0: ${verdict(totals.ansi + totals.spellings + totals.nonPaths + totals.rejectedErrors === 0)})`,
       `failing tests of the full summary still named at budget ${SMALL_BUDGET}: ${pct(totals.testsSmall, totals.tests)} (≥ 95%: ${verdict(totals.tests === 0 || totals.testsSmall / totals.tests >= 0.95)})`,
       `model summarizer input: ${totals.inputAfter} tokens against ${totals.inputBefore} with prompts as sent (${(totals.inputAfter / Math.max(1, totals.inputBefore)).toFixed(3)}x)`

@@ -19,14 +19,14 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Message } from '../src/compaction/index.js'
 import { buildApp } from '../src/server/app.js'
+import { PRICE } from '../src/service/costs.js'
 import { loadConfig } from '../src/server/config.js'
 import { FakeAnthropic, type ReceivedRequest } from '../test/helpers/fake-anthropic.js'
 import { type Transcript, corpusDir, loadCorpus, progress, short, table } from './corpus.js'
 
 const BUDGETS = process.env.COST_BUDGETS ? process.env.COST_BUDGETS.split(',').map(Number) : [45_000, 100_000]
-const OUTPUT_PRICE = 5
-const CACHE_WRITE = 1.25
-const CACHE_READ = 0.1
+// the prices the session cost estimate uses (input 1x, cache writes 1.25x, reads 0.1x, output 5x)
+const { output: OUTPUT_PRICE, cache_write: CACHE_WRITE, cache_read: CACHE_READ } = PRICE
 const mark = { type: 'ephemeral' }
 
 type Mode = 'uncompacted' | 'extractive' | 'client model' | 'gateway model'

@@ -30,17 +30,23 @@ function empty(): SessionCost {
   }
 }
 
+/** Two usages summed, field by field. */
+function sumUsage(a: UpstreamUsage, b: UpstreamUsage): UpstreamUsage {
+  return {
+    input_tokens: a.input_tokens + b.input_tokens,
+    cache_creation_input_tokens: a.cache_creation_input_tokens + b.cache_creation_input_tokens,
+    cache_read_input_tokens: a.cache_read_input_tokens + b.cache_read_input_tokens,
+    output_tokens: a.output_tokens + b.output_tokens
+  }
+}
+
+/** Two costs summed (a stored one may predate a field: it counts as 0). */
 function added(a: SessionCost, b: SessionCost): SessionCost {
   return {
     requests: a.requests + b.requests,
-    upstream: {
-      input_tokens: a.upstream.input_tokens + b.upstream.input_tokens,
-      cache_creation_input_tokens: a.upstream.cache_creation_input_tokens + b.upstream.cache_creation_input_tokens,
-      cache_read_input_tokens: a.upstream.cache_read_input_tokens + b.upstream.cache_read_input_tokens,
-      output_tokens: a.upstream.output_tokens + b.upstream.output_tokens
-    },
+    upstream: sumUsage(a.upstream, b.upstream),
     tokens_kept_out: a.tokens_kept_out + b.tokens_kept_out,
-    kept_out_units: a.kept_out_units + (b.kept_out_units ?? 0),
+    kept_out_units: (a.kept_out_units ?? 0) + (b.kept_out_units ?? 0),
     summary_calls: a.summary_calls + b.summary_calls,
     summary_input_tokens: a.summary_input_tokens + b.summary_input_tokens,
     summary_output_tokens: a.summary_output_tokens + b.summary_output_tokens
@@ -95,7 +101,7 @@ export class SessionCosts {
     const kept = Math.max(0, Math.round(keptOut))
     cost.tokens_kept_out += kept
     cost.kept_out_units += kept * (usage && usage.cache_read_input_tokens > 0 ? PRICE.cache_read : PRICE.input)
-    if (usage) cost.upstream = added({ ...empty(), upstream: cost.upstream }, { ...empty(), upstream: usage }).upstream
+    if (usage) cost.upstream = sumUsage(cost.upstream, usage)
   }
 
   /** A summary the gateway had written for the session (used or not). */

@@ -6,14 +6,6 @@ export { MAX_SESSION_MEMORY }
 /** What every store shares: how records are kept, cursors made and recall queries read. */
 
 
-/** Most words of a recall query that are searched for. */
-const MAX_QUERY_TERMS = 32
-
-/** The words of a free-text query that are searched for: letters and digits only, so no operator a user types reaches a search engine. */
-export function queryWords(text: string): string[] {
-  return [...new Set((text.toLowerCase().match(/[\p{L}\p{N}_]{2,}/gu) ?? []).slice(0, MAX_QUERY_TERMS))]
-}
-
 /** How much a hit of each kind weighs: the user's own requests and the reasons of failures are what a search is most often for. */
 export const KIND_WEIGHT: Readonly<Record<string, number>> = { ask: 1.5, error: 1.3, answer: 0.8 }
 

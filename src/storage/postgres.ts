@@ -1,15 +1,16 @@
 import pg from 'pg'
-import type { CachedSummary, CompactionRecord, DeletedSession, MemoryOwner, SessionOwner, TimelinePoint, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, SessionPage, SessionRow, Store, CompactionDetail } from './store.js'
-import { StoreError, sessionSummary } from './store.js'
-import { KIND_WEIGHT, MAX_SESSION_MEMORY, type StoredRecord, decodeCursor, encodeCursor, queryWords, withSections } from './common.js'
+import type { CachedSummary, CompactionRecord, DeletedSession, MemoryOwner, SessionOwner, TimelinePoint, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, SessionPage, Store, CompactionDetail } from './store.js'
+import { StoreError } from './store.js'
+import { KIND_WEIGHT, MAX_SESSION_MEMORY, type StoredRecord, decodeCursor, encodeCursor, withSections } from './common.js'
 import { at } from '../compaction/index.js'
+import { Terms, newKey, ownerOf, seal, unseal } from './sealing.js'
 
 /**
  * Schema migrations, versioned in code: migration N is recorded in schema_migrations as version N.
  * Append only; never edit one that has shipped. They run at start, in one transaction, under an advisory
  * lock, so that replicas starting together migrate once.
  */
-const MIGRATIONS: readonly string[] = [
+export const MIGRATIONS: readonly (string | ((client: pg.PoolClient) => Promise<void>))[] = [
   `CREATE TABLE compactions (
      seq BIGSERIAL PRIMARY KEY,
      id TEXT NOT NULL UNIQUE,
@@ -42,12 +43,17 @@ const MIGRATIONS: readonly string[] = [
    CREATE INDEX memory_search ON memory USING GIN (search);`,
   // 2: a cached summary's and a conversation's anchors' session, so that deleting a session deletes them.
   `ALTER TABLE summary_cache ADD COLUMN key_name TEXT, ADD COLUMN session_id TEXT;
-   CREATE INDEX summary_cache_by_owner ON summary_cache (key_name, session_id) WHERE session_id IS NOT NULL;`
+   CREATE INDEX summary_cache_by_owner ON summary_cache (key_name, session_id) WHERE session_id IS NOT NULL;`,
+  // 3: every session sealed under a key of its own (sealing.ts); its rows named by owner; the cold layer's
+  // index holds the session's terms; a row a session for its list. The rows of 1-2 are moved over.
+  sealSessions
 ]
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length
 /** How long a deletion's table rewrite may take before the deletion says its space was not reclaimed. */
 const VACUUM_TIMEOUT_MS = 60_000
+/** Most rows a slice of a deletion or a prune takes: each slice a statement of its own, its locks held briefly. */
+export const PG_SLICE_ROWS = 2_000
 /** The advisory lock key under which migrations run (any fixed number the deployment does not use elsewhere). */
 const MIGRATION_LOCK = 7_318_204_551
 
@@ -81,20 +87,6 @@ export interface PostgresOptions {
   maxConnections?: number
   /** Told when an idle connection fails (the server went away); the pool makes new ones when it is back. */
   onPoolError?: (err: Error) => void
-}
-
-/**
- * JSON as PostgreSQL's jsonb takes it: it refuses the escapes of NUL and of lone surrogates (text a
- * client may send), and refused, the record of an answered compaction was lost. Those characters are
- * kept as U+FFFD; an escaped backslash before a `u` is left as it is.
- */
-export function storableJson(value: unknown): string {
-  return JSON.stringify(value).replace(/(?<!\\)((?:\\\\)*)\\u(?:0000|d[89a-f][0-9a-f]{2})/gi, '$1\\ufffd')
-}
-
-/** Text as a PostgreSQL text column takes it: no NUL (lone surrogates are sent as U+FFFD already). */
-export function storableText(text: string): string {
-  return text.includes('\u0000') ? text.replaceAll('\u0000', '\ufffd') : text
 }
 
 /**
@@ -147,7 +139,9 @@ export class PostgresStore implements Store {
       const current = rows[0]?.v ?? 0
       if (current > MIGRATIONS.length) throw new StoreError(`schema version ${current} is newer than this build knows (${MIGRATIONS.length})`)
       for (let v = current; v < MIGRATIONS.length; v++) {
-        await client.query(at(MIGRATIONS, v))
+        const migration = at(MIGRATIONS, v)
+        if (typeof migration === 'string') await client.query(migration)
+        else await migration(client)
         await client.query('INSERT INTO schema_migrations (version) VALUES ($1)', [v + 1])
       }
     })
@@ -184,64 +178,111 @@ export class PostgresStore implements Store {
     return this.pool.query<R>(sql, values)
   }
 
+  /** The session's key, made the first time one of its rows is written (by whichever replica is first). */
+  private async sessionKey(client: pg.PoolClient | pg.Pool, owner: string): Promise<Buffer> {
+    for (;;) {
+      await client.query('INSERT INTO session_keys (owner, key) VALUES ($1, $2) ON CONFLICT (owner) DO NOTHING', [owner, newKey()])
+      const { rows } = await client.query<{ key: Buffer }>('SELECT key FROM session_keys WHERE owner = $1', [owner])
+      // (none only where another replica deleted the session in between: a new key, then)
+      if (rows[0]) return rows[0].key
+    }
+  }
+
+  /** The session's owner and key; undefined for a session the tenant has nothing of. */
+  private async session(sessionId: string, keyName: string): Promise<{ owner: string; key: Buffer } | undefined> {
+    const owner = ownerOf(keyName, sessionId)
+    const { rows } = await this.query<{ key: Buffer }>('SELECT key FROM session_keys WHERE owner = $1', [owner])
+    return rows[0] ? { owner, key: rows[0].key } : undefined
+  }
+
+  /** A record, sealed under its session's key (a record without a session is kept as it is: no deletion names it). */
   async saveRecord(record: CompactionRecord): Promise<void> {
-    await this.query('INSERT INTO compactions (id, session_id, key_name, created_at, created_ms, record) VALUES ($1, $2, $3, $4, $5, $6)', [
-      record.id,
-      record.session_id,
-      record.key_name,
-      record.created_at,
-      Date.parse(record.created_at),
-      storableJson({ ...record, summary: { text: record.summary.text } })
-    ])
+    const json = JSON.stringify({ ...record, summary: { text: record.summary.text } })
+    const createdMs = Date.parse(record.created_at)
+    const figures = [record.stats.raw_history_tokens, record.stats.context_after_compaction, record.budget_tokens ?? null]
+    const insert = 'INSERT INTO records (id, owner, key_name, created_ms, raw, after, budget, body) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING seq'
+    const sessionId = record.session_id
+    if (sessionId === null) {
+      await this.query(insert, [record.id, null, record.key_name, createdMs, ...figures, Buffer.from(json)])
+      return
+    }
+    const owner = ownerOf(record.key_name, sessionId)
+    await this.migrate()
+    await this.transaction(async (client) => {
+      const key = await this.sessionKey(client, owner)
+      const { rows } = await client.query<{ seq: string }>(insert, [record.id, owner, record.key_name, createdMs, ...figures, seal(key, json)])
+      await client.query(
+        `INSERT INTO sessions (owner, key_name, session, n, first_ms, last_seq) VALUES ($1, $2, $3, 1, $4, $5)
+           ON CONFLICT (owner) DO UPDATE SET n = sessions.n + 1, first_ms = least(sessions.first_ms, excluded.first_ms), last_seq = greatest(sessions.last_seq, excluded.last_seq)`,
+        [owner, record.key_name, seal(key, sessionId), createdMs, rows[0]?.seq]
+      )
+    })
   }
 
   async listRecords(sessionId: string, keyName: string, options: { limit: number; cursor?: string }): Promise<RecordPage> {
     const before = options.cursor ? decodeCursor(options.cursor) : Number.MAX_SAFE_INTEGER
-    const { rows } = await this.query<{ seq: string; record: StoredRecord }>(
-      'SELECT seq, record FROM compactions WHERE key_name = $1 AND session_id = $2 AND seq < $3 ORDER BY seq DESC LIMIT $4',
-      [keyName, sessionId, before, options.limit + 1]
-    )
+    const s = await this.session(sessionId, keyName)
+    if (!s) return { records: [], next_cursor: null }
+    const { rows } = await this.query<{ seq: string; body: Buffer }>('SELECT seq, body FROM records WHERE owner = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3', [s.owner, before, options.limit + 1])
     const page = rows.slice(0, options.limit)
     return {
-      records: page.map((r) => withSections(r.record)),
+      records: page.map((r) => opened(s.key, r.body)),
       next_cursor: rows.length > options.limit ? encodeCursor(Number(at(page, page.length - 1).seq)) : null
     }
   }
 
+  /** A page of the tenant's list rows (one a session, kept up to date by each write), by the index on tenant and newest record. */
   async listSessions(keyName: string, options: { limit: number; cursor?: string }): Promise<SessionPage> {
     const before = options.cursor ? decodeCursor(options.cursor) : Number.MAX_SAFE_INTEGER
-    const { rows } = await this.query<{ session_id: string; n: string; first_ms: string; last_seq: string; record: StoredRecord }>(
-      `SELECT g.session_id, g.n, g.first_ms, g.last_seq, c.record
-         FROM (SELECT session_id, COUNT(*) AS n, MIN(created_ms) AS first_ms, MAX(seq) AS last_seq
-                 FROM compactions WHERE key_name = $1 AND session_id IS NOT NULL GROUP BY session_id) g
-         JOIN compactions c ON c.seq = g.last_seq
-        WHERE g.last_seq < $2 ORDER BY g.last_seq DESC LIMIT $3`,
+    const { rows } = await this.query<{ session: Buffer; n: number; first_ms: string; last_seq: string; key: Buffer; id: string; created_ms: string; raw: string; after: string }>(
+      `SELECT s.session, s.n, s.first_ms, s.last_seq, k.key, r.id, r.created_ms, r.raw, r.after
+         FROM sessions s JOIN session_keys k ON k.owner = s.owner JOIN records r ON r.seq = s.last_seq
+        WHERE s.key_name = $1 AND s.last_seq < $2 ORDER BY s.last_seq DESC LIMIT $3`,
       [keyName, before, options.limit + 1]
     )
     const page = rows.slice(0, options.limit)
-    const row = (r: (typeof rows)[number]): SessionRow => ({ session_id: r.session_id, n: Number(r.n), first_ms: Number(r.first_ms), last_seq: Number(r.last_seq), record: r.record })
     return {
-      sessions: page.map((r) => sessionSummary(row(r))),
+      sessions: page.map((r) => ({
+        session_id: unseal(r.key, r.session),
+        compactions: Number(r.n),
+        first_at: new Date(Number(r.first_ms)).toISOString(),
+        last_at: new Date(Number(r.created_ms)).toISOString(),
+        last_compaction_id: r.id,
+        raw_history_tokens: Number(r.raw),
+        context_after_compaction: Number(r.after)
+      })),
       next_cursor: rows.length > options.limit ? encodeCursor(Number(at(page, page.length - 1).last_seq)) : null
     }
   }
 
   async getCached(key: string, nowMs: number): Promise<CachedSummary | undefined> {
-    const { rows } = await this.query<{ value: CachedSummary }>('SELECT value FROM summary_cache WHERE key = $1 AND expires_ms > $2', [key, nowMs])
-    return rows[0]?.value
+    return (await this.getState(key, nowMs)) as CachedSummary | undefined
   }
 
   async getState(key: string, nowMs: number): Promise<unknown> {
-    const { rows } = await this.query<{ value: unknown }>('SELECT value FROM summary_cache WHERE key = $1 AND expires_ms > $2', [key, nowMs])
-    return rows[0]?.value
+    const { rows } = await this.query<{ value: Buffer; owner: string | null; key: Buffer | null }>(
+      'SELECT c.value, c.owner, k.key FROM cache c LEFT JOIN session_keys k ON k.owner = c.owner WHERE c.key = $1 AND c.expires_ms > $2',
+      [key, nowMs]
+    )
+    const row = rows[0]
+    if (!row) return undefined
+    if (row.owner === null) return JSON.parse(row.value.toString('utf8')) as unknown
+    // a row of a session being deleted (its key gone first) reads as none
+    return row.key ? (JSON.parse(unseal(row.key, row.value)) as unknown) : undefined
   }
 
   async putState(key: string, value: unknown, expiresAtMs: number, owner?: SessionOwner): Promise<void> {
-    await this.query(
-      `INSERT INTO summary_cache (key, value, expires_ms, key_name, session_id) VALUES ($1, $2, $3, $4, $5)
-         ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_ms = excluded.expires_ms, key_name = excluded.key_name, session_id = excluded.session_id`,
-      [key, storableJson(value), expiresAtMs, owner?.key_name ?? null, owner?.session_id ?? null]
-    )
+    const upsert = 'INSERT INTO cache (key, owner, value, expires_ms) VALUES ($1, $2, $3, $4) ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, value = excluded.value, expires_ms = excluded.expires_ms'
+    const json = JSON.stringify(value)
+    if (!owner) {
+      await this.query(upsert, [key, null, Buffer.from(json), expiresAtMs])
+      return
+    }
+    const id = ownerOf(owner.key_name, owner.session_id)
+    await this.migrate()
+    await this.transaction(async (client) => {
+      await client.query(upsert, [key, id, seal(await this.sessionKey(client, id), json), expiresAtMs])
+    })
   }
 
   async putCached(key: string, value: CachedSummary, expiresAtMs: number, owner?: SessionOwner): Promise<void> {
@@ -249,23 +290,31 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * The rows go in one transaction; then the tables that held them are rewritten (VACUUM FULL), since a
-   * plain VACUUM only marks their space free and leaves their bytes in the pages until reused. The rewrite
-   * locks each table while it runs (a store of 10,000 records: see the README's figure).
+   * The session's key, records, cached rows and list row go in one transaction (a few rows, whatever the
+   * session holds): from its commit nothing of the session can be read by any replica, its cold layer
+   * included. Its cold layer's rows then go in slices, each a statement of its own. Last, the small table
+   * of keys is rewritten (VACUUM FULL of it alone, milliseconds), so that the deleted key's bytes are in
+   * no page: what the session's rows leave in pages until they are reused is ciphertext and keyed hashes.
    */
   async deleteSession(sessionId: string, keyName: string): Promise<DeletedSession> {
     await this.migrate()
+    const owner = ownerOf(keyName, sessionId)
     let deleted: Omit<DeletedSession, 'space_reclaimed'> = { compactions: 0, cold_layer: 0, cached: 0, cache_keys: [] }
+    let through = 0
+    let hadKey = false
     await this.transaction(async (client) => {
-      const keys = await client.query<{ key: string }>('DELETE FROM summary_cache WHERE key_name = $1 AND session_id = $2 RETURNING key', [keyName, sessionId])
-      const records = await client.query('DELETE FROM compactions WHERE key_name = $1 AND session_id = $2', [keyName, sessionId])
-      const memory = await client.query('DELETE FROM memory WHERE key_name = $1 AND session_id = $2', [keyName, sessionId])
-      deleted = { compactions: records.rowCount ?? 0, cold_layer: memory.rowCount ?? 0, cached: keys.rowCount ?? 0, cache_keys: keys.rows.map((r) => r.key) }
+      const keys = await client.query<{ key: string }>('DELETE FROM cache WHERE owner = $1 RETURNING key', [owner])
+      const records = await client.query('DELETE FROM records WHERE owner = $1', [owner])
+      await client.query('DELETE FROM sessions WHERE owner = $1', [owner])
+      hadKey = ((await client.query('DELETE FROM session_keys WHERE owner = $1', [owner])).rowCount ?? 0) > 0
+      const cold = await client.query<{ n: string; through: string | null }>('SELECT count(*) AS n, max(id) AS through FROM cold WHERE owner = $1', [owner])
+      through = Number(cold.rows[0]?.through ?? 0)
+      deleted = { compactions: records.rowCount ?? 0, cold_layer: Number(cold.rows[0]?.n ?? 0), cached: keys.rowCount ?? 0, cache_keys: keys.rows.map((r) => r.key) }
     })
-    const tables = [deleted.compactions > 0 && 'compactions', deleted.cold_layer > 0 && 'memory', deleted.cached > 0 && 'summary_cache'].filter((t) => t !== false)
-    if (tables.length === 0) return { ...deleted, space_reclaimed: true }
+    while (((await this.query('DELETE FROM cold WHERE id IN (SELECT id FROM cold WHERE owner = $1 AND id <= $2 LIMIT $3)', [owner, through, PG_SLICE_ROWS])).rowCount ?? 0) === PG_SLICE_ROWS);
+    if (!hadKey) return { ...deleted, space_reclaimed: true }
     try {
-      await this.pool.query({ text: `VACUUM (FULL) ${tables.join(', ')}`, query_timeout: VACUUM_TIMEOUT_MS } as pg.QueryConfig)
+      await this.pool.query({ text: 'VACUUM (FULL) session_keys', query_timeout: VACUUM_TIMEOUT_MS } as pg.QueryConfig)
       return { ...deleted, space_reclaimed: true }
     } catch (err) {
       return { ...deleted, space_reclaimed: false, reclaim_failure: err instanceof Error ? err.message : String(err) }
@@ -275,79 +324,120 @@ export class PostgresStore implements Store {
   async saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): Promise<void> {
     if (rows.length === 0) return
     const createdMs = Date.parse(owner.created_at)
+    const id = ownerOf(owner.key_name, owner.session_id)
     // One statement for all the entries, and the cap, in one transaction.
     await this.migrate()
     await this.transaction(async (client) => {
+      const key = await this.sessionKey(client, id)
+      const terms = new Terms(key)
       await client.query(
-        `INSERT INTO memory (key_name, session_id, compaction_id, kind, text, msg_from, msg_to, created_at, created_ms)
-         SELECT $1, $2, $3, kind, text, msg_from, msg_to, $4, $5 FROM unnest($6::text[], $7::text[], $8::int[], $9::int[]) AS e(kind, text, msg_from, msg_to)`,
-        [owner.key_name, owner.session_id, owner.compaction_id, owner.created_at, createdMs, rows.map((r) => r.kind), rows.map((r) => storableText(r.text)), rows.map((r) => r.from), rows.map((r) => r.to)]
+        `INSERT INTO cold (owner, compaction_id, kind, body, msg_from, msg_to, created_ms, terms)
+         SELECT $1, $2, kind, body, msg_from, msg_to, $3, to_tsvector('simple', terms) FROM unnest($4::text[], $5::bytea[], $6::int[], $7::int[], $8::text[]) AS e(kind, body, msg_from, msg_to, terms)`,
+        [id, owner.compaction_id, createdMs, rows.map((r) => r.kind), rows.map((r) => seal(key, r.text)), rows.map((r) => r.from), rows.map((r) => r.to), rows.map((r) => terms.of(r.text))]
       )
-      await client.query(
-        'DELETE FROM memory WHERE key_name = $1 AND session_id = $2 AND id <= (SELECT id FROM memory WHERE key_name = $1 AND session_id = $2 ORDER BY id DESC LIMIT 1 OFFSET $3)',
-        [owner.key_name, owner.session_id, MAX_SESSION_MEMORY]
-      )
+      await client.query('DELETE FROM cold WHERE owner = $1 AND id <= (SELECT id FROM cold WHERE owner = $1 ORDER BY id DESC LIMIT 1 OFFSET $2)', [id, MAX_SESSION_MEMORY])
     })
   }
 
   async recall(sessionId: string, keyName: string, query: RecallQuery): Promise<RecallHit[]> {
-    const words = queryWords(query.text)
-    if (words.length === 0) return []
+    const s = await this.session(sessionId, keyName)
+    if (!s) return []
+    const terms = new Terms(s.key).query(query.text)
+    if (terms.length === 0) return []
     const kinds = query.kinds && query.kinds.length > 0 ? [...query.kinds] : undefined
     const weights = Object.entries(KIND_WEIGHT)
       .map(([kind, w]) => `WHEN '${kind}' THEN ${w}`)
       .join(' ')
-    // websearch_to_tsquery reads "a or b or c" as any of the words (each stemmed like the entries).
-    const { rows } = await this.query<{ kind: string; text: string; compaction_id: string; msg_from: number; msg_to: number; created_at: string; rank: number }>(
-      `SELECT kind, text, compaction_id, msg_from, msg_to, created_at,
-          ts_rank(search, q) * CASE kind ${weights} ELSE 1.0 END AS rank
-        FROM memory, websearch_to_tsquery('english', $1) AS q
-        WHERE search @@ q AND key_name = $2 AND session_id = $3 AND ($4::text[] IS NULL OR kind = ANY($4::text[]))
-        ORDER BY rank DESC, id DESC LIMIT $5`,
-      [words.join(' or '), keyName, sessionId, kinds ?? null, query.limit]
+    // The session's terms are its own (HMACs under its key): the index finds its entries only.
+    const { rows } = await this.query<{ kind: string; body: Buffer; compaction_id: string; msg_from: number; msg_to: number; created_ms: string; rank: number }>(
+      `SELECT kind, body, compaction_id, msg_from, msg_to, created_ms, ts_rank(terms, q) * CASE kind ${weights} ELSE 1.0 END AS rank
+        FROM cold, to_tsquery('simple', $1) AS q
+        WHERE terms @@ q AND owner = $2 AND ($3::text[] IS NULL OR kind = ANY($3::text[]))
+        ORDER BY rank DESC, id DESC LIMIT $4`,
+      [terms.join(' | '), s.owner, kinds ?? null, query.limit]
     )
     return rows.map((r) => ({
       kind: r.kind,
-      text: r.text,
+      text: unseal(s.key, r.body),
       compaction_id: r.compaction_id,
       messages: [r.msg_from, r.msg_to],
       score: Number(Number(r.rank).toFixed(4)),
-      created_at: r.created_at
+      created_at: new Date(Number(r.created_ms)).toISOString()
     }))
   }
 
   async compaction(sessionId: string, keyName: string, compactionId: string): Promise<CompactionDetail | undefined> {
-    const { rows } = await this.query<{ record: StoredRecord }>('SELECT record FROM compactions WHERE key_name = $1 AND session_id = $2 AND id = $3', [keyName, sessionId, compactionId])
+    const s = await this.session(sessionId, keyName)
+    if (!s) return undefined
+    const { rows } = await this.query<{ body: Buffer }>('SELECT body FROM records WHERE owner = $1 AND id = $2', [s.owner, compactionId])
     const row = rows[0]
     if (!row) return undefined
-    const kinds = await this.query<{ kind: string; n: string }>('SELECT kind, count(*) AS n FROM memory WHERE key_name = $1 AND session_id = $2 AND compaction_id = $3 GROUP BY kind', [keyName, sessionId, compactionId])
-    return { record: withSections(row.record), memory: Object.fromEntries(kinds.rows.map((k) => [k.kind, Number(k.n)])) }
+    const kinds = await this.query<{ kind: string; n: string }>('SELECT kind, count(*) AS n FROM cold WHERE owner = $1 AND compaction_id = $2 GROUP BY kind', [s.owner, compactionId])
+    return { record: opened(s.key, row.body), memory: Object.fromEntries(kinds.rows.map((k) => [k.kind, Number(k.n)])) }
   }
 
   async timeline(sessionId: string, keyName: string, limit: number): Promise<TimelinePoint[]> {
-    const { rows } = await this.query<{ id: string; created_at: string; raw: string; after: string; budget: string | null }>(
-      `SELECT id, created_at, record->'stats'->>'raw_history_tokens' AS raw, record->'stats'->>'context_after_compaction' AS after, record->>'budget_tokens' AS budget
-         FROM compactions WHERE key_name = $1 AND session_id = $2 ORDER BY seq DESC LIMIT $3`,
-      [keyName, sessionId, limit]
+    const { rows } = await this.query<{ id: string; created_ms: string; raw: string; after: string; budget: string | null }>(
+      'SELECT id, created_ms, raw, after, budget FROM records WHERE owner = $1 ORDER BY seq DESC LIMIT $2',
+      [ownerOf(keyName, sessionId), limit]
     )
-    return rows.reverse().map((r) => ({ compaction_id: r.id, created_at: r.created_at, raw_history_tokens: Number(r.raw), context_after_compaction: Number(r.after), budget_tokens: r.budget === null ? null : Number(r.budget) }))
+    return rows.reverse().map((r) => ({
+      compaction_id: r.id,
+      created_at: new Date(Number(r.created_ms)).toISOString(),
+      raw_history_tokens: Number(r.raw),
+      context_after_compaction: Number(r.after),
+      budget_tokens: r.budget === null ? null : Number(r.budget)
+    }))
   }
 
   async recap(sessionId: string, keyName: string): Promise<Recap | undefined> {
-    const { rows } = await this.query<{ record: StoredRecord; n: string }>(
-      `SELECT record, (SELECT count(*) FROM compactions WHERE key_name = $1 AND session_id = $2) AS n
-         FROM compactions WHERE key_name = $1 AND session_id = $2 ORDER BY seq DESC LIMIT 1`,
-      [keyName, sessionId]
+    const s = await this.session(sessionId, keyName)
+    if (!s) return undefined
+    const { rows } = await this.query<{ body: Buffer; n: number | null }>(
+      'SELECT body, (SELECT n FROM sessions WHERE owner = $1) AS n FROM records WHERE owner = $1 ORDER BY seq DESC LIMIT 1',
+      [s.owner]
     )
     const row = rows[0]
-    return row ? { record: withSections(row.record), compactions: Number(row.n) } : undefined
+    return row ? { record: opened(s.key, row.body), compactions: Number(row.n ?? 1) } : undefined
   }
 
+  /**
+   * In slices (PG_SLICE_ROWS rows of each kind, each a statement of its own: no lock held long); then, where
+   * anything went, a plain VACUUM of the tables (which takes no lock that stops reads or writes) makes the
+   * space reusable and gives the files' empty ends back.
+   */
   async prune(beforeMs: number, nowMs: number): Promise<{ records: number; cache: number; memory: number }> {
-    const records = await this.query('DELETE FROM compactions WHERE created_ms < $1', [beforeMs])
-    const cache = await this.query('DELETE FROM summary_cache WHERE expires_ms <= $1', [nowMs])
-    const memory = await this.query('DELETE FROM memory WHERE created_ms < $1', [beforeMs])
-    return { records: records.rowCount ?? 0, cache: cache.rowCount ?? 0, memory: memory.rowCount ?? 0 }
+    const total = { records: 0, cache: 0, memory: 0 }
+    for (;;) {
+      const memory = (await this.query('DELETE FROM cold WHERE id IN (SELECT id FROM cold WHERE created_ms < $1 ORDER BY created_ms LIMIT $2)', [beforeMs, PG_SLICE_ROWS])).rowCount ?? 0
+      const records = await this.pruneRecords(beforeMs)
+      const cache = (await this.query('DELETE FROM cache WHERE key IN (SELECT key FROM cache WHERE expires_ms <= $1 LIMIT $2)', [nowMs, PG_SLICE_ROWS])).rowCount ?? 0
+      total.memory += memory
+      total.records += records
+      total.cache += cache
+      if (Math.max(memory, records, cache) < PG_SLICE_ROWS) break
+    }
+    if (total.memory + total.records + total.cache > 0) await this.pool.query('VACUUM cold, records, cache, sessions')
+    return total
+  }
+
+  /** One slice of old records, and their sessions' list rows brought up to date. */
+  private async pruneRecords(beforeMs: number): Promise<number> {
+    let count = 0
+    await this.migrate()
+    await this.transaction(async (client) => {
+      const { rows } = await client.query<{ owner: string | null }>('DELETE FROM records WHERE seq IN (SELECT seq FROM records WHERE created_ms < $1 ORDER BY created_ms LIMIT $2) RETURNING owner', [beforeMs, PG_SLICE_ROWS])
+      count = rows.length
+      const owners = [...new Set(rows.map((r) => r.owner).filter((o) => o !== null))]
+      if (owners.length === 0) return
+      await client.query(
+        `UPDATE sessions s SET n = f.n, first_ms = f.first_ms
+           FROM (SELECT owner, count(*) AS n, min(created_ms) AS first_ms FROM records WHERE owner = ANY($1::text[]) GROUP BY owner) f WHERE s.owner = f.owner`,
+        [owners]
+      )
+      await client.query('DELETE FROM sessions s WHERE s.owner = ANY($1::text[]) AND NOT EXISTS (SELECT 1 FROM records r WHERE r.owner = s.owner)', [owners])
+    })
+    return count
   }
 
   async checkWritable(): Promise<void> {
@@ -359,4 +449,118 @@ export class PostgresStore implements Store {
     this.closed = true
     await this.pool.end()
   }
+}
+
+/** A sealed record, opened, with its sections parsed back out of its text. */
+function opened(key: Buffer, body: Buffer): CompactionRecord {
+  return withSections(JSON.parse(unseal(key, body)) as StoredRecord)
+}
+
+/** The tables of the sealed schema (migration 3). */
+const SEALED_SCHEMA = `
+  CREATE TABLE session_keys (owner TEXT PRIMARY KEY, key BYTEA NOT NULL);
+  CREATE TABLE sessions (owner TEXT PRIMARY KEY, key_name TEXT NOT NULL, session BYTEA NOT NULL, n INT NOT NULL, first_ms BIGINT NOT NULL, last_seq BIGINT NOT NULL);
+  CREATE INDEX sessions_by_tenant ON sessions (key_name, last_seq);
+  CREATE TABLE records (
+    seq BIGSERIAL PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    owner TEXT,
+    key_name TEXT NOT NULL,
+    created_ms BIGINT NOT NULL,
+    raw BIGINT NOT NULL,
+    after BIGINT NOT NULL,
+    budget BIGINT,
+    body BYTEA NOT NULL
+  );
+  CREATE INDEX records_by_owner ON records (owner, seq) WHERE owner IS NOT NULL;
+  CREATE INDEX records_by_age ON records (created_ms);
+  CREATE TABLE cold (
+    id BIGSERIAL PRIMARY KEY,
+    owner TEXT NOT NULL,
+    compaction_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    body BYTEA NOT NULL,
+    msg_from INT NOT NULL,
+    msg_to INT NOT NULL,
+    created_ms BIGINT NOT NULL,
+    terms TSVECTOR NOT NULL
+  );
+  CREATE INDEX cold_by_owner ON cold (owner, id);
+  CREATE INDEX cold_by_compaction ON cold (owner, compaction_id);
+  CREATE INDEX cold_by_age ON cold (created_ms);
+  CREATE INDEX cold_terms ON cold USING GIN (terms);
+  CREATE TABLE cache (key TEXT PRIMARY KEY, owner TEXT, value BYTEA NOT NULL, expires_ms BIGINT NOT NULL);
+  CREATE INDEX cache_by_expiry ON cache (expires_ms);
+  CREATE INDEX cache_by_owner ON cache (owner) WHERE owner IS NOT NULL;`
+
+/** Rows moved a statement by the migration. */
+const MOVE_BATCH = 2_000
+
+/** Migration 3: the rows of the clear schema moved, sealed, into the sealed one; the old tables dropped. */
+async function sealSessions(client: pg.PoolClient): Promise<void> {
+  await client.query(SEALED_SCHEMA)
+  const keys = new Map<string, { key: Buffer; terms: Terms }>()
+  const keyOf = async (keyName: string, sessionId: string): Promise<{ owner: string; key: Buffer; terms: Terms }> => {
+    const owner = ownerOf(keyName, sessionId)
+    let known = keys.get(owner)
+    if (!known) {
+      const key = newKey()
+      await client.query('INSERT INTO session_keys (owner, key) VALUES ($1, $2)', [owner, key])
+      known = { key, terms: new Terms(key) }
+      keys.set(owner, known)
+    }
+    return { owner, ...known }
+  }
+  for (let after = 0; ; ) {
+    const { rows } = await client.query<{ seq: string; id: string; session_id: string | null; key_name: string; created_ms: string; record: StoredRecord }>(
+      'SELECT seq, id, session_id, key_name, created_ms, record FROM compactions WHERE seq > $1 ORDER BY seq LIMIT $2',
+      [after, MOVE_BATCH]
+    )
+    for (const r of rows) {
+      const json = JSON.stringify(r.record)
+      const figures = [r.record.stats.raw_history_tokens, r.record.stats.context_after_compaction, r.record.budget_tokens ?? null]
+      const insert = 'INSERT INTO records (seq, id, owner, key_name, created_ms, raw, after, budget, body) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)'
+      if (r.session_id === null) {
+        await client.query(insert, [r.seq, r.id, null, r.key_name, r.created_ms, ...figures, Buffer.from(json)])
+        continue
+      }
+      const { owner, key } = await keyOf(r.key_name, r.session_id)
+      await client.query(insert, [r.seq, r.id, owner, r.key_name, r.created_ms, ...figures, seal(key, json)])
+      await client.query(
+        `INSERT INTO sessions (owner, key_name, session, n, first_ms, last_seq) VALUES ($1, $2, $3, 1, $4, $5)
+           ON CONFLICT (owner) DO UPDATE SET n = sessions.n + 1, first_ms = least(sessions.first_ms, excluded.first_ms), last_seq = greatest(sessions.last_seq, excluded.last_seq)`,
+        [owner, r.key_name, seal(key, r.session_id), r.created_ms, r.seq]
+      )
+    }
+    if (rows.length < MOVE_BATCH) break
+    after = Number(at(rows, rows.length - 1).seq)
+  }
+  await client.query("SELECT setval(pg_get_serial_sequence('records', 'seq'), greatest((SELECT max(seq) FROM records), 1))")
+  for (let after = 0; ; ) {
+    const { rows } = await client.query<{ id: string; key_name: string; session_id: string; compaction_id: string; kind: string; text: string; msg_from: number; msg_to: number; created_ms: string }>(
+      'SELECT id, key_name, session_id, compaction_id, kind, text, msg_from, msg_to, created_ms FROM memory WHERE id > $1 ORDER BY id LIMIT $2',
+      [after, MOVE_BATCH]
+    )
+    for (const m of rows) {
+      const { owner, key, terms } = await keyOf(m.key_name, m.session_id)
+      await client.query(
+        "INSERT INTO cold (id, owner, compaction_id, kind, body, msg_from, msg_to, created_ms, terms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, to_tsvector('simple', $9))",
+        [m.id, owner, m.compaction_id, m.kind, seal(key, m.text), m.msg_from, m.msg_to, m.created_ms, terms.of(m.text)]
+      )
+    }
+    if (rows.length < MOVE_BATCH) break
+    after = Number(at(rows, rows.length - 1).id)
+  }
+  await client.query("SELECT setval(pg_get_serial_sequence('cold', 'id'), greatest((SELECT max(id) FROM cold), 1))")
+  const cached = await client.query<{ key: string; value: unknown; expires_ms: string; key_name: string | null; session_id: string | null }>('SELECT key, value, expires_ms, key_name, session_id FROM summary_cache')
+  for (const c of cached.rows) {
+    const json = JSON.stringify(c.value)
+    if (c.session_id === null) {
+      await client.query('INSERT INTO cache (key, owner, value, expires_ms) VALUES ($1, NULL, $2, $3)', [c.key, Buffer.from(json), c.expires_ms])
+      continue
+    }
+    const { owner, key } = await keyOf(c.key_name ?? '', c.session_id)
+    await client.query('INSERT INTO cache (key, owner, value, expires_ms) VALUES ($1, $2, $3, $4)', [c.key, owner, seal(key, json), c.expires_ms])
+  }
+  await client.query('DROP TABLE memory, compactions, summary_cache')
 }

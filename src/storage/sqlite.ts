@@ -1,80 +1,13 @@
 import { closeSync, existsSync, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
-import type { CachedSummary, CompactionRecord, DeletedSession, MemoryOwner, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, SessionOwner, SessionPage, SessionRow, Store, CompactionDetail, TimelinePoint } from './store.js'
-import { StoreError, sessionSummary } from './store.js'
-import { KIND_WEIGHT, MAX_SESSION_MEMORY, type StoredRecord, decodeCursor, encodeCursor, queryWords, withSections } from './common.js'
+import type { CachedSummary, CompactionRecord, DeletedSession, MemoryOwner, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, SessionOwner, SessionPage, SessionSummary, Store, CompactionDetail, TimelinePoint } from './store.js'
+import { StoreError } from './store.js'
+import { KIND_WEIGHT, MAX_SESSION_MEMORY, type StoredRecord, decodeCursor, encodeCursor, withSections } from './common.js'
 import { at } from '../compaction/index.js'
-import { type SqliteWriter, WriterThread, inlineWriter } from './sqlite-writer.js'
-
-/**
- * Schema migrations, versioned in code: migration N brings `user_version` from N-1 to N. Append only;
- * never edit one that has shipped.
- */
-const MIGRATIONS: readonly string[] = [
-  `CREATE TABLE compactions (
-     seq INTEGER PRIMARY KEY AUTOINCREMENT,
-     id TEXT NOT NULL UNIQUE,
-     session_id TEXT,
-     key_name TEXT NOT NULL,
-     created_at TEXT NOT NULL,
-     created_ms INTEGER NOT NULL,
-     record TEXT NOT NULL
-   );
-   CREATE INDEX compactions_by_session ON compactions (key_name, session_id, seq);
-   CREATE INDEX compactions_by_age ON compactions (created_ms);
-   CREATE TABLE summary_cache (
-     key TEXT PRIMARY KEY,
-     value TEXT NOT NULL,
-     expires_ms INTEGER NOT NULL
-   );
-   CREATE INDEX summary_cache_by_expiry ON summary_cache (expires_ms);
-   CREATE TABLE health (id INTEGER PRIMARY KEY CHECK (id = 1), checked_ms INTEGER NOT NULL);`,
-  // 2: the cold layer, searchable with FTS5 (bm25) through an external-content index kept by triggers.
-  `CREATE TABLE memory (
-     id INTEGER PRIMARY KEY,
-     key_name TEXT NOT NULL,
-     session_id TEXT NOT NULL,
-     compaction_id TEXT NOT NULL,
-     kind TEXT NOT NULL,
-     text TEXT NOT NULL,
-     msg_from INTEGER NOT NULL,
-     msg_to INTEGER NOT NULL,
-     created_at TEXT NOT NULL,
-     created_ms INTEGER NOT NULL
-   );
-   CREATE INDEX memory_by_session ON memory (key_name, session_id, id);
-   CREATE INDEX memory_by_age ON memory (created_ms);
-   CREATE VIRTUAL TABLE memory_fts USING fts5(text, content='memory', content_rowid='id', tokenize='porter unicode61');
-   CREATE TRIGGER memory_added AFTER INSERT ON memory BEGIN
-     INSERT INTO memory_fts (rowid, text) VALUES (new.id, new.text);
-   END;
-   CREATE TRIGGER memory_removed AFTER DELETE ON memory BEGIN
-     INSERT INTO memory_fts (memory_fts, rowid, text) VALUES ('delete', old.id, old.text);
-   END;`,
-  // 3: a cached summary's and a conversation's anchors' session, so that deleting a session deletes them;
-  // a deleted entry's words taken out of the full-text index at once, not left for a later merge.
-  `ALTER TABLE summary_cache ADD COLUMN key_name TEXT;
-   ALTER TABLE summary_cache ADD COLUMN session_id TEXT;
-   CREATE INDEX summary_cache_by_owner ON summary_cache (key_name, session_id) WHERE session_id IS NOT NULL;
-   INSERT INTO memory_fts (memory_fts, rank) VALUES ('secure-delete', 1);`,
-  // 4: a row while the full-text index holds words of entries the cap took out without secure-delete
-  // (they wait for a merge), so that the next session's deletion merges the index.
-  `CREATE TABLE memory_evicted (id INTEGER PRIMARY KEY CHECK (id = 1));`
-]
-
-/** A tenant's sessions, newest compaction first, each with its count, first time and newest record (the index on key, session, seq serves it). */
-const SESSIONS_SQL = `SELECT g.session_id, g.n, g.first_ms, g.last_seq, c.record
-  FROM (SELECT session_id, COUNT(*) AS n, MIN(created_ms) AS first_ms, MAX(seq) AS last_seq
-          FROM compactions WHERE key_name = ? AND session_id IS NOT NULL GROUP BY session_id) g
-  JOIN compactions c ON c.seq = g.last_seq
-  WHERE g.last_seq < ? ORDER BY g.last_seq DESC LIMIT ?`
-
-/** A free-text query as an FTS5 expression: each word quoted, any of them. */
-export function ftsQuery(text: string): string | undefined {
-  const words = queryWords(text)
-  return words.length === 0 ? undefined : words.map((w) => `"${w}"`).join(' OR ')
-}
+import { type Reads, ReaderPool, type SqliteRunner, StoreThread, type Writes, inlineRunner } from './sqlite-threads.js'
+import { MIGRATIONS, recordFigures, sessionKey } from './sqlite-schema.js'
+import { Terms, ownerOf, seal, unseal } from './sealing.js'
 
 export const SCHEMA_VERSION = MIGRATIONS.length
 
@@ -106,16 +39,18 @@ export function openConnection(path: string): Database.Database {
   return db
 }
 
-/**
- * A session's deletion merges the full-text index where it holds at least a twentieth of the entries: a
- * secure delete of an entry cost about what merging twenty entries of the index does (12,000 entries of
- * 96,000: 1.35 s one by one, 0.47 s deleted and merged, in a scratch script).
- */
-const MERGE_OVER_ENTRIES = 20
+/** The kind weights of a recall's rank, as SQL (bm25 is negative, lower is better). */
+const KIND_RANK = `CASE c.kind ${Object.entries(KIND_WEIGHT).map(([kind, w]) => `WHEN '${kind}' THEN ${w}`).join(' ')} ELSE 1.0 END`
+
+/** Most rows a slice of a deletion or a prune takes, so that the writer is held about 100 ms at most (bench/scale-store.ts). */
+export const SLICE_ROWS = 2_000
+/** Most freed pages a slice of reclaiming gives back. */
+const RECLAIM_PAGES = 4_096
 
 /**
  * The store's writes on one connection, run where that connection lives: in the writer thread for a file
- * (sqlite-writer.ts), in the calling thread for `:memory:` (no second connection can see it).
+ * (sqlite-threads.ts), in the calling thread for `:memory:` (no second connection can see it). Every text
+ * is sealed under its session's key (sealing.ts) before it is written.
  */
 export class SqliteWrites {
   private readonly statements
@@ -126,108 +61,141 @@ export class SqliteWrites {
     private readonly maxSessionMemory = MAX_SESSION_MEMORY
   ) {
     this.statements = {
-      insert: db.prepare('INSERT INTO compactions (id, session_id, key_name, created_at, created_ms, record) VALUES (@id, @session_id, @key_name, @created_at, @created_ms, @record)'),
-      putCache: db.prepare(
-        'INSERT INTO summary_cache (key, value, expires_ms, key_name, session_id) VALUES (?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value, expires_ms = excluded.expires_ms, key_name = excluded.key_name, session_id = excluded.session_id'
+      insertRecord: db.prepare('INSERT INTO records (id, owner, key_name, created_ms, raw, after, budget, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
+      upsertSession: db.prepare(
+        `INSERT INTO sessions (owner, key_name, session, n, first_ms, last_seq) VALUES (?, ?, ?, 1, ?, ?)
+           ON CONFLICT (owner) DO UPDATE SET n = n + 1, first_ms = min(first_ms, excluded.first_ms), last_seq = max(last_seq, excluded.last_seq)`
       ),
-      ownedKeys: db.prepare('SELECT key FROM summary_cache WHERE key_name = ? AND session_id = ?'),
-      deleteRecords: db.prepare('DELETE FROM compactions WHERE key_name = ? AND session_id = ?'),
-      deleteMemory: db.prepare('DELETE FROM memory WHERE key_name = ? AND session_id = ?'),
-      deleteCache: db.prepare('DELETE FROM summary_cache WHERE key_name = ? AND session_id = ?'),
-      pruneRecords: db.prepare('DELETE FROM compactions WHERE created_ms < ?'),
-      pruneCache: db.prepare('DELETE FROM summary_cache WHERE expires_ms <= ?'),
-      health: db.prepare('INSERT INTO health (id, checked_ms) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET checked_ms = excluded.checked_ms'),
-      insertMemory: db.prepare(
-        'INSERT INTO memory (key_name, session_id, compaction_id, kind, text, msg_from, msg_to, created_at, created_ms) VALUES (@key_name, @session_id, @compaction_id, @kind, @text, @from, @to, @created_at, @created_ms)'
-      ),
-      capFrom: db.prepare('SELECT id FROM memory WHERE key_name = ? AND session_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?').pluck(),
-      capMemory: db.prepare('DELETE FROM memory WHERE key_name = ? AND session_id = ? AND id <= ?'),
-      secureDeleteOff: db.prepare("INSERT INTO memory_fts (memory_fts, rank) VALUES ('secure-delete', 0)"),
-      secureDeleteOn: db.prepare("INSERT INTO memory_fts (memory_fts, rank) VALUES ('secure-delete', 1)"),
-      markEvicted: db.prepare('INSERT OR IGNORE INTO memory_evicted (id) VALUES (1)'),
-      anyEvicted: db.prepare('SELECT 1 FROM memory_evicted LIMIT 1').pluck(),
-      sessionEntries: db.prepare('SELECT COUNT(*) FROM memory WHERE key_name = ? AND session_id = ?').pluck(),
-      allEntries: db.prepare('SELECT COUNT(*) FROM memory').pluck(),
-      mergeIndex: db.prepare("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')"),
-      clearEvicted: db.prepare('DELETE FROM memory_evicted'),
-      pruneMemory: db.prepare('DELETE FROM memory WHERE created_ms < ?')
+      putCache: db.prepare('INSERT INTO cache (key, owner, value, expires_ms) VALUES (?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, value = excluded.value, expires_ms = excluded.expires_ms'),
+      ownedKeys: db.prepare('SELECT key FROM cache WHERE owner = ?').pluck(),
+      deleteRecords: db.prepare('DELETE FROM records WHERE owner = ?'),
+      deleteCache: db.prepare('DELETE FROM cache WHERE owner = ?'),
+      deleteSessionRow: db.prepare('DELETE FROM sessions WHERE owner = ?'),
+      deleteKey: db.prepare('DELETE FROM session_keys WHERE owner = ?'),
+      coldOf: db.prepare('SELECT count(*) AS n, max(id) AS through FROM cold WHERE owner = ?'),
+      coldSlice: db.prepare('SELECT id FROM cold WHERE owner = ? AND id <= ? ORDER BY id LIMIT ?').pluck(),
+      insertCold: db.prepare('INSERT INTO cold (owner, compaction_id, kind, body, msg_from, msg_to, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?)'),
+      insertTerms: db.prepare('INSERT INTO cold_terms (rowid, terms) VALUES (?, ?)'),
+      capFrom: db.prepare('SELECT id FROM cold WHERE owner = ? ORDER BY id DESC LIMIT 1 OFFSET ?').pluck(),
+      deleteTerms: db.prepare('DELETE FROM cold_terms WHERE rowid = ?'),
+      deleteColdRow: db.prepare('DELETE FROM cold WHERE id = ?'),
+      oldCold: db.prepare('SELECT id FROM cold WHERE created_ms < ? ORDER BY created_ms LIMIT ?').pluck(),
+      oldRecords: db.prepare('SELECT seq, owner FROM records WHERE created_ms < ? ORDER BY created_ms LIMIT ?'),
+      deleteRecord: db.prepare('DELETE FROM records WHERE seq = ?'),
+      sessionFigures: db.prepare('SELECT count(*) AS n, min(created_ms) AS first_ms FROM records WHERE owner = ?'),
+      refreshSession: db.prepare('UPDATE sessions SET n = ?, first_ms = ? WHERE owner = ?'),
+      pruneCache: db.prepare('DELETE FROM cache WHERE key IN (SELECT key FROM cache WHERE expires_ms <= ? LIMIT ?)'),
+      health: db.prepare('INSERT INTO health (id, checked_ms) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET checked_ms = excluded.checked_ms')
     }
   }
 
-  /** A record whose summary is its text alone (the sections parse back out of the text), as its JSON. */
+  /** A record, sealed under its session's key (a record without a session is kept as it is: no deletion names it). */
   saveRecord(row: RecordRow): void {
-    this.statements.insert.run({ ...row, created_ms: Date.parse(row.created_at) })
+    const createdMs = Date.parse(row.created_at)
+    const { raw, after, budget } = recordFigures(row.record)
+    this.db.transaction(() => {
+      if (row.session_id === null) {
+        this.statements.insertRecord.run(row.id, null, row.key_name, createdMs, raw, after, budget, Buffer.from(row.record))
+        return
+      }
+      const owner = ownerOf(row.key_name, row.session_id)
+      const key = sessionKey(this.db, owner)
+      const seq = this.statements.insertRecord.run(row.id, owner, row.key_name, createdMs, raw, after, budget, seal(key, row.record)).lastInsertRowid
+      this.statements.upsertSession.run(owner, row.key_name, seal(key, row.session_id), createdMs, seq)
+    })()
   }
 
   putCached(key: string, value: unknown, expiresAtMs: number, owner?: SessionOwner): void {
-    this.statements.putCache.run(key, JSON.stringify(value), expiresAtMs, owner?.key_name ?? null, owner?.session_id ?? null)
+    const json = JSON.stringify(value)
+    if (!owner) {
+      this.statements.putCache.run(key, null, Buffer.from(json), expiresAtMs)
+      return
+    }
+    const id = ownerOf(owner.key_name, owner.session_id)
+    this.db.transaction(() => this.statements.putCache.run(key, id, seal(sessionKey(this.db, id), json), expiresAtMs))()
   }
 
   /**
-   * Deletes a tenant's session in one transaction (secure_delete zeroes what the rows took), then gives
-   * the freed pages back (where the file was made for it) and empties the WAL, which still held them.
+   * Deletes a tenant's session's key, records, cached rows and list row in one transaction (a few rows,
+   * whatever the session holds): from its commit, nothing of the session can be read, its cold layer
+   * included. The cold layer's rows (through `through`) are then deleted in slices (deleteCold).
    */
-  deleteSession(sessionId: string, keyName: string): DeletedSession {
-    const deleted = this.db.transaction(() => {
-      const keys = (this.statements.ownedKeys.all(keyName, sessionId) as { key: string }[]).map((r) => r.key)
-      // Each entry's words go from the index at once (secure-delete), or, where that costs more, the
-      // session's entries go without it and one merge rewrites the index without any deleted entry's words,
-      // its old pages zeroed as they are freed: where the cap has evicted entries (their words still sit in
-      // older segments, and the index is the more fragmented for it), or where the session holds a large
-      // share of the index (a secure delete costs about as much an entry as a merge does for twenty).
-      const merge =
-        this.statements.anyEvicted.get() !== undefined ||
-        (this.statements.sessionEntries.get(keyName, sessionId) as number) * MERGE_OVER_ENTRIES >= (this.statements.allEntries.get() as number)
-      const rows = (): Omit<DeletedSession, 'space_reclaimed'> => ({
-        compactions: this.statements.deleteRecords.run(keyName, sessionId).changes,
-        cold_layer: this.statements.deleteMemory.run(keyName, sessionId).changes,
-        cached: this.statements.deleteCache.run(keyName, sessionId).changes,
-        cache_keys: keys
-      })
-      if (!merge) return rows()
-      const counts = this.withoutSecureDelete(rows)
-      this.statements.mergeIndex.run()
-      this.statements.clearEvicted.run()
-      return counts
+  deleteSession(sessionId: string, keyName: string): Omit<DeletedSession, 'space_reclaimed'> & { through: number } {
+    const owner = ownerOf(keyName, sessionId)
+    return this.db.transaction(() => {
+      const keys = this.statements.ownedKeys.all(owner) as string[]
+      const cold = this.statements.coldOf.get(owner) as { n: number; through: number | null }
+      const compactions = this.statements.deleteRecords.run(owner).changes
+      const cached = this.statements.deleteCache.run(owner).changes
+      this.statements.deleteSessionRow.run(owner)
+      this.statements.deleteKey.run(owner)
+      return { compactions, cold_layer: cold.n, cached, cache_keys: keys, through: cold.through ?? 0 }
     })()
-    if (deleted.compactions + deleted.cold_layer + deleted.cached === 0) return { ...deleted, space_reclaimed: true }
-    this.db.pragma('incremental_vacuum')
-    // busy (1) where a reader's snapshot still needs the WAL: then its frames are overwritten by later writes only
+  }
+
+  /** Up to `limit` of a deleted session's cold-layer entries (those through `through`), rows and terms; how many. */
+  deleteCold(sessionId: string, keyName: string, through: number, limit: number): number {
+    const owner = ownerOf(keyName, sessionId)
+    return this.db.transaction(() => {
+      const ids = this.statements.coldSlice.all(owner, through, limit) as number[]
+      for (const id of ids) this.dropEntry(id)
+      return ids.length
+    })()
+  }
+
+  private dropEntry(id: number): void {
+    this.statements.deleteTerms.run(id)
+    this.statements.deleteColdRow.run(id)
+  }
+
+  /**
+   * Gives up to RECLAIM_PAGES freed pages back to the file system (a file made with incremental vacuum, as
+   * this version makes them); once none are left, empties the WAL. `done` once both are; `busy` where a
+   * reader's snapshot kept the WAL from being emptied.
+   */
+  reclaim(): { done: boolean; busy: boolean } {
+    this.db.pragma(`incremental_vacuum(${RECLAIM_PAGES})`)
+    if ((this.db.pragma('freelist_count', { simple: true }) as number) > 0 && (this.db.pragma('auto_vacuum', { simple: true }) as number) === 2) return { done: false, busy: false }
     const [checkpoint] = this.db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[]
-    const reclaimed = checkpoint?.busy === 0
-    return { ...deleted, space_reclaimed: reclaimed, ...(reclaimed ? {} : { reclaim_failure: 'a reader kept the WAL from being emptied' }) }
+    return { done: true, busy: checkpoint?.busy !== 0 }
   }
 
   saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): void {
-    const created_ms = Date.parse(owner.created_at)
+    const createdMs = Date.parse(owner.created_at)
+    const id = ownerOf(owner.key_name, owner.session_id)
     this.db.transaction(() => {
-      for (const r of rows) this.statements.insertMemory.run({ ...owner, created_ms, kind: r.kind, text: r.text, from: r.from, to: r.to })
-      const capFrom = this.statements.capFrom.get(owner.key_name, owner.session_id, this.maxSessionMemory) as number | undefined
+      const key = sessionKey(this.db, id)
+      const terms = new Terms(key)
+      for (const r of rows) {
+        const rowid = this.statements.insertCold.run(id, owner.compaction_id, r.kind, seal(key, r.text), r.from, r.to, createdMs).lastInsertRowid
+        this.statements.insertTerms.run(rowid, terms.of(r.text))
+      }
+      // past the cap, the oldest entries go (their terms are tombstoned in the index, which a merge drops)
+      const capFrom = this.statements.capFrom.get(id, this.maxSessionMemory) as number | undefined
       if (capFrom === undefined) return
-      // The oldest entries past the cap go from the index as a later merge drops them: a secure delete
-      // rewrote every term's list in place, about a millisecond an entry, and a session at its cap made
-      // each of its compactions' writes take a second. It is noted, so that the next deletion merges.
-      this.withoutSecureDelete(() => this.statements.capMemory.run(owner.key_name, owner.session_id, capFrom))
-      this.statements.markEvicted.run()
+      for (const old of this.statements.coldSlice.all(id, capFrom, Number.MAX_SAFE_INTEGER) as number[]) this.dropEntry(old)
     })()
   }
 
-  /** `fn` with the full-text index's deletes left to a merge (its words stay in older segments until then). */
-  private withoutSecureDelete<T>(fn: () => T): T {
-    this.statements.secureDeleteOff.run()
-    try {
-      return fn()
-    } finally {
-      this.statements.secureDeleteOn.run()
-    }
-  }
-
-  prune(beforeMs: number, nowMs: number): { records: number; cache: number; memory: number } {
-    return {
-      records: this.statements.pruneRecords.run(beforeMs).changes,
-      cache: this.statements.pruneCache.run(nowMs).changes,
-      memory: this.statements.pruneMemory.run(beforeMs).changes
-    }
+  /**
+   * One slice of the retention prune: up to `limit` cold-layer entries and records created before
+   * `beforeMs` (the lists' rows of their sessions brought up to date) and expired cache rows.
+   */
+  pruneSlice(beforeMs: number, nowMs: number, limit: number): { records: number; cache: number; memory: number } {
+    return this.db.transaction(() => {
+      const entries = this.statements.oldCold.all(beforeMs, limit) as number[]
+      for (const id of entries) this.dropEntry(id)
+      const records = this.statements.oldRecords.all(beforeMs, limit) as { seq: number; owner: string | null }[]
+      for (const r of records) this.statements.deleteRecord.run(r.seq)
+      for (const owner of new Set(records.map((r) => r.owner))) {
+        if (owner === null) continue
+        const { n, first_ms } = this.statements.sessionFigures.get(owner) as { n: number; first_ms: number | null }
+        if (n === 0) this.statements.deleteSessionRow.run(owner)
+        else this.statements.refreshSession.run(n, first_ms, owner)
+      }
+      const cache = this.statements.pruneCache.run(nowMs, limit).changes
+      return { records: records.length, cache, memory: entries.length }
+    })()
   }
 
   checkWritable(): void {
@@ -235,10 +203,132 @@ export class SqliteWrites {
   }
 }
 
+/** The store's reads on one connection: in reader threads for a file, in the calling thread for `:memory:`. */
+export class SqliteReads {
+  private readonly statements
+
+  constructor(private readonly db: Database.Database) {
+    this.statements = {
+      key: db.prepare('SELECT key FROM session_keys WHERE owner = ?').pluck(),
+      page: db.prepare('SELECT seq, body FROM records WHERE owner = ? AND seq < ? ORDER BY seq DESC LIMIT ?'),
+      sessions: db.prepare(
+        `SELECT s.session, s.n, s.first_ms, s.last_seq, k.key, r.id, r.created_ms, r.raw, r.after
+           FROM sessions s JOIN session_keys k ON k.owner = s.owner JOIN records r ON r.seq = s.last_seq
+          WHERE s.key_name = ? AND s.last_seq < ? ORDER BY s.last_seq DESC LIMIT ?`
+      ),
+      cache: db.prepare('SELECT c.value, c.owner, k.key FROM cache c LEFT JOIN session_keys k ON k.owner = c.owner WHERE c.key = ? AND c.expires_ms > ?'),
+      latest: db.prepare('SELECT body FROM records WHERE owner = ? ORDER BY seq DESC LIMIT 1').pluck(),
+      count: db.prepare('SELECT n FROM sessions WHERE owner = ?').pluck(),
+      record: db.prepare('SELECT body FROM records WHERE owner = ? AND id = ?').pluck(),
+      timeline: db.prepare('SELECT id, created_ms, raw, after, budget FROM records WHERE owner = ? ORDER BY seq DESC LIMIT ?'),
+      kinds: db.prepare('SELECT kind, count(*) AS n FROM cold WHERE owner = ? AND compaction_id = ? GROUP BY kind')
+    }
+  }
+
+  /** The session's owner and key; undefined for a session the tenant has nothing of. */
+  private session(sessionId: string, keyName: string): { owner: string; key: Buffer } | undefined {
+    const owner = ownerOf(keyName, sessionId)
+    const key = this.statements.key.get(owner) as Buffer | undefined
+    return key ? { owner, key } : undefined
+  }
+
+  listRecords(sessionId: string, keyName: string, before: number, limit: number): { records: CompactionRecord[]; last: number | null } {
+    const s = this.session(sessionId, keyName)
+    if (!s) return { records: [], last: null }
+    const rows = this.statements.page.all(s.owner, before, limit + 1) as { seq: number; body: Buffer }[]
+    const page = rows.slice(0, limit)
+    return { records: page.map((r) => opened(s.key, r.body)), last: rows.length > limit ? at(page, page.length - 1).seq : null }
+  }
+
+  listSessions(keyName: string, before: number, limit: number): { sessions: SessionSummary[]; last: number | null } {
+    const rows = this.statements.sessions.all(keyName, before, limit + 1) as { session: Buffer; n: number; first_ms: number; last_seq: number; key: Buffer; id: string; created_ms: number; raw: number; after: number }[]
+    const page = rows.slice(0, limit)
+    return {
+      sessions: page.map((r) => ({
+        session_id: unseal(r.key, r.session),
+        compactions: r.n,
+        first_at: new Date(r.first_ms).toISOString(),
+        last_at: new Date(r.created_ms).toISOString(),
+        last_compaction_id: r.id,
+        raw_history_tokens: r.raw,
+        context_after_compaction: r.after
+      })),
+      last: rows.length > limit ? at(page, page.length - 1).last_seq : null
+    }
+  }
+
+  cached(key: string, nowMs: number): unknown {
+    const row = this.statements.cache.get(key, nowMs) as { value: Buffer; owner: string | null; key: Buffer | null } | undefined
+    if (!row) return undefined
+    if (row.owner === null) return JSON.parse(row.value.toString('utf8')) as unknown
+    // a row of a session being deleted (its key gone first) reads as none
+    return row.key ? (JSON.parse(unseal(row.key, row.value)) as unknown) : undefined
+  }
+
+  recall(sessionId: string, keyName: string, query: RecallQuery): RecallHit[] {
+    const s = this.session(sessionId, keyName)
+    if (!s) return []
+    const terms = new Terms(s.key).query(query.text)
+    if (terms.length === 0) return []
+    const kinds = query.kinds && query.kinds.length > 0 ? query.kinds : undefined
+    // The session's terms are its own (HMACs under its key): the index finds its entries only, and bm25
+    // scores only them. The user's own requests and the reasons of failures weigh a little more than the
+    // agent's prose; among equals, newest first.
+    const sql = `SELECT c.kind, c.body, c.compaction_id, c.msg_from, c.msg_to, c.created_ms, bm25(cold_terms) * ${KIND_RANK} AS rank
+       FROM cold_terms JOIN cold c ON c.id = cold_terms.rowid
+       WHERE cold_terms MATCH ? AND c.owner = ?${kinds ? ` AND c.kind IN (${kinds.map(() => '?').join(', ')})` : ''}
+       ORDER BY rank, c.id DESC LIMIT ?`
+    const rows = this.db.prepare(sql).all(terms.join(' OR '), s.owner, ...(kinds ?? []), query.limit) as {
+      kind: string
+      body: Buffer
+      compaction_id: string
+      msg_from: number
+      msg_to: number
+      created_ms: number
+      rank: number
+    }[]
+    return rows.map((r) => ({
+      kind: r.kind,
+      text: unseal(s.key, r.body),
+      compaction_id: r.compaction_id,
+      messages: [r.msg_from, r.msg_to],
+      score: Number((-r.rank).toFixed(4)),
+      created_at: new Date(r.created_ms).toISOString()
+    }))
+  }
+
+  compaction(sessionId: string, keyName: string, compactionId: string): CompactionDetail | undefined {
+    const s = this.session(sessionId, keyName)
+    const body = s && (this.statements.record.get(s.owner, compactionId) as Buffer | undefined)
+    if (!s || !body) return undefined
+    const kinds = this.statements.kinds.all(s.owner, compactionId) as { kind: string; n: number }[]
+    return { record: opened(s.key, body), memory: Object.fromEntries(kinds.map((k) => [k.kind, k.n])) }
+  }
+
+  timeline(sessionId: string, keyName: string, limit: number): TimelinePoint[] {
+    const s = this.session(sessionId, keyName)
+    if (!s) return []
+    const rows = this.statements.timeline.all(s.owner, limit) as { id: string; created_ms: number; raw: number; after: number; budget: number | null }[]
+    return rows.reverse().map((r) => ({ compaction_id: r.id, created_at: new Date(r.created_ms).toISOString(), raw_history_tokens: r.raw, context_after_compaction: r.after, budget_tokens: r.budget }))
+  }
+
+  recap(sessionId: string, keyName: string): Recap | undefined {
+    const s = this.session(sessionId, keyName)
+    const body = s && (this.statements.latest.get(s.owner) as Buffer | undefined)
+    if (!s || !body) return undefined
+    return { record: opened(s.key, body), compactions: (this.statements.count.get(s.owner) as number | undefined) ?? 1 }
+  }
+}
+
+/** A sealed record, opened, with its sections parsed back out of its text. */
+function opened(key: Buffer, body: Buffer): CompactionRecord {
+  return withSections(JSON.parse(unseal(key, body)) as StoredRecord)
+}
+
 export interface SqliteStoreOptions {
   /**
-   * Where writes run: `thread`, a writer thread with a connection of its own (the default for a file: a
-   * cold layer's indexing takes 10-45 ms, which the event loop no longer waits for), or `inline`, on this
+   * Where reads and writes run: `thread`, threads with connections of their own (the default for a file:
+   * a writer, and READER_THREADS readers; the event loop never waits for SQLite), or `inline`, on this
    * thread's connection (the only choice for `:memory:`).
    */
   writer?: 'thread' | 'inline'
@@ -246,11 +336,14 @@ export interface SqliteStoreOptions {
   maxSessionMemory?: number
 }
 
-/** SQLite through better-sqlite3, in WAL mode: reads on this thread's connection, writes where `writer` says. */
+/** Reader threads of a store in a file: a slow recall holds one, the other answers the proxy's look-ups. */
+export const READER_THREADS = 2
+
+/** SQLite through better-sqlite3, in WAL mode: reads and writes in threads of their own, or inline. */
 export class SqliteStore implements Store {
   private readonly db: Database.Database
-  private readonly statements
-  private readonly writer: SqliteWriter
+  private readonly writer: SqliteRunner<Writes>
+  private readonly reader: SqliteRunner<Reads>
 
   /** Opens (creating the file and its folder) and migrates; throws a StoreError naming the file on failure. */
   constructor(
@@ -264,27 +357,14 @@ export class SqliteStore implements Store {
     } catch (err) {
       throw new StoreError(`cannot open the database ${path}: ${err instanceof Error ? err.message : String(err)}`, { cause: err })
     }
-    this.statements = {
-      page: this.db.prepare('SELECT seq, record FROM compactions WHERE key_name = ? AND session_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?'),
-      getCache: this.db.prepare('SELECT value FROM summary_cache WHERE key = ? AND expires_ms > ?'),
-      latest: this.db.prepare('SELECT record FROM compactions WHERE key_name = ? AND session_id = ? ORDER BY seq DESC LIMIT 1'),
-      countRecords: this.db.prepare('SELECT COUNT(*) AS n FROM compactions WHERE key_name = ? AND session_id = ?'),
-      sessions: this.db.prepare(SESSIONS_SQL),
-      record: this.db.prepare('SELECT record FROM compactions WHERE key_name = ? AND session_id = ? AND id = ?'),
-      timeline: this.db.prepare(
-        `SELECT id, created_at, json_extract(record, '$.stats.raw_history_tokens') AS raw, json_extract(record, '$.stats.context_after_compaction') AS after,
-           json_extract(record, '$.budget_tokens') AS budget
-           FROM compactions WHERE key_name = ? AND session_id = ? ORDER BY seq DESC LIMIT ?`
-      ),
-      memoryKinds: this.db.prepare('SELECT kind, COUNT(*) AS n FROM memory WHERE key_name = ? AND session_id = ? AND compaction_id = ? GROUP BY kind')
-    }
     const inline = path === ':memory:' || options.writer === 'inline'
     if (path !== ':memory:') {
       const fd = this.replayJournal(`${path}-records.journal`)
       this.journalFd = fd
       this.journal = (record) => this.append(fd, record)
     }
-    this.writer = inline ? inlineWriter(new SqliteWrites(this.db, options.maxSessionMemory)) : new WriterThread(path, options.maxSessionMemory)
+    this.writer = inline ? inlineRunner<Writes>(new SqliteWrites(this.db, options.maxSessionMemory)) : new StoreThread<Writes>('write', path, options.maxSessionMemory)
+    this.reader = path === ':memory:' ? inlineRunner<Reads>(new SqliteReads(this.db)) : new ReaderPool(path, READER_THREADS)
   }
 
   /** The journal's file, open for appending; undefined for `:memory:`. */
@@ -301,7 +381,7 @@ export class SqliteStore implements Store {
   private replayJournal(file: string): number {
     const fd = openSync(file, 'a+')
     const writes = new SqliteWrites(this.db)
-    const known = this.db.prepare('SELECT 1 FROM compactions WHERE id = ?')
+    const known = this.db.prepare('SELECT 1 FROM records WHERE id = ?')
     for (const line of readFileSync(fd, 'utf8').split('\n')) {
       if (line === '') continue
       try {
@@ -347,7 +427,9 @@ export class SqliteStore implements Store {
     }
     for (let v = current; v < MIGRATIONS.length; v++) {
       this.db.transaction(() => {
-        this.db.exec(at(MIGRATIONS, v))
+        const migration = at(MIGRATIONS, v)
+        if (typeof migration === 'string') this.db.exec(migration)
+        else migration(this.db)
         this.db.pragma(`user_version = ${v + 1}`)
       })()
     }
@@ -368,27 +450,18 @@ export class SqliteStore implements Store {
 
   async listRecords(sessionId: string, keyName: string, options: { limit: number; cursor?: string }): Promise<RecordPage> {
     const before = options.cursor ? decodeCursor(options.cursor) : Number.MAX_SAFE_INTEGER
-    const rows = this.statements.page.all(keyName, sessionId, before, options.limit + 1) as { seq: number; record: string }[]
-    const page = rows.slice(0, options.limit)
-    return {
-      records: page.map((r) => withSections(JSON.parse(r.record) as StoredRecord)),
-      next_cursor: rows.length > options.limit ? encodeCursor(at(page, page.length - 1).seq) : null
-    }
+    const page = await this.reader.run('listRecords', [sessionId, keyName, before, options.limit])
+    return { records: page.records, next_cursor: page.last === null ? null : encodeCursor(page.last) }
   }
 
   async listSessions(keyName: string, options: { limit: number; cursor?: string }): Promise<SessionPage> {
     const before = options.cursor ? decodeCursor(options.cursor) : Number.MAX_SAFE_INTEGER
-    const rows = this.statements.sessions.all(keyName, before, options.limit + 1) as (Omit<SessionRow, 'record'> & { record: string })[]
-    const page = rows.slice(0, options.limit)
-    return {
-      sessions: page.map((r) => sessionSummary({ ...r, record: JSON.parse(r.record) as SessionRow['record'] })),
-      next_cursor: rows.length > options.limit ? encodeCursor(at(page, page.length - 1).last_seq) : null
-    }
+    const page = await this.reader.run('listSessions', [keyName, before, options.limit])
+    return { sessions: page.sessions, next_cursor: page.last === null ? null : encodeCursor(page.last) }
   }
 
   async getCached(key: string, nowMs: number): Promise<CachedSummary | undefined> {
-    const row = this.statements.getCache.get(key, nowMs) as { value: string } | undefined
-    return row ? (JSON.parse(row.value) as CachedSummary) : undefined
+    return (await this.reader.run('cached', [key, nowMs])) as CachedSummary | undefined
   }
 
   async putCached(key: string, value: CachedSummary, expiresAtMs: number, owner?: SessionOwner): Promise<void> {
@@ -396,19 +469,26 @@ export class SqliteStore implements Store {
   }
 
   async getState(key: string, nowMs: number): Promise<unknown> {
-    const row = this.statements.getCache.get(key, nowMs) as { value: string } | undefined
-    return row ? (JSON.parse(row.value) as unknown) : undefined
+    return this.reader.run('cached', [key, nowMs])
   }
 
   async putState(key: string, value: unknown, expiresAtMs: number, owner?: SessionOwner): Promise<void> {
     await this.writer.run('putCached', [key, value, expiresAtMs, owner])
   }
 
-  /** Deleted by the writer (after every write asked for before it), and taken out of the records' journal too. */
+  /**
+   * Deleted by the writer (after every write asked for before it): the session's key and its few rows at
+   * once, then its cold layer in slices that other writes come between, then the freed pages given back
+   * and the WAL emptied; taken out of the records' journal too.
+   */
   async deleteSession(sessionId: string, keyName: string): Promise<DeletedSession> {
-    const deleted = await this.writer.run('deleteSession', [sessionId, keyName])
+    const { through, ...deleted } = await this.writer.run('deleteSession', [sessionId, keyName])
     if (this.journalFd !== undefined) this.rewriteJournal(this.journalFd, `${this.path}-records.journal`, (r) => r.key_name === keyName && r.session_id === sessionId)
-    return deleted
+    if (deleted.compactions + deleted.cold_layer + deleted.cached === 0) return { ...deleted, space_reclaimed: true }
+    while ((await this.writer.run('deleteCold', [sessionId, keyName, through, SLICE_ROWS])) === SLICE_ROWS);
+    let reclaimed = await this.writer.run('reclaim', [])
+    while (!reclaimed.done) reclaimed = await this.writer.run('reclaim', [])
+    return { ...deleted, space_reclaimed: !reclaimed.busy, ...(reclaimed.busy ? { reclaim_failure: 'a reader kept the WAL from being emptied' } : {}) }
   }
 
   /** The journal without the records `drop` picks (in this thread, where appends are made: none comes between). */
@@ -436,56 +516,31 @@ export class SqliteStore implements Store {
   }
 
   async recall(sessionId: string, keyName: string, query: RecallQuery): Promise<RecallHit[]> {
-    const match = ftsQuery(query.text)
-    if (!match) return []
-    const kinds = query.kinds && query.kinds.length > 0 ? query.kinds : undefined
-    // bm25 is negative, lower is better. The user's own requests and the reasons of failures are what a
-    // search is most often for, so they weigh a little more than the agent's prose; among equals, newest first.
-    const sql = `SELECT m.kind, m.text, m.compaction_id, m.msg_from, m.msg_to, m.created_at,
-         bm25(memory_fts) * CASE m.kind ${Object.entries(KIND_WEIGHT).map(([kind, w]) => `WHEN '${kind}' THEN ${w}`).join(' ')} ELSE 1.0 END AS rank
-       FROM memory_fts JOIN memory m ON m.id = memory_fts.rowid
-       WHERE memory_fts MATCH ? AND m.key_name = ? AND m.session_id = ?${kinds ? ` AND m.kind IN (${kinds.map(() => '?').join(', ')})` : ''}
-       ORDER BY rank, m.id DESC LIMIT ?`
-    const rows = this.db.prepare(sql).all(match, keyName, sessionId, ...(kinds ?? []), query.limit) as {
-      kind: string
-      text: string
-      compaction_id: string
-      msg_from: number
-      msg_to: number
-      created_at: string
-      rank: number
-    }[]
-    return rows.map((r) => ({
-      kind: r.kind,
-      text: r.text,
-      compaction_id: r.compaction_id,
-      messages: [r.msg_from, r.msg_to],
-      score: Number((-r.rank).toFixed(4)),
-      created_at: r.created_at
-    }))
+    return this.reader.run('recall', [sessionId, keyName, query])
   }
 
   async compaction(sessionId: string, keyName: string, compactionId: string): Promise<CompactionDetail | undefined> {
-    const row = this.statements.record.get(keyName, sessionId, compactionId) as { record: string } | undefined
-    if (!row) return undefined
-    const kinds = this.statements.memoryKinds.all(keyName, sessionId, compactionId) as { kind: string; n: number }[]
-    return { record: withSections(JSON.parse(row.record) as StoredRecord), memory: Object.fromEntries(kinds.map((k) => [k.kind, k.n])) }
+    return this.reader.run('compaction', [sessionId, keyName, compactionId])
   }
 
   async timeline(sessionId: string, keyName: string, limit: number): Promise<TimelinePoint[]> {
-    const rows = this.statements.timeline.all(keyName, sessionId, limit) as { id: string; created_at: string; raw: number; after: number; budget: number | null }[]
-    return rows.reverse().map((r) => ({ compaction_id: r.id, created_at: r.created_at, raw_history_tokens: r.raw, context_after_compaction: r.after, budget_tokens: r.budget ?? null }))
+    return this.reader.run('timeline', [sessionId, keyName, limit])
   }
 
   async recap(sessionId: string, keyName: string): Promise<Recap | undefined> {
-    const row = this.statements.latest.get(keyName, sessionId) as { record: string } | undefined
-    if (!row) return undefined
-    const { n } = this.statements.countRecords.get(keyName, sessionId) as { n: number }
-    return { record: withSections(JSON.parse(row.record) as StoredRecord), compactions: n }
+    return this.reader.run('recap', [sessionId, keyName])
   }
 
+  /** In slices (SLICE_ROWS rows of each kind), each a write of its own: other writes come between them. */
   async prune(beforeMs: number, nowMs: number): Promise<{ records: number; cache: number; memory: number }> {
-    return this.writer.run('prune', [beforeMs, nowMs])
+    const total = { records: 0, cache: 0, memory: 0 }
+    for (;;) {
+      const slice = await this.writer.run('pruneSlice', [beforeMs, nowMs, SLICE_ROWS])
+      total.records += slice.records
+      total.cache += slice.cache
+      total.memory += slice.memory
+      if (Math.max(slice.records, slice.cache, slice.memory) < SLICE_ROWS) return total
+    }
   }
 
   async checkWritable(): Promise<void> {
@@ -496,7 +551,7 @@ export class SqliteStore implements Store {
     return this.writer.room()
   }
 
-  /** This thread's connection (reads; writes too when inline), for tests that must make the disk misbehave. */
+  /** This thread's connection (migrations and the journal's replay; reads and writes too for `:memory:`, writes when inline), for tests that must look at the file or make the disk misbehave. */
   get connection(): Database.Database {
     return this.db
   }
@@ -504,6 +559,7 @@ export class SqliteStore implements Store {
   /** Closes after every write asked for so far is done. */
   async close(): Promise<void> {
     await this.writer.close()
+    await this.reader.close()
     if (this.journalFd !== undefined && this.unwritten.size === 0) ftruncateSync(this.journalFd, 0)
     if (this.journalFd !== undefined) closeSync(this.journalFd)
     if (this.db.open) this.db.close()

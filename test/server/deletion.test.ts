@@ -3,6 +3,7 @@ import pg from 'pg'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Message } from '../../src/compaction/index.js'
+import { ownerOf } from '../../src/storage/sealing.js'
 import { FakeAnthropic } from '../helpers/fake-anthropic.js'
 import { assistant, shellStep, user } from '../helpers/history.js'
 import { type ServerProcess, startServer, tempDb } from '../helpers/process.js'
@@ -105,8 +106,10 @@ describe('DELETE /v1/sessions/{id} in a real process on SQLite', () => {
     const server = await startServer({ COMPACT_DB: db, COMPACT_API_KEYS: KEYS, ANTHROPIC_API_KEY: 'sk-ant-test-delete-000000000', ANTHROPIC_BASE_URL: fake.url })
     try {
       await fillAndDelete(server)
-      const bytes = [db, `${db}-wal`, `${db}-records.journal`].map((f) => (existsSync(f) ? readFileSync(f).toString('latin1') : '')).join('\n')
-      expect(bytes).toContain(KEPT) // the other session is still there, and this is where it would be read
+      const read = (files: string[]): string => files.map((f) => (existsSync(f) ? readFileSync(f).toString('latin1') : '')).join('\n')
+      const bytes = read([db, `${db}-wal`, `${db}-records.journal`])
+      // the other session is still there (listed above), and sealed: its words are in no page in clear
+      expect(read([db, `${db}-wal`])).not.toContain(KEPT)
       for (const gone of [SECRET, MODEL_SECRET, 'doomed']) expect([gone, bytes.includes(gone)]).toEqual([gone, false])
       // the cached summary went with it: the same compaction asks the model again
       const calls = fake.requests.length
@@ -144,13 +147,19 @@ describe.skipIf(missing !== undefined)(`DELETE /v1/sessions/{id} in a real proce
           )
           return Number(rows[0]!.n)
         }
-        expect(await pages(KEPT)).toBeGreaterThan(0)
-        for (const gone of [SECRET, MODEL_SECRET, 'doomed']) expect([gone, await pages(gone)]).toEqual([gone, 0])
+        // the other session is still there (listed above), and sealed: its words are in no page in clear
+        for (const gone of [KEPT, SECRET, MODEL_SECRET, 'doomed']) expect([gone, await pages(gone)]).toEqual([gone, 0])
       } else {
         console.warn(`pages not read: pageinspect cannot be used here (${inspect.message})`)
       }
-      const { rows } = await client.query(`SELECT 1 FROM ${schema}.compactions WHERE session_id = 'doomed' UNION ALL SELECT 1 FROM ${schema}.memory WHERE session_id = 'doomed' UNION ALL SELECT 1 FROM ${schema}.summary_cache WHERE session_id = 'doomed'`)
+      const owner = ownerOf('alice', 'doomed')
+      const { rows } = await client.query(
+        `SELECT 1 FROM ${schema}.records WHERE owner = $1 UNION ALL SELECT 1 FROM ${schema}.cold WHERE owner = $1 UNION ALL SELECT 1 FROM ${schema}.cache WHERE owner = $1
+         UNION ALL SELECT 1 FROM ${schema}.sessions WHERE owner = $1 UNION ALL SELECT 1 FROM ${schema}.session_keys WHERE owner = $1`,
+        [owner]
+      )
       expect(rows).toEqual([])
+      expect((await client.query(`SELECT count(*)::int AS n FROM ${schema}.session_keys`)).rows[0].n).toBe(1) // the kept session's
       // Redis: no key of this deployment names the session or holds its words
       const keys = await redis.keys(`${prefix}*`)
       for (const key of keys) {

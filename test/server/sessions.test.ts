@@ -160,7 +160,8 @@ describe('a store that fails', () => {
     // the record was written at the real time; a clock 40 days on prunes it at start
     now = Date.now() + 40 * 86_400_000
     const later = await testApp({ COMPACT_DB: db, COMPACT_RETENTION_DAYS: '30' }, { now: () => now })
-    await later.ready()
+    await later.ready() // ready before the prune is done: it is not awaited
+    await later.pruned()
     expect((await later.inject({ url: '/v1/sessions/sess-1/compactions' })).json().compactions).toEqual([])
     await later.close()
   })

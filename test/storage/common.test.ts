@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { emptySections, formatSummary } from '../../src/compaction/index.js'
-import { decodeCursor, encodeCursor, queryWords, withSections } from '../../src/storage/common.js'
+import { decodeCursor, encodeCursor, withSections } from '../../src/storage/common.js'
 import { InvalidCursorError } from '../../src/storage/store.js'
 
 describe('cursors', () => {
@@ -13,16 +13,6 @@ describe('cursors', () => {
   it('refuse one the server did not make with a typed error', () => {
     expect(() => decodeCursor('not-a-cursor')).toThrow(InvalidCursorError)
     expect(() => decodeCursor(Buffer.from('s12x').toString('base64url'))).toThrow(InvalidCursorError)
-  })
-})
-
-describe('queryWords', () => {
-  it('keeps words of letters and digits, lower case, each once, and drops every operator', () => {
-    expect(queryWords('Retry OR "backoff" -jitter retry NEAR(a,b) ü2')).toEqual(['retry', 'or', 'backoff', 'jitter', 'near', 'ü2'])
-  })
-
-  it('searches at most 32 words', () => {
-    expect(queryWords(Array.from({ length: 50 }, (_, i) => `w${i}`).join(' '))).toHaveLength(32)
   })
 })
 

@@ -3,10 +3,12 @@ import Database from 'better-sqlite3'
 import pg from 'pg'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { emptySections } from '../../src/compaction/index.js'
-import { PG_SCHEMA_VERSION, PostgresStore } from '../../src/storage/postgres.js'
+import { MIGRATIONS as PG_MIGRATIONS, PG_SCHEMA_VERSION, PostgresStore } from '../../src/storage/postgres.js'
 import { SCHEMA_VERSION, SqliteStore } from '../../src/storage/sqlite.js'
-import { MAX_WRITE_BACKLOG } from '../../src/storage/sqlite-writer.js'
+import { MIGRATIONS as SQLITE_MIGRATIONS } from '../../src/storage/sqlite-schema.js'
+import { MAX_WRITE_BACKLOG } from '../../src/storage/sqlite-threads.js'
 import { type CompactionRecord, InvalidCursorError, type MemoryOwner, type Store } from '../../src/storage/store.js'
+import { ownerOf, unseal } from '../../src/storage/sealing.js'
 import { tempDb } from '../helpers/process.js'
 import { PG_URL, dropSchemas, freshPgUrl, pgMissing } from '../helpers/services.js'
 
@@ -240,7 +242,7 @@ describe('SqliteStore', () => {
       await s.saveRecord(record(`cmp_${i}`, 'sess', 'k'))
       expect((await s.listRecords('sess', 'k', { limit: 50 })).records).toHaveLength(i + 1)
     }
-    await expect(s.saveRecord(record('cmp_0', 'sess', 'k'))).rejects.toThrow(/UNIQUE constraint failed: compactions\.id/)
+    await expect(s.saveRecord(record('cmp_0', 'sess', 'k'))).rejects.toThrow(/UNIQUE constraint failed: records\.id/)
     // Room: with MAX_WRITE_BACKLOG writes or more waiting, a caller that asks for room waits until they are fewer.
     await expect(s.room()).resolves.toBeUndefined()
     const backlog = Array.from({ length: MAX_WRITE_BACKLOG + 4 }, (_, i) => s.putCached(`key_${i}`, { sections: emptySections(), model: null }, Date.now() + 60_000))
@@ -256,13 +258,13 @@ describe('SqliteStore', () => {
     await s.close()
     await Promise.all(asked)
     const db = new Database(path, { readonly: true })
-    expect(db.prepare('SELECT COUNT(*) AS n FROM memory').get()).toEqual({ n: 200 })
-    expect(db.prepare('SELECT COUNT(*) AS n FROM compactions').get()).toEqual({ n: 20 })
+    expect(db.prepare('SELECT COUNT(*) AS n FROM cold').get()).toEqual({ n: 200 })
+    expect(db.prepare('SELECT COUNT(*) AS n FROM records').get()).toEqual({ n: 20 })
     db.close()
-    await expect(s.saveRecord(record('cmp_late', 'sess', 'k'))).rejects.toThrow(/writer thread has stopped/)
+    await expect(s.saveRecord(record('cmp_late', 'sess', 'k'))).rejects.toThrow(/thread has stopped/)
   })
 
-  it("deletes a session's bytes from the database file, its WAL and the records' journal, and gives the pages back", async () => {
+  it("never writes a session's words in clear; deleting it deletes its key (zeroed in the file, gone from the WAL), its rows, its journaled records, and gives the pages back", async () => {
     const path = tempDb()
     const s = new SqliteStore(path)
     stores.push(s)
@@ -280,26 +282,38 @@ describe('SqliteStore', () => {
     s.journal!(withText('kept-journaled', 'kept', secret(6)))
     s.connection.pragma('wal_checkpoint(PASSIVE)') // some of it in the file, the rest still in the WAL
     await s.saveMemory({ compaction_id: 'kept', session_id: 'kept', key_name: 'alpha', created_at: '2026-11-30T00:00:00.000Z' }, [{ kind: 'ask', text: secret(7), from: 0, to: 0 }])
+    // in clear only in the journal (records answered and not yet known to be written); the rest sealed
     const before = sqliteFiles(path)
-    for (const n of [1, 2, 3, 4, 5, 6, 7]) expect(before).toContain(secret(n))
+    for (const n of [4, 6]) expect(before).toContain(secret(n))
+    for (const n of [1, 2, 3, 5, 7]) expect(before).not.toContain(secret(n))
+    expect(readFileSync(path).toString('latin1')).not.toContain('doomed')
+    const keyOf = (owner: string): Buffer => s.connection.prepare('SELECT key FROM session_keys WHERE owner = ?').pluck().get(owner) as Buffer
+    const doomedKey = keyOf(ownerOf('alpha', 'doomed'))
+    // what the file holds of the session opens with its key, and only with it
+    const sealedCache = s.connection.prepare('SELECT value FROM cache WHERE key = ?').pluck().get('cached-key') as Buffer
+    expect(unseal(doomedKey, sealedCache)).toContain(secret(3))
+    expect(() => unseal(keyOf(ownerOf('alpha', 'kept')), sealedCache)).toThrow()
     const pagesBefore = s.connection.pragma('page_count', { simple: true }) as number
 
     const deleted = await s.deleteSession('doomed', 'alpha')
     expect(deleted).toMatchObject({ compactions: 31, cold_layer: 30, cached: 1, space_reclaimed: true })
     const after = sqliteFiles(path)
-    for (const n of [1, 2, 3, 4]) expect(after).not.toContain(secret(n))
-    expect(after).not.toContain('doomed')
+    expect(after).not.toContain(doomedKey.toString('latin1'))
+    expect(after).not.toContain(secret(4))
     expect(after).toContain(secret(6)) // another session's journaled record stays journaled
+    for (const table of ['records', 'cold', 'cache', 'sessions', 'session_keys']) {
+      expect([table, s.connection.prepare(`SELECT count(*) FROM ${table} WHERE owner = ?`).pluck().get(ownerOf('alpha', 'doomed'))]).toEqual([table, 0])
+    }
+    expect(s.connection.prepare('SELECT count(*) FROM cold_terms').pluck().get()).toBe(1)
     expect((await s.listRecords('kept', 'alpha', { limit: 5 })).records.map((r) => r.summary.text)).toEqual([secret(5)])
     expect((await s.recall('kept', 'alpha', { text: secret(7), limit: 5 })).map((h) => h.text)).toEqual([secret(7)])
     expect(s.connection.pragma('page_count', { simple: true }) as number).toBeLessThan(pagesBefore / 4)
   })
 
-  it("keeps a session's newest cold-layer entries within its cap, and a deletion after evictions leaves none of the deleted or evicted entries' words", async () => {
+  it("keeps a session's newest cold-layer entries within its cap, their terms too", async () => {
     const path = tempDb()
     const s = new SqliteStore(path, { maxSessionMemory: 20 })
     stores.push(s)
-    // words no other term of the index shares a prefix with, so that a leaf holds each whole
     const words = ['zebrafinchqx', 'yakhornqx', 'quokkatailqx', 'vicunahairqx', 'xeruswhiskqx']
     const owner = (i: number, session: string): MemoryOwner => ({ compaction_id: `c${session}${i}`, session_id: session, key_name: 'alpha', created_at: '2026-11-30T00:00:00.000Z' })
     for (const [i, word] of words.entries()) {
@@ -309,33 +323,27 @@ describe('SqliteStore', () => {
     const found = async (session: string, word: string): Promise<number> => (await s.recall(session, 'alpha', { text: word, limit: 50 })).length
     // the newest 20 kept: the last two compactions' entries
     expect(await Promise.all(words.map((w) => found('long', w)))).toEqual([0, 0, 0, 10, 10])
-    expect(s.connection.prepare('SELECT COUNT(*) AS n FROM memory WHERE session_id = ?').get('long')).toEqual({ n: 20 })
-    // what the session's deletion takes out of the index is taken out whole (secure-delete stays on)
-    expect(s.connection.prepare("SELECT v FROM memory_fts_config WHERE k = 'secure-delete'").pluck().get()).toBe(1)
-
-    // another session's deletion merges the index: that session's words go, and the evicted entries' too
-    await s.deleteSession('other', 'alpha')
-    let files = sqliteFiles(path)
-    for (const word of ['jackalopeqx', ...words.slice(0, 3)]) expect(files).not.toContain(word)
-    expect(await Promise.all(words.map((w) => found('long', w)))).toEqual([0, 0, 0, 10, 10])
-    await s.deleteSession('long', 'alpha')
-    files = sqliteFiles(path)
-    for (const word of words) expect(files).not.toContain(word)
+    expect(s.connection.prepare('SELECT COUNT(*) FROM cold WHERE owner = ?').pluck().get(ownerOf('alpha', 'long'))).toBe(20)
+    expect(s.connection.prepare('SELECT COUNT(*) FROM cold_terms').pluck().get()).toBe(21)
+    expect(await found('other', 'jackalopeqx')).toBe(1)
   })
 
-  it("deletes a small session's words from the full-text index entry by entry, a large one's by a merge: none left either way", async () => {
+  it("indexes each session's words as terms of its own: the same word in two sessions is two terms, and a search finds the asking session's entries only", async () => {
     const path = tempDb()
     const s = new SqliteStore(path)
     stores.push(s)
-    const owner = (session: string): MemoryOwner => ({ compaction_id: `c-${session}`, session_id: session, key_name: 'alpha', created_at: '2026-11-30T00:00:00.000Z' })
-    await s.saveMemory(owner('bulk'), Array.from({ length: 100 }, (_, k) => ({ kind: 'ask' as const, text: `ocelotpawqx entry ${k}`, from: k, to: k })))
-    await s.saveMemory(owner('small'), [{ kind: 'ask', text: 'narwhaltuskqx once', from: 0, to: 0 }, { kind: 'ask', text: 'kestrelwingqx twice', from: 1, to: 1 }])
-    expect(sqliteFiles(path)).toContain('narwhaltuskqx')
-    await s.deleteSession('small', 'alpha') // 2 of 102 entries: one by one
-    for (const word of ['narwhaltuskqx', 'kestrelwingqx']) expect(sqliteFiles(path)).not.toContain(word)
-    expect((await s.recall('bulk', 'alpha', { text: 'ocelotpawqx', limit: 200 })).length).toBe(100)
-    await s.deleteSession('bulk', 'alpha') // all of them: a merge
-    expect(sqliteFiles(path)).not.toContain('ocelotpawqx')
+    const owner = (session: string, key = 'alpha'): MemoryOwner => ({ compaction_id: `c-${session}`, session_id: session, key_name: key, created_at: '2026-11-30T00:00:00.000Z' })
+    await s.saveMemory(owner('one'), [{ kind: 'error', text: 'TypeError in parser.py: failing', from: 0, to: 0 }])
+    await s.saveMemory(owner('two'), [{ kind: 'error', text: 'typeerror in PARSER failed', from: 0, to: 0 }])
+    await s.saveMemory(owner('one', 'beta'), [{ kind: 'error', text: 'typeerror parser', from: 0, to: 0 }])
+    const db = s.connection
+    db.exec('CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, cold_terms, row)')
+    // typeerror, in, parser, py, failing / typeerror, in, parser, failed (fail: one stem) / typeerror, parser
+    expect(db.prepare('SELECT count(*) FROM temp.vocab').pluck().get()).toBe(5 + 4 + 2)
+    expect(db.prepare('SELECT max(doc) FROM temp.vocab').pluck().get()).toBe(1)
+    expect((await s.recall('one', 'alpha', { text: 'fails in the parser', limit: 5 })).map((h) => h.text)).toEqual(['TypeError in parser.py: failing'])
+    expect((await s.recall('two', 'alpha', { text: 'fails', limit: 5 })).map((h) => h.text)).toEqual(['typeerror in PARSER failed'])
+    expect((await s.recall('one', 'beta', { text: 'failing', limit: 5 })).map((h) => h.text)).toEqual([])
   })
 
   it('keeps a journaled record through a stop before its write, and writes it at the next start, once', async () => {
@@ -368,7 +376,7 @@ describe.skipIf(pgMissing !== undefined)(`PostgresStore${pgMissing ? ` (skipped:
     expect(rows.map((r) => r.version)).toEqual(Array.from({ length: PG_SCHEMA_VERSION }, (_, i) => i + 1))
   })
 
-  it("deletes a session's bytes from the tables' pages, their indexes and TOAST, not only its rows", async (context) => {
+  it("never writes a session's words in clear; deleting it deletes its key from every page (the keys' table rewritten), its rows and its list row", async (context) => {
     const url = freshPgUrl()
     const s = new PostgresStore(url)
     stores.push(s)
@@ -387,24 +395,32 @@ describe.skipIf(pgMissing !== undefined)(`PostgresStore${pgMissing ? ` (skipped:
       }
       await s.putCached('cached-key', { sections: { ...emptySections(), objective: secret(3) }, model: 'm' }, Date.now() + 60_000, { key_name: 'alpha', session_id: 'doomed' })
       await s.saveRecord({ ...record('kept', 'kept', 'alpha'), summary: { text: secret(5), sections: emptySections() } })
-      const pagesHolding = async (text: string): Promise<number> => {
+      await client.query('CHECKPOINT')
+      const pagesHolding = async (bytes: Buffer): Promise<number> => {
         const { rows } = await client.query<{ n: string }>(
           `WITH rels AS (
              SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind IN ('r', 'i')
              UNION SELECT t.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_class t ON t.oid = c.reltoastrelid WHERE n.nspname = $1
              UNION SELECT i.indexrelid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_index i ON i.indrelid = c.reltoastrelid WHERE n.nspname = $1)
            SELECT count(*) AS n FROM rels, generate_series(0, pg_relation_size(rels.oid) / 8192 - 1) AS b
-            WHERE position(convert_to($2, 'UTF8') IN get_raw_page(rels.oid::regclass::text, b::int)) > 0`,
-          [schema, text]
+            WHERE position($2::bytea IN get_raw_page(rels.oid::regclass::text, b::int)) > 0`,
+          [schema, bytes]
         )
         return Number(rows[0]!.n)
       }
-      expect(await pagesHolding(secret(1))).toBeGreaterThan(0)
-      expect(await pagesHolding(secret(3))).toBeGreaterThan(0)
+      for (const text of [secret(1), secret(2), secret(3), secret(5), 'doomed']) expect([text, await pagesHolding(Buffer.from(text))]).toEqual([text, 0])
+      const { rows } = await client.query<{ key: Buffer }>(`SELECT key FROM ${schema}.session_keys WHERE owner = $1`, [ownerOf('alpha', 'doomed')])
+      const key = rows[0]!.key
+      expect(await pagesHolding(key)).toBeGreaterThan(0)
       const deleted = await s.deleteSession('doomed', 'alpha')
       expect(deleted).toMatchObject({ compactions: 20, cold_layer: 20, cached: 1, space_reclaimed: true })
-      for (const text of [secret(1), secret(2), secret(3), 'doomed']) expect([text, await pagesHolding(text)]).toEqual([text, 0])
-      expect(await pagesHolding(secret(5))).toBeGreaterThan(0)
+      await client.query('CHECKPOINT')
+      expect(await pagesHolding(key)).toBe(0)
+      for (const table of ['records', 'cold', 'cache', 'sessions', 'session_keys']) {
+        const left = await client.query(`SELECT count(*)::int AS n FROM ${schema}.${table} WHERE owner = $1`, [ownerOf('alpha', 'doomed')])
+        expect([table, left.rows[0].n]).toEqual([table, 0])
+      }
+      expect((await s.listRecords('kept', 'alpha', { limit: 5 })).records.map((r) => r.summary.text)).toEqual([secret(5)])
     } finally {
       await client.end()
     }
@@ -431,5 +447,71 @@ describe.skipIf(pgMissing !== undefined)(`PostgresStore${pgMissing ? ` (skipped:
     const err = await s.checkWritable().catch((e: unknown) => e as Error)
     expect(String(err)).toMatch(/cannot migrate postgres:\/\/gateway:\*\*\*@127\.0\.0\.1:9\/none/)
     expect(String(err)).not.toContain('s3cret')
+  })
+})
+
+/** A store of the schema before sessions were sealed, with a session's record, entries and cached row in clear. */
+const OLD_RECORD = (id: string, session: string | null): CompactionRecord => ({ ...record(id, session ?? 'x', 'alpha'), session_id: session, summary: { text: `summary of ${id} zqxoldsecret`, sections: emptySections() } })
+
+describe('a store made before sessions were sealed', () => {
+  it('SQLite: moves every row over at start, sealed, readable as before, and leaves none of its words in clear', async () => {
+    const path = tempDb()
+    const old = new Database(path)
+    old.pragma('auto_vacuum = INCREMENTAL')
+    old.pragma('journal_mode = WAL')
+    for (const m of SQLITE_MIGRATIONS.slice(0, 4)) old.exec(m as string)
+    old.pragma('user_version = 4')
+    const insert = old.prepare('INSERT INTO compactions (id, session_id, key_name, created_at, created_ms, record) VALUES (?, ?, ?, ?, ?, ?)')
+    for (const [id, session] of [['cmp_1', 'sess'], ['cmp_2', 'sess'], ['cmp_3', null]] as const) {
+      const r = OLD_RECORD(id, session)
+      insert.run(id, session, 'alpha', r.created_at, Date.parse(r.created_at), JSON.stringify({ ...r, summary: { text: r.summary.text } }))
+    }
+    old.prepare('INSERT INTO memory (key_name, session_id, compaction_id, kind, text, msg_from, msg_to, created_at, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)').run('alpha', 'sess', 'cmp_1', 'error', 'zqxoldsecret: parser failed', 3, 4, '2026-11-30T00:00:00.000Z', Date.parse('2026-11-30T00:00:00.000Z'))
+    old.prepare('INSERT INTO summary_cache (key, value, expires_ms, key_name, session_id) VALUES (?, ?, ?, ?, ?)').run('k1', JSON.stringify({ sections: emptySections(), model: 'zqxoldsecret' }), Date.now() + 60_000, 'alpha', 'sess')
+    old.close()
+
+    const s = new SqliteStore(path)
+    stores.push(s)
+    expect(s.connection.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION)
+    expect((await s.listRecords('sess', 'alpha', { limit: 5 })).records.map((r) => r.id)).toEqual(['cmp_2', 'cmp_1'])
+    expect((await s.listSessions('alpha', { limit: 5 })).sessions).toMatchObject([{ session_id: 'sess', compactions: 2, last_compaction_id: 'cmp_2' }])
+    expect((await s.recall('sess', 'alpha', { text: 'failing parsers', limit: 5 })).map((h) => [h.text, h.messages])).toEqual([['zqxoldsecret: parser failed', [3, 4]]])
+    expect(await s.getCached('k1', Date.now())).toEqual({ sections: emptySections(), model: 'zqxoldsecret' })
+    expect(await s.recap('sess', 'alpha')).toMatchObject({ compactions: 2, record: { id: 'cmp_2' } })
+    s.connection.pragma('wal_checkpoint(TRUNCATE)')
+    expect(readFileSync(path).toString('latin1')).not.toContain('zqxoldsecret: parser')
+    await s.saveRecord(record('cmp_4', 'sess', 'alpha'))
+    expect((await s.listRecords('sess', 'alpha', { limit: 1 })).records.map((r) => r.id)).toEqual(['cmp_4'])
+  })
+
+  it.skipIf(pgMissing !== undefined)(`PostgreSQL: moves every row over at the migration, sealed, readable as before${pgMissing ? ` (skipped: ${pgMissing})` : ''}`, async () => {
+    const url = freshPgUrl()
+    const schema = new URL(url).searchParams.get('schema')!
+    const client = new pg.Client({ connectionString: PG_URL })
+    await client.connect()
+    try {
+      await client.query(`CREATE SCHEMA ${schema}; SET search_path = ${schema}`)
+      await client.query('CREATE TABLE schema_migrations (version INT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())')
+      for (const [i, m] of PG_MIGRATIONS.slice(0, 2).entries()) {
+        await client.query(m as string)
+        await client.query('INSERT INTO schema_migrations (version) VALUES ($1)', [i + 1])
+      }
+      for (const [id, session] of [['cmp_1', 'sess'], ['cmp_2', 'sess'], ['cmp_3', null]] as const) {
+        const r = OLD_RECORD(id, session)
+        await client.query('INSERT INTO compactions (id, session_id, key_name, created_at, created_ms, record) VALUES ($1, $2, $3, $4, $5, $6)', [id, session, 'alpha', r.created_at, Date.parse(r.created_at), JSON.stringify({ ...r, summary: { text: r.summary.text } })])
+      }
+      await client.query('INSERT INTO memory (key_name, session_id, compaction_id, kind, text, msg_from, msg_to, created_at, created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)', ['alpha', 'sess', 'cmp_1', 'error', 'zqxoldsecret: parser failed', 3, 4, '2026-11-30T00:00:00.000Z', Date.parse('2026-11-30T00:00:00.000Z')])
+      await client.query('INSERT INTO summary_cache (key, value, expires_ms, key_name, session_id) VALUES ($1, $2, $3, $4, $5)', ['k1', JSON.stringify({ sections: emptySections(), model: 'zqxoldsecret' }), Date.now() + 60_000, 'alpha', 'sess'])
+    } finally {
+      await client.end()
+    }
+    const s = new PostgresStore(url)
+    stores.push(s)
+    expect((await s.listRecords('sess', 'alpha', { limit: 5 })).records.map((r) => r.id)).toEqual(['cmp_2', 'cmp_1'])
+    expect((await s.listSessions('alpha', { limit: 5 })).sessions).toMatchObject([{ session_id: 'sess', compactions: 2, last_compaction_id: 'cmp_2' }])
+    expect((await s.recall('sess', 'alpha', { text: 'failing parsers', limit: 5 })).map((h) => [h.text, h.messages])).toEqual([['zqxoldsecret: parser failed', [3, 4]]])
+    expect(await s.getCached('k1', Date.now())).toEqual({ sections: emptySections(), model: 'zqxoldsecret' })
+    await s.saveRecord(record('cmp_4', 'sess', 'alpha'))
+    expect((await s.listRecords('sess', 'alpha', { limit: 1 })).records.map((r) => r.id)).toEqual(['cmp_4'])
   })
 })

@@ -12,6 +12,8 @@ declare module 'fastify' {
     store: Store
     /** Writes begun after their answers; reads of records and the cold layer wait for them. */
     writes: WritesAfterAnswers
+    /** Resolves when the prune under way (at start, then hourly) is done; at once where none is. */
+    pruned: () => Promise<void>
   }
 }
 
@@ -27,7 +29,7 @@ export interface StorePluginOptions {
 
 /**
  * The store, opened first (a SQLite file that cannot be opened stops the start, naming it; PostgreSQL's
- * faults are logged and counted, never fatal), pruned at start and hourly, closed last (after the writes
+ * faults are logged and counted, never fatal), pruned from the start (not awaited) and hourly, closed last (after the writes
  * begun after their answers).
  */
 export const storePlugin = fp<StorePluginOptions>(
@@ -46,6 +48,7 @@ export const storePlugin = fp<StorePluginOptions>(
     app.decorate('store', store)
     const writes = new WritesAfterAnswers()
     app.decorate('writes', writes)
+    let pruning: Promise<void> | undefined
     const prune = async (): Promise<void> => {
       try {
         const pruned = await store.prune(now() - retentionDays * 86_400_000, now())
@@ -55,11 +58,18 @@ export const storePlugin = fp<StorePluginOptions>(
         app.log.error({ err }, 'store prune failed')
       }
     }
-    const timer = setInterval(() => void prune(), PRUNE_INTERVAL_MS)
+    // One at a time, in slices the store sizes (its writes come between them), and never awaited by the
+    // start: a store with a day to prune is ready at once.
+    const start = (): void => {
+      pruning ??= prune().finally(() => (pruning = undefined))
+    }
+    app.decorate('pruned', async () => pruning)
+    const timer = setInterval(start, PRUNE_INTERVAL_MS)
     timer.unref()
-    app.addHook('onReady', async () => prune())
+    app.addHook('onReady', async () => start())
     app.addHook('onClose', async () => {
       clearInterval(timer)
+      await pruning
       await writes.drain()
       await store.close()
     })

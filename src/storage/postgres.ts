@@ -53,9 +53,11 @@ export const PG_SCHEMA_VERSION = MIGRATIONS.length
 /** How long a deletion's table rewrite may take before the deletion says its space was not reclaimed. */
 const VACUUM_TIMEOUT_MS = 60_000
 /** Most rows a slice of a deletion or a prune takes: each slice a statement of its own, its locks held briefly. */
-export const PG_SLICE_ROWS = 2_000
+export const PG_SLICE_ROWS = 1_000
 /** The advisory lock key under which migrations run (any fixed number the deployment does not use elsewhere). */
 const MIGRATION_LOCK = 7_318_204_551
+/** The advisory lock key under which a day's table of the cold layer is made. */
+const PARTITION_LOCK = 7_318_204_552
 
 /** Whether COMPACT_DB names a PostgreSQL database rather than a SQLite file. */
 export function isPostgresUrl(value: string): boolean {
@@ -234,15 +236,17 @@ export class PostgresStore implements Store {
   /** A page of the tenant's list rows (one a session, kept up to date by each write), by the index on tenant and newest record. */
   async listSessions(keyName: string, options: { limit: number; cursor?: string }): Promise<SessionPage> {
     const before = options.cursor ? decodeCursor(options.cursor) : Number.MAX_SAFE_INTEGER
-    const { rows } = await this.query<{ session: Buffer; n: number; first_ms: string; last_seq: string; key: Buffer; id: string; created_ms: string; raw: string; after: string }>(
-      `SELECT s.session, s.n, s.first_ms, s.last_seq, k.key, r.id, r.created_ms, r.raw, r.after
-         FROM sessions s JOIN session_keys k ON k.owner = s.owner JOIN records r ON r.seq = s.last_seq
+    const { rows } = await this.query<{ session: Buffer; n: number; first_ms: string; last_seq: string; key: Buffer | null; id: string; created_ms: string; raw: string; after: string }>(
+      // (each key looked up by its owner: a join would read every part of the keys' table)
+      `SELECT s.session, s.n, s.first_ms, s.last_seq, (SELECT k.key FROM session_keys k WHERE k.owner = s.owner) AS key, r.id, r.created_ms, r.raw, r.after
+         FROM sessions s JOIN records r ON r.seq = s.last_seq
         WHERE s.key_name = $1 AND s.last_seq < $2 ORDER BY s.last_seq DESC LIMIT $3`,
       [keyName, before, options.limit + 1]
     )
     const page = rows.slice(0, options.limit)
     return {
-      sessions: page.map((r) => ({
+      // (a session whose key is gone is being deleted)
+      sessions: page.flatMap((r) => (r.key ? [{ ...r, key: r.key }] : [])).map((r) => ({
         session_id: unseal(r.key, r.session),
         compactions: Number(r.n),
         first_at: new Date(Number(r.first_ms)).toISOString(),
@@ -261,7 +265,7 @@ export class PostgresStore implements Store {
 
   async getState(key: string, nowMs: number): Promise<unknown> {
     const { rows } = await this.query<{ value: Buffer; owner: string | null; key: Buffer | null }>(
-      'SELECT c.value, c.owner, k.key FROM cache c LEFT JOIN session_keys k ON k.owner = c.owner WHERE c.key = $1 AND c.expires_ms > $2',
+      'SELECT c.value, c.owner, (SELECT k.key FROM session_keys k WHERE k.owner = c.owner) AS key FROM cache c WHERE c.key = $1 AND c.expires_ms > $2',
       [key, nowMs]
     )
     const row = rows[0]
@@ -292,41 +296,58 @@ export class PostgresStore implements Store {
   /**
    * The session's key, records, cached rows and list row go in one transaction (a few rows, whatever the
    * session holds): from its commit nothing of the session can be read by any replica, its cold layer
-   * included. Its cold layer's rows then go in slices, each a statement of its own. Last, the small table
-   * of keys is rewritten (VACUUM FULL of it alone, milliseconds), so that the deleted key's bytes are in
-   * no page: what the session's rows leave in pages until they are reused is ciphertext and keyed hashes.
+   * included. Its cold layer's rows then go in slices, each a statement of its own. Last, the part of the
+   * keys' table that held its key is rewritten (VACUUM FULL of a 32nd of the keys, milliseconds), so that
+   * the key's bytes are in no page: what the session's rows leave in pages until they are reused is
+   * ciphertext and keyed hashes.
    */
   async deleteSession(sessionId: string, keyName: string): Promise<DeletedSession> {
     await this.migrate()
     const owner = ownerOf(keyName, sessionId)
     let deleted: Omit<DeletedSession, 'space_reclaimed'> = { compactions: 0, cold_layer: 0, cached: 0, cache_keys: [] }
     let through = 0
-    let hadKey = false
+    let keyPart: string | undefined
     await this.transaction(async (client) => {
       const keys = await client.query<{ key: string }>('DELETE FROM cache WHERE owner = $1 RETURNING key', [owner])
       const records = await client.query('DELETE FROM records WHERE owner = $1', [owner])
       await client.query('DELETE FROM sessions WHERE owner = $1', [owner])
-      hadKey = ((await client.query('DELETE FROM session_keys WHERE owner = $1', [owner])).rowCount ?? 0) > 0
+      keyPart = (await client.query<{ part: string }>('DELETE FROM session_keys WHERE owner = $1 RETURNING tableoid::regclass::text AS part', [owner])).rows[0]?.part
       const cold = await client.query<{ n: string; through: string | null }>('SELECT count(*) AS n, max(id) AS through FROM cold WHERE owner = $1', [owner])
       through = Number(cold.rows[0]?.through ?? 0)
       deleted = { compactions: records.rowCount ?? 0, cold_layer: Number(cold.rows[0]?.n ?? 0), cached: keys.rowCount ?? 0, cache_keys: keys.rows.map((r) => r.key) }
     })
-    while (((await this.query('DELETE FROM cold WHERE id IN (SELECT id FROM cold WHERE owner = $1 AND id <= $2 LIMIT $3)', [owner, through, PG_SLICE_ROWS])).rowCount ?? 0) === PG_SLICE_ROWS);
-    if (!hadKey) return { ...deleted, space_reclaimed: true }
+    while (((await this.query('DELETE FROM cold WHERE owner = $1 AND id IN (SELECT id FROM cold WHERE owner = $1 AND id <= $2 LIMIT $3)', [owner, through, PG_SLICE_ROWS])).rowCount ?? 0) === PG_SLICE_ROWS);
+    if (keyPart === undefined) return { ...deleted, space_reclaimed: true }
     try {
-      await this.pool.query({ text: 'VACUUM (FULL) session_keys', query_timeout: VACUUM_TIMEOUT_MS } as pg.QueryConfig)
+      if (!/^session_keys_\d+$/.test(keyPart)) throw new Error(`the key was in ${keyPart}, not a part of session_keys`)
+      await this.pool.query({ text: `VACUUM (FULL) ${keyPart}`, query_timeout: VACUUM_TIMEOUT_MS } as pg.QueryConfig)
       return { ...deleted, space_reclaimed: true }
     } catch (err) {
       return { ...deleted, space_reclaimed: false, reclaim_failure: err instanceof Error ? err.message : String(err) }
     }
   }
 
+  /** The cold layer's tables of days this process knows exist. */
+  private readonly days = new Set<string>()
+
+  /** Makes the cold layer's table of the day `ms` falls in, where it is missing (replicas in turns, under a lock). */
+  private async ensureDay(ms: number): Promise<void> {
+    const day = coldDay(ms)
+    if (this.days.has(day.name)) return
+    await this.migrate()
+    await this.transaction(async (client) => {
+      await client.query('SELECT pg_advisory_xact_lock($1)', [PARTITION_LOCK])
+      await client.query(dayPartition(ms))
+    })
+    this.days.add(day.name)
+  }
+
   async saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): Promise<void> {
     if (rows.length === 0) return
     const createdMs = Date.parse(owner.created_at)
     const id = ownerOf(owner.key_name, owner.session_id)
+    await this.ensureDay(createdMs)
     // One statement for all the entries, and the cap, in one transaction.
-    await this.migrate()
     await this.transaction(async (client) => {
       const key = await this.sessionKey(client, id)
       const terms = new Terms(key)
@@ -402,23 +423,47 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * In slices (PG_SLICE_ROWS rows of each kind, each a statement of its own: no lock held long); then, where
-   * anything went, a plain VACUUM of the tables (which takes no lock that stops reads or writes) makes the
-   * space reusable and gives the files' empty ends back.
+   * The cold layer's tables of days wholly before `beforeMs` are detached (CONCURRENTLY: no lock that stops
+   * reads or writes of the others) and dropped, their bytes given back to the file system at once; the
+   * rest (the day the cutoff falls in, records, expired cache rows) go in slices of PG_SLICE_ROWS rows, each
+   * a statement of its own. Tomorrow's table is made ahead.
    */
   async prune(beforeMs: number, nowMs: number): Promise<{ records: number; cache: number; memory: number }> {
+    await this.migrate()
+    await this.ensureDay(nowMs)
+    await this.ensureDay(nowMs + DAY_MS)
     const total = { records: 0, cache: 0, memory: 0 }
+    const { rows: days } = await this.query<{ name: string }>(
+      `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent
+        WHERE p.oid = 'cold'::regclass ORDER BY c.relname`
+    )
+    for (const { name } of days) {
+      const m = /^cold_(\d{4})(\d{2})(\d{2})$/.exec(name)
+      if (!m || Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])) + DAY_MS > beforeMs) continue
+      total.memory += Number((await this.query<{ n: string }>(`SELECT count(*) AS n FROM ${name}`)).rows[0]?.n ?? 0)
+      await this.detach(name)
+      await this.query(`DROP TABLE ${name}`)
+      this.days.delete(name)
+    }
     for (;;) {
-      const memory = (await this.query('DELETE FROM cold WHERE id IN (SELECT id FROM cold WHERE created_ms < $1 ORDER BY created_ms LIMIT $2)', [beforeMs, PG_SLICE_ROWS])).rowCount ?? 0
+      const memory = (await this.query('DELETE FROM cold WHERE id IN (SELECT id FROM cold WHERE created_ms < $1 LIMIT $2)', [beforeMs, PG_SLICE_ROWS])).rowCount ?? 0
       const records = await this.pruneRecords(beforeMs)
       const cache = (await this.query('DELETE FROM cache WHERE key IN (SELECT key FROM cache WHERE expires_ms <= $1 LIMIT $2)', [nowMs, PG_SLICE_ROWS])).rowCount ?? 0
       total.memory += memory
       total.records += records
       total.cache += cache
-      if (Math.max(memory, records, cache) < PG_SLICE_ROWS) break
+      if (Math.max(memory, records, cache) < PG_SLICE_ROWS) return total
     }
-    if (total.memory + total.records + total.cache > 0) await this.pool.query('VACUUM cold, records, cache, sessions')
-    return total
+  }
+
+  /** Detaches a day's table from the cold layer without stopping the others' reads and writes (finishing a detach a stop cut short). */
+  private async detach(name: string): Promise<void> {
+    try {
+      await this.query(`ALTER TABLE cold DETACH PARTITION ${name} CONCURRENTLY`)
+    } catch (err) {
+      if (!/pending detach|FINALIZE/i.test(err instanceof Error ? err.message : '')) throw err
+      await this.query(`ALTER TABLE cold DETACH PARTITION ${name} FINALIZE`)
+    }
   }
 
   /** One slice of old records, and their sessions' list rows brought up to date. */
@@ -456,9 +501,21 @@ function opened(key: Buffer, body: Buffer): CompactionRecord {
   return withSections(JSON.parse(unseal(key, body)) as StoredRecord)
 }
 
-/** The tables of the sealed schema (migration 3). */
+/**
+ * The keys' table in this many parts (by a hash of the owner): a deletion rewrites the part that held the
+ * key (VACUUM FULL, so that its bytes are in no page), a 32nd of the keys, in milliseconds, and only the
+ * sessions whose keys share that part wait meanwhile.
+ */
+const KEY_PARTITIONS = 32
+
+/** The tables of the sealed schema (migration 3). The cold layer is in a table a UTC day (see ColdDays). */
 const SEALED_SCHEMA = `
-  CREATE TABLE session_keys (owner TEXT PRIMARY KEY, key BYTEA NOT NULL);
+  CREATE TABLE session_keys (owner TEXT PRIMARY KEY, key BYTEA NOT NULL) PARTITION BY HASH (owner);
+  DO $$ BEGIN
+    FOR i IN 0..${KEY_PARTITIONS - 1} LOOP
+      EXECUTE format('CREATE TABLE session_keys_%s PARTITION OF session_keys FOR VALUES WITH (MODULUS ${KEY_PARTITIONS}, REMAINDER %s)', i, i);
+    END LOOP;
+  END $$;
   CREATE TABLE sessions (owner TEXT PRIMARY KEY, key_name TEXT NOT NULL, session BYTEA NOT NULL, n INT NOT NULL, first_ms BIGINT NOT NULL, last_seq BIGINT NOT NULL);
   CREATE INDEX sessions_by_tenant ON sessions (key_name, last_seq);
   CREATE TABLE records (
@@ -475,7 +532,7 @@ const SEALED_SCHEMA = `
   CREATE INDEX records_by_owner ON records (owner, seq) WHERE owner IS NOT NULL;
   CREATE INDEX records_by_age ON records (created_ms);
   CREATE TABLE cold (
-    id BIGSERIAL PRIMARY KEY,
+    id BIGSERIAL,
     owner TEXT NOT NULL,
     compaction_id TEXT NOT NULL,
     kind TEXT NOT NULL,
@@ -483,8 +540,9 @@ const SEALED_SCHEMA = `
     msg_from INT NOT NULL,
     msg_to INT NOT NULL,
     created_ms BIGINT NOT NULL,
-    terms TSVECTOR NOT NULL
-  );
+    terms TSVECTOR NOT NULL,
+    PRIMARY KEY (id, created_ms)
+  ) PARTITION BY RANGE (created_ms);
   CREATE INDEX cold_by_owner ON cold (owner, id);
   CREATE INDEX cold_by_compaction ON cold (owner, compaction_id);
   CREATE INDEX cold_by_age ON cold (created_ms);
@@ -536,6 +594,8 @@ async function sealSessions(client: pg.PoolClient): Promise<void> {
     after = Number(at(rows, rows.length - 1).seq)
   }
   await client.query("SELECT setval(pg_get_serial_sequence('records', 'seq'), greatest((SELECT max(seq) FROM records), 1))")
+  const days = await client.query<{ day: string }>('SELECT DISTINCT floor(created_ms / 86400000)::bigint AS day FROM memory')
+  for (const { day } of days.rows) await client.query(dayPartition(Number(day) * DAY_MS))
   for (let after = 0; ; ) {
     const { rows } = await client.query<{ id: string; key_name: string; session_id: string; compaction_id: string; kind: string; text: string; msg_from: number; msg_to: number; created_ms: string }>(
       'SELECT id, key_name, session_id, compaction_id, kind, text, msg_from, msg_to, created_ms FROM memory WHERE id > $1 ORDER BY id LIMIT $2',
@@ -563,4 +623,18 @@ async function sealSessions(client: pg.PoolClient): Promise<void> {
     await client.query('INSERT INTO cache (key, owner, value, expires_ms) VALUES ($1, $2, $3, $4)', [c.key, owner, seal(key, json), c.expires_ms])
   }
   await client.query('DROP TABLE memory, compactions, summary_cache')
+}
+
+const DAY_MS = 86_400_000
+
+/** The cold layer's table of the UTC day `ms` falls in: its name and its range. */
+export function coldDay(ms: number): { name: string; from: number; to: number } {
+  const from = Math.floor(ms / DAY_MS) * DAY_MS
+  return { name: `cold_${new Date(from).toISOString().slice(0, 10).replaceAll('-', '')}`, from, to: from + DAY_MS }
+}
+
+/** The statement that makes the day's table of the cold layer, where it is missing. */
+function dayPartition(ms: number): string {
+  const day = coldDay(ms)
+  return `CREATE TABLE IF NOT EXISTS ${day.name} PARTITION OF cold FOR VALUES FROM (${day.from}) TO (${day.to})`
 }

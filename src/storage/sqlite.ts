@@ -42,10 +42,21 @@ export function openConnection(path: string): Database.Database {
 /** The kind weights of a recall's rank, as SQL (bm25 is negative, lower is better). */
 const KIND_RANK = `CASE c.kind ${Object.entries(KIND_WEIGHT).map(([kind, w]) => `WHEN '${kind}' THEN ${w}`).join(' ')} ELSE 1.0 END`
 
-/** Most rows a slice of a deletion or a prune takes, so that the writer is held about 100 ms at most (bench/scale-store.ts). */
-export const SLICE_ROWS = 2_000
-/** Most freed pages a slice of reclaiming gives back. */
-const RECLAIM_PAGES = 4_096
+/**
+ * How long one slice of a deletion, a prune or a reclaim holds the writer: it works in small steps and
+ * commits once this has passed, so that a write asked meanwhile waits about this long at most
+ * (bench/scale-store.ts measures the wait).
+ */
+export const SLICE_MS = 40
+/** Rows of one step of a slice. */
+const STEP_ROWS = 100
+/**
+ * Most rows of a kind one slice deletes: deleting is cheap (a few microseconds a row) but its commit
+ * writes every page it touched, zeroed, to the WAL (6,700 entries: 40 ms to delete, 40-240 ms to commit).
+ */
+const SLICE_ROWS = 1_000
+/** Freed pages one step of reclaiming gives back. */
+const STEP_PAGES = 256
 
 /**
  * The store's writes on one connection, run where that connection lives: in the writer thread for a file
@@ -133,13 +144,19 @@ export class SqliteWrites {
     })()
   }
 
-  /** Up to `limit` of a deleted session's cold-layer entries (those through `through`), rows and terms; how many. */
-  deleteCold(sessionId: string, keyName: string, through: number, limit: number): number {
+  /** A slice (SLICE_MS) of a deleted session's cold-layer entries (those through `through`), rows and terms; whether any are left. */
+  deleteCold(sessionId: string, keyName: string, through: number): { deleted: number; more: boolean } {
     const owner = ownerOf(keyName, sessionId)
     return this.db.transaction(() => {
-      const ids = this.statements.coldSlice.all(owner, through, limit) as number[]
-      for (const id of ids) this.dropEntry(id)
-      return ids.length
+      const started = performance.now()
+      let deleted = 0
+      for (;;) {
+        const ids = this.statements.coldSlice.all(owner, through, STEP_ROWS) as number[]
+        for (const id of ids) this.dropEntry(id)
+        deleted += ids.length
+        if (ids.length < STEP_ROWS) return { deleted, more: false }
+        if (deleted >= SLICE_ROWS || performance.now() - started >= SLICE_MS) return { deleted, more: true }
+      }
     })()
   }
 
@@ -154,8 +171,13 @@ export class SqliteWrites {
    * reader's snapshot kept the WAL from being emptied.
    */
   reclaim(): { done: boolean; busy: boolean } {
-    this.db.pragma(`incremental_vacuum(${RECLAIM_PAGES})`)
-    if ((this.db.pragma('freelist_count', { simple: true }) as number) > 0 && (this.db.pragma('auto_vacuum', { simple: true }) as number) === 2) return { done: false, busy: false }
+    const started = performance.now()
+    if ((this.db.pragma('auto_vacuum', { simple: true }) as number) === 2) {
+      while ((this.db.pragma('freelist_count', { simple: true }) as number) > 0) {
+        if (performance.now() - started >= SLICE_MS) return { done: false, busy: false }
+        this.db.pragma(`incremental_vacuum(${STEP_PAGES})`)
+      }
+    }
     const [checkpoint] = this.db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[]
     return { done: true, busy: checkpoint?.busy !== 0 }
   }
@@ -178,23 +200,31 @@ export class SqliteWrites {
   }
 
   /**
-   * One slice of the retention prune: up to `limit` cold-layer entries and records created before
-   * `beforeMs` (the lists' rows of their sessions brought up to date) and expired cache rows.
+   * One slice (SLICE_MS) of the retention prune: cold-layer entries and records created before `beforeMs`
+   * (the lists' rows of their sessions brought up to date), and expired cache rows, a step at a time.
    */
-  pruneSlice(beforeMs: number, nowMs: number, limit: number): { records: number; cache: number; memory: number } {
+  pruneSlice(beforeMs: number, nowMs: number): { records: number; cache: number; memory: number; more: boolean } {
     return this.db.transaction(() => {
-      const entries = this.statements.oldCold.all(beforeMs, limit) as number[]
-      for (const id of entries) this.dropEntry(id)
-      const records = this.statements.oldRecords.all(beforeMs, limit) as { seq: number; owner: string | null }[]
-      for (const r of records) this.statements.deleteRecord.run(r.seq)
-      for (const owner of new Set(records.map((r) => r.owner))) {
-        if (owner === null) continue
-        const { n, first_ms } = this.statements.sessionFigures.get(owner) as { n: number; first_ms: number | null }
-        if (n === 0) this.statements.deleteSessionRow.run(owner)
-        else this.statements.refreshSession.run(n, first_ms, owner)
+      const started = performance.now()
+      const total = { records: 0, cache: 0, memory: 0, more: true }
+      for (;;) {
+        const entries = this.statements.oldCold.all(beforeMs, STEP_ROWS) as number[]
+        for (const id of entries) this.dropEntry(id)
+        const records = this.statements.oldRecords.all(beforeMs, STEP_ROWS) as { seq: number; owner: string | null }[]
+        for (const r of records) this.statements.deleteRecord.run(r.seq)
+        for (const owner of new Set(records.map((r) => r.owner))) {
+          if (owner === null) continue
+          const { n, first_ms } = this.statements.sessionFigures.get(owner) as { n: number; first_ms: number | null }
+          if (n === 0) this.statements.deleteSessionRow.run(owner)
+          else this.statements.refreshSession.run(n, first_ms, owner)
+        }
+        const cache = this.statements.pruneCache.run(nowMs, STEP_ROWS).changes
+        total.memory += entries.length
+        total.records += records.length
+        total.cache += cache
+        if (Math.max(entries.length, records.length, cache) < STEP_ROWS) return { ...total, more: false }
+        if (Math.max(total.memory, total.records, total.cache) >= SLICE_ROWS || performance.now() - started >= SLICE_MS) return total
       }
-      const cache = this.statements.pruneCache.run(nowMs, limit).changes
-      return { records: records.length, cache, memory: entries.length }
     })()
   }
 
@@ -478,14 +508,14 @@ export class SqliteStore implements Store {
 
   /**
    * Deleted by the writer (after every write asked for before it): the session's key and its few rows at
-   * once, then its cold layer in slices that other writes come between, then the freed pages given back
+   * once, then its cold layer in slices (SLICE_MS) that other writes come between, then the freed pages given back
    * and the WAL emptied; taken out of the records' journal too.
    */
   async deleteSession(sessionId: string, keyName: string): Promise<DeletedSession> {
     const { through, ...deleted } = await this.writer.run('deleteSession', [sessionId, keyName])
     if (this.journalFd !== undefined) this.rewriteJournal(this.journalFd, `${this.path}-records.journal`, (r) => r.key_name === keyName && r.session_id === sessionId)
     if (deleted.compactions + deleted.cold_layer + deleted.cached === 0) return { ...deleted, space_reclaimed: true }
-    while ((await this.writer.run('deleteCold', [sessionId, keyName, through, SLICE_ROWS])) === SLICE_ROWS);
+    while ((await this.writer.run('deleteCold', [sessionId, keyName, through])).more);
     let reclaimed = await this.writer.run('reclaim', [])
     while (!reclaimed.done) reclaimed = await this.writer.run('reclaim', [])
     return { ...deleted, space_reclaimed: !reclaimed.busy, ...(reclaimed.busy ? { reclaim_failure: 'a reader kept the WAL from being emptied' } : {}) }
@@ -531,16 +561,21 @@ export class SqliteStore implements Store {
     return this.reader.run('recap', [sessionId, keyName])
   }
 
-  /** In slices (SLICE_ROWS rows of each kind), each a write of its own: other writes come between them. */
+  /**
+   * In slices (SLICE_MS each), each a write of its own: other writes come between them; then the freed
+   * pages given back to the file system, in slices too (a file this version made).
+   */
   async prune(beforeMs: number, nowMs: number): Promise<{ records: number; cache: number; memory: number }> {
     const total = { records: 0, cache: 0, memory: 0 }
     for (;;) {
-      const slice = await this.writer.run('pruneSlice', [beforeMs, nowMs, SLICE_ROWS])
+      const slice = await this.writer.run('pruneSlice', [beforeMs, nowMs])
       total.records += slice.records
       total.cache += slice.cache
       total.memory += slice.memory
-      if (Math.max(slice.records, slice.cache, slice.memory) < SLICE_ROWS) return total
+      if (!slice.more) break
     }
+    if (total.records + total.cache + total.memory > 0) while (!(await this.writer.run('reclaim', [])).done);
+    return total
   }
 
   async checkWritable(): Promise<void> {

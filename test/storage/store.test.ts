@@ -3,7 +3,7 @@ import Database from 'better-sqlite3'
 import pg from 'pg'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { emptySections } from '../../src/compaction/index.js'
-import { MIGRATIONS as PG_MIGRATIONS, PG_SCHEMA_VERSION, PostgresStore } from '../../src/storage/postgres.js'
+import { MIGRATIONS as PG_MIGRATIONS, PG_SCHEMA_VERSION, PostgresStore, coldDay } from '../../src/storage/postgres.js'
 import { SCHEMA_VERSION, SqliteStore } from '../../src/storage/sqlite.js'
 import { MIGRATIONS as SQLITE_MIGRATIONS } from '../../src/storage/sqlite-schema.js'
 import { MAX_WRITE_BACKLOG } from '../../src/storage/sqlite-threads.js'
@@ -421,6 +421,36 @@ describe.skipIf(pgMissing !== undefined)(`PostgresStore${pgMissing ? ` (skipped:
         expect([table, left.rows[0].n]).toEqual([table, 0])
       }
       expect((await s.listRecords('kept', 'alpha', { limit: 5 })).records.map((r) => r.summary.text)).toEqual([secret(5)])
+    } finally {
+      await client.end()
+    }
+  })
+
+  it("prunes the cold layer's days wholly past retention by dropping their tables (the bytes go back at once), the day of the cutoff row by row", async () => {
+    const url = freshPgUrl()
+    const s = new PostgresStore(url)
+    stores.push(s)
+    const schema = new URL(url).searchParams.get('schema')!
+    const now = Date.parse('2026-12-03T12:00:00.000Z')
+    const entry = (session: string, at: number, text: string) => s.saveMemory({ compaction_id: `c-${at}`, session_id: session, key_name: 'alpha', created_at: new Date(at).toISOString() }, [{ kind: 'ask', text, from: 0, to: 0 }])
+    await entry('old', now - 40 * 86_400_000, 'forty days old')
+    await entry('old', now - 30 * 86_400_000 - 3_600_000, 'just past the cutoff')
+    await entry('old', now - 30 * 86_400_000 + 3_600_000, 'just within it')
+    await entry('new', now, 'today')
+    const client = new pg.Client({ connectionString: PG_URL })
+    await client.connect()
+    const tables = async (): Promise<string[]> =>
+      (await client.query<{ t: string }>("SELECT tablename AS t FROM pg_tables WHERE schemaname = $1 AND tablename LIKE 'cold_%' ORDER BY 1", [schema])).rows.map((r) => r.t)
+    try {
+      expect(await tables()).toEqual([coldDay(now - 40 * 86_400_000).name, coldDay(now - 30 * 86_400_000 - 3_600_000).name, coldDay(now).name].sort())
+      const pruned = await s.prune(now - 30 * 86_400_000, now)
+      expect(pruned.memory).toBe(2)
+      // the 40-day-old table is gone; the cutoff's day keeps what is within; tomorrow's is made ahead
+      expect(await tables()).toEqual([coldDay(now - 30 * 86_400_000).name, coldDay(now).name, coldDay(now + 86_400_000).name].sort())
+      expect((await s.recall('old', 'alpha', { text: 'days cutoff within', limit: 5 })).map((h) => h.text)).toEqual(['just within it'])
+      expect((await s.recall('new', 'alpha', { text: 'today', limit: 5 })).map((h) => h.text)).toEqual(['today'])
+      await entry('old', now - 40 * 86_400_000, 'late write of an old day') // its table made again
+      expect((await s.recall('old', 'alpha', { text: 'late write', limit: 5 })).map((h) => h.text)).toEqual(['late write of an old day'])
     } finally {
       await client.end()
     }

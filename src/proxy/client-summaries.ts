@@ -1,6 +1,8 @@
 import Anthropic from '@anthropic-ai/sdk'
+import OpenAI from 'openai'
 import type { Message } from '../compaction/index.js'
 import { ConversationSummarizer } from '../summarizer/conversation.js'
+import { type OpenAiConversation, OpenAiConversationSummarizer } from '../summarizer/openai-conversation.js'
 import { SDK_MAX_RETRIES } from '../summarizer/index.js'
 import { ResilientSummarizer } from '../summarizer/resilient.js'
 import type { Summarizer } from '../summarizer/summarizer.js'
@@ -9,6 +11,8 @@ import type { Summarizer } from '../summarizer/summarizer.js'
 export interface ClientSummaries {
   /** The Messages API the proxy forwards to (the base URL, as the SDK takes it). */
   baseUrl: string
+  /** The OpenAI-compatible API the proxy forwards to, where the client's credentials are what it is sent with (the gateway has no OPENAI_API_KEY). */
+  openAiBaseUrl?: string
   /** The whole summary, retry included, ends within this; then the fallback. */
   timeoutMs: number
   fallback: 'extractive' | 'error'
@@ -29,5 +33,27 @@ export function clientSummarizer(settings: ClientSummaries, body: Record<string,
   return (messages) => {
     const client = new Anthropic({ apiKey: null, authToken: null, baseURL: settings.baseUrl, defaultHeaders: own, maxRetries: SDK_MAX_RETRIES, timeout: settings.timeoutMs })
     return new ResilientSummarizer(new ConversationSummarizer({ request, messages, client, after }), { timeoutMs: settings.timeoutMs, fallback: settings.fallback })
+  }
+}
+
+/**
+ * The summarizer of one proxied Chat Completions or Responses conversation: the body it was forwarded
+ * with (`forwarded`, read once the upstream has begun to answer it), the client's own credentials and
+ * headers, its model. Undefined where the gateway forwards with a key of its own.
+ */
+export function openAiClientSummarizer(
+  settings: ClientSummaries,
+  conversation: Omit<OpenAiConversation, 'client'>,
+  model: string,
+  headers: Record<string, string>
+): ((messages: Message[]) => Summarizer) | undefined {
+  if (!settings.openAiBaseUrl) return undefined
+  const baseURL = settings.openAiBaseUrl
+  const own = Object.fromEntries(Object.entries(headers).filter(([name]) => !SDK_OWN.has(name.toLowerCase()) && name.toLowerCase() !== 'authorization'))
+  const bearer = /^Bearer\s+(.+)$/i.exec(Object.entries(headers).find(([name]) => name.toLowerCase() === 'authorization')?.[1] ?? '')?.[1]
+  return () => {
+    // (a client that sends no key, as to a local server, is sent on with none)
+    const client = new OpenAI({ apiKey: bearer ?? 'none', baseURL, defaultHeaders: bearer ? own : { ...own, authorization: null }, maxRetries: SDK_MAX_RETRIES, timeout: settings.timeoutMs })
+    return new ResilientSummarizer(new OpenAiConversationSummarizer({ ...conversation, client }, model), { timeoutMs: settings.timeoutMs, fallback: settings.fallback })
   }
 }

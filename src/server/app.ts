@@ -13,7 +13,7 @@ import type { Metrics } from '../telemetry/metrics.js'
 import { OPEN_ROUTES, authPlugin } from './auth.js'
 import { readUi, uiRoutes } from './routes/ui.js'
 import { summarizerKind } from '../summarizer/index.js'
-import { type Config, DEFAULT_UPSTREAM_URL, parseApiKeys, trustProxy, usesClientModel } from './config.js'
+import { type Config, DEFAULT_OPENAI_BASE_URL, DEFAULT_UPSTREAM_URL, parseApiKeys, trustProxy, usesClientModel } from './config.js'
 import type { ClientSummaries } from '../proxy/client-summaries.js'
 import { answerClientError, badUrl, errorHandlingPlugin } from './errors.js'
 import { RateLimitError } from '../contract/errors.js'
@@ -140,10 +140,16 @@ export async function buildApp(options: AppOptions): Promise<App> {
   // With no model of its own (and not told to stay extractive), the gateway has the client's own model write
   // its conversation's summaries, with the client's credentials (never a gateway key: there is none then).
   const clientSummaries: ClientSummaries | undefined = usesClientModel(config)
-    ? { baseUrl: config.ANTHROPIC_BASE_URL ?? DEFAULT_UPSTREAM_URL, timeoutMs: config.COMPACT_SUMMARIZER_TIMEOUT_MS, fallback: config.COMPACT_FALLBACK }
+    ? {
+        baseUrl: config.ANTHROPIC_BASE_URL ?? DEFAULT_UPSTREAM_URL,
+        // OpenAI's APIs too, where what they are forwarded with is the client's own key (the gateway has none)
+        ...(config.OPENAI_API_KEY ? {} : { openAiBaseUrl: config.OPENAI_BASE_URL ?? DEFAULT_OPENAI_BASE_URL }),
+        timeoutMs: config.COMPACT_SUMMARIZER_TIMEOUT_MS,
+        fallback: config.COMPACT_FALLBACK
+      }
     : undefined
   await app.register(routes(messagesRoutes, 'proxy', 'store', 'metrics'), { budget, credentials: anthropic, ...(clientSummaries ? { clientSummaries } : {}) })
-  await app.register(routes(openAiRoutes, 'proxy', 'store', 'metrics'), { budget, credentials: openai })
+  await app.register(routes(openAiRoutes, 'proxy', 'store', 'metrics'), { budget, credentials: openai, ...(clientSummaries ? { clientSummaries } : {}) })
   await app.register(routes(modelsRoutes, 'proxy'), { anthropic, openai })
   return app as unknown as App
 }

@@ -198,7 +198,7 @@ export function setupLine(config: Config, keys: number): string {
   const fold = config.COMPACT_FOLD_MODEL ? `, folding with ${config.COMPACT_FOLD_MODEL}` : ''
   const summarizer =
     kind === 'extractive'
-      ? `summarizer extractive${usesClientModel(config) ? " (no ANTHROPIC_API_KEY; proxied conversations summarized by the client's own model, COMPACT_SUMMARIZER=extractive to turn off)" : ''}`
+      ? `summarizer extractive${usesClientModel(config) ? ` (no ANTHROPIC_API_KEY; ${config.OPENAI_API_KEY ? 'Messages API' : 'proxied'} conversations summarized by the client's own model, COMPACT_SUMMARIZER=extractive to turn off)` : ''}`
       : `summarizer ${kind} ${config.COMPACT_MODEL}${at ? ` at ${place(at)}` : ''}${fold} (fallback ${config.COMPACT_FALLBACK})`
   // with a model summarizer compactions run inline: the model's wait, not the core, is their time
   const workers = config.COMPACT_WORKERS > 0 && kind === 'extractive' ? `${config.COMPACT_WORKERS} workers (bodies from ${config.COMPACT_WORKER_MIN_KB} KB)` : 'compactions inline'

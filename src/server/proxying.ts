@@ -9,9 +9,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import { keyedResponses } from './routes/security.js'
 import type { ItemsField } from '../contract/wire.js'
-import { type ClientSummaries, clientSummarizer } from '../proxy/client-summaries.js'
+import type { ClientSummaries } from '../proxy/client-summaries.js'
 import { UsageTap, type UpstreamUsage } from '../proxy/usage.js'
-import { CHARS_PER_TOKEN } from '../compaction/index.js'
+import { CHARS_PER_TOKEN, type Message } from '../compaction/index.js'
+import type { Summarizer } from '../summarizer/summarizer.js'
 import type { ProxyOutcome, ProxyRequest } from '../proxy/compactor.js'
 import { type ProxyParts, derivedSession, farUnderBudget, ownSession, proxyBudget, proxySession } from '../proxy/request.js'
 import { type Upstream, type UpstreamResponse, clientHeaders, upstreamHeaders } from '../proxy/upstream.js'
@@ -61,8 +62,21 @@ export interface ProxiedApi<R> {
   write(body: ProxiedBody, read: R, outcome: Exclude<ProxyOutcome, { kind: 'none' }>): Buffer
   /** Where, in the client's body, a problem the core found at one of its messages is (its path). */
   place?(read: R, path: string): string
-  /** Whether the client's own model may write the conversation's summaries (the Messages API's generation endpoint). */
-  clientSummaries?: true
+  /**
+   * Where the client's own model may write the conversation's summaries (the generation endpoints): the
+   * summarizer of this request, from its body, the headers it is forwarded with, a promise settled once
+   * the upstream has begun to answer, and the bytes it was forwarded as (set by then).
+   */
+  clientSummarizer?: (
+    settings: ClientSummaries,
+    body: ProxiedBody,
+    read: R,
+    headers: Record<string, string>,
+    after: Promise<unknown>,
+    forwarded: () => Buffer | undefined
+  ) => ((messages: Message[]) => Summarizer) | undefined
+  /** Whether the answers' usage is the Messages API's, counted into the session's cost. */
+  costs?: true
 }
 
 /** A proxy plugin's options. */
@@ -268,8 +282,11 @@ export async function proxyRequest<R>(
   // answer this request (its prefix is then in the cache the summary call reads).
   let answered = (): void => undefined
   const after = new Promise<void>((resolve) => (answered = resolve))
+  const forwarded: { bytes?: Buffer } = {}
   const forClient =
-    context.clientSummaries && api.clientSummaries && 'parts' in read ? clientSummarizer(context.clientSummaries, body.value() as Record<string, unknown>, upstreamHeaders(request.headers, credentials), after) : undefined
+    context.clientSummaries && api.clientSummarizer && 'read' in read
+      ? api.clientSummarizer(context.clientSummaries, body, read.read, upstreamHeaders(request.headers, credentials), after, () => forwarded.bytes)
+      : undefined
   const outcome = await compactProxied(app, api, read, request, { session, budget, signal: abort.signal, ...(forClient ? { clientSummarizer: forClient } : {}) }).catch((err: unknown) => {
     answered()
     throw err
@@ -280,6 +297,7 @@ export async function proxyRequest<R>(
   if (begin) reply.raw.once('close', begin)
 
   const payload = outcome.kind === 'none' || !('read' in read) ? body.bytes : api.write(body, read.read, outcome)
+  forwarded.bytes = payload
   const asked = performance.now()
   // The query string goes on as it came (Claude Code's `?beta=true`).
   const query = request.url.indexOf('?')
@@ -309,7 +327,7 @@ export async function proxyRequest<R>(
   })
   // A session's cost: what the upstream says each answer cost, and what compaction kept out of the request.
   const keptOut = outcome.kind === 'none' ? 0 : (body.bytes.length - payload.length) / CHARS_PER_TOKEN
-  const onUsage = api.clientSummaries && session !== undefined ? (usage: UpstreamUsage | undefined) => app.proxy.costs.addRequest(request.keyName, session, usage, keptOut) : undefined
+  const onUsage = api.costs && session !== undefined ? (usage: UpstreamUsage | undefined) => app.proxy.costs.addRequest(request.keyName, session, usage, keptOut) : undefined
   return relay(reply, api, res, outcome, notRead, () => abort.signal.aborted, onUsage)
 }
 

@@ -125,7 +125,7 @@ export class ConversationSummarizer implements Summarizer {
 }
 
 /** The first words of a message, to point the model at where the kept turns begin. */
-function openingOf(message: Message): string {
+export function openingOf(message: Message): string {
   const blocks = typeof message.content === 'string' ? [{ type: 'text', text: message.content }] : message.content
   for (const b of blocks) {
     if (b.type === 'text' && typeof b.text === 'string' && b.text.trim()) return clipWords(b.text.trim())

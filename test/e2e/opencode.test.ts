@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { FakeOpenAi, type FakeOpenAiReply, type OpenAiRequest } from '../helpers/fake-openai.js'
 import { boundedRun, changes, crossingFigures, expectScriptEnd, listedCompactions, openAiFixedTokens, openAiGateway, OTHER_PACES, type Pace, paceReport, runClient, summaryTiming, writeReport } from '../helpers/e2e.js'
-import { type ServerProcess, installedClient } from '../helpers/process.js'
+import { type ServerProcess, installedClient, startServer, tempDb } from '../helpers/process.js'
 
 /**
  * The real opencode (from npm, installed by scripts/install-clients.sh into .clients/) runs a scripted
@@ -32,7 +32,9 @@ const STEPS = 30
 const LINES = 150
 
 const isSummaryCall = (r: OpenAiRequest): boolean => r.body.model === SUMMARY_MODEL
-const isTitleCall = (r: OpenAiRequest): boolean => !isSummaryCall(r) && (r.body.tools ?? []).length === 0
+/** A summary call in opencode's own conversation, with its own model (the gateway has no key): a message after opencode's asks for the compaction. */
+const isClientSummaryCall = (r: OpenAiRequest): boolean => JSON.stringify(r.body.messages ?? '').includes('<compaction-request>')
+const isTitleCall = (r: OpenAiRequest): boolean => !isSummaryCall(r) && !isClientSummaryCall(r) && (r.body.tools ?? []).length === 0
 const messagesOf = (r: OpenAiRequest): OpenAiRequest['body']['messages'] => r.body.messages
 
 /** The script: each answer reads the next LINES lines (found from the last call's result), then the end. */
@@ -158,6 +160,43 @@ describe.skipIf(missing !== undefined)(`opencode ${OPENCODE_VERSION} through the
       summary_calls: fake.requests.filter(isSummaryCall).length,
       ...crossingFigures(proxied, compactions, MODEL_MS),
       summary_message_changes: summaryChanges
+    })
+    gateway.child.kill('SIGTERM')
+    await fake.close()
+  }, 600_000)
+
+  it("writes its summaries with opencode's own model and key where the gateway has none, reading opencode's prefix from the upstream's cache", async () => {
+    expect(fixed, 'the first run measured what opencode sends every turn').toBeGreaterThan(0)
+    const fake = await new FakeOpenAi().start()
+    const { work, file } = workFolder()
+    const script = scripted(file)
+    const summaryAnswer = JSON.stringify({ objective: 'Read the build log in steps (SCRIPT-MAIN)', next_steps: ['Read the next lines'] })
+    fake.fallback = (r) => (isClientSummaryCall(r) ? { delayMs: MODEL_MS, text: summaryAnswer } : script.reply(r))
+    const budget = fixed + ROOM
+    // no key of the gateway's, none of its own checks: opencode's key goes upstream, and writes the summaries
+    const gateway = await startServer({ OPENAI_BASE_URL: `${fake.url}/v1`, COMPACT_DB: tempDb(), COMPACT_BUDGET: String(budget) })
+    servers.push(gateway)
+    await runToScriptEnd(gateway, fake, script, work)
+    const calls = fake.requests.filter(isClientSummaryCall)
+    expect(calls.length).toBeGreaterThanOrEqual(1)
+    for (const c of calls) {
+      expect(c.headers.authorization).toBe(`Bearer ${GATEWAY_KEY}`)
+      expect(c.body.model).toBe(AGENT_MODEL)
+    }
+    const run = boundedRun(gateway, budget)
+    expect(run.compactions.some((c) => c.source === 'precomputed')).toBe(true)
+    const last = messagesOf(fake.requests.filter((r) => !isClientSummaryCall(r) && !isTitleCall(r)).at(-1) as OpenAiRequest)
+    expect(JSON.stringify(last)).toContain('SCRIPT-MAIN')
+    const tokens = calls.reduce((n, r) => n + (r.cache?.prompt ?? 0), 0)
+    const cached = calls.reduce((n, r) => n + (r.cache?.cached ?? 0), 0)
+    writeReport('opencode-client-model', {
+      client: `opencode ${OPENCODE_VERSION}`,
+      budget,
+      summary_calls: calls.length,
+      compactions: run.compactions.length,
+      sources: run.compactions.map((c) => c.source),
+      summary_input_tokens: tokens,
+      summary_cache_read_share: cached / Math.max(1, tokens)
     })
     gateway.child.kill('SIGTERM')
     await fake.close()

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { once } from 'node:events'
 import { type IncomingHttpHeaders, type Server, createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -28,6 +29,8 @@ export interface FakeOpenAiReply {
 export interface OpenAiRequest {
   headers: IncomingHttpHeaders
   path: string
+  /** The prompt's tokens (estimated) and those read from the prefix cache, as its usage reports them. */
+  cache?: { prompt: number; cached: number }
   /** The body's bytes as they came. */
   raw: Buffer
   body: {
@@ -111,6 +114,8 @@ export class FakeOpenAi {
   fallback: FakeOpenAiReply | ((request: OpenAiRequest) => FakeOpenAiReply) = { toolInput: { objective: 'fake summary' } }
   private server: Server | undefined
   url = ''
+  /** The prompts' prefixes seen, read back as OpenAI's automatic prompt caching reads them. */
+  readonly prefixCache = new PrefixCache()
 
   reply(...replies: FakeOpenAiReply[]): this {
     this.queue.push(...replies)
@@ -142,6 +147,7 @@ export class FakeOpenAi {
           return json(400, { error: { message: refusal, type: 'invalid_request_error', param: null, code: null } })
         }
         const received: OpenAiRequest = { headers: req.headers, path: req.url as string, raw: bytes, body: JSON.parse(raw) as OpenAiRequest['body'] }
+        received.cache = this.prefixCache.take(received.body)
         this.requests.push(received)
         const next = this.queue.shift() ?? (typeof this.fallback === 'function' ? this.fallback(received) : this.fallback)
         const send = (): void => {
@@ -149,9 +155,9 @@ export class FakeOpenAi {
           if (status !== 200) return json(status, { error: { message: `fake ${status}`, type: status === 429 ? 'rate_limit_error' : 'server_error' } }, next.headers)
           const model = received.body.model
           if (req.url === '/v1/responses/compact') return json(200, compaction(received.body.input), next.headers)
-          if (received.body.stream !== true) return json(200, api === 'chat' ? completion(model, next) : response(model, next), next.headers)
+          if (received.body.stream !== true) return json(200, api === 'chat' ? completion(model, next, received.cache) : response(model, next, received.cache), next.headers)
           res.writeHead(200, { 'content-type': 'text/event-stream', ...next.headers })
-          const events = api === 'chat' ? chatChunks(model, next, usageAsked(received.body)) : responseEvents(model, next)
+          const events = api === 'chat' ? chatChunks(model, next, usageAsked(received.body), received.cache) : responseEvents(model, next, received.cache)
           // a stream that breaks off does so once its first event has left
           if (next.breakOff) return void res.write(events[0], () => res.destroy())
           for (const event of events) res.write(event)
@@ -191,7 +197,7 @@ function chatToolCalls(reply: FakeOpenAiReply): { id: string; type: 'function'; 
   return [{ id: `call_fake_${counter}`, type: 'function', function: { name: 'record_summary', arguments: reply.rawArguments ?? JSON.stringify(reply.toolInput ?? {}) } }]
 }
 
-function completion(model: string, reply: FakeOpenAiReply): unknown {
+function completion(model: string, reply: FakeOpenAiReply, cache: OpenAiRequest['cache']): unknown {
   counter++
   const calls = chatToolCalls(reply)
   const call = calls !== undefined
@@ -207,7 +213,7 @@ function completion(model: string, reply: FakeOpenAiReply): unknown {
     created: Math.floor(Date.now() / 1000),
     model,
     choices: [{ index: 0, message, finish_reason: call ? 'tool_calls' : 'stop', logprobs: null }],
-    usage: { prompt_tokens: 1_000 + counter, completion_tokens: 100, total_tokens: 1_100 + counter }
+    usage: chatUsage(cache, 100)
   }
 }
 
@@ -265,13 +271,13 @@ function compaction(input: unknown): Record<string, unknown> {
  * Chat Completions chunks as the API streams them: the role, then the text in two deltas or each function
  * call (its id and name, then its arguments), the finish, the usage where it was asked for, [DONE].
  */
-function chatChunks(model: string, reply: FakeOpenAiReply, withUsage: boolean): string[] {
+function chatChunks(model: string, reply: FakeOpenAiReply, withUsage: boolean, cache: OpenAiRequest['cache']): string[] {
   counter++
   const id = `chatcmpl-fake-${counter}`
   const created = Math.floor(Date.now() / 1000)
   const data = (fields: Record<string, unknown>): string => `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, ...fields })}\n\n`
   const chunk = (delta: unknown, finish: string | null): string => data({ choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }] })
-  const usage = withUsage ? [data({ choices: [], usage: { prompt_tokens: 1_000 + counter, completion_tokens: 10, total_tokens: 1_010 + counter } })] : []
+  const usage = withUsage ? [data({ choices: [], usage: chatUsage(cache, 10) })] : []
   if (reply.toolCalls) {
     const calls = reply.toolCalls.flatMap((c, index) => [
       chunk({ tool_calls: [{ index, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }] }, null),
@@ -285,7 +291,7 @@ function chatChunks(model: string, reply: FakeOpenAiReply, withUsage: boolean): 
 }
 
 /** A Responses API response object with one assistant message. */
-function response(model: string, reply: FakeOpenAiReply): Record<string, unknown> {
+function response(model: string, reply: FakeOpenAiReply, cache: OpenAiRequest['cache']): Record<string, unknown> {
   counter++
   const text = answerText(reply)
   return {
@@ -295,13 +301,13 @@ function response(model: string, reply: FakeOpenAiReply): Record<string, unknown
     status: 'completed',
     model,
     output: reply.output ?? [{ type: 'message', id: `msg_fake_${counter}`, status: 'completed', role: 'assistant', content: [{ type: 'output_text', text, annotations: [] }] }],
-    usage: { input_tokens: 1_000 + counter, output_tokens: 10, total_tokens: 1_010 + counter, input_tokens_details: { cached_tokens: 0 }, output_tokens_details: { reasoning_tokens: 0 } }
+    usage: responsesUsage(cache, 10)
   }
 }
 
 /** The Responses API's events for a response, in its order, each numbered: a message's text as a delta, any other item whole. */
-function responseEvents(model: string, reply: FakeOpenAiReply): string[] {
-  const done = response(model, reply)
+function responseEvents(model: string, reply: FakeOpenAiReply, cache: OpenAiRequest['cache']): string[] {
+  const done = response(model, reply, cache)
   const events: Record<string, unknown>[] = [{ type: 'response.created', response: { ...done, status: 'in_progress', output: [] } }]
   for (const [k, item] of (done.output as { type: string; id: string; content?: { text: string }[] }[]).entries()) {
     const at = { output_index: k, item_id: item.id, content_index: 0 }
@@ -348,4 +354,50 @@ export function responsesRefusal(raw: string): string | undefined {
     if (k >= 0) return `Item 'input[${k}]' of type 'reasoning' was not found: items are not persisted when \`store\` is set to false`
   }
   return responsesInputRefusal(body.input)
+}
+
+/** A Chat Completions usage with the prompt's tokens and those read from cache. */
+function chatUsage(cache: OpenAiRequest['cache'], output: number): Record<string, unknown> {
+  const prompt = cache?.prompt ?? 1_000 + counter
+  return { prompt_tokens: prompt, completion_tokens: output, total_tokens: prompt + output, prompt_tokens_details: { cached_tokens: cache?.cached ?? 0 } }
+}
+
+/** A Responses usage with the input's tokens and those read from cache. */
+function responsesUsage(cache: OpenAiRequest['cache'], output: number): Record<string, unknown> {
+  const input = cache?.prompt ?? 1_000 + counter
+  return { input_tokens: input, output_tokens: output, total_tokens: input + output, input_tokens_details: { cached_tokens: cache?.cached ?? 0 }, output_tokens_details: { reasoning_tokens: 0 } }
+}
+
+/** OpenAI's prompts are cached from 1,024 tokens on, in blocks of 128. */
+const CACHE_MIN_TOKENS = 1_024
+const CACHE_BLOCK_TOKENS = 128
+
+/**
+ * OpenAI's automatic prompt caching, as its documentation states it: a prompt's prefix that an earlier
+ * prompt began with exactly is read from cache, from 1,024 tokens on, in blocks of 128; nothing marks it.
+ * The prompt is read in the order the API renders it (tools, then the instructions, then each message or
+ * item), and a prefix matches item by item (a partial item is not credited: the count is the lower bound).
+ * Tokens are estimated at four characters each.
+ */
+export class PrefixCache {
+  private readonly seen = new Set<string>()
+
+  take(body: OpenAiRequest['body']): { prompt: number; cached: number } {
+    const parts: unknown[] = [body.tools ?? [], body.instructions ?? null, ...((Array.isArray(body.messages) ? body.messages : Array.isArray(body.input) ? body.input : [body.input]) as unknown[])]
+    const hash = createHash('sha256')
+    let chars = 0
+    let cached = 0
+    const prefixes: string[] = []
+    for (const part of parts) {
+      const text = JSON.stringify(part) ?? 'null'
+      hash.update(text).update('\u0000')
+      chars += text.length
+      const h = hash.copy().digest('hex')
+      prefixes.push(h)
+      if (this.seen.has(h)) cached = Math.ceil(chars / 4)
+    }
+    for (const h of prefixes) this.seen.add(h)
+    const prompt = Math.ceil(chars / 4)
+    return { prompt, cached: cached >= CACHE_MIN_TOKENS ? Math.floor(cached / CACHE_BLOCK_TOKENS) * CACHE_BLOCK_TOKENS : 0 }
+  }
 }

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify'
 import { Type } from 'typebox'
+import { clientSummarizer } from '../../proxy/client-summaries.js'
 import { readMessagesRequest } from '../../proxy/request.js'
 import { withMessages } from '../../contract/wire.js'
 import { type ProxiedApi, type ProxyContext, installProxyHooks, proxyErrors, proxyHeaders, proxyRequest, upstreamAnswer } from '../proxying.js'
@@ -56,7 +57,9 @@ export const messagesRoutes: FastifyPluginAsync<ProxyContext> = async (app, opti
       upstream,
       credentials,
       read: (body) => ({ parts: readMessagesRequest(body.value()), read: undefined }),
-      ...(route.endpoint === 'messages' ? { clientSummaries: true as const } : {}),
+      ...(route.endpoint === 'messages'
+        ? { clientSummarizer: (settings, body, _read, headers, after) => clientSummarizer(settings, body.value() as Record<string, unknown>, headers, after), costs: true as const }
+        : {}),
       write: (body, _read, outcome) => withMessages(body.value() as object, outcome.messages)
     }
     // The body is read by the proxy, not by a schema: the contract describes it, the upstream checks it.

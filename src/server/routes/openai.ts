@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify'
 import { Type } from 'typebox'
+import { openAiClientSummarizer } from '../../proxy/client-summaries.js'
 import { type OpenAiApi, type OpenAiHistory, openAiPayload, readOpenAiRequest } from '../../proxy/openai.js'
 import { type ProxiedApi, type ProxyContext, type ProxyRead, installProxyHooks, proxyErrors, proxyHeaders, proxyRequest, upstreamAnswer } from '../proxying.js'
 import { KEYED } from './security.js'
@@ -96,6 +97,15 @@ export const openAiRoutes: FastifyPluginAsync<ProxyContext> = async (app, option
         return read.kind === 'unread' ? { unread: read.reason } : { parts: read.history, read: read.history }
       },
       write: (body, history, outcome) => openAiPayload(body.value() as object, history, outcome),
+      // the client's own model writes summaries in its own conversation (not behind the upstream's own compaction)
+      ...(route.endpoint === 'responses_compact'
+        ? {}
+        : {
+            clientSummarizer: (settings, body, _history, headers, after, forwarded) => {
+              const model = (body.value() as { model?: unknown }).model
+              return openAiClientSummarizer(settings, { api: kind, after, forwarded: () => forwardedConversation(forwarded(), kind) }, typeof model === 'string' ? model : 'unknown', headers)
+            }
+          }),
       // the core's message i is the turn that starts at the client's item starts[i]
       place: (history, path) => path.replace(/^\/messages\/(\d+).*/, (_m, i: string) => `/${history.field}/${history.adapted.starts[Number(i)] ?? i}`)
     }
@@ -125,4 +135,12 @@ export const openAiRoutes: FastifyPluginAsync<ProxyContext> = async (app, option
       async (request, reply) => proxyRequest(app, options, api, outcomes, request, reply)
     )
   }
+}
+
+/** The body a request was forwarded as, and where each of its messages starts among its items (read again from the bytes sent). */
+function forwardedConversation(bytes: Buffer | undefined, kind: OpenAiApi): { body: Record<string, unknown>; starts: readonly number[] } | undefined {
+  if (!bytes) return undefined
+  const body = JSON.parse(bytes.toString('utf8')) as Record<string, unknown>
+  const read = readOpenAiRequest(body, kind, () => true)
+  return { body, starts: read.kind === 'history' ? read.history.adapted.starts : [] }
 }

@@ -217,7 +217,10 @@ const qualityRows = qualities.map(([name, q]) => [
   `${q.failingTestsNamed}/${q.failingTests}`,
   q.singleTask ? (q.objectiveSteady ? 'yes' : 'NO') : q.objectiveSteady ? '(yes)' : '(no)',
   q.workStood,
-  `${(100 * q.requestShare).toFixed(0)}%`
+  `${(100 * q.requestShare).toFixed(0)}%`,
+  `${q.declinedAsFailures}/${q.declined}`,
+  q.emptyFiles,
+  q.filesTwice
 ])
 const sum = (f: (q: Quality) => number): number => qualities.reduce((n, [, q]) => n + f(q), 0)
 const single = qualities.filter(([, q]) => q.singleTask)
@@ -231,7 +234,11 @@ const q = {
   tests: sum((x) => x.failingTests),
   named: sum((x) => x.failingTestsNamed),
   steady: single.filter(([, x]) => x.objectiveSteady).length,
-  stood: sum((x) => (x.workStood === 1 ? 1 : 0))
+  stood: sum((x) => (x.workStood === 1 ? 1 : 0)),
+  declined: sum((x) => x.declined),
+  declinedFailed: sum((x) => x.declinedAsFailures),
+  emptyFiles: sum((x) => x.emptyFiles),
+  filesTwice: sum((x) => x.filesTwice)
 }
 qualityRows.push([
   `TOTAL (${qualities.length})`,
@@ -242,10 +249,13 @@ qualityRows.push([
   `${q.named}/${q.tests}`,
   `${q.steady}/${single.length}`,
   `${q.stood}/${qualities.length}`,
-  `median ${(100 * (shares[shares.length >> 1] ?? 0)).toFixed(0)}%`
+  `median ${(100 * (shares[shares.length >> 1] ?? 0)).toFixed(0)}%`,
+  `${q.declinedFailed}/${q.declined}`,
+  q.emptyFiles,
+  q.filesTwice
 ])
 console.log('\nextractive summary quality (the eval\'s own rules); objective over three rounds in parentheses for runs of several tasks\n')
-console.log(table(['transcript', 'objective real', 'tracebacks with exception', 'duplicate errors', 'empty searches as errors', 'failing tests named', 'objective steady', 'work stood entries', 'requests share'], qualityRows))
+console.log(table(['transcript', 'objective real', 'tracebacks with exception', 'duplicate errors', 'empty searches as errors', 'failing tests named', 'objective steady', 'work stood entries', 'requests share', 'declined calls as failures', 'empty file entries', 'paths twice'], qualityRows))
 const verdict = (ok: boolean): string => (ok ? 'meets' : 'misses')
 console.log(
   [
@@ -255,7 +265,9 @@ console.log(
     `empty searches as errors ${q.empty} (0: ${verdict(q.empty === 0)})`,
     `failing tests named ${pct(q.named, q.tests)} (≥ 95%: ${verdict(q.tests === 0 || q.named / q.tests >= 0.95)})`,
     `objective steady over three rounds on single-task runs ${pct(q.steady, single.length)} (100%: ${verdict(q.steady === single.length)})`,
-    `one "where the work stood" ${pct(q.stood, qualities.length)} (100%: ${verdict(q.stood === qualities.length)})`
+    `one "where the work stood" ${pct(q.stood, qualities.length)} (100%: ${verdict(q.stood === qualities.length)})`,
+    `calls the user declined listed as failures ${q.declinedFailed} of ${q.declined} (0: ${verdict(q.declinedFailed === 0)})`,
+    `file entries with no path ${q.emptyFiles} (0: ${verdict(q.emptyFiles === 0)}), paths listed under two spellings ${q.filesTwice} (0: ${verdict(q.filesTwice === 0)})`
   ].join('\n')
 )
 
@@ -274,7 +286,7 @@ for (const t of transcripts) {
   await store.saveMemory({ compaction_id: 'cmp_recall', session_id: 's', key_name: '', created_at: new Date().toISOString() }, spanMemory(plan, t.messages, out.clips, redactors))
   const facts = recallFacts(plan.span)
   const found: typeof facts = []
-  for (const f of facts) if ((await store.recall('s', '', { text: f.query, limit: 5 })).some((r) => r.messages[0] <= f.message && f.message <= r.messages[1])) found.push(f)
+  for (const f of facts) if ((await store.recall('s', '', { text: f.query, limit: 5 })).some((r) => (f.inText ? r.text.includes(f.text) : r.messages[0] <= f.message && f.message <= r.messages[1]))) found.push(f)
   await store.close()
   factsTotal += facts.length
   factsFound += found.length
@@ -282,7 +294,7 @@ for (const t of transcripts) {
   recallRows.push([short(t.name), facts.length, found.length, missed.join('; ') || '-'])
 }
 recallRows.push([`TOTAL (${recallRows.length})`, factsTotal, factsFound, `recall@5 ${pct(factsFound, factsTotal)}`])
-console.log('\ncold layer: facts of the removed span (a late sentence of an early request, an exception line, a command) searched by a few of their rarest words\n')
+console.log('\ncold layer: facts of the removed span (a late sentence of an early request, an exception line, a signal line a command that succeeded printed, a later line of a multi-line command, a command) searched by a few of their rarest words\n')
 console.log(table(['transcript', 'facts', 'found in top 5', 'missed'], recallRows))
 console.log(`target: recall@5 ≥ 95%: ${pct(factsFound, factsTotal)}, ${verdict(factsTotal === 0 || factsFound / factsTotal >= 0.95)}`)
 

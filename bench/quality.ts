@@ -19,7 +19,19 @@ export interface Quality {
   objectiveSteady: boolean
   workStood: number
   requestShare: number
+  /** Calls the user declined (the eval's own reading of the clients' wordings), and those the summary lists as failures. */
+  declined: number
+  declinedAsFailures: number
+  /** Entries of the files sections with no path, and paths listed twice under two spellings. */
+  emptyFiles: number
+  filesTwice: number
 }
+
+/** A result that says the user declined the call, in the wordings the eval knows of (its own list, not the service's). */
+const DECLINED = /user (?:declined|rejected|denied)|rejected by the user|doesn't want to (?:proceed|take this action)|tell Claude what to do differently|the user chose not to|permission (?:was )?denied by (?:the )?user/i
+
+/** The path of a files entry (before its " — " note). */
+const pathOf = (entry: string): string => (entry.split(' — ')[0] ?? '').trim()
 
 function compactOnce(messages: Message[], keepTurns = 8) {
   const plan = planCompaction({ messages, mode: 'manual', budgetTokens: BUDGET, sizingBudgetTokens: BUDGET, keepTokens: Math.floor(BUDGET / 3), keepTurns, dryRun: false })
@@ -129,6 +141,8 @@ export function quality(messages: Message[]): Quality | undefined {
   let tracebacks = 0
   let withException = 0
   let emptySearchErrors = 0
+  let declined = 0
+  let declinedAsFailures = 0
   const calls = new Map<string, string>()
   for (let i = 0; i < span.length; i++) {
     const m = span[i]!
@@ -143,8 +157,14 @@ export function quality(messages: Message[]): Quality | undefined {
       if (!command) continue
       // the entries about this command (one per distinct way it failed)
       const entries = items.filter((e) => e.includes(command.slice(0, 60)))
-      if (entries.length === 0) continue
       const output = toolResultText(b)
+      if (DECLINED.test(output.slice(0, 400))) {
+        declined++
+        // listed as a failure: an error entry that carries the decline as what the call printed
+        const said = output.trim().split('\n')[0]!.slice(0, 40)
+        if (items.some((e) => e.includes(said))) declinedAsFailures++
+      }
+      if (entries.length === 0) continue
       const code = /<returncode>\s*(-?\d+)|exit code (-?\d+)/.exec(output)
       const failed = b.is_error === true || (code !== null && Number(code[1] ?? code[2]) !== 0)
       const exception = failed ? exceptionLine(output) : undefined
@@ -167,7 +187,18 @@ export function quality(messages: Message[]): Quality | undefined {
   const last = rounds[rounds.length - 1]
   const requestChars = s.user_requests.join('\n').length
 
+  const paths = [...s.files_modified, ...s.files_inspected].map(pathOf)
+  const emptyFiles = paths.filter((p) => !/[\w.]/.test(p)).length
+  const distinct = [...new Set(paths.filter((p) => p !== ''))]
+  // the same file twice: `./x` beside `x`, or an absolute path beside the relative path of two or more
+  // segments it ends with (a one-segment name may be another file of that name elsewhere)
+  const filesTwice = distinct.filter((a) => distinct.some((b) => a !== b && (a === `./${b}` || (a.startsWith('/') && b.includes('/') && !b.startsWith('/') && a.endsWith(`/${b}`))))).length
+
   return {
+    declined,
+    declinedAsFailures,
+    emptyFiles,
+    filesTwice,
     objectiveReal: objectiveIsReal(s.objective, requests),
     tracebacks,
     tracebacksWithException: withException,

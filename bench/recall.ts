@@ -6,8 +6,13 @@
 import { type Message, isPromptMessage, isToolResult, isToolUse, toolResultText, userText } from '../src/compaction/index.js'
 
 export interface Fact {
-  kind: 'late sentence of a request' | 'exception line' | 'command'
+  kind: 'late sentence of a request' | 'exception line' | 'command' | 'signal line of a command that succeeded' | 'later line of a multi-line command'
   text: string
+  /**
+   * The hit must hold the text itself (a part of an entry, not only its message); any entry that does
+   * answers it (a command run several times is the same command each time).
+   */
+  inText?: true
   query: string
   /** A result answers the fact when its citation covers this message index. */
   message: number
@@ -69,6 +74,30 @@ export function recallFacts(span: readonly Message[]): Fact[] {
       }
     }
   })
+  // A line that says something went wrong, printed by a command that succeeded (no error flag, no status
+  // other than 0 in its output): the last one of the span.
+  const SIGNAL = /^\s*(?:[A-Za-z_][\w.]*(?:Error|Exception|Warning): \S.*|FAILED \S.*|(?:error|fatal)(?:\[\w+\])?: \S.*)$/
+  span.forEach((m, i) => {
+    if (typeof m.content === 'string') return
+    for (const b of m.content) {
+      if (!isToolResult(b) || b.is_error === true) continue
+      const out = toolResultText(b)
+      const status = /<returncode>\s*(-?\d+)|exit code (-?\d+)/.exec(out)
+      if (status && Number(status[1] ?? status[2]) !== 0) continue
+      const line = out.split('\n').reverse().find((l) => l.length <= 300 && SIGNAL.test(l))
+      if (!line) continue
+      const f: Fact = { kind: 'signal line of a command that succeeded', text: line.trim(), query: query(line, counts), message: i }
+      const at = facts.findIndex((x) => x.kind === f.kind)
+      if (at >= 0) facts[at] = f
+      else facts.push(f)
+    }
+  })
+  // A later line of a command of several lines, kept with the command's entry.
+  const multi = [...calls.values()].filter((c) => c.command.includes('\n') && words(c.command.split('\n')[1] ?? '').length >= 3).at(-1)
+  if (multi) {
+    const second = (multi.command.split('\n')[1] ?? '').trim()
+    facts.push({ kind: 'later line of a multi-line command', text: second, query: query(second, counts), message: multi.index, inText: true })
+  }
   const commands = [...calls.values()].filter((c) => words(c.command).length >= 3)
   const cmd = commands[Math.floor(commands.length / 2)]
   if (cmd) facts.push({ kind: 'command', text: cmd.command.split('\n')[0]!, query: query(cmd.command.split('\n')[0]!, counts), message: cmd.index })

@@ -189,6 +189,35 @@ describe.skipIf(missing !== undefined)(`the sessions page in chromium${missing ?
     await page.getByLabel('Gateway key').waitFor()
   }, 60_000)
 
+  it("fits a phone's width (390 pixels) in every view, signed out and signed in: only the sign-in form while signed out", async () => {
+    const { page } = await tab()
+    await page.setViewportSize({ width: 390, height: 844 })
+    const fits = async (): Promise<boolean> => (await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth')) as boolean
+    await page.goto(`${server.url}/ui/`)
+    await page.getByLabel('Gateway key').waitFor()
+    // signed out: the sessions app is not shown under the form
+    expect(await page.locator('#app').isVisible()).toBe(false)
+    expect(await fits()).toBe(true)
+    await page.getByLabel('Gateway key').fill(ALICE)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    const sessions = page.getByRole('navigation', { name: 'Sessions' })
+    await sessions.getByRole('button', { name: /short-session/ }).click()
+    await expect.poll(() => page.locator('#chart-caption').textContent(), { timeout: 20_000 }).toMatch(/compaction/)
+    expect(await fits()).toBe(true)
+    // a compaction opened: its id wraps, and the buttons and the table stay within the window
+    await page.locator('#compactions tr').first().getByRole('button').click()
+    await page.getByRole('article').getByRole('heading', { name: /^Compaction cmp_/ }).waitFor()
+    expect(await fits()).toBe(true)
+    for (const name of ['Delete session…', 'Search']) {
+      const box = await page.getByRole('button', { name }).boundingBox()
+      expect(box && box.x >= 0 && box.x + box.width <= 390, name).toBe(true)
+    }
+    await page.screenshot({ path: join(SHOTS, 'phone.png'), fullPage: true })
+    await page.getByRole('button', { name: 'Sign out' }).click()
+    await page.getByLabel('Gateway key').waitFor()
+    expect(await page.locator('#app').isVisible()).toBe(false)
+  }, 60_000)
+
   it("says what a proxied session cost, from the upstream's own usage, and what compaction saved", async () => {
     const { page } = await tab()
     await page.goto(`${server.url}/ui/`)

@@ -18,28 +18,34 @@ export const EXIT_UNREACHABLE = 3
 export const EXIT_SERVICE_ERROR = 4
 export const DEFAULT_URL = 'http://127.0.0.1:8080'
 
-const USAGE = `usage:
-  compaction-gateway serve                 start the service (settings from the environment; see README)
-  compaction-gateway compact FILE [options]
+/** Each command's usage line(s). */
+const COMMANDS: Record<string, string> = {
+  serve: `  compaction-gateway serve                 start the service (settings from the environment; see README)`,
+  compact: `  compaction-gateway compact FILE [options]
                                            compact the history in FILE (- for stdin): a JSON object
-                                           with "messages" and optionally "system" and "tools"
-  compaction-gateway recall SESSION QUERY [--limit N] [--kind KIND]...
-                                           search what compactions of SESSION removed
-  compaction-gateway recap SESSION         the session's current summary
-  compaction-gateway sessions [--limit N] [--cursor C]
-                                           your sessions, newest activity first
-  compaction-gateway show SESSION COMPACTION
-                                           one compaction: what it removed, its cold layer, its summary
-  compaction-gateway delete SESSION [--yes]
+                                           with "messages" and optionally "system" and "tools"`,
+  recall: `  compaction-gateway recall SESSION QUERY [--limit N] [--kind KIND]...
+                                           search what compactions of SESSION removed`,
+  recap: `  compaction-gateway recap SESSION         the session's current summary`,
+  sessions: `  compaction-gateway sessions [--limit N] [--cursor C]
+                                           your sessions, newest activity first`,
+  show: `  compaction-gateway show SESSION COMPACTION
+                                           one compaction: what it removed, its cold layer, its summary`,
+  delete: `  compaction-gateway delete SESSION [--yes]
                                            delete the session: its records, summaries, cold layer and
-                                           cached summaries (asks first, unless --yes)
-  compaction-gateway --version             the version of this client
-options for every command that calls the service:
-  --url URL             the service (default $COMPACTION_GATEWAY_URL or ${DEFAULT_URL})
+                                           cached summaries (asks first, unless --yes)`
+}
+
+const SERVICE_HELP = `options for every command that calls the service:
+  --url URL             the service (default $COMPACTION_GATEWAY_URL, else http://$HOST:$PORT as the
+                        service reads them, else ${DEFAULT_URL})
   --key KEY             API key (default $COMPACTION_GATEWAY_KEY)
   --timeout SECONDS     give up (exit 3) when the service has not answered by then (default 300)
-  --json                print the service's raw response
-options for compact:
+  --json                print the service's raw response`
+
+/** Each command's own options, where it has any. */
+const OPTIONS: Record<string, string> = {
+  compact: `options for compact:
   --mode auto|manual    default manual: compact now, as /compact does
   --budget N|off        budget_tokens
   --keep-tokens N       keep_tokens
@@ -50,13 +56,62 @@ options for compact:
   --session ID          session_id, for the service's records
   --format FORMAT       anthropic (default), openai-chat or openai-responses: the history's format (a
                         Responses request body's "input" is read as its history), and the answer's
-  --out FILE            write the compacted history as a request body, ready to send on
-options for recall:
+  --out FILE            write the compacted history as a request body, ready to send on`,
+  recall: `options for recall:
   --limit N             at most N results (default 10, at most 50)
-  --kind KIND           only entries of this kind (ask, answer, command, error, evidence, file); repeatable
+  --kind KIND           only entries of this kind (ask, answer, command, error, evidence, file); repeatable`,
+  sessions: `options for sessions:
+  --limit N             at most N sessions (default 20)
+  --cursor C            the next page, as the last one said`,
+  delete: `options for delete:
+  --yes                 delete without asking`
+}
+
+const USAGE = `usage:
+${Object.values(COMMANDS).join('\n')}
+  compaction-gateway --version             the version of this client
+  compaction-gateway COMMAND --help        one command's usage and options
+${SERVICE_HELP}
+${Object.values(OPTIONS).join('\n')}
   -h, --help            this text`
 
+/** One command's usage and its options (serve's settings are the environment's). */
+function commandHelp(command: string): string {
+  const usage = COMMANDS[command]
+  if (!usage) return USAGE
+  if (command === 'serve') return `usage:\n${usage}\n  (PORT, HOST, COMPACT_DB, COMPACT_API_KEYS, ANTHROPIC_API_KEY…: see the README's Configuration)`
+  return [`usage:\n${usage}`, SERVICE_HELP, OPTIONS[command]].filter((x) => x !== undefined).join('\n')
+}
+
 class UsageError extends Error {}
+
+/** A count and its noun, singular for one. */
+export function count(n: number, one: string, many = `${one}s`): string {
+  return `${number(n)} ${n === 1 ? one : many}`
+}
+
+function number(n: number): string {
+  return n.toLocaleString('en-US')
+}
+
+/** A time as the reader's clock reads it, to the second. */
+export function localTime(iso: string): string {
+  const d = new Date(iso)
+  if (Number.isNaN(d.getTime())) return iso
+  const pad = (v: number): string => String(v).padStart(2, '0')
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`
+}
+
+/** Rows under a header, each column as wide as its widest cell (numbers to the right). */
+export function aligned(header: string[], rows: string[][], right: boolean[]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)))
+  const line = (cells: string[]): string =>
+    cells
+      .map((c, i) => (right[i] ? c.padStart(widths[i] ?? 0) : i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
+      .join('  ')
+      .trimEnd()
+  return [line(header), ...rows.map(line)].join('\n')
+}
 
 function fail(message: string, code: number): never {
   process.stderr.write(`compaction-gateway: ${message}\n`)
@@ -75,6 +130,16 @@ interface Service {
   timeoutMs: number
 }
 
+/**
+ * The service the environment names as the service reads it (HOST and PORT), so that one setting serves
+ * both: a service listening on every interface is reached on loopback.
+ */
+export function serviceUrl(env: NodeJS.ProcessEnv): string {
+  if (env.PORT === undefined && env.HOST === undefined) return DEFAULT_URL
+  const host = env.HOST === undefined || env.HOST === '0.0.0.0' || env.HOST === '::' ? '127.0.0.1' : env.HOST
+  return `http://${host.includes(':') ? `[${host}]` : host}:${env.PORT ?? '8080'}`
+}
+
 /** How long the client waits for an answer by default: longer than a model summary may take. */
 export const DEFAULT_TIMEOUT_S = 300
 
@@ -82,14 +147,14 @@ function service(values: { url?: string; key?: string; timeout?: string }): Serv
   const timeout = positiveInt('timeout', values.timeout) ?? DEFAULT_TIMEOUT_S
   if (timeout < 1) throw new UsageError('--timeout takes a number of seconds, at least 1')
   return {
-    base: (values.url ?? process.env.COMPACTION_GATEWAY_URL ?? DEFAULT_URL).replace(/\/+$/, ''),
+    base: (values.url ?? process.env.COMPACTION_GATEWAY_URL ?? serviceUrl(process.env)).replace(/\/+$/, ''),
     key: values.key ?? process.env.COMPACTION_GATEWAY_KEY,
     timeoutMs: timeout * 1_000
   }
 }
 
 /** One call to the service: its JSON answer, or the process ends with exit 3 (unreachable) or 4 (an error answer). */
-async function callService(svc: Service, method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, onAnswer?: () => void): Promise<unknown> {
+async function callService(svc: Service, method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, onAnswer?: () => void, hint = ''): Promise<unknown> {
   let res: Response
   try {
     res = await fetch(`${svc.base}${path}`, {
@@ -115,7 +180,7 @@ async function callService(svc: Service, method: 'GET' | 'POST' | 'DELETE', path
   if (!res.ok) {
     const e = (payload as { error?: { type?: string; message?: string; path?: string } }).error
     const where = e?.path ? ` (at ${e.path})` : ''
-    fail(`the service answered ${res.status} ${e?.type ?? ''}: ${e?.message ?? text.slice(0, 200)}${where}`, EXIT_SERVICE_ERROR)
+    fail(`the service answered ${res.status} ${e?.type ?? ''}: ${e?.message ?? text.slice(0, 200)}${where}${res.status === 400 ? hint : ''}`, EXIT_SERVICE_ERROR)
   }
   return payload
 }
@@ -130,7 +195,6 @@ const SERVICE_OPTIONS = {
 
 async function recall(argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { ...SERVICE_OPTIONS, limit: { type: 'string' }, kind: { type: 'string', multiple: true } } })
-  if (values.help) return void process.stdout.write(`${USAGE}\n`)
   if (positionals.length < 2) throw new UsageError('recall takes a SESSION and a QUERY')
   const [session, ...words] = positionals as [string, ...string[]]
   const limit = positiveInt('limit', values.limit)
@@ -146,7 +210,6 @@ async function recall(argv: string[]): Promise<void> {
 
 async function recap(argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: SERVICE_OPTIONS })
-  if (values.help) return void process.stdout.write(`${USAGE}\n`)
   if (positionals.length !== 1) throw new UsageError('recap takes one SESSION')
   const payload = (await callService(service(values), 'GET', `/v1/sessions/${encodeURIComponent(at(positionals, 0))}/recap`)) as {
     summary: { text: string }
@@ -154,12 +217,11 @@ async function recap(argv: string[]): Promise<void> {
     created_at: string
   }
   if (values.json) return void process.stdout.write(`${JSON.stringify(payload, null, 2)}\n`)
-  process.stdout.write(`${payload.compactions} compactions, the latest at ${payload.created_at}\n\n${payload.summary.text}\n`)
+  process.stdout.write(`${count(payload.compactions, 'compaction')}, the latest at ${localTime(payload.created_at)}\n\n${payload.summary.text}\n`)
 }
 
 async function sessions(argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { ...SERVICE_OPTIONS, limit: { type: 'string' }, cursor: { type: 'string' } } })
-  if (values.help) return void process.stdout.write(`${USAGE}\n`)
   if (positionals.length !== 0) throw new UsageError('sessions takes no argument')
   const query = new URLSearchParams()
   const limit = positiveInt('limit', values.limit)
@@ -171,14 +233,13 @@ async function sessions(argv: string[]): Promise<void> {
   }
   if (values.json) return void process.stdout.write(`${JSON.stringify(payload, null, 2)}\n`)
   if (payload.sessions.length === 0) return void process.stdout.write('no sessions\n')
-  const rows = payload.sessions.map((s) => `${s.last_at}  ${String(s.compactions).padStart(5)}  ${String(s.raw_history_tokens).padStart(9)} → ${String(s.context_after_compaction).padEnd(9)}  ${s.session_id}`)
-  process.stdout.write(`last compaction            count    tokens before → after      session\n${rows.join('\n')}\n`)
+  const rows = payload.sessions.map((s) => [localTime(s.last_at), number(s.compactions), number(s.raw_history_tokens), number(s.context_after_compaction), s.session_id])
+  process.stdout.write(`${aligned(['last compaction', 'compactions', 'tokens before', 'after', 'session'], rows, [false, true, true, true, false])}\n`)
   if (payload.next_cursor) process.stdout.write(`more: --cursor ${payload.next_cursor}\n`)
 }
 
 async function show(argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: SERVICE_OPTIONS })
-  if (values.help) return void process.stdout.write(`${USAGE}\n`)
   if (positionals.length !== 2) throw new UsageError('show takes a SESSION and a COMPACTION id')
   const [session, id] = positionals.map(encodeURIComponent)
   const payload = (await callService(service(values), 'GET', `/v1/sessions/${session}/compactions/${id}`)) as {
@@ -204,7 +265,6 @@ async function show(argv: string[]): Promise<void> {
 
 async function remove(argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { ...SERVICE_OPTIONS, yes: { type: 'boolean' } } })
-  if (values.help) return void process.stdout.write(`${USAGE}\n`)
   if (positionals.length !== 1) throw new UsageError('delete takes one SESSION')
   const session = at(positionals, 0)
   if (!values.yes) {
@@ -221,7 +281,7 @@ async function remove(argv: string[]): Promise<void> {
   if (values.json) return void process.stdout.write(`${JSON.stringify(payload, null, 2)}\n`)
   const d = payload.deleted
   if (d.compactions + d.cold_layer + d.cached + d.conversations === 0) return void process.stdout.write(`nothing kept of session ${session}: nothing to delete\n`)
-  process.stdout.write(`deleted session ${session}: ${d.compactions} compactions, ${d.cold_layer} cold-layer entries, ${d.cached} cached summaries and anchors\n`)
+  process.stdout.write(`deleted session ${session}: ${count(d.compactions, 'compaction')}, ${count(d.cold_layer, 'cold-layer entry', 'cold-layer entries')}, ${count(d.cached, 'cached summary or anchor', 'cached summaries and anchors')}\n`)
   if (!payload.space_reclaimed) process.stdout.write('its space was not reclaimed yet (the store was busy): delete again to retry\n')
 }
 
@@ -243,10 +303,6 @@ async function compact(argv: string[]): Promise<void> {
       out: { type: 'string' }
     }
   })
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`)
-    return
-  }
   if (positionals.length !== 1) throw new UsageError('compact takes one FILE (or - for stdin)')
   if (values.mode !== 'auto' && values.mode !== 'manual') throw new UsageError('--mode is auto or manual')
   if (values.summarizer !== undefined && !['auto', 'model', 'anthropic', 'openai', 'extractive'].includes(values.summarizer)) throw new UsageError('--summarizer is auto, model, anthropic, openai or extractive')
@@ -268,7 +324,13 @@ async function compact(argv: string[]): Promise<void> {
   // a Responses API request body holds its history as `input`
   const field = !Array.isArray(input.messages) && values.format === 'openai-responses' && Array.isArray(input.input) ? 'input' : 'messages'
   const history = input[field]
-  if (!Array.isArray(history)) fail(`${file}: no "messages" array${values.format === 'openai-responses' ? ' (nor "input")' : ''}`, EXIT_USAGE)
+  if (!Array.isArray(history)) {
+    const responses = values.format === undefined && Array.isArray(input.input) ? ': it has an "input" array, as a Responses request does (--format openai-responses)' : ''
+    fail(`${file}: no "messages" array${values.format === 'openai-responses' ? ' (nor "input")' : responses}`, EXIT_USAGE)
+  }
+  // a history sent without --format that reads as another API's: said beside the service's refusal
+  const other = values.format === undefined ? otherFormat(history) : undefined
+  const hint = other ? ` (the history looks like ${other === 'openai-chat' ? 'a Chat Completions' : "a Responses API's"} one: try --format ${other})` : ''
 
   const budget = values.budget === 'off' ? 'off' : positiveInt('budget', values.budget)
   const body = {
@@ -287,7 +349,7 @@ async function compact(argv: string[]): Promise<void> {
   }
   const stop = startSpinner('compacting')
   const started = performance.now()
-  const payload = await callService(service(values), 'POST', '/v1/compact', body, stop)
+  const payload = await callService(service(values), 'POST', '/v1/compact', body, stop, hint)
   const elapsed = performance.now() - started
   const response = payload as CompactResponseView & { messages?: unknown[] }
   if (values.out) {
@@ -297,6 +359,14 @@ async function compact(argv: string[]): Promise<void> {
   process.stdout.write(values.json ? `${JSON.stringify(payload, null, 2)}\n` : `${formatReport(response, elapsed)}\n`)
 }
 
+/** The OpenAI format a history reads as, where it is not the Messages API's: its roles, calls and item types say. */
+function otherFormat(history: unknown[]): 'openai-chat' | 'openai-responses' | undefined {
+  const items = history.filter((m): m is Record<string, unknown> => typeof m === 'object' && m !== null)
+  if (items.some((m) => typeof m.type === 'string' && /^(?:function_call|function_call_output|reasoning|custom_tool_call|local_shell_call)/.test(m.type))) return 'openai-responses'
+  if (items.some((m) => m.role === 'tool' || m.role === 'system' || m.role === 'developer' || Array.isArray(m.tool_calls))) return 'openai-chat'
+  return undefined
+}
+
 /** The client's version: the package's. */
 export const CLI_VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version
 
@@ -304,8 +374,8 @@ export async function run(argv: string[]): Promise<void> {
   const [command, ...rest] = argv
   try {
     if (command === '--version' || command === '-v' || command === 'version') return void process.stdout.write(`compaction-gateway ${CLI_VERSION}\n`)
-    // Help for any command prints and does nothing else (serve --help starts no server).
-    if (rest.includes('--help') || rest.includes('-h')) return void process.stdout.write(`${USAGE}\n`)
+    // Help for any command prints its own usage and does nothing else (serve --help starts no server).
+    if (rest.includes('--help') || rest.includes('-h')) return void process.stdout.write(`${command !== undefined && COMMANDS[command] ? commandHelp(command) : USAGE}\n`)
     if (command === 'serve') {
       if (rest.length > 0) throw new UsageError(`serve takes no arguments (its settings come from the environment); got ${rest.join(' ')}`)
       return await serve()
@@ -322,8 +392,13 @@ export async function run(argv: string[]): Promise<void> {
     }
     throw new UsageError(`unknown command ${JSON.stringify(command)}`)
   } catch (err) {
-    if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-      fail(`${(err as Error).message} (compaction-gateway --help for usage)`, EXIT_USAGE)
+    const code = (err as { code?: string }).code
+    if (err instanceof UsageError || code?.startsWith('ERR_PARSE_ARGS')) {
+      // (Node's own words for an unknown option leave a quote open: said here in full)
+      const unknown = code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /'(-[^']*)'/.exec((err as Error).message)?.[1] : undefined
+      const message = unknown ? `${command ?? ''} has no option ${unknown}`.trim() : (err as Error).message
+      const help = command !== undefined && COMMANDS[command] ? `compaction-gateway ${command} --help` : 'compaction-gateway --help'
+      fail(`${message} (${help} for usage)`, EXIT_USAGE)
     }
     throw err
   }

@@ -19,7 +19,8 @@ export function formatReport(r: CompactResponseView, elapsedMs: number): string 
   if (r.compacted && r.summary) lines.push(r.summary.text, '')
   else if (dryRun) {
     // what the compaction would leave: the messages a summary would replace, and the tail kept raw
-    const replaced = r.kept_from > 0 ? `messages 0–${r.kept_from - 1} (${n(s.compacted_turns ?? 0)} turns)` : 'nothing'
+    const turns = s.compacted_turns ?? 0
+    const replaced = r.kept_from > 0 ? `messages 0–${r.kept_from - 1} (${n(turns)} ${turns === 1 ? 'turn' : 'turns'})` : 'nothing'
     lines.push(`dry run: a compaction would summarize ${replaced} and keep the rest raw; nothing was summarized or recorded`, '')
   } else lines.push(`not compacted: ${r.reason}`, '')
   const rows: [string, string][] = [

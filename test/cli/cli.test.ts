@@ -145,6 +145,32 @@ describe('compaction-gateway itself', () => {
     expect(stdout.trim()).toBe(`compaction-gateway ${(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version}`)
   })
 
+  it("prints a command's own usage and options for its --help", async () => {
+    const compact = await cli(['compact', '--help'])
+    expect(compact.code).toBe(0)
+    expect(compact.stdout).toContain('compaction-gateway compact FILE')
+    expect(compact.stdout).toContain('--format FORMAT')
+    expect(compact.stdout).toContain('--url URL')
+    expect(compact.stdout).not.toContain('compaction-gateway recall')
+    const sessions = await cli(['sessions', '-h'])
+    expect(sessions.stdout).toContain('--cursor C')
+    expect(sessions.stdout).not.toContain('--dry-run')
+  })
+
+  it('names an unknown option and the command, every quote closed, and points at the command\'s help', async () => {
+    const { code, stderr } = await cli(['compact', fixture, '--frobnicate'])
+    expect(code).toBe(2)
+    expect(stderr.trim()).toBe('compaction-gateway: compact has no option --frobnicate (compaction-gateway compact --help for usage)')
+  })
+
+  it('points at --format when a history sent without it reads as another API\'s', async () => {
+    const chat = join(tempDb().replace(/compaction\.db$/, ''), 'chat.json')
+    writeFileSync(chat, JSON.stringify({ messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'hi' }, { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'ls', arguments: '{}' } }] }, { role: 'tool', tool_call_id: 'c1', content: 'a.txt' }, { role: 'user', content: 'go on' }] }))
+    const { code, stderr } = await cli(['compact', chat, '--url', server.url, '--key', 'key-cli-000000000000'])
+    expect(code).toBe(4)
+    expect(stderr).toContain('try --format openai-chat')
+  })
+
   it('prints help for any command and does nothing else: serve --help starts no server', async () => {
     const started = Date.now()
     const { code, stdout } = await cli(['serve', '--help'], { PORT: '0' })
@@ -165,9 +191,22 @@ describe('compaction-gateway sessions', () => {
     expect(stderr).toBe('')
     expect(code).toBe(0)
     const lines = stdout.trim().split('\n')
-    expect(lines[0]).toMatch(/^last compaction\s+count\s+tokens before → after\s+session$/)
-    expect(lines[1]).toMatch(/^\S+Z\s+1\s+\d+ → \d+\s+cli-sess-new$/)
+    expect(lines[0]).toMatch(/^last compaction\s+compactions\s+tokens before\s+after\s+session$/)
+    // local times to the second, numbers with thousands separators, every column where its header is
+    expect(lines[1]).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+1\s+\d{1,3}(?:,\d{3})*\s+\d{1,3}(?:,\d{3})*\s+cli-sess-new$/)
     expect(lines[2]).toMatch(/cli-sess-old$/)
+    const at = lines[0]!.indexOf('session')
+    for (const line of lines.slice(1)) expect(line.indexOf('cli-sess-')).toBe(at)
+    const numbersEnd = lines[0]!.indexOf('after') + 'after'.length
+    for (const line of lines.slice(1)) expect(line.slice(0, numbersEnd)).toMatch(/\d$/)
+  })
+
+  it('reads the service where the environment puts it (PORT and HOST, as the service does), and says 1 compaction', async () => {
+    const key = 'key-cli-000000000000'
+    const port = new URL(server.url).port
+    const { code, stdout } = await cli(['recap', 'cli-sess-new', '--key', key], { PORT: port, HOST: '0.0.0.0' })
+    expect(code).toBe(0)
+    expect(stdout).toMatch(/^1 compaction, the latest at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\n/)
   })
 })
 
@@ -198,7 +237,7 @@ describe('compaction-gateway delete', () => {
     const { code, stdout, stderr } = await cli(['delete', 'cli-del', '--yes', '--url', server.url, '--key', key])
     expect(stderr).toBe('')
     expect(code).toBe(0)
-    expect(stdout).toMatch(/^deleted session cli-del: 1 compactions, [1-9]\d* cold-layer entries, 0 cached summaries and anchors$/m)
+    expect(stdout).toMatch(/^deleted session cli-del: 1 compaction, [1-9][\d,]* cold-layer entr(?:y|ies), 0 cached summaries and anchors$/m)
     expect((await cli(['sessions', '--url', server.url, '--key', key])).stdout).not.toContain('cli-del')
     expect(await cli(['delete', 'cli-del', '--yes', '--url', server.url, '--key', key])).toMatchObject({ code: 0, stderr: '', stdout: 'nothing kept of session cli-del: nothing to delete\n' })
   })

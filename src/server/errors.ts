@@ -91,13 +91,23 @@ function installErrorHandling(app: FastifyInstance): void {
     const status = typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500 ? fe.statusCode : 500
     if (status < 500) {
       const headers = (fe as { headers?: Record<string, string> }).headers ?? {}
-      void reply.code(status).headers(headers).send(errorBody(errorTypeOf(status), fe.message))
+      void reply.code(status).headers(headers).send(errorBody(errorTypeOf(status), instead(fe, request)))
       return
     }
     // 5xx details stay in the log; the client gets a stable, uninformative message.
     request.log.error({ err: error, method: request.method, url: loggableUrl(request.url) }, 'unhandled error')
     void reply.code(500).send(errorBody('api_error', 'internal error'))
   })
+}
+
+/** Fastify's own words for a client's mistake, with what to send instead where they do not say it. */
+function instead(error: FastifyError, request: FastifyRequest): string {
+  if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+    const sent = request.headers['content-type']
+    return `the body must be JSON: send it with content-type: application/json${sent ? ` (it came as ${sent.split(';')[0]})` : ' (it came with none)'}`
+  }
+  if (error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return 'the body is empty: send a JSON object, or no content-type header with no body'
+  return error.message
 }
 
 /** The one error shape for every answer that is not a success (the root's error and not-found handlers). */

@@ -62,7 +62,7 @@ export function createMetrics() {
       labelNames: ['endpoint', 'compaction', 'status'] as const,
       registers
     }),
-    proxyUpstreamSeconds: new Histogram({ name: 'compaction_proxy_upstream_seconds', help: 'Time until the upstream API began to answer a proxied request, by endpoint', labelNames: ['endpoint'] as const, buckets: SECONDS_BUCKETS, registers }),
+    proxyUpstreamSeconds: new Histogram({ name: 'compaction_proxy_upstream_first_byte_seconds', help: 'Time to the first byte of the upstream API\'s answer to a proxied request (its status and headers), by endpoint', labelNames: ['endpoint'] as const, buckets: SECONDS_BUCKETS, registers }),
     proxyCompactions: new Counter({
       name: 'compaction_proxy_compactions_total',
       help: 'Compactions the proxy made, by source (precomputed: a summary written ahead, taken as it was; merged: the best summary at hand merged with the turns since from the ledger); a crossing never waits for a model',
@@ -92,9 +92,14 @@ export const KNOWN_LABELS = {
   storeOperations: ['connection', 'journal', 'record_write', 'memory_write', 'cache_read', 'cache_write', 'prune', 'recall', 'recap', 'record_read', 'anchors', 'costs']
 } as const
 
-/** Creates every known series at 0: a rate over a counter that has never moved is 0, not "no data". */
+/** Outcomes a mode can have: a manual compaction is one whatever the budget; an automatic one never is "manual". */
+function possible(mode: (typeof KNOWN_LABELS.modes)[number], outcome: (typeof KNOWN_LABELS.outcomes)[number]): boolean {
+  return mode === 'manual' ? !['over_budget', 'under_budget', 'disabled'].includes(outcome) : outcome !== 'manual'
+}
+
+/** Creates every series that can happen at 0: a rate over a counter that has never moved is 0, not "no data". */
 export function initializeSeries(m: Metrics, modelKind: 'anthropic' | 'openai' = 'anthropic'): void {
-  for (const mode of KNOWN_LABELS.modes) for (const outcome of KNOWN_LABELS.outcomes) for (const format of KNOWN_LABELS.formats) m.requests.inc({ mode, outcome, format }, 0)
+  for (const mode of KNOWN_LABELS.modes) for (const outcome of KNOWN_LABELS.outcomes) if (possible(mode, outcome)) for (const format of KNOWN_LABELS.formats) m.requests.inc({ mode, outcome, format }, 0)
   for (const result of KNOWN_LABELS.summarizerResults) m.summarizerCalls.inc({ kind: modelKind, result }, 0)
   for (const kind of ['extractive', 'cache']) m.summarizerCalls.inc({ kind, result: 'ok' }, 0)
   for (const operation of KNOWN_LABELS.storeOperations) m.storeErrors.inc({ operation }, 0)

@@ -60,10 +60,11 @@ describe('errors the framework and the socket raise, in the one error shape', ()
     expect(sessions.headers.allow).toContain('GET')
   })
 
-  it('a content type the server does not read: 415', async () => {
-    const res = await app.inject({ method: 'POST', url: '/v1/compact', headers: { 'content-type': 'text/plain' }, payload: 'hello' })
+  it('a content type the server does not read: 415, saying what to send instead', async () => {
+    const res = await app.inject({ method: 'POST', url: '/v1/compact', headers: { 'content-type': 'text/plain; charset=utf-8' }, payload: 'hello' })
     expect(res.statusCode).toBe(415)
     expectShape(res.body, 'invalid_request_error')
+    expect(res.json().error.message).toBe('the body must be JSON: send it with content-type: application/json (it came as text/plain)')
   })
 
   it('a gzip body, even of valid JSON: 415 naming the encoding, never noise in a message', async () => {

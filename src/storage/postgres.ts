@@ -1,5 +1,5 @@
 import pg from 'pg'
-import type { CachedSummary, CompactionRecord, DeletedSession, MemoryOwner, SessionOwner, TimelinePoint, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, SessionPage, Store, CompactionDetail } from './store.js'
+import type { CachedSummary, CompactionRecord, DeletedSession, EntryPage, MemoryOwner, SessionOwner, TimelinePoint, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, SessionPage, Store, CompactionDetail } from './store.js'
 import { StoreError } from './store.js'
 import { KIND_WEIGHT, MAX_SESSION_MEMORY, type StoredRecord, decodeCursor, encodeCursor, withSections } from './common.js'
 import { at } from '../compaction/index.js'
@@ -395,6 +395,17 @@ export class PostgresStore implements Store {
     if (!row) return undefined
     const kinds = await this.query<{ kind: string; n: string }>('SELECT kind, count(*) AS n FROM cold WHERE owner = $1 AND compaction_id = $2 GROUP BY kind', [s.owner, compactionId])
     return { record: opened(s.key, row.body), memory: Object.fromEntries(kinds.rows.map((k) => [k.kind, Number(k.n)])) }
+  }
+
+  async entries(sessionId: string, keyName: string, compactionId: string, options: { after: number; limit: number }): Promise<EntryPage> {
+    const s = await this.session(sessionId, keyName)
+    if (!s) return { entries: [], last: null }
+    const { rows } = await this.query<{ id: string; kind: string; body: Buffer; msg_from: number; msg_to: number }>(
+      'SELECT id, kind, body, msg_from, msg_to FROM cold WHERE owner = $1 AND compaction_id = $2 AND id > $3 ORDER BY id LIMIT $4',
+      [s.owner, compactionId, options.after, options.limit + 1]
+    )
+    const page = rows.slice(0, options.limit)
+    return { entries: page.map((r) => ({ kind: r.kind, text: unseal(s.key, r.body), messages: [r.msg_from, r.msg_to] })), last: rows.length > options.limit ? Number(at(page, page.length - 1).id) : null }
   }
 
   async timeline(sessionId: string, keyName: string, limit: number): Promise<TimelinePoint[]> {

@@ -1,7 +1,7 @@
 import { closeSync, existsSync, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
-import type { CachedSummary, CompactionRecord, DeletedSession, MemoryOwner, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, SessionOwner, SessionPage, SessionSummary, Store, CompactionDetail, TimelinePoint } from './store.js'
+import type { CachedSummary, CompactionRecord, DeletedSession, EntryPage, MemoryOwner, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, SessionOwner, SessionPage, SessionSummary, Store, CompactionDetail, TimelinePoint } from './store.js'
 import { StoreError } from './store.js'
 import { KIND_WEIGHT, MAX_SESSION_MEMORY, type StoredRecord, decodeCursor, encodeCursor, withSections } from './common.js'
 import { at } from '../compaction/index.js'
@@ -251,7 +251,8 @@ export class SqliteReads {
       count: db.prepare('SELECT n FROM sessions WHERE owner = ?').pluck(),
       record: db.prepare('SELECT body FROM records WHERE owner = ? AND id = ?').pluck(),
       timeline: db.prepare('SELECT id, created_ms, raw, after, budget FROM records WHERE owner = ? ORDER BY seq DESC LIMIT ?'),
-      kinds: db.prepare('SELECT kind, count(*) AS n FROM cold WHERE owner = ? AND compaction_id = ? GROUP BY kind')
+      kinds: db.prepare('SELECT kind, count(*) AS n FROM cold WHERE owner = ? AND compaction_id = ? GROUP BY kind'),
+      entries: db.prepare('SELECT id, kind, body, msg_from, msg_to FROM cold WHERE owner = ? AND compaction_id = ? AND id > ? ORDER BY id LIMIT ?')
     }
   }
 
@@ -333,6 +334,14 @@ export class SqliteReads {
     if (!s || !body) return undefined
     const kinds = this.statements.kinds.all(s.owner, compactionId) as { kind: string; n: number }[]
     return { record: opened(s.key, body), memory: Object.fromEntries(kinds.map((k) => [k.kind, k.n])) }
+  }
+
+  entries(sessionId: string, keyName: string, compactionId: string, after: number, limit: number): EntryPage {
+    const s = this.session(sessionId, keyName)
+    if (!s) return { entries: [], last: null }
+    const rows = this.statements.entries.all(s.owner, compactionId, after, limit + 1) as { id: number; kind: string; body: Buffer; msg_from: number; msg_to: number }[]
+    const page = rows.slice(0, limit)
+    return { entries: page.map((r) => ({ kind: r.kind, text: unseal(s.key, r.body), messages: [r.msg_from, r.msg_to] })), last: rows.length > limit ? at(page, page.length - 1).id : null }
   }
 
   timeline(sessionId: string, keyName: string, limit: number): TimelinePoint[] {
@@ -555,6 +564,10 @@ export class SqliteStore implements Store {
 
   async timeline(sessionId: string, keyName: string, limit: number): Promise<TimelinePoint[]> {
     return this.reader.run('timeline', [sessionId, keyName, limit])
+  }
+
+  async entries(sessionId: string, keyName: string, compactionId: string, options: { after: number; limit: number }): Promise<EntryPage> {
+    return this.reader.run('entries', [sessionId, keyName, compactionId, options.after, options.limit])
   }
 
   async recap(sessionId: string, keyName: string): Promise<Recap | undefined> {

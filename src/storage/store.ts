@@ -69,6 +69,12 @@ export interface RecallHit {
   created_at: string
 }
 
+/** A page of one compaction's cold-layer entries; `last` is where the next page starts (null on the last). */
+export interface EntryPage {
+  entries: { kind: string; text: string; messages: [number, number] }[]
+  last: number | null
+}
+
 /** One of a tenant's sessions as a list shows it: its compactions, and its newest one's figures. */
 export interface SessionSummary {
   session_id: string
@@ -173,6 +179,11 @@ export interface Store {
   saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): Promise<void>
   /** A tenant's entries of one session that match the query, best first. Someone else's session finds nothing. */
   recall(sessionId: string, keyName: string, query: RecallQuery): Promise<RecallHit[]>
+  /**
+   * One compaction's cold-layer entries, in the order it wrote them (the removed messages' order), after
+   * the entry `after` (0 for the first page): what the compaction removed, as its page shows it.
+   */
+  entries(sessionId: string, keyName: string, compactionId: string, options: { after: number; limit: number }): Promise<EntryPage>
   /** One compaction of a tenant's session, or undefined where there is none (or it is someone else's). */
   compaction(sessionId: string, keyName: string, compactionId: string): Promise<CompactionDetail | undefined>
   /** A tenant's session's compactions as points of a chart, oldest first: the newest `limit` of them. */

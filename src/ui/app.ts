@@ -8,7 +8,7 @@ import 'uplot/dist/uPlot.min.css'
 import './app.css'
 import { LIST_SECTIONS, SECTION_HEADINGS } from '../compaction/sections.js'
 import { ApiFailure, api, forgetKey, keepKey, path, storedKey } from './api.js'
-import { type TimelinePoint, describeTimeline, sawtooth } from './sawtooth.js'
+import { DROP, type TimelinePoint, describeTimeline, sawtooth } from './sawtooth.js'
 import { type SessionCost, describeCost } from './cost.js'
 
 interface SessionItem {
@@ -66,11 +66,14 @@ function el<K extends keyof HTMLElementTagNameMap>(tag: K, text?: string, attrs:
 
 const fmt = (n: number): string => n.toLocaleString('en-US')
 const plural = (n: number, one: string, many = `${one}s`): string => `${fmt(n)} ${n === 1 ? one : many}`
-const when = (iso: string): string => new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' })
+const when = (iso: string): string => new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'medium' })
+/** Each listed session's number of compactions: a compaction's number is its place among them, oldest 1. */
+const totals = new Map<string, number>()
 
 let key: string | undefined
 let sessionsCursor: string | null = null
-let current: { id: string; compactionsCursor: string | null; ids: string[] } | undefined
+/** The open session: its compactions' page cursor, how many rows are listed, and each listed compaction's number. */
+let current: { id: string; compactionsCursor: string | null; ids: string[]; listed: number; numbers: Map<string, number> } | undefined
 let chart: uPlot | undefined
 
 function status(text: string, isError = false): void {
@@ -151,6 +154,7 @@ async function loadSessions(fresh: boolean): Promise<void> {
 }
 
 function sessionItem(s: SessionItem): HTMLLIElement {
+  totals.set(s.session_id, s.compactions)
   const item = el('li')
   item.dataset.session = s.session_id
   const button = el('button', undefined, { type: 'button', class: 'session' })
@@ -166,7 +170,7 @@ function sessionItem(s: SessionItem): HTMLLIElement {
 
 async function openSession(id: string): Promise<void> {
   for (const b of document.querySelectorAll<HTMLButtonElement>('#session-list button')) b.setAttribute('aria-current', String(b.closest('li')?.dataset.session === id))
-  current = { id, compactionsCursor: null, ids: [] }
+  current = { id, compactionsCursor: null, ids: [], listed: 0, numbers: new Map() }
   status(`Loading ${id}…`)
   $('pick').hidden = true
   $('session-view').hidden = false
@@ -183,7 +187,8 @@ async function openSession(id: string): Promise<void> {
       loadCompactions(true)
     ])
     if (current?.id !== id) return
-    drawChart(timeline.points)
+    const first = Math.max(1, (totals.get(id) ?? timeline.points.length) - timeline.points.length + 1)
+    drawChart(timeline.points, first)
     $('chart-caption').textContent = describeTimeline(timeline.points, timeline.complete)
     $('session-cost').textContent = describeCost(cost)
     status('')
@@ -192,8 +197,8 @@ async function openSession(id: string): Promise<void> {
   }
 }
 
-function drawChart(points: TimelinePoint[]): void {
-  const data = sawtooth(points)
+function drawChart(points: TimelinePoint[], first: number): void {
+  const data = sawtooth(points, first)
   const host = $('chart')
   chart?.destroy()
   const width = Math.max(320, host.clientWidth || 640)
@@ -205,7 +210,12 @@ function drawChart(points: TimelinePoint[]): void {
       { label: 'compaction', values: (_u, ticks) => ticks.map((t) => (Number.isInteger(t) ? String(t) : '')) },
       { label: 'prompt tokens', size: 64, values: (_u, ticks) => ticks.map((t) => (t >= 1000 ? `${Math.round(t / 1000)}k` : String(t))) }
     ],
-    series: [{ label: 'compaction' }, { label: 'prompt', stroke: '#1d4ed8', width: 2, points: { show: false } }, { label: 'budget', stroke: '#b91c1c', width: 1.5, dash: [6, 4], points: { show: false } }],
+    // the hover reads "compaction #12", "prompt 41,230 tokens" (before it on its line, after it just right of it)
+    series: [
+      { label: 'compaction', value: (_u, v) => (v === null || v === undefined ? '' : `#${Math.floor(v + DROP / 2)}${v % 1 > DROP / 2 ? ' (after)' : ''}`) },
+      { label: 'prompt', stroke: '#1d4ed8', width: 2, points: { show: false }, value: (_u, v) => (v === null || v === undefined ? '' : `${fmt(v)} tokens`) },
+      { label: 'budget', stroke: '#b91c1c', width: 1.5, dash: [6, 4], points: { show: false }, value: (_u, v) => (v === null || v === undefined ? '' : `${fmt(v)} tokens`) }
+    ],
     legend: { show: true },
     cursor: { drag: { x: true, y: false } }
   }
@@ -225,16 +235,22 @@ async function loadCompactions(fresh: boolean): Promise<void> {
   const session = current
   const query = new URLSearchParams({ limit: String(PAGE) })
   if (!fresh && session.compactionsCursor) query.set('cursor', session.compactionsCursor)
+  if (fresh) session.listed = 0
   const page = await call<{ compactions: CompactionRecord[]; next_cursor: string | null }>('GET', `${path`/v1/sessions/${session.id}/compactions`}?${query.toString()}`)
   if (current !== session) return
   const body = $('compactions')
+  const total = totals.get(session.id)
   for (const c of page.compactions) {
+    // numbered as on the chart: the session's first compaction is #1
+    const number = total === undefined ? undefined : total - session.listed
+    session.listed++
+    if (number !== undefined) session.numbers.set(c.id, number)
     const row = el('tr')
-    const open = el('button', when(c.created_at), { type: 'button', class: 'link' })
+    const open = el('button', `${number === undefined ? '' : `#${fmt(number)} · `}${when(c.created_at)}`, { type: 'button', class: 'link' })
     open.addEventListener('click', () => void openCompaction(c.id))
     const first = el('td')
     first.append(open)
-    row.append(first, el('td', `${fmt(c.stats.raw_history_tokens)} → ${fmt(c.stats.context_after_compaction)}`), el('td', c.summarizer.model ?? c.summarizer.kind))
+    row.append(first, el('td', `${fmt(c.stats.raw_history_tokens)} → ${fmt(c.stats.context_after_compaction)}`), el('td', writer(c.summarizer)))
     body.append(row)
   }
   session.compactionsCursor = page.next_cursor
@@ -253,6 +269,47 @@ async function openCompaction(compactionId: string): Promise<void> {
   }
 }
 
+/** Who wrote a summary: the model, or the extractive summary chosen or fallen back to (and why). */
+function writer(w: CompactionRecord['summarizer']): string {
+  return `${w.model ?? w.kind}${w.fallback_reason ? ` (fallback: ${w.fallback_reason})` : w.kind === 'extractive' ? ' (chosen)' : ''}`
+}
+
+/** The removed messages' entries, a page at a time, each folded to its first line until opened. */
+async function loadEntries(compactionId: string, fresh: boolean, cursor?: string): Promise<void> {
+  if (!current) return
+  const session = current.id
+  const list = document.getElementById('removed')
+  if (!list) return
+  if (fresh) list.replaceChildren()
+  try {
+    const query = new URLSearchParams({ limit: '100', ...(cursor ? { cursor } : {}) })
+    const page = await call<{ entries: { kind: string; text: string; messages: [number, number] }[]; next_cursor: string | null }>(
+      'GET',
+      `${path`/v1/sessions/${session}/compactions/${compactionId}/entries`}?${query.toString()}`
+    )
+    if (current?.id !== session) return
+    document.getElementById('more-removed')?.remove()
+    if (fresh && page.entries.length === 0) list.append(el('li', 'No cold layer was kept for it (a compaction without a session keeps none).'))
+    for (const e of page.entries) {
+      const item = el('li')
+      const fold = el('details')
+      const where = e.messages[0] === e.messages[1] ? `message ${e.messages[0]}` : `messages ${e.messages[0]}–${e.messages[1]}`
+      const head = (e.text.split('\n')[0] ?? '').slice(0, 140)
+      fold.append(el('summary', `${where} · ${e.kind} · ${head}${head.length < e.text.length ? '…' : ''}`), el('pre', e.text))
+      item.append(fold)
+      list.append(item)
+    }
+    if (page.next_cursor) {
+      const more = el('button', 'More of what it removed', { type: 'button', id: 'more-removed' })
+      const next = page.next_cursor
+      more.addEventListener('click', () => void loadEntries(compactionId, false, next))
+      list.after(more)
+    }
+  } catch (err) {
+    status(`What the compaction removed cannot be read: ${(err as Error).message}`, true)
+  }
+}
+
 function showDetail({ compaction: c, removed, cold_layer: cold }: CompactionDetail): void {
   $('detail').hidden = false
   $('detail-title').textContent = `Compaction ${c.id}`
@@ -261,7 +318,8 @@ function showDetail({ compaction: c, removed, cold_layer: cold }: CompactionDeta
     ['Prompt', `${fmt(c.stats.raw_history_tokens)} → ${fmt(c.stats.context_after_compaction)} tokens`],
     ['Budget', c.budget_tokens === undefined ? 'not recorded' : c.budget_tokens === null ? 'off' : `${fmt(c.budget_tokens)} tokens`],
     ['Summary', `${fmt(c.stats.summary_tokens)} tokens for ${plural(c.stats.compacted_turns, 'turn')}`],
-    ['Written by', `${c.summarizer.model ?? c.summarizer.kind}${c.summarizer.fallback_reason ? ` (fallback: ${c.summarizer.fallback_reason})` : c.summarizer.kind === 'extractive' ? ' (chosen)' : ''}`],
+    ['Number', current?.numbers.has(c.id) ? `#${fmt(current.numbers.get(c.id) ?? 0)} of ${fmt(totals.get(current.id) ?? 0)}` : 'not listed yet'],
+    ['Written by', writer(c.summarizer)],
     ['Cold layer', Object.keys(cold).length === 0 ? 'none' : Object.entries(cold).map(([kind, n]) => `${n} ${kind}`).join(', ')]
   ]
   $('figures').replaceChildren(...figures.flatMap(([k, v]) => [el('dt', k), el('dd', v)]))
@@ -279,8 +337,12 @@ function showDetail({ compaction: c, removed, cold_layer: cold }: CompactionDeta
     bar.append(gone, raw)
     ranges.append(
       bar,
-      el('p', `Removed: ${plural(removed.messages, 'message')} (${removed.from}–${removed.to}), replaced by the summary below. Kept raw: ${plural(kept, 'message')}${kept > 0 ? ` (${removed.to + 1}–${removed.to + kept})` : ''}.`)
+      el('p', `Removed: ${plural(removed.messages, 'message')} (${removed.from}–${removed.to}), replaced by the summary below. Kept raw: ${plural(kept, 'message')}${kept > 0 ? ` (${removed.to + 1}–${removed.to + kept})` : ''}.`),
+      el('h4', 'What it removed'),
+      el('p', 'As the cold layer keeps it (redacted, each passage with the messages it came from); open one to read it whole. The messages kept raw went on to the model as the client sent them: the gateway keeps no copy of them.', { class: 'hint' }),
+      el('ol', undefined, { id: 'removed', 'aria-label': 'What the compaction removed' })
     )
+    void loadEntries(c.id, true)
   } else {
     ranges.append(el('p', 'Nothing was removed.'))
   }

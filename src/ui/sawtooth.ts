@@ -24,12 +24,13 @@ export const DROP = 0.02
 
 /**
  * The sawtooth: the prompt climbs to each compaction's size before it, and falls to its size after. The
- * client's requests between compactions are not kept, so the climb is drawn straight.
+ * client's requests between compactions are not kept, so the climb is drawn straight. `first` is the
+ * number of the first point's compaction in its session (the newest of a long session are drawn).
  */
-export function sawtooth(points: readonly TimelinePoint[]): Sawtooth {
+export function sawtooth(points: readonly TimelinePoint[], first = 1): Sawtooth {
   const out: Sawtooth = { x: [], prompt: [], budget: [], ids: [] }
   points.forEach((p, i) => {
-    const n = i + 1
+    const n = first + i
     out.x.push(n, n + DROP)
     out.prompt.push(p.raw_history_tokens, p.context_after_compaction)
     out.budget.push(p.budget_tokens, p.budget_tokens)
@@ -46,11 +47,12 @@ export function describeTimeline(points: readonly TimelinePoint[], complete: boo
   const budgets = [...new Set(points.map((p) => p.budget_tokens).filter((b): b is number => b !== null))]
   const n = points.length
   const fmt = (v: number): string => v.toLocaleString('en-US')
+  const span = (values: number[]): string => (Math.min(...values) === Math.max(...values) ? fmt(Math.min(...values)) : `${fmt(Math.min(...values))}–${fmt(Math.max(...values))}`)
   return [
     `${complete ? '' : 'The newest '}${fmt(n)} compaction${n === 1 ? '' : 's'}:`,
-    `the prompt reached ${fmt(Math.min(...before))}–${fmt(Math.max(...before))} tokens before each`,
-    `and ${fmt(Math.min(...after))}–${fmt(Math.max(...after))} after.`,
-    budgets.length === 0 ? '' : `Budget ${budgets.map(fmt).join(', ')} tokens.`
+    `the prompt reached ${span(before)} tokens before ${n === 1 ? 'it' : 'each'}`,
+    `and ${span(after)} after.`,
+    budgets.length === 0 ? '' : budgets.length === 1 ? `Budget ${fmt(budgets[0] ?? 0)} tokens.` : `Budget ${span(budgets)} tokens (${fmt(budgets.length)} budgets).`
   ]
     .filter(Boolean)
     .join(' ')

@@ -143,6 +143,21 @@ for (const backend of backends) {
       expect((await s.prune(Date.parse('2026-12-01T00:00:00.000Z'), 0)).memory).toBe(4)
     })
 
+    it("gives one compaction's cold-layer entries in the order written, in pages; another tenant's or another compaction's none", async () => {
+      const s = open()
+      const owner = (compaction: string): MemoryOwner => ({ compaction_id: compaction, session_id: 'sess', key_name: 'alpha', created_at: '2026-11-30T00:00:00.000Z' })
+      await s.saveMemory(owner('cmp_a'), Array.from({ length: 5 }, (_, i) => ({ kind: i % 2 ? 'command' : 'ask', text: `entry ${i} of a`, from: i, to: i + 1 })))
+      await s.saveMemory(owner('cmp_b'), [{ kind: 'error', text: 'entry of b', from: 0, to: 0 }])
+      const first = await s.entries('sess', 'alpha', 'cmp_a', { after: 0, limit: 3 })
+      expect(first.entries).toEqual([0, 1, 2].map((i) => ({ kind: i % 2 ? 'command' : 'ask', text: `entry ${i} of a`, messages: [i, i + 1] })))
+      expect(first.last).not.toBeNull()
+      const second = await s.entries('sess', 'alpha', 'cmp_a', { after: first.last!, limit: 3 })
+      expect(second.entries.map((e) => e.text)).toEqual(['entry 3 of a', 'entry 4 of a'])
+      expect(second.last).toBeNull()
+      expect((await s.entries('sess', 'beta', 'cmp_a', { after: 0, limit: 10 })).entries).toEqual([])
+      expect((await s.entries('sess', 'alpha', 'cmp_b', { after: 0, limit: 10 })).entries.map((e) => e.text)).toEqual(['entry of b'])
+    })
+
     it("deletes a tenant's session whole (records, cold layer, its cached summaries and anchors), no one else's, and again as a no-op", async () => {
       const s = open()
       const owner = { compaction_id: 'c1', session_id: 'sess', key_name: 'alpha', created_at: '2026-11-30T00:00:00.000Z' }

@@ -132,6 +132,17 @@ describe.skipIf(missing !== undefined)(`the sessions page in chromium${missing ?
     expect(await detail.getByRole('heading', { level: 4 }).allTextContents()).toContain('Failing tests and errors')
     expect(await page.locator('#ranges').textContent()).toMatch(/Removed: \d+ messages \(0–\d+\), replaced by the summary below\. Kept raw: \d+ messages?/)
     expect(await page.locator('#sections').textContent()).toContain('test/importer.test.ts')
+    // numbered as on the chart (the newest of 1,000 is #1,000), at a time to the second
+    expect(await page.locator('#compactions tr').first().getByRole('button').textContent()).toMatch(/^#1,000 · .*\d:\d\d:\d\d/)
+    expect(await page.locator('#figures').textContent()).toContain('#1,000 of 1,000')
+    // what it removed, each passage folded to its first line, opened to its whole text
+    const removed = page.getByRole('list', { name: 'What the compaction removed' })
+    await removed.getByRole('listitem').first().waitFor()
+    const first = removed.locator('details').first()
+    expect(await first.locator('summary').textContent()).toMatch(/^messages? \d+(?:–\d+)? · \w+ · /)
+    expect(await first.locator('pre').isVisible()).toBe(false)
+    await first.locator('summary').click()
+    expect(await first.locator('pre').isVisible()).toBe(true)
 
     // the cold layer, searched from the box, with citations that open their compaction
     await page.getByLabel('Search what compaction removed').fill('quokka')

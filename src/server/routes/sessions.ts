@@ -2,6 +2,7 @@ import type { FastifyPluginAsync } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { InvalidCursorError, StoreError } from '../../storage/store.js'
+import { decodeCursor, encodeCursor } from '../../storage/common.js'
 import { NotFoundError } from '../../contract/errors.js'
 import { urlPartValidatorCompiler } from '../../contract/validation.js'
 import { SessionId } from '../../contract/schemas.js'
@@ -50,6 +51,23 @@ const Page = Type.Object(
     cursor: Type.Optional(Type.String({ maxLength: 200 }))
   },
   { additionalProperties: false }
+)
+
+const EntryList = Type.Object(
+  {
+    entries: Type.Array(
+      Type.Object(
+        {
+          kind: Type.String({ description: 'ask, answer, command, error, evidence or file.' }),
+          text: Type.String({ description: 'The passage as kept (redacted).' }),
+          messages: Type.Array(Type.Integer({ minimum: 0 }), { minItems: 2, maxItems: 2, description: '[from, to]: the first and last message, in the history as compacted, that the entry came from.' })
+        },
+        { additionalProperties: false }
+      )
+    ),
+    next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass back as `cursor` for the next page; null on the last.' })
+  },
+  { additionalProperties: false, description: "A compaction's cold-layer entries; none for another key's session, a compaction of no session, or one whose session kept no cold layer." }
 )
 
 const CompactionDetailSchema = Type.Object(
@@ -288,6 +306,36 @@ export const sessionRoutes: FastifyPluginAsync = async (app) => {
       if (!detail) throw new NotFoundError(`no compaction "${compactionId}" of session "${sessionId}"`, '/compaction_id')
       const n = detail.record.stats.compacted_messages
       return { compaction: detail.record, removed: n > 0 ? { from: 0, to: n - 1, messages: n } : null, cold_layer: detail.memory }
+    }
+  )
+
+  app.withTypeProvider<TypeBoxTypeProvider>().get(
+    '/v1/sessions/:session_id/compactions/:compaction_id/entries',
+    {
+      validatorCompiler: urlPartValidatorCompiler,
+      schema: {
+        tags: ['compaction'],
+        operationId: 'listCompactionEntries',
+        summary: 'What one compaction removed, as its cold layer keeps it: its entries in the order of the messages they came from, paginated',
+        security: KEYED,
+        params: Type.Object({ session_id: SessionId('The session.'), compaction_id: Type.String({ minLength: 1, maxLength: 200, description: 'The compaction (its summary id).' }) }),
+        querystring: Page,
+        response: {
+          200: EntryList,
+          400: Type.Ref('ErrorResponse', { description: 'A bad limit or cursor.' }),
+          ...keyedResponses(),
+          503: Type.Ref('ErrorResponse', { description: 'The store cannot be read.' })
+        }
+      }
+    },
+    async (request) => {
+      const { session_id: sessionId, compaction_id: compactionId } = request.params
+      const after = request.query.cursor ? decodeCursor(request.query.cursor) : 0
+      const page = await readStore(async () => {
+        await app.writes.settled(request.keyName, sessionId)
+        return store.entries(sessionId, request.keyName, compactionId, { after, limit: request.query.limit ?? DEFAULT_PAGE_SIZE })
+      })
+      return { entries: page.entries, next_cursor: page.last === null ? null : encodeCursor(page.last) }
     }
   )
 

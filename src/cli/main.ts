@@ -20,7 +20,7 @@ export const DEFAULT_URL = 'http://127.0.0.1:8080'
 
 /** Each command's usage line(s). */
 const COMMANDS: Record<string, string> = {
-  serve: `  compaction-gateway serve                 start the service (settings from the environment; see README)`,
+  serve: `  compaction-gateway serve                 start the service (settings from the environment: docs/configuration.md)`,
   compact: `  compaction-gateway compact FILE [options]
                                            compact the history in FILE (- for stdin): a JSON object
                                            with "messages" and optionally "system" and "tools"`,
@@ -79,7 +79,7 @@ ${Object.values(OPTIONS).join('\n')}
 function commandHelp(command: string): string {
   const usage = COMMANDS[command]
   if (!usage) return USAGE
-  if (command === 'serve') return `usage:\n${usage}\n  (PORT, HOST, COMPACT_DB, COMPACT_API_KEYS, ANTHROPIC_API_KEY…: see the README's Configuration)`
+  if (command === 'serve') return `usage:\n${usage}\n  (PORT, HOST, COMPACT_DB, COMPACT_API_KEYS, ANTHROPIC_API_KEY…: see docs/configuration.md)`
   return [`usage:\n${usage}`, SERVICE_HELP, OPTIONS[command]].filter((x) => x !== undefined).join('\n')
 }
 

@@ -7,7 +7,7 @@ import { ROOT } from '../helpers/process.js'
 
 const DEPLOY = join(ROOT, 'deploy')
 const SETTINGS = new Set(Object.keys(ConfigSchema.properties))
-const README_TABLE = new Set([...readFileSync(join(ROOT, 'README.md'), 'utf8').matchAll(/^\| `([A-Z_]+)` \|/gm)].map((m) => m[1]!))
+const README_TABLE = new Set([...readFileSync(join(ROOT, 'docs', 'configuration.md'), 'utf8').matchAll(/^\| `([A-Z_]+)` \|/gm)].map((m) => m[1]!))
 
 type Doc = { kind: string; metadata: { name: string; labels?: Record<string, string> }; [k: string]: unknown }
 const k8s: Doc[] = readdirSync(join(DEPLOY, 'kubernetes'))
@@ -38,7 +38,7 @@ describe('deploy/kubernetes', () => {
     const env = { ...configMap.data, ...secret.stringData }
     for (const name of Object.keys(env)) {
       expect(SETTINGS.has(name), `${name} is not a setting`).toBe(true)
-      expect(README_TABLE.has(name), `${name} is not in the README's table`).toBe(true)
+      expect(README_TABLE.has(name), `${name} is not in the table of docs/configuration.md`).toBe(true)
     }
     const config = loadConfig({ ...env, ANTHROPIC_API_KEY: 'sk-ant-placeholder' })
     expect(config.HOST).toBe('0.0.0.0')

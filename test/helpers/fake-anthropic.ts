@@ -68,6 +68,14 @@ const CACHE_LOOKBACK_BLOCKS = 20
  * of its breakpoints or up to 20 blocks before one. A prefix is its content: `cache_control` itself is no
  * part of it, so a breakpoint moved to the newest message still finds the earlier one.
  */
+/** What a fake's error answers say of their retry, unless a test names one: retry at once (`retry-after-ms`, which both SDKs read). */
+export const RETRY_AT_ONCE: Readonly<Record<string, string>> = { 'retry-after-ms': '0' }
+
+/** RETRY_AT_ONCE where the reply's own headers say nothing of a retry (a test's own retry-after is honoured as sent). */
+export function retryHeaders(own: Record<string, string> | undefined): Record<string, string> {
+  return own && Object.keys(own).some((h) => h.toLowerCase().startsWith('retry-after')) ? {} : { ...RETRY_AT_ONCE }
+}
+
 export class PromptCache {
   private readonly written = new Map<string, number>()
 
@@ -189,7 +197,8 @@ export class FakeAnthropic {
             status === 200
               ? message(received.body.model, next, cached)
               : { type: 'error', error: { type: next.errorType ?? 'api_error', message: `fake ${status}` } }
-          res.writeHead(status, { 'content-type': 'application/json', ...next.headers })
+          // an error the SDK retries is retried at once, unless the reply names its own wait: tests do not wait out the SDK's back-off
+          res.writeHead(status, { 'content-type': 'application/json', ...(status === 200 ? {} : retryHeaders(next.headers)), ...next.headers })
           res.end(JSON.stringify(body))
         }
         const wait = (): void => {

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import { retryHeaders } from './fake-anthropic.js'
 import { once } from 'node:events'
 import { type IncomingHttpHeaders, type Server, createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -152,7 +153,7 @@ export class FakeOpenAi {
         const next = this.queue.shift() ?? (typeof this.fallback === 'function' ? this.fallback(received) : this.fallback)
         const send = (): void => {
           const status = next.status ?? 200
-          if (status !== 200) return json(status, { error: { message: `fake ${status}`, type: status === 429 ? 'rate_limit_error' : 'server_error' } }, next.headers)
+          if (status !== 200) return json(status, { error: { message: `fake ${status}`, type: status === 429 ? 'rate_limit_error' : 'server_error' } }, { ...retryHeaders(next.headers), ...next.headers })
           const model = received.body.model
           if (req.url === '/v1/responses/compact') return json(200, compaction(received.body.input), next.headers)
           if (received.body.stream !== true) return json(200, api === 'chat' ? completion(model, next, received.cache) : response(model, next, received.cache), next.headers)

@@ -1,4 +1,5 @@
 import { emptySections, parseSummary } from '../compaction/index.js'
+import { unseal } from './sealing.js'
 import { type CompactionRecord, InvalidCursorError } from './store.js'
 import { MAX_SESSION_MEMORY } from '../contract/defaults.js'
 export { MAX_SESSION_MEMORY }
@@ -15,6 +16,11 @@ export type StoredRecord = Omit<CompactionRecord, 'summary'> & { summary: { text
 export function withSections(stored: StoredRecord): CompactionRecord {
   const sections = parseSummary(stored.summary.text)?.sections ?? emptySections()
   return { ...stored, summary: { text: stored.summary.text, sections } }
+}
+
+/** A record sealed under its session's key, opened, with its sections parsed back out of its text. */
+export function openRecord(key: Buffer, body: Uint8Array): CompactionRecord {
+  return withSections(JSON.parse(unseal(key, body)) as StoredRecord)
 }
 
 export function encodeCursor(seq: number): string {

@@ -1,7 +1,7 @@
 import pg from 'pg'
 import type { CachedSummary, CompactionRecord, DeletedSession, EntryPage, MemoryOwner, SessionOwner, TimelinePoint, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, SessionPage, Store, CompactionDetail } from './store.js'
-import { StoreError } from './store.js'
-import { KIND_WEIGHT, MAX_SESSION_MEMORY, type StoredRecord, decodeCursor, encodeCursor, withSections } from './common.js'
+import { StoreError, sessionSummary } from './store.js'
+import { KIND_WEIGHT, MAX_SESSION_MEMORY, type StoredRecord, decodeCursor, encodeCursor, openRecord } from './common.js'
 import { at } from '../compaction/index.js'
 import { Terms, newKey, ownerOf, seal, unseal } from './sealing.js'
 
@@ -228,7 +228,7 @@ export class PostgresStore implements Store {
     const { rows } = await this.query<{ seq: string; body: Buffer }>('SELECT seq, body FROM records WHERE owner = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3', [s.owner, before, options.limit + 1])
     const page = rows.slice(0, options.limit)
     return {
-      records: page.map((r) => opened(s.key, r.body)),
+      records: page.map((r) => openRecord(s.key, r.body)),
       next_cursor: rows.length > options.limit ? encodeCursor(Number(at(page, page.length - 1).seq)) : null
     }
   }
@@ -246,15 +246,9 @@ export class PostgresStore implements Store {
     const page = rows.slice(0, options.limit)
     return {
       // (a session whose key is gone is being deleted)
-      sessions: page.flatMap((r) => (r.key ? [{ ...r, key: r.key }] : [])).map((r) => ({
-        session_id: unseal(r.key, r.session),
-        compactions: Number(r.n),
-        first_at: new Date(Number(r.first_ms)).toISOString(),
-        last_at: new Date(Number(r.created_ms)).toISOString(),
-        last_compaction_id: r.id,
-        raw_history_tokens: Number(r.raw),
-        context_after_compaction: Number(r.after)
-      })),
+      sessions: page.flatMap((r) =>
+        r.key ? [sessionSummary({ session_id: unseal(r.key, r.session), n: Number(r.n), first_ms: Number(r.first_ms), id: r.id, created_ms: Number(r.created_ms), raw: Number(r.raw), after: Number(r.after) })] : []
+      ),
       next_cursor: rows.length > options.limit ? encodeCursor(Number(at(page, page.length - 1).last_seq)) : null
     }
   }
@@ -394,7 +388,7 @@ export class PostgresStore implements Store {
     const row = rows[0]
     if (!row) return undefined
     const kinds = await this.query<{ kind: string; n: string }>('SELECT kind, count(*) AS n FROM cold WHERE owner = $1 AND compaction_id = $2 GROUP BY kind', [s.owner, compactionId])
-    return { record: opened(s.key, row.body), memory: Object.fromEntries(kinds.rows.map((k) => [k.kind, Number(k.n)])) }
+    return { record: openRecord(s.key, row.body), memory: Object.fromEntries(kinds.rows.map((k) => [k.kind, Number(k.n)])) }
   }
 
   async entries(sessionId: string, keyName: string, compactionId: string, options: { after: number; limit: number }): Promise<EntryPage> {
@@ -430,7 +424,7 @@ export class PostgresStore implements Store {
       [s.owner]
     )
     const row = rows[0]
-    return row ? { record: opened(s.key, row.body), compactions: Number(row.n ?? 1) } : undefined
+    return row ? { record: openRecord(s.key, row.body), compactions: Number(row.n ?? 1) } : undefined
   }
 
   /**
@@ -507,10 +501,6 @@ export class PostgresStore implements Store {
   }
 }
 
-/** A sealed record, opened, with its sections parsed back out of its text. */
-function opened(key: Buffer, body: Buffer): CompactionRecord {
-  return withSections(JSON.parse(unseal(key, body)) as StoredRecord)
-}
 
 /**
  * The keys' table in this many parts (by a hash of the owner): a deletion rewrites the part that held the

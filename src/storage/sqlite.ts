@@ -2,8 +2,8 @@ import { closeSync, existsSync, ftruncateSync, mkdirSync, openSync, readFileSync
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
 import type { CachedSummary, CompactionRecord, DeletedSession, EntryPage, MemoryOwner, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, SessionOwner, SessionPage, SessionSummary, Store, CompactionDetail, TimelinePoint } from './store.js'
-import { StoreError } from './store.js'
-import { KIND_WEIGHT, MAX_SESSION_MEMORY, type StoredRecord, decodeCursor, encodeCursor, withSections } from './common.js'
+import { StoreError, sessionSummary } from './store.js'
+import { KIND_WEIGHT, MAX_SESSION_MEMORY, type StoredRecord, decodeCursor, encodeCursor, openRecord } from './common.js'
 import { at } from '../compaction/index.js'
 import { type Reads, ReaderPool, type SqliteRunner, StoreThread, type Writes, inlineRunner } from './sqlite-threads.js'
 import { MIGRATIONS, recordFigures, sessionKey } from './sqlite-schema.js'
@@ -268,22 +268,14 @@ export class SqliteReads {
     if (!s) return { records: [], last: null }
     const rows = this.statements.page.all(s.owner, before, limit + 1) as { seq: number; body: Buffer }[]
     const page = rows.slice(0, limit)
-    return { records: page.map((r) => opened(s.key, r.body)), last: rows.length > limit ? at(page, page.length - 1).seq : null }
+    return { records: page.map((r) => openRecord(s.key, r.body)), last: rows.length > limit ? at(page, page.length - 1).seq : null }
   }
 
   listSessions(keyName: string, before: number, limit: number): { sessions: SessionSummary[]; last: number | null } {
     const rows = this.statements.sessions.all(keyName, before, limit + 1) as { session: Buffer; n: number; first_ms: number; last_seq: number; key: Buffer; id: string; created_ms: number; raw: number; after: number }[]
     const page = rows.slice(0, limit)
     return {
-      sessions: page.map((r) => ({
-        session_id: unseal(r.key, r.session),
-        compactions: r.n,
-        first_at: new Date(r.first_ms).toISOString(),
-        last_at: new Date(r.created_ms).toISOString(),
-        last_compaction_id: r.id,
-        raw_history_tokens: r.raw,
-        context_after_compaction: r.after
-      })),
+      sessions: page.map((r) => sessionSummary({ ...r, session_id: unseal(r.key, r.session) })),
       last: rows.length > limit ? at(page, page.length - 1).last_seq : null
     }
   }
@@ -333,7 +325,7 @@ export class SqliteReads {
     const body = s && (this.statements.record.get(s.owner, compactionId) as Buffer | undefined)
     if (!s || !body) return undefined
     const kinds = this.statements.kinds.all(s.owner, compactionId) as { kind: string; n: number }[]
-    return { record: opened(s.key, body), memory: Object.fromEntries(kinds.map((k) => [k.kind, k.n])) }
+    return { record: openRecord(s.key, body), memory: Object.fromEntries(kinds.map((k) => [k.kind, k.n])) }
   }
 
   entries(sessionId: string, keyName: string, compactionId: string, after: number, limit: number): EntryPage {
@@ -355,14 +347,10 @@ export class SqliteReads {
     const s = this.session(sessionId, keyName)
     const body = s && (this.statements.latest.get(s.owner) as Buffer | undefined)
     if (!s || !body) return undefined
-    return { record: opened(s.key, body), compactions: (this.statements.count.get(s.owner) as number | undefined) ?? 1 }
+    return { record: openRecord(s.key, body), compactions: (this.statements.count.get(s.owner) as number | undefined) ?? 1 }
   }
 }
 
-/** A sealed record, opened, with its sections parsed back out of its text. */
-function opened(key: Buffer, body: Buffer): CompactionRecord {
-  return withSections(JSON.parse(unseal(key, body)) as StoredRecord)
-}
 
 export interface SqliteStoreOptions {
   /**

@@ -92,25 +92,28 @@ export interface SessionPage {
   next_cursor: string | null
 }
 
-/** A list's row: the session's aggregate and its newest record. */
+/** A list's row as both stores read it: the session's row (its id opened) and its newest record's columns. */
 export interface SessionRow {
   session_id: string
   n: number
   first_ms: number
-  last_seq: number
-  record: Pick<CompactionRecord, 'id' | 'created_at' | 'stats'>
+  /** The newest record's id, time and figures. */
+  id: string
+  created_ms: number
+  raw: number
+  after: number
 }
 
-/** A session as the list shows it, from its aggregate row and its newest record. */
+/** A session as the list shows it. */
 export function sessionSummary(row: SessionRow): SessionSummary {
   return {
     session_id: row.session_id,
     compactions: row.n,
     first_at: new Date(row.first_ms).toISOString(),
-    last_at: row.record.created_at,
-    last_compaction_id: row.record.id,
-    raw_history_tokens: row.record.stats.raw_history_tokens,
-    context_after_compaction: row.record.stats.context_after_compaction
+    last_at: new Date(row.created_ms).toISOString(),
+    last_compaction_id: row.id,
+    raw_history_tokens: row.raw,
+    context_after_compaction: row.after
   }
 }
 

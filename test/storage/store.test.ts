@@ -361,6 +361,21 @@ describe('SqliteStore', () => {
     expect((await s.recall('one', 'beta', { text: 'failing', limit: 5 })).map((h) => h.text)).toEqual([])
   })
 
+  it("reads in threads of its own: with this thread's connection closed, every read is still answered", async () => {
+    const s = new SqliteStore(tempDb())
+    stores.push(s)
+    await s.saveRecord(record('cmp_t', 'sess', 'k'))
+    await s.saveMemory({ compaction_id: 'cmp_t', session_id: 'sess', key_name: 'k', created_at: '2026-11-30T00:00:00.000Z' }, [{ kind: 'ask', text: 'threaded read of the parser', from: 0, to: 0 }])
+    await s.putState('state-key', { anchors: 1 }, Date.now() + 60_000, { key_name: 'k', session_id: 'sess' })
+    s.connection.close() // (the main thread's connection is for migrations, the journal and tests)
+    expect((await s.listRecords('sess', 'k', { limit: 5 })).records.map((r) => r.id)).toEqual(['cmp_t'])
+    expect((await s.listSessions('k', { limit: 5 })).sessions.map((x) => x.session_id)).toEqual(['sess'])
+    expect((await s.recall('sess', 'k', { text: 'parser', limit: 5 })).map((h) => h.text)).toEqual(['threaded read of the parser'])
+    expect(await s.getState('state-key', Date.now())).toEqual({ anchors: 1 })
+    expect(await s.recap('sess', 'k')).toMatchObject({ compactions: 1 })
+    expect(await s.timeline('sess', 'k', 5)).toHaveLength(1)
+  })
+
   it('keeps a journaled record through a stop before its write, and writes it at the next start, once', async () => {
     const path = tempDb()
     const first = new SqliteStore(path)

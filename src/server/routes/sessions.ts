@@ -53,6 +53,9 @@ const Page = Type.Object(
   { additionalProperties: false }
 )
 
+/** The path of one compaction of a session. */
+const CompactionParams = Type.Object({ session_id: SessionId('The session.'), compaction_id: Type.String({ minLength: 1, maxLength: 200, description: 'The compaction (its summary id).' }) })
+
 const EntryList = Type.Object(
   {
     entries: Type.Array(
@@ -288,7 +291,7 @@ export const sessionRoutes: FastifyPluginAsync = async (app) => {
         operationId: 'getCompaction',
         summary: 'One compaction of a session: its summary and figures, the messages it removed, its cold layer',
         security: KEYED,
-        params: Type.Object({ session_id: SessionId('The session.'), compaction_id: Type.String({ minLength: 1, maxLength: 200, description: 'The compaction (its summary id).' }) }),
+        params: CompactionParams,
         response: {
           200: CompactionDetailSchema,
           404: Type.Ref('ErrorResponse', { description: "No such compaction of the caller's session." }),
@@ -318,7 +321,7 @@ export const sessionRoutes: FastifyPluginAsync = async (app) => {
         operationId: 'listCompactionEntries',
         summary: 'What one compaction removed, as its cold layer keeps it: its entries in the order of the messages they came from, paginated',
         security: KEYED,
-        params: Type.Object({ session_id: SessionId('The session.'), compaction_id: Type.String({ minLength: 1, maxLength: 200, description: 'The compaction (its summary id).' }) }),
+        params: CompactionParams,
         querystring: Page,
         response: {
           200: EntryList,

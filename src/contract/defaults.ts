@@ -43,6 +43,17 @@ export const DEFAULT_UPSTREAM_CONNECTIONS = 128
 export const DEFAULT_PRECOMPUTE_AT = 0.75
 /** After a proxied compaction the context lands at this share of the room between system + tools and the budget. */
 export const DEFAULT_TARGET_SHARE = 0.5
+/**
+ * The prices (per million tokens) the overview's estimate of what compaction saved is made at: Claude
+ * Sonnet's list prices in USD (cache writes of 5 minutes at 1.25x input, reads at 0.1x).
+ */
+export const DEFAULT_PRICES_PER_MTOK = { input: 3, output: 15, cache_write: 3.75, cache_read: 0.3 } as const
+/** The currency those prices are in (an ISO 4217 code: the page writes the estimate in it). */
+export const DEFAULT_PRICE_CURRENCY = 'USD'
+/** The overview's range when none is asked for: the last week. */
+export const DEFAULT_OVERVIEW_DAYS = 7
+/** The longest range an overview reads (its tallies are kept COMPACT_RETENTION_DAYS anyway). */
+export const MAX_OVERVIEW_DAYS = 366
 
 // The HTTP server
 /** How long a kept-alive connection may sit idle between requests. */

@@ -34,6 +34,7 @@ import { messagesRoutes } from './routes/messages.js'
 import { modelsRoutes } from './routes/models.js'
 import { openAiRoutes } from './routes/openai.js'
 import { metricsRoutes } from './routes/metrics.js'
+import { overviewRoutes } from './routes/overview.js'
 import { sessionRoutes } from './routes/sessions.js'
 import { type ErrorResponseBody, SHARED_SCHEMAS } from '../contract/schemas.js'
 import { KEEP_ALIVE_TIMEOUT_MS, HEADERS_TIMEOUT_MS, MAX_PARAM_LENGTH, lingerBytes } from '../contract/defaults.js'
@@ -132,6 +133,8 @@ export async function buildApp(options: AppOptions): Promise<App> {
   await app.register(siteRoutes, { version: SERVICE_VERSION, contract: readContract() })
   await app.register(uiRoutes, { files: readUi() })
   await app.register(routes(sessionRoutes, 'store', 'proxy', 'shared-state'))
+  const prices = { currency: config.COMPACT_PRICE_CURRENCY, input: config.COMPACT_PRICE_INPUT, output: config.COMPACT_PRICE_OUTPUT, cache_write: config.COMPACT_PRICE_CACHE_WRITE, cache_read: config.COMPACT_PRICE_CACHE_READ }
+  await app.register(routes(overviewRoutes, 'store'), { prices, now })
   await app.register(routes(memoryRoutes, 'store', 'metrics'))
   await app.register(routes(compactRoutes, 'compaction', 'store', 'metrics'), { workerMinBytes: config.COMPACT_WORKER_MIN_KB * 1024 })
   const budget = config.COMPACT_BUDGET

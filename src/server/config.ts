@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { type Static, Type } from 'typebox'
 import { Value } from 'typebox/value'
 import { summarizerKind, summarizerProblem } from '../summarizer/index.js'
-import { DEFAULT_AUTH_FAILURES_PER_MIN, DEFAULT_BODY_LIMIT_MB, DEFAULT_BODY_TIMEOUT_MS, DEFAULT_BUDGET_TOKENS, DEFAULT_CACHE_TTL_S, DEFAULT_DB, DEFAULT_HOST, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_KEEP_TURNS, DEFAULT_MAX_INFLIGHT_MB, DEFAULT_MAX_SUMMARIES, DEFAULT_MODEL, DEFAULT_PORT, DEFAULT_PRECOMPUTE_AT, DEFAULT_RATE_LIMIT_PER_MIN, DEFAULT_RETENTION_DAYS, DEFAULT_SHUTDOWN_GRACE_MS, DEFAULT_SUMMARIZER_INPUT_TOKENS, DEFAULT_SUMMARIZER_TIMEOUT_MS, DEFAULT_SUMMARY_QUEUE, DEFAULT_TARGET_SHARE, DEFAULT_UPSTREAM_CONNECTIONS, DEFAULT_UPSTREAM_TIMEOUT_MS, DEFAULT_WORKERS, DEFAULT_WORKER_MIN_KB } from '../contract/defaults.js'
+import { DEFAULT_AUTH_FAILURES_PER_MIN, DEFAULT_BODY_LIMIT_MB, DEFAULT_BODY_TIMEOUT_MS, DEFAULT_BUDGET_TOKENS, DEFAULT_CACHE_TTL_S, DEFAULT_DB, DEFAULT_HOST, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_KEEP_TURNS, DEFAULT_MAX_INFLIGHT_MB, DEFAULT_MAX_SUMMARIES, DEFAULT_MODEL, DEFAULT_PORT, DEFAULT_PRECOMPUTE_AT, DEFAULT_PRICE_CURRENCY, DEFAULT_PRICES_PER_MTOK, DEFAULT_RATE_LIMIT_PER_MIN, DEFAULT_RETENTION_DAYS, DEFAULT_SHUTDOWN_GRACE_MS, DEFAULT_SUMMARIZER_INPUT_TOKENS, DEFAULT_SUMMARIZER_TIMEOUT_MS, DEFAULT_SUMMARY_QUEUE, DEFAULT_TARGET_SHARE, DEFAULT_UPSTREAM_CONNECTIONS, DEFAULT_UPSTREAM_TIMEOUT_MS, DEFAULT_WORKERS, DEFAULT_WORKER_MIN_KB } from '../contract/defaults.js'
 
 /** Every setting's default: src/contract/defaults.ts holds them, with the service's fixed values. */
 export * from '../contract/defaults.js'
@@ -51,7 +51,12 @@ export const ConfigSchema = Type.Object({
   COMPACT_UPSTREAM_TIMEOUT_MS: Type.Integer({ minimum: 1_000, maximum: 3_600_000, default: DEFAULT_UPSTREAM_TIMEOUT_MS }),
   COMPACT_UPSTREAM_CONNECTIONS: Type.Integer({ minimum: 1, maximum: 10_000, default: DEFAULT_UPSTREAM_CONNECTIONS }),
   COMPACT_PRECOMPUTE_AT: Type.Union([Type.Number({ exclusiveMinimum: 0, maximum: 1 }), Type.Literal('off')], { default: DEFAULT_PRECOMPUTE_AT }),
-  COMPACT_TARGET_SHARE: Type.Number({ minimum: 0.1, maximum: 0.9, default: DEFAULT_TARGET_SHARE })
+  COMPACT_TARGET_SHARE: Type.Number({ minimum: 0.1, maximum: 0.9, default: DEFAULT_TARGET_SHARE }),
+  COMPACT_PRICE_INPUT: Type.Number({ minimum: 0, maximum: 10_000, default: DEFAULT_PRICES_PER_MTOK.input }),
+  COMPACT_PRICE_OUTPUT: Type.Number({ minimum: 0, maximum: 10_000, default: DEFAULT_PRICES_PER_MTOK.output }),
+  COMPACT_PRICE_CACHE_WRITE: Type.Number({ minimum: 0, maximum: 10_000, default: DEFAULT_PRICES_PER_MTOK.cache_write }),
+  COMPACT_PRICE_CACHE_READ: Type.Number({ minimum: 0, maximum: 10_000, default: DEFAULT_PRICES_PER_MTOK.cache_read }),
+  COMPACT_PRICE_CURRENCY: Type.String({ pattern: '^[A-Z]{3}$', default: DEFAULT_PRICE_CURRENCY })
 })
 
 export type Config = Static<typeof ConfigSchema>
@@ -99,6 +104,8 @@ function describe(variable: string): string {
   if (variable === 'LOG_LEVEL') return 'one of fatal, error, warn, info, debug, trace, silent'
   if (variable === 'COMPACT_PRECOMPUTE_AT') return 'a share of the budget above 0 and at most 1, or "off"'
   if (variable === 'COMPACT_TARGET_SHARE') return 'a share from 0.1 to 0.9'
+  if (variable === 'COMPACT_PRICE_CURRENCY') return 'a currency code of three capitals (USD, EUR, ...)'
+  if (variable.startsWith('COMPACT_PRICE_')) return 'a price per million tokens, from 0 to 10000'
   if (variable === 'COMPACT_FALLBACK') return 'one of extractive, error'
   if (variable === 'COMPACT_ALLOW_NO_AUTH') return '0 or 1'
   if (variable === 'ANTHROPIC_BASE_URL' || variable === 'OPENAI_BASE_URL') return 'an http(s) URL'

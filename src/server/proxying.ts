@@ -307,7 +307,10 @@ export async function proxyRequest<R>(
   const upstreamMs = performance.now() - asked
   await recorded // the record's writes log and count their own failures: they never reject
   app.metrics.proxyUpstreamSeconds.observe({ endpoint: api.endpoint }, upstreamMs / 1_000)
-  if (outcome.kind === 'compacted') app.metrics.crossingWait.observe((asked - started) / 1_000)
+  if (outcome.kind === 'compacted') {
+    app.metrics.crossingWait.observe((asked - started) / 1_000)
+    app.activity.compaction(request.keyName, session, { via: 'proxy', response: outcome.run.response, waitMs: asked - started })
+  }
 
   const notRead = 'unread' in read ? read.unread : undefined
   // On the request's one line, written when the answer ends (a line of its own cost a write a request).
@@ -327,7 +330,8 @@ export async function proxyRequest<R>(
   })
   // A session's cost: what the upstream says each answer cost, and what compaction kept out of the request.
   const keptOut = outcome.kind === 'none' ? 0 : (body.bytes.length - payload.length) / CHARS_PER_TOKEN
-  const onUsage = api.costs && session !== undefined ? (usage: UpstreamUsage | undefined) => app.proxy.costs.addRequest(request.keyName, session, usage, keptOut) : undefined
+  const onUsage = api.costs ? (usage: UpstreamUsage | undefined) => app.activity.request(request.keyName, session, { keptOut, metered: true, usage }) : undefined
+  if (!api.costs && res.status === 200) app.activity.request(request.keyName, session, { keptOut, metered: false })
   return relay(reply, api, res, outcome, notRead, () => abort.signal.aborted, onUsage)
 }
 

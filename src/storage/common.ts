@@ -1,5 +1,5 @@
 import { emptySections, parseSummary } from '../compaction/index.js'
-import { unseal } from './sealing.js'
+import { ownerOf, unseal } from './sealing.js'
 import { type CompactionRecord, InvalidCursorError } from './store.js'
 import { MAX_SESSION_MEMORY } from '../contract/defaults.js'
 export { MAX_SESSION_MEMORY }
@@ -33,3 +33,8 @@ export function decodeCursor(cursor: string): number {
   return Number(m[1])
 }
 
+
+/** The scope of a tally: '' for the tenant's total, else the session's owner (a keyed hash: no session's id in the row). */
+export function activityScope(keyName: string, sessionId: string | null): string {
+  return sessionId === null ? '' : ownerOf(keyName, sessionId)
+}

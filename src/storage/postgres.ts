@@ -1,7 +1,7 @@
 import pg from 'pg'
-import type { CachedSummary, CompactionRecord, DeletedSession, EntryPage, MemoryOwner, SessionOwner, TimelinePoint, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, SessionPage, Store, CompactionDetail } from './store.js'
+import type { ActivityRow, ActivityTally, CachedSummary, CompactionRecord, DeletedSession, EntryPage, MemoryOwner, SessionOwner, TimelinePoint, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, SessionPage, Store, CompactionDetail } from './store.js'
 import { StoreError, sessionSummary } from './store.js'
-import { KIND_WEIGHT, MAX_SESSION_MEMORY, type StoredRecord, decodeCursor, encodeCursor, openRecord } from './common.js'
+import { KIND_WEIGHT, MAX_SESSION_MEMORY, type StoredRecord, activityScope, decodeCursor, encodeCursor, openRecord } from './common.js'
 import { at } from '../compaction/index.js'
 import { Terms, newKey, ownerOf, seal, unseal } from './sealing.js'
 
@@ -46,7 +46,18 @@ export const MIGRATIONS: readonly (string | ((client: pg.PoolClient) => Promise<
    CREATE INDEX summary_cache_by_owner ON summary_cache (key_name, session_id) WHERE session_id IS NOT NULL;`,
   // 3: every session sealed under a key of its own (sealing.ts); its rows named by owner; the cold layer's
   // index holds the session's terms; a row a session for its list. The rows of 1-2 are moved over.
-  sealSessions
+  sealSessions,
+  // 4: what the gateway did for a tenant, tallied by the hour (the overview; a session's cost). A row holds
+  // a number, never a text of a session: `scope` is '' for the tenant's total, else a session's owner.
+  `CREATE TABLE activity (
+     key_name TEXT NOT NULL,
+     scope TEXT NOT NULL,
+     hour_ms BIGINT NOT NULL,
+     name TEXT NOT NULL,
+     value DOUBLE PRECISION NOT NULL,
+     PRIMARY KEY (key_name, scope, hour_ms, name)
+   );
+   CREATE INDEX activity_by_age ON activity (hour_ms);`
 ]
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length
@@ -305,6 +316,7 @@ export class PostgresStore implements Store {
       const keys = await client.query<{ key: string }>('DELETE FROM cache WHERE owner = $1 RETURNING key', [owner])
       const records = await client.query('DELETE FROM records WHERE owner = $1', [owner])
       await client.query('DELETE FROM sessions WHERE owner = $1', [owner])
+      await client.query('DELETE FROM activity WHERE key_name = $1 AND scope = $2', [keyName, owner])
       keyPart = (await client.query<{ part: string }>('DELETE FROM session_keys WHERE owner = $1 RETURNING tableoid::regclass::text AS part', [owner])).rows[0]?.part
       const cold = await client.query<{ n: string; through: string | null }>('SELECT count(*) AS n, max(id) AS through FROM cold WHERE owner = $1', [owner])
       through = Number(cold.rows[0]?.through ?? 0)
@@ -334,6 +346,34 @@ export class PostgresStore implements Store {
       await client.query(dayPartition(ms))
     })
     this.days.add(day.name)
+  }
+
+  /**
+   * Tallies added (or raised, for `max:` names) in one statement, in the rows' key order: two replicas adding
+   * to the same rows take their locks in the same order, and never deadlock.
+   */
+  async addActivity(tallies: readonly ActivityTally[]): Promise<void> {
+    if (tallies.length === 0) return
+    await this.migrate()
+    const rows = tallies
+      .map((t) => ({ ...t, scope: activityScope(t.key_name, t.session_id) }))
+      .sort((a, b) => (a.key_name < b.key_name ? -1 : a.key_name > b.key_name ? 1 : a.scope < b.scope ? -1 : a.scope > b.scope ? 1 : a.hour_ms - b.hour_ms || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)))
+    await this.query(
+      `INSERT INTO activity (key_name, scope, hour_ms, name, value)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::float8[])
+         ON CONFLICT (key_name, scope, hour_ms, name) DO UPDATE
+           SET value = CASE WHEN activity.name LIKE 'max:%' THEN GREATEST(activity.value, excluded.value) ELSE activity.value + excluded.value END`,
+      [rows.map((r) => r.key_name), rows.map((r) => r.scope), rows.map((r) => r.hour_ms), rows.map((r) => r.name), rows.map((r) => r.value)]
+    )
+  }
+
+  async activity(keyName: string, sessionId: string | null, range: { fromMs: number; toMs: number }): Promise<ActivityRow[]> {
+    await this.migrate()
+    const { rows } = await this.query<{ hour_ms: string; name: string; value: number }>(
+      'SELECT hour_ms, name, value FROM activity WHERE key_name = $1 AND scope = $2 AND hour_ms >= $3 AND hour_ms < $4',
+      [keyName, activityScope(keyName, sessionId), range.fromMs, range.toMs]
+    )
+    return rows.map((r) => ({ hour_ms: Number(r.hour_ms), name: r.name, value: r.value }))
   }
 
   async saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): Promise<void> {
@@ -454,10 +494,12 @@ export class PostgresStore implements Store {
       const memory = (await this.query('DELETE FROM cold WHERE id IN (SELECT id FROM cold WHERE created_ms < $1 LIMIT $2)', [beforeMs, PG_SLICE_ROWS])).rowCount ?? 0
       const records = await this.pruneRecords(beforeMs)
       const cache = (await this.query('DELETE FROM cache WHERE key IN (SELECT key FROM cache WHERE expires_ms <= $1 LIMIT $2)', [nowMs, PG_SLICE_ROWS])).rowCount ?? 0
+      const tallies =
+        (await this.query('DELETE FROM activity WHERE (key_name, scope, hour_ms, name) IN (SELECT key_name, scope, hour_ms, name FROM activity WHERE hour_ms < $1 LIMIT $2)', [beforeMs, PG_SLICE_ROWS])).rowCount ?? 0
       total.memory += memory
       total.records += records
       total.cache += cache
-      if (Math.max(memory, records, cache) < PG_SLICE_ROWS) return total
+      if (Math.max(memory, records, cache, tallies) < PG_SLICE_ROWS) return total
     }
   }
 

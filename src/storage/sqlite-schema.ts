@@ -56,7 +56,18 @@ export const MIGRATIONS: readonly (string | ((db: Database.Database) => void))[]
   `CREATE TABLE memory_evicted (id INTEGER PRIMARY KEY CHECK (id = 1));`,
   // 5: every session sealed under a key of its own (sealing.ts); its rows named by owner; the cold layer's
   // index holds the session's terms; a row a session for its list. The rows of 1-4 are moved over.
-  sealSessions
+  sealSessions,
+  // 6: what the gateway did for a tenant, tallied by the hour (the overview; a session's cost). A row holds
+  // a number, never a text of a session: `scope` is '' for the tenant's total, else a session's owner.
+  `CREATE TABLE activity (
+     key_name TEXT NOT NULL,
+     scope TEXT NOT NULL,
+     hour_ms INTEGER NOT NULL,
+     name TEXT NOT NULL,
+     value REAL NOT NULL,
+     PRIMARY KEY (key_name, scope, hour_ms, name)
+   ) WITHOUT ROWID;
+   CREATE INDEX activity_by_age ON activity (hour_ms);`
 ]
 
 /** The tables of the sealed schema (migration 5). */

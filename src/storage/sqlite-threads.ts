@@ -6,9 +6,9 @@ import { MAX_WRITE_BACKLOG } from '../contract/defaults.js'
 export { MAX_WRITE_BACKLOG }
 
 /** The writes a SQLite store makes, by name, with their arguments and results. */
-export type Writes = Pick<SqliteWrites, 'saveRecord' | 'putCached' | 'saveMemory' | 'deleteSession' | 'deleteCold' | 'reclaim' | 'pruneSlice' | 'checkWritable'>
+export type Writes = Pick<SqliteWrites, 'saveRecord' | 'putCached' | 'saveMemory' | 'addActivity' | 'deleteSession' | 'deleteCold' | 'reclaim' | 'pruneSlice' | 'checkWritable'>
 /** The reads a SQLite store makes. */
-export type Reads = Pick<SqliteReads, 'listRecords' | 'listSessions' | 'cached' | 'recall' | 'compaction' | 'entries' | 'timeline' | 'recap'>
+export type Reads = Pick<SqliteReads, 'listRecords' | 'listSessions' | 'cached' | 'recall' | 'compaction' | 'entries' | 'timeline' | 'recap' | 'activity'>
 
 type Method<T> = { [K in keyof T]: T[K] extends (...args: never[]) => unknown ? K : never }[keyof T]
 type Args<T, K extends Method<T>> = T[K] extends (...args: infer A) => unknown ? A : never

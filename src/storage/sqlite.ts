@@ -1,9 +1,9 @@
 import { closeSync, existsSync, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
-import type { CachedSummary, CompactionRecord, DeletedSession, EntryPage, MemoryOwner, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, SessionOwner, SessionPage, SessionSummary, Store, CompactionDetail, TimelinePoint } from './store.js'
+import type { ActivityRow, ActivityTally, CachedSummary, CompactionRecord, DeletedSession, EntryPage, MemoryOwner, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, SessionOwner, SessionPage, SessionSummary, Store, CompactionDetail, TimelinePoint } from './store.js'
 import { StoreError, sessionSummary } from './store.js'
-import { KIND_WEIGHT, MAX_SESSION_MEMORY, type StoredRecord, decodeCursor, encodeCursor, openRecord } from './common.js'
+import { KIND_WEIGHT, MAX_SESSION_MEMORY, type StoredRecord, activityScope, decodeCursor, encodeCursor, openRecord } from './common.js'
 import { at } from '../compaction/index.js'
 import { type Reads, ReaderPool, type SqliteRunner, StoreThread, type Writes, inlineRunner } from './sqlite-threads.js'
 import { MIGRATIONS, recordFigures, sessionKey } from './sqlite-schema.js'
@@ -96,6 +96,14 @@ export class SqliteWrites {
       sessionFigures: db.prepare('SELECT count(*) AS n, min(created_ms) AS first_ms FROM records WHERE owner = ?'),
       refreshSession: db.prepare('UPDATE sessions SET n = ?, first_ms = ? WHERE owner = ?'),
       pruneCache: db.prepare('DELETE FROM cache WHERE key IN (SELECT key FROM cache WHERE expires_ms <= ? LIMIT ?)'),
+      addActivity: db.prepare(
+        `INSERT INTO activity (key_name, scope, hour_ms, name, value) VALUES (?, ?, ?, ?, ?)
+           ON CONFLICT (key_name, scope, hour_ms, name) DO UPDATE SET value = CASE WHEN name LIKE 'max:%' THEN max(value, excluded.value) ELSE value + excluded.value END`
+      ),
+      deleteActivity: db.prepare('DELETE FROM activity WHERE key_name = ? AND scope = ?'),
+      pruneActivity: db.prepare(
+        'DELETE FROM activity WHERE (key_name, scope, hour_ms, name) IN (SELECT key_name, scope, hour_ms, name FROM activity WHERE hour_ms < ? LIMIT ?)'
+      ),
       health: db.prepare('INSERT INTO health (id, checked_ms) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET checked_ms = excluded.checked_ms')
     }
   }
@@ -126,6 +134,13 @@ export class SqliteWrites {
     this.db.transaction(() => this.statements.putCache.run(key, id, seal(sessionKey(this.db, id), json), expiresAtMs))()
   }
 
+  /** Tallies added (or raised, for `max:` names), in one transaction. */
+  addActivity(tallies: readonly ActivityTally[]): void {
+    this.db.transaction(() => {
+      for (const t of tallies) this.statements.addActivity.run(t.key_name, activityScope(t.key_name, t.session_id), t.hour_ms, t.name, t.value)
+    })()
+  }
+
   /**
    * Deletes a tenant's session's key, records, cached rows and list row in one transaction (a few rows,
    * whatever the session holds): from its commit, nothing of the session can be read, its cold layer
@@ -140,6 +155,7 @@ export class SqliteWrites {
       const cached = this.statements.deleteCache.run(owner).changes
       this.statements.deleteSessionRow.run(owner)
       this.statements.deleteKey.run(owner)
+      this.statements.deleteActivity.run(keyName, owner)
       return { compactions, cold_layer: cold.n, cached, cache_keys: keys, through: cold.through ?? 0 }
     })()
   }
@@ -219,10 +235,11 @@ export class SqliteWrites {
           else this.statements.refreshSession.run(n, first_ms, owner)
         }
         const cache = this.statements.pruneCache.run(nowMs, STEP_ROWS).changes
+        const tallies = this.statements.pruneActivity.run(beforeMs, STEP_ROWS).changes
         total.memory += entries.length
         total.records += records.length
         total.cache += cache
-        if (Math.max(entries.length, records.length, cache) < STEP_ROWS) return { ...total, more: false }
+        if (Math.max(entries.length, records.length, cache, tallies) < STEP_ROWS) return { ...total, more: false }
         if (Math.max(total.memory, total.records, total.cache) >= SLICE_ROWS || performance.now() - started >= SLICE_MS) return total
       }
     })()
@@ -252,7 +269,8 @@ export class SqliteReads {
       record: db.prepare('SELECT body FROM records WHERE owner = ? AND id = ?').pluck(),
       timeline: db.prepare('SELECT id, created_ms, raw, after, budget FROM records WHERE owner = ? ORDER BY seq DESC LIMIT ?'),
       kinds: db.prepare('SELECT kind, count(*) AS n FROM cold WHERE owner = ? AND compaction_id = ? GROUP BY kind'),
-      entries: db.prepare('SELECT id, kind, body, msg_from, msg_to FROM cold WHERE owner = ? AND compaction_id = ? AND id > ? ORDER BY id LIMIT ?')
+      entries: db.prepare('SELECT id, kind, body, msg_from, msg_to FROM cold WHERE owner = ? AND compaction_id = ? AND id > ? ORDER BY id LIMIT ?'),
+      activity: db.prepare('SELECT hour_ms, name, value FROM activity WHERE key_name = ? AND scope = ? AND hour_ms >= ? AND hour_ms < ?')
     }
   }
 
@@ -261,6 +279,10 @@ export class SqliteReads {
     const owner = ownerOf(keyName, sessionId)
     const key = this.statements.key.get(owner) as Buffer | undefined
     return key ? { owner, key } : undefined
+  }
+
+  activity(keyName: string, sessionId: string | null, fromMs: number, toMs: number): ActivityRow[] {
+    return this.statements.activity.all(keyName, activityScope(keyName, sessionId), fromMs, toMs) as ActivityRow[]
   }
 
   listRecords(sessionId: string, keyName: string, before: number, limit: number): { records: CompactionRecord[]; last: number | null } {
@@ -535,6 +557,14 @@ export class SqliteStore implements Store {
     const text = kept.map((line) => `${line}\n`).join('')
     if (text !== '') writeSync(fd, text)
     this.journaledBytes = Buffer.byteLength(text)
+  }
+
+  async addActivity(tallies: readonly ActivityTally[]): Promise<void> {
+    if (tallies.length > 0) await this.writer.run('addActivity', [tallies])
+  }
+
+  async activity(keyName: string, sessionId: string | null, range: { fromMs: number; toMs: number }): Promise<ActivityRow[]> {
+    return this.reader.run('activity', [keyName, sessionId, range.fromMs, range.toMs])
   }
 
   async saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): Promise<void> {

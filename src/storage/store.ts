@@ -164,6 +164,26 @@ export interface Recap {
 }
 
 /** Where records, the summary cache and the cold layer live: SQLite (the embedded default) or PostgreSQL. */
+/**
+ * A tally of what the gateway did for a tenant in one hour: added to (or, for a name that begins with
+ * `max:`, raised to) its value. `session_id` null is the tenant's total over all its conversations.
+ */
+export interface ActivityTally {
+  key_name: string
+  session_id: string | null
+  /** The hour's start (ms since the epoch, a multiple of 3,600,000). */
+  hour_ms: number
+  name: string
+  value: number
+}
+
+/** One hour's tally of a name, as read back. */
+export interface ActivityRow {
+  hour_ms: number
+  name: string
+  value: number
+}
+
 export interface Store {
   /** Read by other processes too (replicas sharing PostgreSQL): a write must be done before the answer that tells of it. */
   readonly shared?: boolean
@@ -178,6 +198,10 @@ export interface Store {
   /** A piece of the service's own state (a proxied conversation's anchors), kept beside the cache until it expires. */
   getState(key: string, nowMs: number): Promise<unknown>
   putState(key: string, value: unknown, expiresAtMs: number, owner?: SessionOwner): Promise<void>
+  /** Adds tallies of what the gateway did (Activity), in one transaction. */
+  addActivity(tallies: readonly ActivityTally[]): Promise<void>
+  /** A tenant's tallies from `fromMs` (inclusive) to `toMs` (exclusive) by hour: its total, or one session's. */
+  activity(keyName: string, sessionId: string | null, range: { fromMs: number; toMs: number }): Promise<ActivityRow[]>
   /** Keeps a compaction's cold-layer entries (already redacted), within the per-session cap. */
   saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): Promise<void>
   /** A tenant's entries of one session that match the query, best first. Someone else's session finds nothing. */
@@ -199,7 +223,7 @@ export interface Store {
    * deletes nothing: deleting is idempotent.
    */
   deleteSession(sessionId: string, keyName: string): Promise<DeletedSession>
-  /** Drops records and cold-layer entries created before `beforeMs` and expired cache rows. */
+  /** Drops records, cold-layer entries and tallies of hours before `beforeMs`, and expired cache rows. */
   prune(beforeMs: number, nowMs: number): Promise<{ records: number; cache: number; memory: number }>
   /** Throws when the store cannot be written. */
   checkWritable(): Promise<void>

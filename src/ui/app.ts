@@ -1,5 +1,6 @@
 /**
- * The sessions page: sign in with a gateway key, list the key's sessions, see one as a chart of its
+ * The page: sign in with a gateway key; an overview of what compaction did and saved for the key (by time
+ * range and session); the key's sessions, see one as a chart of its
  * prompt's size before and after each compaction, read a compaction's summary by section beside what it
  * removed and kept, search the cold layer, delete the session. Plain DOM; every text is set as text.
  */
@@ -10,6 +11,7 @@ import { LIST_SECTIONS, SECTION_HEADINGS } from '../compaction/sections.js'
 import { ApiFailure, api, forgetKey, keepKey, path, storedKey } from './api.js'
 import { DROP, type TimelinePoint, describeTimeline, sawtooth } from './sawtooth.js'
 import { type SessionCost, describeCost } from './cost.js'
+import { type Overview, describeRange, describeSavings, describeWriters, headline, waitRows, writerParts } from './overview.js'
 
 interface SessionItem {
   session_id: string
@@ -75,6 +77,9 @@ let sessionsCursor: string | null = null
 /** The open session: its compactions' page cursor, how many rows are listed, and each listed compaction's number. */
 let current: { id: string; compactionsCursor: string | null; ids: string[]; listed: number; numbers: Map<string, number> } | undefined
 let chart: uPlot | undefined
+let activityChart: uPlot | undefined
+/** The overview asked for last: an answer to an older ask is dropped. */
+let overviewAsk = 0
 
 function status(text: string, isError = false): void {
   const s = $('status')
@@ -104,9 +109,12 @@ function signOut(reason = ''): void {
   current = undefined
   chart?.destroy()
   chart = undefined
+  activityChart?.destroy()
+  activityChart = undefined
   $('session-list').replaceChildren()
+  $<HTMLSelectElement>('scope').replaceChildren(el('option', 'Every conversation', { value: '' }))
   $('session-view').hidden = true
-  $('pick').hidden = false
+  $('overview').hidden = false
   showSignedIn(false)
   $('sign-in-error').textContent = reason
   $<HTMLInputElement>('key').focus()
@@ -131,7 +139,7 @@ async function signIn(candidate: string, quiet = false): Promise<void> {
   showSignedIn(true)
   // nothing to sign out of where the gateway takes no keys
   $('sign-out').hidden = candidate === ''
-  await loadSessions(true)
+  await Promise.all([loadSessions(true), showOverview()])
 }
 
 async function loadSessions(fresh: boolean): Promise<void> {
@@ -144,7 +152,11 @@ async function loadSessions(fresh: boolean): Promise<void> {
   if (!fresh && sessionsCursor) query.set('cursor', sessionsCursor)
   try {
     const page = await call<{ sessions: SessionItem[]; next_cursor: string | null }>('GET', `/v1/sessions?${query.toString()}`)
-    for (const s of page.sessions) list.append(sessionItem(s))
+    const scope = $<HTMLSelectElement>('scope')
+    for (const s of page.sessions) {
+      list.append(sessionItem(s))
+      scope.append(el('option', s.session_id, { value: s.session_id }))
+    }
     sessionsCursor = page.next_cursor
     $('more-sessions').hidden = page.next_cursor === null
     $('no-sessions').hidden = list.childElementCount > 0
@@ -168,11 +180,113 @@ function sessionItem(s: SessionItem): HTMLLIElement {
   return item
 }
 
-async function openSession(id: string): Promise<void> {
+/** Marks the view shown in the list: the overview, or a session. */
+function markCurrent(id: string | undefined): void {
+  $('show-overview').setAttribute('aria-current', String(id === undefined))
   for (const b of document.querySelectorAll<HTMLButtonElement>('#session-list button')) b.setAttribute('aria-current', String(b.closest('li')?.dataset.session === id))
+}
+
+/** The overview: the page's first view, for the range and the conversations the filters choose. */
+async function showOverview(focus = false): Promise<void> {
+  current = undefined
+  chart?.destroy()
+  chart = undefined
+  markCurrent(undefined)
+  $('session-view').hidden = true
+  $('overview').hidden = false
+  if (focus) $('overview-title').focus()
+  const hours = Number($<HTMLSelectElement>('range').value)
+  const session = $<HTMLSelectElement>('scope').value
+  const query = new URLSearchParams({ from: new Date(Date.now() - hours * 3_600_000).toISOString() })
+  if (session !== '') query.set('session_id', session)
+  const ask = ++overviewAsk
+  try {
+    const o = await call<Overview>('GET', `/v1/overview?${query.toString()}`)
+    if (ask !== overviewAsk) return
+    drawOverview(o)
+    status('')
+  } catch (err) {
+    if (ask === overviewAsk) status(`The overview cannot be read: ${(err as Error).message}`, true)
+  }
+}
+
+function drawOverview(o: Overview): void {
+  $('overview-range').textContent = describeRange(o)
+  $('cards').replaceChildren(
+    ...headline(o).map((c) => {
+      const card = el('div')
+      const value = el('dd')
+      value.append(el('span', c.value, { class: 'value' }), el('span', c.note, { class: 'note' }))
+      card.append(el('dt', c.label), value)
+      return card
+    })
+  )
+  drawActivity(o)
+  const total = o.compactions.total
+  const share = $('writers')
+  share.replaceChildren(...writerParts(o).map((p) => {
+    const part = el('span', undefined, { class: p.key, title: `${p.label}: ${p.count.toLocaleString('en-US')}` })
+    part.style.flexGrow = String(p.count / Math.max(1, total))
+    return part
+  }))
+  const legend = el('ul', undefined, { class: 'legend' })
+  for (const p of writerParts(o)) {
+    const item = el('li')
+    item.append(el('span', undefined, { class: `swatch ${p.key}`, 'aria-hidden': 'true' }), document.createTextNode(`${p.label}: ${p.count.toLocaleString('en-US')}`))
+    legend.append(item)
+  }
+  $('writers-caption').replaceChildren(document.createTextNode(describeWriters(o)), legend)
+  $('waits').replaceChildren(...waitRows(o).map((w) => {
+    const row = el('tr')
+    row.append(el('td', w.bucket), el('td', w.count.toLocaleString('en-US')))
+    return row
+  }))
+  $('savings').textContent = describeSavings(o)
+}
+
+/** Compactions a step (bars) and the tokens kept out of prompts a step (a line), over the range. */
+function drawActivity(o: Overview): void {
+  const host = $('activity-chart')
+  activityChart?.destroy()
+  const width = Math.max(300, host.clientWidth || 640)
+  // each bar in the middle of its step, the axis from the range's start to the end of its last step
+  const stepS = o.bucket === 'hour' ? 3_600 : 86_400
+  const x = o.series.map((p) => Date.parse(p.at) / 1_000 + stepS / 2)
+  const startS = Date.parse(o.from) / 1_000
+  const endS = startS + o.series.length * stepS
+  const bars = uPlot.paths.bars?.({ size: [0.7, 48] })
+  const step = o.bucket === 'hour' ? 'hour' : 'day'
+  const opts: uPlot.Options = {
+    width,
+    height: 240,
+    scales: { x: { time: true, range: () => [startS, endS] }, n: { range: (_u, _min, max) => [0, Math.max(1, max)] }, t: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
+    axes: [
+      {},
+      { scale: 'n', label: `compactions per ${step}`, size: 56, values: (_u, ticks) => ticks.map((t) => (Number.isInteger(t) ? String(t) : '')) },
+      { scale: 't', side: 1, label: 'tokens kept out', size: 64, grid: { show: false }, values: (_u, ticks) => ticks.map((t) => (t >= 1000 ? `${Math.round(t / 1000)}k` : String(t))) }
+    ],
+    series: [
+      { label: step === 'hour' ? 'hour from' : 'day from', value: (_u, v) => (v === null || v === undefined ? '' : new Date((v - stepS / 2) * 1_000).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' })) },
+      { label: 'compactions', scale: 'n', fill: '#93c5fd', stroke: '#1d4ed8', ...(bars ? { paths: bars } : {}), points: { show: false }, value: (_u, v) => (v === null || v === undefined ? '' : String(v)) },
+      { label: 'tokens kept out', scale: 't', stroke: '#16a34a', width: 2, points: { show: false }, value: (_u, v) => (v === null || v === undefined ? '' : `${Math.round(v).toLocaleString('en-US')} tokens`) }
+    ],
+    legend: { show: true }
+  }
+  activityChart = new uPlot(opts, [x, o.series.map((p) => p.compactions), o.series.map((p) => p.tokens_kept_out)], host)
+  host.setAttribute('role', 'img')
+  host.setAttribute('aria-describedby', 'activity-caption')
+  const busiest = o.series.reduce((best, p) => (p.compactions > best.compactions ? p : best), o.series[0] ?? { at: o.from, compactions: 0 })
+  $('activity-caption').textContent =
+    o.compactions.total === 0
+      ? `No compactions in this range (a bar per ${step}).`
+      : `Compactions per ${step} (bars) and tokens kept out of prompts per ${step} (line); the most, ${busiest.compactions.toLocaleString('en-US')}, in the ${step} from ${new Date(busiest.at).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' })}.`
+}
+
+async function openSession(id: string): Promise<void> {
+  markCurrent(id)
   current = { id, compactionsCursor: null, ids: [], listed: 0, numbers: new Map() }
   status(`Loading ${id}…`)
-  $('pick').hidden = true
+  $('overview').hidden = true
   $('session-view').hidden = false
   $('detail').hidden = true
   $('hits').replaceChildren()
@@ -396,12 +510,9 @@ async function deleteCurrent(): Promise<void> {
   try {
     const result = await call<{ deleted: { compactions: number; cold_layer: number; cached: number } }>('DELETE', path`/v1/sessions/${id}`)
     document.querySelector(`#session-list li[data-session="${CSS.escape(id)}"]`)?.remove()
-    current = undefined
-    chart?.destroy()
-    chart = undefined
-    $('session-view').hidden = true
-    $('pick').hidden = false
+    $('scope').querySelector(`option[value="${CSS.escape(id)}"]`)?.remove()
     $('no-sessions').hidden = $('session-list').childElementCount > 0
+    await showOverview()
     const d = result.deleted
     status(`Deleted ${id}: ${plural(d.compactions, 'compaction')}, ${plural(d.cold_layer, 'cold-layer entry', 'cold-layer entries')}, ${plural(d.cached, 'cached summary', 'cached summaries')}.`)
   } catch (err) {
@@ -415,6 +526,9 @@ function wire(): void {
     void signIn($<HTMLInputElement>('key').value.trim())
   })
   $('sign-out').addEventListener('click', () => signOut())
+  $('show-overview').addEventListener('click', () => void showOverview(true))
+  $('range').addEventListener('change', () => void showOverview())
+  $('scope').addEventListener('change', () => void showOverview())
   $('more-sessions').addEventListener('click', () => void loadSessions(false))
   $('more-compactions').addEventListener('click', () => void loadCompactions(false).catch((err: Error) => status(err.message, true)))
   $('search').addEventListener('submit', (e) => {
@@ -430,6 +544,10 @@ function wire(): void {
     const host = $('chart')
     if (chart && host.clientWidth > 0) chart.setSize({ width: host.clientWidth, height: 260 })
   }).observe($('chart'))
+  new ResizeObserver(() => {
+    const host = $('activity-chart')
+    if (activityChart && host.clientWidth > 0) activityChart.setSize({ width: host.clientWidth, height: 240 })
+  }).observe($('activity-chart'))
 
   const kept = storedKey()
   void signIn(kept ?? '', kept === undefined)

@@ -99,6 +99,35 @@ describe("summaries by the client's own model, where the gateway has none", () =
     expect(after.json<{ requests: number }>().requests).toBe(0)
   })
 
+  it("show in the key's overview: the crossing, its wait, the client model's summary, and what was saved at the prices configured", async () => {
+    const { app, fake, sdk } = await gateway({ COMPACT_PRICE_INPUT: '2', COMPACT_PRICE_OUTPUT: '10', COMPACT_PRICE_CACHE_WRITE: '2.5', COMPACT_PRICE_CACHE_READ: '0.2', COMPACT_PRICE_CURRENCY: 'EUR' })
+    await untilCrossing(app, sdk)
+    const res = await app.inject({ method: 'GET', url: '/v1/overview' })
+    expect(res.statusCode).toBe(200)
+    const o = res.json()
+    expect(o.compactions).toMatchObject({ total: 1, via_proxy: 1, via_compact_route: 0 })
+    expect(o.compactions.tokens_removed).toBeGreaterThan(0)
+    expect(o.summaries).toMatchObject({ model: 1, fallback: 0, models: { 'claude-client-model': 1 } })
+    expect(o.crossings.count).toBe(1)
+    expect(o.crossings.waits.reduce((n: number, w: { count: number }) => n + w.count, 0)).toBe(1)
+    const answers = fake.requests.filter((r) => !isSummaryCall(r))
+    expect(o.requests).toMatchObject({ count: answers.length, metered: answers.length })
+    expect(o.requests.tokens_kept_out).toBeGreaterThan(0)
+    // billed: what the fake says each answer and the summary call cost, at the prices set (per million tokens)
+    const summary = fake.requests.filter(isSummaryCall)
+    const sum = (rs: ReceivedRequest[], f: (c: NonNullable<ReceivedRequest['cache']>) => number): number => rs.reduce((n, r) => n + f(r.cache!), 0)
+    const answered = 2 * sum(answers, (c) => c.tokens - c.read - c.written) + 2.5 * sum(answers, (c) => c.written) + 0.2 * sum(answers, (c) => c.read) + 10 * o.requests.upstream.output_tokens
+    expect(o.requests.upstream.cache_read_input_tokens).toBe(sum(answers, (c) => c.read))
+    const summaryIn = sum(summary, (c) => c.tokens)
+    expect(o.summary_calls).toMatchObject({ calls: 1, input_tokens: summaryIn })
+    expect(o.savings.prices).toEqual({ currency: 'EUR', input: 2, output: 10, cache_write: 2.5, cache_read: 0.2 })
+    expect(o.savings.billed).toBeCloseTo((answered + 2 * summaryIn + 10 * o.summary_calls.output_tokens) / 1e6, 3)
+    // one session's overview holds the same crossing; another session's, none
+    const one = (await app.inject({ method: 'GET', url: '/v1/overview?session_id=client-summaries-1' })).json()
+    expect(one.crossings.count).toBe(1)
+    expect((await app.inject({ method: 'GET', url: '/v1/overview?session_id=another' })).json().compactions.total).toBe(0)
+  })
+
   it('are not made with COMPACT_SUMMARIZER=extractive: the crossing merges from the ledger', async () => {
     const { app, fake, sdk } = await gateway({ COMPACT_SUMMARIZER: 'extractive' })
     await untilCrossing(app, sdk)

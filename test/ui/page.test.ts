@@ -211,6 +211,10 @@ describe.skipIf(missing !== undefined)(`the sessions page in chromium${missing ?
     expect(await fits()).toBe(true)
     await page.getByLabel('Gateway key').fill(ALICE)
     await page.getByRole('button', { name: 'Sign in' }).click()
+    // the overview, the first view
+    await expect.poll(() => page.locator('#activity-chart canvas').count(), { timeout: 20_000 }).toBe(1)
+    expect(await fits()).toBe(true)
+    await page.screenshot({ path: join(SHOTS, 'phone-overview.png'), fullPage: true })
     const sessions = page.getByRole('navigation', { name: 'Sessions' })
     await sessions.getByRole('button', { name: /short-session/ }).click()
     await expect.poll(() => page.locator('#chart-caption').textContent(), { timeout: 20_000 }).toMatch(/compaction/)
@@ -240,6 +244,45 @@ describe.skipIf(missing !== undefined)(`the sessions page in chromium${missing ?
       .poll(() => page.locator('#session-cost').textContent(), { timeout: 20_000 })
       .toMatch(/^Through the proxy: [\d,]+ requests, billed by the upstream for [\d,]+ input, [\d,]+ cache-write, [\d,]+ cache-read and [\d,]+ output tokens; 0 summary calls\. Compaction kept [\d,]+ tokens out of its prompts: about \d+% (?:less|more) than without compaction \(an estimate/)
     await page.screenshot({ path: join(SHOTS, 'cost.png') })
+  }, 60_000)
+
+  it('opens with an overview of what compaction did and saved for the key, filtered by time and session', async () => {
+    const { page } = await tab()
+    await page.goto(`${server.url}/ui/`)
+    await page.getByLabel('Gateway key').fill(CAROL)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    // the first view: the seeding's compactions through the proxy (as many as its records), with extractive summaries (chosen: no model)
+    const listed = (await (await fetch(`${server.url}/v1/sessions`, { headers: { 'x-api-key': CAROL } })).json()) as { sessions: { session_id: string; compactions: number }[] }
+    const made = listed.sessions.find((s) => s.session_id === 'proxied-session')?.compactions ?? 0
+    expect(made).toBeGreaterThan(0)
+    const cards = page.locator('#cards')
+    await expect.poll(() => cards.locator('dt').allTextContents(), { timeout: 20_000 }).toEqual(['Tokens kept out of prompts', 'Compactions', 'Crossing wait', 'Saved (estimate)'])
+    const values = await cards.locator('.value').allTextContents()
+    expect(Number(values[0]!.replace(/,/g, ''))).toBeGreaterThan(0)
+    expect(values[1]).toBe(String(made))
+    expect(values[2]).toMatch(/^[\d.,]+ (?:ms|s)$/)
+    expect(values[3]).toMatch(/^-?\$[\d.,]+$/)
+    expect(await cards.locator('.note').nth(1).textContent()).toMatch(new RegExp(`^${made} by the proxies, 0 by POST /v1/compact; [\\d,]+ tokens removed$`))
+    expect(await page.locator('#writers-caption').textContent()).toMatch(new RegExp(`^Of ${made} summar(?:y|ies): 100% extractive, chosen\\.`))
+    const waits = (await page.locator('#waits tr td:nth-child(2)').allTextContents()).map(Number)
+    expect(waits.reduce((a, b) => a + b, 0)).toBe(made)
+    expect(await page.locator('#savings').textContent()).toMatch(/^Billed: \$[\d.]+, for [\d,]+ metered requests .* Without compaction: \$[\d.]+, .* per million tokens \(COMPACT_PRICE_\*\)/)
+    expect(await page.locator('#activity-chart canvas').count()).toBe(1)
+    expect(await page.locator('#activity-caption').textContent()).toMatch(new RegExp(`^Compactions per day \\(bars\\) and tokens kept out of prompts per day \\(line\\); the most, ${made}, in the day from `))
+    await page.screenshot({ path: join(SHOTS, 'overview.png'), fullPage: true })
+
+    // by the hour over the last day, then one session's: the seeding's session has them all, another none
+    await page.getByLabel('Range').selectOption({ label: 'Last 24 hours' })
+    await expect.poll(() => page.locator('#activity-caption').textContent()).toMatch(/^Compactions per hour/)
+    await page.getByLabel('Conversations').selectOption('proxied-session')
+    await expect.poll(() => page.locator('#overview-range').textContent()).toMatch(/, session proxied-session$/)
+    expect(await cards.locator('.value').nth(1).textContent()).toBe(String(made))
+    // a session opened, then the overview again from the list
+    await page.getByRole('navigation', { name: 'Sessions' }).getByRole('button', { name: /proxied-session/ }).click()
+    await expect.poll(() => page.locator('#overview').isVisible()).toBe(false)
+    await page.getByRole('button', { name: /^Overview/ }).click()
+    await expect.poll(() => page.locator('#overview').isVisible()).toBe(true)
+    expect(await page.getByRole('button', { name: /^Overview/ }).getAttribute('aria-current')).toBe('true')
   }, 60_000)
 
   it('opens with no sign-in step on a gateway that takes no keys', async () => {

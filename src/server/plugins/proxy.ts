@@ -1,13 +1,12 @@
 import fp from 'fastify-plugin'
 import { ProxyCompactor, storedAnchors } from '../../proxy/compactor.js'
-import { SessionCosts } from '../../service/costs.js'
 import { Upstream } from '../../proxy/upstream.js'
 import { type Config, DEFAULT_OPENAI_BASE_URL, DEFAULT_UPSTREAM_URL } from '../config.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** upstream: the Messages API's; openai: the OpenAI-compatible API's (Chat Completions, Responses). */
-    proxy: { upstream: Upstream; openai: Upstream; compactor: ProxyCompactor; costs: SessionCosts }
+    proxy: { upstream: Upstream; openai: Upstream; compactor: ProxyCompactor }
   }
 }
 
@@ -19,10 +18,6 @@ export const proxyPlugin = fp<{ config: Config }>(
     const timeouts = { timeoutMs: config.COMPACT_UPSTREAM_TIMEOUT_MS, connections: config.COMPACT_UPSTREAM_CONNECTIONS }
     const upstream = new Upstream({ baseUrl: config.ANTHROPIC_BASE_URL ?? DEFAULT_UPSTREAM_URL, ...timeouts })
     const openai = new Upstream({ baseUrl: config.OPENAI_BASE_URL ?? DEFAULT_OPENAI_BASE_URL, name: 'the OpenAI API', ...timeouts })
-    const costs = new SessionCosts(app.store, (err) => {
-      metrics.storeErrors.inc({ operation: 'costs' })
-      app.log.error({ err, event: 'costs_not_kept' }, "a session's cost could not be kept")
-    })
     const compactor = new ProxyCompactor({
       deps,
       precomputeAt: config.COMPACT_PRECOMPUTE_AT === 'off' ? undefined : config.COMPACT_PRECOMPUTE_AT,
@@ -40,17 +35,17 @@ export const proxyPlugin = fp<{ config: Config }>(
       },
       anchors: storedAnchors(app.store),
       onSummary: (request, report) => {
-        if (request.session !== undefined) costs.addSummary(request.tenant, request.session, report)
+        app.activity.summary(request.tenant, request.session, report)
       },
       onAnchorFault: (err) => {
         metrics.storeErrors.inc({ operation: 'anchors' })
         app.log.error({ err, event: 'anchors_not_kept' }, 'a conversation\'s anchors could not be read or kept; the proxy goes on from memory')
       }
     })
-    app.decorate('proxy', { upstream, openai, compactor, costs })
+    app.decorate('proxy', { upstream, openai, compactor })
     app.addHook('preClose', async () => compactor.close())
     app.addHook('onClose', async () => {
-      await Promise.all([upstream.close(), openai.close(), costs.close()])
+      await Promise.all([upstream.close(), openai.close()])
     })
   },
   { name: 'proxy', dependencies: ['metrics', 'compaction', 'store'] }

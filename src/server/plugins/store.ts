@@ -3,6 +3,7 @@ import { PostgresStore, isPostgresUrl } from '../../storage/postgres.js'
 import { SqliteStore } from '../../storage/sqlite.js'
 import type { Store } from '../../storage/store.js'
 import { WritesAfterAnswers } from '../writes.js'
+import { Activity } from '../../service/activity.js'
 import { PRUNE_INTERVAL_MS } from '../../contract/defaults.js'
 export { PRUNE_INTERVAL_MS }
 
@@ -12,6 +13,8 @@ declare module 'fastify' {
     store: Store
     /** Writes begun after their answers; reads of records and the cold layer wait for them. */
     writes: WritesAfterAnswers
+    /** What the gateway did for each tenant, tallied by the hour (the overview, a session's cost). */
+    activity: Activity
     /** Resolves when the prune under way (at start, then hourly) is done; at once where none is. */
     pruned: () => Promise<void>
   }
@@ -46,6 +49,15 @@ export const storePlugin = fp<StorePluginOptions>(
           })
         : new SqliteStore(db))
     app.decorate('store', store)
+    const activity = new Activity(
+      store,
+      (err) => {
+        metrics.storeErrors.inc({ operation: 'activity' })
+        app.log.error({ err, event: 'activity_not_kept' }, 'tallies of what the gateway did could not be kept')
+      },
+      now
+    )
+    app.decorate('activity', activity)
     const writes = new WritesAfterAnswers()
     app.decorate('writes', writes)
     let pruning: Promise<void> | undefined
@@ -71,6 +83,7 @@ export const storePlugin = fp<StorePluginOptions>(
       clearInterval(timer)
       await pruning
       await writes.drain()
+      await activity.close()
       await store.close()
     })
   },

@@ -153,6 +153,7 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
       // has), reads of it in this process waiting for the write (WritesAfterAnswers). With PostgreSQL,
       // which other replicas read, the answer waits for both.
       const budget = body.budget_tokens ?? deps.defaults.budgetTokens
+      app.activity.compaction(request.keyName, body.session_id, { via: 'route', response })
       const keep = recordWrites(store, metrics, request.log, { ...body, budget }, request.keyName, response, run.memory)
       const { recorded, begin, unkept } = await scheduleRecord(store, writes, request.keyName, body.session_id, keep)
       if (unkept) void reply.header(RECORD_HEADER, 'not-kept')

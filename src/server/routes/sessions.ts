@@ -89,7 +89,7 @@ const CompactionDetailSchema = Type.Object(
 )
 
 /** A read (or a deletion) of the store: a bad cursor is the client's 400; any other failure the store's (a 503 to retry, its reason logged by the handler). */
-async function readStore<T>(read: () => Promise<T>, what = 'read'): Promise<T> {
+export async function readStore<T>(read: () => Promise<T>, what = 'read'): Promise<T> {
   try {
     return await read()
   } catch (err) {
@@ -227,7 +227,7 @@ export const sessionRoutes: FastifyPluginAsync = async (app) => {
     },
     async (request) => {
       const sessionId = request.params.session_id
-      const cost = await readStore(() => app.proxy.costs.get(request.keyName, sessionId))
+      const cost = await readStore(() => app.activity.sessionCost(request.keyName, sessionId))
       return { session_id: sessionId, ...cost, estimate: costEstimate(cost) }
     }
   )
@@ -259,8 +259,8 @@ export const sessionRoutes: FastifyPluginAsync = async (app) => {
           {
             store,
             settled: (key, session) => app.writes.settled(key, session),
-            forgetConversations: (key, session) => {
-              proxy.costs.forget(key, session)
+            forgetConversations: async (key, session) => {
+              await app.activity.forget(key, session)
               return proxy.compactor.forget(key, session)
             },
             ...(redis ? { dropLocks: (keys: readonly string[]) => dropFlights(redis, keys) } : {}),

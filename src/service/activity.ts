@@ -1,0 +1,293 @@
+import type { ResponseView } from './compact.js'
+import type { UpstreamUsage } from '../proxy/usage.js'
+import type { ActivityRow, ActivityTally, Store } from '../storage/store.js'
+import { type SessionCost, PRICE, legacyCost } from './costs.js'
+
+/** An hour, in ms: the tallies' grain. */
+export const HOUR_MS = 3_600_000
+/** How often what was tallied is written to the store. */
+const FLUSH_MS = 5_000
+
+/**
+ * The upper bounds (ms) of the crossing waits' buckets; a wait above the last is counted past it. A
+ * crossing whose summary was ready waits for the splice alone (under 10 ms); one that waited for a model,
+ * for its answer (seconds).
+ */
+export const WAIT_BOUNDS_MS = [10, 100, 1_000, 10_000] as const
+
+/** A model name as a tally's name takes it (bounded, so that a client cannot grow the rows of a tally without end). */
+const MODEL_NAME = /^[\w.:@/-]{1,80}$/
+
+/** What the tallies of a range say, as GET /v1/overview answers (less the prices' estimate, made by `overview`). */
+export interface ActivityFigures {
+  compactions: { total: number; via_proxy: number; via_compact_route: number; tokens_before: number; tokens_after: number; tokens_removed: number }
+  summaries: { model: number; extractive_chosen: number; fallback: number; cache: number; fallback_reasons: Record<string, number>; models: Record<string, number> }
+  crossings: { count: number; mean_wait_ms: number | null; max_wait_ms: number | null; waits: { up_to_ms: number | null; count: number }[] }
+  requests: {
+    count: number
+    tokens_kept_out: number
+    /** Requests whose answers' usage the proxy reads (the Messages API's), and the tokens kept out of them. */
+    metered: number
+    metered_tokens_kept_out: number
+    metered_tokens_kept_out_cached: number
+    upstream: UpstreamUsage
+  }
+  summary_calls: { calls: number; input_tokens: number; output_tokens: number }
+  series: { at: string; compactions: number; tokens_removed: number; tokens_kept_out: number; crossings: number }[]
+}
+
+/** Prices per million tokens an estimate is made at, in `currency` (an ISO 4217 code). */
+export interface Prices {
+  currency: string
+  input: number
+  output: number
+  cache_write: number
+  cache_read: number
+}
+
+/** What compaction saved at `prices`: billed through the gateway, and what the same requests would have been billed without it. */
+export interface Savings {
+  prices: Prices
+  billed: number
+  without_compaction: number
+  saved: number
+  saved_share: number | null
+}
+
+/**
+ * The estimate at `prices`: billed is the upstream's own usage of the metered requests (the Messages API's) plus the gateway's
+ * summary calls (their input at the input price); without compaction, the same requests would also have
+ * sent what compaction kept out of each, at the cache-read price where the request read from the cache and
+ * at the input price where it did not, and no summary would have been written. A floor of the uncompacted
+ * cost: a longer prompt also writes more to the cache, and an agent's requests past its window would fail.
+ */
+export function savingsAt(figures: Pick<ActivityFigures, 'requests' | 'summary_calls'>, prices: Prices): Savings {
+  const per = (tokens: number, price: number): number => (tokens * price) / 1_000_000
+  const u = figures.requests.upstream
+  const requests = per(u.input_tokens, prices.input) + per(u.cache_creation_input_tokens, prices.cache_write) + per(u.cache_read_input_tokens, prices.cache_read) + per(u.output_tokens, prices.output)
+  const summaries = per(figures.summary_calls.input_tokens, prices.input) + per(figures.summary_calls.output_tokens, prices.output)
+  const cached = figures.requests.metered_tokens_kept_out_cached
+  const keptOut = per(cached, prices.cache_read) + per(figures.requests.metered_tokens_kept_out - cached, prices.input)
+  const billed = requests + summaries
+  const without = requests + keptOut
+  const cents = (x: number): number => Math.round(x * 10_000) / 10_000
+  return { prices, billed: cents(billed), without_compaction: cents(without), saved: cents(without - billed), saved_share: without > 0 ? Math.round((1_000 * (without - billed)) / without) / 1_000 : null }
+}
+
+/** The tallies of a range read into its figures; `bucketMs` the series' step (an hour or a day), from `fromMs`. */
+export function figuresOf(rows: readonly ActivityRow[], range: { fromMs: number; toMs: number }, bucketMs: number): ActivityFigures {
+  const sum = new Map<string, number>()
+  const steps = Math.max(1, Math.ceil((range.toMs - range.fromMs) / bucketMs))
+  const series = Array.from({ length: steps }, (_, i) => ({ at: new Date(range.fromMs + i * bucketMs).toISOString(), compactions: 0, tokens_removed: 0, tokens_kept_out: 0, crossings: 0 }))
+  let maxWait: number | null = null
+  for (const r of rows) {
+    if (r.name.startsWith('max:')) {
+      if (r.name === 'max:wait_ms') maxWait = Math.max(maxWait ?? 0, r.value)
+      continue
+    }
+    sum.set(r.name, (sum.get(r.name) ?? 0) + r.value)
+    const point = series[Math.floor((r.hour_ms - range.fromMs) / bucketMs)]
+    if (!point) continue
+    if (r.name === 'compactions') point.compactions += r.value
+    else if (r.name === 'tokens_before') point.tokens_removed += r.value
+    else if (r.name === 'tokens_after') point.tokens_removed -= r.value
+    else if (r.name === 'kept_out') point.tokens_kept_out += r.value
+    else if (r.name === 'crossings') point.crossings += r.value
+  }
+  const n = (name: string): number => Math.round(sum.get(name) ?? 0)
+  const named = (prefix: string): Record<string, number> =>
+    Object.fromEntries([...sum.entries()].filter(([k]) => k.startsWith(prefix)).map(([k, v]): [string, number] => [k.slice(prefix.length), Math.round(v)]).sort((a, b) => b[1] - a[1]))
+  const fallbackReasons = named('fallback:')
+  const crossings = n('crossings')
+  return {
+    compactions: { total: n('compactions'), via_proxy: n('via:proxy'), via_compact_route: n('via:route'), tokens_before: n('tokens_before'), tokens_after: n('tokens_after'), tokens_removed: n('tokens_before') - n('tokens_after') },
+    summaries: {
+      model: n('writer:model'),
+      extractive_chosen: n('writer:extractive'),
+      fallback: Object.values(fallbackReasons).reduce((a, b) => a + b, 0),
+      cache: n('writer:cache'),
+      fallback_reasons: fallbackReasons,
+      models: named('model:')
+    },
+    crossings: {
+      count: crossings,
+      mean_wait_ms: crossings > 0 ? Math.round((10 * (sum.get('wait_ms') ?? 0)) / crossings) / 10 : null,
+      max_wait_ms: maxWait === null ? null : Math.round(10 * maxWait) / 10,
+      waits: [...WAIT_BOUNDS_MS.map((b) => ({ up_to_ms: b as number | null, count: n(`wait:${b}`) })), { up_to_ms: null, count: n('wait:more') }]
+    },
+    requests: {
+      count: n('requests'),
+      tokens_kept_out: n('kept_out'),
+      metered: n('metered'),
+      metered_tokens_kept_out: n('metered_kept_out'),
+      metered_tokens_kept_out_cached: n('kept_out_cached'),
+      upstream: { input_tokens: n('input'), cache_creation_input_tokens: n('cache_write'), cache_read_input_tokens: n('cache_read'), output_tokens: n('output') }
+    },
+    summary_calls: { calls: n('summary_calls'), input_tokens: n('summary_input'), output_tokens: n('summary_output') },
+    series: series.map((p) => ({ ...p, tokens_removed: Math.round(p.tokens_removed), tokens_kept_out: Math.round(p.tokens_kept_out) }))
+  }
+}
+
+/** A compaction as the tallies take it: who wrote its summary, how much it removed, and how long its crossing waited (proxied ones). */
+export interface CompactionEvent {
+  via: 'proxy' | 'route'
+  response: Extract<ResponseView, { compacted: true }>
+  /** The proxied request's wait from its arrival to its forwarding. */
+  waitMs?: number
+}
+
+/**
+ * What the gateway did for each tenant, tallied by the hour in memory and written to the store every few
+ * seconds (Store.addActivity adds to what is there: replicas sharing a store add up): compactions and who
+ * wrote their summaries, crossings' waits, proxied requests' usage and what compaction kept out of them,
+ * summary calls. Each tally is kept for the tenant and, where a session is known, for the session; deleting
+ * the session deletes its own.
+ */
+export class Activity {
+  private pending = new Map<string, ActivityTally>()
+  private readonly timer: NodeJS.Timeout
+  private flushing: Promise<void> = Promise.resolve()
+
+  constructor(
+    private readonly store: Pick<Store, 'addActivity' | 'activity' | 'getState'>,
+    private readonly onFault: (err: unknown) => void,
+    private readonly now: () => number = Date.now
+  ) {
+    this.timer = setInterval(() => void this.flush(), FLUSH_MS)
+    this.timer.unref()
+  }
+
+  /** A compaction made (answered by the compact route, or forwarded by a proxy). */
+  compaction(tenant: string, session: string | undefined, event: CompactionEvent): void {
+    const { response } = event
+    const add = (name: string, value: number): void => this.add(tenant, session, name, value)
+    add('compactions', 1)
+    add(`via:${event.via}`, 1)
+    add('tokens_before', response.stats.raw_history_tokens)
+    add('tokens_after', response.stats.context_after_compaction)
+    const s = response.summarizer
+    if (s.kind === 'cache') add('writer:cache', 1)
+    else if (s.kind !== 'extractive') {
+      add('writer:model', 1)
+      if (s.model !== null && MODEL_NAME.test(s.model)) add(`model:${s.model}`, 1)
+    } else if (s.fallback_reason && s.fallback_reason !== 'no_api_key') add(`fallback:${s.fallback_reason}`, 1)
+    else add('writer:extractive', 1)
+    if (event.waitMs === undefined) return
+    const wait = Math.max(0, event.waitMs)
+    add('crossings', 1)
+    add('wait_ms', wait)
+    add('max:wait_ms', wait)
+    const bound = WAIT_BOUNDS_MS.find((b) => wait <= b)
+    add(`wait:${bound ?? 'more'}`, 1)
+  }
+
+  /**
+   * A proxied request answered (200): the tokens compaction kept out of it, and, where the proxy reads the
+   * upstream's usage from its answers (`metered`: the Messages API), what the upstream says it cost.
+   */
+  request(tenant: string, session: string | undefined, answer: { keptOut: number; metered: boolean; usage?: UpstreamUsage | undefined }): void {
+    const add = (name: string, value: number): void => this.add(tenant, session, name, value)
+    add('requests', 1)
+    const kept = Math.max(0, Math.round(answer.keptOut))
+    add('kept_out', kept)
+    if (!answer.metered) return
+    add('metered', 1)
+    add('metered_kept_out', kept)
+    const usage = answer.usage
+    if (!usage) return
+    // what was kept out of a request that read from the cache would have been read from it too
+    if (usage.cache_read_input_tokens > 0) add('kept_out_cached', kept)
+    add('input', usage.input_tokens)
+    add('cache_write', usage.cache_creation_input_tokens)
+    add('cache_read', usage.cache_read_input_tokens)
+    add('output', usage.output_tokens)
+  }
+
+  /** A summary the gateway had a model write for a conversation (used or not). */
+  summary(tenant: string, session: string | undefined, report: { calls: number; input_tokens: number; output_tokens: number }): void {
+    this.add(tenant, session, 'summary_calls', report.calls)
+    this.add(tenant, session, 'summary_input', report.input_tokens)
+    this.add(tenant, session, 'summary_output', report.output_tokens)
+  }
+
+  /** A tenant's figures over a range (its total, or one session's), with what was tallied and not yet written. */
+  async figures(tenant: string, session: string | null, range: { fromMs: number; toMs: number }, bucketMs: number): Promise<ActivityFigures> {
+    await this.flush()
+    const rows = await this.store.activity(tenant, session, { fromMs: Math.floor(range.fromMs / HOUR_MS) * HOUR_MS, toMs: range.toMs })
+    return figuresOf(rows, range, bucketMs)
+  }
+
+  /** A session's cost over all that is kept of it (and what an earlier version kept of it as its cost), as GET /v1/sessions/{id}/cost gives it. */
+  async sessionCost(tenant: string, session: string): Promise<SessionCost> {
+    const [f, legacy] = await Promise.all([this.figures(tenant, session, { fromMs: 0, toMs: this.now() + HOUR_MS }, Number.MAX_SAFE_INTEGER), legacyCost(this.store, tenant, session, this.now())])
+    const cached = f.requests.metered_tokens_kept_out_cached
+    const own: SessionCost = {
+      requests: f.requests.metered,
+      upstream: f.requests.upstream,
+      tokens_kept_out: f.requests.metered_tokens_kept_out,
+      kept_out_units: PRICE.cache_read * cached + PRICE.input * (f.requests.metered_tokens_kept_out - cached),
+      summary_calls: f.summary_calls.calls,
+      summary_input_tokens: f.summary_calls.input_tokens,
+      summary_output_tokens: f.summary_calls.output_tokens
+    }
+    if (!legacy) return own
+    return {
+      requests: own.requests + legacy.requests,
+      upstream: {
+        input_tokens: own.upstream.input_tokens + legacy.upstream.input_tokens,
+        cache_creation_input_tokens: own.upstream.cache_creation_input_tokens + legacy.upstream.cache_creation_input_tokens,
+        cache_read_input_tokens: own.upstream.cache_read_input_tokens + legacy.upstream.cache_read_input_tokens,
+        output_tokens: own.upstream.output_tokens + legacy.upstream.output_tokens
+      },
+      tokens_kept_out: own.tokens_kept_out + legacy.tokens_kept_out,
+      kept_out_units: own.kept_out_units + (legacy.kept_out_units ?? 0),
+      summary_calls: own.summary_calls + legacy.summary_calls,
+      summary_input_tokens: own.summary_input_tokens + legacy.summary_input_tokens,
+      summary_output_tokens: own.summary_output_tokens + legacy.summary_output_tokens
+    }
+  }
+
+  /**
+   * Forgets what was not written yet of a session being deleted, and resolves once a write under way has
+   * landed (the deletion then takes it too). The tenant's totals keep their numbers: they name no session.
+   */
+  async forget(tenant: string, session: string): Promise<void> {
+    for (const [k, t] of this.pending) if (t.key_name === tenant && t.session_id === session) this.pending.delete(k)
+    await this.flushing
+  }
+
+  /** Writes what was tallied since the last flush (one at a time: a flush waits for the one before it). */
+  async flush(): Promise<void> {
+    const next = this.flushing.then(async () => {
+      if (this.pending.size === 0) return
+      const batch = [...this.pending.values()]
+      this.pending = new Map()
+      try {
+        await this.store.addActivity(batch)
+      } catch (err) {
+        this.onFault(err)
+      }
+    })
+    this.flushing = next
+    await next
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer)
+    await this.flush()
+  }
+
+  private add(tenant: string, session: string | undefined, name: string, value: number): void {
+    if (!Number.isFinite(value) || (value === 0 && !name.startsWith('max:'))) return
+    const hour = Math.floor(this.now() / HOUR_MS) * HOUR_MS
+    this.tally(tenant, null, hour, name, value)
+    if (session !== undefined) this.tally(tenant, session, hour, name, value)
+  }
+
+  private tally(tenant: string, session: string | null, hour: number, name: string, value: number): void {
+    const key = `${tenant}\u0000${session ?? ''}\u0000${session === null ? 't' : 's'}\u0000${hour}\u0000${name}`
+    const t = this.pending.get(key)
+    if (!t) this.pending.set(key, { key_name: tenant, session_id: session, hour_ms: hour, name, value })
+    else t.value = name.startsWith('max:') ? Math.max(t.value, value) : t.value + value
+  }
+}

@@ -151,10 +151,20 @@ export async function buildApp(options: AppOptions): Promise<App> {
         fallback: config.COMPACT_FALLBACK
       }
     : undefined
-  await app.register(routes(messagesRoutes, 'proxy', 'store', 'metrics'), { budget, credentials: anthropic, ...(clientSummaries ? { clientSummaries } : {}) })
+  await app.register(routes(messagesRoutes, 'proxy', 'store', 'metrics'), { budget, credentials: anthropic, contextManagement: contextManagement(config), ...(clientSummaries ? { clientSummaries } : {}) })
   await app.register(routes(openAiRoutes, 'proxy', 'store', 'metrics'), { budget, credentials: openai, ...(clientSummaries ? { clientSummaries } : {}) })
   await app.register(routes(modelsRoutes, 'proxy'), { anthropic, openai })
   return app as unknown as App
+}
+
+/**
+ * Who performs the Messages API's context editing: the gateway, or the upstream (the field forwarded
+ * untouched). `auto`: Anthropic's own API has it (and its default for thinking differs where the field is
+ * absent, so taking it out would change the prompt it caches); any other upstream gets the gateway's.
+ */
+function contextManagement(config: Config): 'gateway' | 'forward' {
+  if (config.COMPACT_CONTEXT_MANAGEMENT !== 'auto') return config.COMPACT_CONTEXT_MANAGEMENT
+  return (config.ANTHROPIC_BASE_URL ?? DEFAULT_UPSTREAM_URL).replace(/\/+$/, '') === DEFAULT_UPSTREAM_URL ? 'forward' : 'gateway'
 }
 
 /**

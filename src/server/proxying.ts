@@ -22,6 +22,12 @@ import { DEFAULT_BODY_LIMIT, bodyParser } from './body.js'
 import { errorBody } from './errors.js'
 import { ConfigurationError, InvalidRequestError } from '../contract/errors.js'
 import { parseJsonBody } from './json.js'
+import { randomUUID } from 'node:crypto'
+import { type AppliedEdit, type EditedMessages, applyContextEdits, readContextManagement, withAppliedEdits, withoutConsumedBetas } from '../proxy/context-management.js'
+import { jsonBytes } from '../contract/wire.js'
+import { readMessagesRequest } from '../proxy/request.js'
+import { type ClearedUse, redact } from '../compaction/index.js'
+import { passages } from '../memory/entries.js'
 import { RECORD_HEADER, countCompaction, modelKindOf, recordWrites, scheduleRecord } from './records.js'
 
 /** A proxied body: its bytes as they came (forwarded as they are when nothing is compacted), read only when needed. */
@@ -77,6 +83,8 @@ export interface ProxiedApi<R> {
   ) => ((messages: Message[]) => Summarizer) | undefined
   /** Whether the answers' usage is the Messages API's, counted into the session's cost. */
   costs?: true
+  /** Whether its requests may carry the Messages API's `context_management` edits, which the gateway performs (context-management.ts). */
+  contextManagement?: true
 }
 
 /** A proxy plugin's options. */
@@ -90,6 +98,58 @@ export interface ProxyContext {
   credentials: (request: FastifyRequest) => Record<string, string> | undefined
   /** Set where the gateway has no model of its own: summaries are written by the client's, with its credentials. */
   clientSummaries?: ClientSummaries
+  /** COMPACT_CONTEXT_MANAGEMENT: the Messages API's context editing performed by the gateway, or forwarded untouched. */
+  contextManagement?: 'gateway' | 'forward'
+}
+
+/** A request whose context editing the gateway performed: the body to go on with, and what the edits did. */
+interface Managed {
+  body: ProxiedBody
+  edited: EditedMessages
+}
+
+/** The key of the field, as its bytes: a body without it is never parsed for it. */
+const CONTEXT_MANAGEMENT_KEY = Buffer.from('"context_management"')
+
+/** Passages of one cleared result's output the cold layer keeps (1,200 characters each): its head, where what it says begins. */
+const MAX_EVIDENCE_PASSAGES = 12
+
+/** How a cleared result's placeholder says its output can be found again. */
+const recallNote = (toolUseId: string): string => `Its whole output is in the gateway's cold layer of this session: recall "${toolUseId}".`
+
+/**
+ * The Messages API's context editing, performed by the gateway where the request asks for it: the body
+ * edited and without the field, or undefined where there is nothing to perform (no field; a
+ * `compact_20260112` edit, forwarded untouched).
+ */
+function manageContext(body: ProxiedBody): Managed | undefined {
+  if (!body.bytes.includes(CONTEXT_MANAGEMENT_KEY)) return undefined
+  const value = body.value()
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined
+  const edits = readContextManagement(value as Record<string, unknown>)
+  if (edits === undefined || edits === 'forward') return undefined
+  const { context_management: _performed, ...rest } = value as Record<string, unknown>
+  const parts = readMessagesRequest(value)
+  const edited = applyContextEdits(parts, edits, recallNote)
+  return { body: new ProxiedBody(Buffer.from(jsonBytes({ ...rest, messages: edited.messages }))), edited }
+}
+
+/** Keeps the whole output of each cleared result in the session's cold layer, once a process (a result is cleared again at every request after). */
+function keepClearedEvidence(app: FastifyInstance, request: FastifyRequest, session: string | undefined, cleared: readonly ClearedUse[]): void {
+  if (session === undefined || cleared.length === 0) return
+  const kept = app.proxy.clearedKept
+  const fresh = cleared.filter((c) => !kept.has(`${request.keyName}\u0000${session}\u0000${c.tool_use_id}`))
+  if (fresh.length === 0) return
+  for (const c of fresh) kept.add(`${request.keyName}\u0000${session}\u0000${c.tool_use_id}`)
+  const rows = fresh.flatMap((c) => passages(redact(c.evidence)).slice(0, MAX_EVIDENCE_PASSAGES).map((text) => ({ kind: 'evidence' as const, text, from: c.message, to: c.message })))
+  const owner = { compaction_id: `clr_${randomUUID().replace(/-/g, '').slice(0, 24)}`, session_id: session, key_name: request.keyName, created_at: new Date().toISOString() }
+  app.store.saveMemory(owner, rows).then(
+    () => app.metrics.memoryEntries.inc(rows.length),
+    (err: unknown) => {
+      app.metrics.storeErrors.inc({ operation: 'memory_write' })
+      request.log.error({ err }, "a cleared tool result's output could not be kept in the cold layer")
+    }
+  )
 }
 
 /** The end of the last complete event in `bytes` (after its blank line), or -1. */
@@ -240,7 +300,8 @@ function relay(
   outcome: ProxyOutcome,
   notRead: string | undefined,
   aborted: () => boolean,
-  onUsage?: (usage: UpstreamUsage | undefined) => void
+  onUsage?: (usage: UpstreamUsage | undefined) => void,
+  applied?: AppliedEdit[]
 ): FastifyReply {
   void reply.code(res.status).headers(clientHeaders(res.headers))
   void reply.header('x-compaction', outcome.kind === 'none' ? 'none' : 'compacted')
@@ -248,7 +309,14 @@ function relay(
   if (outcome.kind !== 'none') void reply.header('x-compaction-summary-id', outcome.summaryId)
   const contentType = res.headers['content-type']
   const stream = typeof contentType === 'string' && contentType.startsWith('text/event-stream')
-  const body = onUsage && res.status === 200 ? withUsageTap(res.body, stream, onUsage) : res.body
+  const tapped = onUsage && res.status === 200 ? withUsageTap(res.body, stream, onUsage) : res.body
+  // the edits the gateway performed, in the answer as the API gives them (its length changes: sent chunked)
+  let body = tapped
+  if (applied && res.status === 200) {
+    reply.removeHeader('content-length')
+    body = tapped.pipe(withAppliedEdits(stream, { applied_edits: applied }))
+    tapped.on('error', (err) => body.destroy(err))
+  }
   return reply.send(stream ? withErrorEvent(body, api.name, aborted) : body)
 }
 
@@ -266,13 +334,15 @@ export async function proxyRequest<R>(
   reply: FastifyReply
 ): Promise<FastifyReply> {
   const started = performance.now()
-  const body = request.body as ProxiedBody
+  const managed = api.contextManagement && context.contextManagement !== 'forward' ? manageContext(request.body as ProxiedBody) : undefined
+  const body = managed?.body ?? (request.body as ProxiedBody)
   // the gateway's own headers are checked on every request, read or not: one it cannot use is refused, named
   const budget = proxyBudget(request.headers['x-compaction-budget'], context.budget)
   ownSession(request.headers)
   const credentials = api.credentials(request)
   if (!credentials) throw new ConfigurationError(`the gateway has no key for ${api.name}: set ${api.keySetting} on the gateway`)
   const abort = abortOnClose(reply)
+  const headersUp = managed ? withoutConsumedBetas(upstreamHeaders(request.headers, credentials)) : upstreamHeaders(request.headers, credentials)
 
   const read = readProxied(app, api, body, budget)
   // every conversation on record: one whose client names no session gets a stable id of the gateway's
@@ -285,7 +355,7 @@ export async function proxyRequest<R>(
   const forwarded: { bytes?: Buffer } = {}
   const forClient =
     context.clientSummaries && api.clientSummarizer && 'read' in read
-      ? api.clientSummarizer(context.clientSummaries, body, read.read, upstreamHeaders(request.headers, credentials), after, () => forwarded.bytes)
+      ? api.clientSummarizer(context.clientSummaries, body, read.read, headersUp, after, () => forwarded.bytes)
       : undefined
   const outcome = await compactProxied(app, api, read, request, { session, budget, signal: abort.signal, ...(forClient ? { clientSummarizer: forClient } : {}) }).catch((err: unknown) => {
     answered()
@@ -301,7 +371,7 @@ export async function proxyRequest<R>(
   const asked = performance.now()
   // The query string goes on as it came (Claude Code's `?beta=true`).
   const query = request.url.indexOf('?')
-  const sending = api.upstream.send(query < 0 ? api.path : `${api.path}${request.url.slice(query)}`, upstreamHeaders(request.headers, credentials), payload, abort.signal)
+  const sending = api.upstream.send(query < 0 ? api.path : `${api.path}${request.url.slice(query)}`, headersUp, payload, abort.signal)
   if (begin) setImmediate(begin)
   const res = await sending.finally(answered)
   const upstreamMs = performance.now() - asked
@@ -313,6 +383,7 @@ export async function proxyRequest<R>(
   }
 
   const notRead = 'unread' in read ? read.unread : undefined
+  if (managed) keepClearedEvidence(app, request, session, managed.edited.cleared)
   // On the request's one line, written when the answer ends (a line of its own cost a write a request).
   addToRequestLine(request, {
     event: 'proxied',
@@ -332,7 +403,7 @@ export async function proxyRequest<R>(
   const keptOut = outcome.kind === 'none' ? 0 : (body.bytes.length - payload.length) / CHARS_PER_TOKEN
   const onUsage = api.costs ? (usage: UpstreamUsage | undefined) => app.activity.request(request.keyName, session, { keptOut, metered: true, usage }) : undefined
   if (!api.costs && res.status === 200) app.activity.request(request.keyName, session, { keptOut, metered: false })
-  return relay(reply, api, res, outcome, notRead, () => abort.signal.aborted, onUsage)
+  return relay(reply, api, res, outcome, notRead, () => abort.signal.aborted, onUsage, managed?.edited.applied)
 }
 
 /** The contract's headers of a proxied request; `sessionSources`: where the session comes from by default. */

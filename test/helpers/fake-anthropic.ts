@@ -140,6 +140,11 @@ export class FakeAnthropic {
   readonly cache = new PromptCache()
   /** Whether requests are checked as the Messages API checks them, and go through its cache (a benchmark that times only the gateway turns it off). */
   checks = true
+  /**
+   * Whether the model behind it has the API's context management (`context_management`, and the beta that
+   * names it): one without it refuses the field, as a model or endpoint without it does.
+   */
+  contextManagement = false
   /** Requests refused as the Messages API refuses them (messagesApiRefusal), with the reason. */
   readonly refused: { path: string; reason: string }[] = []
   /** GETs of the model list, as they came. */
@@ -168,7 +173,9 @@ export class FakeAnthropic {
         const received: ReceivedRequest = { headers: req.headers, body: JSON.parse(raw) as ReceivedRequest['body'], raw, path: req.url ?? '', at: performance.now() }
         this.requests.push(received)
         // What the real API would refuse is refused here too, before any reply is taken from the queue.
-        const refusal = this.checks ? messagesApiRefusal(received.body) : undefined
+        const refusal = this.checks
+          ? (messagesApiRefusal(received.body) ?? (!this.contextManagement && 'context_management' in (received.body as object) ? 'context_management: Extra inputs are not permitted' : undefined))
+          : undefined
         if (refusal !== undefined) {
           this.refused.push({ path: received.path, reason: refusal })
           res.writeHead(400, { 'content-type': 'application/json' })

@@ -315,3 +315,6 @@ export function checkCompactionInvariants(mode: 'auto' | 'manual'): void {
     { numRuns: Math.ceil(Number(process.env.PROPERTY_RUNS ?? 300) / 2) }
   )
 }
+
+/** The generated histories themselves, for the properties of other parts of the core (clearing). */
+export const generatedHistories: fc.Arbitrary<Message[]> = history.map(build)

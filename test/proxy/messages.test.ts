@@ -279,16 +279,21 @@ describe('POST /v1/messages: a drop-in proxy for Messages API clients', () => {
     const send = (body: unknown, headers: Record<string, string> = {}) =>
       fetch(`${url}/v1/messages?beta=true`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY, 'anthropic-version': '2023-06-01', ...headers }, body: JSON.stringify(body) })
 
-    it('forwards them under the budget byte for byte, and the upstream (which refuses what the API refuses) takes them', async () => {
+    it('forwards them under the budget as sent, their context editing performed (the upstream has none, and refuses what the API refuses)', async () => {
       fake.fallback = { text: 'ok' }
       for (const name of ['2.1.332-first.json', '2.1.332-mid-system.json']) {
         const body = recorded(name)
         expect(body.messages.some((m) => m.role === 'system')).toBe(true)
+        // Claude Code asks to keep every thinking block: nothing to clear, and the field is not sent to an upstream without it
+        expect(body.context_management).toEqual({ edits: [{ type: 'clear_thinking_20251015', keep: 'all' }] })
         const raw = JSON.stringify(body)
         const res = await fetch(`${url}/v1/messages?beta=true`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY }, body: raw })
         expect(res.status, name).toBe(200)
         expect(res.headers.get('x-compaction')).toBe('none')
-        expect(fake.requests.at(-1)?.raw).toBe(raw)
+        const { context_management: _performed, ...rest } = body
+        expect(JSON.parse(fake.requests.at(-1)!.raw)).toEqual(rest)
+        // the messages go as their bytes came: the prompt cache's prefix is the client's
+        expect(fake.requests.at(-1)!.raw).toContain(JSON.stringify(body.messages))
         const count = await fetch(`${url}/v1/messages/count_tokens?beta=true`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY }, body: raw })
         expect(count.status, name).toBe(200)
       }

@@ -6,7 +6,29 @@ import { type Config, DEFAULT_OPENAI_BASE_URL, DEFAULT_UPSTREAM_URL } from '../c
 declare module 'fastify' {
   interface FastifyInstance {
     /** upstream: the Messages API's; openai: the OpenAI-compatible API's (Chat Completions, Responses). */
-    proxy: { upstream: Upstream; openai: Upstream; compactor: ProxyCompactor }
+    /** clearedKept: the tool results cleared by context editing whose output this process has put in the cold layer (tenant, session, call). */
+    proxy: { upstream: Upstream; openai: Upstream; compactor: ProxyCompactor; clearedKept: SeenSet }
+  }
+}
+
+/** How many cleared results' keys a process remembers (the oldest forgotten first: one forgotten is kept again, a duplicate passage). */
+const CLEARED_KEPT = 100_000
+
+/** A set that forgets its oldest member past `max`. */
+export class SeenSet {
+  private readonly seen = new Set<string>()
+  constructor(private readonly max: number) {}
+
+  has(key: string): boolean {
+    return this.seen.has(key)
+  }
+
+  add(key: string): void {
+    this.seen.add(key)
+    if (this.seen.size > this.max) {
+      const oldest = this.seen.values().next()
+      if (!oldest.done) this.seen.delete(oldest.value)
+    }
   }
 }
 
@@ -42,7 +64,7 @@ export const proxyPlugin = fp<{ config: Config }>(
         app.log.error({ err, event: 'anchors_not_kept' }, 'a conversation\'s anchors could not be read or kept; the proxy goes on from memory')
       }
     })
-    app.decorate('proxy', { upstream, openai, compactor })
+    app.decorate('proxy', { upstream, openai, compactor, clearedKept: new SeenSet(CLEARED_KEPT) })
     app.addHook('preClose', async () => compactor.close())
     app.addHook('onClose', async () => {
       await Promise.all([upstream.close(), openai.close()])

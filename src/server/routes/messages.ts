@@ -60,6 +60,7 @@ export const messagesRoutes: FastifyPluginAsync<ProxyContext> = async (app, opti
       ...(route.endpoint === 'messages'
         ? { clientSummarizer: (settings, body, _read, headers, after) => clientSummarizer(settings, body.value() as Record<string, unknown>, headers, after), costs: true as const }
         : {}),
+      contextManagement: true,
       write: (body, _read, outcome) => withMessages(body.value() as object, outcome.messages)
     }
     // The body is read by the proxy, not by a schema: the contract describes it, the upstream checks it.

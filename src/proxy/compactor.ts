@@ -58,6 +58,8 @@ export interface ProxyRequest {
   /** The client's session (x-compaction-session or metadata.user_id): records and the cold layer are kept under it. */
   session?: string
   budget: number | 'off'
+  /** What the client adds to the doctrine for its summaries (compact_20260112's `instructions`). */
+  instructions?: string
   signal?: AbortSignal
   /**
    * Where the gateway has no model of its own: the client's own model, in the client's own conversation
@@ -393,7 +395,8 @@ export class ProxyCompactor {
       budget_tokens: request.budget,
       summarizer,
       ...(keep !== undefined ? { keep_tokens: keep } : {}),
-      ...(request.session !== undefined ? { session_id: request.session } : {})
+      ...(request.session !== undefined ? { session_id: request.session } : {}),
+      ...(request.instructions !== undefined ? { instructions: request.instructions } : {})
     }
   }
 

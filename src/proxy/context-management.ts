@@ -11,7 +11,7 @@ import { InvalidRequestError } from '../contract/errors.js'
 import type { ProxyParts } from './request.js'
 
 /** The beta values of the edits the gateway performs: taken out of `anthropic-beta` when it performs them. */
-export const CONTEXT_MANAGEMENT_BETAS = ['context-management-2025-06-27'] as const
+export const CONTEXT_MANAGEMENT_BETAS = ['context-management-2025-06-27', 'compact-2026-01-12'] as const
 
 /** The API's documented defaults. */
 export const CLEAR_TOOL_USES_DEFAULTS = { triggerInputTokens: 100_000, keepToolUses: 3 } as const
@@ -30,6 +30,20 @@ export interface ClearThinkingEdit {
   keep: number | 'all'
 }
 export type ContextEdit = ClearToolUsesEdit | ClearThinkingEdit
+/** `compact_20260112`: the history past `trigger` input tokens compacted, its summary a `compaction` block first in the answer. */
+export interface CompactEdit {
+  trigger: number
+  pauseAfterCompaction: boolean
+  instructions: string | undefined
+}
+/** A request's context management as the gateway performs it. */
+export interface ContextManagement {
+  edits: ContextEdit[]
+  compact: CompactEdit | undefined
+}
+
+/** The API's default trigger of `compact_20260112`. */
+export const COMPACT_DEFAULT_TRIGGER = 150_000
 
 /** An edit applied, as the answer's `context_management.applied_edits` lists it. */
 export type AppliedEdit =
@@ -65,20 +79,18 @@ function names(value: unknown, path: (string | number)[]): string[] {
 
 /**
  * The request's `context_management`, read and checked (a 400 naming the field where it breaks the API's
- * rules); undefined where the request has none; 'forward' where it asks for `compact_20260112`, which
- * this gateway does not perform (it compacts past its own budget with its own summary): such a request's
- * field goes upstream untouched, for an upstream that has it.
+ * rules); undefined where the request has none.
  */
-export function readContextManagement(body: Record<string, unknown>): ContextEdit[] | 'forward' | undefined {
+export function readContextManagement(body: Record<string, unknown>): ContextManagement | undefined {
   const field = body.context_management
   if (field === undefined || field === null) return undefined
   const root = ['context_management']
   if (!isObject(field)) throw invalid(root, 'Input should be a valid object')
   onlyFields(field, root, ['edits'])
-  if (field.edits === undefined || field.edits === null) return []
+  if (field.edits === undefined || field.edits === null) return { edits: [], compact: undefined }
   if (!Array.isArray(field.edits)) throw invalid([...root, 'edits'], 'Input should be a valid list')
   const edits: ContextEdit[] = []
-  if (field.edits.some((e: unknown) => isObject(e) && e.type === 'compact_20260112')) return 'forward'
+  let compact: CompactEdit | undefined
   field.edits.forEach((edit: unknown, i: number) => {
     const path = [...root, 'edits', i]
     if (!isObject(edit)) throw invalid(path, 'Input should be a valid object')
@@ -98,15 +110,91 @@ export function readContextManagement(body: Record<string, unknown>): ContextEdi
       if (k === 'all' || (isObject(k) && k.type === 'all' && Object.keys(k).length === 1)) keep = 'all'
       else if (k !== undefined && k !== null) keep = count(k, [...path, 'keep'], ['thinking_turns'], 1).value
       edits.push({ type: 'clear_thinking_20251015', keep })
+    } else if (edit.type === 'compact_20260112') {
+      onlyFields(edit, path, ['type', 'trigger', 'pause_after_compaction', 'instructions'])
+      if (compact) throw invalid([...path, 'type'], 'compact_20260112 is given twice')
+      const trigger = edit.trigger === undefined || edit.trigger === null ? COMPACT_DEFAULT_TRIGGER : count(edit.trigger, [...path, 'trigger'], ['input_tokens'], 1).value
+      const pause = edit.pause_after_compaction ?? false
+      if (typeof pause !== 'boolean') throw invalid([...path, 'pause_after_compaction'], 'Input should be a valid boolean')
+      const instructions = edit.instructions ?? undefined
+      if (instructions !== undefined && typeof instructions !== 'string') throw invalid([...path, 'instructions'], 'Input should be a valid string')
+      compact = { trigger, pauseAfterCompaction: pause, instructions: instructions?.trim() ? instructions : undefined }
+      return
     } else {
       throw invalid([...path, 'type'], "Input should be 'clear_tool_uses_20250919', 'clear_thinking_20251015' or 'compact_20260112'")
     }
     if (edits.filter((e) => e.type === edits[edits.length - 1]?.type).length > 1) throw invalid([...path, 'type'], `${String(edit.type)} is given twice`)
   })
   // the API applies thinking clearing first, and asks for it to be listed so
-  const thinking = edits.findIndex((e) => e.type === 'clear_thinking_20251015')
+  const listed = (field.edits as unknown[]).map((e) => (isObject(e) ? e.type : undefined))
+  const thinking = listed.indexOf('clear_thinking_20251015')
   if (thinking > 0) throw invalid([...root, 'edits', thinking], 'clear_thinking_20251015 must be the first edit when edits are combined')
-  return edits
+  return { edits, compact }
+}
+
+/** How the gateway's own `encrypted_content` begins: its compacted history, which it reads back. */
+const OWN_ENCODING = 'cgw1.'
+
+/** A `compaction` block as the answer gives it: the summary to read, and the compacted history the gateway reads back. */
+export interface CompactionBlock {
+  type: 'compaction'
+  content: string
+  encrypted_content: string
+}
+
+/** The block of a compaction whose forwarded history is `messages` (its first, the summary turn). */
+export function compactionBlock(messages: readonly Message[]): CompactionBlock {
+  const first = messages[0]
+  const content = first === undefined ? '' : typeof first.content === 'string' ? first.content : first.content.map((b) => (b.type === 'text' && typeof b.text === 'string' ? b.text : '')).filter(Boolean).join('\n\n')
+  return { type: 'compaction', content, encrypted_content: `${OWN_ENCODING}${Buffer.from(JSON.stringify(messages)).toString('base64url')}` }
+}
+
+/** The history a block of the gateway's own stands for; undefined for another's (or a damaged one). */
+function ownHistory(block: Record<string, unknown>): Message[] | undefined {
+  const encoded = block.encrypted_content
+  if (typeof encoded !== 'string' || !encoded.startsWith(OWN_ENCODING)) return undefined
+  try {
+    const messages = JSON.parse(Buffer.from(encoded.slice(OWN_ENCODING.length), 'base64url').toString('utf8')) as unknown
+    if (!Array.isArray(messages) || messages.length === 0) return undefined
+    const valid = messages.every((m: unknown) => isObject(m) && (m.role === 'user' || m.role === 'assistant' || m.role === 'system') && (typeof m.content === 'string' || Array.isArray(m.content)))
+    return valid ? (messages as Message[]) : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * A history that holds a `compaction` block, read from the newest such block on, as the API reads it: what
+ * precedes the block is dropped, and the block stands for it (the gateway's own, by the history it encoded;
+ * another's, by its summary as a user turn; one with no content is a no-op and only goes). A history without
+ * one is as it came. No block ever goes upstream.
+ */
+export function fromCompaction(messages: readonly Message[]): { messages: Message[]; read: boolean } {
+  let at = -1
+  let block = -1
+  for (let i = messages.length - 1; i >= 0 && at < 0; i--) {
+    const m = messages[i] as Message
+    if (m.role !== 'assistant' || typeof m.content === 'string') continue
+    for (let j = m.content.length - 1; j >= 0; j--) {
+      if (m.content[j]?.type === 'compaction') {
+        at = i
+        block = j
+        break
+      }
+    }
+  }
+  if (at < 0) return { messages: [...messages], read: false }
+  const holder = messages[at] as Message
+  const blocks = holder.content as Record<string, unknown>[]
+  const found = blocks[block] as Record<string, unknown>
+  const rest = (blocks.slice(block + 1) as Message['content'] & unknown[]).filter((b) => (b as { type?: unknown }).type !== 'compaction')
+  const after = [...(rest.length > 0 ? [{ ...holder, content: rest } as Message] : []), ...messages.slice(at + 1)]
+  const own = ownHistory(found)
+  if (own) return { messages: [...own, ...after], read: true }
+  if (typeof found.content === 'string' && found.content !== '') return { messages: [{ role: 'user', content: [{ type: 'text', text: found.content }] }, ...after], read: true }
+  // a failed compaction (no content): a no-op, the block alone goes
+  const before = messages.slice(0, at).map((m) => (typeof m.content === 'string' ? m : { ...m, content: m.content.filter((b) => b.type !== 'compaction') }))
+  return { messages: [...before, ...after], read: true }
 }
 
 /** What the edits did to a request: its messages after them, what each applied edit reports, and the uses cleared. */
@@ -165,6 +253,90 @@ function lastEventEnd(bytes: Buffer): number {
   return Math.max(lf < 0 ? -1 : lf + 2, crlf < 0 ? -1 : crlf + 4)
 }
 
+/** What a compaction's summary call took, as the answer's `usage.iterations` gives it (not counted in the top-level usage). */
+export interface CompactionUsage {
+  input_tokens: number
+  output_tokens: number
+}
+
+function iteration(usage: CompactionUsage): Record<string, unknown> {
+  return { type: 'compaction', input_tokens: usage.input_tokens, output_tokens: usage.output_tokens, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, cache_creation: null }
+}
+
+/** A message's JSON with the compaction block first in its content, and the compaction's iteration before the message's own in its usage. */
+function withBlock(message: Record<string, unknown>, compaction: { block: CompactionBlock; usage: CompactionUsage }): Record<string, unknown> {
+  const content = Array.isArray(message.content) ? message.content : []
+  const usage = isObject(message.usage) ? message.usage : undefined
+  const own = usage ? { type: 'message', input_tokens: usage.input_tokens ?? 0, output_tokens: usage.output_tokens ?? 0, cache_creation_input_tokens: usage.cache_creation_input_tokens ?? 0, cache_read_input_tokens: usage.cache_read_input_tokens ?? 0, cache_creation: usage.cache_creation ?? null, model: message.model ?? null } : undefined
+  return {
+    ...message,
+    content: [compaction.block, ...content],
+    ...(usage ? { usage: { ...usage, iterations: [iteration(compaction.usage), own] } } : {})
+  }
+}
+
+/** The events of a compaction block at index 0, as the API streams one. */
+export function compactionEvents(block: CompactionBlock): string {
+  const event = (name: string, data: unknown): string => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`
+  return (
+    event('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'compaction', content: null, encrypted_content: null } }) +
+    event('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'compaction_delta', content: block.content, encrypted_content: block.encrypted_content } }) +
+    event('content_block_stop', { type: 'content_block_stop', index: 0 })
+  )
+}
+
+/** An event of the upstream's stream with the compaction block before its content: its blocks' indices one on, the block's events after `message_start`. */
+function shiftedEvent(event: string, compaction: { block: CompactionBlock; usage: CompactionUsage }): string {
+  const match = /^data: ?(.*)$/m.exec(event)
+  if (!match) return event
+  let data: Record<string, unknown>
+  try {
+    data = JSON.parse(match[1] as string) as Record<string, unknown>
+  } catch {
+    return event
+  }
+  if (data.type === 'message_start') return `${event}${compactionEvents(compaction.block)}`
+  if (typeof data.index === 'number' && typeof data.type === 'string' && data.type.startsWith('content_block_')) {
+    return event.replace(match[0], `data: ${JSON.stringify({ ...data, index: data.index + 1 })}`)
+  }
+  if (data.type === 'message_delta' && isObject(data.usage)) {
+    const u = data.usage
+    const own = { type: 'message', input_tokens: u.input_tokens ?? 0, output_tokens: u.output_tokens ?? 0, cache_creation_input_tokens: u.cache_creation_input_tokens ?? 0, cache_read_input_tokens: u.cache_read_input_tokens ?? 0, cache_creation: null, model: null }
+    return event.replace(match[0], `data: ${JSON.stringify({ ...data, usage: { ...u, iterations: [iteration(compaction.usage), own] } })}`)
+  }
+  return event
+}
+
+/**
+ * The gateway's own answer to a request whose compaction pauses (`pause_after_compaction`): the compaction
+ * block alone, `stop_reason: "compaction"`, nothing sampled; a stream of it where one was asked for.
+ */
+export function pausedAnswer(model: unknown, stream: boolean, block: CompactionBlock, usage: CompactionUsage, applied: AppliedEdit[]): { contentType: string; body: string } {
+  const id = `msg_gw${Buffer.from(block.encrypted_content.slice(-24)).toString('hex').slice(0, 24)}`
+  const zero = { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }
+  const message = {
+    id,
+    type: 'message',
+    role: 'assistant',
+    model: typeof model === 'string' ? model : 'unknown',
+    content: [block],
+    stop_reason: 'compaction',
+    stop_sequence: null,
+    usage: { ...zero, iterations: [iteration(usage)] },
+    context_management: { applied_edits: applied }
+  }
+  if (!stream) return { contentType: 'application/json', body: JSON.stringify(message) }
+  const event = (name: string, data: unknown): string => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`
+  return {
+    contentType: 'text/event-stream; charset=utf-8',
+    body:
+      event('message_start', { type: 'message_start', message: { ...message, content: [], stop_reason: null, context_management: null } }) +
+      compactionEvents(block) +
+      event('message_delta', { type: 'message_delta', delta: { stop_reason: 'compaction', stop_sequence: null }, usage: { output_tokens: 0, iterations: [iteration(usage)] }, context_management: { applied_edits: applied } }) +
+      event('message_stop', { type: 'message_stop' })
+  }
+}
+
 /** One event with `context_management` set in its data where it is the message's `message_delta`; any other as it came. */
 function rewriteEvent(event: string, field: unknown): string {
   if (!/^event: ?message_delta\s*$/m.test(event) && !event.includes('"message_delta"')) return event
@@ -186,7 +358,7 @@ function rewriteEvent(event: string, field: unknown): string {
  * `{original_input_tokens}`, the count before the edits (the upstream's count of what was sent, and the
  * gateway's estimate of what the edits took out).
  */
-export function withAppliedEdits(stream: boolean, field: { applied_edits: AppliedEdit[] }): Transform {
+export function withAppliedEdits(stream: boolean, field: { applied_edits: AppliedEdit[] }, compaction?: { block: CompactionBlock; usage: CompactionUsage }): Transform {
   const cleared = field.applied_edits.reduce((n, e) => n + e.cleared_input_tokens, 0)
   if (!stream) {
     const chunks: Buffer[] = []
@@ -199,7 +371,10 @@ export function withAppliedEdits(stream: boolean, field: { applied_edits: Applie
         const bytes = Buffer.concat(chunks)
         try {
           const parsed = JSON.parse(bytes.toString('utf8')) as unknown
-          if (isObject(parsed) && parsed.type === 'message') return done(null, Buffer.from(JSON.stringify({ ...parsed, context_management: field })))
+          if (isObject(parsed) && parsed.type === 'message') {
+            const message = compaction ? withBlock(parsed, compaction) : parsed
+            return done(null, Buffer.from(JSON.stringify({ ...message, context_management: field })))
+          }
           // a token count: what the request would have counted before the edits (the upstream's count and the gateway's estimate of what they took out)
           if (isObject(parsed) && parsed.type === undefined && typeof parsed.input_tokens === 'number') {
             return done(null, Buffer.from(JSON.stringify({ ...parsed, context_management: { original_input_tokens: parsed.input_tokens + cleared } })))
@@ -214,8 +389,14 @@ export function withAppliedEdits(stream: boolean, field: { applied_edits: Applie
   let held: Buffer = Buffer.alloc(0)
   const rewrite = (bytes: Buffer): Buffer => {
     const text = bytes.toString('utf8')
-    if (!text.includes('message_delta')) return bytes
-    return Buffer.from(text.split(/(?<=\r?\n\r?\n)/).map((e) => rewriteEvent(e, field)).join(''))
+    if (!compaction && !text.includes('message_delta')) return bytes
+    return Buffer.from(
+      text
+        .split(/(?<=\r?\n\r?\n)/)
+        .map((e) => (compaction ? shiftedEvent(e, compaction) : e))
+        .map((e) => rewriteEvent(e, field))
+        .join('')
+    )
   }
   return new Transform({
     transform(chunk: Buffer, _encoding, done) {

@@ -23,7 +23,20 @@ import { errorBody } from './errors.js'
 import { ConfigurationError, InvalidRequestError } from '../contract/errors.js'
 import { parseJsonBody } from './json.js'
 import { randomUUID } from 'node:crypto'
-import { type AppliedEdit, type EditedMessages, applyContextEdits, readContextManagement, withAppliedEdits, withoutConsumedBetas } from '../proxy/context-management.js'
+import {
+  type AppliedEdit,
+  type CompactEdit,
+  type CompactionBlock,
+  type CompactionUsage,
+  type EditedMessages,
+  applyContextEdits,
+  compactionBlock,
+  fromCompaction,
+  pausedAnswer,
+  readContextManagement,
+  withAppliedEdits,
+  withoutConsumedBetas
+} from '../proxy/context-management.js'
 import { jsonBytes } from '../contract/wire.js'
 import { readMessagesRequest } from '../proxy/request.js'
 import { type ClearedUse, redact } from '../compaction/index.js'
@@ -102,10 +115,11 @@ export interface ProxyContext {
   contextManagement?: 'gateway' | 'forward'
 }
 
-/** A request whose context editing the gateway performed: the body to go on with, and what the edits did. */
+/** A request whose context management the gateway performed: the body to go on with, what the edits did, and the compaction asked for. */
 interface Managed {
   body: ProxiedBody
   edited: EditedMessages
+  compact: CompactEdit | undefined
 }
 
 /** The key of the field, as its bytes: a body without it is never parsed for it. */
@@ -126,12 +140,14 @@ function manageContext(body: ProxiedBody): Managed | undefined {
   if (!body.bytes.includes(CONTEXT_MANAGEMENT_KEY)) return undefined
   const value = body.value()
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined
-  const edits = readContextManagement(value as Record<string, unknown>)
-  if (edits === undefined || edits === 'forward') return undefined
+  const management = readContextManagement(value as Record<string, unknown>)
+  if (management === undefined) return undefined
   const { context_management: _performed, ...rest } = value as Record<string, unknown>
   const parts = readMessagesRequest(value)
-  const edited = applyContextEdits(parts, edits, recallNote)
-  return { body: new ProxiedBody(Buffer.from(jsonBytes({ ...rest, messages: edited.messages }))), edited }
+  // with compaction asked for, a history is read from its newest compaction block on, as the API reads it
+  const read = management.compact ? { ...parts, messages: fromCompaction(parts.messages).messages } : parts
+  const edited = applyContextEdits(read, management.edits, recallNote)
+  return { body: new ProxiedBody(Buffer.from(jsonBytes({ ...rest, messages: edited.messages }))), edited, compact: management.compact }
 }
 
 /** Keeps the whole output of each cleared result in the session's cold layer, once a process (a result is cleared again at every request after). */
@@ -234,12 +250,22 @@ async function compactProxied<R>(
   api: ProxiedApi<R>,
   read: ProxyRead<R>,
   request: FastifyRequest,
-  at: { session: string | undefined; budget: number | 'off'; signal: AbortSignal; clientSummarizer?: ProxyRequest['clientSummarizer'] }
+  at: { session: string | undefined; budget: number | 'off'; signal: AbortSignal; clientSummarizer?: ProxyRequest['clientSummarizer']; instructions?: string }
 ): Promise<ProxyOutcome> {
   if (!('parts' in read)) return { kind: 'none', tokens: undefined }
   const { messages, system, tools } = read.parts
   try {
-    return await app.proxy.compactor.prepare({ messages, system, tools, tenant: request.keyName, session: at.session, budget: at.budget, signal: at.signal, ...(at.clientSummarizer ? { clientSummarizer: at.clientSummarizer } : {}) })
+    return await app.proxy.compactor.prepare({
+      messages,
+      system,
+      tools,
+      tenant: request.keyName,
+      session: at.session,
+      budget: at.budget,
+      signal: at.signal,
+      ...(at.clientSummarizer ? { clientSummarizer: at.clientSummarizer } : {}),
+      ...(at.instructions ? { instructions: at.instructions } : {})
+    })
   } catch (err) {
     if (err instanceof InvalidHistoryError) throw new InvalidRequestError(err.message, api.place ? api.place(read.read, err.path ?? '') : err.path)
     throw err
@@ -301,7 +327,7 @@ function relay(
   notRead: string | undefined,
   aborted: () => boolean,
   onUsage?: (usage: UpstreamUsage | undefined) => void,
-  applied?: AppliedEdit[]
+  managed?: { applied: AppliedEdit[]; compaction?: { block: CompactionBlock; usage: CompactionUsage } }
 ): FastifyReply {
   void reply.code(res.status).headers(clientHeaders(res.headers))
   void reply.header('x-compaction', outcome.kind === 'none' ? 'none' : 'compacted')
@@ -312,9 +338,9 @@ function relay(
   const tapped = onUsage && res.status === 200 ? withUsageTap(res.body, stream, onUsage) : res.body
   // the edits the gateway performed, in the answer as the API gives them (its length changes: sent chunked)
   let body = tapped
-  if (applied && res.status === 200) {
+  if (managed && res.status === 200) {
     reply.removeHeader('content-length')
-    body = tapped.pipe(withAppliedEdits(stream, { applied_edits: applied }))
+    body = tapped.pipe(withAppliedEdits(stream, { applied_edits: managed.applied }, managed.compaction))
     tapped.on('error', (err) => body.destroy(err))
   }
   return reply.send(stream ? withErrorEvent(body, api.name, aborted) : body)
@@ -337,7 +363,9 @@ export async function proxyRequest<R>(
   const managed = api.contextManagement && context.contextManagement !== 'forward' ? manageContext(request.body as ProxiedBody) : undefined
   const body = managed?.body ?? (request.body as ProxiedBody)
   // the gateway's own headers are checked on every request, read or not: one it cannot use is refused, named
-  const budget = proxyBudget(request.headers['x-compaction-budget'], context.budget)
+  const headerBudget = proxyBudget(request.headers['x-compaction-budget'], context.budget)
+  // compact_20260112: the gateway's compaction is the one asked for, at its trigger
+  const budget = managed?.compact ? managed.compact.trigger : headerBudget
   ownSession(request.headers)
   const credentials = api.credentials(request)
   if (!credentials) throw new ConfigurationError(`the gateway has no key for ${api.name}: set ${api.keySetting} on the gateway`)
@@ -357,7 +385,8 @@ export async function proxyRequest<R>(
     context.clientSummaries && api.clientSummarizer && 'read' in read
       ? api.clientSummarizer(context.clientSummaries, body, read.read, headersUp, after, () => forwarded.bytes)
       : undefined
-  const outcome = await compactProxied(app, api, read, request, { session, budget, signal: abort.signal, ...(forClient ? { clientSummarizer: forClient } : {}) }).catch((err: unknown) => {
+  const instructions = managed?.compact?.instructions
+  const outcome = await compactProxied(app, api, read, request, { session, budget, signal: abort.signal, ...(forClient ? { clientSummarizer: forClient } : {}), ...(instructions ? { instructions } : {}) }).catch((err: unknown) => {
     answered()
     throw err
   })
@@ -365,6 +394,25 @@ export async function proxyRequest<R>(
   const { recorded, begin, unkept } = outcome.kind === 'compacted' ? await recordProxied(app, request, api.endpoint, outcome, session, budget) : {}
   if (unkept) void reply.header(RECORD_HEADER, 'not-kept')
   if (begin) reply.raw.once('close', begin)
+
+  // compact_20260112: the compaction (new, or an earlier one standing in) given to the client as the API gives it
+  const compaction =
+    managed?.compact && outcome.kind !== 'none'
+      ? {
+          summaryId: outcome.summaryId,
+          block: compactionBlock(outcome.messages),
+          usage: outcome.kind === 'compacted' ? { input_tokens: outcome.run.response.summarizer.input_tokens, output_tokens: outcome.run.response.summarizer.output_tokens } : { input_tokens: 0, output_tokens: 0 }
+        }
+      : undefined
+  if (managed && compaction && managed.compact?.pauseAfterCompaction) {
+    answered()
+    await recorded
+    if (outcome.kind === 'compacted') app.activity.compaction(request.keyName, session, { via: 'proxy', response: outcome.run.response, waitMs: performance.now() - started })
+    const value = body.value() as Record<string, unknown>
+    const paused = pausedAnswer(value.model, value.stream === true, compaction.block, compaction.usage, managed.edited.applied)
+    outcomes.set(request, outcome.kind)
+    return reply.code(200).header('content-type', paused.contentType).header('x-compaction', 'compacted').header('x-compaction-summary-id', compaction.summaryId).send(paused.body)
+  }
 
   const payload = outcome.kind === 'none' || !('read' in read) ? body.bytes : api.write(body, read.read, outcome)
   forwarded.bytes = payload
@@ -403,7 +451,7 @@ export async function proxyRequest<R>(
   const keptOut = outcome.kind === 'none' ? 0 : (body.bytes.length - payload.length) / CHARS_PER_TOKEN
   const onUsage = api.costs ? (usage: UpstreamUsage | undefined) => app.activity.request(request.keyName, session, { keptOut, metered: true, usage }) : undefined
   if (!api.costs && res.status === 200) app.activity.request(request.keyName, session, { keptOut, metered: false })
-  return relay(reply, api, res, outcome, notRead, () => abort.signal.aborted, onUsage, managed?.edited.applied)
+  return relay(reply, api, res, outcome, notRead, () => abort.signal.aborted, onUsage, managed ? { applied: managed.edited.applied, ...(compaction ? { compaction } : {}) } : undefined)
 }
 
 /** The contract's headers of a proxied request; `sessionSources`: where the session comes from by default. */

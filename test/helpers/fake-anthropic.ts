@@ -124,6 +124,21 @@ export class PromptCache {
   }
 }
 
+/** What a model without the API's context management refuses: the field, and a `compaction` block in the history. */
+function contextManagementRefusal(body: unknown): string | undefined {
+  if (typeof body !== 'object' || body === null) return undefined
+  if ('context_management' in body) return 'context_management: Extra inputs are not permitted'
+  const messages = (body as { messages?: unknown }).messages
+  if (!Array.isArray(messages)) return undefined
+  for (let i = 0; i < messages.length; i++) {
+    const content = (messages[i] as { content?: unknown } | null)?.content
+    if (!Array.isArray(content)) continue
+    const j = content.findIndex((b: unknown) => (b as { type?: unknown } | null)?.type === 'compaction')
+    if (j >= 0) return `messages.${i}.content.${j}.type: Input tag 'compaction' found using 'type' does not match any of the expected tags`
+  }
+  return undefined
+}
+
 /**
  * A local stand-in for the Anthropic Messages API on loopback: the real SDK talks to it through
  * ANTHROPIC_BASE_URL. Replies come from a queue, then from `fallback`; every request is recorded.
@@ -174,7 +189,7 @@ export class FakeAnthropic {
         this.requests.push(received)
         // What the real API would refuse is refused here too, before any reply is taken from the queue.
         const refusal = this.checks
-          ? (messagesApiRefusal(received.body) ?? (!this.contextManagement && 'context_management' in (received.body as object) ? 'context_management: Extra inputs are not permitted' : undefined))
+          ? (messagesApiRefusal(received.body) ?? (this.contextManagement ? undefined : contextManagementRefusal(received.body)))
           : undefined
         if (refusal !== undefined) {
           this.refused.push({ path: received.path, reason: refusal })

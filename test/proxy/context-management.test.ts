@@ -173,7 +173,7 @@ describe('context editing (clear_tool_uses_20250919, clear_thinking_20251015) pe
     expect(counted.context_management?.original_input_tokens).toBeGreaterThan(counted.input_tokens + 5_000)
   })
 
-  it('forwards the field untouched where told to, and where it asks for compact_20260112, which the gateway does not perform', async () => {
+  it('forwards the field untouched where told to', async () => {
     const told = await gateway({ COMPACT_CONTEXT_MANAGEMENT: 'forward' })
     told.fake.contextManagement = true
     const body = { model: 'claude-any', max_tokens: 16, messages: work(6), context_management: { edits: [CLEAR] } }
@@ -183,10 +183,80 @@ describe('context editing (clear_tool_uses_20250919, clear_thinking_20251015) pe
     expect(forwarded(told.fake).raw).toBe(raw)
     expect(forwarded(told.fake).headers['anthropic-beta']).toBe('context-management-2025-06-27')
 
-    const own = await gateway()
-    own.fake.contextManagement = true
-    const compact = { ...body, context_management: { edits: [{ type: 'compact_20260112', trigger: { type: 'input_tokens', value: 150_000 } }] } }
-    await own.sdk.beta.messages.create(compact as unknown as Anthropic.Beta.MessageCreateParamsNonStreaming)
-    expect(forwarded(own.fake).body).toHaveProperty('context_management', compact.context_management)
+  })
+})
+
+describe('compaction (compact_20260112) performed by the gateway', () => {
+  const COMPACT = { type: 'compact_20260112' as const, trigger: { type: 'input_tokens' as const, value: 12_000 } }
+
+  it('compacts past the trigger: the compaction block first in the answer, the upstream given the compacted history, and the next request read from the block on', async () => {
+    const { fake, sdk } = await gateway({ COMPACT_SUMMARIZER: 'extractive' })
+    const messages = work(8)
+    const first = await sdk.beta.messages.create(
+      { model: 'claude-any', max_tokens: 16, messages: messages as Anthropic.Beta.BetaMessageParam[], context_management: { edits: [COMPACT] }, betas: ['compact-2026-01-12'] },
+      { headers: { 'x-compaction-session': 'compact-1' } }
+    )
+    expect(fake.refused).toEqual([])
+    const sent = forwarded(fake)
+    expect(sent.body).not.toHaveProperty('context_management')
+    expect(sent.headers['anthropic-beta']).toBeUndefined()
+    const upstreamHistory = sent.body.messages as Message[]
+    expect(upstreamHistory.length).toBeLessThan(messages.length)
+    const [block, text] = first.content
+    expect(block).toMatchObject({ type: 'compaction', content: expect.stringContaining('Make the importer tests pass'), encrypted_content: expect.stringMatching(/^cgw1\./) })
+    expect(text).toMatchObject({ type: 'text', text: 'ok' })
+    // the compaction's own usage is an iteration of its own, the message's the top-level usage
+    expect((first.usage.iterations ?? []).map((i) => i.type)).toEqual(['compaction', 'message'])
+    expect(first.context_management?.applied_edits).toEqual([])
+
+    // the client appends the answer as it came and goes on: what precedes the block is dropped, the block stands for it
+    const next = [...messages, { role: 'assistant' as const, content: first.content }, user('And now the exporter')]
+    await sdk.beta.messages.create({ model: 'claude-any', max_tokens: 16, messages: next as Anthropic.Beta.BetaMessageParam[], context_management: { edits: [COMPACT] } }, { headers: { 'x-compaction-session': 'compact-1' } })
+    expect(fake.refused).toEqual([])
+    const again = forwarded(fake).body.messages as Message[]
+    expect(again).toEqual([...upstreamHistory, { role: 'assistant', content: [first.content[1]] }, user('And now the exporter')])
+  })
+
+  it('streams the block as the API streams one, ahead of the upstream blocks (their indices one on), and the SDK reads it', async () => {
+    const { fake, sdk } = await gateway({ COMPACT_SUMMARIZER: 'extractive' })
+    const stream = sdk.beta.messages.stream({ model: 'claude-any', max_tokens: 16, messages: work(8) as Anthropic.Beta.BetaMessageParam[], context_management: { edits: [COMPACT] } })
+    const summaries: string[] = []
+    stream.on('compaction', (content) => summaries.push(content))
+    const final = await stream.finalMessage()
+    expect(final.content.map((b) => b.type)).toEqual(['compaction', 'text'])
+    expect(final.content[1]).toMatchObject({ text: 'ok' })
+    expect(summaries).toEqual([(final.content[0] as { content: string }).content])
+    expect(final.context_management?.applied_edits).toEqual([])
+    expect(fake.refused).toEqual([])
+  })
+
+  it('pauses after the compaction where asked: the block alone, stop_reason "compaction", nothing sent upstream', async () => {
+    const { fake, sdk } = await gateway({ COMPACT_SUMMARIZER: 'extractive' })
+    const paused = await sdk.beta.messages.create({ model: 'claude-any', max_tokens: 16, messages: work(8) as Anthropic.Beta.BetaMessageParam[], context_management: { edits: [{ ...COMPACT, pause_after_compaction: true }] } })
+    expect(paused.stop_reason).toBe('compaction')
+    expect(paused.content.map((b) => b.type)).toEqual(['compaction'])
+    expect(fake.requests).toEqual([])
+    const streamed = await sdk.beta.messages.stream({ model: 'claude-any', max_tokens: 16, messages: work(8) as Anthropic.Beta.BetaMessageParam[], context_management: { edits: [{ ...COMPACT, pause_after_compaction: true }] } }).finalMessage()
+    expect(streamed.stop_reason).toBe('compaction')
+    expect(streamed.content).toEqual([expect.objectContaining({ type: 'compaction', content: (paused.content[0] as { content: string }).content })])
+    expect(fake.requests).toEqual([])
+    // under the trigger: no compaction, the upstream's answer as it is
+    const small = await sdk.beta.messages.create({ model: 'claude-any', max_tokens: 16, messages: work(1) as Anthropic.Beta.BetaMessageParam[], context_management: { edits: [{ ...COMPACT, pause_after_compaction: true }] } })
+    expect(small.content.map((b) => b.type)).toEqual(['text'])
+  })
+
+  it("reads another's compaction block by its summary, and refuses a bad edit naming the field", async () => {
+    const { fake, sdk } = await gateway({ COMPACT_SUMMARIZER: 'extractive' })
+    const history = [
+      user('old request'),
+      { role: 'assistant' as const, content: [{ type: 'compaction', content: 'Summary: the parser was fixed.', encrypted_content: 'opaque-from-elsewhere' }, { type: 'text', text: 'Next?' }] },
+      user('Now the tests')
+    ]
+    await sdk.beta.messages.create({ model: 'claude-any', max_tokens: 16, messages: history as Anthropic.Beta.BetaMessageParam[], context_management: { edits: [COMPACT] } })
+    expect(forwarded(fake).body.messages).toEqual([{ role: 'user', content: [{ type: 'text', text: 'Summary: the parser was fixed.' }] }, assistant('Next?'), user('Now the tests')])
+    const err = await sdk.beta.messages
+      .create({ model: 'claude-any', max_tokens: 16, messages: work(1) as Anthropic.Beta.BetaMessageParam[], context_management: { edits: [{ ...COMPACT, pause_after_compaction: 'yes' }] } as never })
+      .then(() => undefined, (e: unknown) => e)
+    expect((err as Error).message).toMatch(/context_management\.edits\.0\.pause_after_compaction: Input should be a valid boolean/)
   })
 })

@@ -152,7 +152,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
       }
     : undefined
   await app.register(routes(messagesRoutes, 'proxy', 'store', 'metrics'), { budget, credentials: anthropic, contextManagement: contextManagement(config), ...(clientSummaries ? { clientSummaries } : {}) })
-  await app.register(routes(openAiRoutes, 'proxy', 'store', 'metrics'), { budget, credentials: openai, ...(clientSummaries ? { clientSummaries } : {}) })
+  await app.register(routes(openAiRoutes, 'proxy', 'store', 'metrics'), { budget, credentials: openai, contextManagement: openAiContextManagement(config), ...(clientSummaries ? { clientSummaries } : {}) })
   await app.register(routes(modelsRoutes, 'proxy'), { anthropic, openai })
   return app as unknown as App
 }
@@ -165,6 +165,12 @@ export async function buildApp(options: AppOptions): Promise<App> {
 function contextManagement(config: Config): 'gateway' | 'forward' {
   if (config.COMPACT_CONTEXT_MANAGEMENT !== 'auto') return config.COMPACT_CONTEXT_MANAGEMENT
   return (config.ANTHROPIC_BASE_URL ?? DEFAULT_UPSTREAM_URL).replace(/\/+$/, '') === DEFAULT_UPSTREAM_URL ? 'forward' : 'gateway'
+}
+
+/** Who performs the Responses API's compaction: `auto` forwards to OpenAI's own API, which has it, and performs it for any other upstream. */
+function openAiContextManagement(config: Config): 'gateway' | 'forward' {
+  if (config.COMPACT_CONTEXT_MANAGEMENT !== 'auto') return config.COMPACT_CONTEXT_MANAGEMENT
+  return (config.OPENAI_BASE_URL ?? DEFAULT_OPENAI_BASE_URL).replace(/\/+$/, '') === DEFAULT_OPENAI_BASE_URL ? 'forward' : 'gateway'
 }
 
 /**

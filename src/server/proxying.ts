@@ -23,11 +23,11 @@ import { errorBody } from './errors.js'
 import { ConfigurationError, InvalidRequestError } from '../contract/errors.js'
 import { parseJsonBody } from './json.js'
 import { randomUUID } from 'node:crypto'
+import { OWN_ITEM_KEY, compactedResponse, compactionItem, readBackItems, readResponsesContextManagement, withCompactionItem } from '../proxy/responses-compaction.js'
+import { readCompactRequest } from '../contract/validation.js'
+import { runCompaction } from '../service/compact.js'
 import {
-  type AppliedEdit,
   type CompactEdit,
-  type CompactionBlock,
-  type CompactionUsage,
   type EditedMessages,
   applyContextEdits,
   compactionBlock,
@@ -98,6 +98,8 @@ export interface ProxiedApi<R> {
   costs?: true
   /** Whether its requests may carry the Messages API's `context_management` edits, which the gateway performs (context-management.ts). */
   contextManagement?: true
+  /** Whether its requests may carry the Responses API's compaction (`context_management`, the gateway's own compaction items: responses-compaction.ts). */
+  responsesCompaction?: true
 }
 
 /** A proxy plugin's options. */
@@ -148,6 +150,25 @@ function manageContext(body: ProxiedBody): Managed | undefined {
   const read = management.compact ? { ...parts, messages: fromCompaction(parts.messages).messages } : parts
   const edited = applyContextEdits(read, management.edits, recallNote)
   return { body: new ProxiedBody(Buffer.from(jsonBytes({ ...rest, messages: edited.messages }))), edited, compact: management.compact }
+}
+
+/** A Responses request whose compaction the gateway performs: the body to go on with (read from its newest own item on), and the threshold asked for. */
+interface ManagedResponses {
+  body: ProxiedBody
+  threshold: number | undefined
+}
+
+/** The Responses API's compaction, performed by the gateway where asked for or where the input holds its own item; undefined where neither. */
+function manageResponses(body: ProxiedBody): ManagedResponses | undefined {
+  if (!body.bytes.includes(OWN_ITEM_KEY) && !body.bytes.includes(CONTEXT_MANAGEMENT_KEY)) return undefined
+  const value = body.value('input')
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined
+  const fields = value as Record<string, unknown>
+  const asked = readResponsesContextManagement(fields)
+  const back = Array.isArray(fields.input) ? readBackItems(fields.input) : { input: fields.input, read: false }
+  if (!asked && !back.read) return undefined
+  const { context_management: _performed, ...rest } = fields
+  return { body: new ProxiedBody(Buffer.from(JSON.stringify({ ...rest, input: back.input }))), threshold: asked?.threshold }
 }
 
 /** Keeps the whole output of each cleared result in the session's cold layer, once a process (a result is cleared again at every request after). */
@@ -327,7 +348,7 @@ function relay(
   notRead: string | undefined,
   aborted: () => boolean,
   onUsage?: (usage: UpstreamUsage | undefined) => void,
-  managed?: { applied: AppliedEdit[]; compaction?: { block: CompactionBlock; usage: CompactionUsage } }
+  rewrite?: (stream: boolean) => Transform
 ): FastifyReply {
   void reply.code(res.status).headers(clientHeaders(res.headers))
   void reply.header('x-compaction', outcome.kind === 'none' ? 'none' : 'compacted')
@@ -336,11 +357,11 @@ function relay(
   const contentType = res.headers['content-type']
   const stream = typeof contentType === 'string' && contentType.startsWith('text/event-stream')
   const tapped = onUsage && res.status === 200 ? withUsageTap(res.body, stream, onUsage) : res.body
-  // the edits the gateway performed, in the answer as the API gives them (its length changes: sent chunked)
+  // what the gateway performed of the API's context management, in the answer as the API gives it (its length changes: sent chunked)
   let body = tapped
-  if (managed && res.status === 200) {
+  if (rewrite && res.status === 200) {
     reply.removeHeader('content-length')
-    body = tapped.pipe(withAppliedEdits(stream, { applied_edits: managed.applied }, managed.compaction))
+    body = tapped.pipe(rewrite(stream))
     tapped.on('error', (err) => body.destroy(err))
   }
   return reply.send(stream ? withErrorEvent(body, api.name, aborted) : body)
@@ -360,12 +381,14 @@ export async function proxyRequest<R>(
   reply: FastifyReply
 ): Promise<FastifyReply> {
   const started = performance.now()
-  const managed = api.contextManagement && context.contextManagement !== 'forward' ? manageContext(request.body as ProxiedBody) : undefined
-  const body = managed?.body ?? (request.body as ProxiedBody)
+  const performs = context.contextManagement !== 'forward'
+  const managed = api.contextManagement && performs ? manageContext(request.body as ProxiedBody) : undefined
+  const responses = api.responsesCompaction && performs ? manageResponses(request.body as ProxiedBody) : undefined
+  const body = managed?.body ?? responses?.body ?? (request.body as ProxiedBody)
   // the gateway's own headers are checked on every request, read or not: one it cannot use is refused, named
   const headerBudget = proxyBudget(request.headers['x-compaction-budget'], context.budget)
   // compact_20260112: the gateway's compaction is the one asked for, at its trigger
-  const budget = managed?.compact ? managed.compact.trigger : headerBudget
+  const budget = managed?.compact ? managed.compact.trigger : (responses?.threshold ?? headerBudget)
   ownSession(request.headers)
   const credentials = api.credentials(request)
   if (!credentials) throw new ConfigurationError(`the gateway has no key for ${api.name}: set ${api.keySetting} on the gateway`)
@@ -451,7 +474,55 @@ export async function proxyRequest<R>(
   const keptOut = outcome.kind === 'none' ? 0 : (body.bytes.length - payload.length) / CHARS_PER_TOKEN
   const onUsage = api.costs ? (usage: UpstreamUsage | undefined) => app.activity.request(request.keyName, session, { keptOut, metered: true, usage }) : undefined
   if (!api.costs && res.status === 200) app.activity.request(request.keyName, session, { keptOut, metered: false })
-  return relay(reply, api, res, outcome, notRead, () => abort.signal.aborted, onUsage, managed ? { applied: managed.edited.applied, ...(compaction ? { compaction } : {}) } : undefined)
+  // the Responses API's compaction: its item first in the output, standing for the input as forwarded
+  const item = responses?.threshold !== undefined && outcome.kind !== 'none' ? compactionItem((JSON.parse(payload.toString('utf8')) as { input: unknown[] }).input) : undefined
+  const rewrite = managed
+    ? (stream: boolean) => withAppliedEdits(stream, { applied_edits: managed.edited.applied }, compaction)
+    : item
+      ? (stream: boolean) => withCompactionItem(stream, item)
+      : undefined
+  return relay(reply, api, res, outcome, notRead, () => abort.signal.aborted, onUsage, rewrite)
+}
+
+/**
+ * `POST /v1/responses/compact` answered by the gateway, for an upstream without the Responses API's
+ * compaction: the input (read from the gateway's newest own item on) compacted as `/v1/compact` compacts a
+ * Responses history (`mode: manual`), recorded under its session, and answered as the API answers, the input's
+ * user messages then one `compaction` item that stands for the compacted input.
+ */
+export async function compactResponsesHere(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  const value = (request.body as ProxiedBody).value('input')
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidRequestError('the body must be a JSON object (a Responses compaction request)', '')
+  const fields = value as Record<string, unknown>
+  if (typeof fields.input === 'string') fields.input = [{ type: 'message', role: 'user', content: fields.input }]
+  if (!Array.isArray(fields.input)) throw new InvalidRequestError('input: an array of input items is required', '/input')
+  const input = readBackItems(fields.input).input
+  const session = proxySession(request.headers, typeof fields.prompt_cache_key === 'string' && fields.prompt_cache_key !== '' ? fields.prompt_cache_key : undefined)
+  const read = readCompactRequest(Buffer.from(JSON.stringify({ messages: input, format: 'openai-responses', mode: 'manual', ...(session !== undefined ? { session_id: session } : {}) })))
+  if (!read.ok) throw new InvalidRequestError(read.message.replace(/\bmessages\b/, 'input'), read.path?.replace(/^\/messages/, '/input'))
+  const abort = abortOnClose(reply)
+  const started = performance.now()
+  const run = await runCompaction(read.body, app.compaction.deps, { tenant: request.keyName, signal: abort.signal }).catch((err: unknown) => {
+    if (err instanceof InvalidHistoryError) throw new InvalidRequestError(err.message.replace(/\bmessages\b/, 'input'), err.path?.replace(/^\/messages/, '/input'))
+    throw err
+  })
+  countCompaction(app.metrics, run, modelKindOf(app.compaction.deps.modelSummarizer?.kind))
+  const { response } = run
+  let usage = { input_tokens: 0, output_tokens: 0 }
+  let item = compactionItem(input)
+  if (response.compacted) {
+    usage = { input_tokens: response.summarizer.input_tokens, output_tokens: response.summarizer.output_tokens }
+    item = compactionItem(response.messages)
+    app.activity.compaction(request.keyName, session, { via: 'proxy', response, waitMs: performance.now() - started })
+    const keep = recordWrites(app.store, app.metrics, request.log, { mode: 'manual', session_id: session, budget: 'off' }, request.keyName, response, run.memory)
+    const { recorded, begin, unkept } = await scheduleRecord(app.store, app.writes, request.keyName, session, keep)
+    if (unkept) void reply.header(RECORD_HEADER, 'not-kept')
+    if (begin) reply.raw.once('close', begin)
+    await recorded
+    void reply.header('x-compaction-summary-id', response.summary.id)
+  }
+  void reply.header('x-compaction', response.compacted ? 'compacted' : 'none')
+  return reply.code(200).header('content-type', 'application/json').send(JSON.stringify(compactedResponse(input, item, usage, Math.floor(Date.now() / 1_000))))
 }
 
 /** The contract's headers of a proxied request; `sessionSources`: where the session comes from by default. */

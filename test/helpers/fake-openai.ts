@@ -117,6 +117,11 @@ export class FakeOpenAi {
   url = ''
   /** The prompts' prefixes seen, read back as OpenAI's automatic prompt caching reads them. */
   readonly prefixCache = new PrefixCache()
+  /**
+   * Whether it has OpenAI's own compaction (`/v1/responses/compact`, `context_management`, compaction items
+   * in `input`): a server without it answers 404 to the one and refuses the others, as other servers do.
+   */
+  compaction = true
 
   reply(...replies: FakeOpenAiReply[]): this {
     this.queue.push(...replies)
@@ -142,7 +147,8 @@ export class FakeOpenAi {
         }
         const api = req.url === '/v1/chat/completions' ? 'chat' : req.url === '/v1/responses' || req.url === '/v1/responses/compact' ? 'responses' : undefined
         if (req.method !== 'POST' || !api) return json(404, { error: { message: `no route ${req.method} ${req.url}`, type: 'invalid_request_error' } })
-        const refusal = api === 'chat' ? chatCompletionsRefusal(raw) : responsesRefusal(raw)
+        if (!this.compaction && req.url === '/v1/responses/compact') return json(404, { error: { message: `no route ${req.method} ${req.url}`, type: 'invalid_request_error' } })
+        const refusal = (api === 'chat' ? chatCompletionsRefusal(raw) : responsesRefusal(raw)) ?? (this.compaction ? undefined : compactionRefusal(raw))
         if (refusal) {
           this.refused.push(refusal)
           return json(400, { error: { message: refusal, type: 'invalid_request_error', param: null, code: null } })
@@ -243,6 +249,14 @@ export function responsesInputRefusal(input: unknown): string | undefined {
       }
     }
   }
+  return undefined
+}
+
+/** What a server without OpenAI's compaction refuses: `context_management`, and a `compaction` item in `input`. */
+function compactionRefusal(raw: string): string | undefined {
+  const body = JSON.parse(raw) as { context_management?: unknown; input?: unknown }
+  if (body.context_management !== undefined) return "Unrecognized request argument supplied: context_management"
+  if (Array.isArray(body.input) && body.input.some((i: unknown) => (i as { type?: unknown } | null)?.type === 'compaction')) return "Invalid value: 'compaction'. Supported values are: 'message', 'function_call', 'function_call_output', 'reasoning'."
   return undefined
 }
 

@@ -81,7 +81,9 @@ describe('POST /v1/chat/completions and /v1/responses: drop-in proxies for OpenA
       OPENAI_BASE_URL: `${fake.url}/v1`,
       COMPACT_SUMMARIZER: 'extractive',
       COMPACT_API_KEYS: `alice=${GATEWAY_KEY}`,
-      COMPACT_PRECOMPUTE_AT: 'off'
+      COMPACT_PRECOMPUTE_AT: 'off',
+      // the fake has OpenAI's own compaction (/v1/responses/compact): it is forwarded to, as to OpenAI
+      COMPACT_CONTEXT_MANAGEMENT: 'forward'
     })
     await app.listen({ port: 0, host: '127.0.0.1' })
     url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`

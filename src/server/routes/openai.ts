@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify'
 import { Type } from 'typebox'
 import { openAiClientSummarizer } from '../../proxy/client-summaries.js'
 import { type OpenAiApi, type OpenAiHistory, openAiPayload, readOpenAiRequest } from '../../proxy/openai.js'
-import { type ProxiedApi, type ProxyContext, type ProxyRead, installProxyHooks, proxyErrors, proxyHeaders, proxyRequest, upstreamAnswer } from '../proxying.js'
+import { type ProxiedApi, type ProxyContext, type ProxyRead, compactResponsesHere, installProxyHooks, proxyErrors, proxyHeaders, proxyRequest, upstreamAnswer } from '../proxying.js'
 import { KEYED } from './security.js'
 
 
@@ -106,6 +106,7 @@ export const openAiRoutes: FastifyPluginAsync<ProxyContext> = async (app, option
               return openAiClientSummarizer(settings, { api: kind, after, forwarded: () => forwardedConversation(forwarded(), kind) }, typeof model === 'string' ? model : 'unknown', headers)
             }
           }),
+      ...(route.endpoint === 'responses' ? { responsesCompaction: true as const } : {}),
       // the core's message i is the turn that starts at the client's item starts[i]
       place: (history, path) => path.replace(/^\/messages\/(\d+).*/, (_m, i: string) => `/${history.field}/${history.adapted.starts[Number(i)] ?? i}`)
     }
@@ -132,7 +133,10 @@ export const openAiRoutes: FastifyPluginAsync<ProxyContext> = async (app, option
         },
         validatorCompiler: () => () => true
       },
-      async (request, reply) => proxyRequest(app, options, api, outcomes, request, reply)
+      // the Responses API's own compaction, answered by the gateway where the upstream has none (COMPACT_CONTEXT_MANAGEMENT)
+      route.endpoint === 'responses_compact' && options.contextManagement === 'gateway'
+        ? async (request, reply) => compactResponsesHere(app, request, reply)
+        : async (request, reply) => proxyRequest(app, options, api, outcomes, request, reply)
     )
   }
 }

@@ -1,0 +1,102 @@
+import type { AddressInfo } from 'node:net'
+import OpenAI from 'openai'
+import { afterEach, describe, expect, it } from 'vitest'
+import type { App } from '../../src/server/app.js'
+import { testApp } from '../helpers/app.js'
+import { FakeOpenAi } from '../helpers/fake-openai.js'
+
+/**
+ * The Responses API's compaction through the real `openai` SDK, performed by the gateway for an upstream
+ * that does not have it (the fake refuses `context_management`, compaction items and /responses/compact,
+ * as such a server does).
+ */
+type Item = Record<string, unknown>
+
+const opened: { close: () => Promise<unknown> }[] = []
+afterEach(async () => {
+  for (const o of opened.splice(0).reverse()) await o.close()
+})
+
+async function gateway(): Promise<{ app: App; fake: FakeOpenAi; sdk: OpenAI }> {
+  const fake = await new FakeOpenAi().start()
+  fake.compaction = false
+  fake.fallback = { text: 'Hello from the upstream.' }
+  opened.push(fake)
+  const app = await testApp({ OPENAI_API_KEY: 'sk-upstream-responses-0000000000', OPENAI_BASE_URL: `${fake.url}/v1`, COMPACT_SUMMARIZER: 'extractive', COMPACT_BUDGET: 'off', COMPACT_PRECOMPUTE_AT: 'off' })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  opened.push(app)
+  const sdk = new OpenAI({ apiKey: 'unused', baseURL: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/v1`, maxRetries: 0 })
+  return { app, fake, sdk }
+}
+
+/** A Responses history: the task, then function calls with long outputs, then the newest ask. */
+function session(steps: number): Item[] {
+  const items: Item[] = [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Make the build pass: fix src/lexer.rs' }] }]
+  for (let i = 0; i < steps; i++) {
+    items.push({ type: 'function_call', call_id: `call_${i}`, name: 'shell', arguments: JSON.stringify({ cmd: `cargo build -p step${i}` }) })
+    items.push({ type: 'function_call_output', call_id: `call_${i}`, output: `step ${i}: ${'x'.repeat(4_000)}` })
+  }
+  items.push({ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: `Ran ${steps} steps.`, annotations: [] }] })
+  items.push({ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Now run the tests' }] })
+  return items
+}
+
+describe("the Responses API's compaction performed by the gateway", () => {
+  it('answers responses.compact itself (the user messages, then its compaction item), and reads its item back on the next request', async () => {
+    const { app, fake, sdk } = await gateway()
+    const input = session(20)
+    const compacted = await sdk.responses.compact({ model: 'gpt-test', input: input as never }, { headers: { 'session-id': 'responses-compact-1' } })
+    expect(fake.requests).toEqual([])
+    expect(compacted.object).toBe('response.compaction')
+    const item = compacted.output.at(-1) as unknown as Item
+    expect(item).toMatchObject({ type: 'compaction', id: expect.stringMatching(/^cmp_/), encrypted_content: expect.stringMatching(/^cgw1\./) })
+    expect(compacted.output.slice(0, -1)).toEqual(input.filter((i) => i.role === 'user'))
+    const records = (await app.inject({ method: 'GET', url: '/v1/sessions/responses-compact-1/compactions' })).json<{ compactions: unknown[] }>()
+    expect(records.compactions).toHaveLength(1)
+
+    // the client goes on from the compacted window, as the API's guide says
+    const next = [...compacted.output, { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'And the docs' }] }]
+    const answer = await sdk.responses.create({ model: 'gpt-test', input: next as never })
+    expect(answer.output_text).toBe('Hello from the upstream.')
+    expect(fake.refused).toEqual([])
+    const sent = fake.requests.at(-1)!.body.input as unknown as Item[]
+    expect(sent.some((i) => i.type === 'compaction')).toBe(false)
+    expect(sent.length).toBeLessThan(input.length)
+    expect(JSON.stringify(sent[0])).toContain('Make the build pass')
+    expect(sent.at(-1)).toEqual(next.at(-1))
+  })
+
+  it('compacts past compact_threshold, the compaction item first in the output, as JSON and as a stream', async () => {
+    const { fake, sdk } = await gateway()
+    const input = session(20)
+    const answer = await sdk.responses.create({ model: 'gpt-test', input: input as never, context_management: [{ type: 'compaction', compact_threshold: 8_000 }] } as never)
+    expect(fake.refused).toEqual([])
+    const sent = fake.requests.at(-1)!.body as unknown as { input: Item[]; context_management?: unknown }
+    expect(sent.context_management).toBeUndefined()
+    expect(sent.input.length).toBeLessThan(input.length)
+    const output = (answer as unknown as { output: Item[] }).output
+    expect(output[0]).toMatchObject({ type: 'compaction', encrypted_content: expect.stringMatching(/^cgw1\./) })
+    expect(answer.output_text).toBe('Hello from the upstream.')
+
+    const stream = sdk.responses.stream({ model: 'gpt-test', input: input as never, context_management: [{ type: 'compaction', compact_threshold: 8_000 }] } as never)
+    const added: string[] = []
+    stream.on('response.output_item.added', (e) => added.push(`${e.output_index}:${e.item.type}`))
+    const final = await stream.finalResponse()
+    expect(added[0]).toBe('0:compaction')
+    expect(added.slice(1).every((a) => !a.startsWith('0:'))).toBe(true)
+    expect((final.output[0] as unknown as Item).type).toBe('compaction')
+    expect(final.output_text).toBe('Hello from the upstream.')
+    // under the threshold: no item, the answer as it came
+    const small = await sdk.responses.create({ model: 'gpt-test', input: session(1) as never, context_management: [{ type: 'compaction', compact_threshold: 100_000 }] } as never)
+    expect((small as unknown as { output: Item[] }).output.some((i) => i.type === 'compaction')).toBe(false)
+    expect(fake.refused).toEqual([])
+  })
+
+  it('refuses a context_management it cannot read, naming the field', async () => {
+    const { fake, sdk } = await gateway()
+    const err = await sdk.responses.create({ model: 'gpt-test', input: session(2) as never, context_management: [{ type: 'compaction', compact_threshold: -5 }] } as never).then(() => undefined, (e: unknown) => e)
+    expect(err).toBeInstanceOf(OpenAI.BadRequestError)
+    expect((err as Error).message).toMatch(/context_management\[0\]\.compact_threshold: must be a positive integer/)
+    expect(fake.requests).toEqual([])
+  })
+})

@@ -17,7 +17,7 @@ import { mkdtempSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { Message } from '../src/compaction/index.js'
+import { type Message, readLedger } from '../src/compaction/index.js'
 import { buildApp } from '../src/server/app.js'
 import { PRICE } from '../src/service/costs.js'
 import { loadConfig } from '../src/server/config.js'
@@ -65,6 +65,10 @@ function turns(t: Transcript): { system: unknown; messages: Message[] }[] {
 }
 
 interface Bill {
+  /** Crossings: requests whose prompt is smaller than the one before (whatever did it: a summary, clearing). */
+  crossings: number
+  /** The transcript's facts (files changed, commands run, failing tests, the user's requests) at its last turn: in the prompt sent, or found by recall in the cold layer. */
+  facts: { total: number; inPrompt: number; recalled: number }
   /** Billed input units: uncached 1x, writes 1.25x, reads 0.1x (the summary calls' included). */
   input: number
   /** Billed output units (5x a token). */
@@ -72,12 +76,19 @@ interface Bill {
   summaryCalls: number
   compactions: number
   largestPrompt: number
+  /** The last request's prompt (tokens). */
+  lastPrompt: number
   refused: number
 }
 
-function bill(requests: ReceivedRequest[], compactions: number, refused: number): Bill {
-  const b: Bill = { input: 0, output: 0, summaryCalls: 0, compactions, largestPrompt: 0, refused }
+function bill(requests: ReceivedRequest[], compactions: number, refused: number, facts: Bill['facts']): Bill {
+  const b: Bill = { crossings: 0, facts, input: 0, output: 0, summaryCalls: 0, compactions, largestPrompt: 0, lastPrompt: 0, refused }
+  let previous = 0
   for (const r of requests) {
+    if (!isSummaryCall(r) && r.cache) {
+      if (r.cache.tokens < previous) b.crossings++
+      previous = r.cache.tokens
+    }
     const c = r.cache
     if (!c) continue
     b.input += c.tokens - c.read - c.written + CACHE_WRITE * c.written + CACHE_READ * c.read
@@ -87,9 +98,40 @@ function bill(requests: ReceivedRequest[], compactions: number, refused: number)
     } else {
       b.output += OUTPUT_PRICE * 2
       b.largestPrompt = Math.max(b.largestPrompt, c.tokens)
+      b.lastPrompt = c.tokens
     }
   }
   return b
+}
+
+/**
+ * The facts of a transcript an agent needs to go on, read from it by the ledger: the files it changed, the
+ * commands it ran, the tests it saw fail and the user's requests, each as a short string to look for.
+ */
+function factsOf(messages: Message[]): string[] {
+  const ledger = readLedger(messages)
+  const facts = [
+    ...ledger.filesModified.map((f) => f.path),
+    ...ledger.commands.map((c) => c.command.slice(0, 60)),
+    ...ledger.tests.filter((t) => t.status !== 'passed').map((t) => t.id),
+    ...ledger.userRequests.map((r) => r.text.slice(0, 60))
+  ]
+  return [...new Set(facts.map((f) => f.trim()).filter((f) => f.length >= 4))]
+}
+
+/** Which facts the last prompt holds (its JSON), and which of the others a recall of the session finds (its five best passages). */
+async function factsKept(app: Awaited<ReturnType<typeof buildApp>> | undefined, session: string, facts: string[], lastPrompt: string): Promise<Bill['facts']> {
+  const kept = { total: facts.length, inPrompt: 0, recalled: 0 }
+  for (const fact of facts) {
+    if (lastPrompt.includes(JSON.stringify(fact).slice(1, -1))) {
+      kept.inPrompt++
+      continue
+    }
+    if (!app) continue
+    const res = await app.inject({ method: 'POST', url: `/v1/sessions/${encodeURIComponent(session)}/recall`, payload: { query: fact.slice(0, 200), limit: 5 } })
+    if (res.statusCode === 200 && res.json<{ results: { text: string }[] }>().results.some((h) => h.text.includes(fact))) kept.recalled++
+  }
+  return kept
 }
 
 /** One transcript replayed through the gateway (or straight to the upstream), billed. */
@@ -118,6 +160,7 @@ async function replay(t: Transcript, mode: Mode, budget: number): Promise<Bill> 
   }
   let compactions = 0
   let lastSummary: string | null = null
+  let facts: Bill['facts'] = { total: 0, inPrompt: 0, recalled: 0 }
   try {
     for (const turn of turns(t)) {
       const res = await fetch(url, {
@@ -130,11 +173,14 @@ async function replay(t: Transcript, mode: Mode, budget: number): Promise<Bill> 
       lastSummary = res.headers.get('x-compaction-summary-id')
       await app?.proxy.compactor.idle()
     }
+    const last = fake.requests.filter((r) => !isSummaryCall(r)).at(-1)
+    await app?.writes.drain()
+    facts = await factsKept(app, `cost-${t.name}`, factsOf(t.messages), last?.raw ?? '')
   } finally {
     await app?.close()
     await fake.close()
   }
-  return bill(fake.requests, compactions, fake.refused.length)
+  return bill(fake.requests, compactions, fake.refused.length, facts)
 }
 const verdict = (ok: boolean): string => (ok ? 'meets' : 'misses')
 const pct = (x: number): string => `${(100 * x).toFixed(0)}%`
@@ -180,7 +226,10 @@ for (const budget of BUDGETS) {
     const crossings = [...bills.values()].reduce((n, b) => n + b.compactions, 0)
     const largest = Math.max(...[...bills.values()].map((b) => b.largestPrompt))
     const refused = [...bills.values()].reduce((n, b) => n + b.refused, 0)
-    console.log(`${mode}: billed input ${pct(share)} of uncompacted (${pct(withOutput)} with output); ${crossings} compactions, ${calls} summary calls; largest prompt ${largest.toLocaleString('en')} tokens${refused ? `; ${refused} requests refused` : ''}`)
+    const crossed = [...bills.values()].reduce((n, b) => n + b.crossings, 0)
+    const f = [...bills.values()].reduce((a, b) => ({ total: a.total + b.facts.total, inPrompt: a.inPrompt + b.facts.inPrompt, recalled: a.recalled + b.facts.recalled }), { total: 0, inPrompt: 0, recalled: 0 })
+    const tokensAfter = [...bills.values()].reduce((n, b) => n + b.lastPrompt, 0)
+    console.log(`${mode}: billed input ${pct(share)} of uncompacted (${pct(withOutput)} with output); ${crossings} compactions, ${calls} summary calls, ${crossed} crossings (${(crossed / transcripts.length).toFixed(2)} a session); largest prompt ${largest.toLocaleString('en')} tokens; last prompts ${tokensAfter.toLocaleString('en')} tokens in all (${pct(tokensAfter / [...base.values()].reduce((n, b) => n + b.lastPrompt, 0))} of uncompacted); facts at the last turn: ${pct(f.inPrompt / Math.max(1, f.total))} in the prompt, ${pct((f.inPrompt + f.recalled) / Math.max(1, f.total))} in the prompt or recalled (${f.total} facts)${refused ? `; ${refused} requests refused` : ''}`)
     console.log(`target: no session above 100%: ${over.length === 0 ? 'none' : over.map((t) => `${short(t.name, 30)} ${pct(bills.get(t.name)!.input / base.get(t.name)!.input)}`).join(', ')}, ${verdict(over.length === 0)}`)
     if (mode !== 'extractive') {
       const bound = budget === 45_000 ? 0.6 : 0.8

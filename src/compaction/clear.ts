@@ -29,6 +29,8 @@ export interface ClearToolUsesOptions {
   clearAtLeast: number
   /** Clearing stops, oldest first, once this many tokens have gone (undefined: every use past `keep`). */
   enough?: number
+  /** Only these uses are cleared, whatever `keep` says (a conversation's earlier clearing, applied again). */
+  only?: ReadonlySet<string>
 }
 
 /** One tool use cleared: where, what, how much went, and the output's whole text for the cold layer. */
@@ -108,7 +110,7 @@ export function clearToolUses(messages: readonly Message[], options: ClearToolUs
       if (isToolResult(b) && typeof b.tool_use_id === 'string' && !results.has(b.tool_use_id)) results.set(b.tool_use_id, { message: i, block: j, result: b })
     })
   })
-  const candidates = order.slice(0, Math.max(0, order.length - Math.max(0, options.keep)))
+  const candidates = options.only ? order.filter((id) => options.only?.has(id)) : order.slice(0, Math.max(0, order.length - Math.max(0, options.keep)))
   const planned: (ClearedUse & { placeholder: string })[] = []
   let total = 0
   for (const id of candidates) {

@@ -52,6 +52,7 @@ export const ConfigSchema = Type.Object({
   COMPACT_UPSTREAM_CONNECTIONS: Type.Integer({ minimum: 1, maximum: 10_000, default: DEFAULT_UPSTREAM_CONNECTIONS }),
   COMPACT_PRECOMPUTE_AT: Type.Union([Type.Number({ exclusiveMinimum: 0, maximum: 1 }), Type.Literal('off')], { default: DEFAULT_PRECOMPUTE_AT }),
   COMPACT_TARGET_SHARE: Type.Number({ minimum: 0.1, maximum: 0.9, default: DEFAULT_TARGET_SHARE }),
+  COMPACT_STRATEGY: Type.Union([Type.Literal('summarize'), Type.Literal('clear'), Type.Literal('hybrid')], { default: 'summarize' }),
   COMPACT_CONTEXT_MANAGEMENT: Type.Union([Type.Literal('auto'), Type.Literal('gateway'), Type.Literal('forward')], { default: 'auto' }),
   COMPACT_PRICE_INPUT: Type.Number({ minimum: 0, maximum: 10_000, default: DEFAULT_PRICES_PER_MTOK.input }),
   COMPACT_PRICE_OUTPUT: Type.Number({ minimum: 0, maximum: 10_000, default: DEFAULT_PRICES_PER_MTOK.output }),
@@ -108,6 +109,7 @@ function describe(variable: string): string {
   if (variable === 'COMPACT_PRICE_CURRENCY') return 'a currency code of three capitals (USD, EUR, ...)'
   if (variable.startsWith('COMPACT_PRICE_')) return 'a price per million tokens, from 0 to 10000'
   if (variable === 'COMPACT_FALLBACK') return 'one of extractive, error'
+  if (variable === 'COMPACT_STRATEGY') return 'one of summarize, clear, hybrid'
   if (variable === 'COMPACT_CONTEXT_MANAGEMENT') return 'one of auto, gateway, forward'
   if (variable === 'COMPACT_ALLOW_NO_AUTH') return '0 or 1'
   if (variable === 'ANTHROPIC_BASE_URL' || variable === 'OPENAI_BASE_URL') return 'an http(s) URL'

@@ -29,6 +29,7 @@ import { runCompaction } from '../service/compact.js'
 import {
   type CompactEdit,
   type EditedMessages,
+  CLEARED_RECALL_NOTE,
   applyContextEdits,
   compactionBlock,
   fromCompaction,
@@ -130,8 +131,7 @@ const CONTEXT_MANAGEMENT_KEY = Buffer.from('"context_management"')
 /** Passages of one cleared result's output the cold layer keeps (1,200 characters each): its head, where what it says begins. */
 const MAX_EVIDENCE_PASSAGES = 12
 
-/** How a cleared result's placeholder says its output can be found again. */
-const recallNote = (toolUseId: string): string => `Its whole output is in the gateway's cold layer of this session: recall "${toolUseId}".`
+const recallNote = CLEARED_RECALL_NOTE
 
 /**
  * The Messages API's context editing, performed by the gateway where the request asks for it: the body
@@ -348,10 +348,12 @@ function relay(
   notRead: string | undefined,
   aborted: () => boolean,
   onUsage?: (usage: UpstreamUsage | undefined) => void,
-  rewrite?: (stream: boolean) => Transform
+  rewrite?: (stream: boolean) => Transform,
+  /** The history was changed though nothing was compacted (cleared tool results). */
+  changed = false
 ): FastifyReply {
   void reply.code(res.status).headers(clientHeaders(res.headers))
-  void reply.header('x-compaction', outcome.kind === 'none' ? 'none' : 'compacted')
+  void reply.header('x-compaction', outcome.kind === 'none' && !changed ? 'none' : 'compacted')
   if (notRead) void reply.header('x-compaction-not-read', notRead)
   if (outcome.kind !== 'none') void reply.header('x-compaction-summary-id', outcome.summaryId)
   const contentType = res.headers['content-type']
@@ -395,10 +397,13 @@ export async function proxyRequest<R>(
   const abort = abortOnClose(reply)
   const headersUp = managed ? withoutConsumedBetas(upstreamHeaders(request.headers, credentials)) : upstreamHeaders(request.headers, credentials)
 
-  const read = readProxied(app, api, body, budget)
+  let read = readProxied(app, api, body, budget)
   // every conversation on record: one whose client names no session gets a stable id of the gateway's
   // (a body forwarded unread has the session its headers name, if any: its cost is counted there)
   const session = 'parts' in read ? (proxySession(request.headers, read.parts.userId) ?? derivedSession(read.parts)) : proxySession(request.headers, undefined)
+  // clearing first (COMPACT_STRATEGY): the Messages API's history, its old tool results cleared where that is enough
+  const cleared = app.proxy.clearing && api.contextManagement && !managed?.compact && 'parts' in read ? app.proxy.clearing.apply(`${request.keyName}\u0000${session}`, read.parts, budget) : undefined
+  if (cleared?.changed && 'parts' in read) read = { parts: { ...read.parts, messages: cleared.messages }, read: read.read }
   // The client's own model writes summaries ahead where the gateway has none, once the upstream has begun to
   // answer this request (its prefix is then in the cache the summary call reads).
   let answered = (): void => undefined
@@ -437,7 +442,13 @@ export async function proxyRequest<R>(
     return reply.code(200).header('content-type', paused.contentType).header('x-compaction', 'compacted').header('x-compaction-summary-id', compaction.summaryId).send(paused.body)
   }
 
-  const payload = outcome.kind === 'none' || !('read' in read) ? body.bytes : api.write(body, read.read, outcome)
+  const payload = !('read' in read)
+    ? body.bytes
+    : outcome.kind !== 'none'
+      ? api.write(body, read.read, outcome)
+      : cleared?.changed
+        ? api.write(body, read.read, { kind: 'reused', tokens: cleared.tokens, messages: cleared.messages, summaryId: '', keptFrom: 0, clips: [] })
+        : body.bytes
   forwarded.bytes = payload
   const asked = performance.now()
   // The query string goes on as it came (Claude Code's `?beta=true`).
@@ -455,6 +466,10 @@ export async function proxyRequest<R>(
 
   const notRead = 'unread' in read ? read.unread : undefined
   if (managed) keepClearedEvidence(app, request, session, managed.edited.cleared)
+  if (cleared && cleared.newly.length > 0) {
+    keepClearedEvidence(app, request, session, cleared.newly)
+    app.activity.clearing(request.keyName, session, { tokens: cleared.newly.reduce((n, c) => n + c.tokens, 0), uses: cleared.newly.length, waitMs: asked - started })
+  }
   // On the request's one line, written when the answer ends (a line of its own cost a write a request).
   addToRequestLine(request, {
     event: 'proxied',
@@ -481,7 +496,7 @@ export async function proxyRequest<R>(
     : item
       ? (stream: boolean) => withCompactionItem(stream, item)
       : undefined
-  return relay(reply, api, res, outcome, notRead, () => abort.signal.aborted, onUsage, rewrite)
+  return relay(reply, api, res, outcome, notRead, () => abort.signal.aborted, onUsage, rewrite, cleared?.changed === true)
 }
 
 /**

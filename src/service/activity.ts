@@ -21,6 +21,8 @@ const MODEL_NAME = /^[\w.:@/-]{1,80}$/
 /** What the tallies of a range say, as GET /v1/overview answers (less the prices' estimate, made by `overview`). */
 export interface ActivityFigures {
   compactions: { total: number; via_proxy: number; via_compact_route: number; tokens_before: number; tokens_after: number; tokens_removed: number }
+  /** Crossings clearing answered (old tool results cleared, nothing summarized). */
+  clearings: { count: number; tool_results: number; tokens_cleared: number }
   summaries: { model: number; extractive_chosen: number; fallback: number; cache: number; fallback_reasons: Record<string, number>; models: Record<string, number> }
   crossings: { count: number; mean_wait_ms: number | null; max_wait_ms: number | null; waits: { up_to_ms: number | null; count: number }[] }
   requests: {
@@ -101,6 +103,7 @@ export function figuresOf(rows: readonly ActivityRow[], range: { fromMs: number;
   const crossings = n('crossings')
   return {
     compactions: { total: n('compactions'), via_proxy: n('via:proxy'), via_compact_route: n('via:route'), tokens_before: n('tokens_before'), tokens_after: n('tokens_after'), tokens_removed: n('tokens_before') - n('tokens_after') },
+    clearings: { count: n('clearings'), tool_results: n('cleared_uses'), tokens_cleared: n('tokens_cleared') },
     summaries: {
       model: n('writer:model'),
       extractive_chosen: n('writer:extractive'),
@@ -172,8 +175,21 @@ export class Activity {
       if (s.model !== null && MODEL_NAME.test(s.model)) add(`model:${s.model}`, 1)
     } else if (s.fallback_reason && s.fallback_reason !== 'no_api_key') add(`fallback:${s.fallback_reason}`, 1)
     else add('writer:extractive', 1)
-    if (event.waitMs === undefined) return
-    const wait = Math.max(0, event.waitMs)
+    if (event.waitMs !== undefined) this.crossing(tenant, session, event.waitMs)
+  }
+
+  /** A crossing that clearing answered (COMPACT_STRATEGY clear or hybrid): the tool results it cleared, the tokens that went, and its wait. */
+  clearing(tenant: string, session: string | undefined, event: { uses: number; tokens: number; waitMs: number }): void {
+    const add = (name: string, value: number): void => this.add(tenant, session, name, value)
+    add('clearings', 1)
+    add('cleared_uses', event.uses)
+    add('tokens_cleared', event.tokens)
+    this.crossing(tenant, session, event.waitMs)
+  }
+
+  private crossing(tenant: string, session: string | undefined, waitMs: number): void {
+    const add = (name: string, value: number): void => this.add(tenant, session, name, value)
+    const wait = Math.max(0, waitMs)
     add('crossings', 1)
     add('wait_ms', wait)
     add('max:wait_ms', wait)

@@ -6,6 +6,7 @@ export interface Overview {
   session_id: string | null
   bucket: 'hour' | 'day'
   compactions: { total: number; via_proxy: number; via_compact_route: number; tokens_before: number; tokens_after: number; tokens_removed: number }
+  clearings: { count: number; tool_results: number; tokens_cleared: number }
   summaries: { model: number; extractive_chosen: number; fallback: number; cache: number; fallback_reasons: Record<string, number>; models: Record<string, number> }
   crossings: { count: number; mean_wait_ms: number | null; max_wait_ms: number | null; waits: { up_to_ms: number | null; count: number }[] }
   requests: {
@@ -48,7 +49,9 @@ export function headline(o: Overview): { label: string; value: string; note: str
     {
       label: 'Compactions',
       value: fmt(c.total),
-      note: c.total === 0 ? 'None in this range.' : `${fmt(c.via_proxy)} by the proxies, ${fmt(c.via_compact_route)} by POST /v1/compact; ${fmt(c.tokens_removed)} tokens removed`
+      note:
+        (c.total === 0 ? 'None in this range.' : `${fmt(c.via_proxy)} by the proxies, ${fmt(c.via_compact_route)} by POST /v1/compact; ${fmt(c.tokens_removed)} tokens removed`) +
+        (o.clearings.count > 0 ? `; ${plural(o.clearings.count, 'crossing')} answered by clearing ${plural(o.clearings.tool_results, 'old tool result')} (${fmt(o.clearings.tokens_cleared)} tokens)` : '')
     },
     {
       label: 'Crossing wait',

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { promptTokens } from '../../src/compaction/index.js'
+import { CLEARED_MARK, promptTokens } from '../../src/compaction/index.js'
 import { FakeAnthropic, type ReceivedRequest } from '../helpers/fake-anthropic.js'
 import { OTHER_PACES, boundedRun, crossingFigures, paceReport, runClient, summaryTiming, writeReport } from '../helpers/e2e.js'
 import { ROOT, type ServerProcess, installedClient, logLines, startServer, tempDb } from '../helpers/process.js'
@@ -251,6 +251,34 @@ describe.skipIf(missing !== undefined)(`Claude Code ${CLAUDE_CODE_VERSION} throu
       summary_input_tokens: tokens,
       summary_cache_read_share: calls.reduce((n, r) => n + (r.cache?.read ?? 0), 0) / Math.max(1, tokens),
       summary_billed_input_per_call: billed(calls) / calls.length
+    })
+    gateway.child.kill('SIGTERM')
+    await fake.close()
+  }, 600_000)
+
+  it('runs to the scripted end with clearing first (COMPACT_STRATEGY=hybrid): old tool results cleared at the crossings, every request valid and within the budget', async () => {
+    const fake = await new FakeAnthropic().start()
+    const agent = scriptedAgent()
+    fake.fallback = (r) => (isSummaryCall(r) ? { toolInput: { objective: 'Run the scripted steps (SCRIPT-MAIN)' } } : { ...agent.reply(r), delayMs: TURN_MS })
+    const budget = fixedTokens() + ROOM
+    const gateway = await startServer({ ANTHROPIC_API_KEY: UPSTREAM_KEY, ANTHROPIC_BASE_URL: fake.url, COMPACT_API_KEYS: `e2e=${GATEWAY_KEY}`, COMPACT_DB: tempDb(), COMPACT_BUDGET: String(budget), COMPACT_STRATEGY: 'hybrid' })
+    servers.push(gateway)
+    const { code, out } = await runClaudeCode(gateway.url)
+    expect(code, out).toBe(0)
+    expect(out).toContain('SCRIPT-END reached.')
+    expect(fake.refused).toEqual([])
+    const main = fake.requests.filter((r) => !isSummaryCall(r))
+    const cleared = main.filter((r) => r.raw.includes(CLEARED_MARK.slice(1)))
+    expect(cleared.length).toBeGreaterThan(0)
+    for (const r of main) expect(promptTokens(r.body.messages as never, r.body.system as never, r.body.tools as never)).toBeLessThanOrEqual(budget)
+    writeReport('claude-code-clearing', {
+      client: `claude-code ${CLAUDE_CODE_VERSION}`,
+      budget,
+      requests: main.length,
+      requests_with_cleared_results: cleared.length,
+      summary_calls: fake.requests.filter(isSummaryCall).length,
+      cache_read_share: cacheShare(fake.requests),
+      uncompacted_cache_read_share: uncompacted?.cache_read_share ?? null
     })
     gateway.child.kill('SIGTERM')
     await fake.close()

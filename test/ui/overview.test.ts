@@ -7,6 +7,7 @@ const overview = (over: Partial<Overview> = {}): Overview => ({
   session_id: null,
   bucket: 'day',
   compactions: { total: 10, via_proxy: 8, via_compact_route: 2, tokens_before: 500_000, tokens_after: 180_000, tokens_removed: 320_000 },
+  clearings: { count: 0, tool_results: 0, tokens_cleared: 0 },
   summaries: { model: 6, extractive_chosen: 1, fallback: 2, cache: 1, fallback_reasons: { timeout: 2 }, models: { 'claude-haiku-4-5': 6 } },
   crossings: {
     count: 8,
@@ -38,6 +39,9 @@ describe('the overview in words', () => {
     ])
     expect(cards[0]!.note).toBe('over 200 proxied requests')
     expect(cards[1]!.note).toBe('8 by the proxies, 2 by POST /v1/compact; 320,000 tokens removed')
+    expect(headline(overview({ clearings: { count: 3, tool_results: 14, tokens_cleared: 61_000 } }))[1]!.note).toBe(
+      '8 by the proxies, 2 by POST /v1/compact; 320,000 tokens removed; 3 crossings answered by clearing 14 old tool results (61,000 tokens)'
+    )
     expect(cards[2]!.note).toBe('mean of 8 crossings; longest 11 s')
     expect(cards[3]!.note).toBe('12% less than without compaction')
   })

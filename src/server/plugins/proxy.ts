@@ -1,5 +1,8 @@
 import fp from 'fastify-plugin'
 import { ProxyCompactor, storedAnchors } from '../../proxy/compactor.js'
+import { ClearingTier } from '../../proxy/clearing.js'
+import { CLEARED_RECALL_NOTE } from '../../proxy/context-management.js'
+import { promptTokens } from '../../compaction/index.js'
 import { Upstream } from '../../proxy/upstream.js'
 import { type Config, DEFAULT_OPENAI_BASE_URL, DEFAULT_UPSTREAM_URL } from '../config.js'
 
@@ -7,7 +10,7 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** upstream: the Messages API's; openai: the OpenAI-compatible API's (Chat Completions, Responses). */
     /** clearedKept: the tool results cleared by context editing whose output this process has put in the cold layer (tenant, session, call). */
-    proxy: { upstream: Upstream; openai: Upstream; compactor: ProxyCompactor; clearedKept: SeenSet }
+    proxy: { upstream: Upstream; openai: Upstream; compactor: ProxyCompactor; clearedKept: SeenSet; clearing: ClearingTier | undefined }
   }
 }
 
@@ -64,7 +67,19 @@ export const proxyPlugin = fp<{ config: Config }>(
         app.log.error({ err, event: 'anchors_not_kept' }, 'a conversation\'s anchors could not be read or kept; the proxy goes on from memory')
       }
     })
-    app.decorate('proxy', { upstream, openai, compactor, clearedKept: new SeenSet(CLEARED_KEPT) })
+    // clearing first (COMPACT_STRATEGY clear or hybrid), landing where the compactor's crossings land
+    const clearing =
+      config.COMPACT_STRATEGY === 'summarize'
+        ? undefined
+        : new ClearingTier(
+            config.COMPACT_STRATEGY,
+            (parts, budget) => {
+              const fixed = promptTokens([], parts.system, parts.tools)
+              return fixed + Math.floor(config.COMPACT_TARGET_SHARE * Math.max(0, budget - fixed))
+            },
+            CLEARED_RECALL_NOTE
+          )
+    app.decorate('proxy', { upstream, openai, compactor, clearedKept: new SeenSet(CLEARED_KEPT), clearing })
     app.addHook('preClose', async () => compactor.close())
     app.addHook('onClose', async () => {
       await Promise.all([upstream.close(), openai.close()])

@@ -62,6 +62,14 @@ const OverviewSchema = Type.Object(
       },
       { additionalProperties: false }
     ),
+    clearings: Type.Object(
+      {
+        count: Count('Crossings answered by clearing old tool results (COMPACT_STRATEGY clear or hybrid): nothing was summarized.'),
+        tool_results: Count('The tool results they cleared (each kept whole in the cold layer).'),
+        tokens_cleared: Count('The tokens that went.')
+      },
+      { additionalProperties: false }
+    ),
     summaries: Type.Object(
       {
         model: Count('Written by a model (the gateway\'s own, or the client\'s own through the proxy).'),

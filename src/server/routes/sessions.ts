@@ -261,6 +261,7 @@ export const sessionRoutes: FastifyPluginAsync = async (app) => {
             settled: (key, session) => app.writes.settled(key, session),
             forgetConversations: async (key, session) => {
               await app.activity.forget(key, session)
+              proxy.clearing?.forget(`${key}\u0000${session}`)
               return proxy.compactor.forget(key, session)
             },
             ...(redis ? { dropLocks: (keys: readonly string[]) => dropFlights(redis, keys) } : {}),

@@ -1,0 +1,98 @@
+/**
+ * Clearing as the proxy's first tier (COMPACT_STRATEGY `clear` or `hybrid`): when a conversation crosses its
+ * budget, its old tool results are replaced by placeholders (compaction/clear.ts) before any turn is
+ * summarized. What a conversation has cleared is kept and applied again to each of its requests (a
+ * placeholder is a pure function of its call and output: the prefix is byte for byte the same), so the
+ * prompt changes at crossings only, and each crossing clears enough to land at the compactor's target, or at
+ * least a tenth of the budget: a cache miss bought for little is not bought. Where clearing cannot bring the
+ * context to its target (hybrid) or under its budget (clear), the conversation is left to the compactor
+ * from then on, its cleared results as they are: a summary replaces turns. Kept in this process.
+ */
+import { type ClearedUse, type Message, RECALL_TOOL_NAME, clearToolUses, promptTokens } from '../compaction/index.js'
+import type { ProxyParts } from './request.js'
+
+export type Strategy = 'summarize' | 'clear' | 'hybrid'
+
+/** The newest tool uses never cleared (the API's own default). */
+export const CLEAR_KEEP_TOOL_USES = 3
+/** The least a crossing clears, as a share of the budget. */
+export const CLEAR_AT_LEAST_SHARE = 0.1
+/** Conversations remembered (the oldest forgotten first: one forgotten clears again at its next crossing). */
+const MAX_CONVERSATIONS = 10_000
+
+interface Conversation {
+  cleared: Set<string>
+  /** Clearing could not do it: the compactor summarizes this conversation from now on. */
+  summarizing: boolean
+}
+
+/** What the tier did to a request: its messages as they go on, whether they differ from the client's, and what it newly cleared. */
+export interface Cleared {
+  messages: Message[]
+  changed: boolean
+  newly: ClearedUse[]
+  tokens: number
+}
+
+export class ClearingTier {
+  private readonly conversations = new Map<string, Conversation>()
+
+  constructor(
+    readonly strategy: Exclude<Strategy, 'summarize'>,
+    /** Where a crossing lands: the compactor's target for this request's budget. */
+    private readonly landing: (parts: ProxyParts, budget: number) => number,
+    private readonly recallNote: (toolUseId: string) => string
+  ) {}
+
+  /** The request's messages with its conversation's clearing applied, and, past its budget, new clearing where that is enough. */
+  apply(key: string, parts: ProxyParts, budget: number | 'off'): Cleared {
+    const conversation = this.conversation(key)
+    let messages = parts.messages
+    let changed = false
+    if (conversation.cleared.size > 0) {
+      const again = clearToolUses(messages, { keep: 0, excludeTools: [], clearInputs: false, clearAtLeast: 0, only: conversation.cleared }, this.recallNote)
+      if (again.cleared.length > 0) {
+        messages = again.messages
+        changed = true
+      }
+    }
+    const tokens = promptTokens(messages, parts.system, parts.tools)
+    if (budget === 'off' || tokens <= budget || conversation.summarizing) return { messages, changed, newly: [], tokens }
+    const target = this.landing(parts, budget)
+    const done = clearToolUses(
+      messages,
+      { keep: CLEAR_KEEP_TOOL_USES, excludeTools: [RECALL_TOOL_NAME], clearInputs: false, clearAtLeast: Math.ceil(CLEAR_AT_LEAST_SHARE * budget), enough: tokens - target },
+      this.recallNote
+    )
+    const after = tokens - done.tokens
+    const enough = this.strategy === 'hybrid' ? after <= target : after <= budget
+    if (done.cleared.length === 0 || !enough) {
+      conversation.summarizing = true
+      return { messages, changed, newly: [], tokens }
+    }
+    for (const c of done.cleared) conversation.cleared.add(c.tool_use_id)
+    return { messages: done.messages, changed: true, newly: done.cleared, tokens: after }
+  }
+
+  /** Forgets a session's conversations (its deletion). */
+  forget(prefix: string): void {
+    for (const key of this.conversations.keys()) if (key.startsWith(prefix)) this.conversations.delete(key)
+  }
+
+  private conversation(key: string): Conversation {
+    let c = this.conversations.get(key)
+    if (c) {
+      // most recently used last: the oldest is forgotten first
+      this.conversations.delete(key)
+      this.conversations.set(key, c)
+      return c
+    }
+    c = { cleared: new Set(), summarizing: false }
+    this.conversations.set(key, c)
+    if (this.conversations.size > MAX_CONVERSATIONS) {
+      const oldest = this.conversations.keys().next()
+      if (!oldest.done) this.conversations.delete(oldest.value)
+    }
+    return c
+  }
+}

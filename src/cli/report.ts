@@ -4,6 +4,7 @@ export interface CompactResponseView {
   reason: string
   kept_from: number
   summary?: { text: string }
+  cleared?: { tool_use_id: string; tool: string; tokens: number }[]
   stats: Record<string, number>
   summarizer?: { kind: string; model: string | null; calls: number; fallback_reason: string | null; duration_ms: number }
 }
@@ -17,7 +18,10 @@ export function formatReport(r: CompactResponseView, elapsedMs: number): string 
   const lines: string[] = []
   const dryRun = r.reason === 'dry_run'
   if (r.compacted && r.summary) lines.push(r.summary.text, '')
-  else if (dryRun) {
+  else if (r.reason === 'cleared') {
+    const c = r.cleared ?? []
+    lines.push(`cleared ${n(c.length)} old tool ${c.length === 1 ? 'result' : 'results'} (${n(c.reduce((t, x) => t + x.tokens, 0))} tokens): nothing was summarized`, '')
+  } else if (dryRun) {
     // what the compaction would leave: the messages a summary would replace, and the tail kept raw
     const turns = s.compacted_turns ?? 0
     const replaced = r.kept_from > 0 ? `messages 0–${r.kept_from - 1} (${n(turns)} ${turns === 1 ? 'turn' : 'turns'})` : 'nothing'

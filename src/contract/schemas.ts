@@ -88,7 +88,13 @@ export const CompactRequest = Type.Object(
           "auto: the server's model summarizer where it has one, else extractive (default). model: the server's model summarizer, a 400 where it has none; anthropic, openai: that one, a 400 where the server's is another or none. extractive: no model."
       })
     ),
-    dry_run: Type.Optional(Type.Boolean({ description: 'Plan and report; call no summarizer.' }))
+    dry_run: Type.Optional(Type.Boolean({ description: 'Plan and report; call no summarizer.' })),
+    strategy: Type.Optional(
+      Type.Enum(['summarize', 'clear', 'hybrid'], {
+        description:
+          '`summarize` (the default): a summary turn replaces the old turns. `clear`: the old tool results (beyond the newest three) are replaced by placeholders that keep the call, its outcome and its signal lines (their outputs kept in the cold layer of the session), a summary only where that cannot bring the history under the budget. `hybrid`: clearing where it brings the history to half the room under the budget, else a summary. Messages API histories (`format: anthropic`) only.'
+      })
+    )
   },
   { additionalProperties: false, examples: [compactRequestExample] }
 )
@@ -166,8 +172,8 @@ export const SummarizerReport = Type.Object(
 
 export type SummarizerReportBody = Static<typeof SummarizerReport>
 
-export const Reason = Type.Enum(['over_budget', 'under_budget', 'manual', 'disabled', 'nothing_to_compact', 'dry_run'], {
-  description: 'Why the history was or was not compacted.'
+export const Reason = Type.Enum(['over_budget', 'under_budget', 'manual', 'disabled', 'nothing_to_compact', 'dry_run', 'cleared'], {
+  description: 'Why the history was or was not compacted; `cleared`: its old tool results were cleared (strategy clear or hybrid) and nothing was summarized.'
 })
 
 export const CompactResponse = Type.Object(
@@ -184,6 +190,20 @@ export const CompactResponse = Type.Object(
       Type.Object({ id: Type.String(), text: Type.String(), sections: Type.Ref('SummarySections') }, { additionalProperties: false })
     ),
     clips: Type.Array(Type.Ref('Clip')),
+    cleared: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            message: Type.Integer({ description: 'The index of the message whose tool result was cleared.' }),
+            tool_use_id: Type.String(),
+            tool: Type.String(),
+            tokens: Type.Integer({ description: 'The tokens that went.' })
+          },
+          { additionalProperties: false }
+        ),
+        { description: 'With `reason: cleared`: the tool results replaced by placeholders; every other message is as sent.' }
+      )
+    ),
     stats: Type.Ref('Stats'),
     summarizer: Type.Optional(Type.Ref('SummarizerReport')),
     doctrine_version: Type.String()

@@ -4,7 +4,7 @@ import type { MemoryEntry } from '../memory/entries.js'
 import type { Summarizer } from '../summarizer/summarizer.js'
 import type { CompactRequestBody } from '../contract/schemas.js'
 import type { SessionOwner, Store } from '../storage/store.js'
-import { type CompactDeps, type CompactRun, type CompactRunView, type CompactedResponse, type ResponseView, runCompaction } from '../service/compact.js'
+import { type CompactDeps, type CompactRun, type CompactRunView, type CompactedResponse, type SummarizedView, runCompaction } from '../service/compact.js'
 import { type Anchor, anchorOf, anchoredTail, hashPrefix, holds, withAnchor } from './anchors.js'
 import { derivedSession } from './request.js'
 import { MAX_PROXY_SESSIONS, PROXY_SESSION_IDLE_MS, ANCHOR_TTL_MS } from '../contract/defaults.js'
@@ -133,7 +133,7 @@ export interface ProxyCompactorOptions {
 }
 
 /** A compaction without its messages: what is recorded and counted. */
-export type CompactedView = CompactRunView & { response: Extract<ResponseView, { compacted: true }> }
+export type CompactedView = CompactRunView & { response: SummarizedView }
 
 export interface Pending extends Anchor {
   /** The estimate of the history when it was written. */

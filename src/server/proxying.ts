@@ -25,7 +25,7 @@ import { parseJsonBody } from './json.js'
 import { randomUUID } from 'node:crypto'
 import { OWN_ITEM_KEY, compactedResponse, compactionItem, readBackItems, readResponsesContextManagement, withCompactionItem } from '../proxy/responses-compaction.js'
 import { readCompactRequest } from '../contract/validation.js'
-import { runCompaction } from '../service/compact.js'
+import { runCompaction, summarized } from '../service/compact.js'
 import {
   type CompactEdit,
   type EditedMessages,
@@ -525,7 +525,7 @@ export async function compactResponsesHere(app: FastifyInstance, request: Fastif
   const { response } = run
   let usage = { input_tokens: 0, output_tokens: 0 }
   let item = compactionItem(input)
-  if (response.compacted) {
+  if (summarized(response)) {
     usage = { input_tokens: response.summarizer.input_tokens, output_tokens: response.summarizer.output_tokens }
     item = compactionItem(response.messages)
     app.activity.compaction(request.keyName, session, { via: 'proxy', response, waitMs: performance.now() - started })
@@ -536,7 +536,7 @@ export async function compactResponsesHere(app: FastifyInstance, request: Fastif
     await recorded
     void reply.header('x-compaction-summary-id', response.summary.id)
   }
-  void reply.header('x-compaction', response.compacted ? 'compacted' : 'none')
+  void reply.header('x-compaction', summarized(response) ? 'compacted' : 'none')
   return reply.code(200).header('content-type', 'application/json').send(JSON.stringify(compactedResponse(input, item, usage, Math.floor(Date.now() / 1_000))))
 }
 

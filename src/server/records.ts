@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify'
-import type { CompactRunView, ResponseView } from '../service/compact.js'
+import type { CompactRunView, SummarizedView } from '../service/compact.js'
 import type { CompactionRecord, Store } from '../storage/store.js'
 import type { Metrics } from '../telemetry/metrics.js'
 import type { CompactRequestBody } from '../contract/schemas.js'
@@ -52,7 +52,7 @@ export function recordWrites(
   log: FastifyBaseLogger,
   body: Pick<CompactRequestBody, 'mode' | 'session_id'> & { budget: number | 'off' },
   keyName: string,
-  response: Extract<ResponseView, { compacted: true }>,
+  response: SummarizedView,
   memory: CompactRunView['memory']
 ): RecordWrites {
   const created_at = new Date().toISOString()

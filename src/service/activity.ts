@@ -1,4 +1,4 @@
-import type { ResponseView } from './compact.js'
+import type { SummarizedView } from './compact.js'
 import type { UpstreamUsage } from '../proxy/usage.js'
 import type { ActivityRow, ActivityTally, Store } from '../storage/store.js'
 import { type SessionCost, PRICE, legacyCost } from './costs.js'
@@ -134,7 +134,7 @@ export function figuresOf(rows: readonly ActivityRow[], range: { fromMs: number;
 /** A compaction as the tallies take it: who wrote its summary, how much it removed, and how long its crossing waited (proxied ones). */
 export interface CompactionEvent {
   via: 'proxy' | 'route'
-  response: Extract<ResponseView, { compacted: true }>
+  response: SummarizedView
   /** The proxied request's wait from its arrival to its forwarding. */
   waitMs?: number
 }

@@ -1,7 +1,12 @@
 import {
   type Block,
   type Clip,
+  type ClearedUse,
+  type CompactionStats,
   type Compacted,
+  RECALL_TOOL_NAME,
+  clearToolUses,
+  promptTokens,
   type NotCompacted,
   type CompactionPlan,
   type Message,
@@ -13,13 +18,14 @@ import {
   validateHistory
 } from '../compaction/index.js'
 import { DOCTRINE_VERSION } from '../prompts/doctrine.js'
-import { type MemoryEntry, clippedMemory, readMemory, redactMemory } from '../memory/entries.js'
+import { type MemoryEntry, clippedMemory, passages, readMemory, redactMemory } from '../memory/entries.js'
 import { compactionRedactors } from '../secrets/index.js'
 import { DEFAULT_BUDGET_TOKENS } from './defaults.js'
 import { ConversationsText } from './conversations.js'
 import type { CompactRequestBody } from '../contract/schemas.js'
 import type { SummarizerReport, Summarizer } from '../summarizer/summarizer.js'
 import { InvalidHistoryError, SummarizerUnavailableError } from './errors.js'
+import { InvalidRequestError } from '../contract/errors.js'
 import { adaptHistory, givenBack, rulesOf } from '../formats/index.js'
 
 export interface CompactDefaults {
@@ -52,14 +58,42 @@ export interface PhaseTimings {
   summarize: number
 }
 
-/** The response body of POST /v1/compact (its schema: CompactResponse in server/schemas.ts). */
-export type CompactResponseBody = (Compacted & { summarizer: SummarizerReport; doctrine_version: string }) | (NotCompacted & { summarizer?: undefined; doctrine_version: string })
+/** A history whose old tool results were cleared and nothing summarized (strategy clear or hybrid). */
+export interface ClearedOutcome {
+  compacted: true
+  reason: 'cleared'
+  messages: Message[]
+  kept_from: number
+  clips: Clip[]
+  cleared: { message: number; tool_use_id: string; tool: string; tokens: number }[]
+  stats: CompactionStats
+  summary?: undefined
+  summarizer?: undefined
+  doctrine_version: string
+}
 
-/** A compaction's answer that did compact: its summary and summarizer are there, no assertion needed. */
-export type CompactedResponse = Extract<CompactResponseBody, { compacted: true }>
+/** The response body of POST /v1/compact (its schema: CompactResponse in server/schemas.ts). */
+export type CompactResponseBody =
+  | (Compacted & { summarizer: SummarizerReport; doctrine_version: string })
+  | (NotCompacted & { summarizer?: undefined; doctrine_version: string })
+  | ClearedOutcome
+
+/** A compaction's answer that summarized: its summary and summarizer are there, no assertion needed. */
+export type CompactedResponse = Extract<CompactResponseBody, { compacted: true; summarizer: SummarizerReport }>
 
 /** An answer without its messages (what a worker hands back beside the serialized answer). */
 export type ResponseView = CompactResponseBody extends infer T ? (T extends unknown ? Omit<T, 'messages'> : never) : never
+
+/** An answer that summarized, without its messages: what is recorded and counted of a compaction. */
+export type SummarizedView = Extract<ResponseView, { summarizer: SummarizerReport }>
+
+/** An answer that summarized (a summary replaced turns), as opposed to one that cleared or did nothing. */
+export function summarized<T extends ResponseView | CompactResponseBody>(response: T): response is Extract<T, { summarizer: SummarizerReport }> {
+  return response.compacted && response.reason !== 'cleared'
+}
+
+/** The newest tool uses /v1/compact's clearing never clears (the API's own default). */
+const CLEAR_KEEP_TOOL_USES = 3
 
 /** A compaction as the HTTP layer records, counts and logs it, wherever it ran. */
 export interface CompactRunView {
@@ -104,6 +138,7 @@ type MessagesRequest = Omit<CompactRequestBody, 'messages' | 'format'> & { messa
  */
 export async function runCompaction(body: CompactRequestBody, deps: CompactDeps, context: RunContext = { tenant: '' }): Promise<CompactRun> {
   const format = body.format ?? 'anthropic'
+  if (format !== 'anthropic' && body.strategy !== undefined && body.strategy !== 'summarize') throw new InvalidRequestError(`strategy ${body.strategy} reads Messages API histories only (format anthropic)`, '/strategy')
   if (format === 'anthropic') return compactMessages({ ...body, messages: body.messages as Message[] }, deps, context)
   const rules = rulesOf(format)
   const items = body.messages as Record<string, unknown>[]
@@ -139,6 +174,66 @@ export async function runCompaction(body: CompactRequestBody, deps: CompactDeps,
   }
 }
 
+/**
+ * Clearing first (strategy clear or hybrid): the old tool results replaced by placeholders, oldest first,
+ * until the history is at half the room under the budget (every one past the newest three, asked for by
+ * hand), where that is enough: under the budget (clear) or at that target (hybrid). Undefined where it is
+ * not (or nothing is over the budget): the history is then summarized as it came.
+ */
+function clearFirst(body: MessagesRequest, deps: CompactDeps, strategy: 'clear' | 'hybrid'): { outcome: ClearedOutcome; uses: ClearedUse[] } | undefined {
+  if (body.dry_run) return undefined
+  const manual = (body.mode ?? 'auto') === 'manual'
+  const budget = body.budget_tokens ?? deps.defaults.budgetTokens
+  const tokens = promptTokens(body.messages, body.system, body.tools)
+  if (!manual && (budget === 'off' || tokens <= budget)) return undefined
+  const fixed = promptTokens([], body.system, body.tools)
+  const target = budget === 'off' ? undefined : fixed + Math.floor((budget - fixed) / 2)
+  const done = clearToolUses(
+    body.messages,
+    { keep: CLEAR_KEEP_TOOL_USES, excludeTools: [RECALL_TOOL_NAME], clearInputs: false, clearAtLeast: manual || budget === 'off' ? 0 : Math.ceil(budget / 10), ...(target !== undefined && !manual ? { enough: tokens - target } : {}) },
+    (id) => `Its whole output is in the gateway's cold layer${body.session_id !== undefined ? ' of this session' : ' (with a session_id)'}: recall "${id}".`
+  )
+  if (done.cleared.length === 0) return undefined
+  const after = tokens - done.tokens
+  if (budget !== 'off' && (strategy === 'hybrid' ? target !== undefined && after > target : after > budget)) return undefined
+  const stats: CompactionStats = {
+    raw_history_tokens: tokens,
+    summary_tokens: 0,
+    compacted_turns: 0,
+    compacted_messages: 0,
+    kept_messages: body.messages.length,
+    kept_tokens: after - fixed,
+    context_after_compaction: after,
+    clipped_tool_results: 0,
+    guard_added: 0,
+    estimate_scale: 1,
+    carried_context_tokens: 0,
+    carried_context_dropped: 0
+  }
+  return {
+    outcome: {
+      compacted: true,
+      reason: 'cleared',
+      messages: done.messages,
+      kept_from: 0,
+      clips: [],
+      cleared: done.cleared.map((c) => ({ message: c.message, tool_use_id: c.tool_use_id, tool: c.name, tokens: c.tokens })),
+      stats,
+      doctrine_version: DOCTRINE_VERSION
+    },
+    uses: done.cleared
+  }
+}
+
+/** The cleared outputs as the cold layer keeps them: the call and its whole output, redacted, a passage at a time. */
+function clearedMemory(uses: readonly ClearedUse[]): MemoryEntry[] {
+  const redactors = compactionRedactors()
+  return redactMemory(
+    uses.flatMap((u) => passages(u.evidence).map((text) => ({ kind: 'evidence' as const, text, from: u.message, to: u.message }))),
+    redactors.redactParts
+  )
+}
+
 /** The whole path of one compaction of a Messages API history: validate, plan, summarize (or not), finish. */
 async function compactMessages(body: MessagesRequest, deps: CompactDeps, context: RunContext): Promise<CompactRun> {
   const t0 = deps.now()
@@ -146,6 +241,20 @@ async function compactMessages(body: MessagesRequest, deps: CompactDeps, context
   const problem = validateHistory(messages)
   if (problem) throw new InvalidHistoryError(problem)
   const t1 = deps.now()
+
+  const strategy = body.strategy ?? 'summarize'
+  if (strategy !== 'summarize') {
+    const cleared = clearFirst(body, deps, strategy)
+    if (cleared) {
+      const t2 = deps.now()
+      const coldLayer = deps.coldLayer === true && body.session_id !== undefined
+      return {
+        response: cleared.outcome,
+        timings: { validate: t1 - t0, plan: t2 - t1, summarize: 0 },
+        ...(coldLayer ? { memory: clearedMemory(cleared.uses) } : {})
+      }
+    }
+  }
 
   const usage = body.usage
   const prompts = deps.conversations ? promptTexts(messages) : []

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import { randomUUID } from 'node:crypto'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { type CompactRunView, runCompaction } from '../../service/compact.js'
+import { type CompactRunView, runCompaction, summarized } from '../../service/compact.js'
 import { RECORD_HEADER, countCompaction, modelKindOf, recordWrites, scheduleRecord } from '../records.js'
 import { DEFAULT_BODY_LIMIT, bodyParser } from '../body.js'
 import { CompactRequest, type CompactRequestBody, CompactResponse } from '../../contract/schemas.js'
@@ -148,7 +149,20 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
     const { response } = run
     reasons.set(request, response.reason)
     countCompaction(metrics, run, modelKindOf(deps.modelSummarizer?.kind))
-    if (response.compacted) {
+    if (response.compacted && !summarized(response)) {
+      // cleared, nothing summarized: no record (it has no summary); the cleared outputs go to the cold layer
+      app.activity.clearing(request.keyName, body.session_id, { uses: response.cleared.length, tokens: response.cleared.reduce((n, c) => n + c.tokens, 0), waitMs: performance.now() - started })
+      if (run.memory && body.session_id !== undefined) {
+        const owner = { compaction_id: `clr_${randomUUID().replace(/-/g, '').slice(0, 24)}`, session_id: body.session_id, key_name: request.keyName, created_at: new Date().toISOString() }
+        await store.saveMemory(owner, run.memory).then(
+          () => metrics.memoryEntries.inc(run.memory?.length ?? 0),
+          (err: unknown) => {
+            metrics.storeErrors.inc({ operation: 'memory_write' })
+            request.log.error({ err }, "cleared tool results' outputs could not be kept in the cold layer")
+          }
+        )
+      }
+    } else if (summarized(response)) {
       // The record is written before the answer; the cold layer once the answer has gone (or its client
       // has), reads of it in this process waiting for the write (WritesAfterAnswers). With PostgreSQL,
       // which other replicas read, the answer waits for both.
@@ -179,7 +193,7 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
         key_name: request.keyName || undefined,
         mode: body.mode ?? 'auto',
         reason: response.reason,
-        summary_id: response.compacted ? response.summary.id : undefined,
+        summary_id: summarized(response) ? response.summary.id : undefined,
         summarizer: response.summarizer?.kind,
         model: response.summarizer?.model ?? undefined,
         fallback_reason: response.summarizer?.fallback_reason ?? undefined,

@@ -12,6 +12,7 @@ import { type CompactResponseView, formatReport } from './report.js'
 import { startSpinner } from './spinner.js'
 import { at } from '../compaction/index.js'
 import { FORMATS } from '../formats/index.js'
+import { systemInstructionText } from '../formats/gemini.js'
 
 export const EXIT_USAGE = 2
 export const EXIT_UNREACHABLE = 3
@@ -54,8 +55,9 @@ const OPTIONS: Record<string, string> = {
   --dry-run             plan and report, summarize nothing
   --instructions TEXT   the focus of this compaction
   --session ID          session_id, for the service's records
-  --format FORMAT       anthropic (default), openai-chat or openai-responses: the history's format (a
-                        Responses request body's "input" is read as its history), and the answer's
+  --format FORMAT       anthropic (default), openai-chat, openai-responses or gemini: the history's format
+                        (a Responses request body's "input", a Gemini one's "contents" is read as its
+                        history), and the answer's
   --out FILE            write the compacted history as a request body, ready to send on`,
   recall: `options for recall:
   --limit N             at most N results (default 10, at most 50)
@@ -315,22 +317,31 @@ async function compact(argv: string[]): Promise<void> {
     fail(code === 'ENOENT' ? `no such file: ${file}` : `cannot read ${file === '-' ? 'stdin' : file}: ${(err as Error).message}`, EXIT_USAGE)
   }
   if (values.format !== undefined && !FORMATS.includes(values.format as (typeof FORMATS)[number])) throw new UsageError(`--format is ${FORMATS.join(', ')}`)
-  let input: { messages?: unknown; input?: unknown; system?: unknown; tools?: unknown }
+  let input: { messages?: unknown; input?: unknown; contents?: unknown; systemInstruction?: unknown; system?: unknown; tools?: unknown }
   try {
     input = JSON.parse(text) as typeof input
   } catch (err) {
     fail(`${file === '-' ? 'stdin' : file} is not JSON: ${(err as Error).message}`, EXIT_USAGE)
   }
   // a Responses API request body holds its history as `input`
-  const field = !Array.isArray(input.messages) && values.format === 'openai-responses' && Array.isArray(input.input) ? 'input' : 'messages'
+  // ... and a Gemini request body as `contents`, its system prompt as `systemInstruction`
+  const field = Array.isArray(input.messages) ? 'messages' : values.format === 'openai-responses' && Array.isArray(input.input) ? 'input' : values.format === 'gemini' && Array.isArray(input.contents) ? 'contents' : 'messages'
   const history = input[field]
   if (!Array.isArray(history)) {
-    const responses = values.format === undefined && Array.isArray(input.input) ? ': it has an "input" array, as a Responses request does (--format openai-responses)' : ''
-    fail(`${file}: no "messages" array${values.format === 'openai-responses' ? ' (nor "input")' : responses}`, EXIT_USAGE)
+    const other =
+      values.format !== undefined
+        ? ''
+        : Array.isArray(input.input)
+          ? ': it has an "input" array, as a Responses request does (--format openai-responses)'
+          : Array.isArray(input.contents)
+            ? ': it has a "contents" array, as a Gemini request does (--format gemini)'
+            : ''
+    fail(`${file}: no "messages" array${values.format === 'openai-responses' ? ' (nor "input")' : values.format === 'gemini' ? ' (nor "contents")' : other}`, EXIT_USAGE)
   }
+  if (field === 'contents' && input.system === undefined && input.systemInstruction !== undefined) input.system = systemInstructionText(input.systemInstruction)
   // a history sent without --format that reads as another API's: said beside the service's refusal
   const other = values.format === undefined ? otherFormat(history) : undefined
-  const hint = other ? ` (the history looks like ${other === 'openai-chat' ? 'a Chat Completions' : "a Responses API's"} one: try --format ${other})` : ''
+  const hint = other ? ` (the history looks like ${other === 'openai-chat' ? 'a Chat Completions' : other === 'gemini' ? "Gemini's" : "a Responses API's"} one: try --format ${other})` : ''
 
   const budget = values.budget === 'off' ? 'off' : positiveInt('budget', values.budget)
   const body = {
@@ -360,8 +371,9 @@ async function compact(argv: string[]): Promise<void> {
 }
 
 /** The OpenAI format a history reads as, where it is not the Messages API's: its roles, calls and item types say. */
-function otherFormat(history: unknown[]): 'openai-chat' | 'openai-responses' | undefined {
+function otherFormat(history: unknown[]): 'openai-chat' | 'openai-responses' | 'gemini' | undefined {
   const items = history.filter((m): m is Record<string, unknown> => typeof m === 'object' && m !== null)
+  if (items.some((m) => Array.isArray(m.parts) || m.role === 'model')) return 'gemini'
   if (items.some((m) => typeof m.type === 'string' && /^(?:function_call|function_call_output|reasoning|custom_tool_call|local_shell_call)/.test(m.type))) return 'openai-responses'
   if (items.some((m) => m.role === 'tool' || m.role === 'system' || m.role === 'developer' || Array.isArray(m.tool_calls))) return 'openai-chat'
   return undefined

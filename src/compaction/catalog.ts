@@ -1,6 +1,6 @@
 /**
  * What each agent's tools do to files, as data: the tool names differ between agents (Claude Code,
- * OpenHands, SWE-agent, mini-swe-agent, opencode), the meanings do not. Names match case-insensitively.
+ * OpenHands, SWE-agent, mini-swe-agent, opencode, Gemini CLI), the meanings do not. Names match case-insensitively.
  */
 export type ToolKind = 'write' | 'read' | 'editor' | 'patch' | 'shell' | 'open'
 
@@ -17,12 +17,12 @@ export interface ToolRule {
   textFields?: readonly string[]
 }
 
-const PATH_FIELDS = ['file_path', 'path', 'filePath', 'notebook_path', 'filename', 'target_file', 'file'] as const
+const PATH_FIELDS = ['file_path', 'path', 'filePath', 'absolute_path', 'notebook_path', 'filename', 'target_file', 'file'] as const
 
 export const TOOL_CATALOG: readonly ToolRule[] = [
   {
     kind: 'write',
-    names: ['Edit', 'MultiEdit', 'Write', 'NotebookEdit', 'write', 'edit', 'create', 'insert', 'write_file', 'edit_file', 'create_file', 'replace_in_file'],
+    names: ['Edit', 'MultiEdit', 'Write', 'NotebookEdit', 'write', 'edit', 'create', 'insert', 'write_file', 'edit_file', 'create_file', 'replace_in_file', 'replace'],
     pathFields: PATH_FIELDS
   },
   { kind: 'open', names: ['open', 'goto'], pathFields: PATH_FIELDS },

@@ -58,13 +58,13 @@ export const Usage = Type.Object(
 export const CompactRequest = Type.Object(
   {
     format: Type.Optional(
-      Type.Enum(['anthropic', 'openai-chat', 'openai-responses'], {
+      Type.Enum(['anthropic', 'openai-chat', 'openai-responses', 'gemini'], {
         description:
-          "The format of `messages`, and of the answer's: the Messages API's (the default), Chat Completions messages (`openai-chat`: leading system and developer messages are the system prompt, counted and returned as sent), or Responses input items (`openai-responses`: calls and their outputs paired by call_id, reasoning items kept with their turn, an unknown item type passed untouched)."
+          "The format of `messages`, and of the answer's: the Messages API's (the default), Chat Completions messages (`openai-chat`: leading system and developer messages are the system prompt, counted and returned as sent), Responses input items (`openai-responses`: calls and their outputs paired by call_id, reasoning items kept with their turn, an unknown item type passed untouched), or Gemini's `contents` (`gemini`: roles user and model; a model content's functionCall parts answered by the next user content's functionResponse parts, by id or by name and order; parts with a thoughtSignature, thought parts and inline or file data kept as they came; `system` takes the systemInstruction's text)."
       })
     ),
     messages: Type.Array(
-      Type.Union([MessageRef, Type.Object({}, { additionalProperties: true, description: 'With `format`: a Chat Completions message, or a Responses input item.' })]),
+      Type.Union([MessageRef, Type.Object({}, { additionalProperties: true, description: 'With `format`: a Chat Completions message, a Responses input item, or a Gemini content.' })]),
       {
         minItems: 1,
         description: "The client's history, in `format`: Messages API messages by default (each checked as the Message schema), else the other format's messages or items."
@@ -103,7 +103,7 @@ export type CompactRequestBody = Static<typeof CompactRequest>
 /** What the service checks beyond the contract's schema: without another format, each message is a Messages API message. */
 export const CompactRequestChecked = {
   ...CompactRequest,
-  if: { properties: { format: { enum: ['openai-chat', 'openai-responses'] } }, required: ['format'] },
+  if: { properties: { format: { enum: ['openai-chat', 'openai-responses', 'gemini'] } }, required: ['format'] },
   else: { properties: { messages: { items: { $ref: 'Message' } } } }
 }
 

@@ -42,9 +42,9 @@ const CLOSE_BRACE = 0x7d
 const OPEN_BRACKET = 0x5b
 const CLOSE_BRACKET = 0x5d
 /** The top-level arrays a body's history may be (the Messages and Chat Completions APIs' `messages`, the Responses API's `input`). */
-export type ItemsField = 'messages' | 'input'
+export type ItemsField = 'messages' | 'input' | 'contents'
 /** Their keys, as bytes. */
-const KEYS: Record<ItemsField, Buffer> = { messages: Buffer.from('"messages"'), input: Buffer.from('"input"') }
+const KEYS: Record<ItemsField, Buffer> = { messages: Buffer.from('"messages"'), input: Buffer.from('"input"'), contents: Buffer.from('"contents"') }
 
 function isBlank(c: number | undefined): boolean {
   return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09

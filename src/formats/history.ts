@@ -38,11 +38,13 @@ export interface FormatRules {
   read(item: Record<string, unknown>, index: number, all: readonly Record<string, unknown>[]): ItemBlocks | HistoryProblem
   /** The calls an item makes that an output must answer (their ids), and the call it answers. */
   calls(item: Record<string, unknown>, all: readonly Record<string, unknown>[]): string[]
-  answers(item: Record<string, unknown>): string | undefined
+  answers(item: Record<string, unknown>): string | readonly string[] | undefined
   /** The item that carries the summary turn's texts (a user message). */
   summaryItem(texts: string[]): Record<string, unknown>
   /** The items' place in the request body ("messages"). */
   field: string
+  /** Each item is a whole turn (Gemini's contents): an item of the assistant's after one with open calls is out of order. */
+  wholeTurns?: boolean
 }
 
 /** A client history as the core reads it, with what is needed to give the compacted one back in the client's format. */
@@ -113,15 +115,17 @@ export function adaptHistory(items: readonly Record<string, unknown>[], rules: F
     const item = items[i] as Record<string, unknown>
     const read = rules.read(item, i, items)
     if ('kind' in read) return read
-    const answered = rules.answers(item)
-    if (answered !== undefined) {
+    const given = rules.answers(item)
+    const answering = given === undefined ? [] : typeof given === 'string' ? [given] : given
+    for (const answered of answering) {
       if (!pending.has(answered)) return problemAt(rules.field, i, '', `answers call "${answered}", which no earlier call of the assistant's last turn made (or another output answered)`)
       pending.delete(answered)
     }
+    const answered = answering.length > 0 ? answering[0] : undefined
     const last = messages.at(-1)
     const side = read.side === 'either' ? ((last?.role as 'user' | 'assistant' | undefined) ?? 'user') : read.side
     // the outputs of a turn's calls come right after it, before any other message (both APIs require it)
-    const unanswered = pending.size > 0 && (side === 'assistant' ? !last || last.role !== 'assistant' : read.side === 'user' && answered === undefined)
+    const unanswered = pending.size > 0 && (side === 'assistant' ? rules.wholeTurns === true || !last || last.role !== 'assistant' : read.side === 'user' && answered === undefined)
     if (unanswered) {
       const [id, at] = pending.entries().next().value as [string, number]
       return problemAt(rules.field, at, '', `call "${id}" has no output before ${rules.field}[${i}], which is not one`)

@@ -37,7 +37,7 @@ const CLIENT_ADDRESS = ['forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-f
  * own), `accept-encoding` (the gateway reads the stream it relays, so the upstream answers uncompressed), and
  * the client's address headers (CLIENT_ADDRESS).
  */
-const NOT_FORWARDED = new Set([...HOP_BY_HOP, 'host', 'x-api-key', 'authorization', 'cookie', 'accept-encoding', 'expect', ...CLIENT_ADDRESS])
+const NOT_FORWARDED = new Set([...HOP_BY_HOP, 'host', 'x-api-key', 'x-goog-api-key', 'authorization', 'cookie', 'accept-encoding', 'expect', ...CLIENT_ADDRESS])
 
 /**
  * The headers sent upstream: every end-to-end header the client sent (anthropic-version, anthropic-beta,

@@ -35,6 +35,7 @@ import { modelsRoutes } from './routes/models.js'
 import { openAiRoutes } from './routes/openai.js'
 import { metricsRoutes } from './routes/metrics.js'
 import { overviewRoutes } from './routes/overview.js'
+import { geminiRoutes } from './routes/gemini.js'
 import { sessionRoutes } from './routes/sessions.js'
 import { type ErrorResponseBody, SHARED_SCHEMAS } from '../contract/schemas.js'
 import { KEEP_ALIVE_TIMEOUT_MS, HEADERS_TIMEOUT_MS, MAX_PARAM_LENGTH, lingerBytes } from '../contract/defaults.js'
@@ -154,6 +155,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
   await app.register(routes(messagesRoutes, 'proxy', 'store', 'metrics'), { budget, credentials: anthropic, contextManagement: contextManagement(config), ...(clientSummaries ? { clientSummaries } : {}) })
   await app.register(routes(openAiRoutes, 'proxy', 'store', 'metrics'), { budget, credentials: openai, contextManagement: openAiContextManagement(config), ...(clientSummaries ? { clientSummaries } : {}) })
   await app.register(routes(modelsRoutes, 'proxy'), { anthropic, openai })
+  await app.register(routes(geminiRoutes, 'proxy', 'store', 'metrics'), { budget, credentials: geminiCredentials(config.GEMINI_API_KEY, apiKeys.size > 0) })
   return app as unknown as App
 }
 
@@ -239,6 +241,25 @@ function upstreamCredentials(gatewayKey: string | undefined, checksKeys: boolean
     if (typeof apiKey === 'string') own['x-api-key'] = apiKey
     if (typeof authorization === 'string') own.authorization = authorization
     return own
+  }
+}
+
+/**
+ * What the Gemini proxy sends upstream as credentials: the gateway's GEMINI_API_KEY as `x-goog-api-key`;
+ * without one and without keys of its own, the client's (its header, or its `key` in the query, moved into
+ * the header); with keys and none of its own, none.
+ */
+function geminiCredentials(gatewayKey: string | undefined, checksKeys: boolean): (request: FastifyRequest) => Record<string, string> | undefined {
+  if (gatewayKey) return () => ({ 'x-goog-api-key': gatewayKey })
+  if (checksKeys) return () => undefined
+  return (request) => {
+    const own = request.headers['x-goog-api-key']
+    if (typeof own === 'string') return { 'x-goog-api-key': own }
+    const at = request.url.indexOf('?')
+    const key = at < 0 ? null : new URLSearchParams(request.url.slice(at + 1)).get('key')
+    const out: Record<string, string> = {}
+    if (key) out['x-goog-api-key'] = key
+    return out
   }
 }
 

@@ -18,15 +18,23 @@ function digest(value: string): Buffer {
   return createHash('sha256').update(value).digest()
 }
 
-/** The key a request presents, as `Authorization: Bearer KEY` or `x-api-key: KEY`. */
+/** The key a request presents, as `Authorization: Bearer KEY` or `x-api-key: KEY`, or as Gemini's clients send it (`x-goog-api-key`, `key` in the query of its routes). */
 function presentedKey(request: FastifyRequest): string | undefined {
   const header = request.headers.authorization
   if (typeof header === 'string') {
     const m = /^Bearer\s+(.+)$/i.exec(header.trim())
     if (m) return at(m, 1).trim()
   }
-  const apiKey = request.headers['x-api-key']
-  return typeof apiKey === 'string' && apiKey.trim() !== '' ? apiKey.trim() : undefined
+  for (const name of ['x-api-key', 'x-goog-api-key']) {
+    const apiKey = request.headers[name]
+    if (typeof apiKey === 'string' && apiKey.trim() !== '') return apiKey.trim()
+  }
+  if (request.url.startsWith('/v1beta/')) {
+    const q = request.url.indexOf('?')
+    const key = q < 0 ? null : new URLSearchParams(request.url.slice(q + 1)).get('key')
+    if (key) return key.trim()
+  }
+  return undefined
 }
 
 export interface AuthOptions {

@@ -24,6 +24,8 @@ export const ConfigSchema = Type.Object({
   COMPACT_FOLD_MODEL: Type.Optional(Type.String({ minLength: 1 })),
   OPENAI_API_KEY: Type.Optional(Type.String({ minLength: 1 })),
   OPENAI_BASE_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
+  GEMINI_API_KEY: Type.Optional(Type.String({ minLength: 1 })),
+  GOOGLE_GEMINI_BASE_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
   COMPACT_BUDGET: Type.Union([Type.Integer({ minimum: 1_000 }), Type.Literal('off')], { default: DEFAULT_BUDGET_TOKENS }),
   COMPACT_KEEP_TOKENS: Type.Optional(Type.Integer({ minimum: 100 })),
   COMPACT_KEEP_TURNS: Type.Integer({ minimum: 1, maximum: 1_000, default: DEFAULT_KEEP_TURNS }),
@@ -62,6 +64,9 @@ export const ConfigSchema = Type.Object({
 })
 
 export type Config = Static<typeof ConfigSchema>
+
+/** Gemini's API when GOOGLE_GEMINI_BASE_URL is not set (the one Gemini CLI and Google's SDK call). */
+export const DEFAULT_GEMINI_BASE_URL = 'https://generativelanguage.googleapis.com'
 
 /** The OpenAI API the openai summarizer calls when OPENAI_BASE_URL is not set (the SDK's own default). */
 export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com/v1'
@@ -112,7 +117,7 @@ function describe(variable: string): string {
   if (variable === 'COMPACT_STRATEGY') return 'one of summarize, clear, hybrid'
   if (variable === 'COMPACT_CONTEXT_MANAGEMENT') return 'one of auto, gateway, forward'
   if (variable === 'COMPACT_ALLOW_NO_AUTH') return '0 or 1'
-  if (variable === 'ANTHROPIC_BASE_URL' || variable === 'OPENAI_BASE_URL') return 'an http(s) URL'
+  if (variable === 'ANTHROPIC_BASE_URL' || variable === 'OPENAI_BASE_URL' || variable === 'GOOGLE_GEMINI_BASE_URL') return 'an http(s) URL'
   if (variable === 'COMPACT_SUMMARIZER') return 'one of auto, anthropic, openai, extractive'
   if (variable === 'COMPACT_REDIS_URL') return 'a redis:// or rediss:// URL'
   if (variable === 'COMPACT_TRUST_PROXY') return 'false, true, a number of proxy hops, or a comma-separated list of proxy addresses or CIDR ranges'

@@ -50,8 +50,11 @@ function installRequestChecks(app: FastifyInstance): void {
 function requestProblem(request: FastifyRequest): GatewayError | undefined {
   const q = request.url.indexOf('?')
   if (q >= 0) {
+    // Gemini's API takes its key as `key` in the query, and its clients may send it so: taken there (the
+    // request line logs the query without its values), and never forwarded in a URL
+    const gemini = request.url.startsWith('/v1beta/')
     for (const name of new URLSearchParams(request.url.slice(q + 1)).keys()) {
-      if (KEY_PARAMETERS.has(name.toLowerCase())) {
+      if (KEY_PARAMETERS.has(name.toLowerCase()) && !(gemini && name === 'key')) {
         return new InvalidRequestError(`API keys are not accepted in the URL (query parameter "${name}"): send Authorization: Bearer KEY or x-api-key: KEY`)
       }
     }

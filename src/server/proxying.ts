@@ -99,6 +99,8 @@ export interface ProxiedApi<R> {
   costs?: true
   /** Whether its requests may carry the Messages API's `context_management` edits, which the gateway performs (context-management.ts). */
   contextManagement?: true
+  /** The query string sent upstream from the request's URL (as it came by default). */
+  query?: (url: string) => string
   /** Whether its requests may carry the Responses API's compaction (`context_management`, the gateway's own compaction items: responses-compaction.ts). */
   responsesCompaction?: true
 }
@@ -453,7 +455,8 @@ export async function proxyRequest<R>(
   const asked = performance.now()
   // The query string goes on as it came (Claude Code's `?beta=true`).
   const query = request.url.indexOf('?')
-  const sending = api.upstream.send(query < 0 ? api.path : `${api.path}${request.url.slice(query)}`, headersUp, payload, abort.signal)
+  const search = api.query ? api.query(request.url) : query < 0 ? '' : request.url.slice(query)
+  const sending = api.upstream.send(`${api.path}${search}`, headersUp, payload, abort.signal)
   if (begin) setImmediate(begin)
   const res = await sending.finally(answered)
   const upstreamMs = performance.now() - asked

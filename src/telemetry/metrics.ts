@@ -88,7 +88,7 @@ export const KNOWN_LABELS = {
   formats: ['anthropic', 'openai-chat', 'openai-responses'],
   outcomes: ['over_budget', 'under_budget', 'manual', 'disabled', 'nothing_to_compact', 'dry_run', 'rejected', 'rate_limited', 'overloaded', 'cancelled', 'summarizer_failed', 'failed'],
   summarizerResults: ['ok', 'timeout', 'rate_limited', 'overloaded', 'server_error', 'connection_error', 'auth_error', 'bad_request', 'refusal', 'no_tool_call', 'invalid_output', 'cancelled'],
-  proxyEndpoints: ['messages', 'count_tokens', 'chat_completions', 'responses', 'responses_compact'],
+  proxyEndpoints: ['messages', 'count_tokens', 'chat_completions', 'responses', 'responses_compact', 'gemini_generate', 'gemini_stream', 'gemini_count_tokens'],
   storeOperations: ['connection', 'journal', 'record_write', 'memory_write', 'cache_read', 'cache_write', 'prune', 'recall', 'recap', 'record_read', 'anchors', 'activity']
 } as const
 

@@ -66,6 +66,10 @@ export async function everyOperation(): Promise<void> {
   if (timeline.data) for (const p of timeline.data.points) void [p.raw_history_tokens, p.context_after_compaction, p.budget_tokens]
   const cost = await client.GET('/v1/sessions/{session_id}/cost', { params: { path: { session_id: 's' } } })
   if (cost.data) void [cost.data.requests, cost.data.upstream.cache_read_input_tokens, cost.data.tokens_kept_out, cost.data.estimate.saved_share]
+  const gemini = await client.POST('/v1beta/models/{model}', { params: { path: { model: 'gemini-2.5-pro:generateContent' } }, body: { contents: [{ role: 'user', parts: [{ text: 'hi' }] }] } })
+  void gemini.response.status
+  await client.GET('/v1beta/models')
+  await client.GET('/v1beta/models/{model}', { params: { path: { model: 'gemini-2.5-pro' } } })
   const overview = await client.GET('/v1/overview', { params: { query: { from: '2026-12-01T00:00:00Z', session_id: 's' } } })
   if (overview.data) void [overview.data.bucket, overview.data.compactions.tokens_removed, overview.data.summaries.fallback_reasons, overview.data.crossings.waits[0]?.up_to_ms, overview.data.savings.saved, overview.data.series[0]?.at]
 }

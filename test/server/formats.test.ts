@@ -66,9 +66,13 @@ describe('/v1/compact in other formats', () => {
   })
 
   it('refuses an unknown format, and still checks a Messages API history as strictly as before', async () => {
-    const bad = await app.inject({ method: 'POST', url: '/v1/compact', payload: { format: 'gemini', messages: [{ role: 'user', content: 'x' }] } })
+    const bad = await app.inject({ method: 'POST', url: '/v1/compact', payload: { format: 'mistral', messages: [{ role: 'user', content: 'x' }] } })
     expect(bad.statusCode).toBe(400)
     expect(bad.json().error.path).toBe('/format')
+    // a Gemini history is read as Gemini's contents: a content without parts is refused at its place
+    const gemini = await app.inject({ method: 'POST', url: '/v1/compact', payload: { format: 'gemini', messages: [{ role: 'user', content: 'x' }] } })
+    expect(gemini.statusCode).toBe(400)
+    expect(gemini.json().error.path).toBe('/messages/0/parts')
     const role = await app.inject({ method: 'POST', url: '/v1/compact', payload: { messages: [{ role: 'tool', content: 'x' }] } })
     expect(role.statusCode).toBe(400)
     expect(role.json().error).toMatchObject({ path: '/messages/0/role', message: expect.stringContaining('body.messages[0].role must be') })

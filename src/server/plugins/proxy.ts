@@ -4,13 +4,13 @@ import { ClearingTier } from '../../proxy/clearing.js'
 import { CLEARED_RECALL_NOTE } from '../../proxy/context-management.js'
 import { promptTokens } from '../../compaction/index.js'
 import { Upstream } from '../../proxy/upstream.js'
-import { type Config, DEFAULT_OPENAI_BASE_URL, DEFAULT_UPSTREAM_URL } from '../config.js'
+import { type Config, DEFAULT_GEMINI_BASE_URL, DEFAULT_OPENAI_BASE_URL, DEFAULT_UPSTREAM_URL } from '../config.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** upstream: the Messages API's; openai: the OpenAI-compatible API's (Chat Completions, Responses). */
     /** clearedKept: the tool results cleared by context editing whose output this process has put in the cold layer (tenant, session, call). */
-    proxy: { upstream: Upstream; openai: Upstream; compactor: ProxyCompactor; clearedKept: SeenSet; clearing: ClearingTier | undefined }
+    proxy: { upstream: Upstream; openai: Upstream; gemini: Upstream; compactor: ProxyCompactor; clearedKept: SeenSet; clearing: ClearingTier | undefined }
   }
 }
 
@@ -43,6 +43,7 @@ export const proxyPlugin = fp<{ config: Config }>(
     const timeouts = { timeoutMs: config.COMPACT_UPSTREAM_TIMEOUT_MS, connections: config.COMPACT_UPSTREAM_CONNECTIONS }
     const upstream = new Upstream({ baseUrl: config.ANTHROPIC_BASE_URL ?? DEFAULT_UPSTREAM_URL, ...timeouts })
     const openai = new Upstream({ baseUrl: config.OPENAI_BASE_URL ?? DEFAULT_OPENAI_BASE_URL, name: 'the OpenAI API', ...timeouts })
+    const gemini = new Upstream({ baseUrl: config.GOOGLE_GEMINI_BASE_URL ?? DEFAULT_GEMINI_BASE_URL, name: "Gemini's API", ...timeouts })
     const compactor = new ProxyCompactor({
       deps,
       precomputeAt: config.COMPACT_PRECOMPUTE_AT === 'off' ? undefined : config.COMPACT_PRECOMPUTE_AT,
@@ -79,10 +80,10 @@ export const proxyPlugin = fp<{ config: Config }>(
             },
             CLEARED_RECALL_NOTE
           )
-    app.decorate('proxy', { upstream, openai, compactor, clearedKept: new SeenSet(CLEARED_KEPT), clearing })
+    app.decorate('proxy', { upstream, openai, gemini, compactor, clearedKept: new SeenSet(CLEARED_KEPT), clearing })
     app.addHook('preClose', async () => compactor.close())
     app.addHook('onClose', async () => {
-      await Promise.all([upstream.close(), openai.close()])
+      await Promise.all([upstream.close(), openai.close(), gemini.close()])
     })
   },
   { name: 'proxy', dependencies: ['metrics', 'compaction', 'store'] }

@@ -1,0 +1,59 @@
+/**
+ * Gemini's API as the proxy reads it: a `generateContent` body's `contents` read into the core's turns
+ * (formats/gemini.ts), its `systemInstruction` and `tools` counted, and the compacted history given back
+ * as the client's own contents. Everything else of the body passes untouched.
+ */
+import type { HistoryProblem } from '../compaction/index.js'
+import { InvalidRequestError } from '../contract/errors.js'
+import { withMessages } from '../contract/wire.js'
+import { type Adapted, adaptHistory, givenBack } from '../formats/index.js'
+import { geminiRules, systemInstructionText } from '../formats/gemini.js'
+import type { ForwardedTail } from './compactor.js'
+import type { ProxyParts } from './request.js'
+
+/** A Gemini request whose history the proxy read, and the way back to the client's contents. */
+export interface GeminiHistory extends ProxyParts {
+  items: Record<string, unknown>[]
+  adapted: Adapted
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+/**
+ * Reads what compaction needs from a Gemini body, refusing (400, naming the place) what cannot be read
+ * where it may be over the budget; under it the body goes on for the upstream to judge.
+ */
+export function readGeminiRequest(body: unknown, budgetMayPass: () => boolean): { kind: 'history'; history: GeminiHistory } | { kind: 'unread'; reason: string } {
+  if (!isObject(body)) throw new InvalidRequestError("the body must be a JSON object (a Gemini generateContent request)", '')
+  const { contents, systemInstruction, tools } = body
+  if (!Array.isArray(contents)) {
+    if (!budgetMayPass()) return { kind: 'unread', reason: 'history_not_read' }
+    throw new InvalidRequestError('contents: an array of contents is required', '/contents')
+  }
+  const adapted = adaptHistory(contents as Record<string, unknown>[], geminiRules)
+  if ('kind' in adapted) {
+    if (!budgetMayPass()) return { kind: 'unread', reason: 'history_not_read' }
+    const problem = adapted as HistoryProblem
+    throw new InvalidRequestError(problem.message.replace(/^messages\[/, 'contents['), problem.path.replace(/^\/messages/, '/contents'))
+  }
+  if (tools !== undefined && (!Array.isArray(tools) || tools.some((t) => !isObject(t)))) throw new InvalidRequestError('tools: must be an array of tools', '/tools')
+  const system = systemInstructionText(systemInstruction)
+  return {
+    kind: 'history',
+    history: {
+      messages: adapted.messages,
+      ...(system !== '' ? { system: [{ type: 'text' as const, text: system }] } : {}),
+      ...(tools !== undefined ? { tools: tools as ProxyParts['tools'] } : {}),
+      items: contents as Record<string, unknown>[],
+      adapted
+    }
+  }
+}
+
+/** The body to forward with the compacted history as the client's own contents. */
+export function geminiPayload(body: object, history: GeminiHistory, forwarded: { messages: ProxyParts['messages'] } & ForwardedTail): Buffer {
+  const given = givenBack(history.items, history.adapted, geminiRules, { messages: forwarded.messages, kept_from: forwarded.keptFrom, clips: forwarded.clips })
+  return withMessages(body, given.items, 'contents')
+}

@@ -1,0 +1,103 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import { Type } from 'typebox'
+import { ConfigurationError, NotFoundError } from '../../contract/errors.js'
+import { type GeminiHistory, geminiPayload, readGeminiRequest } from '../../proxy/gemini.js'
+import { clientHeaders, upstreamHeaders } from '../../proxy/upstream.js'
+import { type ProxiedApi, type ProxyContext, abortOnClose, installProxyHooks, proxyErrors, proxyHeaders, proxyRequest, upstreamAnswer } from '../proxying.js'
+import { KEYED, keyedResponses } from './security.js'
+
+/** The methods of a model the proxy serves, and the endpoint each is counted under. */
+const ACTIONS: Record<string, string> = { generateContent: 'gemini_generate', streamGenerateContent: 'gemini_stream', countTokens: 'gemini_count_tokens' }
+
+/** A request's query without the client's `key` (the key goes as a header, the gateway's where it has one). */
+function withoutKey(url: string): string {
+  const at = url.indexOf('?')
+  if (at < 0) return ''
+  const params = new URLSearchParams(url.slice(at + 1))
+  params.delete('key')
+  const rest = params.toString()
+  return rest === '' ? '' : `?${rest}`
+}
+
+/** Gemini's request, described for the contract; the upstream checks it whole. */
+const GenerateContentRequest = Type.Object(
+  {
+    contents: Type.Array(Type.Object({ role: Type.Optional(Type.String()), parts: Type.Array(Type.Object({}, { additionalProperties: true })) }, { additionalProperties: true }), {
+      description: "The history: a model content's functionCall parts are answered by the next user content's functionResponse parts; it may be compacted into one user content that carries the summary, then the kept contents as sent."
+    }),
+    systemInstruction: Type.Optional(Type.Unknown({ description: 'Counted, never compacted.' })),
+    tools: Type.Optional(Type.Array(Type.Object({}, { additionalProperties: true }))),
+    generationConfig: Type.Optional(Type.Object({}, { additionalProperties: true }))
+  },
+  { additionalProperties: true, description: 'A generateContent request, as the Gemini SDKs and Gemini CLI send it. Every field passes upstream unchanged, but for `contents` when they are compacted.' }
+)
+
+/**
+ * Gemini's API as a drop-in proxy: `POST /v1beta/models/{model}:generateContent`, `:streamGenerateContent`
+ * (`alt=sse`) and `:countTokens`, compacted past the budget as the other proxies are (the same compactor,
+ * anchors, records and cold layer), forwarded byte for byte under it; `GET /v1beta/models[/{model}]` passed
+ * on. The key as Gemini takes it: `x-goog-api-key`, or `key` in the query.
+ */
+export const geminiRoutes: FastifyPluginAsync<ProxyContext> = async (app, options) => {
+  const { credentials } = options
+  const upstream = app.proxy.gemini
+  const outcomes = installProxyHooks(app, () => 'gemini_generate')
+  app.post(
+    '/v1beta/models/:model',
+    {
+      schema: {
+        tags: ['proxy'],
+        operationId: 'geminiGenerateContent',
+        summary: "Gemini's generateContent, streamGenerateContent and countTokens, proxied: compacted past the budget, forwarded byte for byte under it, streamed back as it arrives",
+        security: KEYED,
+        params: Type.Object({ model: Type.String({ description: 'The model and its method: `gemini-2.5-pro:generateContent`, `…:streamGenerateContent`, `…:countTokens`.' }) }),
+        headers: proxyHeaders('the session id the agent sends, else a stable id of the gateway\'s for the conversation'),
+        body: GenerateContentRequest,
+        response: {
+          200: upstreamAnswer("The answer, as Gemini's API gave it (`text/event-stream` for `alt=sse`), with `x-compaction: none|compacted` and `x-compaction-summary-id`."),
+          ...proxyErrors('The body is not a Gemini request the gateway can read while it may be over the budget, or its history breaks the rules of a conversation; `error.path` names the place.', { name: "Gemini's API", failures: '' })
+        }
+      },
+      validatorCompiler: () => () => true
+    },
+    async (request, reply) => {
+      const target = (request.params as { model: string }).model
+      const colon = target.lastIndexOf(':')
+      const model = colon < 0 ? target : target.slice(0, colon)
+      const action = colon < 0 ? '' : target.slice(colon + 1)
+      const endpoint = ACTIONS[action]
+      if (!endpoint || model === '') throw new NotFoundError(`no method "${action}" of models here: the gateway serves generateContent, streamGenerateContent and countTokens`, '/model')
+      const api: ProxiedApi<GeminiHistory> = {
+        endpoint,
+        path: `/v1beta/models/${encodeURIComponent(model)}:${action}`,
+        name: "Gemini's API",
+        keySetting: 'GEMINI_API_KEY',
+        upstream,
+        credentials,
+        query: withoutKey,
+        read: (body, budgetMayPass) => {
+          const read = readGeminiRequest(body.value('contents'), budgetMayPass)
+          return read.kind === 'unread' ? { unread: read.reason } : { parts: read.history, read: read.history }
+        },
+        write: (body, history, outcome) => geminiPayload(body.value() as object, history, outcome),
+        place: (history, path) => path.replace(/^\/messages\/(\d+).*/, (_m, i: string) => `/contents/${history.adapted.starts[Number(i)] ?? i}`)
+      }
+      return proxyRequest(app, options, api, outcomes, request, reply)
+    }
+  )
+
+  async function forward(request: FastifyRequest, reply: FastifyReply, below: string): Promise<FastifyReply> {
+    const given = credentials(request)
+    if (!given) throw new ConfigurationError("the gateway has no key for Gemini's API: set GEMINI_API_KEY on the gateway")
+    const abort = abortOnClose(reply)
+    const res = await upstream.get(`/v1beta/models${below}${withoutKey(request.url)}`, upstreamHeaders(request.headers, given), abort.signal)
+    return reply.code(res.status).headers(clientHeaders(res.headers)).send(res.body)
+  }
+  const answers = { ...keyedResponses(), 200: upstreamAnswer("The list (or the model), as Gemini's API gave it.") }
+  app.get('/v1beta/models', { schema: { tags: ['proxy'], operationId: 'geminiListModels', summary: "Gemini's models, proxied", security: KEYED, response: answers } }, async (request, reply) => forward(request, reply, ''))
+  app.get(
+    '/v1beta/models/:model',
+    { schema: { tags: ['proxy'], operationId: 'geminiGetModel', summary: "One of Gemini's models, proxied", security: KEYED, params: Type.Object({ model: Type.String() }), response: answers } },
+    async (request, reply) => forward(request, reply, `/${encodeURIComponent((request.params as { model: string }).model)}`)
+  )
+}

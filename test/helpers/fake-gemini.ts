@@ -1,0 +1,121 @@
+import { type Server, createServer } from 'node:http'
+
+/**
+ * A local stand-in for Gemini's API on loopback (`/v1beta/models/{model}:generateContent`,
+ * `:streamGenerateContent?alt=sse`, `:countTokens`, `/v1beta/models`), as Google's SDK and Gemini CLI call it.
+ * It refuses what the API refuses, in its error shape: a content with no parts or an empty part, a role
+ * other than user and model, a history that does not open with the user, a function response whose call
+ * the model content before it did not make (by id, or by name and order), and, for a model that requires
+ * them (`requireSignatures`), a function call of the model's without its thought signature.
+ */
+export interface GeminiRequest {
+  path: string
+  headers: import('node:http').IncomingHttpHeaders
+  raw: string
+  body: { contents?: { role?: string; parts: Record<string, unknown>[] }[]; systemInstruction?: unknown; [k: string]: unknown }
+}
+
+type Content = { role?: string; parts?: unknown }
+
+/** What Gemini's API refuses in `contents`, as its answers say it. */
+export function geminiRefusal(body: unknown, requireSignatures: boolean): string | undefined {
+  const contents = (body as { contents?: unknown } | null)?.contents
+  if (!Array.isArray(contents) || contents.length === 0) return '* GenerateContentRequest.contents: contents is not specified'
+  let open: string[] = []
+  for (const [i, raw] of contents.entries()) {
+    const c = raw as Content
+    const role = c.role ?? 'user'
+    if (role !== 'user' && role !== 'model') return `* GenerateContentRequest.contents[${i}].role: Please use a valid role: user, model.`
+    if (i === 0 && role !== 'user') return 'Please ensure that multiturn requests alternate between user and model, starting with the user.'
+    if (!Array.isArray(c.parts) || c.parts.length === 0) return `* GenerateContentRequest.contents[${i}].parts: contents.parts must not be empty.`
+    const parts = c.parts as Record<string, unknown>[]
+    for (const [p, part] of parts.entries()) {
+      if (typeof part !== 'object' || part === null || Object.keys(part).filter((k) => k !== 'thoughtSignature' && k !== 'thought').length === 0) return `* GenerateContentRequest.contents[${i}].parts[${p}].data: required oneof field 'data' must have one initialized field`
+    }
+    const calls = parts.filter((p) => p.functionCall)
+    if (role === 'model') {
+      if (requireSignatures && calls.length > 0 && calls[0]!.thoughtSignature === undefined) return `Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call \`default_api:${String((calls[0]!.functionCall as { name?: unknown }).name)}\` , position ${i + 1}.`
+      const seen = new Map<string, number>()
+      open = calls.map((p) => {
+        const f = p.functionCall as { id?: unknown; name?: unknown }
+        const k = seen.get(String(f.name)) ?? 0
+        seen.set(String(f.name), k + 1)
+        return typeof f.id === 'string' ? f.id : `${String(f.name)}#${k}`
+      })
+      continue
+    }
+    const seen = new Map<string, number>()
+    for (const p of parts.filter((q) => q.functionResponse)) {
+      const f = p.functionResponse as { id?: unknown; name?: unknown }
+      const k = seen.get(String(f.name)) ?? 0
+      seen.set(String(f.name), k + 1)
+      const id = typeof f.id === 'string' ? f.id : `${String(f.name)}#${k}`
+      if (!open.includes(id)) return `Please ensure that function response turn comes immediately after a function call turn. (contents[${i}])`
+      open = open.filter((o) => o !== id)
+    }
+    open = []
+  }
+  return undefined
+}
+
+export class FakeGemini {
+  readonly requests: GeminiRequest[] = []
+  readonly refused: string[] = []
+  requireSignatures = false
+  /** The key it takes (x-goog-api-key); any where undefined. */
+  key: string | undefined
+  reply = 'ok'
+  private server: Server | undefined
+  url = ''
+
+  async start(): Promise<this> {
+    this.server = createServer((req, res) => {
+      const chunks: Buffer[] = []
+      req.on('data', (c: Buffer) => chunks.push(c))
+      req.on('end', () => {
+        const json = (status: number, body: unknown): void => {
+          res.writeHead(status, { 'content-type': 'application/json; charset=UTF-8' })
+          res.end(JSON.stringify(body))
+        }
+        const error = (code: number, status: string, message: string): void => json(code, { error: { code, message, status } })
+        if (this.key !== undefined && req.headers['x-goog-api-key'] !== this.key) return error(400, 'INVALID_ARGUMENT', 'API key not valid. Please pass a valid API key.')
+        const url = new URL(req.url ?? '/', 'http://localhost')
+        if (req.method === 'GET' && url.pathname.startsWith('/v1beta/models')) {
+          const model = { name: 'models/gemini-test', displayName: 'Gemini Test', supportedGenerationMethods: ['generateContent', 'countTokens'] }
+          return url.pathname === '/v1beta/models' ? json(200, { models: [model] }) : json(200, model)
+        }
+        const m = /^\/v1beta\/models\/([^/:]+):(generateContent|streamGenerateContent|countTokens)$/.exec(url.pathname)
+        if (req.method !== 'POST' || !m) return error(404, 'NOT_FOUND', `no route ${req.method} ${url.pathname}`)
+        const raw = Buffer.concat(chunks).toString('utf8')
+        const body = JSON.parse(raw) as GeminiRequest['body']
+        this.requests.push({ path: `${url.pathname}${url.search}`, headers: req.headers, raw, body })
+        const refusal = geminiRefusal(body, this.requireSignatures)
+        if (refusal) {
+          this.refused.push(refusal)
+          return error(400, 'INVALID_ARGUMENT', refusal)
+        }
+        const promptTokenCount = Math.ceil(raw.length / 4)
+        if (m[2] === 'countTokens') return json(200, { totalTokens: promptTokenCount })
+        const answer = (text: string, last: boolean) => ({
+          candidates: [{ content: { role: 'model', parts: [{ text }] }, ...(last ? { finishReason: 'STOP' } : {}), index: 0 }],
+          usageMetadata: { promptTokenCount, candidatesTokenCount: 2, totalTokenCount: promptTokenCount + 2 },
+          modelVersion: m[1]
+        })
+        if (m[2] === 'generateContent') return json(200, answer(this.reply, true))
+        res.writeHead(200, { 'content-type': 'text/event-stream' })
+        const words = this.reply.split(' ')
+        words.forEach((w, k) => res.write(`data: ${JSON.stringify(answer(k === 0 ? w : ` ${w}`, k === words.length - 1))}\r\n\r\n`))
+        res.end()
+      })
+    })
+    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve))
+    const address = this.server.address() as import('node:net').AddressInfo
+    this.url = `http://127.0.0.1:${address.port}`
+    return this
+  }
+
+  async close(): Promise<void> {
+    this.server?.closeAllConnections()
+    await new Promise<void>((resolve) => this.server?.close(() => resolve()))
+  }
+}

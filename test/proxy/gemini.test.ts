@@ -96,6 +96,10 @@ describe("Gemini's API, proxied", () => {
     expect(fake.requests.at(-1)!.headers['x-goog-api-key']).toBe(UPSTREAM_KEY)
     const refused = await fetch(`${url}/v1beta/models/gemini-test:generateContent?key=wrong-key-000000000`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ contents: session(1) }) })
     expect(refused.status).toBe(401)
+    // the gateway's own refusals in Gemini's error shape
+    expect(await refused.json()).toEqual({ error: { code: 401, message: expect.any(String), status: 'UNAUTHENTICATED' } })
+    const unknown = await fetch(`${url}/v1beta/models/gemini-test:embedContent?key=${GATEWAY_KEY}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
+    expect(await unknown.json()).toEqual({ error: { code: 404, message: expect.stringContaining('generateContent, streamGenerateContent and countTokens'), status: 'NOT_FOUND' } })
   })
 
   it("passes the API's refusal back as it gave it, and refuses a history it cannot compact, naming the content", async () => {
@@ -107,6 +111,7 @@ describe("Gemini's API, proxied", () => {
     const big = [...session(20).slice(0, -1), ...orphan.slice(1)]
     const ours = await ai.models.generateContent({ model: 'gemini-test', contents: big, config: { httpOptions: { headers: { 'x-compaction-budget': '12000' } } } }).then(() => undefined, (e: unknown) => e)
     expect(String((ours as Error).message)).toMatch(/contents\[\d+\]: answers call \\?"read_file#0/)
+    expect(String((ours as Error).message)).toContain('INVALID_ARGUMENT')
     expect(fake.requests).toHaveLength(1)
   })
 })

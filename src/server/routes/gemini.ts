@@ -9,6 +9,23 @@ import { KEYED, keyedResponses } from './security.js'
 /** The methods of a model the proxy serves, and the endpoint each is counted under. */
 const ACTIONS: Record<string, string> = { generateContent: 'gemini_generate', streamGenerateContent: 'gemini_stream', countTokens: 'gemini_count_tokens' }
 
+/** The status names of Google's APIs, by HTTP status. */
+const GOOGLE_STATUS: Record<number, string> = {
+  400: 'INVALID_ARGUMENT',
+  401: 'UNAUTHENTICATED',
+  403: 'PERMISSION_DENIED',
+  404: 'NOT_FOUND',
+  408: 'DEADLINE_EXCEEDED',
+  409: 'ABORTED',
+  413: 'INVALID_ARGUMENT',
+  415: 'INVALID_ARGUMENT',
+  429: 'RESOURCE_EXHAUSTED',
+  500: 'INTERNAL',
+  502: 'UNAVAILABLE',
+  503: 'UNAVAILABLE',
+  504: 'DEADLINE_EXCEEDED'
+}
+
 /** A request's query without the client's `key` (the key goes as a header, the gateway's where it has one). */
 function withoutKey(url: string): string {
   const at = url.indexOf('?')
@@ -42,6 +59,18 @@ export const geminiRoutes: FastifyPluginAsync<ProxyContext> = async (app, option
   const { credentials } = options
   const upstream = app.proxy.gemini
   const outcomes = installProxyHooks(app, () => 'gemini_generate')
+  // The gateway's own refusals in Gemini's error shape, as Google's SDK and Gemini CLI read them (the
+  // upstream's pass as they came): `{error: {code, message, status}}`, the place named in the message.
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    if (reply.statusCode < 400 || typeof payload !== 'string' || !payload.startsWith('{"type":"error"')) return done(null, payload)
+    try {
+      const { error } = JSON.parse(payload) as { error: { message: string; path?: string } }
+      const message = error.path ? `${error.message} (at ${error.path})` : error.message
+      done(null, JSON.stringify({ error: { code: reply.statusCode, message, status: GOOGLE_STATUS[reply.statusCode] ?? (reply.statusCode >= 500 ? 'INTERNAL' : 'INVALID_ARGUMENT') } }))
+    } catch {
+      done(null, payload)
+    }
+  })
   app.post(
     '/v1beta/models/:model',
     {

@@ -307,7 +307,7 @@ async function compact(argv: string[]): Promise<void> {
   })
   if (positionals.length !== 1) throw new UsageError('compact takes one FILE (or - for stdin)')
   if (values.mode !== 'auto' && values.mode !== 'manual') throw new UsageError('--mode is auto or manual')
-  if (values.summarizer !== undefined && !['auto', 'model', 'anthropic', 'openai', 'extractive'].includes(values.summarizer)) throw new UsageError('--summarizer is auto, model, anthropic, openai or extractive')
+  if (values.summarizer !== undefined && !['auto', 'model', 'anthropic', 'openai', 'gemini', 'extractive'].includes(values.summarizer)) throw new UsageError('--summarizer is auto, model, anthropic, openai, gemini or extractive')
   const file = at(positionals, 0)
   let text: string
   try {

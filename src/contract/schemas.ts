@@ -83,7 +83,7 @@ export const CompactRequest = Type.Object(
     usage: Type.Optional(Usage),
     recall_hint: Type.Optional(Type.String({ maxLength: 2_000, description: 'How the agent can search its raw older turns; quoted in the summary turn.' })),
     summarizer: Type.Optional(
-      Type.Enum(['auto', 'model', 'anthropic', 'openai', 'extractive'], {
+      Type.Enum(['auto', 'model', 'anthropic', 'openai', 'gemini', 'extractive'], {
         description:
           "auto: the server's model summarizer where it has one, else extractive (default). model: the server's model summarizer, a 400 where it has none; anthropic, openai: that one, a 400 where the server's is another or none. extractive: no model."
       })
@@ -156,7 +156,7 @@ export const Clip = Type.Object(
 
 export const SummarizerReport = Type.Object(
   {
-    kind: Type.Enum(['anthropic', 'openai', 'extractive', 'cache'], { description: 'Who wrote the summary: a model through the Messages API or an OpenAI-compatible one, the extractive summarizer, or the summary cache.' }),
+    kind: Type.Enum(['anthropic', 'openai', 'gemini', 'extractive', 'cache'], { description: "Who wrote the summary: a model through the Messages API, an OpenAI-compatible one or Gemini's API, the extractive summarizer, or the summary cache." }),
     model: Type.Union([Type.String(), Type.Null()]),
     input_tokens: Type.Integer(),
     output_tokens: Type.Integer(),

@@ -97,7 +97,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
   const now = options.now ?? Date.now
 
   const summarizer = summarizerKind(config)
-  await app.register(metricsPlugin, { modelKind: summarizer === 'openai' ? 'openai' : 'anthropic' })
+  await app.register(metricsPlugin, { modelKind: summarizer === 'openai' || summarizer === 'gemini' ? summarizer : 'anthropic' })
   await app.register(storePlugin, { db: config.COMPACT_DB, retentionDays: config.COMPACT_RETENTION_DAYS, now, ...(options.store ? { store: options.store } : {}) })
   await app.register(sharedStatePlugin, { url: config.COMPACT_REDIS_URL })
   const { metrics, redis } = app

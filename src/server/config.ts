@@ -20,7 +20,7 @@ export const ConfigSchema = Type.Object({
   ANTHROPIC_API_KEY: Type.Optional(Type.String({ minLength: 1 })),
   ANTHROPIC_BASE_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
   COMPACT_MODEL: Type.String({ minLength: 1, default: DEFAULT_MODEL }),
-  COMPACT_SUMMARIZER: Type.Union([Type.Literal('auto'), Type.Literal('anthropic'), Type.Literal('openai'), Type.Literal('extractive')], { default: 'auto' }),
+  COMPACT_SUMMARIZER: Type.Union([Type.Literal('auto'), Type.Literal('anthropic'), Type.Literal('openai'), Type.Literal('gemini'), Type.Literal('extractive')], { default: 'auto' }),
   COMPACT_FOLD_MODEL: Type.Optional(Type.String({ minLength: 1 })),
   OPENAI_API_KEY: Type.Optional(Type.String({ minLength: 1 })),
   OPENAI_BASE_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
@@ -118,7 +118,7 @@ function describe(variable: string): string {
   if (variable === 'COMPACT_CONTEXT_MANAGEMENT') return 'one of auto, gateway, forward'
   if (variable === 'COMPACT_ALLOW_NO_AUTH') return '0 or 1'
   if (variable === 'ANTHROPIC_BASE_URL' || variable === 'OPENAI_BASE_URL' || variable === 'GOOGLE_GEMINI_BASE_URL') return 'an http(s) URL'
-  if (variable === 'COMPACT_SUMMARIZER') return 'one of auto, anthropic, openai, extractive'
+  if (variable === 'COMPACT_SUMMARIZER') return 'one of auto, anthropic, openai, gemini, extractive'
   if (variable === 'COMPACT_REDIS_URL') return 'a redis:// or rediss:// URL'
   if (variable === 'COMPACT_TRUST_PROXY') return 'false, true, a number of proxy hops, or a comma-separated list of proxy addresses or CIDR ranges'
   const range = [

@@ -9,12 +9,12 @@ import type { WritesAfterAnswers } from './writes.js'
 export const RECORD_HEADER = 'x-compaction-record'
 
 /** The model kind a fallback is counted under: the configured model summarizer's (Anthropic's where none is). */
-export function modelKindOf(kind: string | undefined): 'anthropic' | 'openai' {
-  return kind === 'openai' ? 'openai' : 'anthropic'
+export function modelKindOf(kind: string | undefined): 'anthropic' | 'openai' | 'gemini' {
+  return kind === 'openai' || kind === 'gemini' ? kind : 'anthropic'
 }
 
 /** Counts a compaction's figures and its summarizer's work, wherever it ran (the compact route, the proxy). */
-export function countCompaction(metrics: Metrics, run: CompactRunView, modelKind: 'anthropic' | 'openai' = 'anthropic'): void {
+export function countCompaction(metrics: Metrics, run: CompactRunView, modelKind: 'anthropic' | 'openai' | 'gemini' = 'anthropic'): void {
   const { response } = run
   const s = response.stats
   if (response.compacted) {

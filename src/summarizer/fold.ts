@@ -92,7 +92,7 @@ function promptFor(
 }
 
 /** A model's summary of the span (folded where it is long) with the report of what its calls cost. */
-export async function modelSummary(kind: 'anthropic' | 'openai', request: SummarizeRequest, options: FoldOptions, call: SummaryCall): Promise<SummarizeResult> {
+export async function modelSummary(kind: 'anthropic' | 'openai' | 'gemini', request: SummarizeRequest, options: FoldOptions, call: SummaryCall): Promise<SummarizeResult> {
   const started = performance.now()
   const { sections, usage } = await foldSummary(request, options, call)
   return {

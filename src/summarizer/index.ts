@@ -2,6 +2,8 @@ import Anthropic from '@anthropic-ai/sdk'
 import OpenAI from 'openai'
 import { AnthropicSummarizer } from './anthropic.js'
 import { OpenAiSummarizer } from './openai.js'
+import { GoogleGenAI } from '@google/genai'
+import { GeminiSummarizer } from './gemini.js'
 import { ResilientSummarizer } from './resilient.js'
 import type { Summarizer } from './summarizer.js'
 
@@ -10,11 +12,13 @@ export const SDK_MAX_RETRIES = 2
 
 /** What the model summarizer is built from (the server's configuration has these names). */
 export interface ModelSettings {
-  COMPACT_SUMMARIZER: 'auto' | 'anthropic' | 'openai' | 'extractive'
+  COMPACT_SUMMARIZER: 'auto' | 'anthropic' | 'openai' | 'gemini' | 'extractive'
   ANTHROPIC_API_KEY?: string | undefined
   ANTHROPIC_BASE_URL?: string | undefined
   OPENAI_API_KEY?: string | undefined
   OPENAI_BASE_URL?: string | undefined
+  GEMINI_API_KEY?: string | undefined
+  GOOGLE_GEMINI_BASE_URL?: string | undefined
   COMPACT_MODEL: string
   COMPACT_FOLD_MODEL?: string | undefined
   COMPACT_SUMMARIZER_TIMEOUT_MS: number
@@ -22,7 +26,7 @@ export interface ModelSettings {
   COMPACT_FALLBACK: 'extractive' | 'error'
 }
 
-export type ModelKind = 'anthropic' | 'openai'
+export type ModelKind = 'anthropic' | 'openai' | 'gemini'
 
 /** Which summarizer the settings make: `auto` is Anthropic's where there is its key, else the extractive one. */
 export function summarizerKind(config: Pick<ModelSettings, 'COMPACT_SUMMARIZER' | 'ANTHROPIC_API_KEY'>): ModelKind | 'extractive' {
@@ -37,6 +41,7 @@ export function summarizerProblem(config: ModelSettings): string | undefined {
   if (config.COMPACT_SUMMARIZER === 'openai' && !config.OPENAI_API_KEY && !config.OPENAI_BASE_URL) {
     return 'COMPACT_SUMMARIZER=openai needs OPENAI_API_KEY, or OPENAI_BASE_URL for a server that takes none'
   }
+  if (config.COMPACT_SUMMARIZER === 'gemini' && !config.GEMINI_API_KEY) return 'COMPACT_SUMMARIZER=gemini needs GEMINI_API_KEY'
   return undefined
 }
 
@@ -62,6 +67,14 @@ export function modelSummarizer(config: ModelSettings, model?: Summarizer): Summ
     // the base URL as the SDK reads it (`/v1` included); a server that takes no key is sent a placeholder
     const openai = new OpenAI({ apiKey: config.OPENAI_API_KEY ?? 'none', ...(config.OPENAI_BASE_URL ? { baseURL: config.OPENAI_BASE_URL } : {}), ...client })
     return new ResilientSummarizer(new OpenAiSummarizer({ client: openai, ...common }), options)
+  }
+  if (kind === 'gemini' && config.GEMINI_API_KEY) {
+    // Google's SDK retries 429 and 5xx itself: as many attempts as the other SDKs make
+    const gemini = new GoogleGenAI({
+      apiKey: config.GEMINI_API_KEY,
+      httpOptions: { timeout: config.COMPACT_SUMMARIZER_TIMEOUT_MS, retryOptions: { attempts: SDK_MAX_RETRIES + 1 }, ...(config.GOOGLE_GEMINI_BASE_URL ? { baseUrl: config.GOOGLE_GEMINI_BASE_URL } : {}) }
+    })
+    return new ResilientSummarizer(new GeminiSummarizer({ client: gemini, ...common }), options)
   }
   return undefined
 }

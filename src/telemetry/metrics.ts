@@ -98,7 +98,7 @@ function possible(mode: (typeof KNOWN_LABELS.modes)[number], outcome: (typeof KN
 }
 
 /** Creates every series that can happen at 0: a rate over a counter that has never moved is 0, not "no data". */
-export function initializeSeries(m: Metrics, modelKind: 'anthropic' | 'openai' = 'anthropic'): void {
+export function initializeSeries(m: Metrics, modelKind: 'anthropic' | 'openai' | 'gemini' = 'anthropic'): void {
   for (const mode of KNOWN_LABELS.modes) for (const outcome of KNOWN_LABELS.outcomes) if (possible(mode, outcome)) for (const format of KNOWN_LABELS.formats) m.requests.inc({ mode, outcome, format }, 0)
   for (const result of KNOWN_LABELS.summarizerResults) m.summarizerCalls.inc({ kind: modelKind, result }, 0)
   for (const kind of ['extractive', 'cache']) m.summarizerCalls.inc({ kind, result: 'ok' }, 0)

@@ -65,6 +65,11 @@ export class FakeGemini {
   /** The key it takes (x-goog-api-key); any where undefined. */
   key: string | undefined
   reply = 'ok'
+  /**
+   * The answers to summary calls (a request that offers `record_summary`), taken in turn, the last kept:
+   * the call's arguments, a text instead of a call, or an HTTP status.
+   */
+  summaries: ({ args: Record<string, unknown> } | { text: string } | { status: number })[] = [{ args: { objective: 'fake summary' } }]
   private server: Server | undefined
   url = ''
 
@@ -96,6 +101,13 @@ export class FakeGemini {
         }
         const promptTokenCount = Math.ceil(raw.length / 4)
         if (m[2] === 'countTokens') return json(200, { totalTokens: promptTokenCount })
+        const offers = JSON.stringify(body.tools ?? []).includes('"record_summary"')
+        if (offers) {
+          const next = (this.summaries.length > 1 ? this.summaries.shift() : this.summaries[0]) as FakeGemini['summaries'][number]
+          if ('status' in next) return error(next.status, next.status === 429 ? 'RESOURCE_EXHAUSTED' : next.status >= 500 ? 'INTERNAL' : 'INVALID_ARGUMENT', `fake ${next.status}`)
+          const parts = 'args' in next ? [{ functionCall: { name: 'record_summary', args: next.args }, thoughtSignature: 'c3VtbWFyeQ==' }] : [{ text: next.text }]
+          return json(200, { candidates: [{ content: { role: 'model', parts }, finishReason: 'STOP', index: 0 }], usageMetadata: { promptTokenCount, candidatesTokenCount: 40, totalTokenCount: promptTokenCount + 40 }, modelVersion: m[1] })
+        }
         const answer = (text: string, last: boolean) => ({
           candidates: [{ content: { role: 'model', parts: [{ text }] }, ...(last ? { finishReason: 'STOP' } : {}), index: 0 }],
           usageMetadata: { promptTokenCount, candidatesTokenCount: 2, totalTokenCount: promptTokenCount + 2 },

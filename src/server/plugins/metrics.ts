@@ -9,7 +9,7 @@ declare module 'fastify' {
 }
 
 /** The metrics, every known series created at 0. */
-export const metricsPlugin = fp<{ modelKind?: 'anthropic' | 'openai' }>(
+export const metricsPlugin = fp<{ modelKind?: 'anthropic' | 'openai' | 'gemini' }>(
   async (app, { modelKind }) => {
     const metrics = createMetrics()
     initializeSeries(metrics, modelKind)

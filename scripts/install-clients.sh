@@ -19,3 +19,4 @@ install() { # name package version
 install claude-code @anthropic-ai/claude-code "$(sed -n "s/^export const CLAUDE_CODE_VERSION = '\(.*\)'$/\1/p" test/e2e/claude-code.test.ts)"
 install codex @openai/codex "$(sed -n "s/^export const CODEX_VERSION = '\(.*\)'$/\1/p" test/e2e/codex.test.ts)"
 install opencode opencode-ai "$(sed -n "s/^export const OPENCODE_VERSION = '\(.*\)'$/\1/p" test/e2e/opencode.test.ts)"
+install gemini-cli @google/gemini-cli "$(sed -n "s/^export const GEMINI_CLI_VERSION = '\(.*\)'$/\1/p" test/e2e/gemini-cli.test.ts)"

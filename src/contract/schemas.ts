@@ -60,7 +60,7 @@ export const CompactRequest = Type.Object(
     format: Type.Optional(
       Type.Enum(['anthropic', 'openai-chat', 'openai-responses', 'gemini'], {
         description:
-          "The format of `messages`, and of the answer's: the Messages API's (the default), Chat Completions messages (`openai-chat`: leading system and developer messages are the system prompt, counted and returned as sent), Responses input items (`openai-responses`: calls and their outputs paired by call_id, reasoning items kept with their turn, an unknown item type passed untouched), or Gemini's `contents` (`gemini`: roles user and model; a model content's functionCall parts answered by the next user content's functionResponse parts, by id or by name and order; parts with a thoughtSignature, thought parts and inline or file data kept as they came; `system` takes the systemInstruction's text)."
+          "The format of `messages`, and of the answer's: the Messages API's (the default), Chat Completions messages (`openai-chat`: leading system and developer messages are the system prompt, counted and returned as sent), Responses input items (`openai-responses`: calls and their outputs paired by call_id, reasoning items kept with their turn, an unknown item type passed untouched), or Gemini's `contents` (`gemini`: roles user and model; a model content's functionCall parts answered by the next user content's functionResponse parts, paired by name and order; parts with a thoughtSignature, thought parts and inline or file data kept as they came; `system` takes the systemInstruction's text)."
       })
     ),
     messages: Type.Array(

@@ -17,7 +17,12 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
-/** The ids of a content's calls (or of the responses answering them): the `id` where given, else the name and its place among the calls of that name. */
+/**
+ * The pairing ids of a content's calls (or of the responses answering them): the name and its place among
+ * the content's calls of that name. Ids (`id`) are not needed to pair a turn whose responses all come in the
+ * next content, and a client may give them on one side only (its calls, not its responses): by name and
+ * order, each call is answered whatever the ids say, as the API requires.
+ */
 function ids(parts: readonly Part[], key: 'functionCall' | 'functionResponse'): string[] {
   const seen = new Map<string, number>()
   const out: string[] = []
@@ -27,7 +32,7 @@ function ids(parts: readonly Part[], key: 'functionCall' | 'functionResponse'): 
     const name = String(f.name ?? '')
     const k = seen.get(name) ?? 0
     seen.set(name, k + 1)
-    out.push(typeof f.id === 'string' && f.id !== '' ? f.id : `${name}#${k}`)
+    out.push(`${name}#${k}`)
   }
   return out
 }

@@ -96,3 +96,17 @@ describe('Gemini contents (format "gemini")', () => {
     )
   }, 60_000)
 })
+
+describe('Gemini pairs with ids on one side only', () => {
+  it('reads a call with an id answered by a response without one (and the other way round)', () => {
+    const contents = [
+      { role: 'user', parts: [{ text: 'go' }] },
+      { role: 'model', parts: [{ functionCall: { id: 'call-a', name: 'read_file', args: {} } }] },
+      { role: 'user', parts: [{ functionResponse: { name: 'read_file', response: { output: 'A' } } }] },
+      { role: 'model', parts: [{ functionCall: { name: 'glob', args: {} } }] },
+      { role: 'user', parts: [{ functionResponse: { id: 'resp-b', name: 'glob', response: { output: 'B' } } }] }
+    ]
+    const adapted = adaptHistory(contents, geminiRules)
+    expect('kind' in adapted ? adapted.message : 'read').toBe('read')
+  })
+})

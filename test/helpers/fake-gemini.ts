@@ -58,6 +58,26 @@ export function geminiRefusal(body: unknown, requireSignatures: boolean): string
   return undefined
 }
 
+/** A value of a JSON schema's shape (Gemini's OBJECT, STRING… or JSON Schema's object, string…), for a JSON-mode answer. */
+function fromSchema(schema: unknown): unknown {
+  const s = (schema ?? {}) as { type?: string; properties?: Record<string, unknown>; items?: unknown; enum?: unknown[] }
+  if (Array.isArray(s.enum) && s.enum.length > 0) return s.enum[0]
+  switch ((s.type ?? 'object').toLowerCase()) {
+    case 'string':
+      return 'fake'
+    case 'integer':
+    case 'number':
+      // a score or a confidence of nothing: no loop, no concern (Gemini CLI's own checks ask for these)
+      return 0
+    case 'boolean':
+      return false
+    case 'array':
+      return []
+    default:
+      return Object.fromEntries(Object.entries(s.properties ?? {}).map(([k, v]) => [k, fromSchema(v)]))
+  }
+}
+
 export class FakeGemini {
   readonly requests: GeminiRequest[] = []
   readonly refused: string[] = []
@@ -65,6 +85,10 @@ export class FakeGemini {
   /** The key it takes (x-goog-api-key); any where undefined. */
   key: string | undefined
   reply = 'ok'
+  /** The model's parts for a request of the agent's own conversation (a scripted agent); `reply` as text where undefined. */
+  script: ((body: GeminiRequest['body']) => Record<string, unknown>[]) | undefined
+  /** How long an answer takes (a model's turn). */
+  delayMs = 0
   /**
    * The answers to summary calls (a request that offers `record_summary`), taken in turn, the last kept:
    * the call's arguments, a text instead of a call, or an HTTP status.
@@ -108,16 +132,25 @@ export class FakeGemini {
           const parts = 'args' in next ? [{ functionCall: { name: 'record_summary', args: next.args }, thoughtSignature: 'c3VtbWFyeQ==' }] : [{ text: next.text }]
           return json(200, { candidates: [{ content: { role: 'model', parts }, finishReason: 'STOP', index: 0 }], usageMetadata: { promptTokenCount, candidatesTokenCount: 40, totalTokenCount: promptTokenCount + 40 }, modelVersion: m[1] })
         }
-        const answer = (text: string, last: boolean) => ({
-          candidates: [{ content: { role: 'model', parts: [{ text }] }, ...(last ? { finishReason: 'STOP' } : {}), index: 0 }],
+        const answer = (parts: Record<string, unknown>[], last: boolean) => ({
+          candidates: [{ content: { role: 'model', parts }, ...(last ? { finishReason: 'STOP' } : {}), index: 0 }],
           usageMetadata: { promptTokenCount, candidatesTokenCount: 2, totalTokenCount: promptTokenCount + 2 },
           modelVersion: m[1]
         })
-        if (m[2] === 'generateContent') return json(200, answer(this.reply, true))
-        res.writeHead(200, { 'content-type': 'text/event-stream' })
-        const words = this.reply.split(' ')
-        words.forEach((w, k) => res.write(`data: ${JSON.stringify(answer(k === 0 ? w : ` ${w}`, k === words.length - 1))}\r\n\r\n`))
-        res.end()
+        // a request for JSON (a client's own routing or checks) gets an object of its schema
+        const config = body.generationConfig as { responseMimeType?: string; responseJsonSchema?: unknown; responseSchema?: unknown } | undefined
+        const jsonAsked = config?.responseMimeType === 'application/json'
+        const parts = jsonAsked ? [{ text: JSON.stringify(fromSchema(config?.responseJsonSchema ?? config?.responseSchema)) }] : (this.script?.(body) ?? [{ text: this.reply }])
+        const send = (): void => {
+          if (res.destroyed) return
+          if (m[2] === 'generateContent') return json(200, answer(parts, true))
+          res.writeHead(200, { 'content-type': 'text/event-stream' })
+          const texts = parts.length === 1 && typeof parts[0]!.text === 'string' ? (parts[0]!.text as string).split(' ').map((w, k) => [{ text: k === 0 ? w : ` ${w}` }]) : [parts]
+          texts.forEach((p, k) => res.write(`data: ${JSON.stringify(answer(p, k === texts.length - 1))}\r\n\r\n`))
+          res.end()
+        }
+        if (this.delayMs > 0 && !jsonAsked) setTimeout(send, this.delayMs)
+        else send()
       })
     })
     await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve))

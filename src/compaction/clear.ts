@@ -31,6 +31,8 @@ export interface ClearToolUsesOptions {
   enough?: number
   /** Only these uses are cleared, whatever `keep` says (a conversation's earlier clearing, applied again). */
   only?: ReadonlySet<string>
+  /** Results that cannot be cleared where they are (their message and block): a client format that cannot take a placeholder there. */
+  fixed?: (message: number, block: number) => boolean
 }
 
 /** One tool use cleared: where, what, how much went, and the output's whole text for the cold layer. */
@@ -117,7 +119,7 @@ export function clearToolUses(messages: readonly Message[], options: ClearToolUs
     if (options.enough !== undefined && total >= options.enough) break
     const call = calls.get(id)
     const found = results.get(id)
-    if (!call || !found || options.excludeTools.includes(call.use.name)) continue
+    if (!call || !found || options.excludeTools.includes(call.use.name) || options.fixed?.(found.message, found.block)) continue
     const text = toolResultText(found.result)
     if (text.startsWith(CLEARED_MARK)) continue
     const note = placeholder(call.use, found.result, text, recallNote(id))

@@ -194,6 +194,34 @@ function setAt(item: Record<string, unknown>, pointer: string, value: string): v
   node[keys.at(-1) as string] = value
 }
 
+/** Whether a core block's text can be set back in its client item (a placeholder in place of a tool output, say). */
+export function settable(adapted: Adapted, message: number, block: number): boolean {
+  const source = adapted.sources[message]?.[block]
+  return source?.field !== undefined && source.as !== 'parts'
+}
+
+/**
+ * The client's items with the core's cleared tool results set back in them (each a placeholder string at
+ * its output's place; `messages`: the core's history with them cleared), every other item as it came.
+ */
+export function withCleared(items: readonly Record<string, unknown>[], adapted: Adapted, messages: readonly Message[], uses: readonly { message: number; block: number }[]): Record<string, unknown>[] {
+  const out = [...items]
+  const copied = new Set<number>()
+  for (const use of uses) {
+    const source = adapted.sources[use.message]?.[use.block]
+    const block = (messages[use.message]?.content as Block[] | undefined)?.[use.block]
+    if (!source || !block || !settable(adapted, use.message, use.block)) continue
+    const place = clippedPlace(block, source, '')
+    if (!place) continue
+    if (!copied.has(source.item)) {
+      out[source.item] = structuredClone(items[source.item]) as Record<string, unknown>
+      copied.add(source.item)
+    }
+    setAt(out[source.item] as Record<string, unknown>, place.field, place.text)
+  }
+  return out
+}
+
 /**
  * The compacted history given back in the client's format: its system items as sent, the summary turn as
  * one user item, and its own items from the first kept turn on, each as sent but for the strings the

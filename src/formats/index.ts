@@ -4,7 +4,7 @@ import type { FormatRules } from './history.js'
 import { responsesRules } from './responses.js'
 import { geminiRules } from './gemini.js'
 
-export { type Adapted, type Given, adaptHistory, givenBack } from './history.js'
+export { type Adapted, type Given, adaptHistory, givenBack, settable, withCleared } from './history.js'
 
 export const FORMATS = ['anthropic', 'openai-chat', 'openai-responses', 'gemini'] as const
 export type Format = (typeof FORMATS)[number]

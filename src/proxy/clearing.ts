@@ -26,10 +26,11 @@ interface Conversation {
   summarizing: boolean
 }
 
-/** What the tier did to a request: its messages as they go on, whether they differ from the client's, and what it newly cleared. */
+/** What the tier did to a request: its messages as they go on, whether they differ from the client's, every use cleared in them, and what it newly cleared. */
 export interface Cleared {
   messages: Message[]
   changed: boolean
+  uses: ClearedUse[]
   newly: ClearedUse[]
   tokens: number
 }
@@ -45,33 +46,35 @@ export class ClearingTier {
   ) {}
 
   /** The request's messages with its conversation's clearing applied, and, past its budget, new clearing where that is enough. */
-  apply(key: string, parts: ProxyParts, budget: number | 'off'): Cleared {
+  apply(key: string, parts: ProxyParts, budget: number | 'off', fixed?: (message: number, block: number) => boolean): Cleared {
     const conversation = this.conversation(key)
     let messages = parts.messages
     let changed = false
+    let uses: ClearedUse[] = []
     if (conversation.cleared.size > 0) {
-      const again = clearToolUses(messages, { keep: 0, excludeTools: [], clearInputs: false, clearAtLeast: 0, only: conversation.cleared }, this.recallNote)
+      const again = clearToolUses(messages, { keep: 0, excludeTools: [], clearInputs: false, clearAtLeast: 0, only: conversation.cleared, ...(fixed ? { fixed } : {}) }, this.recallNote)
       if (again.cleared.length > 0) {
         messages = again.messages
         changed = true
+        uses = again.cleared
       }
     }
     const tokens = promptTokens(messages, parts.system, parts.tools)
-    if (budget === 'off' || tokens <= budget || conversation.summarizing) return { messages, changed, newly: [], tokens }
+    if (budget === 'off' || tokens <= budget || conversation.summarizing) return { messages, changed, uses, newly: [], tokens }
     const target = this.landing(parts, budget)
     const done = clearToolUses(
       messages,
-      { keep: CLEAR_KEEP_TOOL_USES, excludeTools: [RECALL_TOOL_NAME], clearInputs: false, clearAtLeast: Math.ceil(CLEAR_AT_LEAST_SHARE * budget), enough: tokens - target },
+      { keep: CLEAR_KEEP_TOOL_USES, excludeTools: [RECALL_TOOL_NAME], clearInputs: false, clearAtLeast: Math.ceil(CLEAR_AT_LEAST_SHARE * budget), enough: tokens - target, ...(fixed ? { fixed } : {}) },
       this.recallNote
     )
     const after = tokens - done.tokens
     const enough = this.strategy === 'hybrid' ? after <= target : after <= budget
     if (done.cleared.length === 0 || !enough) {
       conversation.summarizing = true
-      return { messages, changed, newly: [], tokens }
+      return { messages, changed, uses, newly: [], tokens }
     }
     for (const c of done.cleared) conversation.cleared.add(c.tool_use_id)
-    return { messages: done.messages, changed: true, newly: done.cleared, tokens: after }
+    return { messages: done.messages, changed: true, uses: [...uses, ...done.cleared], newly: done.cleared, tokens: after }
   }
 
   /** Forgets a session's conversations (its deletion). */

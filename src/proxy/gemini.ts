@@ -6,7 +6,8 @@
 import type { HistoryProblem } from '../compaction/index.js'
 import { InvalidRequestError } from '../contract/errors.js'
 import { withMessages } from '../contract/wire.js'
-import { type Adapted, adaptHistory, givenBack } from '../formats/index.js'
+import { type Adapted, adaptHistory, givenBack, withCleared } from '../formats/index.js'
+import type { ClearedHistory } from './openai.js'
 import { geminiRules, systemInstructionText } from '../formats/gemini.js'
 import type { ForwardedTail } from './compactor.js'
 import type { ProxyParts } from './request.js'
@@ -53,7 +54,9 @@ export function readGeminiRequest(body: unknown, budgetMayPass: () => boolean): 
 }
 
 /** The body to forward with the compacted history as the client's own contents. */
-export function geminiPayload(body: object, history: GeminiHistory, forwarded: { messages: ProxyParts['messages'] } & ForwardedTail): Buffer {
-  const given = givenBack(history.items, history.adapted, geminiRules, { messages: forwarded.messages, kept_from: forwarded.keptFrom, clips: forwarded.clips })
+export function geminiPayload(body: object, history: GeminiHistory, forwarded: ({ messages: ProxyParts['messages'] } & ForwardedTail) | undefined, cleared?: ClearedHistory): Buffer {
+  const items = cleared ? withCleared(history.items, history.adapted, cleared.messages, cleared.uses) : history.items
+  if (!forwarded) return withMessages(body, items, 'contents')
+  const given = givenBack(items, history.adapted, geminiRules, { messages: forwarded.messages, kept_from: forwarded.keptFrom, clips: forwarded.clips })
   return withMessages(body, given.items, 'contents')
 }

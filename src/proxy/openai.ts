@@ -6,7 +6,7 @@
 import type { Block, HistoryProblem } from '../compaction/index.js'
 import { InvalidRequestError } from '../contract/errors.js'
 import { type ItemsField, withMessages } from '../contract/wire.js'
-import { type Adapted, adaptHistory, givenBack, rulesOf } from '../formats/index.js'
+import { type Adapted, adaptHistory, givenBack, rulesOf, withCleared } from '../formats/index.js'
 import type { FormatRules } from '../formats/history.js'
 import type { ForwardedTail } from './compactor.js'
 import type { ProxyParts } from './request.js'
@@ -91,7 +91,16 @@ export function readOpenAiRequest(body: unknown, api: OpenAiApi, budgetMayPass: 
 }
 
 /** The body to forward: the client's own items, from the first kept one, behind its system items and the summary item. */
-export function openAiPayload(body: object, history: OpenAiHistory, forwarded: { messages: ProxyParts['messages'] } & ForwardedTail): Buffer {
-  const given = givenBack(history.items, history.adapted, history.rules, { messages: forwarded.messages, kept_from: forwarded.keptFrom, clips: forwarded.clips })
+export function openAiPayload(body: object, history: OpenAiHistory, forwarded: ({ messages: ProxyParts['messages'] } & ForwardedTail) | undefined, cleared?: ClearedHistory): Buffer {
+  // results the proxy cleared first are placeholders in the client's own items, summarized or not
+  const items = cleared ? withCleared(history.items, history.adapted, cleared.messages, cleared.uses) : history.items
+  if (!forwarded) return withMessages(body, items, history.field)
+  const given = givenBack(items, history.adapted, history.rules, { messages: forwarded.messages, kept_from: forwarded.keptFrom, clips: forwarded.clips })
   return withMessages(body, given.items, history.field)
+}
+
+/** A history whose old tool results the proxy cleared (clearing.ts): the core's messages with them cleared, and where each is. */
+export interface ClearedHistory {
+  messages: ProxyParts['messages']
+  uses: readonly { message: number; block: number }[]
 }

@@ -40,6 +40,7 @@ import {
 } from '../proxy/context-management.js'
 import { jsonBytes } from '../contract/wire.js'
 import { readMessagesRequest } from '../proxy/request.js'
+import type { ClearedHistory } from '../proxy/openai.js'
 import { type ClearedUse, redact } from '../compaction/index.js'
 import { passages } from '../memory/entries.js'
 import { RECORD_HEADER, countCompaction, modelKindOf, recordWrites, scheduleRecord } from './records.js'
@@ -78,8 +79,14 @@ export interface ProxiedApi<R> {
   credentials: (request: FastifyRequest) => Record<string, string> | undefined
   /** Reads the body, which is not far under the budget (or has none). */
   read(body: ProxiedBody, budgetMayPass: () => boolean): ProxyRead<R>
-  /** The body to forward when the history was compacted or an earlier summary stands in for its start. */
-  write(body: ProxiedBody, read: R, outcome: Exclude<ProxyOutcome, { kind: 'none' }>): Buffer
+  /**
+   * The body to forward when the history was compacted or an earlier summary stands in for its start
+   * (`outcome`), or its old tool results were cleared (`cleared`: the core's messages with them, and where
+   * each is), or both.
+   */
+  write(body: ProxiedBody, read: R, outcome: Exclude<ProxyOutcome, { kind: 'none' }> | undefined, cleared?: ClearedHistory): Buffer
+  /** Whether a result the core reads at (message, block) cannot take a placeholder in the client's body (clearing leaves it). */
+  fixed?: (read: R, message: number, block: number) => boolean
   /** Where, in the client's body, a problem the core found at one of its messages is (its path). */
   place?(read: R, path: string): string
   /**
@@ -404,7 +411,12 @@ export async function proxyRequest<R>(
   // (a body forwarded unread has the session its headers name, if any: its cost is counted there)
   const session = 'parts' in read ? (proxySession(request.headers, read.parts.userId) ?? derivedSession(read.parts)) : proxySession(request.headers, undefined)
   // clearing first (COMPACT_STRATEGY): the Messages API's history, its old tool results cleared where that is enough
-  const cleared = app.proxy.clearing && api.contextManagement && !managed?.compact && 'parts' in read ? app.proxy.clearing.apply(`${request.keyName}\u0000${session}`, read.parts, budget) : undefined
+  const readBody = 'parts' in read ? read : undefined
+  const fixed = api.fixed
+  const cleared =
+    app.proxy.clearing && !managed?.compact && !responses && readBody
+      ? app.proxy.clearing.apply(`${request.keyName}\u0000${session}`, readBody.parts, budget, fixed ? (m, b) => fixed(readBody.read, m, b) : undefined)
+      : undefined
   if (cleared?.changed && 'parts' in read) read = { parts: { ...read.parts, messages: cleared.messages }, read: read.read }
   // The client's own model writes summaries ahead where the gateway has none, once the upstream has begun to
   // answer this request (its prefix is then in the cache the summary call reads).
@@ -444,13 +456,8 @@ export async function proxyRequest<R>(
     return reply.code(200).header('content-type', paused.contentType).header('x-compaction', 'compacted').header('x-compaction-summary-id', compaction.summaryId).send(paused.body)
   }
 
-  const payload = !('read' in read)
-    ? body.bytes
-    : outcome.kind !== 'none'
-      ? api.write(body, read.read, outcome)
-      : cleared?.changed
-        ? api.write(body, read.read, { kind: 'reused', tokens: cleared.tokens, messages: cleared.messages, summaryId: '', keptFrom: 0, clips: [] })
-        : body.bytes
+  const clearedHistory = cleared?.changed ? { messages: cleared.messages, uses: cleared.uses } : undefined
+  const payload = !('read' in read) ? body.bytes : outcome.kind !== 'none' || clearedHistory ? api.write(body, read.read, outcome.kind === 'none' ? undefined : outcome, clearedHistory) : body.bytes
   forwarded.bytes = payload
   const asked = performance.now()
   // The query string goes on as it came (Claude Code's `?beta=true`).

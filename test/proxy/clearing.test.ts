@@ -98,3 +98,39 @@ describe('clearing, the proxy\'s first tier (COMPACT_STRATEGY=hybrid)', () => {
     expect(results.some((t) => t.startsWith(CLEARED_MARK))).toBe(false)
   })
 })
+
+describe("clearing in the other APIs' own formats", () => {
+  it('clears a Chat Completions conversation\'s old tool messages in place, the upstream taking every request', async () => {
+    const { FakeOpenAi } = await import('../helpers/fake-openai.js')
+    const { default: OpenAI } = await import('openai')
+    const fake = await new FakeOpenAi().start()
+    fake.fallback = { text: 'ok' }
+    opened.push(fake)
+    const app = await testApp({ OPENAI_BASE_URL: `${fake.url}/v1`, OPENAI_API_KEY: 'sk-upstream-clear-chat-000000', COMPACT_SUMMARIZER: 'extractive', COMPACT_STRATEGY: 'hybrid', COMPACT_PRECOMPUTE_AT: 'off' })
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    opened.push(app)
+    const sdk = new OpenAI({ apiKey: 'unused', baseURL: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/v1`, maxRetries: 0 })
+    const chat = (steps: number) => {
+      const messages: Record<string, unknown>[] = [{ role: 'system', content: 'You are an agent.' }, { role: 'user', content: 'Make the tests pass' }]
+      for (let i = 0; i < steps; i++) {
+        messages.push({ role: 'assistant', content: null, tool_calls: [{ id: `call_${i}`, type: 'function', function: { name: 'bash', arguments: JSON.stringify({ command: `npm test -- ${i}` }) } }] })
+        messages.push({ role: 'tool', tool_call_id: `call_${i}`, content: `run ${i}\n${'y'.repeat(6_000)}` }, { role: 'assistant', content: `Looked at run ${i}.` }, { role: 'user', content: 'Go on' })
+      }
+      return messages
+    }
+    let crossed = -1
+    for (let steps = 1; steps < 30 && crossed < 0; steps++) {
+      const { response } = await sdk.chat.completions.create({ model: 'gpt-test', messages: chat(steps) as never }, { headers: { 'x-compaction-budget': String(BUDGET), 'x-compaction-session': 'clear-chat' } }).withResponse()
+      if (response.headers.get('x-compaction') === 'compacted') crossed = steps
+    }
+    expect(crossed).toBeGreaterThan(0)
+    expect(fake.refused).toEqual([])
+    const sent = fake.requests.at(-1)!.body.messages as Record<string, unknown>[]
+    const client = chat(crossed)
+    expect(sent).toHaveLength(client.length)
+    const tools = sent.filter((m) => m.role === 'tool').map((m) => String(m.content))
+    expect(tools.slice(-3).every((t) => !t.startsWith(CLEARED_MARK))).toBe(true)
+    expect(tools.some((t) => t.startsWith(CLEARED_MARK))).toBe(true)
+    sent.forEach((m, i) => (m.role === 'tool' && String(m.content).startsWith(CLEARED_MARK) ? expect(m.tool_call_id).toBe(client[i]!.tool_call_id) : expect(m).toEqual(client[i])))
+  })
+})

@@ -2,6 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import { ConfigurationError, NotFoundError } from '../../contract/errors.js'
 import { type GeminiHistory, geminiPayload, readGeminiRequest } from '../../proxy/gemini.js'
+import { settable } from '../../formats/index.js'
 import { clientHeaders, upstreamHeaders } from '../../proxy/upstream.js'
 import { type ProxiedApi, type ProxyContext, abortOnClose, installProxyHooks, proxyErrors, proxyHeaders, proxyRequest, upstreamAnswer } from '../proxying.js'
 import { KEYED, keyedResponses } from './security.js'
@@ -108,7 +109,8 @@ export const geminiRoutes: FastifyPluginAsync<ProxyContext> = async (app, option
           const read = readGeminiRequest(body.value('contents'), budgetMayPass)
           return read.kind === 'unread' ? { unread: read.reason } : { parts: read.history, read: read.history }
         },
-        write: (body, history, outcome) => geminiPayload(body.value() as object, history, outcome),
+        write: (body, history, outcome, cleared) => geminiPayload(body.value() as object, history, outcome, cleared),
+        fixed: (history, message, block) => !settable(history.adapted, message, block),
         place: (history, path) => path.replace(/^\/messages\/(\d+).*/, (_m, i: string) => `/contents/${history.adapted.starts[Number(i)] ?? i}`)
       }
       return proxyRequest(app, options, api, outcomes, request, reply)

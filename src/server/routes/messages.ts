@@ -61,7 +61,8 @@ export const messagesRoutes: FastifyPluginAsync<ProxyContext> = async (app, opti
         ? { clientSummarizer: (settings, body, _read, headers, after) => clientSummarizer(settings, body.value() as Record<string, unknown>, headers, after), costs: true as const }
         : {}),
       contextManagement: true,
-      write: (body, _read, outcome) => withMessages(body.value() as object, outcome.messages)
+      // a compaction's messages are built on the cleared ones where both were done
+      write: (body, _read, outcome, cleared) => withMessages(body.value() as object, outcome?.messages ?? cleared?.messages ?? (body.value() as { messages: unknown[] }).messages)
     }
     // The body is read by the proxy, not by a schema: the contract describes it, the upstream checks it.
     app.post(

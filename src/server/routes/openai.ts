@@ -2,6 +2,7 @@ import type { FastifyPluginAsync } from 'fastify'
 import { Type } from 'typebox'
 import { openAiClientSummarizer } from '../../proxy/client-summaries.js'
 import { type OpenAiApi, type OpenAiHistory, openAiPayload, readOpenAiRequest } from '../../proxy/openai.js'
+import { settable } from '../../formats/index.js'
 import { type ProxiedApi, type ProxyContext, type ProxyRead, compactResponsesHere, installProxyHooks, proxyErrors, proxyHeaders, proxyRequest, upstreamAnswer } from '../proxying.js'
 import { KEYED } from './security.js'
 
@@ -96,7 +97,8 @@ export const openAiRoutes: FastifyPluginAsync<ProxyContext> = async (app, option
         const read = readOpenAiRequest(body.value(kind === 'chat' ? 'messages' : 'input'), kind, budgetMayPass)
         return read.kind === 'unread' ? { unread: read.reason } : { parts: read.history, read: read.history }
       },
-      write: (body, history, outcome) => openAiPayload(body.value() as object, history, outcome),
+      write: (body, history, outcome, cleared) => openAiPayload(body.value() as object, history, outcome, cleared),
+      fixed: (history, message, block) => !settable(history.adapted, message, block),
       // the client's own model writes summaries in its own conversation (not behind the upstream's own compaction)
       ...(route.endpoint === 'responses_compact'
         ? {}

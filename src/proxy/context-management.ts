@@ -5,7 +5,8 @@
  * what goes upstream, and `context_management.applied_edits` given in the answer (its JSON, or the stream's
  * `message_delta`). Pure but for the answer's rewriting, which is a stream transform.
  */
-import { Transform } from 'node:stream'
+import type { Transform } from 'node:stream'
+import { byEvents, wholeBody } from './events.js'
 import { type ClearedUse, type Message, clearThinking, clearToolUses, promptTokens } from '../compaction/index.js'
 import { InvalidRequestError } from '../contract/errors.js'
 import type { ProxyParts } from './request.js'
@@ -249,12 +250,6 @@ export function withoutConsumedBetas(headers: Record<string, string>): Record<st
   return left.length > 0 ? { ...rest, 'anthropic-beta': left.join(',') } : rest
 }
 
-/** The end of the last complete event in `bytes` (after its blank line), or -1. */
-function lastEventEnd(bytes: Buffer): number {
-  const lf = bytes.lastIndexOf('\n\n')
-  const crlf = bytes.lastIndexOf('\r\n\r\n')
-  return Math.max(lf < 0 ? -1 : lf + 2, crlf < 0 ? -1 : crlf + 4)
-}
 
 /** What a compaction's summary call took, as the answer's `usage.iterations` gives it (not counted in the top-level usage). */
 export interface CompactionUsage {
@@ -363,57 +358,18 @@ function rewriteEvent(event: string, field: unknown): string {
  */
 export function withAppliedEdits(stream: boolean, field: { applied_edits: AppliedEdit[] }, compaction?: { block: CompactionBlock; usage: CompactionUsage }): Transform {
   const cleared = field.applied_edits.reduce((n, e) => n + e.cleared_input_tokens, 0)
-  if (!stream) {
-    const chunks: Buffer[] = []
-    return new Transform({
-      transform(chunk: Buffer, _encoding, done) {
-        chunks.push(chunk)
-        done()
-      },
-      flush(done) {
-        const bytes = Buffer.concat(chunks)
-        try {
-          const parsed = JSON.parse(bytes.toString('utf8')) as unknown
-          if (isObject(parsed) && parsed.type === 'message') {
-            const message = compaction ? withBlock(parsed, compaction) : parsed
-            return done(null, Buffer.from(JSON.stringify({ ...message, context_management: field })))
-          }
-          // a token count: what the request would have counted before the edits (the upstream's count and the gateway's estimate of what they took out)
-          if (isObject(parsed) && parsed.type === undefined && typeof parsed.input_tokens === 'number') {
-            return done(null, Buffer.from(JSON.stringify({ ...parsed, context_management: { original_input_tokens: parsed.input_tokens + cleared } })))
-          }
-        } catch {
-          // not a message (an error the upstream sent): as it came
-        }
-        done(null, bytes)
+  if (stream) return byEvents((event) => rewriteEvent(compaction ? shiftedEvent(event, compaction) : event, field))
+  return wholeBody((bytes) => {
+    try {
+      const parsed = JSON.parse(bytes.toString('utf8')) as unknown
+      if (isObject(parsed) && parsed.type === 'message') return Buffer.from(JSON.stringify({ ...(compaction ? withBlock(parsed, compaction) : parsed), context_management: field }))
+      // a token count: what the request would have counted before the edits (the upstream's count and the gateway's estimate of what they took out)
+      if (isObject(parsed) && parsed.type === undefined && typeof parsed.input_tokens === 'number') {
+        return Buffer.from(JSON.stringify({ ...parsed, context_management: { original_input_tokens: parsed.input_tokens + cleared } }))
       }
-    })
-  }
-  let held: Buffer = Buffer.alloc(0)
-  const rewrite = (bytes: Buffer): Buffer => {
-    const text = bytes.toString('utf8')
-    if (!compaction && !text.includes('message_delta')) return bytes
-    return Buffer.from(
-      text
-        .split(/(?<=\r?\n\r?\n)/)
-        .map((e) => (compaction ? shiftedEvent(e, compaction) : e))
-        .map((e) => rewriteEvent(e, field))
-        .join('')
-    )
-  }
-  return new Transform({
-    transform(chunk: Buffer, _encoding, done) {
-      const bytes = held.length > 0 ? Buffer.concat([held, chunk]) : chunk
-      const end = lastEventEnd(bytes)
-      if (end < 0) {
-        held = bytes
-        return done()
-      }
-      held = bytes.subarray(end)
-      done(null, rewrite(bytes.subarray(0, end)))
-    },
-    flush(done) {
-      done(null, held.length > 0 ? rewrite(held) : undefined)
+    } catch {
+      // not a message (an error the upstream sent): as it came
     }
+    return undefined
   })
 }

@@ -8,7 +8,8 @@
  * allows, and the item stands for them); it never reaches an upstream.
  */
 import { createHash } from 'node:crypto'
-import { Transform } from 'node:stream'
+import type { Transform } from 'node:stream'
+import { byEvents, wholeBody } from './events.js'
 import { InvalidRequestError } from '../contract/errors.js'
 
 /** How the gateway's own `encrypted_content` begins. */
@@ -92,12 +93,6 @@ export function compactedResponse(input: readonly unknown[], item: CompactionIte
   }
 }
 
-/** The end of the last complete event in `bytes` (after its blank line), or -1. */
-function lastEventEnd(bytes: Buffer): number {
-  const lf = bytes.lastIndexOf('\n\n')
-  const crlf = bytes.lastIndexOf('\r\n\r\n')
-  return Math.max(lf < 0 ? -1 : lf + 2, crlf < 0 ? -1 : crlf + 4)
-}
 
 /**
  * A Responses answer with the compaction item first in its output: in the JSON of a response, or in a
@@ -106,25 +101,16 @@ function lastEventEnd(bytes: Buffer): number {
  */
 export function withCompactionItem(stream: boolean, item: CompactionItem): Transform {
   if (!stream) {
-    const chunks: Buffer[] = []
-    return new Transform({
-      transform(chunk: Buffer, _encoding, done) {
-        chunks.push(chunk)
-        done()
-      },
-      flush(done) {
-        const bytes = Buffer.concat(chunks)
-        try {
-          const parsed = JSON.parse(bytes.toString('utf8')) as unknown
-          if (isObject(parsed) && parsed.object === 'response' && Array.isArray(parsed.output)) return done(null, Buffer.from(JSON.stringify({ ...parsed, output: [item, ...parsed.output] })))
-        } catch {
-          // not a response (an error the upstream sent): as it came
-        }
-        done(null, bytes)
+    return wholeBody((bytes) => {
+      try {
+        const parsed = JSON.parse(bytes.toString('utf8')) as unknown
+        if (isObject(parsed) && parsed.object === 'response' && Array.isArray(parsed.output)) return Buffer.from(JSON.stringify({ ...parsed, output: [item, ...parsed.output] }))
+      } catch {
+        // not a response (an error the upstream sent): as it came
       }
+      return undefined
     })
   }
-  let held: Buffer = Buffer.alloc(0)
   let inserted = false
   const own = (sequence: unknown): string => {
     const seq = typeof sequence === 'number' ? { sequence_number: sequence } : {}
@@ -151,20 +137,5 @@ export function withCompactionItem(stream: boolean, item: CompactionItem): Trans
     if (before) inserted = true
     return next === data ? `${before}${event}` : `${before}${event.replace(match[0], `data: ${JSON.stringify(next)}`)}`
   }
-  const events = (bytes: Buffer): Buffer => Buffer.from(bytes.toString('utf8').split(/(?<=\r?\n\r?\n)/).map(rewrite).join(''))
-  return new Transform({
-    transform(chunk: Buffer, _encoding, done) {
-      const bytes = held.length > 0 ? Buffer.concat([held, chunk]) : chunk
-      const end = lastEventEnd(bytes)
-      if (end < 0) {
-        held = bytes
-        return done()
-      }
-      held = bytes.subarray(end)
-      done(null, events(bytes.subarray(0, end)))
-    },
-    flush(done) {
-      done(null, held.length > 0 ? events(held) : undefined)
-    }
-  })
+  return byEvents(rewrite)
 }

@@ -11,6 +11,7 @@ import { keyedResponses } from './routes/security.js'
 import type { ItemsField } from '../contract/wire.js'
 import type { ClientSummaries } from '../proxy/client-summaries.js'
 import { UsageTap, type UpstreamUsage } from '../proxy/usage.js'
+import { lastEventEnd } from '../proxy/events.js'
 import { CHARS_PER_TOKEN, type Message } from '../compaction/index.js'
 import type { Summarizer } from '../summarizer/summarizer.js'
 import type { ProxyOutcome, ProxyRequest } from '../proxy/compactor.js'
@@ -198,12 +199,6 @@ function keepClearedEvidence(app: FastifyInstance, request: FastifyRequest, sess
   )
 }
 
-/** The end of the last complete event in `bytes` (after its blank line), or -1. */
-function lastEventEnd(bytes: Buffer): number {
-  const lf = bytes.lastIndexOf('\n\n')
-  const crlf = bytes.lastIndexOf('\r\n\r\n')
-  return Math.max(lf < 0 ? -1 : lf + 2, crlf < 0 ? -1 : crlf + 4)
-}
 
 /**
  * An event stream relayed event by event: bytes go on at each event's blank line, so that when the

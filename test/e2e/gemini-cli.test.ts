@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { FakeGemini, type GeminiRequest } from '../helpers/fake-gemini.js'
-import { boundedRun, crossingFigures, runClient, writeReport } from '../helpers/e2e.js'
+import { OTHER_PACES, type Pace, boundedRun, crossingFigures, paceReport, runClient, writeReport } from '../helpers/e2e.js'
 import { type ServerProcess, installedClient, startServer, tempDb } from '../helpers/process.js'
 
 /**
@@ -75,6 +75,36 @@ describe.skipIf(missing !== undefined)(`Gemini CLI ${GEMINI_CLI_VERSION} through
     expect(listed.sessions.reduce((n, s) => n + s.compactions, 0)).toBe(bounded.compactions.length)
     writeReport('gemini-cli', { client: `gemini-cli ${GEMINI_CLI_VERSION}`, budget: BUDGET, requests: fake.requests.length, turns: turns.length, ...crossingFigures(bounded.proxied, bounded.compactions, TURN_MS) })
     gateway.child.kill('SIGTERM')
+    await fake.close()
+  }, 600_000)
+
+  /** Gemini writing the gateway's summaries (COMPACT_SUMMARIZER=gemini), at the paces the other clients run: 1.5 s turns with 8 s summaries, turns back to back, a model that never answers. */
+  const PACES: Pace[] = [{ name: 'gemini-summaries', turnMs: 1_500, summaryMs: 8_000 }, ...OTHER_PACES]
+  it.each(PACES)('runs to the scripted end at a pace ($name), Gemini writing the summaries: every request valid, every crossing forwarded with what was at hand', async (pace) => {
+    const fake = await new FakeGemini().start()
+    fake.key = UPSTREAM_KEY
+    fake.requireSignatures = true
+    fake.script = script
+    fake.delayMs = pace.turnMs
+    fake.summaryDelayMs = pace.summaryMs
+    fake.summaries = [{ args: { objective: 'Run the scripted steps (SCRIPT-MAIN)', next_steps: ['Run the next scripted step'] } }]
+    const gateway = await startServer({
+      GEMINI_API_KEY: UPSTREAM_KEY,
+      GOOGLE_GEMINI_BASE_URL: fake.url,
+      COMPACT_API_KEYS: `e2e=${GATEWAY_KEY}`,
+      COMPACT_DB: tempDb(),
+      COMPACT_BUDGET: String(BUDGET),
+      COMPACT_SUMMARIZER: 'gemini',
+      COMPACT_MODEL: 'gemini-summary'
+    })
+    servers.push(gateway)
+    const run = await runGeminiCli(gateway.url)
+    expect(run.code, run.out).toBe(0)
+    expect(run.out).toContain('SCRIPT-END reached.')
+    expect(fake.refused).toEqual([])
+    const summaryCalls = fake.requests.filter((r) => r.raw.includes('"record_summary"')).length
+    paceReport('gemini-cli', pace, boundedRun(gateway, BUDGET), summaryCalls)
+    gateway.child.kill('SIGKILL')
     await fake.close()
   }, 600_000)
 })

@@ -89,6 +89,8 @@ export class FakeGemini {
   script: ((body: GeminiRequest['body']) => Record<string, unknown>[]) | undefined
   /** How long an answer takes (a model's turn). */
   delayMs = 0
+  /** How long a summary call's answer takes, or 'never' (a model that never answers: the call waits until its client gives up). */
+  summaryDelayMs: number | 'never' = 0
   /**
    * The answers to summary calls (a request that offers `record_summary`), taken in turn, the last kept:
    * the call's arguments, a text instead of a call, or an HTTP status.
@@ -127,10 +129,17 @@ export class FakeGemini {
         if (m[2] === 'countTokens') return json(200, { totalTokens: promptTokenCount })
         const offers = JSON.stringify(body.tools ?? []).includes('"record_summary"')
         if (offers) {
-          const next = (this.summaries.length > 1 ? this.summaries.shift() : this.summaries[0]) as FakeGemini['summaries'][number]
-          if ('status' in next) return error(next.status, next.status === 429 ? 'RESOURCE_EXHAUSTED' : next.status >= 500 ? 'INTERNAL' : 'INVALID_ARGUMENT', `fake ${next.status}`)
-          const parts = 'args' in next ? [{ functionCall: { name: 'record_summary', args: next.args }, thoughtSignature: 'c3VtbWFyeQ==' }] : [{ text: next.text }]
-          return json(200, { candidates: [{ content: { role: 'model', parts }, finishReason: 'STOP', index: 0 }], usageMetadata: { promptTokenCount, candidatesTokenCount: 40, totalTokenCount: promptTokenCount + 40 }, modelVersion: m[1] })
+          const answerSummary = (): void => {
+            if (res.destroyed) return
+            const next = (this.summaries.length > 1 ? this.summaries.shift() : this.summaries[0]) as FakeGemini['summaries'][number]
+            if ('status' in next) return error(next.status, next.status === 429 ? 'RESOURCE_EXHAUSTED' : next.status >= 500 ? 'INTERNAL' : 'INVALID_ARGUMENT', `fake ${next.status}`)
+            const parts = 'args' in next ? [{ functionCall: { name: 'record_summary', args: next.args }, thoughtSignature: 'c3VtbWFyeQ==' }] : [{ text: next.text }]
+            json(200, { candidates: [{ content: { role: 'model', parts }, finishReason: 'STOP', index: 0 }], usageMetadata: { promptTokenCount, candidatesTokenCount: 40, totalTokenCount: promptTokenCount + 40 }, modelVersion: m[1] })
+          }
+          // a model that never answers: the request stays open until its client gives up
+          if (this.summaryDelayMs === 'never') return
+          if (this.summaryDelayMs > 0) return void setTimeout(answerSummary, this.summaryDelayMs)
+          return answerSummary()
         }
         const answer = (parts: Record<string, unknown>[], last: boolean) => ({
           candidates: [{ content: { role: 'model', parts }, ...(last ? { finishReason: 'STOP' } : {}), index: 0 }],

@@ -97,7 +97,7 @@ describe('compaction-gateway compact', () => {
     expect(stderr).toContain('--mode is auto or manual')
     expect(stderr.trim().split('\n')).toHaveLength(1)
     expect((await cli(['frobnicate'])).code).toBe(2)
-    expect((await cli(['compact', fixture, '--summarizer', 'gpt'])).stderr).toContain('--summarizer is auto, model, anthropic, openai or extractive')
+    expect((await cli(['compact', fixture, '--summarizer', 'gpt'])).stderr).toContain('--summarizer is auto, model, anthropic, openai, gemini or extractive')
   })
 
   it('names a missing file and exits 2, without the usage text', async () => {

@@ -11,7 +11,7 @@ import { keyedResponses } from './routes/security.js'
 import type { ItemsField } from '../contract/wire.js'
 import type { ClientSummaries } from '../proxy/client-summaries.js'
 import { UsageTap, type UpstreamUsage } from '../proxy/usage.js'
-import { lastEventEnd } from '../proxy/events.js'
+import { lastEventEnd, topLevelField } from '../proxy/events.js'
 import { CHARS_PER_TOKEN, type Message } from '../compaction/index.js'
 import type { Summarizer } from '../summarizer/summarizer.js'
 import type { ProxyOutcome, ProxyRequest } from '../proxy/compactor.js'
@@ -28,6 +28,7 @@ import { OWN_ITEM_KEY, compactedResponse, compactionItem, readBackItems, readRes
 import { readCompactRequest } from '../contract/validation.js'
 import { runCompaction, summarized } from '../service/compact.js'
 import {
+  type ContextManagement,
   type CompactEdit,
   type EditedMessages,
   CLEARED_RECALL_NOTE,
@@ -133,6 +134,8 @@ interface Managed {
   body: ProxiedBody
   edited: EditedMessages
   compact: CompactEdit | undefined
+  /** No edit could change the body (read from its bytes): the answer goes as the upstream gave it (`context_management` absent, nothing applied). */
+  quiet?: true
 }
 
 /** The key of the field, as its bytes: a body without it is never parsed for it. */
@@ -150,6 +153,18 @@ const recallNote = CLEARED_RECALL_NOTE
  */
 function manageContext(body: ProxiedBody): Managed | undefined {
   if (!body.bytes.includes(CONTEXT_MANAGEMENT_KEY)) return undefined
+  // Most requests ask for edits that can do nothing to them (Claude Code's keep-all thinking, a trigger far
+  // above the body): the field is taken out of the bytes, the rest goes on as it came, unparsed.
+  const field = topLevelField(body.bytes, 'context_management')
+  if (!field) return undefined
+  let asked: unknown
+  try {
+    asked = JSON.parse(field.value.toString('utf8'))
+  } catch {
+    asked = undefined
+  }
+  const quick = asked === undefined ? undefined : readContextManagement({ context_management: asked })
+  if (quick && nothingToDo(quick, body.bytes)) return { body: new ProxiedBody(field.without), edited: { messages: [], applied: [], cleared: [] }, compact: quick.compact, quiet: true }
   const value = body.value()
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined
   const management = readContextManagement(value as Record<string, unknown>)
@@ -180,6 +195,20 @@ function manageResponses(body: ProxiedBody): ManagedResponses | undefined {
   const { context_management: _performed, ...rest } = fields
   return { body: new ProxiedBody(Buffer.from(JSON.stringify({ ...rest, input: back.input }))), threshold: asked?.threshold }
 }
+
+/** Whether no edit asked for could change this body, read from its bytes alone. */
+function nothingToDo(management: ContextManagement, bytes: Buffer): boolean {
+  if (management.compact && bytes.includes(COMPACTION_TYPE)) return false
+  return management.edits.every((edit) =>
+    edit.type === 'clear_thinking_20251015'
+      ? edit.keep === 'all' || !bytes.includes(THINKING_TYPE)
+      : edit.trigger.type === 'input_tokens' && farUnderBudget(bytes, edit.trigger.value)
+  )
+}
+
+/** The bytes that say a history may hold a compaction block, or thinking. */
+const COMPACTION_TYPE = Buffer.from('"compaction"')
+const THINKING_TYPE = Buffer.from('thinking"')
 
 /** Keeps the whole output of each cleared result in the session's cold layer, once a process (a result is cleared again at every request after). */
 function keepClearedEvidence(app: FastifyInstance, request: FastifyRequest, session: string | undefined, cleared: readonly ClearedUse[]): void {
@@ -496,7 +525,8 @@ export async function proxyRequest<R>(
   if (!api.costs && res.status === 200) app.activity.request(request.keyName, session, { keptOut, metered: false })
   // the Responses API's compaction: its item first in the output, standing for the input as forwarded
   const item = responses?.threshold !== undefined && outcome.kind !== 'none' ? compactionItem((JSON.parse(payload.toString('utf8')) as { input: unknown[] }).input) : undefined
-  const rewrite = managed
+  const rewrite =
+    managed && !(managed.quiet && !compaction)
     ? (stream: boolean) => withAppliedEdits(stream, { applied_edits: managed.edited.applied }, compaction)
     : item
       ? (stream: boolean) => withCompactionItem(stream, item)

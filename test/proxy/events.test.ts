@@ -2,7 +2,7 @@ import { Readable, type Transform } from 'node:stream'
 import { text } from 'node:stream/consumers'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { byEvents, lastEventEnd, wholeBody } from '../../src/proxy/events.js'
+import { byEvents, lastEventEnd, topLevelField, wholeBody } from '../../src/proxy/events.js'
 
 const through = async (chunks: string[], transform: Transform): Promise<string> => text(Readable.from(chunks.map((c) => Buffer.from(c))).pipe(transform))
 
@@ -33,5 +33,27 @@ describe('an answer rewritten as it passes', () => {
   it('gives a body whole to its rewrite, or as it came', async () => {
     expect(await through(['{"a":', '1}'], wholeBody((b) => Buffer.from(b.toString().replace('1', '2'))))).toBe('{"a":2}')
     expect(await through(['not ', 'json'], wholeBody(() => undefined))).toBe('not json')
+  })
+})
+
+describe('a top-level field found in the bytes', () => {
+  it('is taken out wherever it stands, whatever the other values hold (its own name in strings among them)', () => {
+    const value = fc.oneof(fc.string(), fc.integer(), fc.constant(null), fc.dictionary(fc.string(), fc.string()), fc.array(fc.oneof(fc.string(), fc.constant('"context_management"'))))
+    fc.assert(
+      fc.property(fc.dictionary(fc.string().filter((k) => k !== 'context_management'), value), value, fc.nat(), fc.boolean(), (others, field, at, spaced) => {
+        const entries = Object.entries(others)
+        const place = at % (entries.length + 1)
+        const withField = Object.fromEntries([...entries.slice(0, place), ['context_management', field], ...entries.slice(place)])
+        const text = spaced ? JSON.stringify(withField, null, 2) : JSON.stringify(withField)
+        const found = topLevelField(Buffer.from(text), 'context_management')
+        expect(found).toBeDefined()
+        expect(JSON.parse(found!.value.toString())).toEqual(field)
+        expect(JSON.parse(found!.without.toString())).toEqual(others)
+        expect(topLevelField(Buffer.from(JSON.stringify(others)), 'context_management')).toBeUndefined()
+      }),
+      { numRuns: 300 }
+    )
+    // only the object's own field: one of the same name in a message is no top-level field
+    expect(topLevelField(Buffer.from('{"messages":[{"context_management":1}]}'), 'context_management')).toBeUndefined()
   })
 })

@@ -1,4 +1,5 @@
-import { emptySections, parseSummary } from '../compaction/index.js'
+import { emptySections } from '../compaction/sections.js'
+import { parseSummary } from '../compaction/summary-text.js'
 import { ownerOf, unseal } from './sealing.js'
 import { type CompactionRecord, InvalidCursorError } from './store.js'
 import { MAX_SESSION_MEMORY } from '../contract/defaults.js'

@@ -135,7 +135,7 @@ export class StoreThread<T> implements SqliteRunner<T> {
 
 /** Reads spread over a few threads, each read given to the one with the fewest waiting: a slow recall holds up one thread, not every read. */
 export class ReaderPool implements SqliteRunner<Reads> {
-  /** Started at the first read (a store only written to, as in a compaction's worker, starts none). */
+  /** Started as reads need them: the first at the first read (a store only written to, as in a compaction's worker, starts none). */
   private threads: StoreThread<Reads>[] = []
   private closed = false
 
@@ -146,9 +146,13 @@ export class ReaderPool implements SqliteRunner<Reads> {
 
   run<K extends Method<Reads>>(name: K, args: Args<Reads, K>): Promise<Result<Reads, K>> {
     if (this.closed) return Promise.reject(new Error('the SQLite reader thread has stopped'))
-    if (this.threads.length === 0) this.threads = Array.from({ length: this.size }, () => new StoreThread<Reads>('read', this.path))
-    let idlest = this.threads[0] as StoreThread<Reads>
-    for (const t of this.threads) if (t.backlog < idlest.backlog) idlest = t
+    let idlest = this.threads[0]
+    for (const t of this.threads) if (t.backlog < (idlest as StoreThread<Reads>).backlog) idlest = t
+    // one more thread only when every one started is busy: a store read now and then keeps one
+    if (!idlest || (idlest.backlog > 0 && this.threads.length < this.size)) {
+      idlest = new StoreThread<Reads>('read', this.path)
+      this.threads.push(idlest)
+    }
     return idlest.run(name, args)
   }
 

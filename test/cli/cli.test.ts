@@ -129,12 +129,10 @@ describe('compaction-gateway compact', () => {
     const silent = createServer(() => undefined).listen(0, '127.0.0.1')
     await once(silent, 'listening')
     const port = (silent.address() as AddressInfo).port
-    const started = Date.now()
     const { code, stderr } = await cli(['compact', fixture, '--url', `http://127.0.0.1:${port}`, '--timeout', '1'])
     silent.close()
     expect(code).toBe(3)
     expect(stderr).toContain('within 1 s (--timeout)')
-    expect(Date.now() - started).toBeLessThan(8_000)
   })
 })
 
@@ -172,12 +170,11 @@ describe('compaction-gateway itself', () => {
   })
 
   it('prints help for any command and does nothing else: serve --help starts no server', async () => {
-    const started = Date.now()
+    // (a server started instead would never exit: the test's timeout)
     const { code, stdout } = await cli(['serve', '--help'], { PORT: '0' })
     expect(code).toBe(0)
     expect(stdout).toContain('usage:')
     expect(stdout).not.toContain('Server listening')
-    expect(Date.now() - started).toBeLessThan(10_000)
   })
 })
 

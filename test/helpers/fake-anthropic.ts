@@ -68,8 +68,11 @@ const CACHE_LOOKBACK_BLOCKS = 20
  * of its breakpoints or up to 20 blocks before one. A prefix is its content: `cache_control` itself is no
  * part of it, so a breakpoint moved to the newest message still finds the earlier one.
  */
-/** What a fake's error answers say of their retry, unless a test names one: retry at once (`retry-after-ms`, which both SDKs read). */
-export const RETRY_AT_ONCE: Readonly<Record<string, string>> = { 'retry-after-ms': '0' }
+/**
+ * What a fake's error answers say of their retry, unless a test names one: retry at once (`retry-after-ms`,
+ * which both SDKs read first; 1 ms, since they take 0 as no advice and wait their own back-off, 0.5-8 s).
+ */
+export const RETRY_AT_ONCE: Readonly<Record<string, string>> = { 'retry-after-ms': '1' }
 
 /** RETRY_AT_ONCE where the reply's own headers say nothing of a retry (a test's own retry-after is honoured as sent). */
 export function retryHeaders(own: Record<string, string> | undefined): Record<string, string> {

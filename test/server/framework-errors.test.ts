@@ -93,11 +93,9 @@ describe('errors the framework and the socket raise, in the one error shape', ()
   })
 
   it('a body that trickles in past COMPACT_BODY_TIMEOUT_MS: 408, and the connection closed', async () => {
-    const started = Date.now()
     const res = await raw('POST /v1/compact HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{', { keepSending: 200 })
     expect(res.status).toBe(408)
     expectShape(res.body, 'timeout_error')
-    expect(Date.now() - started).toBeLessThan(5_000)
   })
 
   it('a session id that POST accepts can be read back (200 characters, percent-encoded)', async () => {

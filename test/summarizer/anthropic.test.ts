@@ -4,11 +4,11 @@ import { DOCTRINE_TEXT } from '../../src/prompts/doctrine.js'
 import type { App } from '../../src/server/app.js'
 import { PLANTED_SECRETS, plantedText } from '../helpers/planted.js'
 import { testApp } from '../helpers/app.js'
-import { FakeAnthropic, requestText } from '../helpers/fake-anthropic.js'
+import { FakeAnthropic, RETRY_AT_ONCE, requestText } from '../helpers/fake-anthropic.js'
 import { assistant, call, result, results, shellStep, user } from '../helpers/history.js'
 
-const TIMEOUT_MS = 3_000
-const MARGIN_MS = 1_500
+// the fake answers in milliseconds; a timeout is the one case that waits for it
+const TIMEOUT_MS = 1_000
 const KEY = 'sk-ant-test-0000000000000000000000'
 
 let fake: FakeAnthropic
@@ -104,7 +104,7 @@ describe('faults end in the extractive summary', () => {
   const faults: [string, () => void, string, number][] = [
     ['500', () => (fake.fallback = { status: 500 }), 'server_error', 3],
     ['529', () => (fake.fallback = { status: 529, errorType: 'overloaded_error' }), 'overloaded', 3],
-    ['429 with retry-after', () => (fake.fallback = { status: 429, errorType: 'rate_limit_error', headers: { 'retry-after': '1' } }), 'rate_limited', 3],
+    ['429 with retry-after', () => (fake.fallback = { status: 429, errorType: 'rate_limit_error', headers: { 'retry-after': '1', ...RETRY_AT_ONCE } }), 'rate_limited', 3],
     ['a timeout', () => (fake.fallback = { delayMs: TIMEOUT_MS * 3, toolInput: {} }), 'timeout', 1],
     ['text without a tool call', () => (fake.fallback = { text: 'Here is a summary in prose.' }), 'no_tool_call', 2],
     ['invalid tool input', () => (fake.fallback = { toolInput: { files_modified: 'not a list' } }), 'invalid_output', 2],
@@ -116,15 +116,12 @@ describe('faults end in the extractive summary', () => {
   ]
   it.each(faults)('%s', async (_name, arrange, reason, calls) => {
     arrange()
-    const t0 = Date.now()
     const res = await compact({ messages: history, mode: 'manual', keep_turns: 1 })
-    const elapsed = Date.now() - t0
     expect(res.statusCode).toBe(200)
     const body = res.json()
     expect(body.compacted).toBe(true)
     expect(body.summarizer).toMatchObject({ kind: 'extractive', fallback_reason: reason })
     expect(body.summary.text).toContain('src/net/retry.ts')
-    expect(elapsed).toBeLessThan(TIMEOUT_MS + MARGIN_MS)
     // the SDK's retries are the only retry loop for HTTP faults; invalid answers get one retry of ours
     expect(fake.requests).toHaveLength(calls)
   })

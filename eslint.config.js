@@ -24,7 +24,7 @@ export default tseslint.config(
   layer('compaction', '^(?!\\./)', 'the core is pure: it imports nothing but its own modules (no package, no node:, no other layer)'),
   layer('contract', '^\\.\\./(?!compaction/)', 'the API contract builds on the core alone'),
   layer('prompts', '^\\.\\./(?!compaction/)', 'the doctrine builds on the core alone'),
-  layer('memory', '^\\.\\./(?!compaction/)', 'the cold layer\'s pure part builds on the core alone'),
+  layer('memory', '^\\.\\./(?!compaction/)', "the cold layer's pure part builds on the core alone"),
   layer('secrets', '^\\.\\./(?!compaction/)', 'redaction builds on the core alone'),
   layer('formats', '^\\.\\./(?!compaction/)', 'the API formats are adapters over the core alone'),
   layer('storage', '^\\.\\./(server|service|summarizer|workers|cli|memory|secrets)/', 'storage knows nothing of the layers that use it'),
@@ -37,6 +37,8 @@ export default tseslint.config(
   // A test file imported by another registers its tests there too, or not, by the order files run in.
   {
     files: ['test/**/*.ts'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [{ regex: '\\.test\\.js$', message: 'what tests share lives in test/helpers/, never in a test file' }] }] }
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ regex: '\\.test\\.js$', message: 'what tests share lives in test/helpers/, never in a test file' }] }]
+    }
   }
 )

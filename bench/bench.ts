@@ -24,7 +24,8 @@ import { proxyBench } from './proxy.js'
 import { relayBench } from './relay.js'
 
 // The service's code as `npm start` runs it: built (npm run bench builds first).
-const { findSecrets, finishCompaction, isToolResult, planCompaction, renderedSpan, spanText, toolResultText } = await fromBuild<typeof import('../src/compaction/index.js')>('compaction/index.js')
+const { findSecrets, finishCompaction, isToolResult, planCompaction, renderedSpan, spanText, toolResultText } =
+  await fromBuild<typeof import('../src/compaction/index.js')>('compaction/index.js')
 const { compactionRedactors, secretlintRanges } = await fromBuild<typeof import('../src/secrets/index.js')>('secrets/index.js')
 const { buildApp } = await fromBuild<typeof import('../src/server/app.js')>('server/app.js')
 const { DEFAULT_WORKER_MIN_KB, loadConfig } = await fromBuild<typeof import('../src/server/config.js')>('server/config.js')
@@ -122,7 +123,11 @@ for (const t of transcripts) {
   const renderMs = timeIt(() => coreWithRender(t.messages, t.system), CORE_RUNS)
   const jsonMs = timeIt(() => jsonRoundTrip(t.raw), CORE_RUNS)
   const body = JSON.stringify({ messages: t.messages, system: t.system, mode: 'manual' })
-  const [routeMs, bareMs] = await timeInTurns(() => post(appUrl, body), () => post(bareUrl, body), HTTP_RUNS)
+  const [routeMs, bareMs] = await timeInTurns(
+    () => post(appUrl, body),
+    () => post(bareUrl, body),
+    HTTP_RUNS
+  )
   coreRatios.push(coreMs / jsonMs)
   renderRatios.push(renderMs / jsonMs)
   routeRatios.push(routeMs / bareMs)
@@ -140,7 +145,18 @@ for (const t of transcripts) {
   ])
 }
 rows.push(['MEDIAN', '', '', '', `${median(coreRatios).toFixed(2)}x`, '', `${median(renderRatios).toFixed(2)}x`, '', '', `${median(routeRatios).toFixed(2)}x`])
-rows.push(['WORST', '', '', '', `${Math.max(...coreRatios).toFixed(2)}x`, '', `${Math.max(...renderRatios).toFixed(2)}x`, '', '', `${Math.max(...routeRatios).toFixed(2)}x`])
+rows.push([
+  'WORST',
+  '',
+  '',
+  '',
+  `${Math.max(...coreRatios).toFixed(2)}x`,
+  '',
+  `${Math.max(...renderRatios).toFixed(2)}x`,
+  '',
+  '',
+  `${Math.max(...routeRatios).toFixed(2)}x`
+])
 
 await gateway.stop()
 await bare.stop()
@@ -152,7 +168,10 @@ const bySize = [...transcripts].sort((a, b) => a.raw.length - b.raw.length)
 const sizeSamples = [0, 0.25, 0.5, 0.75, 1].map((q) => bySize[Math.min(bySize.length - 1, Math.floor(q * (bySize.length - 1)))]!)
 const thresholdBodies = [...new Set(sizeSamples)].map((t) => JSON.stringify({ messages: t.messages, system: t.system, mode: 'manual' }))
 const appFor = async (env: Record<string, string>): Promise<{ url: string; close: () => Promise<unknown> }> => {
-  const a = await buildApp({ config: loadConfig({ COMPACT_DB: join(mkdtempSync(join(tmpdir(), 'compaction-bench-')), 'compaction.db'), ...env }), logger: false })
+  const a = await buildApp({
+    config: loadConfig({ COMPACT_DB: join(mkdtempSync(join(tmpdir(), 'compaction-bench-')), 'compaction.db'), ...env }),
+    logger: false
+  })
   await a.listen({ port: 0, host: '127.0.0.1' })
   return { url: `http://127.0.0.1:${(a.server.address() as AddressInfo).port}/v1/compact`, close: () => a.close() }
 }
@@ -195,7 +214,15 @@ for (const times of [1, 2, 4, 8, 16]) {
   const coreMs = timeIt(() => core(messages), Math.max(5, Math.floor(CORE_RUNS / times)))
   const jsonMs = timeIt(() => jsonRoundTrip(raw), Math.max(5, Math.floor(CORE_RUNS / times)))
   points.push([raw.length, coreMs])
-  growthRows.push([`${times}x`, messages.length, `${(raw.length / 1024 / 1024).toFixed(2)} MiB`, coreMs.toFixed(1), jsonMs.toFixed(1), `${(coreMs / jsonMs).toFixed(2)}x`, ((coreMs * 1000) / messages.length).toFixed(1)])
+  growthRows.push([
+    `${times}x`,
+    messages.length,
+    `${(raw.length / 1024 / 1024).toFixed(2)} MiB`,
+    coreMs.toFixed(1),
+    jsonMs.toFixed(1),
+    `${(coreMs / jsonMs).toFixed(2)}x`,
+    ((coreMs * 1000) / messages.length).toFixed(1)
+  ])
 }
 // Slope of log(time) against log(size): 1 is linear.
 const lx = points.map(([x]) => Math.log(x))
@@ -209,7 +236,11 @@ const slope = lx.reduce((n, x, i) => n + (x - mx) * (ly[i]! - my), 0) / lx.reduc
 // of the machine falls on both (the smaller size's first runs take 2-6x its later ones, and one size
 // measured in a slow minute once moved the ratio from 6x to 13x between two runs).
 const inTurns = (small: Message[], large: Message[], rounds: number): Promise<[number, number]> =>
-  timeInTurns(async () => core(small), async () => core(large), rounds)
+  timeInTurns(
+    async () => core(small),
+    async () => core(large),
+    rounds
+  )
 progress('scale: 50,000 parallel calls, 100,000 files')
 const [calls5k, calls50k] = await inTurns(parallelCalls(5_000), parallelCalls(50_000), 15)
 const [files10k, files100k] = await inTurns(manyFiles(10_000), manyFiles(100_000), 7)
@@ -227,7 +258,9 @@ const filesRatio = scale[3][2] / scale[2][2]
 // runs it: its own patterns text by text, secretlint's preset in one pass over a history's texts.
 const histories: string[][] = transcripts.map((t) =>
   t.messages.flatMap((m) =>
-    typeof m.content === 'string' ? [m.content] : m.content.map((b) => (b.type === 'text' && typeof b.text === 'string' ? b.text : isToolResult(b) ? toolResultText(b) : JSON.stringify(b)))
+    typeof m.content === 'string'
+      ? [m.content]
+      : m.content.map((b) => (b.type === 'text' && typeof b.text === 'string' ? b.text : isToolResult(b) ? toolResultText(b) : JSON.stringify(b)))
   )
 )
 const texts = histories.flat()
@@ -239,7 +272,12 @@ const redactRows = [
   ['own patterns', timeIt(() => texts.forEach((t) => findSecrets(t)), 5)],
   ['secretlint preset', timeIt(() => histories.forEach((h) => secretlintRanges(h.join('\n'))), 5)],
   ['service redaction (both, replaced)', timeIt(() => histories.forEach((h) => compactionRedactors().redactParts(h)), 5)]
-].map(([name, ms]) => [name as string, (ms as number).toFixed(0), (textChars / 1e6 / ((ms as number) / 1_000)).toFixed(1), `${((ms as number) / parseMs).toFixed(1)}x`])
+].map(([name, ms]) => [
+  name as string,
+  (ms as number).toFixed(0),
+  (textChars / 1e6 / ((ms as number) / 1_000)).toFixed(1),
+  `${((ms as number) / parseMs).toFixed(1)}x`
+])
 const redactRatio = Number(redactRows[2]![3]!.replace('x', ''))
 
 console.log(`corpus: ${dir} (${transcripts.length} transcripts); medians of ${CORE_RUNS} core runs and ${HTTP_RUNS} HTTP requests; node ${process.version}\n`)
@@ -253,7 +291,9 @@ console.log(`\ngrowth: ${short(largest.name)} repeated\n`)
 console.log(table(['copies', 'messages', 'body', 'core ms', 'JSON ms', 'core/JSON', 'µs per message'], growthRows))
 console.log('\nscale: the core on one step of N parallel calls, and on N files modified\n')
 console.log(table(['shape', 'N', 'core ms'], scaleRows))
-console.log(`target: 50k calls ≤ 10x the time of 5k: ${callsRatio.toFixed(1)}x, ${callsRatio <= 10 ? 'meets' : 'misses'}; 100k files take ${filesRatio.toFixed(1)}x the time of 10k (no target; 10x is linear)`)
+console.log(
+  `target: 50k calls ≤ 10x the time of 5k: ${callsRatio.toFixed(1)}x, ${callsRatio <= 10 ? 'meets' : 'misses'}; 100k files take ${filesRatio.toFixed(1)}x the time of 10k (no target; 10x is linear)`
+)
 console.log(`\nredaction of every text of the corpus (${(textChars / 1e6).toFixed(1)} MB), against JSON.parse of the same texts (${parseMs.toFixed(0)} ms)\n`)
 console.log(table(['detector', 'ms', 'MB/s', 'x JSON.parse'], redactRows))
 console.log(`redaction target: service redaction ≤ 10x JSON.parse of the same texts: ${redactRatio.toFixed(1)}x, ${redactRatio <= 10 ? 'meets' : 'misses'}`)

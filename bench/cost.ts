@@ -44,7 +44,10 @@ const SECTIONS = {
   files_modified: Array.from({ length: 12 }, (_, i) => `src/module_${i}.py — changed the handling of case ${i} and its tests`),
   files_inspected: Array.from({ length: 20 }, (_, i) => `src/reader_${i}.py`),
   key_decisions: Array.from({ length: 10 }, (_, i) => `Decision ${i}: keep the public interface stable and fix the cause at its source, not its symptom`),
-  failing_tests_and_errors: Array.from({ length: 8 }, (_, i) => `tests/test_case_${i}.py::test_${i} failed with AssertionError before the fix; passes after it`),
+  failing_tests_and_errors: Array.from(
+    { length: 8 },
+    (_, i) => `tests/test_case_${i}.py::test_${i} failed with AssertionError before the fix; passes after it`
+  ),
   next_steps: Array.from({ length: 6 }, (_, i) => `Step ${i}: run the suite again and check the remaining failures`)
 }
 
@@ -128,7 +131,11 @@ async function factsKept(app: Awaited<ReturnType<typeof buildApp>> | undefined, 
       continue
     }
     if (!app) continue
-    const res = await app.inject({ method: 'POST', url: `/v1/sessions/${encodeURIComponent(session)}/recall`, payload: { query: fact.slice(0, 200), limit: 5 } })
+    const res = await app.inject({
+      method: 'POST',
+      url: `/v1/sessions/${encodeURIComponent(session)}/recall`,
+      payload: { query: fact.slice(0, 200), limit: 5 }
+    })
     if (res.statusCode === 200 && res.json<{ results: { text: string }[] }>().results.some((h) => h.text.includes(fact))) kept.recalled++
   }
   return kept
@@ -166,7 +173,13 @@ async function replay(t: Transcript, mode: Mode, budget: number): Promise<Bill> 
       const res = await fetch(url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-api-key': 'sk-ant-cost-client-key-00000000000', 'anthropic-version': '2023-06-01' },
-        body: JSON.stringify({ model: 'claude-cost', max_tokens: 1_024, ...(turn.system ? { system: turn.system } : {}), messages: turn.messages, metadata: { user_id: `cost-${t.name}` } })
+        body: JSON.stringify({
+          model: 'claude-cost',
+          max_tokens: 1_024,
+          ...(turn.system ? { system: turn.system } : {}),
+          messages: turn.messages,
+          metadata: { user_id: `cost-${t.name}` }
+        })
       })
       await res.arrayBuffer()
       if (res.headers.get('x-compaction') === 'compacted' && res.headers.get('x-compaction-summary-id') !== lastSummary) compactions++
@@ -192,7 +205,9 @@ for (const [i, t] of transcripts.entries()) {
   base.set(t.name, await replay(t, 'uncompacted', BUDGETS[0]!))
 }
 
-console.log(`cost: ${transcripts.length} transcripts replayed turn by turn; billed input (uncached 1x, cache writes ${CACHE_WRITE}x, reads ${CACHE_READ}x) as a share of the same sessions sent straight upstream; output at ${OUTPUT_PRICE}x`)
+console.log(
+  `cost: ${transcripts.length} transcripts replayed turn by turn; billed input (uncached 1x, cache writes ${CACHE_WRITE}x, reads ${CACHE_READ}x) as a share of the same sessions sent straight upstream; output at ${OUTPUT_PRICE}x`
+)
 const refusedBase = [...base.values()].reduce((n, b) => n + b.refused, 0)
 if (refusedBase > 0) console.log(`(the upstream refused ${refusedBase} of the uncompacted requests as the API would)`)
 for (const budget of BUDGETS) {
@@ -201,17 +216,21 @@ for (const budget of BUDGETS) {
     const bills = new Map<string, Bill>()
     for (const [i, t] of transcripts.entries()) {
       progress(`${mode} at ${budget}: ${i + 1}/${transcripts.length} ${t.name}`)
-          bills.set(t.name, await replay(t, mode, budget))
+      bills.set(t.name, await replay(t, mode, budget))
     }
     results.set(mode, bills)
   }
   console.log(`\nbudget ${budget.toLocaleString('en')} tokens`)
   const rows = transcripts.map((t) => {
     const b = base.get(t.name)!
-    return [short(t.name, 40), b.largestPrompt.toLocaleString('en'), ...SUMMARIZERS.flatMap((m) => {
-      const r = results.get(m)!.get(t.name)!
-      return [pct(r.input / b.input), `${r.compactions}/${r.summaryCalls}`]
-    })]
+    return [
+      short(t.name, 40),
+      b.largestPrompt.toLocaleString('en'),
+      ...SUMMARIZERS.flatMap((m) => {
+        const r = results.get(m)!.get(t.name)!
+        return [pct(r.input / b.input), `${r.compactions}/${r.summaryCalls}`]
+      })
+    ]
   })
   console.log(table(['session', 'largest prompt', ...SUMMARIZERS.flatMap((m) => [m, 'crossings/calls'])], rows))
   const total = (bills: Map<string, Bill>, key: 'input' | 'output'): number => [...bills.values()].reduce((n, b) => n + b[key], 0)
@@ -227,14 +246,23 @@ for (const budget of BUDGETS) {
     const largest = Math.max(...[...bills.values()].map((b) => b.largestPrompt))
     const refused = [...bills.values()].reduce((n, b) => n + b.refused, 0)
     const crossed = [...bills.values()].reduce((n, b) => n + b.crossings, 0)
-    const f = [...bills.values()].reduce((a, b) => ({ total: a.total + b.facts.total, inPrompt: a.inPrompt + b.facts.inPrompt, recalled: a.recalled + b.facts.recalled }), { total: 0, inPrompt: 0, recalled: 0 })
+    const f = [...bills.values()].reduce(
+      (a, b) => ({ total: a.total + b.facts.total, inPrompt: a.inPrompt + b.facts.inPrompt, recalled: a.recalled + b.facts.recalled }),
+      { total: 0, inPrompt: 0, recalled: 0 }
+    )
     const tokensAfter = [...bills.values()].reduce((n, b) => n + b.lastPrompt, 0)
-    console.log(`${mode}: billed input ${pct(share)} of uncompacted (${pct(withOutput)} with output); ${crossings} compactions, ${calls} summary calls, ${crossed} crossings (${(crossed / transcripts.length).toFixed(2)} a session); largest prompt ${largest.toLocaleString('en')} tokens; last prompts ${tokensAfter.toLocaleString('en')} tokens in all (${pct(tokensAfter / [...base.values()].reduce((n, b) => n + b.lastPrompt, 0))} of uncompacted); facts at the last turn: ${pct(f.inPrompt / Math.max(1, f.total))} in the prompt, ${pct((f.inPrompt + f.recalled) / Math.max(1, f.total))} in the prompt or recalled (${f.total} facts)${refused ? `; ${refused} requests refused` : ''}`)
-    console.log(`target: no session above 100%: ${over.length === 0 ? 'none' : over.map((t) => `${short(t.name, 30)} ${pct(bills.get(t.name)!.input / base.get(t.name)!.input)}`).join(', ')}, ${verdict(over.length === 0)}`)
+    console.log(
+      `${mode}: billed input ${pct(share)} of uncompacted (${pct(withOutput)} with output); ${crossings} compactions, ${calls} summary calls, ${crossed} crossings (${(crossed / transcripts.length).toFixed(2)} a session); largest prompt ${largest.toLocaleString('en')} tokens; last prompts ${tokensAfter.toLocaleString('en')} tokens in all (${pct(tokensAfter / [...base.values()].reduce((n, b) => n + b.lastPrompt, 0))} of uncompacted); facts at the last turn: ${pct(f.inPrompt / Math.max(1, f.total))} in the prompt, ${pct((f.inPrompt + f.recalled) / Math.max(1, f.total))} in the prompt or recalled (${f.total} facts)${refused ? `; ${refused} requests refused` : ''}`
+    )
+    console.log(
+      `target: no session above 100%: ${over.length === 0 ? 'none' : over.map((t) => `${short(t.name, 30)} ${pct(bills.get(t.name)!.input / base.get(t.name)!.input)}`).join(', ')}, ${verdict(over.length === 0)}`
+    )
     if (mode !== 'extractive') {
       const bound = budget === 45_000 ? 0.6 : 0.8
       console.log(`target: total ≤ ${pct(bound)} at ${budget.toLocaleString('en')}: ${pct(share)}, ${verdict(share <= bound)}`)
-      console.log(`target: ≤ 1.2 summary calls per compaction: ${crossings ? (calls / crossings).toFixed(2) : '0'} (${calls}/${crossings}), ${verdict(crossings === 0 ? calls === 0 : calls / crossings <= 1.2)}`)
+      console.log(
+        `target: ≤ 1.2 summary calls per compaction: ${crossings ? (calls / crossings).toFixed(2) : '0'} (${calls}/${crossings}), ${verdict(crossings === 0 ? calls === 0 : calls / crossings <= 1.2)}`
+      )
     }
   }
 }

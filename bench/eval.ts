@@ -66,7 +66,8 @@ const BUDGET = 45_000
 const KEEP_TOKENS = Math.floor(BUDGET / 3)
 
 /** Lines that say what failed; counted independently of the renderer's own signal rule. */
-const FAILURE_LINE = /Traceback \(most recent call last\)|\b\w*(?:Error|Exception)\b:|\bFAILED\b|\bFAIL\b|^E {2,}\S|assert(?:ion)?\b.*(?:failed|!=|==)|exit (?:code|status) [1-9]/i
+const FAILURE_LINE =
+  /Traceback \(most recent call last\)|\b\w*(?:Error|Exception)\b:|\bFAILED\b|\bFAIL\b|^E {2,}\S|assert(?:ion)?\b.*(?:failed|!=|==)|exit (?:code|status) [1-9]/i
 
 function failureLines(span: Message[]): Set<string> {
   const lines = new Set<string>()
@@ -90,7 +91,16 @@ function survivors(lines: Set<string>, rendered: string): number {
 }
 
 function compact(messages: Message[], system?: string) {
-  const plan = planCompaction({ messages, system, mode: 'manual', budgetTokens: BUDGET, sizingBudgetTokens: BUDGET, keepTokens: KEEP_TOKENS, keepTurns: 8, dryRun: false })
+  const plan = planCompaction({
+    messages,
+    system,
+    mode: 'manual',
+    budgetTokens: BUDGET,
+    sizingBudgetTokens: BUDGET,
+    keepTokens: KEEP_TOKENS,
+    keepTurns: 8,
+    dryRun: false
+  })
   return { plan, out: plan.summarize ? finishCompaction(plan, { id: 'cmp_eval' }) : undefined }
 }
 
@@ -128,7 +138,22 @@ const dir = corpusDir(process.argv[2])
 const transcripts = loadCorpus(dir)
 const rows: (string | number)[][] = []
 const renderRows: (string | number)[][] = []
-const totals = { messages: 0, raw: 0, kept: 0, summary: 0, after: 0, held: 0, round2: 0, gtFound: 0, gtTotal: 0, signalTokens: 0, plainTokens: 0, failures: 0, signalKept: 0, plainKept: 0 }
+const totals = {
+  messages: 0,
+  raw: 0,
+  kept: 0,
+  summary: 0,
+  after: 0,
+  held: 0,
+  round2: 0,
+  gtFound: 0,
+  gtTotal: 0,
+  signalTokens: 0,
+  plainTokens: 0,
+  failures: 0,
+  signalKept: 0,
+  plainKept: 0
+}
 
 for (const t of transcripts) {
   const { plan, out } = compact(t.messages, t.system)
@@ -149,7 +174,17 @@ for (const t of transcripts) {
     totals.gtTotal += gt.length
     recall = `${found}/${gt.length}`
   }
-  rows.push([short(t.name), t.messages.length, out.stats.raw_history_tokens, out.stats.kept_tokens, out.stats.summary_tokens, out.stats.context_after_compaction, broken.length ? broken.join(', ') : 'yes', r2, recall])
+  rows.push([
+    short(t.name),
+    t.messages.length,
+    out.stats.raw_history_tokens,
+    out.stats.kept_tokens,
+    out.stats.summary_tokens,
+    out.stats.context_after_compaction,
+    broken.length ? broken.join(', ') : 'yes',
+    r2,
+    recall
+  ])
   totals.messages += t.messages.length
   totals.raw += out.stats.raw_history_tokens
   totals.kept += out.stats.kept_tokens
@@ -183,7 +218,14 @@ rows.push([
   `${totals.round2}/${n}`,
   totals.gtTotal ? `${totals.gtFound}/${totals.gtTotal} (${((100 * totals.gtFound) / totals.gtTotal).toFixed(0)}%)` : '-'
 ])
-renderRows.push([`TOTAL (${n})`, totals.signalTokens, totals.plainTokens, totals.failures, `${totals.signalKept} (${((100 * totals.signalKept) / Math.max(1, totals.failures)).toFixed(0)}%)`, `${totals.plainKept} (${((100 * totals.plainKept) / Math.max(1, totals.failures)).toFixed(0)}%)`])
+renderRows.push([
+  `TOTAL (${n})`,
+  totals.signalTokens,
+  totals.plainTokens,
+  totals.failures,
+  `${totals.signalKept} (${((100 * totals.signalKept) / Math.max(1, totals.failures)).toFixed(0)}%)`,
+  `${totals.plainKept} (${((100 * totals.plainKept) / Math.max(1, totals.failures)).toFixed(0)}%)`
+])
 
 let secretChars = 0
 let secretRedacted = 0
@@ -194,12 +236,21 @@ for (const t of transcripts) {
   secretChars += r.chars
   secretRedacted += r.redacted
   for (const [k, v] of r.kinds) secretKinds.set(k, (secretKinds.get(k) ?? 0) + v)
-  if (r.redacted > 0) secretRows.push([short(t.name), r.chars, r.redacted, `${((100 * r.redacted) / r.chars).toFixed(4)}%`, [...r.kinds].map(([k, v]) => `${k} ${v}`).join(', ')])
+  if (r.redacted > 0)
+    secretRows.push([short(t.name), r.chars, r.redacted, `${((100 * r.redacted) / r.chars).toFixed(4)}%`, [...r.kinds].map(([k, v]) => `${k} ${v}`).join(', ')])
 }
-secretRows.push([`TOTAL (${transcripts.length})`, secretChars, secretRedacted, `${((100 * secretRedacted) / Math.max(1, secretChars)).toFixed(4)}%`, [...secretKinds].map(([k, v]) => `${k} ${v}`).join(', ') || '-'])
+secretRows.push([
+  `TOTAL (${transcripts.length})`,
+  secretChars,
+  secretRedacted,
+  `${((100 * secretRedacted) / Math.max(1, secretChars)).toFixed(4)}%`,
+  [...secretKinds].map(([k, v]) => `${k} ${v}`).join(', ') || '-'
+])
 
 console.log(`corpus: ${dir} (${n} transcripts); mode manual, budget ${BUDGET}, keep_tokens ${KEEP_TOKENS}, keep_turns 8, extractive summarizer\n`)
-console.log(table(['transcript', 'messages', 'raw tokens', 'kept tokens', 'summary tokens', 'context after', 'invariants', 'round two', 'diff-file recall'], rows))
+console.log(
+  table(['transcript', 'messages', 'raw tokens', 'kept tokens', 'summary tokens', 'context after', 'invariants', 'round two', 'diff-file recall'], rows)
+)
 console.log('\nspan rendering: signal-keeping clip vs a plain 2,000-character clip of each tool output\n')
 console.log(table(['transcript', 'tokens (signal clip)', 'tokens (plain clip)', 'failure lines', 'kept (signal clip)', 'kept (plain clip)'], renderRows))
 const qualities: [string, Quality][] = []
@@ -254,8 +305,26 @@ qualityRows.push([
   q.emptyFiles,
   q.filesTwice
 ])
-console.log('\nextractive summary quality (the eval\'s own rules); objective over three rounds in parentheses for runs of several tasks\n')
-console.log(table(['transcript', 'objective real', 'tracebacks with exception', 'duplicate errors', 'empty searches as errors', 'failing tests named', 'objective steady', 'work stood entries', 'requests share', 'declined calls as failures', 'empty file entries', 'paths twice'], qualityRows))
+console.log("\nextractive summary quality (the eval's own rules); objective over three rounds in parentheses for runs of several tasks\n")
+console.log(
+  table(
+    [
+      'transcript',
+      'objective real',
+      'tracebacks with exception',
+      'duplicate errors',
+      'empty searches as errors',
+      'failing tests named',
+      'objective steady',
+      'work stood entries',
+      'requests share',
+      'declined calls as failures',
+      'empty file entries',
+      'paths twice'
+    ],
+    qualityRows
+  )
+)
 const verdict = (ok: boolean): string => (ok ? 'meets' : 'misses')
 console.log(
   [
@@ -279,14 +348,26 @@ let factsTotal = 0
 let factsFound = 0
 for (const t of transcripts) {
   const redactors = compactionRedactors()
-  const plan = planCompaction({ messages: t.messages, mode: 'manual', budgetTokens: BUDGET, sizingBudgetTokens: BUDGET, keepTokens: KEEP_TOKENS, keepTurns: 8, dryRun: false }, redactors)
+  const plan = planCompaction(
+    { messages: t.messages, mode: 'manual', budgetTokens: BUDGET, sizingBudgetTokens: BUDGET, keepTokens: KEEP_TOKENS, keepTurns: 8, dryRun: false },
+    redactors
+  )
   if (!plan.summarize) continue
   const out = finishCompaction(plan, { id: 'cmp_recall', recallTool: true }, redactors)
   const store = new SqliteStore(':memory:')
-  await store.saveMemory({ compaction_id: 'cmp_recall', session_id: 's', key_name: '', created_at: new Date().toISOString() }, spanMemory(plan, t.messages, out.clips, redactors))
+  await store.saveMemory(
+    { compaction_id: 'cmp_recall', session_id: 's', key_name: '', created_at: new Date().toISOString() },
+    spanMemory(plan, t.messages, out.clips, redactors)
+  )
   const facts = recallFacts(plan.span)
   const found: typeof facts = []
-  for (const f of facts) if ((await store.recall('s', '', { text: f.query, limit: 5 })).some((r) => (f.inText ? r.text.includes(f.text) : r.messages[0] <= f.message && f.message <= r.messages[1]))) found.push(f)
+  for (const f of facts)
+    if (
+      (await store.recall('s', '', { text: f.query, limit: 5 })).some((r) =>
+        f.inText ? r.text.includes(f.text) : r.messages[0] <= f.message && f.message <= r.messages[1]
+      )
+    )
+      found.push(f)
   await store.close()
   factsTotal += facts.length
   factsFound += found.length
@@ -294,7 +375,9 @@ for (const t of transcripts) {
   recallRows.push([short(t.name), facts.length, found.length, missed.join('; ') || '-'])
 }
 recallRows.push([`TOTAL (${recallRows.length})`, factsTotal, factsFound, `recall@5 ${pct(factsFound, factsTotal)}`])
-console.log('\ncold layer: facts of the removed span (a late sentence of an early request, an exception line, a signal line a command that succeeded printed, a later line of a multi-line command, a command) searched by a few of their rarest words\n')
+console.log(
+  '\ncold layer: facts of the removed span (a late sentence of an early request, an exception line, a signal line a command that succeeded printed, a later line of a multi-line command, a command) searched by a few of their rarest words\n'
+)
 console.log(table(['transcript', 'facts', 'found in top 5', 'missed'], recallRows))
 console.log(`target: recall@5 ≥ 95%: ${pct(factsFound, factsTotal)}, ${verdict(factsTotal === 0 || factsFound / factsTotal >= 0.95)}`)
 

@@ -85,7 +85,20 @@ async function loadRun(store: string, env: Record<string, string>): Promise<Figu
   latencies.sort((a, b) => a - b)
   const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]!.toFixed(1)
   const growth = settled / before
-  return { store, rps: REQUESTS / seconds, p50: pct(0.5), p99: pct(0.99), max: pct(1), errors, statuses: JSON.stringify(Object.fromEntries(statuses)), before, after, settled, growth, code }
+  return {
+    store,
+    rps: REQUESTS / seconds,
+    p50: pct(0.5),
+    p99: pct(0.99),
+    max: pct(1),
+    errors,
+    statuses: JSON.stringify(Object.fromEntries(statuses)),
+    before,
+    after,
+    settled,
+    growth,
+    code
+  }
 }
 
 async function postgresSchema(): Promise<{ url: string; drop: () => Promise<void> } | string> {
@@ -118,7 +131,9 @@ else {
   }
 }
 
-console.log(`load: ${REQUESTS} compactions at concurrency ${CONCURRENCY} over loopback, extractive summarizer, ${bodies.length} corpus bodies, records and cold layer kept`)
+console.log(
+  `load: ${REQUESTS} compactions at concurrency ${CONCURRENCY} over loopback, extractive summarizer, ${bodies.length} corpus bodies, records and cold layer kept`
+)
 const rows = [
   ['store', ...runs.map((r) => r.store)],
   ['req/s', ...runs.map((r) => r.rps.toFixed(0))],

@@ -61,7 +61,9 @@ function floodFromChild(url: string, file: string, n: number): Promise<Record<st
     "Promise.all(Array.from({length:+process.argv[3]},()=>fetch(process.argv[2],{method:'POST',headers:{'content-type':'application/json'},body:b})" +
     '.then(async(r)=>{await r.arrayBuffer();k(r.status)}).catch((e)=>k(String(e.cause?.code??e))))).then(()=>process.stdout.write(JSON.stringify(s)))'
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, ['-e', script, file, url, String(n)], { maxBuffer: 1024 * 1024 }, (err, stdout) => (err ? reject(err) : resolve(JSON.parse(stdout) as Record<string, number>)))
+    execFile(process.execPath, ['-e', script, file, url, String(n)], { maxBuffer: 1024 * 1024 }, (err, stdout) =>
+      err ? reject(err) : resolve(JSON.parse(stdout) as Record<string, number>)
+    )
   })
 }
 
@@ -162,20 +164,37 @@ for (let round = 0; round < 2; round++) {
 const statuses = burst.reduce<Record<string, number>>((m, r) => ({ ...m, [r.status]: (m[r.status] ?? 0) + 1 }), {})
 const answeredWell = burst.every((r) => r.status === 200 || (r.status === 503 && r.retryAfter !== null))
 
-console.log(`pressure: ${(big.length / 1024 / 1024).toFixed(1)} MB history; throughput on ${medium.name} (${(medium.raw.length / 1024).toFixed(0)} KiB), ${THROUGHPUT_ROUNDS} rounds of ${THROUGHPUT_REQUESTS} requests each server at concurrency 32\n`)
-console.log(table(['while a 30 MB history compacts', 'worst /healthz ms', 'compaction ms'], stalls.map(([w, s, t]) => [w, s.toFixed(0), t.toFixed(0)])))
+console.log(
+  `pressure: ${(big.length / 1024 / 1024).toFixed(1)} MB history; throughput on ${medium.name} (${(medium.raw.length / 1024).toFixed(0)} KiB), ${THROUGHPUT_ROUNDS} rounds of ${THROUGHPUT_REQUESTS} requests each server at concurrency 32\n`
+)
+console.log(
+  table(
+    ['while a 30 MB history compacts', 'worst /healthz ms', 'compaction ms'],
+    stalls.map(([w, s, t]) => [w, s.toFixed(0), t.toFixed(0)])
+  )
+)
 const firstStall = stalls[2]![1]
 const nextStall = stalls[3]![1]
-console.log(`target: /healthz worst stall ≤ 60 ms with workers: ${nextStall.toFixed(0)} ms, ${verdict(nextStall <= 60)} (the first 30 MB compaction of the process: ${firstStall.toFixed(0)} ms, ${verdict(firstStall <= 60)})`)
+console.log(
+  `target: /healthz worst stall ≤ 60 ms with workers: ${nextStall.toFixed(0)} ms, ${verdict(nextStall <= 60)} (the first 30 MB compaction of the process: ${firstStall.toFixed(0)} ms, ${verdict(firstStall <= 60)})`
+)
 console.log(
   `\nthroughput: gateway ${gateway.toFixed(0)} req/s; bare single-threaded floor ${floor.toFixed(0)} req/s in the load generator's process (${(gateway / floor).toFixed(2)}x), ${floorApart.toFixed(0)} req/s in a process of its own (${(gateway / floorApart).toFixed(2)}x)`
 )
 const against = Math.max(floor, floorApart) // the higher floor: the verdict is never flattered by where the floor ran
 console.log(`target: ≥ 0.9x the floor (the higher of the two): ${(gateway / against).toFixed(2)}x, ${verdict(gateway / against >= 0.9)}`)
-console.log(`\nburst of 16 × 30 MB: statuses ${JSON.stringify(statuses)}; every one 200 or 503 with Retry-After: ${answeredWell ? 'yes' : 'NO'}; /healthz after: ${alive ? '200' : 'down'}`)
-console.log(`  server rss ${before.rss.toFixed(0)} MiB before, ${after.rss.toFixed(0)} MiB after; peak rss of the process ${after.peak.toFixed(0)} MiB; exit code after SIGTERM ${code}`)
+console.log(
+  `\nburst of 16 × 30 MB: statuses ${JSON.stringify(statuses)}; every one 200 or 503 with Retry-After: ${answeredWell ? 'yes' : 'NO'}; /healthz after: ${alive ? '200' : 'down'}`
+)
+console.log(
+  `  server rss ${before.rss.toFixed(0)} MiB before, ${after.rss.toFixed(0)} MiB after; peak rss of the process ${after.peak.toFixed(0)} MiB; exit code after SIGTERM ${code}`
+)
 const floodWorst = Math.max(...floods.map((f) => f.worst))
 const floodRead = floods.every((f) => Object.keys(f.statuses).every((k) => k === '200' || k === '503'))
-console.log(`\nflood of 100 × 30 MB from another process: statuses ${floods.map((f) => JSON.stringify(f.statuses)).join(', ')}; every answer read: ${floodRead ? 'yes' : 'NO'}`)
-console.log(`target: /healthz and /readyz worst wait ≤ 100 ms meanwhile: ${floods.map((f) => f.worst.toFixed(0)).join(' and ')} ms, ${verdict(floodWorst <= 100)}`)
+console.log(
+  `\nflood of 100 × 30 MB from another process: statuses ${floods.map((f) => JSON.stringify(f.statuses)).join(', ')}; every answer read: ${floodRead ? 'yes' : 'NO'}`
+)
+console.log(
+  `target: /healthz and /readyz worst wait ≤ 100 ms meanwhile: ${floods.map((f) => f.worst.toFixed(0)).join(' and ')} ms, ${verdict(floodWorst <= 100)}`
+)
 if (!answeredWell || !alive || code !== 0 || !floodRead) process.exitCode = 1

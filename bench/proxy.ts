@@ -35,8 +35,14 @@ const PACES: Pace[] = [
 function history(steps: number, tag: string): Message[] {
   const messages: Message[] = [{ role: 'user', content: `Port the storage layer in src/storage to the new driver (${tag})` }]
   for (let i = 0; i < steps; i++) {
-    messages.push({ role: 'assistant', content: [{ type: 'tool_use', id: `toolu_b_${i}`, name: 'bash', input: { command: `sed -n 1,120p src/storage/part_${i}.ts` } }] })
-    messages.push({ role: 'user', content: [{ type: 'tool_result', tool_use_id: `toolu_b_${i}`, content: `export const part${i} = ${JSON.stringify('z'.repeat(5_000))}` }] })
+    messages.push({
+      role: 'assistant',
+      content: [{ type: 'tool_use', id: `toolu_b_${i}`, name: 'bash', input: { command: `sed -n 1,120p src/storage/part_${i}.ts` } }]
+    })
+    messages.push({
+      role: 'user',
+      content: [{ type: 'tool_result', tool_use_id: `toolu_b_${i}`, content: `export const part${i} = ${JSON.stringify('z'.repeat(5_000))}` }]
+    })
     messages.push({ role: 'assistant', content: [{ type: 'text', text: `Part ${i} read.` }] })
     messages.push({ role: 'user', content: `Go on with part ${i + 1}` })
   }

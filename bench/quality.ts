@@ -28,18 +28,29 @@ export interface Quality {
 }
 
 /** A result that says the user declined the call, in the wordings the eval knows of (its own list, not the service's). */
-const DECLINED = /user (?:declined|rejected|denied)|rejected by the user|doesn't want to (?:proceed|take this action)|tell Claude what to do differently|the user chose not to|permission (?:was )?denied by (?:the )?user/i
+const DECLINED =
+  /user (?:declined|rejected|denied)|rejected by the user|doesn't want to (?:proceed|take this action)|tell Claude what to do differently|the user chose not to|permission (?:was )?denied by (?:the )?user/i
 
 /** The path of a files entry (before its " — " note). */
 const pathOf = (entry: string): string => (entry.split(' — ')[0] ?? '').trim()
 
 function compactOnce(messages: Message[], keepTurns = 8) {
-  const plan = planCompaction({ messages, mode: 'manual', budgetTokens: BUDGET, sizingBudgetTokens: BUDGET, keepTokens: Math.floor(BUDGET / 3), keepTurns, dryRun: false })
+  const plan = planCompaction({
+    messages,
+    mode: 'manual',
+    budgetTokens: BUDGET,
+    sizingBudgetTokens: BUDGET,
+    keepTokens: Math.floor(BUDGET / 3),
+    keepTurns,
+    dryRun: false
+  })
   return plan.summarize ? finishCompaction(plan, { id: 'cmp_quality' }) : undefined
 }
 
 function words(text: string): Set<string> {
-  return new Set((text.toLowerCase().match(/[a-z0-9_]{4,}/g) ?? []).filter((w) => !['this', 'that', 'with', 'from', 'have', 'what', 'when', 'your', 'please'].includes(w)))
+  return new Set(
+    (text.toLowerCase().match(/[a-z0-9_]{4,}/g) ?? []).filter((w) => !['this', 'that', 'with', 'from', 'have', 'what', 'when', 'your', 'please'].includes(w))
+  )
 }
 
 function userTexts(messages: Message[]): string[] {
@@ -181,7 +192,8 @@ export function quality(messages: Message[]): Quality | undefined {
   const named = [...failing].filter((id) => text.includes(id)).length
 
   const all = userTexts(messages)
-  const singleTask = all.length > 0 && all[0]!.length >= 400 && all.slice(1).every((r) => r.length < 400 || all.filter((x) => numbersOut(x) === numbersOut(r)).length > 1)
+  const singleTask =
+    all.length > 0 && all[0]!.length >= 400 && all.slice(1).every((r) => r.length < 400 || all.filter((x) => numbersOut(x) === numbersOut(r)).length > 1)
   const rounds = threeRounds(messages)
   const objectives = rounds.map((r) => r.objective)
   const last = rounds[rounds.length - 1]
@@ -192,7 +204,9 @@ export function quality(messages: Message[]): Quality | undefined {
   const distinct = [...new Set(paths.filter((p) => p !== ''))]
   // the same file twice: `./x` beside `x`, or an absolute path beside the relative path of two or more
   // segments it ends with (a one-segment name may be another file of that name elsewhere)
-  const filesTwice = distinct.filter((a) => distinct.some((b) => a !== b && (a === `./${b}` || (a.startsWith('/') && b.includes('/') && !b.startsWith('/') && a.endsWith(`/${b}`))))).length
+  const filesTwice = distinct.filter((a) =>
+    distinct.some((b) => a !== b && (a === `./${b}` || (a.startsWith('/') && b.includes('/') && !b.startsWith('/') && a.endsWith(`/${b}`))))
+  ).length
 
   return {
     declined,

@@ -24,7 +24,9 @@ function words(text: string): string[] {
 
 /** The `n` words of a text that are rarest in the span: what a person who remembers the fact would type. */
 function query(text: string, counts: Map<string, number>, n = 4): string {
-  const unique = [...new Set(words(text))].filter((w) => !['that', 'this', 'with', 'from', 'have', 'will', 'would', 'should', 'there', 'when', 'what'].includes(w))
+  const unique = [...new Set(words(text))].filter(
+    (w) => !['that', 'this', 'with', 'from', 'have', 'will', 'would', 'should', 'there', 'when', 'what'].includes(w)
+  )
   return unique
     .sort((a, b) => (counts.get(a) ?? 0) - (counts.get(b) ?? 0) || b.length - a.length)
     .slice(0, n)
@@ -84,7 +86,10 @@ export function recallFacts(span: readonly Message[]): Fact[] {
       const out = toolResultText(b)
       const status = /<returncode>\s*(-?\d+)|exit code (-?\d+)/.exec(out)
       if (status && Number(status[1] ?? status[2]) !== 0) continue
-      const line = out.split('\n').reverse().find((l) => l.length <= 300 && SIGNAL.test(l))
+      const line = out
+        .split('\n')
+        .reverse()
+        .find((l) => l.length <= 300 && SIGNAL.test(l))
       if (!line) continue
       const f: Fact = { kind: 'signal line of a command that succeeded', text: line.trim(), query: query(line, counts), message: i }
       const at = facts.findIndex((x) => x.kind === f.kind)

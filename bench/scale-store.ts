@@ -44,7 +44,10 @@ const IN_FLIGHT = 8
 const POOL = loadCorpus(corpusDir(process.argv[2])).flatMap((t) => readMemory(t.messages, 0, { modified: [], read: [] }))
 if (POOL.length === 0) throw new Error('no cold-layer entries read from the corpus')
 const WORDS = wordCounts()
-const COMMON = [...WORDS.entries()].sort((a, b) => b[1] - a[1]).slice(0, 30).map(([w]) => w)
+const COMMON = [...WORDS.entries()]
+  .sort((a, b) => b[1] - a[1])
+  .slice(0, 30)
+  .map(([w]) => w)
 
 function wordCounts(): Map<string, number> {
   const counts = new Map<string, number>()
@@ -62,11 +65,26 @@ const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.le
 /** A query as a person types it: two or three words of an entry, or common words of the corpus. */
 function query(): string {
   if (random() < 0.3) return [pick(COMMON), pick(COMMON)].join(' ')
-  const words = pick(POOL).text.toLowerCase().match(/[a-z][a-z0-9_]{3,}/g) ?? [pick(COMMON)]
+  const words = pick(POOL)
+    .text.toLowerCase()
+    .match(/[a-z][a-z0-9_]{3,}/g) ?? [pick(COMMON)]
   return Array.from({ length: 2 + Math.floor(random() * 2) }, () => pick(words)).join(' ')
 }
 
-const stats = { raw_history_tokens: 60_000, summary_tokens: 3_000, compacted_turns: 20, compacted_messages: 120, kept_messages: 30, kept_tokens: 20_000, context_after_compaction: 24_000, clipped_tool_results: 0, guard_added: 0, estimate_scale: 1, carried_context_tokens: 0, carried_context_dropped: 0 }
+const stats = {
+  raw_history_tokens: 60_000,
+  summary_tokens: 3_000,
+  compacted_turns: 20,
+  compacted_messages: 120,
+  kept_messages: 30,
+  kept_tokens: 20_000,
+  context_after_compaction: 24_000,
+  clipped_tool_results: 0,
+  guard_added: 0,
+  estimate_scale: 1,
+  carried_context_tokens: 0,
+  carried_context_dropped: 0
+}
 function record(id: string, session: string, at: number) {
   return {
     id,
@@ -79,7 +97,10 @@ function record(id: string, session: string, at: number) {
     stats,
     summarizer: { kind: 'extractive' as const, model: null, input_tokens: 0, output_tokens: 0, calls: 0, fallback_reason: null, duration_ms: 3 },
     doctrine_version: 'bench',
-    summary: { text: `<compaction-summary id="${id}" version="1" compacted_turns="20">\n## Objective\n${pick(POOL).text}\n</compaction-summary>`, sections: emptySections() }
+    summary: {
+      text: `<compaction-summary id="${id}" version="1" compacted_turns="20">\n## Objective\n${pick(POOL).text}\n</compaction-summary>`,
+      sections: emptySections()
+    }
   }
 }
 
@@ -90,7 +111,12 @@ async function fillSession(store: Store, session: string, entries: number, at = 
   for (let done = 0; done < entries; done += PER_COMPACTION) {
     const n = Math.min(PER_COMPACTION, entries - done)
     const id = `cmp_seed_${compactions++}`
-    writes.push(store.saveMemory({ compaction_id: id, session_id: session, key_name: KEY_NAME, created_at: new Date(at).toISOString() }, Array.from({ length: n }, (_, k) => ({ ...pick(POOL), from: done + k, to: done + k }))))
+    writes.push(
+      store.saveMemory(
+        { compaction_id: id, session_id: session, key_name: KEY_NAME, created_at: new Date(at).toISOString() },
+        Array.from({ length: n }, (_, k) => ({ ...pick(POOL), from: done + k, to: done + k }))
+      )
+    )
     if (writes.length >= IN_FLIGHT) await Promise.all(writes.splice(0))
   }
   await Promise.all(writes)
@@ -166,7 +192,11 @@ async function measureStore(name: string, open: () => Store, db: string): Promis
       return res.json()
     }
     const post = async (path: string, body: unknown): Promise<unknown> => {
-      const res = await fetch(`${gateway.url}${path}`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(body) })
+      const res = await fetch(`${gateway.url}${path}`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json' },
+        body: JSON.stringify(body)
+      })
       if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`)
       return res.json()
     }
@@ -188,9 +218,20 @@ async function measureStore(name: string, open: () => Store, db: string): Promis
       const health = await probing
       const small = recallTimes['five-hundred']!
       const cap = recallTimes[`cap-${SIZES[0]}-0`]!
-      results.push(row('recall, session of 500: p50 / p99', `${ms(percentile(small, 50))} / ${ms(percentile(small, 99))}`, 'p99 ≤ 50 ms', percentile(small, 99) <= 50))
-      results.push(row('recall, session at the cap: p50 / p99', `${ms(percentile(cap, 50))} / ${ms(percentile(cap, 99))}`, 'p99 ≤ 150 ms', percentile(cap, 99) <= 150))
-      results.push(row(`/healthz during recalls (${health.length}): p99 / max`, `${ms(percentile(health, 99))} / ${ms(Math.max(...health))}`, 'max ≤ 50 ms', Math.max(...health) <= 50))
+      results.push(
+        row('recall, session of 500: p50 / p99', `${ms(percentile(small, 50))} / ${ms(percentile(small, 99))}`, 'p99 ≤ 50 ms', percentile(small, 99) <= 50)
+      )
+      results.push(
+        row('recall, session at the cap: p50 / p99', `${ms(percentile(cap, 50))} / ${ms(percentile(cap, 99))}`, 'p99 ≤ 150 ms', percentile(cap, 99) <= 150)
+      )
+      results.push(
+        row(
+          `/healthz during recalls (${health.length}): p99 / max`,
+          `${ms(percentile(health, 99))} / ${ms(Math.max(...health))}`,
+          'max ≤ 50 ms',
+          Math.max(...health) <= 50
+        )
+      )
 
       // the list, first pages and deep cursors
       if (size === SIZES[0]) {
@@ -207,7 +248,14 @@ async function measureStore(name: string, open: () => Store, db: string): Promis
           await get(`/v1/sessions?limit=50&cursor=${encodeCursor(1 + Math.floor(random() * LISTED))}`)
           listTimes.push(performance.now() - t)
         }
-        results.push(row(`list of ${LISTED.toLocaleString()} sessions, pages and deep cursors: p50 / p99`, `${ms(percentile(listTimes, 50))} / ${ms(percentile(listTimes, 99))}`, 'p99 ≤ 30 ms', percentile(listTimes, 99) <= 30))
+        results.push(
+          row(
+            `list of ${LISTED.toLocaleString()} sessions, pages and deep cursors: p50 / p99`,
+            `${ms(percentile(listTimes, 50))} / ${ms(percentile(listTimes, 99))}`,
+            'p99 ≤ 30 ms',
+            percentile(listTimes, 99) <= 30
+          )
+        )
       }
 
       // deletion, with other requests made meanwhile
@@ -217,12 +265,26 @@ async function measureStore(name: string, open: () => Store, db: string): Promis
       ] as const) {
         let n = 0
         const t = performance.now()
-        const deleting = fetch(`${gateway.url}/v1/sessions/${session}`, { method: 'DELETE', headers }).then(async (res) => ({ status: res.status, body: (await res.json()) as { deleted: { cold_layer: number } }, ms: performance.now() - t }))
+        const deleting = fetch(`${gateway.url}/v1/sessions/${session}`, { method: 'DELETE', headers }).then(async (res) => ({
+          status: res.status,
+          body: (await res.json()) as { deleted: { cold_layer: number } },
+          ms: performance.now() - t
+        }))
         const others = await probe(deleting, 20, async () => {
           const which = n++ % 3
           if (which === 0) await recall('five-hundred')
           else if (which === 1) await get('/v1/sessions?limit=20')
-          else await post('/v1/compact', { mode: 'manual', session_id: `writer-${size}`, summarizer: 'extractive', messages: [{ role: 'user', content: `fix the parser ${n}` }, { role: 'assistant', content: 'looking at parser.py' }, { role: 'user', content: 'go on' }] })
+          else
+            await post('/v1/compact', {
+              mode: 'manual',
+              session_id: `writer-${size}`,
+              summarizer: 'extractive',
+              messages: [
+                { role: 'user', content: `fix the parser ${n}` },
+                { role: 'assistant', content: 'looking at parser.py' },
+                { role: 'user', content: 'go on' }
+              ]
+            })
         })
         const done = await deleting
         if (done.status !== 200) throw new Error(`DELETE ${session}: ${done.status}`)
@@ -254,7 +316,16 @@ async function measureStore(name: string, open: () => Store, db: string): Promis
     `${SIZES.at(-1)!.toLocaleString()} + prune`,
     row(`prune of ${pruned.memory.toLocaleString()} entries`, ms(pruneMs), '(no target)', true),
     row(`  writes meanwhile (${writes.length}): max`, ms(Math.max(0, ...writes)), '≤ 100 ms', Math.max(0, ...writes) <= 100),
-    ...(sizeBefore === undefined ? [] : [row('  files (SQLite) or tables (PostgreSQL) before → after', `${mb(sizeBefore)} → ${mb(sizeAfter ?? 0)}`, 'bytes given back', (sizeAfter ?? 0) < sizeBefore)])
+    ...(sizeBefore === undefined
+      ? []
+      : [
+          row(
+            '  files (SQLite) or tables (PostgreSQL) before → after',
+            `${mb(sizeBefore)} → ${mb(sizeAfter ?? 0)}`,
+            'bytes given back',
+            (sizeAfter ?? 0) < sizeBefore
+          )
+        ])
   ])
   await store.close()
 }
@@ -265,7 +336,10 @@ let pgSchema = ''
 async function tableBytes(name: string): Promise<number | undefined> {
   if (name === 'SQLite') return statSync(sqlite).size + (existsSync(`${sqlite}-wal`) ? statSync(`${sqlite}-wal`).size : 0)
   if (!pgClient) return undefined
-  const { rows: r } = await pgClient.query<{ n: string }>(`SELECT sum(pg_total_relation_size(c.oid)) AS n FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'`, [pgSchema])
+  const { rows: r } = await pgClient.query<{ n: string }>(
+    `SELECT sum(pg_total_relation_size(c.oid)) AS n FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'`,
+    [pgSchema]
+  )
   return Number(r[0]?.n ?? 0)
 }
 
@@ -290,6 +364,8 @@ else {
 console.log(
   table(
     ['store', 'entries', 'measure', 'figure', 'target', ''],
-    rows.flatMap(([store, size, ...results]) => results.map((r) => [store, size, r.what, r.figure, r.target, r.target.startsWith('(') ? '' : r.meets ? 'meets' : 'misses']))
+    rows.flatMap(([store, size, ...results]) =>
+      results.map((r) => [store, size, r.what, r.figure, r.target, r.target.startsWith('(') ? '' : r.meets ? 'meets' : 'misses'])
+    )
   )
 )

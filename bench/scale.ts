@@ -6,7 +6,12 @@ import type { Message } from '../src/compaction/index.js'
 
 /** A prompt, one step of `n` parallel reads (each answered), a closing answer and a last prompt. */
 export function parallelCalls(n: number): Message[] {
-  const calls = Array.from({ length: n }, (_, i) => ({ type: 'tool_use', id: `toolu_${i}`, name: 'Read', input: { file_path: `src/module_${i}/file_${i}.py` } }))
+  const calls = Array.from({ length: n }, (_, i) => ({
+    type: 'tool_use',
+    id: `toolu_${i}`,
+    name: 'Read',
+    input: { file_path: `src/module_${i}/file_${i}.py` }
+  }))
   const results = calls.map((c, i) => ({ type: 'tool_result', tool_use_id: c.id, content: `line 1 of file ${i}\nline 2 of file ${i}` }))
   return [
     { role: 'user', content: 'read every module and tell me which ones import the old client' },

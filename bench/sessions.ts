@@ -31,7 +31,9 @@ function promptLines(messages: Message[]): string[] {
     if (m.role !== 'user') continue
     const blocks = typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content
     if (blocks.some((b) => isToolResult(b))) continue
-    for (const b of blocks) if (b.type === 'text' && typeof b.text === 'string' && !b.text.includes('<compaction-summary')) for (const l of b.text.split('\n')) if (l.trim()) out.push(l.trim())
+    for (const b of blocks)
+      if (b.type === 'text' && typeof b.text === 'string' && !b.text.includes('<compaction-summary'))
+        for (const l of b.text.split('\n')) if (l.trim()) out.push(l.trim())
   }
   return out
 }
@@ -43,7 +45,16 @@ function prompts(messages: Message[]): string[] {
 }
 
 function compact(messages: Message[], budget: number, common?: ReturnType<ConversationsText['common']>) {
-  const plan = planCompaction({ messages, mode: 'manual', budgetTokens: budget, sizingBudgetTokens: budget, keepTokens: Math.floor(budget / 3), keepTurns: 8, dryRun: false, ...(common ? { commonText: common } : {}) })
+  const plan = planCompaction({
+    messages,
+    mode: 'manual',
+    budgetTokens: budget,
+    sizingBudgetTokens: budget,
+    keepTokens: Math.floor(budget / 3),
+    keepTurns: 8,
+    dryRun: false,
+    ...(common ? { commonText: common } : {})
+  })
   return plan.summarize ? { plan, out: finishCompaction(plan, { id: 'cmp_sessions' }) } : undefined
 }
 
@@ -88,7 +99,12 @@ const FAILURE = /\bFAIL(?:ED|URE)?\b|Traceback|\w+Error\b|\w+Exception\b|Asserti
 const ANSI_CODE = /\u001b\[|\[\d{1,3}(?:;\d{1,3})*m/
 const NOT_PATH = /[\s*?[\]{}()<>=,;'"`|]/
 const REJECTED = /doesn't want to proceed|does not want to proceed|rejected|denied by the user/i
-const WORDS = (t: string): Set<string> => new Set((t.toLowerCase().match(/[a-z0-9_]{4,}/g) ?? []).filter((w) => !['this', 'that', 'with', 'from', 'have', 'what', 'when', 'your', 'please', 'will', 'should'].includes(w)))
+const WORDS = (t: string): Set<string> =>
+  new Set(
+    (t.toLowerCase().match(/[a-z0-9_]{4,}/g) ?? []).filter(
+      (w) => !['this', 'that', 'with', 'from', 'have', 'what', 'when', 'your', 'please', 'will', 'should'].includes(w)
+    )
+  )
 
 /** The output of the last run of a command (first line) in a span. */
 /** An output that holds its command's exit status, as the harnesses write it (the eval's own rule). */
@@ -117,7 +133,8 @@ export function sessionsEval(transcripts: Transcript[]): void {
   // Which transcripts' prompts hold each line: a line of another's is "text other sessions also sent".
   const holders = new Map<string, Set<number>>()
   transcripts.forEach((t, i) => {
-    for (const l of promptLines(t.messages)) if (l.length >= 12) (holders.get(numbersOut(l)) ?? holders.set(numbersOut(l), new Set()).get(numbersOut(l))!).add(i)
+    for (const l of promptLines(t.messages))
+      if (l.length >= 12) (holders.get(numbersOut(l)) ?? holders.set(numbersOut(l), new Set()).get(numbersOut(l))!).add(i)
   })
   const elsewhere = (line: string, i: number): boolean => [...(holders.get(numbersOut(line)) ?? [])].some((k) => k !== i)
   // The service's memory, as it would be once every other session had been compacted.
@@ -131,14 +148,33 @@ export function sessionsEval(transcripts: Transcript[]): void {
   const unseededShares: number[] = []
   const sharesSmall: number[] = []
   const ownShares: number[] = []
-  const totals = { own: 0, ownKept: 0, misleading: 0, planLogs: 0, objective: 0, counted: 0, ansi: 0, spellings: 0, nonPaths: 0, rejectedErrors: 0, statusClaims: 0, tests: 0, testsSmall: 0, inputBefore: 0, inputAfter: 0 }
+  const totals = {
+    own: 0,
+    ownKept: 0,
+    misleading: 0,
+    planLogs: 0,
+    objective: 0,
+    counted: 0,
+    ansi: 0,
+    spellings: 0,
+    nonPaths: 0,
+    rejectedErrors: 0,
+    statusClaims: 0,
+    tests: 0,
+    testsSmall: 0,
+    inputBefore: 0,
+    inputAfter: 0
+  }
   transcripts.forEach((t, i) => {
     const run = compact(t.messages, BUDGET, conversations.common('', t.name))
     if (!run) return
     const { plan, out } = run
     const text = out.summary.text
     const s = out.summary.sections
-    const lines = text.split('\n').map((l) => l.replace(/^\s*-\s+/, '').trim()).filter(Boolean)
+    const lines = text
+      .split('\n')
+      .map((l) => l.replace(/^\s*-\s+/, '').trim())
+      .filter(Boolean)
     const shared = lines.filter((l) => elsewhere(l, i)).reduce((n, l) => n + l.length, 0)
     const share = shared / Math.max(1, text.length)
     shares.push(share)
@@ -158,13 +194,16 @@ export function sessionsEval(transcripts: Transcript[]): void {
     for (const l of spanLines) once.set(l, (once.get(l) ?? 0) + 1)
     const own = [...once].filter(([l, n]) => n === 1 && l.length >= 12 && isProse(l) && !elsewhere(l, i)).map(([l]) => l)
     const kept = own.filter((l) => text.includes(l)).length
-    if (process.env.EVAL_DEBUG && t.name.includes(process.env.EVAL_DEBUG)) for (const l of own.filter((l) => !text.includes(l))) console.log('own line not kept:', l)
+    if (process.env.EVAL_DEBUG && t.name.includes(process.env.EVAL_DEBUG))
+      for (const l of own.filter((l) => !text.includes(l))) console.log('own line not kept:', l)
     // "resolved" where the command's last run still printed a failure
-    const misleading = s.failing_tests_and_errors.filter((e) => / — resolved/.test(e)).filter((e) => {
-      const cmd = /`([^`]+)`/.exec(e)?.[1]
-      const output = cmd ? lastOutput(plan.span, cmd) : undefined
-      return output !== undefined && output.split('\n').some((l) => FAILURE.test(l) && !/warning/i.test(l))
-    }).length
+    const misleading = s.failing_tests_and_errors
+      .filter((e) => / — resolved/.test(e))
+      .filter((e) => {
+        const cmd = /`([^`]+)`/.exec(e)?.[1]
+        const output = cmd ? lastOutput(plan.span, cmd) : undefined
+        return output !== undefined && output.split('\n').some((l) => FAILURE.test(l) && !/warning/i.test(l))
+      }).length
     const planLogs = s.current_plan.filter((p) => /^done: `/.test(p) || /^`[^`]+` →/.test(p)).length
     // the objective is about the latest request that asks for something (the eval's rule: 40 characters or more, sent once, not another session's)
     const asks = prompts(plan.span).filter((p) => p.trim().length >= 40 && !p.split('\n').every((l) => l.trim().length < 12 || elsewhere(l.trim(), i)))
@@ -184,7 +223,14 @@ export function sessionsEval(transcripts: Transcript[]): void {
     const small = compact(t.messages, SMALL_BUDGET, conversations.common('', t.name))
     const tests = failingTests(text)
     const testsSmall = small ? tests.filter((id) => small.out.summary.text.includes(id)).length : 0
-    if (small) sharesSmall.push(small.out.summary.text.split('\n').map((l) => l.replace(/^\s*-\s+/, '').trim()).filter((l) => elsewhere(l, i)).reduce((n, l) => n + l.length, 0) / Math.max(1, small.out.summary.text.length))
+    if (small)
+      sharesSmall.push(
+        small.out.summary.text
+          .split('\n')
+          .map((l) => l.replace(/^\s*-\s+/, '').trim())
+          .filter((l) => elsewhere(l, i))
+          .reduce((n, l) => n + l.length, 0) / Math.max(1, small.out.summary.text.length)
+      )
     // what the model summarizer is sent: prompts as sent, against the user's words
     const before = textTokens(spanText(renderSpan(plan.span, 0, { ...DEFAULT_RENDER, prompts: 'as-sent' })))
     // (the model is sent the harness text told by markup and repetition: not what a replica has seen elsewhere)
@@ -213,7 +259,18 @@ export function sessionsEval(transcripts: Transcript[]): void {
     totals.testsSmall += testsSmall
     totals.inputBefore += before
     totals.inputAfter += after
-    rows.push([short(t.name), `${(100 * share).toFixed(1)}%`, `${kept}/${own.length}`, misleading, planLogs, objectiveOk ? 'yes' : 'NO', ansi + spellings + nonPaths + rejectedErrors, `${testsSmall}/${tests.length}`, before, after])
+    rows.push([
+      short(t.name),
+      `${(100 * share).toFixed(1)}%`,
+      `${kept}/${own.length}`,
+      misleading,
+      planLogs,
+      objectiveOk ? 'yes' : 'NO',
+      ansi + spellings + nonPaths + rejectedErrors,
+      `${testsSmall}/${tests.length}`,
+      before,
+      after
+    ])
   })
   const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1] ?? 0
   const pct = (a: number, b: number): string => (b === 0 ? '-' : `${((100 * a) / b).toFixed(1)}%`)
@@ -230,10 +287,23 @@ export function sessionsEval(transcripts: Transcript[]): void {
     totals.inputBefore,
     totals.inputAfter
   ])
-  console.log(`\nsummaries of real sessions (rules of the eval's own; each transcript compacted at budget ${BUDGET} as the service would once it had seen the others; the small budget is ${SMALL_BUDGET})\n`)
+  console.log(
+    `\nsummaries of real sessions (rules of the eval's own; each transcript compacted at budget ${BUDGET} as the service would once it had seen the others; the small budget is ${SMALL_BUDGET})\n`
+  )
   console.log(
     table(
-      ['transcript', "others' text in summary", 'own lines kept', 'resolved yet failing', 'plan items that are commands', 'objective at the cut', 'noise', `failing tests kept at ${SMALL_BUDGET}`, 'model input tokens (as sent)', 'model input tokens (user words)'],
+      [
+        'transcript',
+        "others' text in summary",
+        'own lines kept',
+        'resolved yet failing',
+        'plan items that are commands',
+        'objective at the cut',
+        'noise',
+        `failing tests kept at ${SMALL_BUDGET}`,
+        'model input tokens (as sent)',
+        'model input tokens (user words)'
+      ],
       rows
     )
   )

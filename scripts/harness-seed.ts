@@ -19,7 +19,10 @@ for (const t of transcripts) {
   for (const prompt of promptTexts(t.messages)) for (const { fingerprint } of lineFingerprints(prompt)) mine.add(fingerprint)
   for (const fp of mine) seen.set(fp, (seen.get(fp) ?? 0) + 1)
 }
-const fingerprints = [...seen].filter(([, n]) => n >= MIN_TRANSCRIPTS).map(([fp]) => fp).sort()
+const fingerprints = [...seen]
+  .filter(([, n]) => n >= MIN_TRANSCRIPTS)
+  .map(([fp]) => fp)
+  .sort()
 const out = resolve(import.meta.dirname, '..', 'src/service/harness-seed.ts')
 const lines = [
   `/** Fingerprints (never the text) of the prompt lines ${MIN_TRANSCRIPTS} or more of ${transcripts.length} agent transcripts send: harness texts. Written by scripts/harness-seed.ts. */`,

@@ -182,7 +182,10 @@ async function callService(svc: Service, method: 'GET' | 'POST' | 'DELETE', path
   if (!res.ok) {
     const e = (payload as { error?: { type?: string; message?: string; path?: string } }).error
     const where = e?.path ? ` (at ${e.path})` : ''
-    fail(`the service answered ${res.status} ${e?.type ?? ''}: ${e?.message ?? text.slice(0, 200)}${where}${res.status === 400 ? hint : ''}`, EXIT_SERVICE_ERROR)
+    fail(
+      `the service answered ${res.status} ${e?.type ?? ''}: ${e?.message ?? text.slice(0, 200)}${where}${res.status === 400 ? hint : ''}`,
+      EXIT_SERVICE_ERROR
+    )
   }
   return payload
 }
@@ -196,7 +199,11 @@ const SERVICE_OPTIONS = {
 } as const
 
 async function recall(argv: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { ...SERVICE_OPTIONS, limit: { type: 'string' }, kind: { type: 'string', multiple: true } } })
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { ...SERVICE_OPTIONS, limit: { type: 'string' }, kind: { type: 'string', multiple: true } }
+  })
   if (positionals.length < 2) throw new UsageError('recall takes a SESSION and a QUERY')
   const [session, ...words] = positionals as [string, ...string[]]
   const limit = positiveInt('limit', values.limit)
@@ -206,7 +213,9 @@ async function recall(argv: string[]): Promise<void> {
   }
   if (values.json) return void process.stdout.write(`${JSON.stringify(payload, null, 2)}\n`)
   if (payload.results.length === 0) return void process.stdout.write('no match\n')
-  const lines = payload.results.map((r, i) => `${i + 1}. [${r.kind}] messages ${r.messages[0]}–${r.messages[1]} of ${r.compaction_id} (score ${r.score})\n   ${r.text.replace(/\n/g, '\n   ')}`)
+  const lines = payload.results.map(
+    (r, i) => `${i + 1}. [${r.kind}] messages ${r.messages[0]}–${r.messages[1]} of ${r.compaction_id} (score ${r.score})\n   ${r.text.replace(/\n/g, '\n   ')}`
+  )
   process.stdout.write(`${lines.join('\n')}\n`)
 }
 
@@ -223,7 +232,11 @@ async function recap(argv: string[]): Promise<void> {
 }
 
 async function sessions(argv: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { ...SERVICE_OPTIONS, limit: { type: 'string' }, cursor: { type: 'string' } } })
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { ...SERVICE_OPTIONS, limit: { type: 'string' }, cursor: { type: 'string' } }
+  })
   if (positionals.length !== 0) throw new UsageError('sessions takes no argument')
   const query = new URLSearchParams()
   const limit = positiveInt('limit', values.limit)
@@ -235,7 +248,13 @@ async function sessions(argv: string[]): Promise<void> {
   }
   if (values.json) return void process.stdout.write(`${JSON.stringify(payload, null, 2)}\n`)
   if (payload.sessions.length === 0) return void process.stdout.write('no sessions\n')
-  const rows = payload.sessions.map((s) => [localTime(s.last_at), number(s.compactions), number(s.raw_history_tokens), number(s.context_after_compaction), s.session_id])
+  const rows = payload.sessions.map((s) => [
+    localTime(s.last_at),
+    number(s.compactions),
+    number(s.raw_history_tokens),
+    number(s.context_after_compaction),
+    s.session_id
+  ])
   process.stdout.write(`${aligned(['last compaction', 'compactions', 'tokens before', 'after', 'session'], rows, [false, true, true, true, false])}\n`)
   if (payload.next_cursor) process.stdout.write(`more: --cursor ${payload.next_cursor}\n`)
 }
@@ -282,8 +301,11 @@ async function remove(argv: string[]): Promise<void> {
   }
   if (values.json) return void process.stdout.write(`${JSON.stringify(payload, null, 2)}\n`)
   const d = payload.deleted
-  if (d.compactions + d.cold_layer + d.cached + d.conversations === 0) return void process.stdout.write(`nothing kept of session ${session}: nothing to delete\n`)
-  process.stdout.write(`deleted session ${session}: ${count(d.compactions, 'compaction')}, ${count(d.cold_layer, 'cold-layer entry', 'cold-layer entries')}, ${count(d.cached, 'cached summary or anchor', 'cached summaries and anchors')}\n`)
+  if (d.compactions + d.cold_layer + d.cached + d.conversations === 0)
+    return void process.stdout.write(`nothing kept of session ${session}: nothing to delete\n`)
+  process.stdout.write(
+    `deleted session ${session}: ${count(d.compactions, 'compaction')}, ${count(d.cold_layer, 'cold-layer entry', 'cold-layer entries')}, ${count(d.cached, 'cached summary or anchor', 'cached summaries and anchors')}\n`
+  )
   if (!payload.space_reclaimed) process.stdout.write('its space was not reclaimed yet (the store was busy): delete again to retry\n')
 }
 
@@ -307,7 +329,8 @@ async function compact(argv: string[]): Promise<void> {
   })
   if (positionals.length !== 1) throw new UsageError('compact takes one FILE (or - for stdin)')
   if (values.mode !== 'auto' && values.mode !== 'manual') throw new UsageError('--mode is auto or manual')
-  if (values.summarizer !== undefined && !['auto', 'model', 'anthropic', 'openai', 'gemini', 'extractive'].includes(values.summarizer)) throw new UsageError('--summarizer is auto, model, anthropic, openai, gemini or extractive')
+  if (values.summarizer !== undefined && !['auto', 'model', 'anthropic', 'openai', 'gemini', 'extractive'].includes(values.summarizer))
+    throw new UsageError('--summarizer is auto, model, anthropic, openai, gemini or extractive')
   const file = at(positionals, 0)
   let text: string
   try {
@@ -325,7 +348,13 @@ async function compact(argv: string[]): Promise<void> {
   }
   // a Responses API request body holds its history as `input`
   // ... and a Gemini request body as `contents`, its system prompt as `systemInstruction`
-  const field = Array.isArray(input.messages) ? 'messages' : values.format === 'openai-responses' && Array.isArray(input.input) ? 'input' : values.format === 'gemini' && Array.isArray(input.contents) ? 'contents' : 'messages'
+  const field = Array.isArray(input.messages)
+    ? 'messages'
+    : values.format === 'openai-responses' && Array.isArray(input.input)
+      ? 'input'
+      : values.format === 'gemini' && Array.isArray(input.contents)
+        ? 'contents'
+        : 'messages'
   const history = input[field]
   if (!Array.isArray(history)) {
     const other =
@@ -336,12 +365,17 @@ async function compact(argv: string[]): Promise<void> {
           : Array.isArray(input.contents)
             ? ': it has a "contents" array, as a Gemini request does (--format gemini)'
             : ''
-    fail(`${file}: no "messages" array${values.format === 'openai-responses' ? ' (nor "input")' : values.format === 'gemini' ? ' (nor "contents")' : other}`, EXIT_USAGE)
+    fail(
+      `${file}: no "messages" array${values.format === 'openai-responses' ? ' (nor "input")' : values.format === 'gemini' ? ' (nor "contents")' : other}`,
+      EXIT_USAGE
+    )
   }
   if (field === 'contents' && input.system === undefined && input.systemInstruction !== undefined) input.system = systemInstructionText(input.systemInstruction)
   // a history sent without --format that reads as another API's: said beside the service's refusal
   const other = values.format === undefined ? otherFormat(history) : undefined
-  const hint = other ? ` (the history looks like ${other === 'openai-chat' ? 'a Chat Completions' : other === 'gemini' ? "Gemini's" : "a Responses API's"} one: try --format ${other})` : ''
+  const hint = other
+    ? ` (the history looks like ${other === 'openai-chat' ? 'a Chat Completions' : other === 'gemini' ? "Gemini's" : "a Responses API's"} one: try --format ${other})`
+    : ''
 
   const budget = values.budget === 'off' ? 'off' : positiveInt('budget', values.budget)
   const body = {
@@ -364,7 +398,11 @@ async function compact(argv: string[]): Promise<void> {
   const elapsed = performance.now() - started
   const response = payload as CompactResponseView & { messages?: unknown[] }
   if (values.out) {
-    const next = { [field]: response.messages ?? history, ...(input.system !== undefined ? { system: input.system } : {}), ...(input.tools !== undefined ? { tools: input.tools } : {}) }
+    const next = {
+      [field]: response.messages ?? history,
+      ...(input.system !== undefined ? { system: input.system } : {}),
+      ...(input.tools !== undefined ? { tools: input.tools } : {})
+    }
     writeFileSync(values.out, `${JSON.stringify(next, null, 2)}\n`)
   }
   process.stdout.write(values.json ? `${JSON.stringify(payload, null, 2)}\n` : `${formatReport(response, elapsed)}\n`)
@@ -374,7 +412,8 @@ async function compact(argv: string[]): Promise<void> {
 function otherFormat(history: unknown[]): 'openai-chat' | 'openai-responses' | 'gemini' | undefined {
   const items = history.filter((m): m is Record<string, unknown> => typeof m === 'object' && m !== null)
   if (items.some((m) => Array.isArray(m.parts) || m.role === 'model')) return 'gemini'
-  if (items.some((m) => typeof m.type === 'string' && /^(?:function_call|function_call_output|reasoning|custom_tool_call|local_shell_call)/.test(m.type))) return 'openai-responses'
+  if (items.some((m) => typeof m.type === 'string' && /^(?:function_call|function_call_output|reasoning|custom_tool_call|local_shell_call)/.test(m.type)))
+    return 'openai-responses'
   if (items.some((m) => m.role === 'tool' || m.role === 'system' || m.role === 'developer' || Array.isArray(m.tool_calls))) return 'openai-chat'
   return undefined
 }
@@ -387,7 +426,8 @@ export async function run(argv: string[]): Promise<void> {
   try {
     if (command === '--version' || command === '-v' || command === 'version') return void process.stdout.write(`compaction-gateway ${CLI_VERSION}\n`)
     // Help for any command prints its own usage and does nothing else (serve --help starts no server).
-    if (rest.includes('--help') || rest.includes('-h')) return void process.stdout.write(`${command !== undefined && COMMANDS[command] ? commandHelp(command) : USAGE}\n`)
+    if (rest.includes('--help') || rest.includes('-h'))
+      return void process.stdout.write(`${command !== undefined && COMMANDS[command] ? commandHelp(command) : USAGE}\n`)
     if (command === 'serve') {
       if (rest.length > 0) throw new UsageError(`serve takes no arguments (its settings come from the environment); got ${rest.join(' ')}`)
       return await serve()

@@ -20,7 +20,10 @@ export function formatReport(r: CompactResponseView, elapsedMs: number): string 
   if (r.compacted && r.summary) lines.push(r.summary.text, '')
   else if (r.reason === 'cleared') {
     const c = r.cleared ?? []
-    lines.push(`cleared ${n(c.length)} old tool ${c.length === 1 ? 'result' : 'results'} (${n(c.reduce((t, x) => t + x.tokens, 0))} tokens): nothing was summarized`, '')
+    lines.push(
+      `cleared ${n(c.length)} old tool ${c.length === 1 ? 'result' : 'results'} (${n(c.reduce((t, x) => t + x.tokens, 0))} tokens): nothing was summarized`,
+      ''
+    )
   } else if (dryRun) {
     // what the compaction would leave: the messages a summary would replace, and the tail kept raw
     const turns = s.compacted_turns ?? 0

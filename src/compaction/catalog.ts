@@ -22,7 +22,21 @@ const PATH_FIELDS = ['file_path', 'path', 'filePath', 'absolute_path', 'notebook
 export const TOOL_CATALOG: readonly ToolRule[] = [
   {
     kind: 'write',
-    names: ['Edit', 'MultiEdit', 'Write', 'NotebookEdit', 'write', 'edit', 'create', 'insert', 'write_file', 'edit_file', 'create_file', 'replace_in_file', 'replace'],
+    names: [
+      'Edit',
+      'MultiEdit',
+      'Write',
+      'NotebookEdit',
+      'write',
+      'edit',
+      'create',
+      'insert',
+      'write_file',
+      'edit_file',
+      'create_file',
+      'replace_in_file',
+      'replace'
+    ],
     pathFields: PATH_FIELDS
   },
   { kind: 'open', names: ['open', 'goto'], pathFields: PATH_FIELDS },

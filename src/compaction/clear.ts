@@ -9,7 +9,17 @@ import { commandLine } from './ledger.js'
 import { exitCodeOf, shortLine, signalLines } from './signal.js'
 import { sliceHead } from './clip.js'
 import { CHARS_PER_TOKEN, jsonChars, rawMessageTokens } from './tokens.js'
-import { type Block, type Message, type ToolResultBlock, type ToolUseBlock, blocksOf, isPromptMessage, isToolResult, isToolUse, toolResultText } from './types.js'
+import {
+  type Block,
+  type Message,
+  type ToolResultBlock,
+  type ToolUseBlock,
+  blocksOf,
+  isPromptMessage,
+  isToolResult,
+  isToolUse,
+  toolResultText
+} from './types.js'
 
 /** How a cleared result's placeholder begins: a result that already reads so is not cleared again. */
 export const CLEARED_MARK = '[tool result cleared'
@@ -129,7 +139,17 @@ export function clearToolUses(messages: readonly Message[], options: ClearToolUs
     const tokens = Math.max(0, Math.round(before - after))
     if (tokens <= 0) continue
     total += tokens
-    planned.push({ message: found.message, block: found.block, callMessage: call.message, tool_use_id: id, name: call.use.name, tokens, inputCleared, evidence: `${callLine(call.use)} [${id}]\n${text}`, placeholder: note })
+    planned.push({
+      message: found.message,
+      block: found.block,
+      callMessage: call.message,
+      tool_use_id: id,
+      name: call.use.name,
+      tokens,
+      inputCleared,
+      evidence: `${callLine(call.use)} [${id}]\n${text}`,
+      placeholder: note
+    })
   }
   if (planned.length === 0 || total < options.clearAtLeast) return { messages: [...messages], cleared: [], tokens: 0 }
 

@@ -68,8 +68,15 @@ export function foreignSummary(messages: readonly Message[]): { question: number
   if (!q || !a || !isPromptMessage(q) || a.role !== 'assistant') return undefined
   const blocks = blocksOf(a)
   if (blocks.some((b) => b.type !== 'text' && b.type !== 'thinking' && b.type !== 'redacted_thinking')) return undefined
-  const text = blocks.filter(isTextBlock).map((b) => b.text).join('\n')
-  const question = blocksOf(q).filter(isTextBlock).map((b) => b.text).join('\n').trim()
+  const text = blocks
+    .filter(isTextBlock)
+    .map((b) => b.text)
+    .join('\n')
+  const question = blocksOf(q)
+    .filter(isTextBlock)
+    .map((b) => b.text)
+    .join('\n')
+    .trim()
   if (question.length > FOREIGN_QUESTION_CHARS || text.length < FOREIGN_SUMMARY_CHARS) return undefined
   let sections = 0
   for (const line of text.split('\n')) if (SECTION_LINE.test(line) && ++sections >= 2) return { question: 0, summary: 1 }
@@ -93,11 +100,17 @@ function pieces(span: readonly Message[]): Piece[] {
       .filter(isTextBlock)
       .map((b) => b.text)
       .join('\n')
-    out.push({ kind: kindOf(text, PRIOR_SUMMARY_TAG), block: { type: 'text', text: `<${PRIOR_SUMMARY_TAG}>\n${text}\n</${PRIOR_SUMMARY_TAG}>` }, role: 'user', order: out.length })
+    out.push({
+      kind: kindOf(text, PRIOR_SUMMARY_TAG),
+      block: { type: 'text', text: `<${PRIOR_SUMMARY_TAG}>\n${text}\n</${PRIOR_SUMMARY_TAG}>` },
+      role: 'user',
+      order: out.length
+    })
   }
   for (const m of span) {
     if (m.role === 'system') {
-      for (const b of blocksOf(m)) if (isTextBlock(b) && b.text.trim() !== '') out.push({ kind: kindOf(b.text, 'system'), block: b, role: 'system', order: out.length })
+      for (const b of blocksOf(m))
+        if (isTextBlock(b) && b.text.trim() !== '') out.push({ kind: kindOf(b.text, 'system'), block: b, role: 'system', order: out.length })
     } else if (isPromptMessage(m)) {
       for (const b of blocksOf(m)) {
         if (!isTextBlock(b) || isServiceText(b.text)) continue

@@ -17,7 +17,11 @@ export const PLAN_LABEL = 'Plan:'
 export const PROGRESS_LABEL = 'Progress'
 
 function firstLine(text: string, max: number): string {
-  const line = text.split('\n').find((l) => l.trim() !== '')?.trim() ?? ''
+  const line =
+    text
+      .split('\n')
+      .find((l) => l.trim() !== '')
+      ?.trim() ?? ''
   return line.length > max ? `${sliceHead(line, max - 1)}…` : line
 }
 
@@ -29,7 +33,10 @@ function errorEntry(e: ErrorSeen): string {
   const why = lines.length > 0 ? `: ${lines.join(' | ')}` : ''
   const times = e.count > 1 ? ` (${e.count} times)` : ''
   // an exit status is stated only where the history holds it
-  const later = e.superseded_exit_code === undefined ? 'a later run of it still printed a failure' : `a later run of it exited ${e.superseded_exit_code} but still printed a failure`
+  const later =
+    e.superseded_exit_code === undefined
+      ? 'a later run of it still printed a failure'
+      : `a later run of it exited ${e.superseded_exit_code} but still printed a failure`
   const state = e.resolved ? ' — resolved: a later run of it succeeded and printed no failure' : e.superseded ? ` — ${later}` : ''
   return `${e.tool} \`${e.call}\` failed${times}${why}${state}`
 }

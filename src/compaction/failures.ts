@@ -34,10 +34,12 @@ export const WHY_LINE = new RegExp(
  * Words one of which every line WHY_LINE takes holds (each of its alternatives needs one): a line without
  * any is passed over at the cost of one quick scan, and most lines of an output have none.
  */
-export const WHY_HINT = /error|exception|exit|interrupt|fail|warning|fatal|panic|err!|assert|✕|×|✗|●|not found|no such file|permission denied|cannot find module|is not defined|^e\s\s/i
+export const WHY_HINT =
+  /error|exception|exit|interrupt|fail|warning|fatal|panic|err!|assert|✕|×|✗|●|not found|no such file|permission denied|cannot find module|is not defined|^e\s\s/i
 
 /** Lines that only locate (frames) or frame the output (harness tags, rules of = and _). */
-const NOISE_LINE = /^\s*(?:File "[^"]+", line \d+|at .+[:(]\d+:\d+\)?$|<\/?[\w_-]+>|<returncode>.*<\/returncode>|\[Command finished with exit code -?\d+\]|[-=_*]{5,}.*[-=_*]{5,}|[-=_]{5,})\s*$/
+const NOISE_LINE =
+  /^\s*(?:File "[^"]+", line \d+|at .+[:(]\d+:\d+\)?$|<\/?[\w_-]+>|<returncode>.*<\/returncode>|\[Command finished with exit code -?\d+\]|[-=_*]{5,}.*[-=_*]{5,}|[-=_]{5,})\s*$/
 /** A traceback starts here; the first non-indented line after its frames is the exception. */
 const TRACEBACK_START = /^\s*Traceback \(most recent call last\):/
 const SHORT = 300
@@ -102,7 +104,10 @@ export function isEmptySearch(command: string, output: string, exitCode: number 
   // under its progress line): with nothing else printed, that is the search's exit 1.
   const exit = exitCode ?? (flaggedError && output.length <= 200 && CLIENT_ERROR_ONLY.test(output) ? 1 : undefined)
   if (exit !== 1 || substance(output.replace(CLIENT_ERROR_WORDS, '')) !== '') return false
-  const stages = command.split(/\|\||&&|;|\|/).map((s) => s.trim()).filter(Boolean)
+  const stages = command
+    .split(/\|\||&&|;|\|/)
+    .map((s) => s.trim())
+    .filter(Boolean)
   const last = stages[stages.length - 1] ?? ''
   const first = stages.find((s) => !/^cd\b/.test(s)) ?? ''
   return SEARCHES.test(last.replace(/^(?:sudo|command|time)\s+/, '')) || SEARCHES.test(first)
@@ -122,11 +127,17 @@ const TEST_LINES: { pattern: RegExp; read: (m: RegExpExecArray) => TestResult | 
   // pytest short summary: FAILED tests/test_x.py::test_y - AssertionError: ...
   { pattern: /^(FAILED|ERROR) (\S+::\S+?)(?: - (.+))?$/, read: (m) => ({ id: at(m, 2), status: 'failed', ...(m[3] ? { reason: m[3] } : {}) }) },
   // pytest -v: tests/test_x.py::test_y PASSED [ 10%]
-  { pattern: /^(\S+::\S+) (PASSED|FAILED|ERROR|XPASS)\b/, read: (m) => ({ id: at(m, 1), status: m[2] === 'PASSED' || m[2] === 'XPASS' ? 'passed' : 'failed' }) },
+  {
+    pattern: /^(\S+::\S+) (PASSED|FAILED|ERROR|XPASS)\b/,
+    read: (m) => ({ id: at(m, 1), status: m[2] === 'PASSED' || m[2] === 'XPASS' ? 'passed' : 'failed' })
+  },
   // unittest: FAIL: test_y (module.TestX)   /   test_y (module.TestX) ... ok
   // (Python 3.11 puts the method in the parentheses too: `test_y (module.TestX.test_y)`)
   { pattern: /^(FAIL|ERROR): (\w+) \(([\w.]+)\)/, read: (m) => ({ id: unittestId(at(m, 3), at(m, 2)), status: 'failed' }) },
-  { pattern: /^(\w+) \(([\w.]+)\)(?: \S.*)? \.\.\. (ok|FAIL|ERROR)$/, read: (m) => ({ id: unittestId(at(m, 2), at(m, 1)), status: m[3] === 'ok' ? 'passed' : 'failed' }) },
+  {
+    pattern: /^(\w+) \(([\w.]+)\)(?: \S.*)? \.\.\. (ok|FAIL|ERROR)$/,
+    read: (m) => ({ id: unittestId(at(m, 2), at(m, 1)), status: m[3] === 'ok' ? 'passed' : 'failed' })
+  },
   // go test: --- FAIL: TestX (0.00s)
   { pattern: /^\s*--- (FAIL|PASS): (\S+)/, read: (m) => ({ id: at(m, 2), status: m[1] === 'PASS' ? 'passed' : 'failed' }) },
   // cargo test: test module::name ... FAILED

@@ -72,7 +72,9 @@ function applyStage(s: SummarySections, stage: Stage, task: number | undefined, 
       const keptCount = Math.min(others.length, Math.max(1, stage.requests - (task === undefined ? 0 : 1)))
       const dropped = others.length - keptCount
       const newest = others.length - 1
-      const kept = others.slice(others.length - keptCount).map(({ r, i }) => ({ i, text: shorten(r, i === others[newest]?.i ? stage.newestRequest : stage.request) }))
+      const kept = others
+        .slice(others.length - keptCount)
+        .map(({ r, i }) => ({ i, text: shorten(r, i === others[newest]?.i ? stage.newestRequest : stage.request) }))
       if (task !== undefined) kept.unshift({ i: task, text: shorten(at(items, task), stage.task) })
       kept.sort((a, b) => a.i - b.i)
       const texts = kept.map((k) => k.text)

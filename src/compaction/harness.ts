@@ -299,8 +299,7 @@ export function usersWords(requests: readonly string[], common?: CommonText): st
       if (!p.harness) {
         const own = MARKER_LINE.test(p.text) ? withoutMarkers(p.text) : p.text
         if (own !== '') out.push(own)
-      }
-      else if (!named.has(p.fingerprint)) {
+      } else if (!named.has(p.fingerprint)) {
         named.add(p.fingerprint)
         out.push(harnessMention(p, times.get(p.fingerprint) ?? 1))
       }

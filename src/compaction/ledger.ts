@@ -9,7 +9,18 @@ import { exitCodeOf } from './signal.js'
 import { requestShape, saysAnything } from './requests.js'
 import { type CommonText, HARNESS_MENTION, usersWords } from './harness.js'
 import { lastIntention, statedPlan as readPlan } from './intent.js'
-import { type Block, type Message, type ToolResultBlock, type ToolUseBlock, blocksOf, isPromptMessage, isTextBlock, isToolResult, isToolUse, toolResultText } from './types.js'
+import {
+  type Block,
+  type Message,
+  type ToolResultBlock,
+  type ToolUseBlock,
+  blocksOf,
+  isPromptMessage,
+  isTextBlock,
+  isToolResult,
+  isToolUse,
+  toolResultText
+} from './types.js'
 import { at } from './at.js'
 
 export interface FileChange {
@@ -192,7 +203,8 @@ export function readLedger(messages: readonly Message[], offset = 0, common?: Co
         rejected.push(describeCall(use))
         continue
       }
-      const failed = result !== undefined && (result.is_error === true || (exit !== undefined && exit !== 0) || (exit === undefined && KILLED.test(output.slice(0, 300))))
+      const failed =
+        result !== undefined && (result.is_error === true || (exit !== undefined && exit !== 0) || (exit === undefined && KILLED.test(output.slice(0, 300))))
       const rule = toolRule(use.name)
       const path = stringField(use.input, rule?.pathFields)
       const found = testResults(output)
@@ -200,7 +212,12 @@ export function readLedger(messages: readonly Message[], offset = 0, common?: Co
         const t = at(found, k)
         const prior = tests.get(t.id)
         const failedOnce = (prior?.failedOnce ?? false) || t.status === 'failed'
-        tests.set(t.id, { id: t.id, status: t.status, failedOnce, ...(t.reason ? { reason: t.reason } : prior?.reason && t.status === 'failed' ? { reason: prior.reason } : {}) })
+        tests.set(t.id, {
+          id: t.id,
+          status: t.status,
+          failedOnce,
+          ...(t.reason ? { reason: t.reason } : prior?.reason && t.status === 'failed' ? { reason: prior.reason } : {})
+        })
       }
       const list = todoList(use)
       if (list) todos = list
@@ -266,7 +283,14 @@ export function readLedger(messages: readonly Message[], offset = 0, common?: Co
           break
       }
       if (failed) {
-        errors.push({ message_index: offset + i + 1, tool: use.name, call: describeCall(use), lines: whyLines(output, ERROR_SIGNAL_LINES), count: 1, resolved: false })
+        errors.push({
+          message_index: offset + i + 1,
+          tool: use.name,
+          call: describeCall(use),
+          lines: whyLines(output, ERROR_SIGNAL_LINES),
+          count: 1,
+          resolved: false
+        })
       }
     }
   }
@@ -279,7 +303,20 @@ export function readLedger(messages: readonly Message[], offset = 0, common?: Co
   const filesRead = changed.size === 0 && !spell ? [...reads] : [...reads].filter((p) => !changed.has(p))
   const failedTests = [...tests.values()].filter((t) => t.failedOnce)
   const { requests, acknowledgements } = usersRequests(userRequests, common)
-  return { filesModified, filesRead, commands, errors: mergeErrors(errors, commands), findings: findingsOf(commands), rejected, userRequests: requests, acknowledgements, tests: failedTests, todos, statedPlan, ...(intention ? { intention } : {}) }
+  return {
+    filesModified,
+    filesRead,
+    commands,
+    errors: mergeErrors(errors, commands),
+    findings: findingsOf(commands),
+    rejected,
+    userRequests: requests,
+    acknowledgements,
+    tests: failedTests,
+    todos,
+    statedPlan,
+    ...(intention ? { intention } : {})
+  }
 }
 
 /** A request that is only lines naming harness text left out: the one place that text is named. */
@@ -350,7 +387,9 @@ function mergeErrors(errors: readonly ErrorSeen[], commands: readonly CommandRun
     const run = lastOk.get(firstLine(e.call.replace(/ …$/, '')))
     if (run === undefined || run.message_index < e.message_index) return e
     // a later run that exits 0 but still prints a failure has not resolved it: it supersedes it
-    return run.shows === undefined ? { ...e, resolved: true } : { ...e, superseded: true, ...(run.exit_code !== undefined ? { superseded_exit_code: run.exit_code } : {}) }
+    return run.shows === undefined
+      ? { ...e, resolved: true }
+      : { ...e, superseded: true, ...(run.exit_code !== undefined ? { superseded_exit_code: run.exit_code } : {}) }
   })
 }
 
@@ -393,17 +432,21 @@ const KILLED = /\b(?:timed out|was killed|has been killed|terminated after)\b/i
 const REJECTED =
   /\b(?:user|you)\b[^.\n]{0,60}\b(?:rejected|denied|declined|(?:doesn't|does not|didn't|did not) (?:want to proceed|allow))\b|\brejected by (?:the )?user\b|\binterrupted by (?:the )?user\b|^[ \t]*No \(tell \w+ what to do differently\)/im
 /** The same said as a client's whole answer, where a client flags nothing as an error (Codex's outputs carry no flag). */
-const REJECTED_ONLY = /^\s*(?:Waiting…\s*)?(?:[\w ]*(?:command|patch|tool call|operation) (?:was )?rejected by (?:the )?user|No \(tell \w+ what to do differently\)|The user (?:rejected|denied|declined)[^\n]{0,120})\s*\.?\s*$/i
+const REJECTED_ONLY =
+  /^\s*(?:Waiting…\s*)?(?:[\w ]*(?:command|patch|tool call|operation) (?:was )?rejected by (?:the )?user|No \(tell \w+ what to do differently\)|The user (?:rejected|denied|declined)[^\n]{0,120})\s*\.?\s*$/i
 
 /** A command that runs code (a script, tests, a build), whose output may show a failure though it exits 0. */
-const RUNS_CODE = /(?:^|&&|;|\|\||\()\s*(?:\w+=\S*\s+)*(?:python[\d.]*|pytest|py\.test|node|deno|bun|npm|npx|yarn|pnpm|go|cargo|make|tox|nox|ruby|rspec|java|mvn|gradle|dotnet|php|perl|bash|sh|\.\/\S+)\b/
+const RUNS_CODE =
+  /(?:^|&&|;|\|\||\()\s*(?:\w+=\S*\s+)*(?:python[\d.]*|pytest|py\.test|node|deno|bun|npm|npx|yarn|pnpm|go|cargo|make|tox|nox|ruby|rspec|java|mvn|gradle|dotnet|php|perl|bash|sh|\.\/\S+)\b/
 
 const FAILURE_HINT = /fail|error|exception|assert|✗|✕|×/i
 
 /** The lines of an output that say something fails (warnings and "0 errors" aside). */
 function failureLines(output: string): string[] {
   if (!FAILURE_HINT.test(output)) return [] // one look: most runs print no failure at all
-  return whyLines(output, ERROR_SIGNAL_LINES).filter((l) => /fail|error|exception|assert|✗|✕|×/i.test(l) && !/\bwarning\b|\b(?:0|no) (?:errors?|failures?|failed)\b/i.test(l))
+  return whyLines(output, ERROR_SIGNAL_LINES).filter(
+    (l) => /fail|error|exception|assert|✗|✕|×/i.test(l) && !/\bwarning\b|\b(?:0|no) (?:errors?|failures?|failed)\b/i.test(l)
+  )
 }
 
 /** The latest finding of each command, and whether a later run of it printed none of it. */
@@ -413,7 +456,13 @@ function findingsOf(commands: readonly CommandRun[]): Finding[] {
     const key = firstLine(c.command)
     if (c.shows) {
       byCall.delete(key)
-      byCall.set(key, { message_index: c.message_index, call: key.length > 200 ? `${sliceHead(key, 200)}…` : key, lines: c.shows, gone: false, ...(c.exit_code !== undefined ? { exit_code: c.exit_code } : {}) })
+      byCall.set(key, {
+        message_index: c.message_index,
+        call: key.length > 200 ? `${sliceHead(key, 200)}…` : key,
+        lines: c.shows,
+        gone: false,
+        ...(c.exit_code !== undefined ? { exit_code: c.exit_code } : {})
+      })
     } else if (c.outcome === 'ok') {
       const f = byCall.get(key)
       if (f) f.gone = true

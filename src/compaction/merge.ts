@@ -122,7 +122,11 @@ function mergeRequests(older: readonly string[], newer: readonly string[]): stri
       continue // the same request restated verbatim by both summaries is one request, not two, where it first came
     }
     entries.delete(shape)
-    entries.set(shape, { text, count: (prior?.count ?? 0) + count, varied: (prior?.varied ?? false) || Boolean(m?.[2]) || (prior !== undefined && prior.text.trim() !== text.trim()) })
+    entries.set(shape, {
+      text,
+      count: (prior?.count ?? 0) + count,
+      varied: (prior?.varied ?? false) || Boolean(m?.[2]) || (prior !== undefined && prior.text.trim() !== text.trim())
+    })
   }
   return [...entries.values()].map((e) => (e.count > 1 ? `${e.text.trim()} (×${e.count}${e.varied ? ', numbers varied' : ''})` : e.text))
 }

@@ -75,7 +75,11 @@ function locate(root: object, maxDepth: number): JsonProblem | undefined {
       const key = poisonKey(node)
       if (key !== undefined) {
         path.push(key)
-        const problem: JsonProblem = { kind: 'prototype', path: pointerOf(path), message: `${placeOf(path)}: the key "${key}" is not allowed (it could poison a prototype)` }
+        const problem: JsonProblem = {
+          kind: 'prototype',
+          path: pointerOf(path),
+          message: `${placeOf(path)}: the key "${key}" is not allowed (it could poison a prototype)`
+        }
         path.pop()
         return problem
       }

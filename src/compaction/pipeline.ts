@@ -121,7 +121,11 @@ function latestAssistantText(messages: readonly Message[]): string {
   for (let i = messages.length - 1; i >= 0; i--) {
     const m = at(messages, i)
     if (m.role !== 'assistant') continue
-    const text = blocksOf(m).filter(isTextBlock).map((b) => b.text).join('\n').trim()
+    const text = blocksOf(m)
+      .filter(isTextBlock)
+      .map((b) => b.text)
+      .join('\n')
+      .trim()
     if (text) return text
   }
   return ''
@@ -173,7 +177,13 @@ export function planCompaction(input: CompactionInput, redactors: Redactors = CO
   const opaqueAt = newestOpaque(messages)
   const maxCut = opaqueAt >= 0 ? opaqueAt : undefined
   const cutAt = (bound: number): CutPlan => {
-    const planned = planCut(messages, tokens, { keepTokens: bound, keepTurns: input.keepTurns, scale, ...(clipBound !== undefined ? { clipTokens: Math.max(bound, clipBound) } : {}), ...(maxCut !== undefined ? { maxCut } : {}) })
+    const planned = planCut(messages, tokens, {
+      keepTokens: bound,
+      keepTurns: input.keepTurns,
+      scale,
+      ...(clipBound !== undefined ? { clipTokens: Math.max(bound, clipBound) } : {}),
+      ...(maxCut !== undefined ? { maxCut } : {})
+    })
     // where keeping it is more than the bound holds, the history is left as it is (not refused: it is the client's)
     return planned.heldBack && planned.overBound ? { cut: 0, tail: [...messages], tailTokens: rawHistoryTokens - fixedTokens, clips: [] } : planned
   }
@@ -200,7 +210,11 @@ export function planCompaction(input: CompactionInput, redactors: Redactors = CO
       tailBound = Math.max(0, Math.min(tailBound, left))
       if (clipBound !== undefined) clipBound = Math.max(0, Math.min(clipBound, left))
       cut = cutAt(tailBound)
-      context = carriedContext(messages.slice(0, cut.cut), Math.min(contextMaxTokens, Math.max(0, budget - fixedTokens - summaryMaxTokens - cut.tailTokens)), scale)
+      context = carriedContext(
+        messages.slice(0, cut.cut),
+        Math.min(contextMaxTokens, Math.max(0, budget - fixedTokens - summaryMaxTokens - cut.tailTokens)),
+        scale
+      )
       ledger = readLedger(messages.slice(0, cut.cut), 0, input.commonText)
     }
   }
@@ -217,7 +231,13 @@ export function planCompaction(input: CompactionInput, redactors: Redactors = CO
   const span = messages.slice(0, cut.cut)
   const priorSummaries = findPriorSummaries(span)
   const priors = priorSummaries.map((p) => p.sections)
-  const prior = priors.length > 0 ? redactSections(priors.reduce((a, b) => mergeSections(a, b)), redactors.redactParts) : undefined
+  const prior =
+    priors.length > 0
+      ? redactSections(
+          priors.reduce((a, b) => mergeSections(a, b)),
+          redactors.redactParts
+        )
+      : undefined
   return {
     reason,
     summarize: wantsCut && cut.cut > 0 && !input.dryRun,
@@ -320,7 +340,6 @@ export function uncompacted(plan: CompactionPlan): NotCompacted {
   }
 }
 
-
 /** The share of the summary's room the client's recall hint may take at most, so that the bound holds. */
 const RECALL_HINT_SHARE = 0.25
 /** Tokens kept beside the note's own estimate for the summary turn's framing around it. */
@@ -329,7 +348,13 @@ const NOTE_FRAMING_TOKENS = 8
 /** The summary's sections: the model's (or the ledger's, extractive), merged into the prior summary, checked against the ledger. */
 function summarySections(plan: CompactionPlan, options: FinishOptions): ReturnType<typeof guardSections> {
   const written = options.modelSections ?? extractiveSections(plan.ledger, plan.latestAssistantText)
-  const merged = plan.prior ? mergeSections(plan.prior, written, plan.ledger.userRequests.map((r) => r.text)) : written
+  const merged = plan.prior
+    ? mergeSections(
+        plan.prior,
+        written,
+        plan.ledger.userRequests.map((r) => r.text)
+      )
+    : written
   return guardSections(merged, plan.ledger)
 }
 
@@ -348,7 +373,12 @@ function summaryRoom(plan: CompactionPlan, options: FinishOptions, redact: Redac
  * the sections fitted, then formatted. The objective is one line, as the text form holds it, so that the
  * text parses back to these sections.
  */
-function summaryText(sections: SummarySections, textBudget: number, header: SummaryHeader, redactParts: RedactMany): { text: string; sections: SummarySections } {
+function summaryText(
+  sections: SummarySections,
+  textBudget: number,
+  header: SummaryHeader,
+  redactParts: RedactMany
+): { text: string; sections: SummarySections } {
   const bounded = boundFiles({ ...sections, objective: oneLine(sections.objective) }, textBudget)
   const fitted = fitSections(redactSections(bounded.sections, redactParts), textBudget, header, bounded.omitted)
   return { text: formatSummary(fitted, header), sections: fitted }

@@ -161,14 +161,18 @@ function clippables(tail: readonly Message[]): Clippable[] {
     }
     m.content.forEach((b, blockIndex) => {
       if (isTextBlock(b)) out.push({ kind: textKind, tailIndex, blockIndex, keys: ['text'], chars: b.text.length })
-      else if (b.type === 'thinking' && typeof b.thinking === 'string') out.push({ kind: 'thinking', tailIndex, blockIndex, keys: ['thinking'], chars: b.thinking.length })
+      else if (b.type === 'thinking' && typeof b.thinking === 'string')
+        out.push({ kind: 'thinking', tailIndex, blockIndex, keys: ['thinking'], chars: b.thinking.length })
       else if (isToolUse(b)) {
-        for (const leaf of inputStrings(b.input)) out.push({ kind: 'tool_input', tailIndex, blockIndex, keys: ['input', ...leaf.keys], chars: leaf.chars, toolUseId: b.id })
+        for (const leaf of inputStrings(b.input))
+          out.push({ kind: 'tool_input', tailIndex, blockIndex, keys: ['input', ...leaf.keys], chars: leaf.chars, toolUseId: b.id })
       } else if (isToolResult(b)) {
-        if (typeof b.content === 'string') out.push({ kind: 'tool_result', tailIndex, blockIndex, keys: ['content'], chars: b.content.length, toolUseId: b.tool_use_id })
+        if (typeof b.content === 'string')
+          out.push({ kind: 'tool_result', tailIndex, blockIndex, keys: ['content'], chars: b.content.length, toolUseId: b.tool_use_id })
         else if (Array.isArray(b.content)) {
           b.content.forEach((p, partIndex) => {
-            if (isTextBlock(p)) out.push({ kind: 'tool_result', tailIndex, blockIndex, keys: ['content', partIndex, 'text'], chars: p.text.length, toolUseId: b.tool_use_id })
+            if (isTextBlock(p))
+              out.push({ kind: 'tool_result', tailIndex, blockIndex, keys: ['content', partIndex, 'text'], chars: p.text.length, toolUseId: b.tool_use_id })
           })
         }
       }
@@ -247,6 +251,8 @@ export function clipToFit(messages: readonly Message[], cut: number, tokens: rea
       tailTokensOf[target.tailIndex] = t
     }
   }
-  const ordered = [...clips.values()].sort((a, b) => a.message_index - b.message_index || (a.block_index ?? -1) - (b.block_index ?? -1) || (a.path < b.path ? -1 : 1))
+  const ordered = [...clips.values()].sort(
+    (a, b) => a.message_index - b.message_index || (a.block_index ?? -1) - (b.block_index ?? -1) || (a.path < b.path ? -1 : 1)
+  )
   return { cut, tail, tailTokens: total, clips: ordered, ...(total > policy.keepTokens ? { overBound: true } : {}) }
 }

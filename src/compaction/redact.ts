@@ -56,7 +56,10 @@ function byFirstChar(patterns: readonly Compiled[], prefixes: readonly string[])
   return table
 }
 
-const BY_FIRST_CHAR = byFirstChar(COMPILED, SECRET_PATTERNS.map((p) => p.prefix))
+const BY_FIRST_CHAR = byFirstChar(
+  COMPILED,
+  SECRET_PATTERNS.map((p) => p.prefix)
+)
 
 const NAME = new RegExp(SECRET_NAMES, 'iy')
 const ASSIGNED = new RegExp(ASSIGNED_VALUE, 'y')
@@ -68,7 +71,9 @@ const ASSIGNED = new RegExp(ASSIGNED_VALUE, 'y')
  */
 const CANDIDATE = new RegExp(
   [
-    `(?<![A-Za-z0-9_])(?:${SECRET_PATTERNS.filter((p) => p.wordStart).map((p) => p.prefix).join('|')})`,
+    `(?<![A-Za-z0-9_])(?:${SECRET_PATTERNS.filter((p) => p.wordStart)
+      .map((p) => p.prefix)
+      .join('|')})`,
     ...SECRET_PATTERNS.filter((p) => !p.wordStart).map((p) => p.prefix),
     SECRET_NAMES
   ].join('|'),
@@ -201,7 +206,8 @@ export function findSecrets(text: string): SecretRange[] {
       lines.push({ start, end: start + body.length, kind: 'private_key' })
     }
     // a line counts when the line before or after it is one too (only blanks and one line break between)
-    const adjacent = (a: SecretRange | undefined, b: SecretRange | undefined): boolean => a !== undefined && b !== undefined && /^[ \t]*\r?\n[ \t]*$/.test(text.slice(a.end, b.start))
+    const adjacent = (a: SecretRange | undefined, b: SecretRange | undefined): boolean =>
+      a !== undefined && b !== undefined && /^[ \t]*\r?\n[ \t]*$/.test(text.slice(a.end, b.start))
     lines.forEach((l, i) => {
       if (adjacent(lines[i - 1], l) || adjacent(l, lines[i + 1])) found.push(l)
     })

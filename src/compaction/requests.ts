@@ -100,7 +100,9 @@ function isDigit(c: number): boolean {
 function isBlank(c: number): boolean {
   if (c === 32 || (c >= 9 && c <= 13)) return true
   if (c < 0xa0) return false
-  return c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff
+  return (
+    c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff
+  )
 }
 
 /** How much of a request is read to classify it: a task is stated at the start, and requests run to megabytes. */
@@ -163,7 +165,10 @@ function lead(text: string, max: number): string {
   const lines = text.split('\n')
   let first = 0
   while (first < lines.length - 1 && (LABEL_LINE.test(lines[first] ?? '') || (lines[first] ?? '').trim() === '')) first++
-  const flat = (first > 0 ? lines.slice(first).join('\n') : text).slice(0, max * 4).replace(/\s+/g, ' ').trim()
+  const flat = (first > 0 ? lines.slice(first).join('\n') : text)
+    .slice(0, max * 4)
+    .replace(/\s+/g, ' ')
+    .trim()
   // A sentence ends at . ! or ? before a space; a dot inside a name (`day-004.md`, `Header.fromstring`) does not end it.
   const sentences = flat.split(/(?<=[.!?])\s+/)
   let out = ''

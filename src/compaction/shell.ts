@@ -175,7 +175,10 @@ function readSimple(argv: string[], effects: ShellEffects, heredocBody: string |
   if (at(words, 0).startsWith('./') && at(words, 0).length > 2) effects.runs.push(at(words, 0).slice(2))
   const cmd = at(words, 0).split('/').pop() ?? ''
   const args = words.slice(1).filter((a) => !a.startsWith('<'))
-  const stdin = words.slice(1).find((a) => a.startsWith('<'))?.slice(1)
+  const stdin = words
+    .slice(1)
+    .find((a) => a.startsWith('<'))
+    ?.slice(1)
 
   const write = (path: string, how: string): void => {
     if (!NOT_FILES.has(path)) effects.writes.push({ path, how })

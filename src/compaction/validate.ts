@@ -90,13 +90,20 @@ function systemPlacement(messages: readonly Message[], i: number): HistoryProble
   const m = at(messages, i)
   const before = messages[i - 1]
   const after = messages[i + 1]
-  if (!before) return problem('history', i, undefined, 'a system message cannot be the first message; use the top-level `system` field for instructions that apply from the start')
+  if (!before)
+    return problem(
+      'history',
+      i,
+      undefined,
+      'a system message cannot be the first message; use the top-level `system` field for instructions that apply from the start'
+    )
   if (before.role === 'system' || after?.role === 'system') return problem('history', i, undefined, 'consecutive system messages are not allowed')
   const lastBlock = typeof before.content === 'string' ? undefined : before.content[before.content.length - 1]
   if (before.role !== 'user' && lastBlock?.type !== 'server_tool_use') {
     return problem('history', i, undefined, 'a system message must immediately follow a user message or an assistant message that ends in a server tool use')
   }
-  if (after !== undefined && after.role !== 'assistant') return problem('history', i, undefined, 'a system message must be the last message or be followed by an assistant message')
+  if (after !== undefined && after.role !== 'assistant')
+    return problem('history', i, undefined, 'a system message must be the last message or be followed by an assistant message')
   const blocks = typeof m.content === 'string' ? [] : m.content
   for (let j = 0; j < blocks.length; j++) {
     const bad = shapeProblem(blocks[j], i, j)

@@ -11,4 +11,8 @@ export type Same<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T exten
 /** Compiles only when T is true. */
 export type Agree<T extends true> = T
 
-export type ContractAgreesWithCore = [Agree<Same<Static<typeof Stats>, CompactionStats>>, Agree<Same<Static<typeof Clip>, CoreClip>>, Agree<Same<Static<typeof Reason>, CoreReason>>]
+export type ContractAgreesWithCore = [
+  Agree<Same<Static<typeof Stats>, CompactionStats>>,
+  Agree<Same<Static<typeof Clip>, CoreClip>>,
+  Agree<Same<Static<typeof Reason>, CoreReason>>
+]

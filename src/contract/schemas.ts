@@ -50,8 +50,7 @@ export const Usage = Type.Object(
   },
   {
     additionalProperties: true,
-    description:
-      "The provider's usage report for the client's last prompt. The prompt's size is input_tokens plus the cache fields; other fields are not read."
+    description: "The provider's usage report for the client's last prompt. The prompt's size is input_tokens plus the cache fields; other fields are not read."
   }
 )
 
@@ -64,21 +63,29 @@ export const CompactRequest = Type.Object(
       })
     ),
     messages: Type.Array(
-      Type.Union([MessageRef, Type.Object({}, { additionalProperties: true, description: 'With `format`: a Chat Completions message, a Responses input item, or a Gemini content.' })]),
+      Type.Union([
+        MessageRef,
+        Type.Object({}, { additionalProperties: true, description: 'With `format`: a Chat Completions message, a Responses input item, or a Gemini content.' })
+      ]),
       {
         minItems: 1,
-        description: "The client's history, in `format`: Messages API messages by default (each checked as the Message schema), else the other format's messages or items."
+        description:
+          "The client's history, in `format`: Messages API messages by default (each checked as the Message schema), else the other format's messages or items."
       }
     ),
     system: Type.Optional(Type.Union([Type.String(), Type.Array(BlockRef)], { description: 'Counted only, never returned.' })),
     tools: Type.Optional(Type.Array(Type.Object({}, { additionalProperties: true }), { description: 'Counted only, never returned.' })),
     mode: Type.Optional(Type.Enum(['auto', 'manual'], { description: 'auto compacts over budget; manual whenever there is a span. Default auto.' })),
     budget_tokens: Type.Optional(
-      Type.Union([Type.Integer({ minimum: 1_000 }), Type.Literal('off')], { description: 'Prompt size that triggers auto compaction; the server default when absent.' })
+      Type.Union([Type.Integer({ minimum: 1_000 }), Type.Literal('off')], {
+        description: 'Prompt size that triggers auto compaction; the server default when absent.'
+      })
     ),
     keep_tokens: Type.Optional(Type.Integer({ minimum: 100, description: 'Hard bound on the raw tail; one third of the budget when absent.' })),
     keep_turns: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000, description: 'At most this many prompt messages in the tail.' })),
-    instructions: Type.Optional(Type.String({ maxLength: 4_000, description: "The user's focus for this compaction; added to the doctrine, never replacing it." })),
+    instructions: Type.Optional(
+      Type.String({ maxLength: 4_000, description: "The user's focus for this compaction; added to the doctrine, never replacing it." })
+    ),
     session_id: Type.Optional(SessionId('Ties records and logs to a client session.')),
     usage: Type.Optional(Usage),
     recall_hint: Type.Optional(Type.String({ maxLength: 2_000, description: 'How the agent can search its raw older turns; quoted in the summary turn.' })),
@@ -108,10 +115,13 @@ export const CompactRequestChecked = {
 }
 
 const sectionProperties = Object.fromEntries(LIST_SECTIONS.map((k) => [k, Type.Array(Type.String())]))
-export const SummarySectionsSchema = Type.Object({ objective: Type.String(), ...sectionProperties } as Record<string, ReturnType<typeof Type.String> | ReturnType<typeof Type.Array>>, {
-  additionalProperties: false,
-  $id: 'SummarySections'
-})
+export const SummarySectionsSchema = Type.Object(
+  { objective: Type.String(), ...sectionProperties } as Record<string, ReturnType<typeof Type.String> | ReturnType<typeof Type.Array>>,
+  {
+    additionalProperties: false,
+    $id: 'SummarySections'
+  }
+)
 
 export const Stats = Type.Object(
   {
@@ -123,14 +133,18 @@ export const Stats = Type.Object(
     kept_tokens: Type.Integer(),
     context_after_compaction: Type.Integer({ description: 'system + tools + summary turn + tail, estimated.' }),
     clipped_tool_results: Type.Integer({
-      description: 'How many strings of the kept tail the hard bound clipped, of every kind `clips` lists (tool results, tool inputs, prompts, assistant text, thinking): the name is older than the other kinds. `clips` says which.'
+      description:
+        'How many strings of the kept tail the hard bound clipped, of every kind `clips` lists (tool results, tool inputs, prompts, assistant text, thinking): the name is older than the other kinds. `clips` says which.'
     }),
     guard_added: Type.Integer({ description: 'Facts the guard put back into a model summary from the ledger.' }),
     estimate_scale: Type.Number({ description: 'Factor applied to the estimate to match usage.input_tokens (1 without usage).' }),
     carried_context_tokens: Type.Integer({
-      description: "Tokens of the compacted span's system messages and harness context (`<system-reminder>` blocks and the like) carried into the compacted history verbatim, the newest of each kind; counted in context_after_compaction."
+      description:
+        "Tokens of the compacted span's system messages and harness context (`<system-reminder>` blocks and the like) carried into the compacted history verbatim, the newest of each kind; counted in context_after_compaction."
     }),
-    carried_context_dropped: Type.Integer({ description: 'Kinds of such context left out, the oldest first, because carrying them would pass an eighth of the budget.' })
+    carried_context_dropped: Type.Integer({
+      description: 'Kinds of such context left out, the oldest first, because carrying them would pass an eighth of the budget.'
+    })
   },
   { additionalProperties: false, $id: 'Stats' }
 )
@@ -156,7 +170,10 @@ export const Clip = Type.Object(
 
 export const SummarizerReport = Type.Object(
   {
-    kind: Type.Enum(['anthropic', 'openai', 'gemini', 'extractive', 'cache'], { description: "Who wrote the summary: a model through the Messages API, an OpenAI-compatible one or Gemini's API, the extractive summarizer, or the summary cache." }),
+    kind: Type.Enum(['anthropic', 'openai', 'gemini', 'extractive', 'cache'], {
+      description:
+        "Who wrote the summary: a model through the Messages API, an OpenAI-compatible one or Gemini's API, the extractive summarizer, or the summary cache."
+    }),
     model: Type.Union([Type.String(), Type.Null()]),
     input_tokens: Type.Integer(),
     output_tokens: Type.Integer(),
@@ -182,13 +199,12 @@ export const CompactResponse = Type.Object(
     reason: Reason,
     messages: Type.Optional(
       Type.Union([Type.Array(MessageRef), Type.Array(Type.Object({}, { additionalProperties: true }))], {
-        description: "The new history, in the request's format: the system messages as sent (other formats), the summary turn, then the kept tail. Present only when compacted."
+        description:
+          "The new history, in the request's format: the system messages as sent (other formats), the summary turn, then the kept tail. Present only when compacted."
       })
     ),
     kept_from: Type.Integer({ description: "Index into the request's messages where the kept tail starts." }),
-    summary: Type.Optional(
-      Type.Object({ id: Type.String(), text: Type.String(), sections: Type.Ref('SummarySections') }, { additionalProperties: false })
-    ),
+    summary: Type.Optional(Type.Object({ id: Type.String(), text: Type.String(), sections: Type.Ref('SummarySections') }, { additionalProperties: false })),
     clips: Type.Array(Type.Ref('Clip')),
     cleared: Type.Optional(
       Type.Array(
@@ -220,7 +236,11 @@ export const ErrorResponse = Type.Object(
     type: Type.Literal('error'),
     error: Type.Object(
       {
-        type: Type.Unsafe<ErrorType>({ type: 'string', enum: [...ERROR_TYPES], description: 'The kind of error, as the Anthropic API names it (its SDKs choose their error class by the status).' }),
+        type: Type.Unsafe<ErrorType>({
+          type: 'string',
+          enum: [...ERROR_TYPES],
+          description: 'The kind of error, as the Anthropic API names it (its SDKs choose their error class by the status).'
+        }),
         message: Type.String(),
         path: Type.Optional(Type.String({ description: 'JSON pointer to the offending place in the request body.' }))
       },
@@ -241,7 +261,9 @@ export const CompactionRecordSchema = Type.Object(
     mode: Type.Enum(['auto', 'manual']),
     reason: Type.String(),
     budget_tokens: Type.Optional(
-      Type.Union([Type.Integer(), Type.Null()], { description: "The budget the compaction was made under; null where it was 'off'. Absent from records made before it was kept." })
+      Type.Union([Type.Integer(), Type.Null()], {
+        description: "The budget the compaction was made under; null where it was 'off'. Absent from records made before it was kept."
+      })
     ),
     stats: Type.Ref('Stats'),
     summarizer: Type.Ref('SummarizerReport'),

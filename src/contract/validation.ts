@@ -69,7 +69,14 @@ export function describeValidation(issues: readonly AjvIssue[], context: string)
     const here = issues.filter((i) => i.instancePath === issue.instancePath)
     // A literal's branch fails twice (its type, then its value); the value says it all.
     const literal = here.some((i) => i.keyword === 'const' || i.keyword === 'enum')
-    const alternatives = [...new Set(here.filter((i) => !(literal && i.keyword === 'type' && i.params.type === 'string')).map(wanted).filter((w): w is string => w !== undefined))]
+    const alternatives = [
+      ...new Set(
+        here
+          .filter((i) => !(literal && i.keyword === 'type' && i.params.type === 'string'))
+          .map(wanted)
+          .filter((w): w is string => w !== undefined)
+      )
+    ]
     text = alternatives.length > 0 ? `must be ${alternatives.join(' or ')}` : (issue.message ?? 'is invalid')
     if (BLOCK_PATH.test(path)) text += `: ${BLOCK_HINT}`
   }
@@ -80,7 +87,6 @@ function describeAt(path: string, context: string, text: string): { message: str
   const where = path === '' ? context : `${context}${path.replace(/\/(\d+)(?=\/|$)/g, '[$1]').replace(/\//g, '.')}`
   return { message: `${where} ${text}`, path: path === '' ? '/' : path }
 }
-
 
 /**
  * Ajv as Fastify is set up here: no coercion, no stripping, no defaults: what a client sent is what is

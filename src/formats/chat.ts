@@ -29,14 +29,18 @@ export const chatRules: FormatRules = {
     const problem = (rest: string, message: string) => problemAt(FIELD, i, rest, message, 'shape')
     if (typeof item !== 'object' || item === null || Array.isArray(item)) return problem('', 'a message must be an object')
     const role = item.role
-    if (typeof role !== 'string' || !ROLES.has(role)) return problem('/role', `role must be one of system, developer, user, assistant, tool (got ${JSON.stringify(role)})`)
+    if (typeof role !== 'string' || !ROLES.has(role))
+      return problem('/role', `role must be one of system, developer, user, assistant, tool (got ${JSON.stringify(role)})`)
     const content = contentBlocks(item.content, i, problem)
     if (!Array.isArray(content)) return content
     if (role === 'tool') {
       if (typeof item.tool_call_id !== 'string' || item.tool_call_id === '') return problem('/tool_call_id', 'a tool message needs the tool_call_id it answers')
       // a clipped output is written back as the one string it was clipped to
       const text = content.map((c) => (typeof c.block.text === 'string' ? c.block.text : '')).join('\n')
-      return { side: 'user', blocks: [{ block: { type: 'tool_result', tool_use_id: item.tool_call_id, content: text }, source: { item: i, field: '/content' } }] }
+      return {
+        side: 'user',
+        blocks: [{ block: { type: 'tool_result', tool_use_id: item.tool_call_id, content: text }, source: { item: i, field: '/content' } }]
+      }
     }
     if (role !== 'assistant') {
       // a system or developer message after the first turn is an instruction on the user's side of the turn
@@ -50,12 +54,18 @@ export const chatRules: FormatRules = {
         const c = call as { id?: unknown; type?: unknown; function?: { name?: unknown; arguments?: unknown }; custom?: { name?: unknown; input?: unknown } }
         if (typeof c.id !== 'string' || c.id === '') return problem(`/tool_calls/${k}/id`, 'a tool call needs an id')
         if (c.type === 'custom' && c.custom && typeof c.custom.name === 'string') {
-          blocks.push({ block: { type: 'tool_use', id: c.id, name: c.custom.name, input: { input: String(c.custom.input ?? '') } }, source: { item: i, field: `/tool_calls/${k}/custom/input`, as: 'input' } })
+          blocks.push({
+            block: { type: 'tool_use', id: c.id, name: c.custom.name, input: { input: String(c.custom.input ?? '') } },
+            source: { item: i, field: `/tool_calls/${k}/custom/input`, as: 'input' }
+          })
           continue
         }
         if (!c.function || typeof c.function.name !== 'string') return problem(`/tool_calls/${k}/function/name`, 'a function call needs its function name')
         const { input, as } = argumentsInput(c.function.arguments)
-        blocks.push({ block: { type: 'tool_use', id: c.id, name: c.function.name, input }, source: { item: i, field: `/tool_calls/${k}/function/arguments`, as } })
+        blocks.push({
+          block: { type: 'tool_use', id: c.id, name: c.function.name, input },
+          source: { item: i, field: `/tool_calls/${k}/function/arguments`, as }
+        })
       }
     }
     return { side: 'assistant', blocks: blocks.length > 0 ? blocks : [{ block: { type: 'client_item' }, source: { item: i } }] }

@@ -69,7 +69,8 @@ export const geminiRules: FormatRules = {
     let answer = 0
     const blocks: { block: Record<string, unknown> & { type: string }; source: Source }[] = []
     for (const [p, part] of parts.entries()) {
-      if (!isObject(part) || Object.keys(part).length === 0) return problem(`/parts/${p}`, 'a part must be an object with data (text, functionCall, functionResponse, inlineData, fileData…)')
+      if (!isObject(part) || Object.keys(part).length === 0)
+        return problem(`/parts/${p}`, 'a part must be an object with data (text, functionCall, functionResponse, inlineData, fileData…)')
       const at: Source = { item: i, part: p }
       // what must go back exactly as it came: never clipped, never moved from its content
       if (part.thoughtSignature !== undefined || part.thought === true || part.inlineData !== undefined || part.fileData !== undefined) {
@@ -93,14 +94,26 @@ export const geminiRules: FormatRules = {
       if (isObject(part.functionResponse)) {
         if (role !== 'user') return problem(`/parts/${p}/functionResponse`, 'a function response answers the model: it must be in a "user" content')
         const fr = part.functionResponse
-        if (typeof fr.name !== 'string' || fr.name === '') return problem(`/parts/${p}/functionResponse/name`, 'a function response needs the name of the function it answers')
+        if (typeof fr.name !== 'string' || fr.name === '')
+          return problem(`/parts/${p}/functionResponse/name`, 'a function response needs the name of the function it answers')
         const response = isObject(fr.response) ? fr.response : {}
         const output = response.output
         const id = answers[answer++] as string
         blocks.push(
           typeof output === 'string'
-            ? { block: { type: 'tool_result', tool_use_id: id, content: output, ...(response.error !== undefined ? { is_error: true } : {}) }, source: { ...at, field: `/parts/${p}/functionResponse/response/output` } }
-            : { block: { type: 'tool_result', tool_use_id: id, content: JSON.stringify(fr.response ?? {}), ...(response.error !== undefined ? { is_error: true } : {}) }, source: at }
+            ? {
+                block: { type: 'tool_result', tool_use_id: id, content: output, ...(response.error !== undefined ? { is_error: true } : {}) },
+                source: { ...at, field: `/parts/${p}/functionResponse/response/output` }
+              }
+            : {
+                block: {
+                  type: 'tool_result',
+                  tool_use_id: id,
+                  content: JSON.stringify(fr.response ?? {}),
+                  ...(response.error !== undefined ? { is_error: true } : {})
+                },
+                source: at
+              }
         )
         continue
       }

@@ -69,7 +69,11 @@ export function partText(part: unknown): string | undefined {
 }
 
 /** An item's content as text blocks (a part that is no text kept as an opaque block), each knowing its place. */
-export function contentBlocks(content: unknown, index: number, problem: (rest: string, message: string) => ReturnType<typeof problemAt>): { block: Block; source: Source }[] | ReturnType<typeof problemAt> {
+export function contentBlocks(
+  content: unknown,
+  index: number,
+  problem: (rest: string, message: string) => ReturnType<typeof problemAt>
+): { block: Block; source: Source }[] | ReturnType<typeof problemAt> {
   if (content === undefined || content === null) return []
   if (typeof content === 'string') return content === '' ? [] : [{ block: { type: 'text', text: content }, source: { item: index, field: '/content' } }]
   if (!Array.isArray(content)) return problem('/content', 'content must be a string, a list of parts, or null')
@@ -77,7 +81,11 @@ export function contentBlocks(content: unknown, index: number, problem: (rest: s
   content.forEach((part, p) => {
     const text = partText(part)
     if (text !== undefined) {
-      if (text !== '') out.push({ block: { type: 'text', text }, source: { item: index, part: p, field: `/content/${p}/${(part as { type: string }).type === 'refusal' ? 'refusal' : 'text'}` } })
+      if (text !== '')
+        out.push({
+          block: { type: 'text', text },
+          source: { item: index, part: p, field: `/content/${p}/${(part as { type: string }).type === 'refusal' ? 'refusal' : 'text'}` }
+        })
     } else out.push({ block: { type: 'client_part', part }, source: { item: index, part: p } })
   })
   return out
@@ -86,7 +94,12 @@ export function contentBlocks(content: unknown, index: number, problem: (rest: s
 /** A message's content as text: a string, or its text parts joined (for a system prompt, counted only). */
 export function contentText(content: unknown): string {
   if (typeof content === 'string') return content
-  return Array.isArray(content) ? content.map(partText).filter((t): t is string => t !== undefined).join('\n') : ''
+  return Array.isArray(content)
+    ? content
+        .map(partText)
+        .filter((t): t is string => t !== undefined)
+        .join('\n')
+    : ''
 }
 
 export function problemAt(field: string, item: number, rest: string, message: string, kind: HistoryProblem['kind'] = 'history'): HistoryProblem {
@@ -118,20 +131,29 @@ export function adaptHistory(items: readonly Record<string, unknown>[], rules: F
     const given = rules.answers(item)
     const answering = given === undefined ? [] : typeof given === 'string' ? [given] : given
     for (const answered of answering) {
-      if (!pending.has(answered)) return problemAt(rules.field, i, '', `answers call "${answered}", which no earlier call of the assistant's last turn made (or another output answered)`)
+      if (!pending.has(answered))
+        return problemAt(rules.field, i, '', `answers call "${answered}", which no earlier call of the assistant's last turn made (or another output answered)`)
       pending.delete(answered)
     }
     const answered = answering.length > 0 ? answering[0] : undefined
     const last = messages.at(-1)
     const side = read.side === 'either' ? ((last?.role as 'user' | 'assistant' | undefined) ?? 'user') : read.side
     // the outputs of a turn's calls come right after it, before any other message (both APIs require it)
-    const unanswered = pending.size > 0 && (side === 'assistant' ? rules.wholeTurns === true || !last || last.role !== 'assistant' : read.side === 'user' && answered === undefined)
+    const unanswered =
+      pending.size > 0 &&
+      (side === 'assistant' ? rules.wholeTurns === true || !last || last.role !== 'assistant' : read.side === 'user' && answered === undefined)
     if (unanswered) {
       const [id, at] = pending.entries().next().value as [string, number]
       return problemAt(rules.field, at, '', `call "${id}" has no output before ${rules.field}[${i}], which is not one`)
     }
     if (!last || last.role !== side) {
-      if (!last && side !== 'user') return problemAt(rules.field, i, '', 'the first message after the system messages must be the user\'s: the gateway cuts conversations that open with the user')
+      if (!last && side !== 'user')
+        return problemAt(
+          rules.field,
+          i,
+          '',
+          "the first message after the system messages must be the user's: the gateway cuts conversations that open with the user"
+        )
       if (side === 'assistant') pending = new Map()
       messages.push({ role: side, content: [] })
       starts.push(i)
@@ -204,7 +226,12 @@ export function settable(adapted: Adapted, message: number, block: number): bool
  * The client's items with the core's cleared tool results set back in them (each a placeholder string at
  * its output's place; `messages`: the core's history with them cleared), every other item as it came.
  */
-export function withCleared(items: readonly Record<string, unknown>[], adapted: Adapted, messages: readonly Message[], uses: readonly { message: number; block: number }[]): Record<string, unknown>[] {
+export function withCleared(
+  items: readonly Record<string, unknown>[],
+  adapted: Adapted,
+  messages: readonly Message[],
+  uses: readonly { message: number; block: number }[]
+): Record<string, unknown>[] {
   const out = [...items]
   const copied = new Set<number>()
   for (const use of uses) {
@@ -240,7 +267,9 @@ export function givenBack(
   const opensWithUser = tail[0]?.role === 'user'
   const firstBlocks = first ? (first.content as Block[]) : []
   const headBlocks = opensWithUser ? firstBlocks.slice(0, firstBlocks.length - (tail[0]?.content as Block[]).length) : firstBlocks
-  const tailOut = opensWithUser ? [{ ...first, content: firstBlocks.slice(headBlocks.length) } as Message, ...compacted.messages.slice(1)] : compacted.messages.slice(1)
+  const tailOut = opensWithUser
+    ? [{ ...first, content: firstBlocks.slice(headBlocks.length) } as Message, ...compacted.messages.slice(1)]
+    : compacted.messages.slice(1)
 
   const copies = new Map<number, Record<string, unknown>>()
   const clips: Clip[] = []
@@ -255,7 +284,12 @@ export function givenBack(
     copies.set(source.item, copy)
     setAt(copy, place.field, place.text)
     const { block_index: _block, ...rest } = clip
-    clips.push({ ...rest, message_index: source.item, ...(source.part !== undefined ? { block_index: source.part } : {}), path: `/${rules.field}/${source.item}${place.field}` })
+    clips.push({
+      ...rest,
+      message_index: source.item,
+      ...(source.part !== undefined ? { block_index: source.part } : {}),
+      path: `/${rules.field}/${source.item}${place.field}`
+    })
   }
   const texts = headBlocks.map((b) => (typeof b.text === 'string' ? b.text : '')).filter((t) => t !== '')
   const kept = items.slice(keptFrom).map((item, k) => copies.get(keptFrom + k) ?? item)

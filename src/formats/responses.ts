@@ -46,7 +46,9 @@ const answeredIds = new WeakMap<readonly Item[], Set<string>>()
 function answered(all: readonly Item[]): Set<string> {
   let ids = answeredIds.get(all)
   if (!ids) {
-    ids = new Set(all.filter((i) => !isMessage(i) && typeof i.type === 'string' && isOutputType(i.type) && typeof i.call_id === 'string').map((i) => i.call_id as string))
+    ids = new Set(
+      all.filter((i) => !isMessage(i) && typeof i.type === 'string' && isOutputType(i.type) && typeof i.call_id === 'string').map((i) => i.call_id as string)
+    )
     answeredIds.set(all, ids)
   }
   return ids
@@ -68,9 +70,13 @@ export const responsesRules: FormatRules = {
     if (typeof item !== 'object' || item === null || Array.isArray(item)) return problem('', 'an input item must be an object')
     // what the client cannot read (encrypted reasoning) is marked so: never summarized
     const unreadable = typeof item.encrypted_content === 'string'
-    const opaque = (side: ItemBlocks['side']): ItemBlocks => ({ side, blocks: [{ block: { type: 'client_item', item_type: String(item.type), ...(unreadable ? { opaque: true } : {}) }, source: { item: i } }] })
+    const opaque = (side: ItemBlocks['side']): ItemBlocks => ({
+      side,
+      blocks: [{ block: { type: 'client_item', item_type: String(item.type), ...(unreadable ? { opaque: true } : {}) }, source: { item: i } }]
+    })
     if (isMessage(item)) {
-      if (typeof item.role !== 'string' || !MESSAGE_ROLES.has(item.role)) return problem('/role', `role must be one of user, assistant, system, developer (got ${JSON.stringify(item.role)})`)
+      if (typeof item.role !== 'string' || !MESSAGE_ROLES.has(item.role))
+        return problem('/role', `role must be one of user, assistant, system, developer (got ${JSON.stringify(item.role)})`)
       const blocks = contentBlocks(item.content, i, problem)
       if (!Array.isArray(blocks)) return blocks
       const side = item.role === 'assistant' ? 'assistant' : 'user'
@@ -82,7 +88,15 @@ export const responsesRules: FormatRules = {
       if (typeof callId !== 'string' || callId === '') return problem('/call_id', `a ${item.type} needs a call_id`)
       if (typeof item.name !== 'string') return problem('/name', `a ${item.type} needs the name of its tool`)
       if (item.type === 'custom_tool_call') {
-        return { side: 'assistant', blocks: [{ block: { type: 'tool_use', id: callId, name: item.name, input: { input: String(item.input ?? '') } }, source: { item: i, field: '/input', as: 'input' } }] }
+        return {
+          side: 'assistant',
+          blocks: [
+            {
+              block: { type: 'tool_use', id: callId, name: item.name, input: { input: String(item.input ?? '') } },
+              source: { item: i, field: '/input', as: 'input' }
+            }
+          ]
+        }
       }
       const { input, as } = argumentsInput(item.arguments)
       return { side: 'assistant', blocks: [{ block: { type: 'tool_use', id: callId, name: item.name, input }, source: { item: i, field: '/arguments', as } }] }
@@ -91,18 +105,29 @@ export const responsesRules: FormatRules = {
       if (isOutputType(item.type)) {
         // an output given as parts is read part by part, so that a clip keeps its shape (each text part
         // clipped in place, an image or a file as it came); a string output is clipped as the string it is
-        if (Array.isArray(item.output)) return { side: 'user', blocks: [{ block: { type: 'tool_result', tool_use_id: callId, content: item.output.map(outputPart) }, source: { item: i, field: '/output', as: 'parts' } }] }
+        if (Array.isArray(item.output))
+          return {
+            side: 'user',
+            blocks: [
+              { block: { type: 'tool_result', tool_use_id: callId, content: item.output.map(outputPart) }, source: { item: i, field: '/output', as: 'parts' } }
+            ]
+          }
         const field = typeof item.output === 'string' ? '/output' : undefined
-        return { side: 'user', blocks: [{ block: { type: 'tool_result', tool_use_id: callId, content: outputText(item.output) }, source: { item: i, ...(field ? { field } : {}) } }] }
+        return {
+          side: 'user',
+          blocks: [{ block: { type: 'tool_result', tool_use_id: callId, content: outputText(item.output) }, source: { item: i, ...(field ? { field } : {}) } }]
+        }
       }
       // a call of a kind the gateway does not read (a local shell, a computer): paired by its id with its output
-      if (isAnsweredCall(item, all)) return { side: 'assistant', blocks: [{ block: { type: 'tool_use', id: callId, name: item.type, input: {} }, source: { item: i } }] }
+      if (isAnsweredCall(item, all))
+        return { side: 'assistant', blocks: [{ block: { type: 'tool_use', id: callId, name: item.type, input: {} }, source: { item: i } }] }
     }
     // reasoning and the model's own calls are the assistant's (reasoning precedes the item it belongs to);
     // any other item stays in the turn it stands in
     return opaque(item.type === 'reasoning' || item.type.endsWith('_call') ? 'assistant' : 'either')
   },
   calls: (item, all) => (isAnsweredCall(item, all) ? [item.call_id as string] : []),
-  answers: (item) => (!isMessage(item) && typeof item.call_id === 'string' && typeof item.type === 'string' && isOutputType(item.type) ? item.call_id : undefined),
+  answers: (item) =>
+    !isMessage(item) && typeof item.call_id === 'string' && typeof item.type === 'string' && isOutputType(item.type) ? item.call_id : undefined,
   summaryItem: (texts) => ({ type: 'message', role: 'user', content: texts.map((text) => ({ type: 'input_text', text })) })
 }

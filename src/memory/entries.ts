@@ -116,7 +116,12 @@ function firstLine(text: string, max: number): string {
  * is cut in two at a passage's edge and kept half raw; the service redacts every passage again, with its
  * full rules, before anything is kept.
  */
-export function readMemory(messages: readonly Message[], offset: number, files: { modified: string[]; read: string[] }, redactFirst: Redact = redact): MemoryEntry[] {
+export function readMemory(
+  messages: readonly Message[],
+  offset: number,
+  files: { modified: string[]; read: string[] },
+  redactFirst: Redact = redact
+): MemoryEntry[] {
   const out: MemoryEntry[] = []
   const add = (kind: MemoryKind, text: string, from: number, to = from): void => {
     for (const p of passages(redactFirst(text))) out.push({ kind, text: p, from, to })
@@ -147,7 +152,8 @@ export function readMemory(messages: readonly Message[], offset: number, files: 
           const why = whyLines(output, 4).filter((l) => failed || !NO_FAILURE.test(l))
           if (why.length > 0) add(failed ? 'error' : 'evidence', `${named} ${failed ? 'failed' : 'printed'}: ${why.join(' | ')}`, from, i)
         }
-        for (const t of testResults(output).filter((r) => r.status === 'failed')) add('evidence', `failing test ${t.id}${t.reason ? ` — ${t.reason}` : ''}`, from, i)
+        for (const t of testResults(output).filter((r) => r.status === 'failed'))
+          add('evidence', `failing test ${t.id}${t.reason ? ` — ${t.reason}` : ''}`, from, i)
         for (const line of evidenceLines(output)) add('evidence', line, from, i)
       }
     }
@@ -168,7 +174,8 @@ export function clippedMemory(original: readonly Message[], clips: readonly Clip
     if (typeof node !== 'string') continue
     const text = redactFirst(node)
     if (c.kind === 'prompt') for (const p of passages(text)) out.push({ kind: 'ask', text: p, from: c.message_index, to: c.message_index })
-    else if (c.kind === 'tool_result') for (const line of evidenceLines(text)) out.push({ kind: 'evidence', text: line, from: c.message_index, to: c.message_index })
+    else if (c.kind === 'tool_result')
+      for (const line of evidenceLines(text)) out.push({ kind: 'evidence', text: line, from: c.message_index, to: c.message_index })
     else if (c.kind === 'text') for (const p of passages(text)) out.push({ kind: 'answer', text: p, from: c.message_index, to: c.message_index })
   }
   return out

@@ -8,7 +8,9 @@ import { LIST_SECTIONS, SECTION_HEADINGS, SECTION_PURPOSE } from '../compaction/
  */
 export const DOCTRINE_VERSION = '2026-11-30.1'
 
-const sectionGuide = [`- objective: ${SECTION_PURPOSE.objective}`, ...LIST_SECTIONS.map((k) => `- ${k} (${SECTION_HEADINGS[k]}): ${SECTION_PURPOSE[k]}`)].join('\n')
+const sectionGuide = [`- objective: ${SECTION_PURPOSE.objective}`, ...LIST_SECTIONS.map((k) => `- ${k} (${SECTION_HEADINGS[k]}): ${SECTION_PURPOSE[k]}`)].join(
+  '\n'
+)
 
 export const DOCTRINE_TEXT = `You are the compactor of a coding agent's conversation. The older part of the conversation (the span) is about to be removed from the agent's context. You write the structured summary that replaces it. Another model will resume the work from your summary and from the most recent turns, which are kept verbatim after it; it will not see the span again. A bad summary becomes the session's truth, so be exact and complete, never inventive.
 

@@ -1,5 +1,17 @@
 import { createHash } from 'node:crypto'
-import { type Clip, type Message, type SummaryHead, assembleHistory, assembledHead, blocksOf, headOf, isPromptMessage, isTextBlock, isToolResult, isToolUse } from '../compaction/index.js'
+import {
+  type Clip,
+  type Message,
+  type SummaryHead,
+  assembleHistory,
+  assembledHead,
+  blocksOf,
+  headOf,
+  isPromptMessage,
+  isTextBlock,
+  isToolResult,
+  isToolUse
+} from '../compaction/index.js'
 import type { CompactedResponse } from '../service/compact.js'
 
 /**

@@ -52,7 +52,11 @@ export class ClearingTier {
     let changed = false
     let uses: ClearedUse[] = []
     if (conversation.cleared.size > 0) {
-      const again = clearToolUses(messages, { keep: 0, excludeTools: [], clearInputs: false, clearAtLeast: 0, only: conversation.cleared, ...(fixed ? { fixed } : {}) }, this.recallNote)
+      const again = clearToolUses(
+        messages,
+        { keep: 0, excludeTools: [], clearInputs: false, clearAtLeast: 0, only: conversation.cleared, ...(fixed ? { fixed } : {}) },
+        this.recallNote
+      )
       if (again.cleared.length > 0) {
         messages = again.messages
         changed = true
@@ -64,7 +68,14 @@ export class ClearingTier {
     const target = this.landing(parts, budget)
     const done = clearToolUses(
       messages,
-      { keep: CLEAR_KEEP_TOOL_USES, excludeTools: [RECALL_TOOL_NAME], clearInputs: false, clearAtLeast: Math.ceil(CLEAR_AT_LEAST_SHARE * budget), enough: tokens - target, ...(fixed ? { fixed } : {}) },
+      {
+        keep: CLEAR_KEEP_TOOL_USES,
+        excludeTools: [RECALL_TOOL_NAME],
+        clearInputs: false,
+        clearAtLeast: Math.ceil(CLEAR_AT_LEAST_SHARE * budget),
+        enough: tokens - target,
+        ...(fixed ? { fixed } : {})
+      },
       this.recallNote
     )
     const after = tokens - done.tokens

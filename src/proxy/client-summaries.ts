@@ -27,12 +27,27 @@ const SDK_OWN = new Set(['content-type', 'content-length', 'accept', 'accept-enc
  * they are forwarded. `after` settles once the upstream has begun to answer the forwarded request, whose
  * prefix is then in its cache: the summary call waits for it, so that it reads that prefix.
  */
-export function clientSummarizer(settings: ClientSummaries, body: Record<string, unknown>, headers: Record<string, string>, after: Promise<unknown>): (messages: Message[]) => Summarizer {
+export function clientSummarizer(
+  settings: ClientSummaries,
+  body: Record<string, unknown>,
+  headers: Record<string, string>,
+  after: Promise<unknown>
+): (messages: Message[]) => Summarizer {
   const { messages: _sent, stream: _stream, ...request } = body
   const own = Object.fromEntries(Object.entries(headers).filter(([name]) => !SDK_OWN.has(name.toLowerCase())))
   return (messages) => {
-    const client = new Anthropic({ apiKey: null, authToken: null, baseURL: settings.baseUrl, defaultHeaders: own, maxRetries: SDK_MAX_RETRIES, timeout: settings.timeoutMs })
-    return new ResilientSummarizer(new ConversationSummarizer({ request, messages, client, after }), { timeoutMs: settings.timeoutMs, fallback: settings.fallback })
+    const client = new Anthropic({
+      apiKey: null,
+      authToken: null,
+      baseURL: settings.baseUrl,
+      defaultHeaders: own,
+      maxRetries: SDK_MAX_RETRIES,
+      timeout: settings.timeoutMs
+    })
+    return new ResilientSummarizer(new ConversationSummarizer({ request, messages, client, after }), {
+      timeoutMs: settings.timeoutMs,
+      fallback: settings.fallback
+    })
   }
 }
 
@@ -53,7 +68,16 @@ export function openAiClientSummarizer(
   const bearer = /^Bearer\s+(.+)$/i.exec(Object.entries(headers).find(([name]) => name.toLowerCase() === 'authorization')?.[1] ?? '')?.[1]
   return () => {
     // (a client that sends no key, as to a local server, is sent on with none)
-    const client = new OpenAI({ apiKey: bearer ?? 'none', baseURL, defaultHeaders: bearer ? own : { ...own, authorization: null }, maxRetries: SDK_MAX_RETRIES, timeout: settings.timeoutMs })
-    return new ResilientSummarizer(new OpenAiConversationSummarizer({ ...conversation, client }, model), { timeoutMs: settings.timeoutMs, fallback: settings.fallback })
+    const client = new OpenAI({
+      apiKey: bearer ?? 'none',
+      baseURL,
+      defaultHeaders: bearer ? own : { ...own, authorization: null },
+      maxRetries: SDK_MAX_RETRIES,
+      timeout: settings.timeoutMs
+    })
+    return new ResilientSummarizer(new OpenAiConversationSummarizer({ ...conversation, client }, model), {
+      timeoutMs: settings.timeoutMs,
+      fallback: settings.fallback
+    })
   }
 }

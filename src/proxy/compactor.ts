@@ -1,5 +1,17 @@
 import { createHash } from 'node:crypto'
-import { CARRIED_SHARE, type Clip, type Message, SUMMARY_FLOOR_TOKENS, SUMMARY_SHARE, type SystemPrompt, asksProviderCompaction, carriedContext, carriedTokens, compactsByItself, promptTokens } from '../compaction/index.js'
+import {
+  CARRIED_SHARE,
+  type Clip,
+  type Message,
+  SUMMARY_FLOOR_TOKENS,
+  SUMMARY_SHARE,
+  type SystemPrompt,
+  asksProviderCompaction,
+  carriedContext,
+  carriedTokens,
+  compactsByItself,
+  promptTokens
+} from '../compaction/index.js'
 import type { MemoryEntry } from '../memory/entries.js'
 import type { Summarizer } from '../summarizer/summarizer.js'
 import type { CompactRequestBody } from '../contract/schemas.js'
@@ -250,7 +262,10 @@ export class ProxyCompactor {
     this.observe(state, tokens)
     // What is sent when nothing new is compacted: the current summary and the turns since (clipped as the
     // crossing clipped them), or the body as it came.
-    const unchanged: ProxyOutcome = current && anchored ? { kind: 'reused', tokens, messages: effective, summaryId: current.summaryId, keptFrom: current.cut, clips: anchored.clips } : { kind: 'none', tokens }
+    const unchanged: ProxyOutcome =
+      current && anchored
+        ? { kind: 'reused', tokens, messages: effective, summaryId: current.summaryId, keptFrom: current.cut, clips: anchored.clips }
+        : { kind: 'none', tokens }
     if (budget === 'off' || tokens <= budget) {
       this.maybeWriteAhead(state, request, tokens, effective)
       return unchanged
@@ -270,21 +285,43 @@ export class ProxyCompactor {
     const current = state.current
     const base = holds(state.refined, messages) ? state.refined : current
     const input = base ? withAnchor(base, messages) : messages
-    const run = await runCompaction(this.body(request, input, 'auto', 'extractive', this.crossingKeep(request, 0, base)), this.options.deps, { tenant: request.tenant, signal: request.signal, recallTool: false, clipToBudget: true })
+    const run = await runCompaction(this.body(request, input, 'auto', 'extractive', this.crossingKeep(request, 0, base)), this.options.deps, {
+      tenant: request.tenant,
+      signal: request.signal,
+      recallTool: false,
+      clipToBudget: true
+    })
     if (!isCompacted(run)) {
       // The model's summary of an earlier cut is shorter: sent from now on, it is all this history needs (the
       // prefix changes once, as a compaction would change it). Else nothing could be compacted.
       if (base !== undefined && base !== current) {
         this.adopt(state, base)
         const again = anchoredTail(base, messages)
-        return { kind: 'reused', tokens: requestTokens(request, again.messages), messages: again.messages, summaryId: base.summaryId, keptFrom: base.cut, clips: again.clips }
+        return {
+          kind: 'reused',
+          tokens: requestTokens(request, again.messages),
+          messages: again.messages,
+          summaryId: base.summaryId,
+          keptFrom: base.cut,
+          clips: again.clips
+        }
       }
       return unchanged
     }
     const anchor = anchorOf(run.response, messages, base)
     this.adopt(state, anchor)
     const forwarded = { ...run, response: { ...run.response, stats: { ...run.response.stats, raw_history_tokens: crossed } } }
-    return { kind: 'compacted', tokens: run.response.stats.context_after_compaction, crossed, messages: run.response.messages, summaryId: anchor.summaryId, source: 'merged', run: forwarded, memory: run.memory, ...forwardedTail(run.response, anchor) }
+    return {
+      kind: 'compacted',
+      tokens: run.response.stats.context_after_compaction,
+      crossed,
+      messages: run.response.messages,
+      summaryId: anchor.summaryId,
+      source: 'merged',
+      run: forwarded,
+      memory: run.memory,
+      ...forwardedTail(run.response, anchor)
+    }
   }
 
   /** The crossing, with a summary written ahead: taken as it is where it lands near the target, else merged with the turns since. */
@@ -305,7 +342,18 @@ export class ProxyCompactor {
         kept_tokens: Math.max(0, tokens - fixed - written.stats.summary_tokens - written.stats.carried_context_tokens)
       }
       const run = { ...pending.run, response: { ...written, reason: 'over_budget' as const, stats } }
-      return { kind: 'compacted', tokens, crossed: before, messages: anchored, summaryId: pending.summaryId, source: 'precomputed', run, memory: pending.run.memory, keptFrom: pending.cut, clips }
+      return {
+        kind: 'compacted',
+        tokens,
+        crossed: before,
+        messages: anchored,
+        summaryId: pending.summaryId,
+        source: 'precomputed',
+        run,
+        memory: pending.run.memory,
+        keptFrom: pending.cut,
+        clips
+      }
     }
     // Taken as it is where it lands near the target; past it (a summary written long before the crossing
     // leaves more turns since than the target holds), the turns since are merged in to land there.
@@ -313,7 +361,11 @@ export class ProxyCompactor {
     // The anchored merge: the precomputed summary is the prior, the turns since come from the ledger (a
     // history under the budget but past the landing is compacted as a /compact would: manual).
     const mode = tokens > budget ? 'auto' : 'manual'
-    const run = await runCompaction(this.body(request, withAnchor(pending, messages), mode, 'extractive', this.crossingKeep(request, 0, pending)), this.options.deps, { tenant: request.tenant, signal: request.signal, recallTool: false, clipToBudget: true })
+    const run = await runCompaction(
+      this.body(request, withAnchor(pending, messages), mode, 'extractive', this.crossingKeep(request, 0, pending)),
+      this.options.deps,
+      { tenant: request.tenant, signal: request.signal, recallTool: false, clipToBudget: true }
+    )
     // Where nothing more can be compacted, the summary written ahead is taken only if it makes the prompt
     // smaller; else the history is left as it is (what must be kept, the newest item the client cannot read and
     // all after it, is more than the budget holds either way).
@@ -337,7 +389,13 @@ export class ProxyCompactor {
 
   private adopt(state: SessionState, anchor: Anchor): void {
     this.reset(state)
-    state.current = { cut: anchor.cut, prefixHash: anchor.prefixHash, head: anchor.head, summaryId: anchor.summaryId, ...(anchor.clipped ? { clipped: anchor.clipped } : {}) }
+    state.current = {
+      cut: anchor.cut,
+      prefixHash: anchor.prefixHash,
+      head: anchor.head,
+      summaryId: anchor.summaryId,
+      ...(anchor.clipped ? { clipped: anchor.clipped } : {})
+    }
     this.persist(state)
   }
 
@@ -386,7 +444,13 @@ export class ProxyCompactor {
     state.pending = undefined
   }
 
-  private body(request: ProxyRequest, messages: Message[], mode: 'auto' | 'manual', summarizer: 'auto' | 'extractive' = 'auto', keep = this.crossingKeep(request)): CompactRequestBody {
+  private body(
+    request: ProxyRequest,
+    messages: Message[],
+    mode: 'auto' | 'manual',
+    summarizer: 'auto' | 'extractive' = 'auto',
+    keep = this.crossingKeep(request)
+  ): CompactRequestBody {
     return {
       messages,
       system: request.system,
@@ -421,7 +485,12 @@ export class ProxyCompactor {
     // the summary's room: what the summary it builds on takes, and a quarter more for what it adds; a tenth
     // of the budget where there is none yet
     const tenth = Math.max(SUMMARY_FLOOR_TOKENS, Math.floor(budget / SUMMARY_SHARE))
-    const summary = base ? Math.min(tenth, Math.max(SUMMARY_FLOOR_TOKENS, Math.ceil(SUMMARY_GROWTH * promptTokens([{ role: 'user', content: [...base.head.user] }], undefined, undefined)))) : tenth
+    const summary = base
+      ? Math.min(
+          tenth,
+          Math.max(SUMMARY_FLOOR_TOKENS, Math.ceil(SUMMARY_GROWTH * promptTokens([{ role: 'user', content: [...base.head.user] }], undefined, undefined)))
+        )
+      : tenth
     // the context a compaction carries over (system messages, harness context) lands there too
     const carried = carriedTokens(carriedContext(request.messages, Math.floor(budget / CARRIED_SHARE), 1), 1)
     return Math.max(MIN_KEEP_TOKENS, Math.floor(this.options.targetShare * room) - summary - carried - grownSince)
@@ -468,7 +537,11 @@ export class ProxyCompactor {
       const keep = this.crossingKeep(request, budget - tokens, base)
       // the gateway's own model where it has one, else the client's, in the conversation as forwarded
       const model = deps.modelSummarizer ?? request.clientSummarizer?.(forwarded)
-      const run = await runCompaction(this.body(request, input, 'manual', 'auto', keep), { ...deps, modelSummarizer: model }, { tenant: request.tenant, recallTool: false, signal: this.closing.signal, clipToBudget: true })
+      const run = await runCompaction(
+        this.body(request, input, 'manual', 'auto', keep),
+        { ...deps, modelSummarizer: model },
+        { tenant: request.tenant, recallTool: false, signal: this.closing.signal, clipToBudget: true }
+      )
       this.summaryMs = average(this.summaryMs, performance.now() - started)
       const report = run.response.summarizer
       if (report && report.calls > 0) this.options.onSummary?.(request, report)
@@ -507,7 +580,13 @@ export class ProxyCompactor {
     const now = Date.now()
     let state = this.sessions.get(key)
     if (state) this.sessions.delete(key)
-    else state = { key, loaded: false, seenAt: now, ...(request.session !== undefined ? { owner: { key_name: request.tenant, session_id: request.session } } : {}) }
+    else
+      state = {
+        key,
+        loaded: false,
+        seenAt: now,
+        ...(request.session !== undefined ? { owner: { key_name: request.tenant, session_id: request.session } } : {})
+      }
     state.seenAt = now
     this.sessions.set(key, state) // most recently used last
     // The least recently used come first: forget those over the count, and those idle too long.
@@ -571,6 +650,7 @@ export class ProxyCompactor {
  * not change as a conversation grows); without a session, the one named by its system prompt and first message.
  */
 export function conversationKey(request: Pick<ProxyRequest, 'tenant' | 'session' | 'messages' | 'system'>): string {
-  if (request.session !== undefined) return `${request.tenant}\u0000s:${request.session}\u0000${hashPrefix(request.messages, Math.min(1, request.messages.length))}`
+  if (request.session !== undefined)
+    return `${request.tenant}\u0000s:${request.session}\u0000${hashPrefix(request.messages, Math.min(1, request.messages.length))}`
   return `${request.tenant}\u0000h:${derivedSession(request)}`
 }

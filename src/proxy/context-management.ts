@@ -70,7 +70,8 @@ function onlyFields(value: Record<string, unknown>, path: (string | number)[], a
 function count(value: unknown, path: (string | number)[], type: readonly string[], min: number): { type: string; value: number } {
   if (!isObject(value)) throw invalid(path, `Input should be an object with a type (${type.join(' or ')}) and a value`)
   onlyFields(value, path, ['type', 'value'])
-  if (typeof value.type !== 'string' || !type.includes(value.type)) throw invalid([...path, 'type'], `Input should be ${type.map((t) => `'${t}'`).join(' or ')}`)
+  if (typeof value.type !== 'string' || !type.includes(value.type))
+    throw invalid([...path, 'type'], `Input should be ${type.map((t) => `'${t}'`).join(' or ')}`)
   if (typeof value.value !== 'number' || !Number.isInteger(value.value)) throw invalid([...path, 'value'], 'Input should be a valid integer')
   if (value.value < min) throw invalid([...path, 'value'], `Input should be greater than or equal to ${min}`)
   return { type: value.type, value: value.value }
@@ -100,13 +101,27 @@ export function readContextManagement(body: Record<string, unknown>): ContextMan
     if (!isObject(edit)) throw invalid(path, 'Input should be a valid object')
     if (edit.type === 'clear_tool_uses_20250919') {
       onlyFields(edit, path, ['type', 'trigger', 'keep', 'clear_at_least', 'exclude_tools', 'clear_tool_inputs'])
-      const trigger = edit.trigger === undefined || edit.trigger === null ? { type: 'input_tokens', value: CLEAR_TOOL_USES_DEFAULTS.triggerInputTokens } : count(edit.trigger, [...path, 'trigger'], ['input_tokens', 'tool_uses'], 1)
-      const keep = edit.keep === undefined || edit.keep === null ? CLEAR_TOOL_USES_DEFAULTS.keepToolUses : count(edit.keep, [...path, 'keep'], ['tool_uses'], 0).value
-      const clearAtLeast = edit.clear_at_least === undefined || edit.clear_at_least === null ? 0 : count(edit.clear_at_least, [...path, 'clear_at_least'], ['input_tokens'], 0).value
+      const trigger =
+        edit.trigger === undefined || edit.trigger === null
+          ? { type: 'input_tokens', value: CLEAR_TOOL_USES_DEFAULTS.triggerInputTokens }
+          : count(edit.trigger, [...path, 'trigger'], ['input_tokens', 'tool_uses'], 1)
+      const keep =
+        edit.keep === undefined || edit.keep === null ? CLEAR_TOOL_USES_DEFAULTS.keepToolUses : count(edit.keep, [...path, 'keep'], ['tool_uses'], 0).value
+      const clearAtLeast =
+        edit.clear_at_least === undefined || edit.clear_at_least === null
+          ? 0
+          : count(edit.clear_at_least, [...path, 'clear_at_least'], ['input_tokens'], 0).value
       const excludeTools = edit.exclude_tools === undefined || edit.exclude_tools === null ? [] : names(edit.exclude_tools, [...path, 'exclude_tools'])
       const inputs = edit.clear_tool_inputs
       if (inputs !== undefined && inputs !== null && typeof inputs !== 'boolean') names(inputs, [...path, 'clear_tool_inputs'])
-      edits.push({ type: 'clear_tool_uses_20250919', trigger: trigger as ClearToolUsesEdit['trigger'], keep, clearAtLeast, excludeTools, clearInputs: (inputs ?? false) as boolean | string[] })
+      edits.push({
+        type: 'clear_tool_uses_20250919',
+        trigger: trigger as ClearToolUsesEdit['trigger'],
+        keep,
+        clearAtLeast,
+        excludeTools,
+        clearInputs: (inputs ?? false) as boolean | string[]
+      })
     } else if (edit.type === 'clear_thinking_20251015') {
       onlyFields(edit, path, ['type', 'keep'])
       const k = edit.keep
@@ -117,7 +132,8 @@ export function readContextManagement(body: Record<string, unknown>): ContextMan
     } else if (edit.type === 'compact_20260112') {
       onlyFields(edit, path, ['type', 'trigger', 'pause_after_compaction', 'instructions'])
       if (compact) throw invalid([...path, 'type'], 'compact_20260112 is given twice')
-      const trigger = edit.trigger === undefined || edit.trigger === null ? COMPACT_DEFAULT_TRIGGER : count(edit.trigger, [...path, 'trigger'], ['input_tokens'], 1).value
+      const trigger =
+        edit.trigger === undefined || edit.trigger === null ? COMPACT_DEFAULT_TRIGGER : count(edit.trigger, [...path, 'trigger'], ['input_tokens'], 1).value
       const pause = edit.pause_after_compaction ?? false
       if (typeof pause !== 'boolean') throw invalid([...path, 'pause_after_compaction'], 'Input should be a valid boolean')
       const instructions = edit.instructions ?? undefined
@@ -149,7 +165,15 @@ export interface CompactionBlock {
 /** The block of a compaction whose forwarded history is `messages` (its first, the summary turn). */
 export function compactionBlock(messages: readonly Message[]): CompactionBlock {
   const first = messages[0]
-  const content = first === undefined ? '' : typeof first.content === 'string' ? first.content : first.content.map((b) => (b.type === 'text' && typeof b.text === 'string' ? b.text : '')).filter(Boolean).join('\n\n')
+  const content =
+    first === undefined
+      ? ''
+      : typeof first.content === 'string'
+        ? first.content
+        : first.content
+            .map((b) => (b.type === 'text' && typeof b.text === 'string' ? b.text : ''))
+            .filter(Boolean)
+            .join('\n\n')
   return { type: 'compaction', content, encrypted_content: `${OWN_ENCODING}${Buffer.from(JSON.stringify(messages)).toString('base64url')}` }
 }
 
@@ -160,7 +184,10 @@ function ownHistory(block: Record<string, unknown>): Message[] | undefined {
   try {
     const messages = JSON.parse(Buffer.from(encoded.slice(OWN_ENCODING.length), 'base64url').toString('utf8')) as unknown
     if (!Array.isArray(messages) || messages.length === 0) return undefined
-    const valid = messages.every((m: unknown) => isObject(m) && (m.role === 'user' || m.role === 'assistant' || m.role === 'system') && (typeof m.content === 'string' || Array.isArray(m.content)))
+    const valid = messages.every(
+      (m: unknown) =>
+        isObject(m) && (m.role === 'user' || m.role === 'assistant' || m.role === 'system') && (typeof m.content === 'string' || Array.isArray(m.content))
+    )
     return valid ? (messages as Message[]) : undefined
   } catch {
     return undefined
@@ -195,7 +222,8 @@ export function fromCompaction(messages: readonly Message[]): { messages: Messag
   const after = [...(rest.length > 0 ? [{ ...holder, content: rest } as Message] : []), ...messages.slice(at + 1)]
   const own = ownHistory(found)
   if (own) return { messages: [...own, ...after], read: true }
-  if (typeof found.content === 'string' && found.content !== '') return { messages: [{ role: 'user', content: [{ type: 'text', text: found.content }] }, ...after], read: true }
+  if (typeof found.content === 'string' && found.content !== '')
+    return { messages: [{ role: 'user', content: [{ type: 'text', text: found.content }] }, ...after], read: true }
   // a failed compaction (no content): a no-op, the block alone goes
   const before = messages.slice(0, at).map((m) => (typeof m.content === 'string' ? m : { ...m, content: m.content.filter((b) => b.type !== 'compaction') }))
   return { messages: [...before, ...after], read: true }
@@ -229,7 +257,11 @@ export function applyContextEdits(parts: ProxyParts, edits: readonly ContextEdit
         ? promptTokens(messages, parts.system, parts.tools) >= edit.trigger.value
         : messages.reduce((n, m) => n + (typeof m.content === 'string' ? 0 : m.content.filter((b) => b.type === 'tool_use').length), 0) >= edit.trigger.value
     if (!reached) continue
-    const done = clearToolUses(messages, { keep: edit.keep, excludeTools: edit.excludeTools, clearInputs: edit.clearInputs, clearAtLeast: edit.clearAtLeast }, recallNote)
+    const done = clearToolUses(
+      messages,
+      { keep: edit.keep, excludeTools: edit.excludeTools, clearInputs: edit.clearInputs, clearAtLeast: edit.clearAtLeast },
+      recallNote
+    )
     if (done.cleared.length === 0) continue
     messages = done.messages
     cleared.push(...done.cleared)
@@ -250,7 +282,6 @@ export function withoutConsumedBetas(headers: Record<string, string>): Record<st
   return left.length > 0 ? { ...rest, 'anthropic-beta': left.join(',') } : rest
 }
 
-
 /** What a compaction's summary call took, as the answer's `usage.iterations` gives it (not counted in the top-level usage). */
 export interface CompactionUsage {
   input_tokens: number
@@ -258,14 +289,31 @@ export interface CompactionUsage {
 }
 
 function iteration(usage: CompactionUsage): Record<string, unknown> {
-  return { type: 'compaction', input_tokens: usage.input_tokens, output_tokens: usage.output_tokens, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, cache_creation: null }
+  return {
+    type: 'compaction',
+    input_tokens: usage.input_tokens,
+    output_tokens: usage.output_tokens,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: 0,
+    cache_creation: null
+  }
 }
 
 /** A message's JSON with the compaction block first in its content, and the compaction's iteration before the message's own in its usage. */
 function withBlock(message: Record<string, unknown>, compaction: { block: CompactionBlock; usage: CompactionUsage }): Record<string, unknown> {
   const content = Array.isArray(message.content) ? message.content : []
   const usage = isObject(message.usage) ? message.usage : undefined
-  const own = usage ? { type: 'message', input_tokens: usage.input_tokens ?? 0, output_tokens: usage.output_tokens ?? 0, cache_creation_input_tokens: usage.cache_creation_input_tokens ?? 0, cache_read_input_tokens: usage.cache_read_input_tokens ?? 0, cache_creation: usage.cache_creation ?? null, model: message.model ?? null } : undefined
+  const own = usage
+    ? {
+        type: 'message',
+        input_tokens: usage.input_tokens ?? 0,
+        output_tokens: usage.output_tokens ?? 0,
+        cache_creation_input_tokens: usage.cache_creation_input_tokens ?? 0,
+        cache_read_input_tokens: usage.cache_read_input_tokens ?? 0,
+        cache_creation: usage.cache_creation ?? null,
+        model: message.model ?? null
+      }
+    : undefined
   return {
     ...message,
     content: [compaction.block, ...content],
@@ -278,7 +326,11 @@ export function compactionEvents(block: CompactionBlock): string {
   const event = (name: string, data: unknown): string => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`
   return (
     event('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'compaction', content: null, encrypted_content: null } }) +
-    event('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'compaction_delta', content: block.content, encrypted_content: block.encrypted_content } }) +
+    event('content_block_delta', {
+      type: 'content_block_delta',
+      index: 0,
+      delta: { type: 'compaction_delta', content: block.content, encrypted_content: block.encrypted_content }
+    }) +
     event('content_block_stop', { type: 'content_block_stop', index: 0 })
   )
 }
@@ -299,7 +351,15 @@ function shiftedEvent(event: string, compaction: { block: CompactionBlock; usage
   }
   if (data.type === 'message_delta' && isObject(data.usage)) {
     const u = data.usage
-    const own = { type: 'message', input_tokens: u.input_tokens ?? 0, output_tokens: u.output_tokens ?? 0, cache_creation_input_tokens: u.cache_creation_input_tokens ?? 0, cache_read_input_tokens: u.cache_read_input_tokens ?? 0, cache_creation: null, model: null }
+    const own = {
+      type: 'message',
+      input_tokens: u.input_tokens ?? 0,
+      output_tokens: u.output_tokens ?? 0,
+      cache_creation_input_tokens: u.cache_creation_input_tokens ?? 0,
+      cache_read_input_tokens: u.cache_read_input_tokens ?? 0,
+      cache_creation: null,
+      model: null
+    }
     return event.replace(match[0], `data: ${JSON.stringify({ ...data, usage: { ...u, iterations: [iteration(compaction.usage), own] } })}`)
   }
   return event
@@ -309,7 +369,13 @@ function shiftedEvent(event: string, compaction: { block: CompactionBlock; usage
  * The gateway's own answer to a request whose compaction pauses (`pause_after_compaction`): the compaction
  * block alone, `stop_reason: "compaction"`, nothing sampled; a stream of it where one was asked for.
  */
-export function pausedAnswer(model: unknown, stream: boolean, block: CompactionBlock, usage: CompactionUsage, applied: AppliedEdit[]): { contentType: string; body: string } {
+export function pausedAnswer(
+  model: unknown,
+  stream: boolean,
+  block: CompactionBlock,
+  usage: CompactionUsage,
+  applied: AppliedEdit[]
+): { contentType: string; body: string } {
   const id = `msg_gw${Buffer.from(block.encrypted_content.slice(-24)).toString('hex').slice(0, 24)}`
   const zero = { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }
   const message = {
@@ -330,7 +396,12 @@ export function pausedAnswer(model: unknown, stream: boolean, block: CompactionB
     body:
       event('message_start', { type: 'message_start', message: { ...message, content: [], stop_reason: null, context_management: null } }) +
       compactionEvents(block) +
-      event('message_delta', { type: 'message_delta', delta: { stop_reason: 'compaction', stop_sequence: null }, usage: { output_tokens: 0, iterations: [iteration(usage)] }, context_management: { applied_edits: applied } }) +
+      event('message_delta', {
+        type: 'message_delta',
+        delta: { stop_reason: 'compaction', stop_sequence: null },
+        usage: { output_tokens: 0, iterations: [iteration(usage)] },
+        context_management: { applied_edits: applied }
+      }) +
       event('message_stop', { type: 'message_stop' })
   }
 }
@@ -356,13 +427,18 @@ function rewriteEvent(event: string, field: unknown): string {
  * `{original_input_tokens}`, the count before the edits (the upstream's count of what was sent, and the
  * gateway's estimate of what the edits took out).
  */
-export function withAppliedEdits(stream: boolean, field: { applied_edits: AppliedEdit[] }, compaction?: { block: CompactionBlock; usage: CompactionUsage }): Transform {
+export function withAppliedEdits(
+  stream: boolean,
+  field: { applied_edits: AppliedEdit[] },
+  compaction?: { block: CompactionBlock; usage: CompactionUsage }
+): Transform {
   const cleared = field.applied_edits.reduce((n, e) => n + e.cleared_input_tokens, 0)
   if (stream) return byEvents((event) => rewriteEvent(compaction ? shiftedEvent(event, compaction) : event, field))
   return wholeBody((bytes) => {
     try {
       const parsed = JSON.parse(bytes.toString('utf8')) as unknown
-      if (isObject(parsed) && parsed.type === 'message') return Buffer.from(JSON.stringify({ ...(compaction ? withBlock(parsed, compaction) : parsed), context_management: field }))
+      if (isObject(parsed) && parsed.type === 'message')
+        return Buffer.from(JSON.stringify({ ...(compaction ? withBlock(parsed, compaction) : parsed), context_management: field }))
       // a token count: what the request would have counted before the edits (the upstream's count and the gateway's estimate of what they took out)
       if (isObject(parsed) && parsed.type === undefined && typeof parsed.input_tokens === 'number') {
         return Buffer.from(JSON.stringify({ ...parsed, context_management: { original_input_tokens: parsed.input_tokens + cleared } }))

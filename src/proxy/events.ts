@@ -14,7 +14,14 @@ export function lastEventEnd(bytes: Buffer): number {
 /** Each run of whole events passed through `rewrite` (its text split at the events' blank lines), a part of one held for the next chunk. */
 export function byEvents(rewrite: (event: string) => string): Transform {
   let held: Buffer = Buffer.alloc(0)
-  const events = (bytes: Buffer): Buffer => Buffer.from(bytes.toString('utf8').split(/(?<=\r?\n\r?\n)/).map(rewrite).join(''))
+  const events = (bytes: Buffer): Buffer =>
+    Buffer.from(
+      bytes
+        .toString('utf8')
+        .split(/(?<=\r?\n\r?\n)/)
+        .map(rewrite)
+        .join('')
+    )
   return new Transform({
     transform(chunk: Buffer, _encoding, done) {
       const bytes = held.length > 0 ? Buffer.concat([held, chunk]) : chunk

@@ -26,8 +26,11 @@ function isObject(value: unknown): value is Record<string, unknown> {
  * Reads what compaction needs from a Gemini body, refusing (400, naming the place) what cannot be read
  * where it may be over the budget; under it the body goes on for the upstream to judge.
  */
-export function readGeminiRequest(body: unknown, budgetMayPass: () => boolean): { kind: 'history'; history: GeminiHistory } | { kind: 'unread'; reason: string } {
-  if (!isObject(body)) throw new InvalidRequestError("the body must be a JSON object (a Gemini generateContent request)", '')
+export function readGeminiRequest(
+  body: unknown,
+  budgetMayPass: () => boolean
+): { kind: 'history'; history: GeminiHistory } | { kind: 'unread'; reason: string } {
+  if (!isObject(body)) throw new InvalidRequestError('the body must be a JSON object (a Gemini generateContent request)', '')
   const { contents, systemInstruction, tools } = body
   if (!Array.isArray(contents)) {
     if (!budgetMayPass()) return { kind: 'unread', reason: 'history_not_read' }
@@ -39,7 +42,8 @@ export function readGeminiRequest(body: unknown, budgetMayPass: () => boolean): 
     const problem = adapted as HistoryProblem
     throw new InvalidRequestError(problem.message.replace(/^messages\[/, 'contents['), problem.path.replace(/^\/messages/, '/contents'))
   }
-  if (tools !== undefined && (!Array.isArray(tools) || tools.some((t) => !isObject(t)))) throw new InvalidRequestError('tools: must be an array of tools', '/tools')
+  if (tools !== undefined && (!Array.isArray(tools) || tools.some((t) => !isObject(t))))
+    throw new InvalidRequestError('tools: must be an array of tools', '/tools')
   const system = systemInstructionText(systemInstruction)
   return {
     kind: 'history',
@@ -54,7 +58,12 @@ export function readGeminiRequest(body: unknown, budgetMayPass: () => boolean): 
 }
 
 /** The body to forward with the compacted history as the client's own contents. */
-export function geminiPayload(body: object, history: GeminiHistory, forwarded: ({ messages: ProxyParts['messages'] } & ForwardedTail) | undefined, cleared?: ClearedHistory): Buffer {
+export function geminiPayload(
+  body: object,
+  history: GeminiHistory,
+  forwarded: ({ messages: ProxyParts['messages'] } & ForwardedTail) | undefined,
+  cleared?: ClearedHistory
+): Buffer {
   const items = cleared ? withCleared(history.items, history.adapted, cleared.messages, cleared.uses) : history.items
   if (!forwarded) return withMessages(body, items, 'contents')
   const given = givenBack(items, history.adapted, geminiRules, { messages: forwarded.messages, kept_from: forwarded.keptFrom, clips: forwarded.clips })

@@ -62,7 +62,8 @@ export function readOpenAiRequest(body: unknown, api: OpenAiApi, budgetMayPass: 
     if (typeof body.input === 'string') return { kind: 'unread', reason: 'single_input' }
   }
   const items = body[field]
-  if (!Array.isArray(items)) throw invalid(`${field}: ${api === 'chat' ? 'an array of messages' : 'a string or an array of input items'} is required`, `/${field}`)
+  if (!Array.isArray(items))
+    throw invalid(`${field}: ${api === 'chat' ? 'an array of messages' : 'a string or an array of input items'} is required`, `/${field}`)
   const rules = rulesOf(api === 'chat' ? 'openai-chat' : 'openai-responses')
   const adapted = adaptHistory(items as Record<string, unknown>[], rules)
   if ('kind' in adapted) {
@@ -91,7 +92,12 @@ export function readOpenAiRequest(body: unknown, api: OpenAiApi, budgetMayPass: 
 }
 
 /** The body to forward: the client's own items, from the first kept one, behind its system items and the summary item. */
-export function openAiPayload(body: object, history: OpenAiHistory, forwarded: ({ messages: ProxyParts['messages'] } & ForwardedTail) | undefined, cleared?: ClearedHistory): Buffer {
+export function openAiPayload(
+  body: object,
+  history: OpenAiHistory,
+  forwarded: ({ messages: ProxyParts['messages'] } & ForwardedTail) | undefined,
+  cleared?: ClearedHistory
+): Buffer {
   // results the proxy cleared first are placeholders in the client's own items, summarized or not
   const items = cleared ? withCleared(history.items, history.adapted, cleared.messages, cleared.uses) : history.items
   if (!forwarded) return withMessages(body, items, history.field)

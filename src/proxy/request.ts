@@ -34,8 +34,10 @@ export function readMessagesRequest(body: unknown): ProxyParts {
   for (let i = 0; i < messages.length; i++) {
     const m: unknown = messages[i]
     if (!isObject(m)) throw invalid(`messages[${i}]: a message is an object with a role and content`, `/messages/${i}`)
-    if (m.role !== 'user' && m.role !== 'assistant' && m.role !== 'system') throw invalid(`messages[${i}].role: must be "user", "assistant" or "system"`, `/messages/${i}/role`)
-    if (typeof m.content !== 'string' && !Array.isArray(m.content)) throw invalid(`messages[${i}].content: must be a string or an array of blocks`, `/messages/${i}/content`)
+    if (m.role !== 'user' && m.role !== 'assistant' && m.role !== 'system')
+      throw invalid(`messages[${i}].role: must be "user", "assistant" or "system"`, `/messages/${i}/role`)
+    if (typeof m.content !== 'string' && !Array.isArray(m.content))
+      throw invalid(`messages[${i}].content: must be a string or an array of blocks`, `/messages/${i}/content`)
     if (Array.isArray(m.content)) {
       // each block as the estimate reads it: the fields its type needs, a tool result's parts one level down
       for (let j = 0; j < m.content.length; j++) {
@@ -44,7 +46,8 @@ export function readMessagesRequest(body: unknown): ProxyParts {
       }
     }
   }
-  if (system !== undefined && typeof system !== 'string' && !Array.isArray(system)) throw invalid('system: must be a string or an array of text blocks', '/system')
+  if (system !== undefined && typeof system !== 'string' && !Array.isArray(system))
+    throw invalid('system: must be a string or an array of text blocks', '/system')
   if (Array.isArray(system)) {
     const j = system.findIndex((b: unknown) => !isObject(b))
     if (j >= 0) throw invalid(`system[${j}]: a block is an object`, `/system/${j}`)
@@ -83,7 +86,10 @@ export function ownSession(headers: Readonly<Record<string, string | string[] | 
   if (own === undefined) return undefined
   const value = headerValue(own)
   if (value === undefined || value.trim() === '' || value.length > MAX_SESSION_LENGTH || !SESSION_ID.test(value.trim())) {
-    throw invalid(`x-compaction-session: a session id of 1 to ${MAX_SESSION_LENGTH} characters, with no control character, and not "." or ".."`, '/headers/x-compaction-session')
+    throw invalid(
+      `x-compaction-session: a session id of 1 to ${MAX_SESSION_LENGTH} characters, with no control character, and not "." or ".."`,
+      '/headers/x-compaction-session'
+    )
   }
   return value.trim()
 }
@@ -111,7 +117,10 @@ export const DERIVED_SESSION_PREFIX = 'conv-'
  * the same id, and it is listed, recorded, recalled and shown like any other.
  */
 export function derivedSession(parts: Pick<ProxyParts, 'system' | 'messages'>): string {
-  const hash = createHash('sha256').update(JSON.stringify(parts.system ?? null)).update('\n').update(JSON.stringify(parts.messages[0] ?? null))
+  const hash = createHash('sha256')
+    .update(JSON.stringify(parts.system ?? null))
+    .update('\n')
+    .update(JSON.stringify(parts.messages[0] ?? null))
   return `${DERIVED_SESSION_PREFIX}${hash.digest('hex').slice(0, 32)}`
 }
 

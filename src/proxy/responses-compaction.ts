@@ -30,7 +30,11 @@ function isObject(value: unknown): value is Record<string, unknown> {
 /** The item standing for a compacted input (`items`: the input as it was forwarded, compacted). */
 export function compactionItem(items: readonly unknown[]): CompactionItem {
   const encoded = Buffer.from(JSON.stringify(items)).toString('base64url')
-  return { type: 'compaction', id: `cmp_gw${createHash('sha256').update(encoded).digest('hex').slice(0, 24)}`, encrypted_content: `${OWN_ITEM_ENCODING}${encoded}` }
+  return {
+    type: 'compaction',
+    id: `cmp_gw${createHash('sha256').update(encoded).digest('hex').slice(0, 24)}`,
+    encrypted_content: `${OWN_ITEM_ENCODING}${encoded}`
+  }
 }
 
 /** The input an item of the gateway's own stands for; undefined for another's or a damaged one. */
@@ -67,16 +71,23 @@ export function readResponsesContextManagement(body: Record<string, unknown>): {
     const path = `/context_management/${i}`
     if (!isObject(entry)) throw new InvalidRequestError(`context_management[${i}]: must be an object`, path)
     if (entry.type !== 'compaction') throw new InvalidRequestError(`context_management[${i}].type: must be "compaction"`, `${path}/type`)
-    for (const key of Object.keys(entry)) if (key !== 'type' && key !== 'compact_threshold') throw new InvalidRequestError(`context_management[${i}].${key}: unknown parameter`, `${path}/${key}`)
+    for (const key of Object.keys(entry))
+      if (key !== 'type' && key !== 'compact_threshold') throw new InvalidRequestError(`context_management[${i}].${key}: unknown parameter`, `${path}/${key}`)
     const t = entry.compact_threshold
-    if (typeof t !== 'number' || !Number.isInteger(t) || t < 1) throw new InvalidRequestError(`context_management[${i}].compact_threshold: must be a positive integer (tokens)`, `${path}/compact_threshold`)
+    if (typeof t !== 'number' || !Number.isInteger(t) || t < 1)
+      throw new InvalidRequestError(`context_management[${i}].compact_threshold: must be a positive integer (tokens)`, `${path}/compact_threshold`)
     threshold = t
   })
   return threshold === undefined ? undefined : { threshold }
 }
 
 /** The gateway's answer to `POST /v1/responses/compact`: the input's user messages, then the compaction item. */
-export function compactedResponse(input: readonly unknown[], item: CompactionItem, usage: { input_tokens: number; output_tokens: number }, nowS: number): Record<string, unknown> {
+export function compactedResponse(
+  input: readonly unknown[],
+  item: CompactionItem,
+  usage: { input_tokens: number; output_tokens: number },
+  nowS: number
+): Record<string, unknown> {
   const users = input.filter((i) => isObject(i) && i.role === 'user' && (i.type === undefined || i.type === 'message'))
   return {
     id: `resp_${item.id.slice(4)}`,
@@ -93,7 +104,6 @@ export function compactedResponse(input: readonly unknown[], item: CompactionIte
   }
 }
 
-
 /**
  * A Responses answer with the compaction item first in its output: in the JSON of a response, or in a
  * stream as the item's own `response.output_item.added` and `.done` events, before the first event of an
@@ -104,7 +114,8 @@ export function withCompactionItem(stream: boolean, item: CompactionItem): Trans
     return wholeBody((bytes) => {
       try {
         const parsed = JSON.parse(bytes.toString('utf8')) as unknown
-        if (isObject(parsed) && parsed.object === 'response' && Array.isArray(parsed.output)) return Buffer.from(JSON.stringify({ ...parsed, output: [item, ...parsed.output] }))
+        if (isObject(parsed) && parsed.object === 'response' && Array.isArray(parsed.output))
+          return Buffer.from(JSON.stringify({ ...parsed, output: [item, ...parsed.output] }))
       } catch {
         // not a response (an error the upstream sent): as it came
       }
@@ -133,7 +144,10 @@ export function withCompactionItem(stream: boolean, item: CompactionItem): Trans
     if (isObject(data.response) && Array.isArray(data.response.output) && (data.type === 'response.completed' || data.type === 'response.incomplete')) {
       next = { ...next, response: { ...data.response, output: [item, ...data.response.output] } }
     }
-    const before = !inserted && (typeof data.output_index === 'number' || data.type === 'response.completed' || data.type === 'response.incomplete') ? own(data.sequence_number) : ''
+    const before =
+      !inserted && (typeof data.output_index === 'number' || data.type === 'response.completed' || data.type === 'response.incomplete')
+        ? own(data.sequence_number)
+        : ''
     if (before) inserted = true
     return next === data ? `${before}${event}` : `${before}${event.replace(match[0], `data: ${JSON.stringify(next)}`)}`
   }

@@ -23,7 +23,17 @@ export interface UpstreamResponse {
 }
 
 /** Headers of a single hop: never forwarded either way. */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-authenticate', 'proxy-authorization', 'content-length'])
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'content-length'
+])
 
 /**
  * Headers that say who sent a request through which proxies. The gateway calls the upstream as its own client
@@ -46,7 +56,13 @@ const NOT_FORWARDED = new Set([...HOP_BY_HOP, 'host', 'x-api-key', 'x-goog-api-k
  * cookies, and the gateway's own x-compaction-* headers never are.
  */
 export function upstreamHeaders(incoming: IncomingHttpHeaders, credentials: Record<string, string>): Record<string, string> {
-  const named = typeof incoming.connection === 'string' ? incoming.connection.toLowerCase().split(',').map((t) => t.trim()) : []
+  const named =
+    typeof incoming.connection === 'string'
+      ? incoming.connection
+          .toLowerCase()
+          .split(',')
+          .map((t) => t.trim())
+      : []
   const out: Record<string, string> = {}
   for (const [name, value] of Object.entries(incoming)) {
     if (value === undefined || NOT_FORWARDED.has(name) || name.startsWith('x-compaction-') || named.includes(name)) continue

@@ -1,7 +1,14 @@
 import { randomUUID } from 'node:crypto'
 import { createRequire } from 'node:module'
 import rateLimit from '@fastify/rate-limit'
-import Fastify, { LogController, type FastifyInstance, type FastifyPluginAsync, type FastifyPluginOptions, type FastifyReply, type FastifyRequest } from 'fastify'
+import Fastify, {
+  LogController,
+  type FastifyInstance,
+  type FastifyPluginAsync,
+  type FastifyPluginOptions,
+  type FastifyReply,
+  type FastifyRequest
+} from 'fastify'
 import fp from 'fastify-plugin'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { DestinationStream, LoggerOptions } from 'pino'
@@ -70,7 +77,8 @@ export type App = FastifyInstance
 
 export async function buildApp(options: AppOptions): Promise<App> {
   const { config } = options
-  const logger = options.logger === false ? false : { ...(options.logger ?? loggerOptions(config.LOG_LEVEL)), ...(options.logStream ? { stream: options.logStream } : {}) }
+  const logger =
+    options.logger === false ? false : { ...(options.logger ?? loggerOptions(config.LOG_LEVEL)), ...(options.logStream ? { stream: options.logStream } : {}) }
   const app = Fastify({
     logger,
     bodyLimit: Math.floor(config.COMPACT_BODY_LIMIT_MB * 1024 * 1024),
@@ -98,7 +106,12 @@ export async function buildApp(options: AppOptions): Promise<App> {
 
   const summarizer = summarizerKind(config)
   await app.register(metricsPlugin, { modelKind: summarizer === 'openai' || summarizer === 'gemini' ? summarizer : 'anthropic' })
-  await app.register(storePlugin, { db: config.COMPACT_DB, retentionDays: config.COMPACT_RETENTION_DAYS, now, ...(options.store ? { store: options.store } : {}) })
+  await app.register(storePlugin, {
+    db: config.COMPACT_DB,
+    retentionDays: config.COMPACT_RETENTION_DAYS,
+    now,
+    ...(options.store ? { store: options.store } : {})
+  })
   await app.register(sharedStatePlugin, { url: config.COMPACT_REDIS_URL })
   const { metrics, redis } = app
   if (options.openapi) await registerOpenapi(app, SERVICE_VERSION)
@@ -125,7 +138,12 @@ export async function buildApp(options: AppOptions): Promise<App> {
       new RateLimitError(`rate limit of ${context.max} requests per minute reached; retry in ${context.after}`, Math.ceil(context.ttl / 1_000))
   })
 
-  await app.register(compactionPlugin, { config, now, ...(options.summarizer ? { summarizer: options.summarizer } : {}), ...(options.newId ? { newId: options.newId } : {}) })
+  await app.register(compactionPlugin, {
+    config,
+    now,
+    ...(options.summarizer ? { summarizer: options.summarizer } : {}),
+    ...(options.newId ? { newId: options.newId } : {})
+  })
   await app.register(proxyPlugin, { config })
 
   await app.register(routes(healthRoutes, 'store'))
@@ -134,7 +152,13 @@ export async function buildApp(options: AppOptions): Promise<App> {
   await app.register(siteRoutes, { version: SERVICE_VERSION, contract: readContract() })
   await app.register(uiRoutes, { files: readUi() })
   await app.register(routes(sessionRoutes, 'store', 'proxy', 'shared-state'))
-  const prices = { currency: config.COMPACT_PRICE_CURRENCY, input: config.COMPACT_PRICE_INPUT, output: config.COMPACT_PRICE_OUTPUT, cache_write: config.COMPACT_PRICE_CACHE_WRITE, cache_read: config.COMPACT_PRICE_CACHE_READ }
+  const prices = {
+    currency: config.COMPACT_PRICE_CURRENCY,
+    input: config.COMPACT_PRICE_INPUT,
+    output: config.COMPACT_PRICE_OUTPUT,
+    cache_write: config.COMPACT_PRICE_CACHE_WRITE,
+    cache_read: config.COMPACT_PRICE_CACHE_READ
+  }
   await app.register(routes(overviewRoutes, 'store'), { prices, now })
   await app.register(routes(memoryRoutes, 'store', 'metrics'))
   await app.register(routes(compactRoutes, 'compaction', 'store', 'metrics'), { workerMinBytes: config.COMPACT_WORKER_MIN_KB * 1024 })
@@ -152,8 +176,18 @@ export async function buildApp(options: AppOptions): Promise<App> {
         fallback: config.COMPACT_FALLBACK
       }
     : undefined
-  await app.register(routes(messagesRoutes, 'proxy', 'store', 'metrics'), { budget, credentials: anthropic, contextManagement: contextManagement(config), ...(clientSummaries ? { clientSummaries } : {}) })
-  await app.register(routes(openAiRoutes, 'proxy', 'store', 'metrics'), { budget, credentials: openai, contextManagement: openAiContextManagement(config), ...(clientSummaries ? { clientSummaries } : {}) })
+  await app.register(routes(messagesRoutes, 'proxy', 'store', 'metrics'), {
+    budget,
+    credentials: anthropic,
+    contextManagement: contextManagement(config),
+    ...(clientSummaries ? { clientSummaries } : {})
+  })
+  await app.register(routes(openAiRoutes, 'proxy', 'store', 'metrics'), {
+    budget,
+    credentials: openai,
+    contextManagement: openAiContextManagement(config),
+    ...(clientSummaries ? { clientSummaries } : {})
+  })
   await app.register(routes(modelsRoutes, 'proxy'), { anthropic, openai })
   await app.register(routes(geminiRoutes, 'proxy', 'store', 'metrics'), { budget, credentials: geminiCredentials(config.GEMINI_API_KEY, apiKeys.size > 0) })
   return app as unknown as App
@@ -215,7 +249,10 @@ function installResponseHooks(app: FastifyInstance, metrics: Metrics): void {
     // A refused request is logged with why and where (the error body: small, and never message content).
     if (reply.statusCode >= 400 && reply.statusCode < 500 && typeof payload === 'string' && payload.startsWith('{"type":"error"')) {
       const { error } = JSON.parse(payload) as ErrorResponseBody
-      request.log.info({ event: 'request_refused', status: reply.statusCode, error_type: error.type, reason: error.message, path: error.path }, 'request refused')
+      request.log.info(
+        { event: 'request_refused', status: reply.statusCode, error_type: error.type, reason: error.message, path: error.path },
+        'request refused'
+      )
     }
     done(null, payload)
   })

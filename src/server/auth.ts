@@ -118,4 +118,6 @@ function installAuth(app: FastifyInstance, keys: ReadonlyMap<string, string>, op
 }
 
 /** Every route's key checked (but the open ones'), before its body is read. */
-export const authPlugin = fp<AuthOptions & { keys: ReadonlyMap<string, string> }>(async (app, { keys, ...options }) => installAuth(app, keys, options), { name: 'auth' })
+export const authPlugin = fp<AuthOptions & { keys: ReadonlyMap<string, string> }>(async (app, { keys, ...options }) => installAuth(app, keys, options), {
+  name: 'auth'
+})

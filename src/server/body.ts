@@ -3,17 +3,22 @@ import { type FastifyRequest, errorCodes } from 'fastify'
 import { DEFAULT_BODY_LIMIT } from '../contract/defaults.js'
 export { DEFAULT_BODY_LIMIT }
 
-
 /**
  * Reads a request body into one buffer of its own, as Fastify's reader does (the same limit, the same
  * errors), but copied chunk by chunk as it arrives into a buffer sized from Content-Length. Fastify
- * gathers the chunks and joins them at the end: for a 30 MB body that join is one copy of 30 MB into
- * fresh memory, 100 ms or more in which the event loop answers nothing, /healthz included. Here the
+ * gathers the chunks and joins them at the end: for a body of megabytes that join is one copy of it into
+ * fresh memory, long enough for /healthz to wait (docs/performance.md). Here the
  * same copy is spread over the arrival of the chunks. The buffer owns its memory, so it can be moved to
  * a worker without another copy. A body without Content-Length is gathered and joined as before. Each
  * chunk is first offered to `admit` (the in-flight bound): an error from it ends the read with that error.
  */
-export function readBody(payload: Readable, contentLength: string | undefined, limit: number, done: (err: Error | null, body?: Buffer) => void, admit?: (bytes: number) => Error | undefined): void {
+export function readBody(
+  payload: Readable,
+  contentLength: string | undefined,
+  limit: number,
+  done: (err: Error | null, body?: Buffer) => void,
+  admit?: (bytes: number) => Error | undefined
+): void {
   const declared = contentLength === undefined ? Number.NaN : Number(contentLength)
   if (declared > limit) {
     done(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE())
@@ -73,7 +78,10 @@ export function readBody(payload: Readable, contentLength: string | undefined, l
  * A content-type parser over readBody: the body's bytes, counted against the in-flight bound as they arrive
  * and limited to the server's body limit, handed to `parse`.
  */
-export function bodyParser<T>(bodyLimit: number, parse: (bytes: Buffer, request: FastifyRequest) => { value: T; error?: undefined } | { value?: undefined; error: Error }) {
+export function bodyParser<T>(
+  bodyLimit: number,
+  parse: (bytes: Buffer, request: FastifyRequest) => { value: T; error?: undefined } | { value?: undefined; error: Error }
+) {
   return (request: FastifyRequest, payload: Readable, done: (err: Error | null, body?: T) => void): void => {
     readBody(
       payload,

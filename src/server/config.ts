@@ -2,7 +2,35 @@ import { createHash } from 'node:crypto'
 import { type Static, Type } from 'typebox'
 import { Value } from 'typebox/value'
 import { summarizerKind, summarizerProblem } from '../summarizer/index.js'
-import { DEFAULT_AUTH_FAILURES_PER_MIN, DEFAULT_BODY_LIMIT_MB, DEFAULT_BODY_TIMEOUT_MS, DEFAULT_BUDGET_TOKENS, DEFAULT_CACHE_TTL_S, DEFAULT_DB, DEFAULT_HOST, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_KEEP_TURNS, DEFAULT_MAX_INFLIGHT_MB, DEFAULT_MAX_SUMMARIES, DEFAULT_MODEL, DEFAULT_PORT, DEFAULT_PRECOMPUTE_AT, DEFAULT_PRICE_CURRENCY, DEFAULT_PRICES_PER_MTOK, DEFAULT_RATE_LIMIT_PER_MIN, DEFAULT_RETENTION_DAYS, DEFAULT_SHUTDOWN_GRACE_MS, DEFAULT_SUMMARIZER_INPUT_TOKENS, DEFAULT_SUMMARIZER_TIMEOUT_MS, DEFAULT_SUMMARY_QUEUE, DEFAULT_TARGET_SHARE, DEFAULT_UPSTREAM_CONNECTIONS, DEFAULT_UPSTREAM_TIMEOUT_MS, DEFAULT_WORKERS, DEFAULT_WORKER_MIN_KB } from '../contract/defaults.js'
+import {
+  DEFAULT_AUTH_FAILURES_PER_MIN,
+  DEFAULT_BODY_LIMIT_MB,
+  DEFAULT_BODY_TIMEOUT_MS,
+  DEFAULT_BUDGET_TOKENS,
+  DEFAULT_CACHE_TTL_S,
+  DEFAULT_DB,
+  DEFAULT_HOST,
+  DEFAULT_IDLE_TIMEOUT_MS,
+  DEFAULT_KEEP_TURNS,
+  DEFAULT_MAX_INFLIGHT_MB,
+  DEFAULT_MAX_SUMMARIES,
+  DEFAULT_MODEL,
+  DEFAULT_PORT,
+  DEFAULT_PRECOMPUTE_AT,
+  DEFAULT_PRICE_CURRENCY,
+  DEFAULT_PRICES_PER_MTOK,
+  DEFAULT_RATE_LIMIT_PER_MIN,
+  DEFAULT_RETENTION_DAYS,
+  DEFAULT_SHUTDOWN_GRACE_MS,
+  DEFAULT_SUMMARIZER_INPUT_TOKENS,
+  DEFAULT_SUMMARIZER_TIMEOUT_MS,
+  DEFAULT_SUMMARY_QUEUE,
+  DEFAULT_TARGET_SHARE,
+  DEFAULT_UPSTREAM_CONNECTIONS,
+  DEFAULT_UPSTREAM_TIMEOUT_MS,
+  DEFAULT_WORKERS,
+  DEFAULT_WORKER_MIN_KB
+} from '../contract/defaults.js'
 
 /** Every setting's default: src/contract/defaults.ts holds them, with the service's fixed values. */
 export * from '../contract/defaults.js'
@@ -20,7 +48,10 @@ export const ConfigSchema = Type.Object({
   ANTHROPIC_API_KEY: Type.Optional(Type.String({ minLength: 1 })),
   ANTHROPIC_BASE_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
   COMPACT_MODEL: Type.String({ minLength: 1, default: DEFAULT_MODEL }),
-  COMPACT_SUMMARIZER: Type.Union([Type.Literal('auto'), Type.Literal('anthropic'), Type.Literal('openai'), Type.Literal('gemini'), Type.Literal('extractive')], { default: 'auto' }),
+  COMPACT_SUMMARIZER: Type.Union(
+    [Type.Literal('auto'), Type.Literal('anthropic'), Type.Literal('openai'), Type.Literal('gemini'), Type.Literal('extractive')],
+    { default: 'auto' }
+  ),
   COMPACT_FOLD_MODEL: Type.Optional(Type.String({ minLength: 1 })),
   OPENAI_API_KEY: Type.Optional(Type.String({ minLength: 1 })),
   OPENAI_BASE_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
@@ -161,7 +192,12 @@ export function parseApiKeys(raw: string | undefined): Map<string, string> {
       const key = isNamed ? entry.slice(eq + 1).trim() : entry
       if (key === '') fail(i, 'has an empty key')
       if (key.length < MIN_KEY_CHARS) {
-        fail(i, isNamed ? `has a key shorter than ${MIN_KEY_CHARS} characters; if the whole entry is one key (a base64 key ends in "="), give it a name: NAME=KEY` : `is shorter than ${MIN_KEY_CHARS} characters`)
+        fail(
+          i,
+          isNamed
+            ? `has a key shorter than ${MIN_KEY_CHARS} characters; if the whole entry is one key (a base64 key ends in "="), give it a name: NAME=KEY`
+            : `is shorter than ${MIN_KEY_CHARS} characters`
+        )
       }
       const name = isNamed ? prefix : `key-${createHash('sha256').update(key).digest('hex').slice(0, 12)}`
       if (keys.has(key)) fail(i, 'repeats a key given before')
@@ -217,7 +253,10 @@ export function setupLine(config: Config, keys: number): string {
       ? `summarizer extractive${usesClientModel(config) ? ` (no ANTHROPIC_API_KEY; ${config.OPENAI_API_KEY ? 'Messages API' : 'proxied'} conversations summarized by the client's own model, COMPACT_SUMMARIZER=extractive to turn off)` : ''}`
       : `summarizer ${kind} ${config.COMPACT_MODEL}${at ? ` at ${place(at)}` : ''}${fold} (fallback ${config.COMPACT_FALLBACK})`
   // with a model summarizer compactions run inline: the model's wait, not the core, is their time
-  const workers = config.COMPACT_WORKERS > 0 && kind === 'extractive' ? `${config.COMPACT_WORKERS} workers (bodies from ${config.COMPACT_WORKER_MIN_KB} KB)` : 'compactions inline'
+  const workers =
+    config.COMPACT_WORKERS > 0 && kind === 'extractive'
+      ? `${config.COMPACT_WORKERS} workers (bodies from ${config.COMPACT_WORKER_MIN_KB} KB)`
+      : 'compactions inline'
   const budget = config.COMPACT_BUDGET === 'off' ? 'budget off' : `budget ${config.COMPACT_BUDGET} tokens`
   const auth = keys > 0 ? `${keys} API key${keys === 1 ? '' : 's'}` : 'no API keys (open)'
   return `${store}, ${redis}, ${summarizer}, ${workers}, ${budget}, ${auth}`

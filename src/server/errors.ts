@@ -13,7 +13,6 @@ export function errorBody(type: ErrorType, message: string, path?: string): Erro
   return { type: 'error', error: path === undefined ? { type, message } : { type, message, path } }
 }
 
-
 /** A URL Fastify could not route (a bad percent-escape, a parameter over the length limit), in the one error shape. */
 export function badUrl(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
   const tooLong = error.code === 'FST_ERR_MAX_PARAM_LENGTH'
@@ -38,7 +37,9 @@ export function answerClientError(this: FastifyInstance, err: Error & { code?: s
   const body = JSON.stringify(errorBody(type, message))
   this.log.debug({ err, status }, 'client error on the socket')
   if (socket.writable) {
-    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+    )
   }
   socket.destroy()
 }
@@ -77,9 +78,15 @@ function installErrorHandling(app: FastifyInstance): void {
     // Every error the service means to answer with carries its kind, whose status and type one table gives.
     if (error instanceof GatewayError) {
       if (error instanceof SummarizerFailedError) {
-        request.log.warn({ event: 'summarizer_fault', err: error, reason: error.reason, key_name: request.keyName || undefined }, 'summarizer failed, no fallback')
+        request.log.warn(
+          { event: 'summarizer_fault', err: error, reason: error.reason, key_name: request.keyName || undefined },
+          'summarizer failed, no fallback'
+        )
       }
-      void reply.code(error.status).headers(error.headers).send(errorBody(error.type, error.message, error.path))
+      void reply
+        .code(error.status)
+        .headers(error.headers)
+        .send(errorBody(error.type, error.message, error.path))
       return
     }
     const fe = error as FastifyError & { validation?: AjvIssue[]; validationContext?: string }
@@ -91,7 +98,10 @@ function installErrorHandling(app: FastifyInstance): void {
     const status = typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500 ? fe.statusCode : 500
     if (status < 500) {
       const headers = (fe as { headers?: Record<string, string> }).headers ?? {}
-      void reply.code(status).headers(headers).send(errorBody(errorTypeOf(status), instead(fe, request)))
+      void reply
+        .code(status)
+        .headers(headers)
+        .send(errorBody(errorTypeOf(status), instead(fe, request)))
       return
     }
     // 5xx details stay in the log; the client gets a stable, uninformative message.

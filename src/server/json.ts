@@ -11,7 +11,10 @@ import { DEFAULT_BODY_LIMIT, bodyParser } from './body.js'
  * and for keys that could poison a prototype, escaped forms included. Both are refused with a 400 that
  * points at the place.
  */
-export function parseJsonBody(body: Uint8Array, field: ItemsField = 'messages'): { value: unknown; error?: undefined } | { value?: undefined; error: InvalidRequestError } {
+export function parseJsonBody(
+  body: Uint8Array,
+  field: ItemsField = 'messages'
+): { value: unknown; error?: undefined } | { value?: undefined; error: InvalidRequestError } {
   let value: unknown
   try {
     value = parseJsonBytes(body, field)
@@ -25,7 +28,10 @@ export function parseJsonBody(body: Uint8Array, field: ItemsField = 'messages'):
 function installJsonParser(app: FastifyInstance): void {
   // JSON only: any other content type is a 415 (Fastify would otherwise read text/plain as a string).
   app.removeAllContentTypeParsers()
-  app.addContentTypeParser('application/json', bodyParser(app.initialConfig.bodyLimit ?? DEFAULT_BODY_LIMIT, (bytes) => parseJsonBody(bytes)))
+  app.addContentTypeParser(
+    'application/json',
+    bodyParser(app.initialConfig.bodyLimit ?? DEFAULT_BODY_LIMIT, (bytes) => parseJsonBody(bytes))
+  )
 }
 
 /** JSON bodies only, read as parseJsonBody reads them (routes that keep bytes install their own parser). */

@@ -14,7 +14,7 @@ export async function registerOpenapi(app: FastifyInstance, version: string): Pr
         title: 'compaction-gateway',
         version,
         description:
-          "Context compaction for coding agents. POST a history (Anthropic Messages format) to /v1/compact and get back a summary turn followed by the most recent turns, kept raw within a hard token bound, never splitting a tool call from its result.",
+          'Context compaction for coding agents. POST a history (Anthropic Messages format) to /v1/compact and get back a summary turn followed by the most recent turns, kept raw within a hard token bound, never splitting a tool call from its result.',
         license: { name: 'MIT', identifier: 'MIT' }
       },
       servers: [{ url: 'http://127.0.0.1:8080', description: 'the embedded defaults' }],

@@ -24,7 +24,14 @@ import { errorBody } from './errors.js'
 import { ConfigurationError, InvalidRequestError } from '../contract/errors.js'
 import { parseJsonBody } from './json.js'
 import { randomUUID } from 'node:crypto'
-import { OWN_ITEM_KEY, compactedResponse, compactionItem, readBackItems, readResponsesContextManagement, withCompactionItem } from '../proxy/responses-compaction.js'
+import {
+  OWN_ITEM_KEY,
+  compactedResponse,
+  compactionItem,
+  readBackItems,
+  readResponsesContextManagement,
+  withCompactionItem
+} from '../proxy/responses-compaction.js'
 import { readCompactRequest } from '../contract/validation.js'
 import { runCompaction, summarized } from '../service/compact.js'
 import {
@@ -164,7 +171,8 @@ function manageContext(body: ProxiedBody): Managed | undefined {
     asked = undefined
   }
   const quick = asked === undefined ? undefined : readContextManagement({ context_management: asked })
-  if (quick && nothingToDo(quick, body.bytes)) return { body: new ProxiedBody(field.without), edited: { messages: [], applied: [], cleared: [] }, compact: quick.compact, quiet: true }
+  if (quick && nothingToDo(quick, body.bytes))
+    return { body: new ProxiedBody(field.without), edited: { messages: [], applied: [], cleared: [] }, compact: quick.compact, quiet: true }
   const value = body.value()
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined
   const management = readContextManagement(value as Record<string, unknown>)
@@ -217,8 +225,17 @@ function keepClearedEvidence(app: FastifyInstance, request: FastifyRequest, sess
   const fresh = cleared.filter((c) => !kept.has(`${request.keyName}\u0000${session}\u0000${c.tool_use_id}`))
   if (fresh.length === 0) return
   for (const c of fresh) kept.add(`${request.keyName}\u0000${session}\u0000${c.tool_use_id}`)
-  const rows = fresh.flatMap((c) => passages(redact(c.evidence)).slice(0, MAX_EVIDENCE_PASSAGES).map((text) => ({ kind: 'evidence' as const, text, from: c.message, to: c.message })))
-  const owner = { compaction_id: `clr_${randomUUID().replace(/-/g, '').slice(0, 24)}`, session_id: session, key_name: request.keyName, created_at: new Date().toISOString() }
+  const rows = fresh.flatMap((c) =>
+    passages(redact(c.evidence))
+      .slice(0, MAX_EVIDENCE_PASSAGES)
+      .map((text) => ({ kind: 'evidence' as const, text, from: c.message, to: c.message }))
+  )
+  const owner = {
+    compaction_id: `clr_${randomUUID().replace(/-/g, '').slice(0, 24)}`,
+    session_id: session,
+    key_name: request.keyName,
+    created_at: new Date().toISOString()
+  }
   app.store.saveMemory(owner, rows).then(
     () => app.metrics.memoryEntries.inc(rows.length),
     (err: unknown) => {
@@ -227,7 +244,6 @@ function keepClearedEvidence(app: FastifyInstance, request: FastifyRequest, sess
     }
   )
 }
-
 
 /**
  * An event stream relayed event by event: bytes go on at each event's blank line, so that when the
@@ -273,11 +289,18 @@ export function installProxyHooks(app: FastifyInstance, endpointOf: (url: string
   // In this plugin only: the body's bytes are kept, so that they can be forwarded unchanged, and read only
   // when the request may be compacted.
   app.removeContentTypeParser('application/json')
-  app.addContentTypeParser('application/json', bodyParser(app.initialConfig.bodyLimit ?? DEFAULT_BODY_LIMIT, (bytes) => ({ value: new ProxiedBody(bytes) })))
+  app.addContentTypeParser(
+    'application/json',
+    bodyParser(app.initialConfig.bodyLimit ?? DEFAULT_BODY_LIMIT, (bytes) => ({ value: new ProxiedBody(bytes) }))
+  )
 
   const outcomes = new WeakMap<FastifyRequest, ProxyOutcome['kind']>()
   app.addHook('onResponse', (request, reply, done) => {
-    metrics.proxyRequests.inc({ endpoint: endpointOf(request.routeOptions.url), compaction: outcomes.get(request) ?? 'none', status: `${Math.floor(reply.statusCode / 100)}xx` })
+    metrics.proxyRequests.inc({
+      endpoint: endpointOf(request.routeOptions.url),
+      compaction: outcomes.get(request) ?? 'none',
+      status: `${Math.floor(reply.statusCode / 100)}xx`
+    })
     done()
   })
   return outcomes
@@ -345,7 +368,17 @@ async function recordProxied(
   countCompaction(metrics, run, modelKindOf(app.compaction.deps.modelSummarizer?.kind))
   metrics.proxyCompactions.inc({ source: outcome.source })
   request.log.info(
-    { event: 'context_compacted', via: 'proxy', endpoint, source: outcome.source, session_id: session, key_name: request.keyName || undefined, summary_id: outcome.summaryId, summarizer: run.response.summarizer.kind, ...run.response.stats },
+    {
+      event: 'context_compacted',
+      via: 'proxy',
+      endpoint,
+      source: outcome.source,
+      session_id: session,
+      key_name: request.keyName || undefined,
+      summary_id: outcome.summaryId,
+      summarizer: run.response.summarizer.kind,
+      ...run.response.stats
+    },
     'context_compacted'
   )
   const keep = recordWrites(store, metrics, request.log, { mode: 'auto', session_id: session, budget }, request.keyName, run.response, outcome.memory)
@@ -452,7 +485,13 @@ export async function proxyRequest<R>(
       ? api.clientSummarizer(context.clientSummaries, body, read.read, headersUp, after, () => forwarded.bytes)
       : undefined
   const instructions = managed?.compact?.instructions
-  const outcome = await compactProxied(app, api, read, request, { session, budget, signal: abort.signal, ...(forClient ? { clientSummarizer: forClient } : {}), ...(instructions ? { instructions } : {}) }).catch((err: unknown) => {
+  const outcome = await compactProxied(app, api, read, request, {
+    session,
+    budget,
+    signal: abort.signal,
+    ...(forClient ? { clientSummarizer: forClient } : {}),
+    ...(instructions ? { instructions } : {})
+  }).catch((err: unknown) => {
     answered()
     throw err
   })
@@ -467,21 +506,34 @@ export async function proxyRequest<R>(
       ? {
           summaryId: outcome.summaryId,
           block: compactionBlock(outcome.messages),
-          usage: outcome.kind === 'compacted' ? { input_tokens: outcome.run.response.summarizer.input_tokens, output_tokens: outcome.run.response.summarizer.output_tokens } : { input_tokens: 0, output_tokens: 0 }
+          usage:
+            outcome.kind === 'compacted'
+              ? { input_tokens: outcome.run.response.summarizer.input_tokens, output_tokens: outcome.run.response.summarizer.output_tokens }
+              : { input_tokens: 0, output_tokens: 0 }
         }
       : undefined
   if (managed && compaction && managed.compact?.pauseAfterCompaction) {
     answered()
     await recorded
-    if (outcome.kind === 'compacted') app.activity.compaction(request.keyName, session, { via: 'proxy', response: outcome.run.response, waitMs: performance.now() - started })
+    if (outcome.kind === 'compacted')
+      app.activity.compaction(request.keyName, session, { via: 'proxy', response: outcome.run.response, waitMs: performance.now() - started })
     const value = body.value() as Record<string, unknown>
     const paused = pausedAnswer(value.model, value.stream === true, compaction.block, compaction.usage, managed.edited.applied)
     outcomes.set(request, outcome.kind)
-    return reply.code(200).header('content-type', paused.contentType).header('x-compaction', 'compacted').header('x-compaction-summary-id', compaction.summaryId).send(paused.body)
+    return reply
+      .code(200)
+      .header('content-type', paused.contentType)
+      .header('x-compaction', 'compacted')
+      .header('x-compaction-summary-id', compaction.summaryId)
+      .send(paused.body)
   }
 
   const clearedHistory = cleared?.changed ? { messages: cleared.messages, uses: cleared.uses } : undefined
-  const payload = !('read' in read) ? body.bytes : outcome.kind !== 'none' || clearedHistory ? api.write(body, read.read, outcome.kind === 'none' ? undefined : outcome, clearedHistory) : body.bytes
+  const payload = !('read' in read)
+    ? body.bytes
+    : outcome.kind !== 'none' || clearedHistory
+      ? api.write(body, read.read, outcome.kind === 'none' ? undefined : outcome, clearedHistory)
+      : body.bytes
   forwarded.bytes = payload
   const asked = performance.now()
   // The query string goes on as it came (Claude Code's `?beta=true`).
@@ -502,7 +554,11 @@ export async function proxyRequest<R>(
   if (managed) keepClearedEvidence(app, request, session, managed.edited.cleared)
   if (cleared && cleared.newly.length > 0) {
     keepClearedEvidence(app, request, session, cleared.newly)
-    app.activity.clearing(request.keyName, session, { tokens: cleared.newly.reduce((n, c) => n + c.tokens, 0), uses: cleared.newly.length, waitMs: asked - started })
+    app.activity.clearing(request.keyName, session, {
+      tokens: cleared.newly.reduce((n, c) => n + c.tokens, 0),
+      uses: cleared.newly.length,
+      waitMs: asked - started
+    })
   }
   // On the request's one line, written when the answer ends (a line of its own cost a write a request).
   addToRequestLine(request, {
@@ -521,16 +577,21 @@ export async function proxyRequest<R>(
   })
   // A session's cost: what the upstream says each answer cost, and what compaction kept out of the request.
   const keptOut = outcome.kind === 'none' ? 0 : (body.bytes.length - payload.length) / CHARS_PER_TOKEN
-  const onUsage = api.costs ? (usage: UpstreamUsage | undefined) => app.activity.request(request.keyName, session, { keptOut, metered: true, usage }) : undefined
+  const onUsage = api.costs
+    ? (usage: UpstreamUsage | undefined) => app.activity.request(request.keyName, session, { keptOut, metered: true, usage })
+    : undefined
   if (!api.costs && res.status === 200) app.activity.request(request.keyName, session, { keptOut, metered: false })
   // the Responses API's compaction: its item first in the output, standing for the input as forwarded
-  const item = responses?.threshold !== undefined && outcome.kind !== 'none' ? compactionItem((JSON.parse(payload.toString('utf8')) as { input: unknown[] }).input) : undefined
+  const item =
+    responses?.threshold !== undefined && outcome.kind !== 'none'
+      ? compactionItem((JSON.parse(payload.toString('utf8')) as { input: unknown[] }).input)
+      : undefined
   const rewrite =
     managed && !(managed.quiet && !compaction)
-    ? (stream: boolean) => withAppliedEdits(stream, { applied_edits: managed.edited.applied }, compaction)
-    : item
-      ? (stream: boolean) => withCompactionItem(stream, item)
-      : undefined
+      ? (stream: boolean) => withAppliedEdits(stream, { applied_edits: managed.edited.applied }, compaction)
+      : item
+        ? (stream: boolean) => withCompactionItem(stream, item)
+        : undefined
   return relay(reply, api, res, outcome, notRead, () => abort.signal.aborted, onUsage, rewrite, cleared?.changed === true)
 }
 
@@ -542,18 +603,25 @@ export async function proxyRequest<R>(
  */
 export async function compactResponsesHere(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   const value = (request.body as ProxiedBody).value('input')
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidRequestError('the body must be a JSON object (a Responses compaction request)', '')
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new InvalidRequestError('the body must be a JSON object (a Responses compaction request)', '')
   const fields = value as Record<string, unknown>
   if (typeof fields.input === 'string') fields.input = [{ type: 'message', role: 'user', content: fields.input }]
   if (!Array.isArray(fields.input)) throw new InvalidRequestError('input: an array of input items is required', '/input')
   const input = readBackItems(fields.input).input
-  const session = proxySession(request.headers, typeof fields.prompt_cache_key === 'string' && fields.prompt_cache_key !== '' ? fields.prompt_cache_key : undefined)
-  const read = readCompactRequest(Buffer.from(JSON.stringify({ messages: input, format: 'openai-responses', mode: 'manual', ...(session !== undefined ? { session_id: session } : {}) })))
+  const session = proxySession(
+    request.headers,
+    typeof fields.prompt_cache_key === 'string' && fields.prompt_cache_key !== '' ? fields.prompt_cache_key : undefined
+  )
+  const read = readCompactRequest(
+    Buffer.from(JSON.stringify({ messages: input, format: 'openai-responses', mode: 'manual', ...(session !== undefined ? { session_id: session } : {}) }))
+  )
   if (!read.ok) throw new InvalidRequestError(read.message.replace(/\bmessages\b/, 'input'), read.path?.replace(/^\/messages/, '/input'))
   const abort = abortOnClose(reply)
   const started = performance.now()
   const run = await runCompaction(read.body, app.compaction.deps, { tenant: request.keyName, signal: abort.signal }).catch((err: unknown) => {
-    if (err instanceof InvalidHistoryError) throw new InvalidRequestError(err.message.replace(/\bmessages\b/, 'input'), err.path?.replace(/^\/messages/, '/input'))
+    if (err instanceof InvalidHistoryError)
+      throw new InvalidRequestError(err.message.replace(/\bmessages\b/, 'input'), err.path?.replace(/^\/messages/, '/input'))
     throw err
   })
   countCompaction(app.metrics, run, modelKindOf(app.compaction.deps.modelSummarizer?.kind))
@@ -564,7 +632,15 @@ export async function compactResponsesHere(app: FastifyInstance, request: Fastif
     usage = { input_tokens: response.summarizer.input_tokens, output_tokens: response.summarizer.output_tokens }
     item = compactionItem(response.messages)
     app.activity.compaction(request.keyName, session, { via: 'proxy', response, waitMs: performance.now() - started })
-    const keep = recordWrites(app.store, app.metrics, request.log, { mode: 'manual', session_id: session, budget: 'off' }, request.keyName, response, run.memory)
+    const keep = recordWrites(
+      app.store,
+      app.metrics,
+      request.log,
+      { mode: 'manual', session_id: session, budget: 'off' },
+      request.keyName,
+      response,
+      run.memory
+    )
     const { recorded, begin, unkept } = await scheduleRecord(app.store, app.writes, request.keyName, session, keep)
     if (unkept) void reply.header(RECORD_HEADER, 'not-kept')
     if (begin) reply.raw.once('close', begin)
@@ -572,13 +648,18 @@ export async function compactResponsesHere(app: FastifyInstance, request: Fastif
     void reply.header('x-compaction-summary-id', response.summary.id)
   }
   void reply.header('x-compaction', summarized(response) ? 'compacted' : 'none')
-  return reply.code(200).header('content-type', 'application/json').send(JSON.stringify(compactedResponse(input, item, usage, Math.floor(Date.now() / 1_000))))
+  return reply
+    .code(200)
+    .header('content-type', 'application/json')
+    .send(JSON.stringify(compactedResponse(input, item, usage, Math.floor(Date.now() / 1_000))))
 }
 
 /** The contract's headers of a proxied request; `sessionSources`: where the session comes from by default. */
 export function proxyHeaders(sessionSources: string) {
   return Type.Object({
-    'x-compaction-budget': Type.Optional(Type.String({ description: 'The prompt size (tokens) past which this request is compacted, or "off"; COMPACT_BUDGET by default.' })),
+    'x-compaction-budget': Type.Optional(
+      Type.String({ description: 'The prompt size (tokens) past which this request is compacted, or "off"; COMPACT_BUDGET by default.' })
+    ),
     'x-compaction-session': Type.Optional(Type.String({ description: `The session (1 to 200 characters); by default ${sessionSources}.` }))
   })
 }

@@ -100,8 +100,8 @@ export function recordWrites(
  * When a compaction's record and cold layer are written, for every route that keeps them. A compaction
  * answered must be recorded even if the process is killed the next moment. With a store other replicas
  * read, both are written before the answer (`recorded`: the caller's answer waits for it). With SQLite the
- * record is journaled at once (a line appended beside the file, replayed at the next start: 10 µs, where
- * waiting for the write cost a tenth of the throughput under load), and both writes wait until the store's
+ * record is journaled at once (a line appended beside the file, replayed at the next start: far cheaper than
+ * waiting for the write under load, docs/performance.md), and both writes wait until the store's
  * backlog has room, are reserved so that reads of the session wait for them, and are begun by the caller
  * (`begin`, once however often called) when its answer no longer needs the event loop. A store with no
  * journal (`:memory:`) writes the record before the answer.

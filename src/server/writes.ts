@@ -1,6 +1,6 @@
 /**
- * Store writes begun once an answer has gone (a compaction's record and cold layer: 0.2 ms for a record,
- * 10-45 ms to index the cold layer of a 100-400 KiB history, that the client need not wait for), and the
+ * Store writes begun once an answer has gone (a compaction's record and cold layer, whose indexing takes
+ * longer than the compaction the client waits for: docs/performance.md), and the
  * reads that must see them: a read of a session in this process waits until every write of that session
  * reserved before it has settled, so that a client asking for its records right after its answer finds
  * them. Writes are kept apart by session so that a client slow to read its answer delays no one else.

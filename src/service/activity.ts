@@ -23,7 +23,14 @@ export interface ActivityFigures {
   compactions: { total: number; via_proxy: number; via_compact_route: number; tokens_before: number; tokens_after: number; tokens_removed: number }
   /** Crossings clearing answered (old tool results cleared, nothing summarized). */
   clearings: { count: number; tool_results: number; tokens_cleared: number }
-  summaries: { model: number; extractive_chosen: number; fallback: number; cache: number; fallback_reasons: Record<string, number>; models: Record<string, number> }
+  summaries: {
+    model: number
+    extractive_chosen: number
+    fallback: number
+    cache: number
+    fallback_reasons: Record<string, number>
+    models: Record<string, number>
+  }
   crossings: { count: number; mean_wait_ms: number | null; max_wait_ms: number | null; waits: { up_to_ms: number | null; count: number }[] }
   requests: {
     count: number
@@ -66,21 +73,37 @@ export interface Savings {
 export function savingsAt(figures: Pick<ActivityFigures, 'requests' | 'summary_calls'>, prices: Prices): Savings {
   const per = (tokens: number, price: number): number => (tokens * price) / 1_000_000
   const u = figures.requests.upstream
-  const requests = per(u.input_tokens, prices.input) + per(u.cache_creation_input_tokens, prices.cache_write) + per(u.cache_read_input_tokens, prices.cache_read) + per(u.output_tokens, prices.output)
+  const requests =
+    per(u.input_tokens, prices.input) +
+    per(u.cache_creation_input_tokens, prices.cache_write) +
+    per(u.cache_read_input_tokens, prices.cache_read) +
+    per(u.output_tokens, prices.output)
   const summaries = per(figures.summary_calls.input_tokens, prices.input) + per(figures.summary_calls.output_tokens, prices.output)
   const cached = figures.requests.metered_tokens_kept_out_cached
   const keptOut = per(cached, prices.cache_read) + per(figures.requests.metered_tokens_kept_out - cached, prices.input)
   const billed = requests + summaries
   const without = requests + keptOut
   const cents = (x: number): number => Math.round(x * 10_000) / 10_000
-  return { prices, billed: cents(billed), without_compaction: cents(without), saved: cents(without - billed), saved_share: without > 0 ? Math.round((1_000 * (without - billed)) / without) / 1_000 : null }
+  return {
+    prices,
+    billed: cents(billed),
+    without_compaction: cents(without),
+    saved: cents(without - billed),
+    saved_share: without > 0 ? Math.round((1_000 * (without - billed)) / without) / 1_000 : null
+  }
 }
 
 /** The tallies of a range read into its figures; `bucketMs` the series' step (an hour or a day), from `fromMs`. */
 export function figuresOf(rows: readonly ActivityRow[], range: { fromMs: number; toMs: number }, bucketMs: number): ActivityFigures {
   const sum = new Map<string, number>()
   const steps = Math.max(1, Math.ceil((range.toMs - range.fromMs) / bucketMs))
-  const series = Array.from({ length: steps }, (_, i) => ({ at: new Date(range.fromMs + i * bucketMs).toISOString(), compactions: 0, tokens_removed: 0, tokens_kept_out: 0, crossings: 0 }))
+  const series = Array.from({ length: steps }, (_, i) => ({
+    at: new Date(range.fromMs + i * bucketMs).toISOString(),
+    compactions: 0,
+    tokens_removed: 0,
+    tokens_kept_out: 0,
+    crossings: 0
+  }))
   let maxWait: number | null = null
   for (const r of rows) {
     if (r.name.startsWith('max:')) {
@@ -98,11 +121,23 @@ export function figuresOf(rows: readonly ActivityRow[], range: { fromMs: number;
   }
   const n = (name: string): number => Math.round(sum.get(name) ?? 0)
   const named = (prefix: string): Record<string, number> =>
-    Object.fromEntries([...sum.entries()].filter(([k]) => k.startsWith(prefix)).map(([k, v]): [string, number] => [k.slice(prefix.length), Math.round(v)]).sort((a, b) => b[1] - a[1]))
+    Object.fromEntries(
+      [...sum.entries()]
+        .filter(([k]) => k.startsWith(prefix))
+        .map(([k, v]): [string, number] => [k.slice(prefix.length), Math.round(v)])
+        .sort((a, b) => b[1] - a[1])
+    )
   const fallbackReasons = named('fallback:')
   const crossings = n('crossings')
   return {
-    compactions: { total: n('compactions'), via_proxy: n('via:proxy'), via_compact_route: n('via:route'), tokens_before: n('tokens_before'), tokens_after: n('tokens_after'), tokens_removed: n('tokens_before') - n('tokens_after') },
+    compactions: {
+      total: n('compactions'),
+      via_proxy: n('via:proxy'),
+      via_compact_route: n('via:route'),
+      tokens_before: n('tokens_before'),
+      tokens_after: n('tokens_after'),
+      tokens_removed: n('tokens_before') - n('tokens_after')
+    },
     clearings: { count: n('clearings'), tool_results: n('cleared_uses'), tokens_cleared: n('tokens_cleared') },
     summaries: {
       model: n('writer:model'),
@@ -124,7 +159,12 @@ export function figuresOf(rows: readonly ActivityRow[], range: { fromMs: number;
       metered: n('metered'),
       metered_tokens_kept_out: n('metered_kept_out'),
       metered_tokens_kept_out_cached: n('kept_out_cached'),
-      upstream: { input_tokens: n('input'), cache_creation_input_tokens: n('cache_write'), cache_read_input_tokens: n('cache_read'), output_tokens: n('output') }
+      upstream: {
+        input_tokens: n('input'),
+        cache_creation_input_tokens: n('cache_write'),
+        cache_read_input_tokens: n('cache_read'),
+        output_tokens: n('output')
+      }
     },
     summary_calls: { calls: n('summary_calls'), input_tokens: n('summary_input'), output_tokens: n('summary_output') },
     series: series.map((p) => ({ ...p, tokens_removed: Math.round(p.tokens_removed), tokens_kept_out: Math.round(p.tokens_kept_out) }))
@@ -235,7 +275,10 @@ export class Activity {
 
   /** A session's cost over all that is kept of it (and what an earlier version kept of it as its cost), as GET /v1/sessions/{id}/cost gives it. */
   async sessionCost(tenant: string, session: string): Promise<SessionCost> {
-    const [f, legacy] = await Promise.all([this.figures(tenant, session, { fromMs: 0, toMs: this.now() + HOUR_MS }, Number.MAX_SAFE_INTEGER), legacyCost(this.store, tenant, session, this.now())])
+    const [f, legacy] = await Promise.all([
+      this.figures(tenant, session, { fromMs: 0, toMs: this.now() + HOUR_MS }, Number.MAX_SAFE_INTEGER),
+      legacyCost(this.store, tenant, session, this.now())
+    ])
     const cached = f.requests.metered_tokens_kept_out_cached
     const own: SessionCost = {
       requests: f.requests.metered,

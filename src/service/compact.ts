@@ -126,7 +126,10 @@ export interface RunContext {
 /** What the compaction removed (and what the bound clipped from the tail), redacted like everything the service keeps. */
 export function spanMemory(plan: CompactionPlan, messages: Message[], clips: Clip[], redactors: Redactors): MemoryEntry[] {
   const files = { modified: plan.ledger.filesModified.map((f) => f.path), read: plan.ledger.filesRead }
-  return redactMemory([...readMemory(plan.span, 0, files, redactors.redactBeforeClip), ...clippedMemory(messages, clips, redactors.redactBeforeClip)], redactors.redactParts)
+  return redactMemory(
+    [...readMemory(plan.span, 0, files, redactors.redactBeforeClip), ...clippedMemory(messages, clips, redactors.redactBeforeClip)],
+    redactors.redactParts
+  )
 }
 
 /** A request whose history is the Messages API's, as the core reads it. */
@@ -138,7 +141,8 @@ type MessagesRequest = Omit<CompactRequestBody, 'messages' | 'format'> & { messa
  */
 export async function runCompaction(body: CompactRequestBody, deps: CompactDeps, context: RunContext = { tenant: '' }): Promise<CompactRun> {
   const format = body.format ?? 'anthropic'
-  if (format !== 'anthropic' && body.strategy !== undefined && body.strategy !== 'summarize') throw new InvalidRequestError(`strategy ${body.strategy} reads Messages API histories only (format anthropic)`, '/strategy')
+  if (format !== 'anthropic' && body.strategy !== undefined && body.strategy !== 'summarize')
+    throw new InvalidRequestError(`strategy ${body.strategy} reads Messages API histories only (format anthropic)`, '/strategy')
   if (format === 'anthropic') return compactMessages({ ...body, messages: body.messages as Message[] }, deps, context)
   const rules = rulesOf(format)
   const items = body.messages as Record<string, unknown>[]
@@ -155,7 +159,11 @@ export async function runCompaction(body: CompactRequestBody, deps: CompactDeps,
     run = await compactMessages({ ...rest, messages: adapted.messages, ...(system.length > 0 ? { system } : {}) }, deps, context)
   } catch (err) {
     // a problem the core found in a turn is told at the turn's first item
-    if (err instanceof InvalidHistoryError) throw new InvalidHistoryError({ ...err.problem, path: err.problem.path.replace(/^\/messages\/(\d+).*/, (_m, i: string) => `/messages/${adapted.starts[Number(i)] ?? i}`) })
+    if (err instanceof InvalidHistoryError)
+      throw new InvalidHistoryError({
+        ...err.problem,
+        path: err.problem.path.replace(/^\/messages\/(\d+).*/, (_m, i: string) => `/messages/${adapted.starts[Number(i)] ?? i}`)
+      })
     throw err
   }
   run.timings.validate += adaptMs
@@ -190,7 +198,13 @@ function clearFirst(body: MessagesRequest, deps: CompactDeps, strategy: 'clear' 
   const target = budget === 'off' ? undefined : fixed + Math.floor((budget - fixed) / 2)
   const done = clearToolUses(
     body.messages,
-    { keep: CLEAR_KEEP_TOOL_USES, excludeTools: [RECALL_TOOL_NAME], clearInputs: false, clearAtLeast: manual || budget === 'off' ? 0 : Math.ceil(budget / 10), ...(target !== undefined && !manual ? { enough: tokens - target } : {}) },
+    {
+      keep: CLEAR_KEEP_TOOL_USES,
+      excludeTools: [RECALL_TOOL_NAME],
+      clearInputs: false,
+      clearAtLeast: manual || budget === 'off' ? 0 : Math.ceil(budget / 10),
+      ...(target !== undefined && !manual ? { enough: tokens - target } : {})
+    },
     (id) => `Its whole output is in the gateway's cold layer${body.session_id !== undefined ? ' of this session' : ' (with a session_id)'}: recall "${id}".`
   )
   if (done.cleared.length === 0) return undefined
@@ -261,20 +275,23 @@ async function compactMessages(body: MessagesRequest, deps: CompactDeps, context
   const conversation = ConversationsText.conversation(body.session_id, prompts)
   // One compaction's redactors remember what they find, so a secret seen anywhere is replaced everywhere.
   const redactors = compactionRedactors()
-  const plan = planCompaction({
-    messages,
-    system: body.system,
-    tools: body.tools,
-    mode: body.mode ?? 'auto',
-    budgetTokens: body.budget_tokens ?? deps.defaults.budgetTokens,
-    sizingBudgetTokens: typeof deps.defaults.budgetTokens === 'number' ? deps.defaults.budgetTokens : DEFAULT_BUDGET_TOKENS,
-    keepTokens: body.keep_tokens ?? deps.defaults.keepTokens,
-    keepTurns: body.keep_turns ?? deps.defaults.keepTurns,
-    usageInputTokens: usage ? usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0) : undefined,
-    dryRun: body.dry_run ?? false,
-    ...(context.clipToBudget ? { clipToBudget: true } : {}),
-    ...(deps.conversations ? { commonText: deps.conversations.common(context.tenant, conversation) } : {})
-  }, redactors)
+  const plan = planCompaction(
+    {
+      messages,
+      system: body.system,
+      tools: body.tools,
+      mode: body.mode ?? 'auto',
+      budgetTokens: body.budget_tokens ?? deps.defaults.budgetTokens,
+      sizingBudgetTokens: typeof deps.defaults.budgetTokens === 'number' ? deps.defaults.budgetTokens : DEFAULT_BUDGET_TOKENS,
+      keepTokens: body.keep_tokens ?? deps.defaults.keepTokens,
+      keepTurns: body.keep_turns ?? deps.defaults.keepTurns,
+      usageInputTokens: usage ? usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0) : undefined,
+      dryRun: body.dry_run ?? false,
+      ...(context.clipToBudget ? { clipToBudget: true } : {}),
+      ...(deps.conversations ? { commonText: deps.conversations.common(context.tenant, conversation) } : {})
+    },
+    redactors
+  )
   // learned after this history was read, so that its own lines count for the next conversations only;
   // once this answer has gone, and before anything reads what was learned
   deps.conversations?.learnLater(context.tenant, conversation, prompts)
@@ -291,12 +308,24 @@ async function compactMessages(body: MessagesRequest, deps: CompactDeps, context
     throw new SummarizerUnavailableError(requested, deps.modelSummarizer?.kind)
   }
   const summarizer = requested === 'extractive' || !deps.modelSummarizer ? deps.extractive : deps.modelSummarizer
-  const result = await summarizer.summarize({ plan, redactors, instructions: body.instructions, tenant: context.tenant, session: body.session_id, signal: context.signal })
+  const result = await summarizer.summarize({
+    plan,
+    redactors,
+    instructions: body.instructions,
+    tenant: context.tenant,
+    session: body.session_id,
+    signal: context.signal
+  })
   // Without a key the extractive summary is the default, and the response says why no model wrote it (unless
   // the operator chose it: then it is no fallback).
-  if (requested === 'auto' && !deps.modelSummarizer && deps.defaults.extractiveChosen !== true) result.report = { ...result.report, fallback_reason: 'no_api_key' }
+  if (requested === 'auto' && !deps.modelSummarizer && deps.defaults.extractiveChosen !== true)
+    result.report = { ...result.report, fallback_reason: 'no_api_key' }
   const coldLayer = deps.coldLayer === true && body.session_id !== undefined
-  const outcome = finishCompaction(plan, { id: deps.newId(), recallHint: body.recall_hint, modelSections: result.sections, recallTool: coldLayer && context.recallTool !== false }, redactors)
+  const outcome = finishCompaction(
+    plan,
+    { id: deps.newId(), recallHint: body.recall_hint, modelSections: result.sections, recallTool: coldLayer && context.recallTool !== false },
+    redactors
+  )
   const t3 = deps.now()
   const report: SummarizerReport = { ...result.report, duration_ms: Math.round(result.report.duration_ms || t3 - t2) }
   return {

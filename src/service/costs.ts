@@ -27,12 +27,21 @@ export interface SessionCost {
  */
 export function costEstimate(cost: SessionCost): { billed_units: number; uncompacted_units: number; saved_units: number; saved_share: number } {
   const u = cost.upstream
-  const requests = PRICE.input * u.input_tokens + PRICE.cache_write * u.cache_creation_input_tokens + PRICE.cache_read * u.cache_read_input_tokens + PRICE.output * u.output_tokens
+  const requests =
+    PRICE.input * u.input_tokens +
+    PRICE.cache_write * u.cache_creation_input_tokens +
+    PRICE.cache_read * u.cache_read_input_tokens +
+    PRICE.output * u.output_tokens
   const summaries = PRICE.input * cost.summary_input_tokens + PRICE.output * cost.summary_output_tokens
   const billed = requests + summaries
   const uncompacted = requests + cost.kept_out_units
   const round = (x: number): number => Math.round(x)
-  return { billed_units: round(billed), uncompacted_units: round(uncompacted), saved_units: round(uncompacted - billed), saved_share: uncompacted > 0 ? Math.round((1000 * (uncompacted - billed)) / uncompacted) / 1000 : 0 }
+  return {
+    billed_units: round(billed),
+    uncompacted_units: round(uncompacted),
+    saved_units: round(uncompacted - billed),
+    saved_share: uncompacted > 0 ? Math.round((1000 * (uncompacted - billed)) / uncompacted) / 1000 : 0
+  }
 }
 
 /**

@@ -15,7 +15,11 @@ export class SummarizerUnavailableError extends GatewayError {
     configured?: string
   ) {
     const how = requested === 'openai' ? 'COMPACT_SUMMARIZER=openai with OPENAI_API_KEY or OPENAI_BASE_URL' : 'ANTHROPIC_API_KEY'
-    super('invalid_request', `summarizer "${requested}" is not configured on this server (${configured ? `its model summarizer is ${configured}` : `set ${how} to enable it`})`, { path: '/summarizer' })
+    super(
+      'invalid_request',
+      `summarizer "${requested}" is not configured on this server (${configured ? `its model summarizer is ${configured}` : `set ${how} to enable it`})`,
+      { path: '/summarizer' }
+    )
   }
 }
 

@@ -7,7 +7,6 @@ export { MAX_SESSION_MEMORY }
 
 /** What every store shares: how records are kept, cursors made and recall queries read. */
 
-
 /** How much a hit of each kind weighs: the user's own requests and the reasons of failures are what a search is most often for. */
 export const KIND_WEIGHT: Readonly<Record<string, number>> = { ask: 1.5, error: 1.3, answer: 0.8 }
 
@@ -33,7 +32,6 @@ export function decodeCursor(cursor: string): number {
   if (!m) throw new InvalidCursorError()
   return Number(m[1])
 }
-
 
 /** The scope of a tally: '' for the tenant's total, else the session's owner (a keyed hash: no session's id in the row). */
 export function activityScope(keyName: string, sessionId: string | null): string {

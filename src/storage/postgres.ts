@@ -1,5 +1,23 @@
 import pg from 'pg'
-import type { ActivityRow, ActivityTally, CachedSummary, CompactionRecord, DeletedSession, EntryPage, MemoryOwner, SessionOwner, TimelinePoint, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, SessionPage, Store, CompactionDetail } from './store.js'
+import type {
+  ActivityRow,
+  ActivityTally,
+  CachedSummary,
+  CompactionRecord,
+  DeletedSession,
+  EntryPage,
+  MemoryOwner,
+  SessionOwner,
+  TimelinePoint,
+  MemoryRow,
+  Recap,
+  RecallHit,
+  RecallQuery,
+  RecordPage,
+  SessionPage,
+  Store,
+  CompactionDetail
+} from './store.js'
 import { StoreError, sessionSummary } from './store.js'
 import { KIND_WEIGHT, MAX_SESSION_MEMORY, type StoredRecord, activityScope, decodeCursor, encodeCursor, openRecord } from './common.js'
 import { at } from '../compaction/index.js'
@@ -138,7 +156,9 @@ export class PostgresStore implements Store {
   migrate(): Promise<void> {
     this.migrated ??= this.runMigrations().catch((err: unknown) => {
       this.migrated = undefined
-      throw err instanceof StoreError ? err : new StoreError(`cannot migrate ${redactedUrl(this.url)}: ${err instanceof Error ? err.message : String(err)}`, { cause: err })
+      throw err instanceof StoreError
+        ? err
+        : new StoreError(`cannot migrate ${redactedUrl(this.url)}: ${err instanceof Error ? err.message : String(err)}`, { cause: err })
     })
     return this.migrated
   }
@@ -236,7 +256,11 @@ export class PostgresStore implements Store {
     const before = options.cursor ? decodeCursor(options.cursor) : Number.MAX_SAFE_INTEGER
     const s = await this.session(sessionId, keyName)
     if (!s) return { records: [], next_cursor: null }
-    const { rows } = await this.query<{ seq: string; body: Buffer }>('SELECT seq, body FROM records WHERE owner = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3', [s.owner, before, options.limit + 1])
+    const { rows } = await this.query<{ seq: string; body: Buffer }>('SELECT seq, body FROM records WHERE owner = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3', [
+      s.owner,
+      before,
+      options.limit + 1
+    ])
     const page = rows.slice(0, options.limit)
     return {
       records: page.map((r) => openRecord(s.key, r.body)),
@@ -247,7 +271,17 @@ export class PostgresStore implements Store {
   /** A page of the tenant's list rows (one a session, kept up to date by each write), by the index on tenant and newest record. */
   async listSessions(keyName: string, options: { limit: number; cursor?: string }): Promise<SessionPage> {
     const before = options.cursor ? decodeCursor(options.cursor) : Number.MAX_SAFE_INTEGER
-    const { rows } = await this.query<{ session: Buffer; n: number; first_ms: string; last_seq: string; key: Buffer | null; id: string; created_ms: string; raw: string; after: string }>(
+    const { rows } = await this.query<{
+      session: Buffer
+      n: number
+      first_ms: string
+      last_seq: string
+      key: Buffer | null
+      id: string
+      created_ms: string
+      raw: string
+      after: string
+    }>(
       // (each key looked up by its owner: a join would read every part of the keys' table)
       `SELECT s.session, s.n, s.first_ms, s.last_seq, (SELECT k.key FROM session_keys k WHERE k.owner = s.owner) AS key, r.id, r.created_ms, r.raw, r.after
          FROM sessions s JOIN records r ON r.seq = s.last_seq
@@ -258,7 +292,19 @@ export class PostgresStore implements Store {
     return {
       // (a session whose key is gone is being deleted)
       sessions: page.flatMap((r) =>
-        r.key ? [sessionSummary({ session_id: unseal(r.key, r.session), n: Number(r.n), first_ms: Number(r.first_ms), id: r.id, created_ms: Number(r.created_ms), raw: Number(r.raw), after: Number(r.after) })] : []
+        r.key
+          ? [
+              sessionSummary({
+                session_id: unseal(r.key, r.session),
+                n: Number(r.n),
+                first_ms: Number(r.first_ms),
+                id: r.id,
+                created_ms: Number(r.created_ms),
+                raw: Number(r.raw),
+                after: Number(r.after)
+              })
+            ]
+          : []
       ),
       next_cursor: rows.length > options.limit ? encodeCursor(Number(at(page, page.length - 1).last_seq)) : null
     }
@@ -281,7 +327,8 @@ export class PostgresStore implements Store {
   }
 
   async putState(key: string, value: unknown, expiresAtMs: number, owner?: SessionOwner): Promise<void> {
-    const upsert = 'INSERT INTO cache (key, owner, value, expires_ms) VALUES ($1, $2, $3, $4) ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, value = excluded.value, expires_ms = excluded.expires_ms'
+    const upsert =
+      'INSERT INTO cache (key, owner, value, expires_ms) VALUES ($1, $2, $3, $4) ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, value = excluded.value, expires_ms = excluded.expires_ms'
     const json = JSON.stringify(value)
     if (!owner) {
       await this.query(upsert, [key, null, Buffer.from(json), expiresAtMs])
@@ -317,12 +364,26 @@ export class PostgresStore implements Store {
       const records = await client.query('DELETE FROM records WHERE owner = $1', [owner])
       await client.query('DELETE FROM sessions WHERE owner = $1', [owner])
       await client.query('DELETE FROM activity WHERE key_name = $1 AND scope = $2', [keyName, owner])
-      keyPart = (await client.query<{ part: string }>('DELETE FROM session_keys WHERE owner = $1 RETURNING tableoid::regclass::text AS part', [owner])).rows[0]?.part
+      keyPart = (await client.query<{ part: string }>('DELETE FROM session_keys WHERE owner = $1 RETURNING tableoid::regclass::text AS part', [owner])).rows[0]
+        ?.part
       const cold = await client.query<{ n: string; through: string | null }>('SELECT count(*) AS n, max(id) AS through FROM cold WHERE owner = $1', [owner])
       through = Number(cold.rows[0]?.through ?? 0)
-      deleted = { compactions: records.rowCount ?? 0, cold_layer: Number(cold.rows[0]?.n ?? 0), cached: keys.rowCount ?? 0, cache_keys: keys.rows.map((r) => r.key) }
+      deleted = {
+        compactions: records.rowCount ?? 0,
+        cold_layer: Number(cold.rows[0]?.n ?? 0),
+        cached: keys.rowCount ?? 0,
+        cache_keys: keys.rows.map((r) => r.key)
+      }
     })
-    while (((await this.query('DELETE FROM cold WHERE owner = $1 AND id IN (SELECT id FROM cold WHERE owner = $1 AND id <= $2 LIMIT $3)', [owner, through, PG_SLICE_ROWS])).rowCount ?? 0) === PG_SLICE_ROWS);
+    while (
+      ((
+        await this.query('DELETE FROM cold WHERE owner = $1 AND id IN (SELECT id FROM cold WHERE owner = $1 AND id <= $2 LIMIT $3)', [
+          owner,
+          through,
+          PG_SLICE_ROWS
+        ])
+      ).rowCount ?? 0) === PG_SLICE_ROWS
+    );
     if (keyPart === undefined) return { ...deleted, space_reclaimed: true }
     try {
       if (!/^session_keys_\d+$/.test(keyPart)) throw new Error(`the key was in ${keyPart}, not a part of session_keys`)
@@ -357,7 +418,17 @@ export class PostgresStore implements Store {
     await this.migrate()
     const rows = tallies
       .map((t) => ({ ...t, scope: activityScope(t.key_name, t.session_id) }))
-      .sort((a, b) => (a.key_name < b.key_name ? -1 : a.key_name > b.key_name ? 1 : a.scope < b.scope ? -1 : a.scope > b.scope ? 1 : a.hour_ms - b.hour_ms || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)))
+      .sort((a, b) =>
+        a.key_name < b.key_name
+          ? -1
+          : a.key_name > b.key_name
+            ? 1
+            : a.scope < b.scope
+              ? -1
+              : a.scope > b.scope
+                ? 1
+                : a.hour_ms - b.hour_ms || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)
+      )
     await this.query(
       `INSERT INTO activity (key_name, scope, hour_ms, name, value)
          SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::float8[])
@@ -388,9 +459,21 @@ export class PostgresStore implements Store {
       await client.query(
         `INSERT INTO cold (owner, compaction_id, kind, body, msg_from, msg_to, created_ms, terms)
          SELECT $1, $2, kind, body, msg_from, msg_to, $3, to_tsvector('simple', terms) FROM unnest($4::text[], $5::bytea[], $6::int[], $7::int[], $8::text[]) AS e(kind, body, msg_from, msg_to, terms)`,
-        [id, owner.compaction_id, createdMs, rows.map((r) => r.kind), rows.map((r) => seal(key, r.text)), rows.map((r) => r.from), rows.map((r) => r.to), rows.map((r) => terms.of(r.text))]
+        [
+          id,
+          owner.compaction_id,
+          createdMs,
+          rows.map((r) => r.kind),
+          rows.map((r) => seal(key, r.text)),
+          rows.map((r) => r.from),
+          rows.map((r) => r.to),
+          rows.map((r) => terms.of(r.text))
+        ]
       )
-      await client.query('DELETE FROM cold WHERE owner = $1 AND id <= (SELECT id FROM cold WHERE owner = $1 ORDER BY id DESC LIMIT 1 OFFSET $2)', [id, MAX_SESSION_MEMORY])
+      await client.query('DELETE FROM cold WHERE owner = $1 AND id <= (SELECT id FROM cold WHERE owner = $1 ORDER BY id DESC LIMIT 1 OFFSET $2)', [
+        id,
+        MAX_SESSION_MEMORY
+      ])
     })
   }
 
@@ -404,7 +487,15 @@ export class PostgresStore implements Store {
       .map(([kind, w]) => `WHEN '${kind}' THEN ${w}`)
       .join(' ')
     // The session's terms are its own (HMACs under its key): the index finds its entries only.
-    const { rows } = await this.query<{ kind: string; body: Buffer; compaction_id: string; msg_from: number; msg_to: number; created_ms: string; rank: number }>(
+    const { rows } = await this.query<{
+      kind: string
+      body: Buffer
+      compaction_id: string
+      msg_from: number
+      msg_to: number
+      created_ms: string
+      rank: number
+    }>(
       `SELECT kind, body, compaction_id, msg_from, msg_to, created_ms, ts_rank(terms, q) * CASE kind ${weights} ELSE 1.0 END AS rank
         FROM cold, to_tsquery('simple', $1) AS q
         WHERE terms @@ q AND owner = $2 AND ($3::text[] IS NULL OR kind = ANY($3::text[]))
@@ -427,7 +518,10 @@ export class PostgresStore implements Store {
     const { rows } = await this.query<{ body: Buffer }>('SELECT body FROM records WHERE owner = $1 AND id = $2', [s.owner, compactionId])
     const row = rows[0]
     if (!row) return undefined
-    const kinds = await this.query<{ kind: string; n: string }>('SELECT kind, count(*) AS n FROM cold WHERE owner = $1 AND compaction_id = $2 GROUP BY kind', [s.owner, compactionId])
+    const kinds = await this.query<{ kind: string; n: string }>('SELECT kind, count(*) AS n FROM cold WHERE owner = $1 AND compaction_id = $2 GROUP BY kind', [
+      s.owner,
+      compactionId
+    ])
     return { record: openRecord(s.key, row.body), memory: Object.fromEntries(kinds.rows.map((k) => [k.kind, Number(k.n)])) }
   }
 
@@ -439,7 +533,10 @@ export class PostgresStore implements Store {
       [s.owner, compactionId, options.after, options.limit + 1]
     )
     const page = rows.slice(0, options.limit)
-    return { entries: page.map((r) => ({ kind: r.kind, text: unseal(s.key, r.body), messages: [r.msg_from, r.msg_to] })), last: rows.length > options.limit ? Number(at(page, page.length - 1).id) : null }
+    return {
+      entries: page.map((r) => ({ kind: r.kind, text: unseal(s.key, r.body), messages: [r.msg_from, r.msg_to] })),
+      last: rows.length > options.limit ? Number(at(page, page.length - 1).id) : null
+    }
   }
 
   async timeline(sessionId: string, keyName: string, limit: number): Promise<TimelinePoint[]> {
@@ -491,11 +588,18 @@ export class PostgresStore implements Store {
       this.days.delete(name)
     }
     for (;;) {
-      const memory = (await this.query('DELETE FROM cold WHERE id IN (SELECT id FROM cold WHERE created_ms < $1 LIMIT $2)', [beforeMs, PG_SLICE_ROWS])).rowCount ?? 0
+      const memory =
+        (await this.query('DELETE FROM cold WHERE id IN (SELECT id FROM cold WHERE created_ms < $1 LIMIT $2)', [beforeMs, PG_SLICE_ROWS])).rowCount ?? 0
       const records = await this.pruneRecords(beforeMs)
-      const cache = (await this.query('DELETE FROM cache WHERE key IN (SELECT key FROM cache WHERE expires_ms <= $1 LIMIT $2)', [nowMs, PG_SLICE_ROWS])).rowCount ?? 0
+      const cache =
+        (await this.query('DELETE FROM cache WHERE key IN (SELECT key FROM cache WHERE expires_ms <= $1 LIMIT $2)', [nowMs, PG_SLICE_ROWS])).rowCount ?? 0
       const tallies =
-        (await this.query('DELETE FROM activity WHERE (key_name, scope, hour_ms, name) IN (SELECT key_name, scope, hour_ms, name FROM activity WHERE hour_ms < $1 LIMIT $2)', [beforeMs, PG_SLICE_ROWS])).rowCount ?? 0
+        (
+          await this.query(
+            'DELETE FROM activity WHERE (key_name, scope, hour_ms, name) IN (SELECT key_name, scope, hour_ms, name FROM activity WHERE hour_ms < $1 LIMIT $2)',
+            [beforeMs, PG_SLICE_ROWS]
+          )
+        ).rowCount ?? 0
       total.memory += memory
       total.records += records
       total.cache += cache
@@ -518,7 +622,10 @@ export class PostgresStore implements Store {
     let count = 0
     await this.migrate()
     await this.transaction(async (client) => {
-      const { rows } = await client.query<{ owner: string | null }>('DELETE FROM records WHERE seq IN (SELECT seq FROM records WHERE created_ms < $1 ORDER BY created_ms LIMIT $2) RETURNING owner', [beforeMs, PG_SLICE_ROWS])
+      const { rows } = await client.query<{ owner: string | null }>(
+        'DELETE FROM records WHERE seq IN (SELECT seq FROM records WHERE created_ms < $1 ORDER BY created_ms LIMIT $2) RETURNING owner',
+        [beforeMs, PG_SLICE_ROWS]
+      )
       count = rows.length
       const owners = [...new Set(rows.map((r) => r.owner).filter((o) => o !== null))]
       if (owners.length === 0) return
@@ -542,7 +649,6 @@ export class PostgresStore implements Store {
     await this.pool.end()
   }
 }
-
 
 /**
  * The keys' table in this many parts (by a hash of the owner): a deletion rewrites the part that held the
@@ -612,7 +718,7 @@ async function sealSessions(client: pg.PoolClient): Promise<void> {
     }
     return { owner, ...known }
   }
-  for (let after = 0; ; ) {
+  for (let after = 0; ;) {
     const { rows } = await client.query<{ seq: string; id: string; session_id: string | null; key_name: string; created_ms: string; record: StoredRecord }>(
       'SELECT seq, id, session_id, key_name, created_ms, record FROM compactions WHERE seq > $1 ORDER BY seq LIMIT $2',
       [after, MOVE_BATCH]
@@ -639,11 +745,21 @@ async function sealSessions(client: pg.PoolClient): Promise<void> {
   await client.query("SELECT setval(pg_get_serial_sequence('records', 'seq'), greatest((SELECT max(seq) FROM records), 1))")
   const days = await client.query<{ day: string }>('SELECT DISTINCT floor(created_ms / 86400000)::bigint AS day FROM memory')
   for (const { day } of days.rows) await client.query(dayPartition(Number(day) * DAY_MS))
-  for (let after = 0; ; ) {
-    const { rows } = await client.query<{ id: string; key_name: string; session_id: string; compaction_id: string; kind: string; text: string; msg_from: number; msg_to: number; created_ms: string }>(
-      'SELECT id, key_name, session_id, compaction_id, kind, text, msg_from, msg_to, created_ms FROM memory WHERE id > $1 ORDER BY id LIMIT $2',
-      [after, MOVE_BATCH]
-    )
+  for (let after = 0; ;) {
+    const { rows } = await client.query<{
+      id: string
+      key_name: string
+      session_id: string
+      compaction_id: string
+      kind: string
+      text: string
+      msg_from: number
+      msg_to: number
+      created_ms: string
+    }>('SELECT id, key_name, session_id, compaction_id, kind, text, msg_from, msg_to, created_ms FROM memory WHERE id > $1 ORDER BY id LIMIT $2', [
+      after,
+      MOVE_BATCH
+    ])
     for (const m of rows) {
       const { owner, key, terms } = await keyOf(m.key_name, m.session_id)
       await client.query(
@@ -655,7 +771,9 @@ async function sealSessions(client: pg.PoolClient): Promise<void> {
     after = Number(at(rows, rows.length - 1).id)
   }
   await client.query("SELECT setval(pg_get_serial_sequence('cold', 'id'), greatest((SELECT max(id) FROM cold), 1))")
-  const cached = await client.query<{ key: string; value: unknown; expires_ms: string; key_name: string | null; session_id: string | null }>('SELECT key, value, expires_ms, key_name, session_id FROM summary_cache')
+  const cached = await client.query<{ key: string; value: unknown; expires_ms: string; key_name: string | null; session_id: string | null }>(
+    'SELECT key, value, expires_ms, key_name, session_id FROM summary_cache'
+  )
   for (const c of cached.rows) {
     const json = JSON.stringify(c.value)
     if (c.session_id === null) {

@@ -147,7 +147,10 @@ function sealSessions(db: Database.Database): void {
     `INSERT INTO sessions (owner, key_name, session, n, first_ms, last_seq) VALUES (?, ?, ?, 1, ?, ?)
        ON CONFLICT (owner) DO UPDATE SET n = n + 1, first_ms = min(first_ms, excluded.first_ms), last_seq = max(last_seq, excluded.last_seq)`
   )
-  for (const r of batches(db, 'SELECT seq AS at, seq, id, session_id, key_name, created_ms, record FROM compactions WHERE seq > ? ORDER BY seq LIMIT ?') as Iterable<{
+  for (const r of batches(
+    db,
+    'SELECT seq AS at, seq, id, session_id, key_name, created_ms, record FROM compactions WHERE seq > ? ORDER BY seq LIMIT ?'
+  ) as Iterable<{
     seq: number
     id: string
     session_id: string | null
@@ -166,7 +169,10 @@ function sealSessions(db: Database.Database): void {
   }
   const insertCold = db.prepare('INSERT INTO cold (id, owner, compaction_id, kind, body, msg_from, msg_to, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
   const insertTerms = db.prepare('INSERT INTO cold_terms (rowid, terms) VALUES (?, ?)')
-  for (const m of batches(db, 'SELECT id AS at, id, key_name, session_id, compaction_id, kind, text, msg_from, msg_to, created_ms FROM memory WHERE id > ? ORDER BY id LIMIT ?') as Iterable<{
+  for (const m of batches(
+    db,
+    'SELECT id AS at, id, key_name, session_id, compaction_id, kind, text, msg_from, msg_to, created_ms FROM memory WHERE id > ? ORDER BY id LIMIT ?'
+  ) as Iterable<{
     id: number
     key_name: string
     session_id: string
@@ -182,7 +188,10 @@ function sealSessions(db: Database.Database): void {
     insertTerms.run(m.id, terms.of(m.text))
   }
   const insertCache = db.prepare('INSERT INTO cache (key, owner, value, expires_ms) VALUES (?, ?, ?, ?)')
-  for (const c of batches(db, 'SELECT rowid AS at, key, value, expires_ms, key_name, session_id FROM summary_cache WHERE rowid > ? ORDER BY rowid LIMIT ?') as Iterable<{
+  for (const c of batches(
+    db,
+    'SELECT rowid AS at, key, value, expires_ms, key_name, session_id FROM summary_cache WHERE rowid > ? ORDER BY rowid LIMIT ?'
+  ) as Iterable<{
     key: string
     value: string
     expires_ms: number
@@ -202,7 +211,7 @@ function sealSessions(db: Database.Database): void {
 /** The rows a keyset query gives (`at` its key, `?` the last key, then the batch's size), a batch at a time: rows are written between (a connection cannot write while it iterates). */
 function* batches(db: Database.Database, sql: string): Generator<unknown> {
   const statement = db.prepare(sql)
-  for (let after = 0; ; ) {
+  for (let after = 0; ;) {
     const rows = statement.all(after, 2_000) as { at: number }[]
     yield* rows
     if (rows.length < 2_000) return

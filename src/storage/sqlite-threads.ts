@@ -6,7 +6,10 @@ import { MAX_WRITE_BACKLOG } from '../contract/defaults.js'
 export { MAX_WRITE_BACKLOG }
 
 /** The writes a SQLite store makes, by name, with their arguments and results. */
-export type Writes = Pick<SqliteWrites, 'saveRecord' | 'putCached' | 'saveMemory' | 'addActivity' | 'deleteSession' | 'deleteCold' | 'reclaim' | 'pruneSlice' | 'checkWritable'>
+export type Writes = Pick<
+  SqliteWrites,
+  'saveRecord' | 'putCached' | 'saveMemory' | 'addActivity' | 'deleteSession' | 'deleteCold' | 'reclaim' | 'pruneSlice' | 'checkWritable'
+>
 /** The reads a SQLite store makes. */
 export type Reads = Pick<SqliteReads, 'listRecords' | 'listSessions' | 'cached' | 'recall' | 'compaction' | 'entries' | 'timeline' | 'recap' | 'activity'>
 
@@ -53,8 +56,8 @@ export class SqliteThreadError extends Error {
 
 /**
  * A thread with a connection of its own to the store's file (WAL: readers never wait for the writer, nor
- * it for them), doing what it is sent in order. Writes run in one (a cold layer's indexing takes 10-45 ms,
- * a deletion or a prune's slice up to 100 ms, which the event loop no longer waits for); reads in others
+ * it for them), doing what it is sent in order. Writes run in one (a cold layer's indexing, a deletion or a
+ * prune's slice, which the event loop no longer waits for); reads in others
  * (a recall in a session at its cap scores thousands of entries). The thread keeps the process alive only
  * while operations are pending.
  */

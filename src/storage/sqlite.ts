@@ -1,7 +1,26 @@
 import { closeSync, existsSync, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
-import type { ActivityRow, ActivityTally, CachedSummary, CompactionRecord, DeletedSession, EntryPage, MemoryOwner, MemoryRow, Recap, RecallHit, RecallQuery, RecordPage, SessionOwner, SessionPage, SessionSummary, Store, CompactionDetail, TimelinePoint } from './store.js'
+import type {
+  ActivityRow,
+  ActivityTally,
+  CachedSummary,
+  CompactionRecord,
+  DeletedSession,
+  EntryPage,
+  MemoryOwner,
+  MemoryRow,
+  Recap,
+  RecallHit,
+  RecallQuery,
+  RecordPage,
+  SessionOwner,
+  SessionPage,
+  SessionSummary,
+  Store,
+  CompactionDetail,
+  TimelinePoint
+} from './store.js'
 import { StoreError, sessionSummary } from './store.js'
 import { KIND_WEIGHT, MAX_SESSION_MEMORY, type StoredRecord, activityScope, decodeCursor, encodeCursor, openRecord } from './common.js'
 import { at } from '../compaction/at.js'
@@ -40,7 +59,9 @@ export function openConnection(path: string): Database.Database {
 }
 
 /** The kind weights of a recall's rank, as SQL (bm25 is negative, lower is better). */
-const KIND_RANK = `CASE c.kind ${Object.entries(KIND_WEIGHT).map(([kind, w]) => `WHEN '${kind}' THEN ${w}`).join(' ')} ELSE 1.0 END`
+const KIND_RANK = `CASE c.kind ${Object.entries(KIND_WEIGHT)
+  .map(([kind, w]) => `WHEN '${kind}' THEN ${w}`)
+  .join(' ')} ELSE 1.0 END`
 
 /**
  * How long one slice of a deletion, a prune or a reclaim holds the writer: it works in small steps and
@@ -51,8 +72,8 @@ export const SLICE_MS = 40
 /** Rows of one step of a slice. */
 const STEP_ROWS = 100
 /**
- * Most rows of a kind one slice deletes: deleting is cheap (a few microseconds a row) but its commit
- * writes every page it touched, zeroed, to the WAL (6,700 entries: 40 ms to delete, 40-240 ms to commit).
+ * Most rows of a kind one slice deletes: deleting is cheap but its commit writes every page it touched,
+ * zeroed, to the WAL, so that a slice's commit, not its deletes, is what other writes wait for.
  */
 const SLICE_ROWS = 1_000
 /** Freed pages one step of reclaiming gives back. */
@@ -77,7 +98,9 @@ export class SqliteWrites {
         `INSERT INTO sessions (owner, key_name, session, n, first_ms, last_seq) VALUES (?, ?, ?, 1, ?, ?)
            ON CONFLICT (owner) DO UPDATE SET n = n + 1, first_ms = min(first_ms, excluded.first_ms), last_seq = max(last_seq, excluded.last_seq)`
       ),
-      putCache: db.prepare('INSERT INTO cache (key, owner, value, expires_ms) VALUES (?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, value = excluded.value, expires_ms = excluded.expires_ms'),
+      putCache: db.prepare(
+        'INSERT INTO cache (key, owner, value, expires_ms) VALUES (?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, value = excluded.value, expires_ms = excluded.expires_ms'
+      ),
       ownedKeys: db.prepare('SELECT key FROM cache WHERE owner = ?').pluck(),
       deleteRecords: db.prepare('DELETE FROM records WHERE owner = ?'),
       deleteCache: db.prepare('DELETE FROM cache WHERE owner = ?'),
@@ -294,7 +317,17 @@ export class SqliteReads {
   }
 
   listSessions(keyName: string, before: number, limit: number): { sessions: SessionSummary[]; last: number | null } {
-    const rows = this.statements.sessions.all(keyName, before, limit + 1) as { session: Buffer; n: number; first_ms: number; last_seq: number; key: Buffer; id: string; created_ms: number; raw: number; after: number }[]
+    const rows = this.statements.sessions.all(keyName, before, limit + 1) as {
+      session: Buffer
+      n: number
+      first_ms: number
+      last_seq: number
+      key: Buffer
+      id: string
+      created_ms: number
+      raw: number
+      after: number
+    }[]
     const page = rows.slice(0, limit)
     return {
       sessions: page.map((r) => sessionSummary({ ...r, session_id: unseal(r.key, r.session) })),
@@ -353,16 +386,31 @@ export class SqliteReads {
   entries(sessionId: string, keyName: string, compactionId: string, after: number, limit: number): EntryPage {
     const s = this.session(sessionId, keyName)
     if (!s) return { entries: [], last: null }
-    const rows = this.statements.entries.all(s.owner, compactionId, after, limit + 1) as { id: number; kind: string; body: Buffer; msg_from: number; msg_to: number }[]
+    const rows = this.statements.entries.all(s.owner, compactionId, after, limit + 1) as {
+      id: number
+      kind: string
+      body: Buffer
+      msg_from: number
+      msg_to: number
+    }[]
     const page = rows.slice(0, limit)
-    return { entries: page.map((r) => ({ kind: r.kind, text: unseal(s.key, r.body), messages: [r.msg_from, r.msg_to] })), last: rows.length > limit ? at(page, page.length - 1).id : null }
+    return {
+      entries: page.map((r) => ({ kind: r.kind, text: unseal(s.key, r.body), messages: [r.msg_from, r.msg_to] })),
+      last: rows.length > limit ? at(page, page.length - 1).id : null
+    }
   }
 
   timeline(sessionId: string, keyName: string, limit: number): TimelinePoint[] {
     const s = this.session(sessionId, keyName)
     if (!s) return []
     const rows = this.statements.timeline.all(s.owner, limit) as { id: string; created_ms: number; raw: number; after: number; budget: number | null }[]
-    return rows.reverse().map((r) => ({ compaction_id: r.id, created_at: new Date(r.created_ms).toISOString(), raw_history_tokens: r.raw, context_after_compaction: r.after, budget_tokens: r.budget }))
+    return rows.reverse().map((r) => ({
+      compaction_id: r.id,
+      created_at: new Date(r.created_ms).toISOString(),
+      raw_history_tokens: r.raw,
+      context_after_compaction: r.after,
+      budget_tokens: r.budget
+    }))
   }
 
   recap(sessionId: string, keyName: string): Recap | undefined {
@@ -372,7 +420,6 @@ export class SqliteReads {
     return { record: openRecord(s.key, body), compactions: (this.statements.count.get(s.owner) as number | undefined) ?? 1 }
   }
 }
-
 
 export interface SqliteStoreOptions {
   /**
@@ -412,7 +459,9 @@ export class SqliteStore implements Store {
       this.journalFd = fd
       this.journal = (record) => this.append(fd, record)
     }
-    this.writer = inline ? inlineRunner<Writes>(new SqliteWrites(this.db, options.maxSessionMemory)) : new StoreThread<Writes>('write', path, options.maxSessionMemory)
+    this.writer = inline
+      ? inlineRunner<Writes>(new SqliteWrites(this.db, options.maxSessionMemory))
+      : new StoreThread<Writes>('write', path, options.maxSessionMemory)
     this.reader = path === ':memory:' ? inlineRunner<Reads>(new SqliteReads(this.db)) : new ReaderPool(path, READER_THREADS)
   }
 
@@ -532,7 +581,8 @@ export class SqliteStore implements Store {
    */
   async deleteSession(sessionId: string, keyName: string): Promise<DeletedSession> {
     const { through, ...deleted } = await this.writer.run('deleteSession', [sessionId, keyName])
-    if (this.journalFd !== undefined) this.rewriteJournal(this.journalFd, `${this.path}-records.journal`, (r) => r.key_name === keyName && r.session_id === sessionId)
+    if (this.journalFd !== undefined)
+      this.rewriteJournal(this.journalFd, `${this.path}-records.journal`, (r) => r.key_name === keyName && r.session_id === sessionId)
     if (deleted.compactions + deleted.cold_layer + deleted.cached === 0) return { ...deleted, space_reclaimed: true }
     while ((await this.writer.run('deleteCold', [sessionId, keyName, through])).more);
     let reclaimed = await this.writer.run('reclaim', [])

@@ -234,7 +234,7 @@ export interface Store {
   room?(): Promise<void>
   /**
    * Makes a record durable at once, before its write is done (SQLite: a line appended to a journal beside
-   * the file, 10 µs, replayed at the next start), so that an answer need not wait for the write itself.
+   * the file, replayed at the next start), so that an answer need not wait for the write itself.
    * Absent where records are written before the answer anyway, or kept nowhere (`:memory:`).
    */
   journal?(record: CompactionRecord): void

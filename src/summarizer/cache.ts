@@ -97,7 +97,11 @@ export class CachingSummarizer implements Summarizer {
     }
     const flight = new Interest()
     flight.join(request.signal)
-    const entry = { call: this.lead({ ...request, queueSignal: flight.interest.signal }, key, started), interest: flight.interest, join: (s?: AbortSignal) => flight.join(s) }
+    const entry = {
+      call: this.lead({ ...request, queueSignal: flight.interest.signal }, key, started),
+      interest: flight.interest,
+      join: (s?: AbortSignal) => flight.join(s)
+    }
     this.inflight.set(key, entry)
     try {
       return await entry.call

@@ -20,7 +20,10 @@ export interface ClientConversation {
 }
 
 /** The section names and what each holds, for the instruction (the tool's schema, as prose the model answers in JSON). */
-const SECTIONS_TEXT = [`- "objective" (a string): ${SECTION_PURPOSE.objective}`, ...LIST_SECTIONS.map((k) => `- "${k}" (an array of strings): ${SECTION_PURPOSE[k]}`)].join('\n')
+const SECTIONS_TEXT = [
+  `- "objective" (a string): ${SECTION_PURPOSE.objective}`,
+  ...LIST_SECTIONS.map((k) => `- "${k}" (an array of strings): ${SECTION_PURPOSE[k]}`)
+].join('\n')
 
 /** The instruction appended after the conversation: the doctrine, what the summary replaces, and the answer's form. */
 export function summaryInstruction(keptMessages: number, keptOpening: string, summaryBudget: number): string {
@@ -112,14 +115,27 @@ export class ConversationSummarizer implements Summarizer {
       if ('sections' in read) {
         return {
           sections: read.sections,
-          report: { kind: 'anthropic', model: this.model, input_tokens: usage.input, output_tokens: usage.output, calls: usage.calls, fallback_reason: null, duration_ms: Math.round(performance.now() - started) }
+          report: {
+            kind: 'anthropic',
+            model: this.model,
+            input_tokens: usage.input,
+            output_tokens: usage.output,
+            calls: usage.calls,
+            fallback_reason: null,
+            duration_ms: Math.round(performance.now() - started)
+          }
         }
       }
       // a tool call is no summary, and its pairing rules leave no retry worth its price
       const calledTool = response.content.some((b) => b.type === 'tool_use')
-      if (attempt >= 1 || calledTool || !text.trim()) throw new SummarizerFault('invalid_output', calledTool ? 'the model called a tool instead of answering with the summary' : read.error)
+      if (attempt >= 1 || calledTool || !text.trim())
+        throw new SummarizerFault('invalid_output', calledTool ? 'the model called a tool instead of answering with the summary' : read.error)
       // The retry goes on in the same conversation: its prefix, the first attempt included, is read from cache.
-      messages = [...messages, { role: 'assistant', content: [{ type: 'text', text }] }, { role: 'user', content: `${read.error}. Answer with the JSON object only.` }]
+      messages = [
+        ...messages,
+        { role: 'assistant', content: [{ type: 'text', text }] },
+        { role: 'user', content: `${read.error}. Answer with the JSON object only.` }
+      ]
     }
   }
 }

@@ -34,8 +34,10 @@ const SDKS = [Anthropic, OpenAI] as const
 export function faultOf(err: unknown): SummarizerFault {
   if (err instanceof SummarizerFault) return err
   const message = err instanceof Error ? err.message : String(err)
-  const is = (name: 'APIConnectionTimeoutError' | 'APIUserAbortError' | 'APIConnectionError' | 'RateLimitError' | 'AuthenticationError' | 'PermissionDeniedError' | 'APIError'): boolean =>
-    SDKS.some((sdk) => err instanceof sdk[name])
+  const is = (
+    name:
+      'APIConnectionTimeoutError' | 'APIUserAbortError' | 'APIConnectionError' | 'RateLimitError' | 'AuthenticationError' | 'PermissionDeniedError' | 'APIError'
+  ): boolean => SDKS.some((sdk) => err instanceof sdk[name])
   if (is('APIConnectionTimeoutError')) return new SummarizerFault('timeout', message, { cause: err })
   if (is('APIUserAbortError')) return new SummarizerFault('cancelled', message, { cause: err })
   if (is('APIConnectionError')) return new SummarizerFault('connection_error', message, { cause: err })

@@ -18,7 +18,13 @@ export interface Usage {
 }
 
 /** One call of a model API: the prompt in, the summary's sections out (after its own one retry). */
-export type SummaryCall = (call: { prompt: string; summaryBudget: number; model: string; usage: Usage; signal: AbortSignal | undefined }) => Promise<SummarySections>
+export type SummaryCall = (call: {
+  prompt: string
+  summaryBudget: number
+  model: string
+  usage: Usage
+  signal: AbortSignal | undefined
+}) => Promise<SummarySections>
 
 export interface FoldOptions {
   /** Most input tokens one call may take: doctrine, tool, prior summary, instructions and transcript. */
@@ -42,7 +48,11 @@ export function maxOutputTokens(summaryBudget: number): number {
  * split at message boundaries into parts that fit the input budget, and each call gets the summary so far
  * and returns it updated. The API each call reaches is the caller's.
  */
-export async function foldSummary(request: SummarizeRequest, options: FoldOptions, call: SummaryCall): Promise<{ sections: SummarySections | undefined; usage: Usage }> {
+export async function foldSummary(
+  request: SummarizeRequest,
+  options: FoldOptions,
+  call: SummaryCall
+): Promise<{ sections: SummarySections | undefined; usage: Usage }> {
   const { plan, redactors, instructions, signal } = request
   const focus = instructions?.trim() ? redactors.redact(instructions.trim()) : undefined
   const summaryBudget = Math.max(200, Math.floor(plan.summaryMaxTokens / plan.scale))
@@ -74,7 +84,9 @@ function promptFor(
   if (running) {
     lines.push(
       '',
-      index === 0 ? 'The summary of the conversation before this span (a prior compaction); merge into it:' : 'The summary so far, of the earlier parts of this span; update it:',
+      index === 0
+        ? 'The summary of the conversation before this span (a prior compaction); merge into it:'
+        : 'The summary so far, of the earlier parts of this span; update it:',
       formatSummary(running, { id: 'prior', compactedTurns: 0 })
     )
   }
@@ -92,11 +104,24 @@ function promptFor(
 }
 
 /** A model's summary of the span (folded where it is long) with the report of what its calls cost. */
-export async function modelSummary(kind: 'anthropic' | 'openai' | 'gemini', request: SummarizeRequest, options: FoldOptions, call: SummaryCall): Promise<SummarizeResult> {
+export async function modelSummary(
+  kind: 'anthropic' | 'openai' | 'gemini',
+  request: SummarizeRequest,
+  options: FoldOptions,
+  call: SummaryCall
+): Promise<SummarizeResult> {
   const started = performance.now()
   const { sections, usage } = await foldSummary(request, options, call)
   return {
     sections,
-    report: { kind, model: options.model, input_tokens: usage.input, output_tokens: usage.output, calls: usage.calls, fallback_reason: null, duration_ms: Math.round(performance.now() - started) }
+    report: {
+      kind,
+      model: options.model,
+      input_tokens: usage.input,
+      output_tokens: usage.output,
+      calls: usage.calls,
+      fallback_reason: null,
+      duration_ms: Math.round(performance.now() - started)
+    }
   }
 }

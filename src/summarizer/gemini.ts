@@ -61,7 +61,9 @@ export class GeminiSummarizer implements Summarizer {
           config: {
             systemInstruction: DOCTRINE_TEXT,
             maxOutputTokens: maxOutputTokens(summaryBudget),
-            tools: [{ functionDeclarations: [{ name: SUMMARY_TOOL_NAME, description: summaryTool.description, parametersJsonSchema: summaryTool.input_schema }] }],
+            tools: [
+              { functionDeclarations: [{ name: SUMMARY_TOOL_NAME, description: summaryTool.description, parametersJsonSchema: summaryTool.input_schema }] }
+            ],
             toolConfig: { functionCallingConfig: { mode: FunctionCallingConfigMode.ANY, allowedFunctionNames: [SUMMARY_TOOL_NAME] } },
             ...(signal ? { abortSignal: signal } : {})
           }
@@ -73,8 +75,13 @@ export class GeminiSummarizer implements Summarizer {
       usage.input += response.usageMetadata?.promptTokenCount ?? 0
       usage.output += response.usageMetadata?.candidatesTokenCount ?? 0
       const candidate = response.candidates?.[0]
-      if (!candidate) throw new SummarizerFault(response.promptFeedback?.blockReason ? 'refusal' : 'invalid_output', response.promptFeedback?.blockReason ? `the prompt was blocked: ${response.promptFeedback.blockReason}` : 'the answer had no candidate')
-      if (candidate.finishReason === 'SAFETY' || candidate.finishReason === 'RECITATION' || candidate.finishReason === 'PROHIBITED_CONTENT') throw new SummarizerFault('refusal', `the answer was stopped: ${candidate.finishReason}`)
+      if (!candidate)
+        throw new SummarizerFault(
+          response.promptFeedback?.blockReason ? 'refusal' : 'invalid_output',
+          response.promptFeedback?.blockReason ? `the prompt was blocked: ${response.promptFeedback.blockReason}` : 'the answer had no candidate'
+        )
+      if (candidate.finishReason === 'SAFETY' || candidate.finishReason === 'RECITATION' || candidate.finishReason === 'PROHIBITED_CONTENT')
+        throw new SummarizerFault('refusal', `the answer was stopped: ${candidate.finishReason}`)
       const call = response.functionCalls?.find((c) => c.name === SUMMARY_TOOL_NAME)
       const read = call ? readToolInput(call.args ?? {}) : { error: `the answer did not call ${SUMMARY_TOOL_NAME}` }
       if ('sections' in read) return read.sections
@@ -83,7 +90,18 @@ export class GeminiSummarizer implements Summarizer {
       if (candidate.content) contents.push(candidate.content)
       contents.push(
         call
-          ? { role: 'user', parts: [{ functionResponse: { name: SUMMARY_TOOL_NAME, ...(call.id ? { id: call.id } : {}), response: { error: `${read.error}. Call ${SUMMARY_TOOL_NAME} again with valid arguments.` } } }] }
+          ? {
+              role: 'user',
+              parts: [
+                {
+                  functionResponse: {
+                    name: SUMMARY_TOOL_NAME,
+                    ...(call.id ? { id: call.id } : {}),
+                    response: { error: `${read.error}. Call ${SUMMARY_TOOL_NAME} again with valid arguments.` }
+                  }
+                }
+              ]
+            }
           : { role: 'user', parts: [{ text: `${read.error}. Call ${SUMMARY_TOOL_NAME} with the summary.` }] }
       )
     }

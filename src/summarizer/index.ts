@@ -60,7 +60,11 @@ export function modelSummarizer(config: ModelSettings, model?: Summarizer): Summ
   }
   const client = { maxRetries: SDK_MAX_RETRIES, timeout: config.COMPACT_SUMMARIZER_TIMEOUT_MS }
   if (kind === 'anthropic' && config.ANTHROPIC_API_KEY) {
-    const anthropic = new Anthropic({ apiKey: config.ANTHROPIC_API_KEY, ...(config.ANTHROPIC_BASE_URL ? { baseURL: config.ANTHROPIC_BASE_URL } : {}), ...client })
+    const anthropic = new Anthropic({
+      apiKey: config.ANTHROPIC_API_KEY,
+      ...(config.ANTHROPIC_BASE_URL ? { baseURL: config.ANTHROPIC_BASE_URL } : {}),
+      ...client
+    })
     return new ResilientSummarizer(new AnthropicSummarizer({ client: anthropic, ...common }), options)
   }
   if (kind === 'openai') {
@@ -72,7 +76,11 @@ export function modelSummarizer(config: ModelSettings, model?: Summarizer): Summ
     // Google's SDK retries 429 and 5xx itself: as many attempts as the other SDKs make
     const gemini = new GoogleGenAI({
       apiKey: config.GEMINI_API_KEY,
-      httpOptions: { timeout: config.COMPACT_SUMMARIZER_TIMEOUT_MS, retryOptions: { attempts: SDK_MAX_RETRIES + 1 }, ...(config.GOOGLE_GEMINI_BASE_URL ? { baseUrl: config.GOOGLE_GEMINI_BASE_URL } : {}) }
+      httpOptions: {
+        timeout: config.COMPACT_SUMMARIZER_TIMEOUT_MS,
+        retryOptions: { attempts: SDK_MAX_RETRIES + 1 },
+        ...(config.GOOGLE_GEMINI_BASE_URL ? { baseUrl: config.GOOGLE_GEMINI_BASE_URL } : {})
+      }
     })
     return new ResilientSummarizer(new GeminiSummarizer({ client: gemini, ...common }), options)
   }

@@ -47,7 +47,8 @@ export class LimitedSummarizer implements Summarizer {
       return await this.inner.summarize(request)
     } finally {
       const next = this.waiting.shift()
-      if (next) next() // the place passes straight to the next in line
+      if (next)
+        next() // the place passes straight to the next in line
       else this.active--
     }
   }

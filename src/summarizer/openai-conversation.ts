@@ -67,7 +67,10 @@ export class OpenAiConversationSummarizer implements Summarizer {
       let calledTool: boolean
       try {
         if (api === 'chat') {
-          const answer = (await client.chat.completions.create({ ...body, stream: false } as unknown as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming, { signal })) as OpenAI.Chat.Completions.ChatCompletion
+          const answer = (await client.chat.completions.create(
+            { ...body, stream: false } as unknown as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming,
+            { signal }
+          )) as OpenAI.Chat.Completions.ChatCompletion
           usage.input += answer.usage?.prompt_tokens ?? 0
           usage.cached += answer.usage?.prompt_tokens_details?.cached_tokens ?? 0
           usage.output += answer.usage?.completion_tokens ?? 0
@@ -76,7 +79,9 @@ export class OpenAiConversationSummarizer implements Summarizer {
           text = message?.content ?? ''
           calledTool = (message?.tool_calls?.length ?? 0) > 0
         } else {
-          const answer = (await client.responses.create({ ...body, stream: false } as unknown as OpenAI.Responses.ResponseCreateParamsNonStreaming, { signal })) as OpenAI.Responses.Response
+          const answer = (await client.responses.create({ ...body, stream: false } as unknown as OpenAI.Responses.ResponseCreateParamsNonStreaming, {
+            signal
+          })) as OpenAI.Responses.Response
           usage.input += answer.usage?.input_tokens ?? 0
           usage.cached += answer.usage?.input_tokens_details?.cached_tokens ?? 0
           usage.output += answer.usage?.output_tokens ?? 0
@@ -94,11 +99,20 @@ export class OpenAiConversationSummarizer implements Summarizer {
       if ('sections' in read) {
         return {
           sections: read.sections,
-          report: { kind: 'openai', model: this.model, input_tokens: usage.input, output_tokens: usage.output, calls: usage.calls, fallback_reason: null, duration_ms: Math.round(performance.now() - started) }
+          report: {
+            kind: 'openai',
+            model: this.model,
+            input_tokens: usage.input,
+            output_tokens: usage.output,
+            calls: usage.calls,
+            fallback_reason: null,
+            duration_ms: Math.round(performance.now() - started)
+          }
         }
       }
       // a tool call is no summary, and its pairing rules leave no retry worth its price
-      if (attempt >= 1 || calledTool || !text.trim()) throw new SummarizerFault('invalid_output', calledTool ? 'the model called a tool instead of answering with the summary' : read.error)
+      if (attempt >= 1 || calledTool || !text.trim())
+        throw new SummarizerFault('invalid_output', calledTool ? 'the model called a tool instead of answering with the summary' : read.error)
       // The retry goes on in the same conversation: its prefix, the first attempt included, is read from cache.
       added = [...added, { role: 'assistant', content: text }, { role: 'user', content: `${read.error}. Answer with the JSON object only.` }]
     }

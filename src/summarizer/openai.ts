@@ -69,7 +69,9 @@ export class OpenAiSummarizer implements Summarizer {
       if (!choice || !message) throw new SummarizerFault('invalid_output', 'the answer had no choice')
       if (message.refusal || choice.finish_reason === 'content_filter') throw new SummarizerFault('refusal', message.refusal ?? 'the answer was filtered')
 
-      const use = message.tool_calls?.find((c): c is OpenAI.Chat.Completions.ChatCompletionMessageFunctionToolCall => c.type === 'function' && c.function.name === SUMMARY_TOOL_NAME)
+      const use = message.tool_calls?.find(
+        (c): c is OpenAI.Chat.Completions.ChatCompletionMessageFunctionToolCall => c.type === 'function' && c.function.name === SUMMARY_TOOL_NAME
+      )
       const read = use ? readArguments(use.function.arguments) : { error: `the answer did not call ${SUMMARY_TOOL_NAME}` }
       if ('sections' in read) return read.sections
       if (attempt >= 1) throw new SummarizerFault(use ? 'invalid_output' : 'no_tool_call', read.error)

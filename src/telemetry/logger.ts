@@ -3,12 +3,7 @@ import { LOG_FLUSH_MS } from '../contract/defaults.js'
 export { LOG_FLUSH_MS }
 
 /** Headers that carry credentials never reach a log line. */
-export const REDACTED_PATHS = [
-  'req.headers.authorization',
-  'req.headers["x-api-key"]',
-  'req.headers.cookie',
-  'res.headers["set-cookie"]'
-]
+export const REDACTED_PATHS = ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie', 'res.headers["set-cookie"]']
 
 /** The URL as it may be logged: the path, and the names (never the values) of query parameters. */
 export function loggableUrl(url: string): string {
@@ -31,7 +26,13 @@ export function loggerOptions(level: string): LoggerOptions {
     level,
     serializers: {
       // Fastify's own request fields, with the query's values left out: a value there may be a key.
-      req: (req: LoggedRequest) => ({ method: req.method, url: loggableUrl(req.url), host: req.host, remoteAddress: req.ip, remotePort: req.socket?.remotePort })
+      req: (req: LoggedRequest) => ({
+        method: req.method,
+        url: loggableUrl(req.url),
+        host: req.host,
+        remoteAddress: req.ip,
+        remotePort: req.socket?.remotePort
+      })
     },
     redact: { paths: REDACTED_PATHS, censor: '[REDACTED]' },
     base: { service: 'compaction-gateway' },
@@ -39,11 +40,10 @@ export function loggerOptions(level: string): LoggerOptions {
   }
 }
 
-
 /**
  * Standard output for the service's log lines, written in batches off the request's path: lines wait until
- * 4 KiB have gathered or LOG_FLUSH_MS has passed, and are written at exit. A write per line (three a
- * proxied request) took a third of the proxy's CPU; on two cores the write's thread also took the core
+ * 4 KiB have gathered or LOG_FLUSH_MS has passed, and are written at exit: a write per line was a large
+ * share of the proxy's CPU (docs/performance.md), and on two cores the write's thread also took the core
  * from the request it was logging.
  */
 export function logDestination(): DestinationStream {

@@ -22,20 +22,56 @@ export function createMetrics() {
   return {
     registry,
     summaryLoad,
-    rawHistoryTokens: new Histogram({ name: 'compaction_raw_history_tokens', help: 'Estimated tokens of each compacted request (messages, system, tools)', buckets: TOKEN_BUCKETS, registers }),
+    rawHistoryTokens: new Histogram({
+      name: 'compaction_raw_history_tokens',
+      help: 'Estimated tokens of each compacted request (messages, system, tools)',
+      buckets: TOKEN_BUCKETS,
+      registers
+    }),
     summaryTokens: new Histogram({ name: 'compaction_summary_tokens', help: 'Estimated tokens of each summary turn', buckets: TOKEN_BUCKETS, registers }),
-    compactedTurns: new Histogram({ name: 'compaction_compacted_turns', help: 'Turns folded into the summary by each compaction', buckets: TURN_BUCKETS, registers }),
-    contextAfterTokens: new Histogram({ name: 'compaction_context_after_tokens', help: 'Estimated tokens of the context after each compaction (system, tools, summary turn, tail)', buckets: TOKEN_BUCKETS, registers }),
+    compactedTurns: new Histogram({
+      name: 'compaction_compacted_turns',
+      help: 'Turns folded into the summary by each compaction',
+      buckets: TURN_BUCKETS,
+      registers
+    }),
+    contextAfterTokens: new Histogram({
+      name: 'compaction_context_after_tokens',
+      help: 'Estimated tokens of the context after each compaction (system, tools, summary turn, tail)',
+      buckets: TOKEN_BUCKETS,
+      registers
+    }),
     requests: new Counter({
       name: 'compaction_requests_total',
       help: "Compaction requests by mode, outcome (the reason, or rejected/failed) and the history's format",
       labelNames: ['mode', 'outcome', 'format'] as const,
       registers
     }),
-    summarizerCalls: new Counter({ name: 'compaction_summarizer_calls_total', help: 'Summaries by summarizer kind and result (ok, or why a model summary failed)', labelNames: ['kind', 'result'] as const, registers }),
-    summarizerDuration: new Histogram({ name: 'compaction_summarizer_duration_seconds', help: 'Time to write a summary, by summarizer kind', labelNames: ['kind'] as const, buckets: SECONDS_BUCKETS, registers }),
-    summarizerTokens: new Counter({ name: 'compaction_summarizer_tokens_total', help: 'Model tokens used by summaries, by direction', labelNames: ['direction'] as const, registers }),
-    recallRequests: new Counter({ name: 'compaction_recall_requests_total', help: 'Searches of a session\'s cold layer, by outcome (hits, empty, failed)', labelNames: ['outcome'] as const, registers }),
+    summarizerCalls: new Counter({
+      name: 'compaction_summarizer_calls_total',
+      help: 'Summaries by summarizer kind and result (ok, or why a model summary failed)',
+      labelNames: ['kind', 'result'] as const,
+      registers
+    }),
+    summarizerDuration: new Histogram({
+      name: 'compaction_summarizer_duration_seconds',
+      help: 'Time to write a summary, by summarizer kind',
+      labelNames: ['kind'] as const,
+      buckets: SECONDS_BUCKETS,
+      registers
+    }),
+    summarizerTokens: new Counter({
+      name: 'compaction_summarizer_tokens_total',
+      help: 'Model tokens used by summaries, by direction',
+      labelNames: ['direction'] as const,
+      registers
+    }),
+    recallRequests: new Counter({
+      name: 'compaction_recall_requests_total',
+      help: "Searches of a session's cold layer, by outcome (hits, empty, failed)",
+      labelNames: ['outcome'] as const,
+      registers
+    }),
     recallHits: new Counter({ name: 'compaction_recall_hits_total', help: 'Entries returned by cold-layer searches', registers }),
     memoryEntries: new Counter({ name: 'compaction_memory_entries_total', help: 'Entries written to cold layers by compactions', registers }),
     summariesInFlight: new Gauge({
@@ -54,29 +90,56 @@ export function createMetrics() {
         this.set(summaryLoad.read().waiting)
       }
     }),
-    cacheLookups: new Counter({ name: 'compaction_summary_cache_total', help: 'Model summaries asked of the cache, by result (hit, miss)', labelNames: ['result'] as const, registers }),
-    storeErrors: new Counter({ name: 'compaction_store_errors_total', help: 'Store operations that failed (the compaction was served all the same)', labelNames: ['operation'] as const, registers }),
+    cacheLookups: new Counter({
+      name: 'compaction_summary_cache_total',
+      help: 'Model summaries asked of the cache, by result (hit, miss)',
+      labelNames: ['result'] as const,
+      registers
+    }),
+    storeErrors: new Counter({
+      name: 'compaction_store_errors_total',
+      help: 'Store operations that failed (the compaction was served all the same)',
+      labelNames: ['operation'] as const,
+      registers
+    }),
     proxyRequests: new Counter({
       name: 'compaction_proxy_requests_total',
       help: 'Proxied requests (Messages API, Chat Completions, Responses) by endpoint, what compaction did (none, reused, compacted) and status class',
       labelNames: ['endpoint', 'compaction', 'status'] as const,
       registers
     }),
-    proxyUpstreamSeconds: new Histogram({ name: 'compaction_proxy_upstream_first_byte_seconds', help: 'Time to the first byte of the upstream API\'s answer to a proxied request (its status and headers), by endpoint', labelNames: ['endpoint'] as const, buckets: SECONDS_BUCKETS, registers }),
+    proxyUpstreamSeconds: new Histogram({
+      name: 'compaction_proxy_upstream_first_byte_seconds',
+      help: "Time to the first byte of the upstream API's answer to a proxied request (its status and headers), by endpoint",
+      labelNames: ['endpoint'] as const,
+      buckets: SECONDS_BUCKETS,
+      registers
+    }),
     proxyCompactions: new Counter({
       name: 'compaction_proxy_compactions_total',
       help: 'Compactions the proxy made, by source (precomputed: a summary written ahead, taken as it was; merged: the best summary at hand merged with the turns since from the ledger); a crossing never waits for a model',
       labelNames: ['source'] as const,
       registers
     }),
-    proxyPrecomputes: new Counter({ name: 'compaction_proxy_precomputes_total', help: 'Summaries written ahead for proxied conversations, by event (started; done: ready before its crossing; late: done after it, the base of the next merge; skipped: no free place; failed)', labelNames: ['event'] as const, registers }),
+    proxyPrecomputes: new Counter({
+      name: 'compaction_proxy_precomputes_total',
+      help: 'Summaries written ahead for proxied conversations, by event (started; done: ready before its crossing; late: done after it, the base of the next merge; skipped: no free place; failed)',
+      labelNames: ['event'] as const,
+      registers
+    }),
     crossingWait: new Histogram({
       name: 'compaction_crossing_wait_seconds',
       help: 'How long a proxied request that crossed its budget waited for its compaction before it was forwarded (no model call is ever waited for)',
       buckets: SECONDS_BUCKETS,
       registers
     }),
-    httpDuration: new Histogram({ name: 'http_request_duration_seconds', help: 'HTTP request duration by method, route template and status code', labelNames: ['method', 'route', 'status_code'] as const, buckets: SECONDS_BUCKETS, registers })
+    httpDuration: new Histogram({
+      name: 'http_request_duration_seconds',
+      help: 'HTTP request duration by method, route template and status code',
+      labelNames: ['method', 'route', 'status_code'] as const,
+      buckets: SECONDS_BUCKETS,
+      registers
+    })
   }
 }
 
@@ -86,10 +149,49 @@ export type Metrics = ReturnType<typeof createMetrics>
 export const KNOWN_LABELS = {
   modes: ['auto', 'manual'],
   formats: ['anthropic', 'openai-chat', 'openai-responses'],
-  outcomes: ['over_budget', 'under_budget', 'manual', 'disabled', 'nothing_to_compact', 'dry_run', 'rejected', 'rate_limited', 'overloaded', 'cancelled', 'summarizer_failed', 'failed'],
-  summarizerResults: ['ok', 'timeout', 'rate_limited', 'overloaded', 'server_error', 'connection_error', 'auth_error', 'bad_request', 'refusal', 'no_tool_call', 'invalid_output', 'cancelled'],
+  outcomes: [
+    'over_budget',
+    'under_budget',
+    'manual',
+    'disabled',
+    'nothing_to_compact',
+    'dry_run',
+    'rejected',
+    'rate_limited',
+    'overloaded',
+    'cancelled',
+    'summarizer_failed',
+    'failed'
+  ],
+  summarizerResults: [
+    'ok',
+    'timeout',
+    'rate_limited',
+    'overloaded',
+    'server_error',
+    'connection_error',
+    'auth_error',
+    'bad_request',
+    'refusal',
+    'no_tool_call',
+    'invalid_output',
+    'cancelled'
+  ],
   proxyEndpoints: ['messages', 'count_tokens', 'chat_completions', 'responses', 'responses_compact', 'gemini_generate', 'gemini_stream', 'gemini_count_tokens'],
-  storeOperations: ['connection', 'journal', 'record_write', 'memory_write', 'cache_read', 'cache_write', 'prune', 'recall', 'recap', 'record_read', 'anchors', 'activity']
+  storeOperations: [
+    'connection',
+    'journal',
+    'record_write',
+    'memory_write',
+    'cache_read',
+    'cache_write',
+    'prune',
+    'recall',
+    'recap',
+    'record_read',
+    'anchors',
+    'activity'
+  ]
 } as const
 
 /** Outcomes a mode can have: a manual compaction is one whatever the budget; an automatic one never is "manual". */
@@ -99,7 +201,9 @@ function possible(mode: (typeof KNOWN_LABELS.modes)[number], outcome: (typeof KN
 
 /** Creates every series that can happen at 0: a rate over a counter that has never moved is 0, not "no data". */
 export function initializeSeries(m: Metrics, modelKind: 'anthropic' | 'openai' | 'gemini' = 'anthropic'): void {
-  for (const mode of KNOWN_LABELS.modes) for (const outcome of KNOWN_LABELS.outcomes) if (possible(mode, outcome)) for (const format of KNOWN_LABELS.formats) m.requests.inc({ mode, outcome, format }, 0)
+  for (const mode of KNOWN_LABELS.modes)
+    for (const outcome of KNOWN_LABELS.outcomes)
+      if (possible(mode, outcome)) for (const format of KNOWN_LABELS.formats) m.requests.inc({ mode, outcome, format }, 0)
   for (const result of KNOWN_LABELS.summarizerResults) m.summarizerCalls.inc({ kind: modelKind, result }, 0)
   for (const kind of ['extractive', 'cache']) m.summarizerCalls.inc({ kind, result: 'ok' }, 0)
   for (const operation of KNOWN_LABELS.storeOperations) m.storeErrors.inc({ operation }, 0)
@@ -107,7 +211,8 @@ export function initializeSeries(m: Metrics, modelKind: 'anthropic' | 'openai' |
   for (const result of ['hit', 'miss']) m.cacheLookups.inc({ result }, 0)
   for (const direction of ['input', 'output']) m.summarizerTokens.inc({ direction }, 0)
   for (const endpoint of KNOWN_LABELS.proxyEndpoints) {
-    for (const compaction of ['none', 'reused', 'compacted']) for (const status of ['2xx', '4xx', '5xx']) m.proxyRequests.inc({ endpoint, compaction, status }, 0)
+    for (const compaction of ['none', 'reused', 'compacted'])
+      for (const status of ['2xx', '4xx', '5xx']) m.proxyRequests.inc({ endpoint, compaction, status }, 0)
   }
   for (const source of ['precomputed', 'merged']) m.proxyCompactions.inc({ source }, 0)
   for (const event of ['started', 'done', 'late', 'skipped', 'failed']) m.proxyPrecomputes.inc({ event }, 0)

@@ -130,7 +130,8 @@ async function signIn(candidate: string, quiet = false): Promise<void> {
     await api(candidate, 'GET', '/v1/sessions?limit=1')
   } catch (err) {
     if (quiet) return showSignedIn(false)
-    $('sign-in-error').textContent = err instanceof ApiFailure && err.status === 401 ? 'That key is not one this gateway knows.' : `Cannot sign in: ${(err as Error).message}`
+    $('sign-in-error').textContent =
+      err instanceof ApiFailure && err.status === 401 ? 'That key is not one this gateway knows.' : `Cannot sign in: ${(err as Error).message}`
     return
   }
   key = candidate
@@ -183,7 +184,8 @@ function sessionItem(s: SessionItem): HTMLLIElement {
 /** Marks the view shown in the list: the overview, or a session. */
 function markCurrent(id: string | undefined): void {
   $('show-overview').setAttribute('aria-current', String(id === undefined))
-  for (const b of document.querySelectorAll<HTMLButtonElement>('#session-list button')) b.setAttribute('aria-current', String(b.closest('li')?.dataset.session === id))
+  for (const b of document.querySelectorAll<HTMLButtonElement>('#session-list button'))
+    b.setAttribute('aria-current', String(b.closest('li')?.dataset.session === id))
 }
 
 /** The overview: the page's first view, for the range and the conversations the filters choose. */
@@ -224,23 +226,30 @@ function drawOverview(o: Overview): void {
   drawActivity(o)
   const total = o.compactions.total
   const share = $('writers')
-  share.replaceChildren(...writerParts(o).map((p) => {
-    const part = el('span', undefined, { class: p.key, title: `${p.label}: ${p.count.toLocaleString('en-US')}` })
-    part.style.flexGrow = String(p.count / Math.max(1, total))
-    return part
-  }))
+  share.replaceChildren(
+    ...writerParts(o).map((p) => {
+      const part = el('span', undefined, { class: p.key, title: `${p.label}: ${p.count.toLocaleString('en-US')}` })
+      part.style.flexGrow = String(p.count / Math.max(1, total))
+      return part
+    })
+  )
   const legend = el('ul', undefined, { class: 'legend' })
   for (const p of writerParts(o)) {
     const item = el('li')
-    item.append(el('span', undefined, { class: `swatch ${p.key}`, 'aria-hidden': 'true' }), document.createTextNode(`${p.label}: ${p.count.toLocaleString('en-US')}`))
+    item.append(
+      el('span', undefined, { class: `swatch ${p.key}`, 'aria-hidden': 'true' }),
+      document.createTextNode(`${p.label}: ${p.count.toLocaleString('en-US')}`)
+    )
     legend.append(item)
   }
   $('writers-caption').replaceChildren(document.createTextNode(describeWriters(o)), legend)
-  $('waits').replaceChildren(...waitRows(o).map((w) => {
-    const row = el('tr')
-    row.append(el('td', w.bucket), el('td', w.count.toLocaleString('en-US')))
-    return row
-  }))
+  $('waits').replaceChildren(
+    ...waitRows(o).map((w) => {
+      const row = el('tr')
+      row.append(el('td', w.bucket), el('td', w.count.toLocaleString('en-US')))
+      return row
+    })
+  )
   $('savings').textContent = describeSavings(o)
 }
 
@@ -259,16 +268,46 @@ function drawActivity(o: Overview): void {
   const opts: uPlot.Options = {
     width,
     height: 240,
-    scales: { x: { time: true, range: () => [startS, endS] }, n: { range: (_u, _min, max) => [0, Math.max(1, max)] }, t: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
+    scales: {
+      x: { time: true, range: () => [startS, endS] },
+      n: { range: (_u, _min, max) => [0, Math.max(1, max)] },
+      t: { range: (_u, _min, max) => [0, Math.max(1, max)] }
+    },
     axes: [
       {},
       { scale: 'n', label: `compactions per ${step}`, size: 56, values: (_u, ticks) => ticks.map((t) => (Number.isInteger(t) ? String(t) : '')) },
-      { scale: 't', side: 1, label: 'tokens kept out', size: 64, grid: { show: false }, values: (_u, ticks) => ticks.map((t) => (t >= 1000 ? `${Math.round(t / 1000)}k` : String(t))) }
+      {
+        scale: 't',
+        side: 1,
+        label: 'tokens kept out',
+        size: 64,
+        grid: { show: false },
+        values: (_u, ticks) => ticks.map((t) => (t >= 1000 ? `${Math.round(t / 1000)}k` : String(t)))
+      }
     ],
     series: [
-      { label: step === 'hour' ? 'hour from' : 'day from', value: (_u, v) => (v === null || v === undefined ? '' : new Date((v - stepS / 2) * 1_000).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' })) },
-      { label: 'compactions', scale: 'n', fill: '#93c5fd', stroke: '#1d4ed8', ...(bars ? { paths: bars } : {}), points: { show: false }, value: (_u, v) => (v === null || v === undefined ? '' : String(v)) },
-      { label: 'tokens kept out', scale: 't', stroke: '#16a34a', width: 2, points: { show: false }, value: (_u, v) => (v === null || v === undefined ? '' : `${Math.round(v).toLocaleString('en-US')} tokens`) }
+      {
+        label: step === 'hour' ? 'hour from' : 'day from',
+        value: (_u, v) =>
+          v === null || v === undefined ? '' : new Date((v - stepS / 2) * 1_000).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' })
+      },
+      {
+        label: 'compactions',
+        scale: 'n',
+        fill: '#93c5fd',
+        stroke: '#1d4ed8',
+        ...(bars ? { paths: bars } : {}),
+        points: { show: false },
+        value: (_u, v) => (v === null || v === undefined ? '' : String(v))
+      },
+      {
+        label: 'tokens kept out',
+        scale: 't',
+        stroke: '#16a34a',
+        width: 2,
+        points: { show: false },
+        value: (_u, v) => (v === null || v === undefined ? '' : `${Math.round(v).toLocaleString('en-US')} tokens`)
+      }
     ],
     legend: { show: true }
   }
@@ -328,7 +367,14 @@ function drawChart(points: TimelinePoint[], first: number): void {
     series: [
       { label: 'compaction', value: (_u, v) => (v === null || v === undefined ? '' : `#${Math.floor(v + DROP / 2)}${v % 1 > DROP / 2 ? ' (after)' : ''}`) },
       { label: 'prompt', stroke: '#1d4ed8', width: 2, points: { show: false }, value: (_u, v) => (v === null || v === undefined ? '' : `${fmt(v)} tokens`) },
-      { label: 'budget', stroke: '#b91c1c', width: 1.5, dash: [6, 4], points: { show: false }, value: (_u, v) => (v === null || v === undefined ? '' : `${fmt(v)} tokens`) }
+      {
+        label: 'budget',
+        stroke: '#b91c1c',
+        width: 1.5,
+        dash: [6, 4],
+        points: { show: false },
+        value: (_u, v) => (v === null || v === undefined ? '' : `${fmt(v)} tokens`)
+      }
     ],
     legend: { show: true },
     cursor: { drag: { x: true, y: false } }
@@ -350,7 +396,10 @@ async function loadCompactions(fresh: boolean): Promise<void> {
   const query = new URLSearchParams({ limit: String(PAGE) })
   if (!fresh && session.compactionsCursor) query.set('cursor', session.compactionsCursor)
   if (fresh) session.listed = 0
-  const page = await call<{ compactions: CompactionRecord[]; next_cursor: string | null }>('GET', `${path`/v1/sessions/${session.id}/compactions`}?${query.toString()}`)
+  const page = await call<{ compactions: CompactionRecord[]; next_cursor: string | null }>(
+    'GET',
+    `${path`/v1/sessions/${session.id}/compactions`}?${query.toString()}`
+  )
   if (current !== session) return
   const body = $('compactions')
   const total = totals.get(session.id)
@@ -434,7 +483,14 @@ function showDetail({ compaction: c, removed, cold_layer: cold }: CompactionDeta
     ['Summary', `${fmt(c.stats.summary_tokens)} tokens for ${plural(c.stats.compacted_turns, 'turn')}`],
     ['Number', current?.numbers.has(c.id) ? `#${fmt(current.numbers.get(c.id) ?? 0)} of ${fmt(totals.get(current.id) ?? 0)}` : 'not listed yet'],
     ['Written by', writer(c.summarizer)],
-    ['Cold layer', Object.keys(cold).length === 0 ? 'none' : Object.entries(cold).map(([kind, n]) => `${n} ${kind}`).join(', ')]
+    [
+      'Cold layer',
+      Object.keys(cold).length === 0
+        ? 'none'
+        : Object.entries(cold)
+            .map(([kind, n]) => `${n} ${kind}`)
+            .join(', ')
+    ]
   ]
   $('figures').replaceChildren(...figures.flatMap(([k, v]) => [el('dt', k), el('dd', v)]))
 
@@ -451,9 +507,16 @@ function showDetail({ compaction: c, removed, cold_layer: cold }: CompactionDeta
     bar.append(gone, raw)
     ranges.append(
       bar,
-      el('p', `Removed: ${plural(removed.messages, 'message')} (${removed.from}–${removed.to}), replaced by the summary below. Kept raw: ${plural(kept, 'message')}${kept > 0 ? ` (${removed.to + 1}–${removed.to + kept})` : ''}.`),
+      el(
+        'p',
+        `Removed: ${plural(removed.messages, 'message')} (${removed.from}–${removed.to}), replaced by the summary below. Kept raw: ${plural(kept, 'message')}${kept > 0 ? ` (${removed.to + 1}–${removed.to + kept})` : ''}.`
+      ),
       el('h4', 'What it removed'),
-      el('p', 'As the cold layer keeps it (redacted, each passage with the messages it came from); open one to read it whole. The messages kept raw went on to the model as the client sent them: the gateway keeps no copy of them.', { class: 'hint' }),
+      el(
+        'p',
+        'As the cold layer keeps it (redacted, each passage with the messages it came from); open one to read it whole. The messages kept raw went on to the model as the client sent them: the gateway keeps no copy of them.',
+        { class: 'hint' }
+      ),
       el('ol', undefined, { id: 'removed', 'aria-label': 'What the compaction removed' })
     )
     void loadEntries(c.id, true)
@@ -485,7 +548,10 @@ async function search(query: string): Promise<void> {
     if (found.results.length === 0) hits.append(el('li', `Nothing removed from this session matches “${query}”.`))
     for (const hit of found.results) {
       const item = el('li')
-      const cite = el('button', `${hit.kind} · compaction ${hit.compaction_id}, messages ${hit.messages[0]}–${hit.messages[1]}`, { type: 'button', class: 'link cite' })
+      const cite = el('button', `${hit.kind} · compaction ${hit.compaction_id}, messages ${hit.messages[0]}–${hit.messages[1]}`, {
+        type: 'button',
+        class: 'link cite'
+      })
       cite.addEventListener('click', () => void openCompaction(hit.compaction_id))
       item.append(cite, el('blockquote', hit.text))
       hits.append(item)
@@ -510,11 +576,15 @@ async function deleteCurrent(): Promise<void> {
   try {
     const result = await call<{ deleted: { compactions: number; cold_layer: number; cached: number } }>('DELETE', path`/v1/sessions/${id}`)
     document.querySelector(`#session-list li[data-session="${CSS.escape(id)}"]`)?.remove()
-    $('scope').querySelector(`option[value="${CSS.escape(id)}"]`)?.remove()
+    $('scope')
+      .querySelector(`option[value="${CSS.escape(id)}"]`)
+      ?.remove()
     $('no-sessions').hidden = $('session-list').childElementCount > 0
     await showOverview()
     const d = result.deleted
-    status(`Deleted ${id}: ${plural(d.compactions, 'compaction')}, ${plural(d.cold_layer, 'cold-layer entry', 'cold-layer entries')}, ${plural(d.cached, 'cached summary', 'cached summaries')}.`)
+    status(
+      `Deleted ${id}: ${plural(d.compactions, 'compaction')}, ${plural(d.cold_layer, 'cold-layer entry', 'cold-layer entries')}, ${plural(d.cached, 'cached summary', 'cached summaries')}.`
+    )
   } catch (err) {
     status(`The session was not deleted: ${(err as Error).message}`, true)
   }

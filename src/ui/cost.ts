@@ -18,8 +18,6 @@ export function describeCost(cost: SessionCost): string {
   if (cost.tokens_kept_out === 0) return `${billed} Compaction has kept nothing out of its prompts yet.`
   const { saved_share: share, saved_units: saved } = cost.estimate
   const verdict =
-    saved >= 0
-      ? `about ${Math.round(100 * share)}% less than without compaction`
-      : `about ${Math.round(-100 * share)}% more than without compaction`
+    saved >= 0 ? `about ${Math.round(100 * share)}% less than without compaction` : `about ${Math.round(-100 * share)}% more than without compaction`
   return `${billed} Compaction kept ${n(cost.tokens_kept_out)} tokens out of its prompts: ${verdict} (an estimate: cache writes at 1.25x, reads at 0.1x, output at 5x the input price; without compaction each request would also have sent what was kept out of it, read from the cache where it read from it, and no summary would have been written).`
 }

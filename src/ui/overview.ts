@@ -7,7 +7,14 @@ export interface Overview {
   bucket: 'hour' | 'day'
   compactions: { total: number; via_proxy: number; via_compact_route: number; tokens_before: number; tokens_after: number; tokens_removed: number }
   clearings: { count: number; tool_results: number; tokens_cleared: number }
-  summaries: { model: number; extractive_chosen: number; fallback: number; cache: number; fallback_reasons: Record<string, number>; models: Record<string, number> }
+  summaries: {
+    model: number
+    extractive_chosen: number
+    fallback: number
+    cache: number
+    fallback_reasons: Record<string, number>
+    models: Record<string, number>
+  }
   crossings: { count: number; mean_wait_ms: number | null; max_wait_ms: number | null; waits: { up_to_ms: number | null; count: number }[] }
   requests: {
     count: number
@@ -18,7 +25,13 @@ export interface Overview {
     upstream: { input_tokens: number; cache_creation_input_tokens: number; cache_read_input_tokens: number; output_tokens: number }
   }
   summary_calls: { calls: number; input_tokens: number; output_tokens: number }
-  savings: { prices: { currency: string; input: number; output: number; cache_write: number; cache_read: number }; billed: number; without_compaction: number; saved: number; saved_share: number | null }
+  savings: {
+    prices: { currency: string; input: number; output: number; cache_write: number; cache_read: number }
+    billed: number
+    without_compaction: number
+    saved: number
+    saved_share: number | null
+  }
   series: { at: string; compactions: number; tokens_removed: number; tokens_kept_out: number; crossings: number }[]
 }
 
@@ -50,8 +63,12 @@ export function headline(o: Overview): { label: string; value: string; note: str
       label: 'Compactions',
       value: fmt(c.total),
       note:
-        (c.total === 0 ? 'None in this range.' : `${fmt(c.via_proxy)} by the proxies, ${fmt(c.via_compact_route)} by POST /v1/compact; ${fmt(c.tokens_removed)} tokens removed`) +
-        (o.clearings.count > 0 ? `; ${plural(o.clearings.count, 'crossing')} answered by clearing ${plural(o.clearings.tool_results, 'old tool result')} (${fmt(o.clearings.tokens_cleared)} tokens)` : '')
+        (c.total === 0
+          ? 'None in this range.'
+          : `${fmt(c.via_proxy)} by the proxies, ${fmt(c.via_compact_route)} by POST /v1/compact; ${fmt(c.tokens_removed)} tokens removed`) +
+        (o.clearings.count > 0
+          ? `; ${plural(o.clearings.count, 'crossing')} answered by clearing ${plural(o.clearings.tool_results, 'old tool result')} (${fmt(o.clearings.tokens_cleared)} tokens)`
+          : '')
     },
     {
       label: 'Crossing wait',
@@ -61,7 +78,12 @@ export function headline(o: Overview): { label: string; value: string; note: str
     {
       label: 'Saved (estimate)',
       value: r.metered === 0 ? '–' : money(s.saved, s.prices.currency),
-      note: r.metered === 0 ? 'Nothing metered: the estimate reads the Messages API proxy\'s answers.' : s.saved_share === null ? '' : `${Math.abs(Math.round(100 * s.saved_share))}% ${s.saved >= 0 ? 'less' : 'more'} than without compaction`
+      note:
+        r.metered === 0
+          ? "Nothing metered: the estimate reads the Messages API proxy's answers."
+          : s.saved_share === null
+            ? ''
+            : `${Math.abs(Math.round(100 * s.saved_share))}% ${s.saved >= 0 ? 'less' : 'more'} than without compaction`
     }
   ]
 }
@@ -91,7 +113,8 @@ export function describeWriters(o: Overview): string {
 export function waitRows(o: Overview): { bucket: string; count: number }[] {
   let below = 0
   return o.crossings.waits.map((w) => {
-    const bucket = w.up_to_ms === null ? `over ${duration(below)}` : below === 0 ? `up to ${duration(w.up_to_ms)}` : `${duration(below)} – ${duration(w.up_to_ms)}`
+    const bucket =
+      w.up_to_ms === null ? `over ${duration(below)}` : below === 0 ? `up to ${duration(w.up_to_ms)}` : `${duration(below)} – ${duration(w.up_to_ms)}`
     if (w.up_to_ms !== null) below = w.up_to_ms
     return { bucket, count: w.count }
   })

@@ -47,12 +47,17 @@ export function describeTimeline(points: readonly TimelinePoint[], complete: boo
   const budgets = [...new Set(points.map((p) => p.budget_tokens).filter((b): b is number => b !== null))]
   const n = points.length
   const fmt = (v: number): string => v.toLocaleString('en-US')
-  const span = (values: number[]): string => (Math.min(...values) === Math.max(...values) ? fmt(Math.min(...values)) : `${fmt(Math.min(...values))}–${fmt(Math.max(...values))}`)
+  const span = (values: number[]): string =>
+    Math.min(...values) === Math.max(...values) ? fmt(Math.min(...values)) : `${fmt(Math.min(...values))}–${fmt(Math.max(...values))}`
   return [
     `${complete ? '' : 'The newest '}${fmt(n)} compaction${n === 1 ? '' : 's'}:`,
     `the prompt reached ${span(before)} tokens before ${n === 1 ? 'it' : 'each'}`,
     `and ${span(after)} after.`,
-    budgets.length === 0 ? '' : budgets.length === 1 ? `Budget ${fmt(budgets[0] ?? 0)} tokens.` : `Budget ${span(budgets)} tokens (${fmt(budgets.length)} budgets).`
+    budgets.length === 0
+      ? ''
+      : budgets.length === 1
+        ? `Budget ${fmt(budgets[0] ?? 0)} tokens.`
+        : `Budget ${span(budgets)} tokens (${fmt(budgets.length)} budgets).`
   ]
     .filter(Boolean)
     .join(' ')

@@ -46,13 +46,25 @@ export async function compactTask(task: CompactTask): Promise<CompactTaskResult>
   try {
     const run = await runCompaction(
       body,
-      { defaults: task.defaults, extractive, newId: () => `cmp_${randomUUID().replace(/-/g, '')}`, now: () => performance.now(), coldLayer: task.coldLayer, conversations },
+      {
+        defaults: task.defaults,
+        extractive,
+        newId: () => `cmp_${randomUUID().replace(/-/g, '')}`,
+        now: () => performance.now(),
+        coldLayer: task.coldLayer,
+        conversations
+      },
       { tenant: task.tenant }
     )
     const json = jsonBytes(run.response)
     // the messages go back serialized only; the rest is what the main thread counts, records and logs
     const view: ResponseView = run.response.compacted ? (({ messages: _messages, ...rest }) => rest)(run.response) : run.response
-    return { ok: true, json, run: { ...run, response: view }, body: { mode: body.mode, session_id: body.session_id, budget_tokens: body.budget_tokens, format: body.format } }
+    return {
+      ok: true,
+      json,
+      run: { ...run, response: view },
+      body: { mode: body.mode, session_id: body.session_id, budget_tokens: body.budget_tokens, format: body.format }
+    }
   } catch (err) {
     if (err instanceof InvalidHistoryError) return refused(err.kind, err.problem.message, err.problem.path)
     if (err instanceof SummarizerUnavailableError) return refused(err.kind, err.message, '/summarizer')

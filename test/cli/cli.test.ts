@@ -59,7 +59,11 @@ describe('compaction-gateway compact', () => {
   })
 
   it('prints with --json the raw response, which validates against openapi.yaml', async () => {
-    const { code, stdout } = await cli(['compact', '-', '--json', '--mode', 'manual', '--budget', '20000'], { COMPACTION_GATEWAY_URL: server.url, COMPACTION_GATEWAY_KEY: 'key-cli-000000000000' }, readFileSync(fixture, 'utf8'))
+    const { code, stdout } = await cli(
+      ['compact', '-', '--json', '--mode', 'manual', '--budget', '20000'],
+      { COMPACTION_GATEWAY_URL: server.url, COMPACTION_GATEWAY_KEY: 'key-cli-000000000000' },
+      readFileSync(fixture, 'utf8')
+    )
     expect(code).toBe(0)
     const body = JSON.parse(stdout) as { compacted: boolean }
     expect(body.compacted).toBe(true)
@@ -81,7 +85,16 @@ describe('compaction-gateway compact', () => {
 
   it("passes on the service's own error message, and exits 4", async () => {
     const bad = join(tempDb(), '..', 'bad.json')
-    writeFileSync(bad, JSON.stringify({ messages: [{ role: 'user', content: 'a' }, { role: 'assistant', content: [{ type: 'tool_use', id: 't', name: 'bash', input: {} }] }, { role: 'user', content: 'b' }] }))
+    writeFileSync(
+      bad,
+      JSON.stringify({
+        messages: [
+          { role: 'user', content: 'a' },
+          { role: 'assistant', content: [{ type: 'tool_use', id: 't', name: 'bash', input: {} }] },
+          { role: 'user', content: 'b' }
+        ]
+      })
+    )
     const unauthorized = await cli(['compact', bad, '--url', server.url])
     expect(unauthorized.code).toBe(4)
     expect(unauthorized.stderr).toContain('401 authentication_error')
@@ -107,7 +120,20 @@ describe('compaction-gateway compact', () => {
   })
 
   it('sends --keep-turns, --summarizer and --dry-run', async () => {
-    const { code, stdout } = await cli(['compact', fixture, '--json', '--dry-run', '--keep-turns', '1', '--summarizer', 'extractive', '--url', server.url, '--key', 'key-cli-000000000000'])
+    const { code, stdout } = await cli([
+      'compact',
+      fixture,
+      '--json',
+      '--dry-run',
+      '--keep-turns',
+      '1',
+      '--summarizer',
+      'extractive',
+      '--url',
+      server.url,
+      '--key',
+      'key-cli-000000000000'
+    ])
     expect(code).toBe(0)
     const body = JSON.parse(stdout) as { reason: string; compacted: boolean; kept_from: number }
     expect(body).toMatchObject({ reason: 'dry_run', compacted: false })
@@ -155,15 +181,26 @@ describe('compaction-gateway itself', () => {
     expect(sessions.stdout).not.toContain('--dry-run')
   })
 
-  it('names an unknown option and the command, every quote closed, and points at the command\'s help', async () => {
+  it("names an unknown option and the command, every quote closed, and points at the command's help", async () => {
     const { code, stderr } = await cli(['compact', fixture, '--frobnicate'])
     expect(code).toBe(2)
     expect(stderr.trim()).toBe('compaction-gateway: compact has no option --frobnicate (compaction-gateway compact --help for usage)')
   })
 
-  it('points at --format when a history sent without it reads as another API\'s', async () => {
+  it("points at --format when a history sent without it reads as another API's", async () => {
     const chat = join(tempDb().replace(/compaction\.db$/, ''), 'chat.json')
-    writeFileSync(chat, JSON.stringify({ messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'hi' }, { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'ls', arguments: '{}' } }] }, { role: 'tool', tool_call_id: 'c1', content: 'a.txt' }, { role: 'user', content: 'go on' }] }))
+    writeFileSync(
+      chat,
+      JSON.stringify({
+        messages: [
+          { role: 'system', content: 'be brief' },
+          { role: 'user', content: 'hi' },
+          { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'ls', arguments: '{}' } }] },
+          { role: 'tool', tool_call_id: 'c1', content: 'a.txt' },
+          { role: 'user', content: 'go on' }
+        ]
+      })
+    )
     const { code, stderr } = await cli(['compact', chat, '--url', server.url, '--key', 'key-cli-000000000000'])
     expect(code).toBe(4)
     expect(stderr).toContain('try --format openai-chat')
@@ -179,7 +216,7 @@ describe('compaction-gateway itself', () => {
 })
 
 describe('compaction-gateway sessions', () => {
-  it('lists the key\'s sessions, newest activity first, one line each', async () => {
+  it("lists the key's sessions, newest activity first, one line each", async () => {
     const key = 'key-cli-000000000000'
     for (const session of ['cli-sess-old', 'cli-sess-new']) {
       expect((await cli(['compact', fixture, '--url', server.url, '--key', key, '--session', session])).code).toBe(0)
@@ -236,7 +273,11 @@ describe('compaction-gateway delete', () => {
     expect(code).toBe(0)
     expect(stdout).toMatch(/^deleted session cli-del: 1 compaction, [1-9][\d,]* cold-layer entr(?:y|ies), 0 cached summaries and anchors$/m)
     expect((await cli(['sessions', '--url', server.url, '--key', key])).stdout).not.toContain('cli-del')
-    expect(await cli(['delete', 'cli-del', '--yes', '--url', server.url, '--key', key])).toMatchObject({ code: 0, stderr: '', stdout: 'nothing kept of session cli-del: nothing to delete\n' })
+    expect(await cli(['delete', 'cli-del', '--yes', '--url', server.url, '--key', key])).toMatchObject({
+      code: 0,
+      stderr: '',
+      stdout: 'nothing kept of session cli-del: nothing to delete\n'
+    })
   })
 })
 
@@ -254,7 +295,20 @@ describe('compaction-gateway compact --format', () => {
     ]
     writeFileSync(request, JSON.stringify({ model: 'gpt-5-codex', input, stream: true }))
     const out = join(dir, 'next.json')
-    const { code, stderr } = await cli(['compact', request, '--format', 'openai-responses', '--keep-turns', '1', '--out', out, '--url', server.url, '--key', 'key-cli-000000000000'])
+    const { code, stderr } = await cli([
+      'compact',
+      request,
+      '--format',
+      'openai-responses',
+      '--keep-turns',
+      '1',
+      '--out',
+      out,
+      '--url',
+      server.url,
+      '--key',
+      'key-cli-000000000000'
+    ])
     expect(stderr).toBe('')
     expect(code).toBe(0)
     const next = JSON.parse(readFileSync(out, 'utf8')) as { input: Record<string, unknown>[] }

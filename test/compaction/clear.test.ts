@@ -6,8 +6,20 @@ import { assistant, call, result, results, shellStep, user } from '../helpers/hi
 
 const note = (id: string): string => `recall "${id}"`
 const blocks = (m: Message): Block[] => (typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content)
-const useIds = (messages: readonly Message[]): string[] => messages.flatMap((m) => (m.role === 'assistant' ? blocks(m).filter((b) => b.type === 'tool_use').map((b) => String(b.id)) : []))
-const resultIds = (messages: readonly Message[]): string[] => messages.flatMap((m) => blocks(m).filter((b) => b.type === 'tool_result').map((b) => String(b.tool_use_id)))
+const useIds = (messages: readonly Message[]): string[] =>
+  messages.flatMap((m) =>
+    m.role === 'assistant'
+      ? blocks(m)
+          .filter((b) => b.type === 'tool_use')
+          .map((b) => String(b.id))
+      : []
+  )
+const resultIds = (messages: readonly Message[]): string[] =>
+  messages.flatMap((m) =>
+    blocks(m)
+      .filter((b) => b.type === 'tool_result')
+      .map((b) => String(b.tool_use_id))
+  )
 
 const options = fc.record({
   keep: fc.integer({ min: 0, max: 6 }),

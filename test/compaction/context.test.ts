@@ -1,16 +1,29 @@
 import { describe, expect, it } from 'vitest'
-import { type Block, type Message, carriedContext, finishCompaction, foreignSummary, isHarnessContext, planCompaction, readLedger, validateHistory } from '../../src/compaction/index.js'
+import {
+  type Block,
+  type Message,
+  carriedContext,
+  finishCompaction,
+  foreignSummary,
+  isHarnessContext,
+  planCompaction,
+  readLedger,
+  validateHistory
+} from '../../src/compaction/index.js'
 import { messagesApiRefusal } from '../helpers/messages-api-rules.js'
 import { assistant, call, shellStep, user } from '../helpers/history.js'
 
 const reminder = (text: string): Block => ({ type: 'text', text: `<system-reminder>\n${text}\n</system-reminder>` })
 const environment = '# Environment\nYou have been invoked in the following environment:\n - Primary working directory: /repo\n - Platform: linux'
-const rules = 'As you answer the user\'s questions, you can use the following context:\n# claudeMd\nAlways run the linter before you commit.'
+const rules = "As you answer the user's questions, you can use the following context:\n# claudeMd\nAlways run the linter before you commit."
 
 /** A session as a harness sends it: setup context in the first prompt, a system message after it, then work. */
 function session(steps: number, extra: Message[] = []): Message[] {
   const out: Message[] = [
-    { role: 'user', content: [reminder(rules), reminder('The following skills are available: review, test'), { type: 'text', text: 'Add a --verbose flag to the CLI.' }] },
+    {
+      role: 'user',
+      content: [reminder(rules), reminder('The following skills are available: review, test'), { type: 'text', text: 'Add a --verbose flag to the CLI.' }]
+    },
     { role: 'system', content: environment },
     assistant('I will look at the CLI first.')
   ]
@@ -21,7 +34,9 @@ function session(steps: number, extra: Message[] = []): Message[] {
 }
 
 const compact = (messages: Message[], budget: number, keepTokens?: number) =>
-  finishCompaction(planCompaction({ messages, mode: 'manual', budgetTokens: budget, sizingBudgetTokens: budget, keepTurns: 1, keepTokens, dryRun: false }), { id: 'cmp_ctx' })
+  finishCompaction(planCompaction({ messages, mode: 'manual', budgetTokens: budget, sizingBudgetTokens: budget, keepTurns: 1, keepTokens, dryRun: false }), {
+    id: 'cmp_ctx'
+  })
 
 describe('harness context', () => {
   it('is a text wholly wrapped in one tag that names context, and nothing else', () => {
@@ -40,7 +55,7 @@ describe('a compaction of a session with setup context and system messages', () 
   const messages = session(40)
   const out = compact(messages, 8_000)
 
-  it('carries the span\'s system message and harness context into the compacted history verbatim', () => {
+  it("carries the span's system message and harness context into the compacted history verbatim", () => {
     expect(validateHistory(messages)).toBeUndefined()
     expect(out.compacted).toBe(true)
     expect(out.kept_from).toBeGreaterThan(2)
@@ -56,7 +71,7 @@ describe('a compaction of a session with setup context and system messages', () 
     expect(messagesApiRefusal({ model: 'm', max_tokens: 1, messages: sent })).toBeUndefined()
   })
 
-  it('never takes it for the user\'s words: the requests are what the user asked, the summary does not restate it', () => {
+  it("never takes it for the user's words: the requests are what the user asked, the summary does not restate it", () => {
     const ledger = readLedger(messages.slice(0, out.kept_from))
     expect(ledger.userRequests.map((r) => r.text)).toEqual(['Add a --verbose flag to the CLI.'])
     expect(ledger.acknowledgements).toEqual(['go on'])
@@ -96,13 +111,21 @@ describe('a compaction of a session with setup context and system messages', () 
   })
 
   it('merges carried system blocks in front of a kept system message, so no two stand in a row', () => {
-    const withOwn = [...session(40).slice(0, -3), user('now write the test'), { role: 'system', content: 'Tests go in test/.' } as Message, assistant('Writing it.')]
+    const withOwn = [
+      ...session(40).slice(0, -3),
+      user('now write the test'),
+      { role: 'system', content: 'Tests go in test/.' } as Message,
+      assistant('Writing it.')
+    ]
     // a tail of the last turn alone: its prompt, the system message after it, the answer
     const merged = compact(withOwn, 8_000, 100)
     expect(merged.kept_from).toBe(withOwn.length - 3)
     const systems = merged.messages.filter((m) => m.role === 'system')
     expect(systems).toHaveLength(1)
-    expect(systems[0]!.content).toEqual([{ type: 'text', text: environment }, { type: 'text', text: 'Tests go in test/.' }])
+    expect(systems[0]!.content).toEqual([
+      { type: 'text', text: environment },
+      { type: 'text', text: 'Tests go in test/.' }
+    ])
     expect(messagesApiRefusal({ model: 'm', max_tokens: 1, messages: merged.messages })).toBeUndefined()
   })
 })
@@ -143,7 +166,9 @@ describe("a history that opens with another agent's own compaction summary", () 
   })
 
   it('is not a first answer to a long task, nor one that called tools', () => {
-    expect(foreignSummary([user('Explain the architecture of this repository in detail, with one section per layer. '.repeat(6)), assistant(summary)])).toBeUndefined()
+    expect(
+      foreignSummary([user('Explain the architecture of this repository in detail, with one section per layer. '.repeat(6)), assistant(summary)])
+    ).toBeUndefined()
     expect(foreignSummary([user('summary?'), assistant(summary, call('t1', 'bash', { command: 'ls' }))])).toBeUndefined()
     expect(foreignSummary([user('summary?'), assistant('just a short answer')])).toBeUndefined()
     expect(foreignSummary(history)).toEqual({ question: 0, summary: 1 })

@@ -14,13 +14,20 @@ describe("what a client echoes into the user's turn", () => {
       '<bash-input>git log -1</bash-input><bash-stdout>commit 1a2b3c</bash-stdout><bash-stderr></bash-stderr>'
     ].join('\n')
     expect(withoutClientEchoes(text)).toBe('')
-    expect(withoutClientEchoes(`<command-name>/model</command-name>\n<local-command-stdout>Set model to opus</local-command-stdout>\nreview the parser and fix the core issue`)).toBe('review the parser and fix the core issue')
+    expect(
+      withoutClientEchoes(
+        `<command-name>/model</command-name>\n<local-command-stdout>Set model to opus</local-command-stdout>\nreview the parser and fix the core issue`
+      )
+    ).toBe('review the parser and fix the core issue')
   })
 
   it("is taken out in a console's form: the command's line and the output under ⎿, keeping words joined onto it", () => {
-    const cost = '/cost\n⎿ \u00a0Total cost:            $0.74\n   Total duration (API):  6m 30.0s\n   Total duration (wall): 21m 41.4s\n   Total code changes:    24 lines added, 6 lines removed Now add the export command.'
+    const cost =
+      '/cost\n⎿ \u00a0Total cost:            $0.74\n   Total duration (API):  6m 30.0s\n   Total duration (wall): 21m 41.4s\n   Total code changes:    24 lines added, 6 lines removed Now add the export command.'
     expect(withoutClientEchoes(cost)).toBe('Now add the export command.')
-    expect(withoutClientEchoes('/model\n⎿ \u00a0Set model to opus (claude-opus-4-x) review the discoveries and fix the core issue')).toBe('review the discoveries and fix the core issue')
+    expect(withoutClientEchoes('/model\n⎿ \u00a0Set model to opus (claude-opus-4-x) review the discoveries and fix the core issue')).toBe(
+      'review the discoveries and fix the core issue'
+    )
     expect(withoutClientEchoes('/exit\n⎿ \u00a0(no content)')).toBe('')
     expect(withoutClientEchoes('/council is running…')).toBe('')
     expect(withoutClientEchoes('/status')).toBe('')
@@ -32,14 +39,25 @@ describe("what a client echoes into the user's turn", () => {
   })
 
   it("leaves the user's own words alone: paths, code, a slash inside a sentence, indentation", () => {
-    for (const text of ['/usr/local/bin is not on PATH, please fix that', 'Use a/b testing for this', 'def f():\n    return 1', 'Please rename src/a.ts to src/b.ts\n  and keep the exports']) {
+    for (const text of [
+      '/usr/local/bin is not on PATH, please fix that',
+      'Use a/b testing for this',
+      'def f():\n    return 1',
+      'Please rename src/a.ts to src/b.ts\n  and keep the exports'
+    ]) {
       expect(withoutClientEchoes(text)).toBe(text)
     }
   })
 
   it('is read in one pass over what a generator or a client may send: long runs of blanks, tags never closed, megabytes', () => {
     // each of these took minutes with a pattern that backtracked (a property test's input found it)
-    const inputs = [`/a${' \t'.repeat(100_000)}z`, `/cmd ${'x '.repeat(100_000)}`, `⎿ Total:  ${'1'.repeat(200_000)}x`, `${'<bash-input>'.repeat(20_000)}words`, `/model\n⎿ ${'Set model to '.repeat(20_000)}`]
+    const inputs = [
+      `/a${' \t'.repeat(100_000)}z`,
+      `/cmd ${'x '.repeat(100_000)}`,
+      `⎿ Total:  ${'1'.repeat(200_000)}x`,
+      `${'<bash-input>'.repeat(20_000)}words`,
+      `/model\n⎿ ${'Set model to '.repeat(20_000)}`
+    ]
     for (const text of inputs) expect(typeof withoutClientEchoes(text)).toBe('string')
   })
 

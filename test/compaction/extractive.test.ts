@@ -8,7 +8,12 @@ describe('extractiveSections', () => {
     user('ISSUE:\nThe CSV importer drops the last row\nsteps to reproduce...'),
     assistant(call('r1', 'Read', { file_path: 'src/importer.py' })),
     results(result('r1', 'def load(): ...')),
-    ...shellStep('s1', 'python -m pytest tests/test_importer.py', 'FAILED tests/test_importer.py::test_last_row - AssertionError: 2 != 3\n<returncode>1</returncode>', true),
+    ...shellStep(
+      's1',
+      'python -m pytest tests/test_importer.py',
+      'FAILED tests/test_importer.py::test_last_row - AssertionError: 2 != 3\n<returncode>1</returncode>',
+      true
+    ),
     assistant(call('e1', 'Edit', { file_path: 'src/importer.py', old_string: 'rows[:-1]', new_string: 'rows' })),
     results(result('e1', 'ok')),
     ...shellStep('s2', 'python -m pytest tests/test_importer.py', 'tests/test_importer.py::test_last_row PASSED\n<returncode>0</returncode>'),
@@ -36,7 +41,9 @@ describe('extractiveSections', () => {
   it('counts the commands run by outcome, naming the newest six, as progress, not as the plan', () => {
     const many = Array.from({ length: 15 }, (_, i) => shellStep(`c${i}`, `echo step ${i}\nsecond line`, `step ${i}\n<returncode>0</returncode>`)).flat()
     const s = extractiveSections(readLedger([user('run the steps'), ...many]), '')
-    expect(s.current_plan).toEqual(['Progress — ok (15 runs): `echo step 9`, `echo step 10`, `echo step 11`, `echo step 12`, `echo step 13`, `echo step 14` and 9 more'])
+    expect(s.current_plan).toEqual([
+      'Progress — ok (15 runs): `echo step 9`, `echo step 10`, `echo step 11`, `echo step 12`, `echo step 13`, `echo step 14` and 9 more'
+    ])
     expect(s.next_steps).toEqual([])
   })
 

@@ -3,7 +3,13 @@ import { WHY_HINT, WHY_LINE, isEmptySearch, mayReportTest, testResults, whyLines
 
 describe('whyLines', () => {
   it('keeps the exception line of a traceback, not its frames', () => {
-    const out = ['Traceback (most recent call last):', '  File "a.py", line 3, in <module>', '    main()', 'KeyError: \'user\'', '<returncode>1</returncode>'].join('\n')
+    const out = [
+      'Traceback (most recent call last):',
+      '  File "a.py", line 3, in <module>',
+      '    main()',
+      "KeyError: 'user'",
+      '<returncode>1</returncode>'
+    ].join('\n')
     expect(whyLines(out, 4)).toEqual(["KeyError: 'user'"])
   })
 
@@ -97,7 +103,41 @@ describe('testResults', () => {
 describe('the quick look before the line patterns', () => {
   it('passes every line the patterns take: no line that says why is passed over', async () => {
     const fc = (await import('fast-check')).default
-    const words = ['Error', 'error TS2345:', 'ValueError', 'Exception', 'SystemExit', 'KeyboardInterrupt', 'Failure', 'Warning', 'FAILED', 'FAIL', 'ERROR', '--- FAIL:', 'fatal', 'panic', 'panicked at', 'npm ERR!', 'AssertionError', 'assert x == y', '✕', '×', '✗', '●', 'command not found', 'No such file or directory', 'Permission denied', 'ModuleNotFoundError', 'cannot find module', 'is not defined', 'E   ', 'e  x', 'thread main', ':12:3: error', ': fatal error']
+    const words = [
+      'Error',
+      'error TS2345:',
+      'ValueError',
+      'Exception',
+      'SystemExit',
+      'KeyboardInterrupt',
+      'Failure',
+      'Warning',
+      'FAILED',
+      'FAIL',
+      'ERROR',
+      '--- FAIL:',
+      'fatal',
+      'panic',
+      'panicked at',
+      'npm ERR!',
+      'AssertionError',
+      'assert x == y',
+      '✕',
+      '×',
+      '✗',
+      '●',
+      'command not found',
+      'No such file or directory',
+      'Permission denied',
+      'ModuleNotFoundError',
+      'cannot find module',
+      'is not defined',
+      'E   ',
+      'e  x',
+      'thread main',
+      ':12:3: error',
+      ': fatal error'
+    ]
     const piece = fc.oneof(fc.constantFrom(...words), fc.string({ maxLength: 5 }), fc.constantFrom(' ', '  ', '\t', ':', '.', 'a.b.'))
     fc.assert(
       fc.property(fc.array(piece, { maxLength: 8 }), (pieces) => {
@@ -112,7 +152,26 @@ describe('the quick look before the line patterns', () => {
 describe('the quick look before the test-line patterns', () => {
   it('passes every line testResults would read a result from', async () => {
     const fc = (await import('fast-check')).default
-    const words = ['FAILED ', 'ERROR ', 'FAIL: ', 'ERROR: ', 'tests/a.py::t', ' PASSED', ' ... ', 'ok', '--- FAIL: ', '--- PASS: ', 'test ', '✕ ', '× ', '✓ ', '√ ', '(m.T)', ' - ', '(3 ms)']
+    const words = [
+      'FAILED ',
+      'ERROR ',
+      'FAIL: ',
+      'ERROR: ',
+      'tests/a.py::t',
+      ' PASSED',
+      ' ... ',
+      'ok',
+      '--- FAIL: ',
+      '--- PASS: ',
+      'test ',
+      '✕ ',
+      '× ',
+      '✓ ',
+      '√ ',
+      '(m.T)',
+      ' - ',
+      '(3 ms)'
+    ]
     const piece = fc.oneof(fc.constantFrom(...words), fc.string({ maxLength: 4 }), fc.constantFrom(' ', '  ', '\t'))
     fc.assert(
       fc.property(fc.array(piece, { maxLength: 7 }), (pieces) => {

@@ -11,7 +11,10 @@ const tokens = (s: SummarySections): number => Math.ceil(formattedLength(s, head
 function big(files: number, items: number, itemChars: number): SummarySections {
   const s = emptySections()
   s.objective = 'Make the importer stream large files'
-  s.user_requests = ['ISSUE:\nImporter runs out of memory on large CSV files\n' + 'details '.repeat(200), ...Array.from({ length: items }, (_, i) => `request ${i} ${'w'.repeat(itemChars)}`)]
+  s.user_requests = [
+    'ISSUE:\nImporter runs out of memory on large CSV files\n' + 'details '.repeat(200),
+    ...Array.from({ length: items }, (_, i) => `request ${i} ${'w'.repeat(itemChars)}`)
+  ]
   s.files_modified = Array.from({ length: files }, (_, i) => `src/mod${i}.py — ${'changed '.repeat(itemChars / 8)}`)
   s.key_decisions = Array.from({ length: items }, (_, i) => `decision ${i} ${'d'.repeat(itemChars)}`)
   return s
@@ -43,9 +46,15 @@ describe('fitSections', () => {
 
   it('holds its bound whatever the sizes, down to a small floor', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 0, max: 400 }), fc.integer({ min: 0, max: 80 }), fc.integer({ min: 8, max: 3_000 }), fc.integer({ min: 300, max: 20_000 }), (files, items, chars, budget) => {
-        expect(tokens(fitSections(big(files, items, chars), budget, header))).toBeLessThanOrEqual(budget)
-      }),
+      fc.property(
+        fc.integer({ min: 0, max: 400 }),
+        fc.integer({ min: 0, max: 80 }),
+        fc.integer({ min: 8, max: 3_000 }),
+        fc.integer({ min: 300, max: 20_000 }),
+        (files, items, chars, budget) => {
+          expect(tokens(fitSections(big(files, items, chars), budget, header))).toBeLessThanOrEqual(budget)
+        }
+      ),
       { numRuns: 60 }
     )
   })
@@ -58,7 +67,9 @@ describe('fitSections', () => {
       fc.string({ maxLength: 60 })
     )
     // Lists of up to 3,000 items (fast-check's own arrays stay short), cycling through drawn items.
-    const list = fc.tuple(fc.integer({ min: 0, max: 3_000 }), fc.array(item, { minLength: 1, maxLength: 12 })).map(([n, drawn]) => Array.from({ length: n }, (_, i) => drawn[i % drawn.length]!))
+    const list = fc
+      .tuple(fc.integer({ min: 0, max: 3_000 }), fc.array(item, { minLength: 1, maxLength: 12 }))
+      .map(([n, drawn]) => Array.from({ length: n }, (_, i) => drawn[i % drawn.length]!))
     fc.assert(
       fc.property(list, list, fc.integer({ min: 0, max: 60 }), fc.integer({ min: 0, max: 2_500 }), (modified, inspected, items, budget) => {
         const s = big(0, items, 50)

@@ -46,17 +46,22 @@ describe('requestPieces', () => {
   })
 })
 
-describe('the harness\'s pieces', () => {
-  it('tells markup, repetition in the span and text other conversations sent from the user\'s words', () => {
+describe("the harness's pieces", () => {
+  it("tells markup, repetition in the span and text other conversations sent from the user's words", () => {
     const shared = 'This paragraph is the same in every conversation of this key.'
     const common = new Set(lineFingerprints(shared).map((l) => l.fingerprint))
     const nag = 'Please reply with exactly one command block, as the format requires.'
-    const requests = [`Fix the date parser.\n\n<system-reminder>\nkeep it short\n</system-reminder>\n\n${shared}`, nag, nag, `${nag}\n\nAlso rename parse_date.`]
+    const requests = [
+      `Fix the date parser.\n\n<system-reminder>\nkeep it short\n</system-reminder>\n\n${shared}`,
+      nag,
+      nag,
+      `${nag}\n\nAlso rename parse_date.`
+    ]
     const kinds = classifyRequests(requests, (fp) => common.has(fp)).map((pieces) => pieces.map((p) => p.harness ?? 'own'))
     expect(kinds).toEqual([['own', 'markup', 'common'], ['repeated'], ['repeated'], ['repeated', 'own']])
   })
 
-  it('keeps the user\'s words verbatim and names each piece of harness text once, where it first came', () => {
+  it("keeps the user's words verbatim and names each piece of harness text once, where it first came", () => {
     const nag = 'Please reply with exactly one command block, as the format requires.'
     const words = usersWords([`Fix the date parser.\n\n<rules>\n${'a rule\n'.repeat(20)}</rules>`, nag, nag, `${nag}\n\nAlso rename parse_date.`])
     expect(words).toEqual([
@@ -73,19 +78,25 @@ describe('the harness\'s pieces', () => {
   })
 
   it('fingerprints a line with its case, blanks and numbers aside, and only lines long enough to tell apart', () => {
-    expect(lineFingerprints('Found 2 actions in   the reply, expected one\nshort')).toEqual([{ fingerprint: fingerprint('found # actions in the reply, expected one'), chars: 44 }])
+    expect(lineFingerprints('Found 2 actions in   the reply, expected one\nshort')).toEqual([
+      { fingerprint: fingerprint('found # actions in the reply, expected one'), chars: 44 }
+    ])
     expect(lineFingerprints('found 3 actions in the reply, expected one')[0]?.fingerprint).toBe(fingerprint('found # actions in the reply, expected one'))
     expect(fingerprint('a')).not.toBe(fingerprint('b'))
   })
 })
 
 describe('markers between turns', () => {
-  it('are not the user\'s words: a bracketed sentence at a line\'s start goes, a link or a log level stays', () => {
+  it("are not the user's words: a bracketed sentence at a line's start goes, a link or a log level stays", () => {
     const words = usersWords([
       '[Request interrupted by user for tool use]\nNo, run only the unit tests.',
       '[Transcript segment begins here; earlier context was not captured.]Fix the importer.',
       '[See the docs](https://example.com/docs) before you change it.\n[ERROR] the build failed here'
     ])
-    expect(words).toEqual(['No, run only the unit tests.', 'Fix the importer.', '[See the docs](https://example.com/docs) before you change it.\n[ERROR] the build failed here'])
+    expect(words).toEqual([
+      'No, run only the unit tests.',
+      'Fix the importer.',
+      '[See the docs](https://example.com/docs) before you change it.\n[ERROR] the build failed here'
+    ])
   })
 })

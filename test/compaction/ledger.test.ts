@@ -55,7 +55,11 @@ describe('readLedger', () => {
   it('records commands with their outcome and errors with their signal lines', () => {
     const h: Message[] = [
       user('run the tests'),
-      ...shellStep('1', 'pytest tests/test_a.py', '<returncode>1</returncode>\ncollected 3 items\nFAILED tests/test_a.py::test_x - AssertionError: 1 != 2\n1 failed, 2 passed'),
+      ...shellStep(
+        '1',
+        'pytest tests/test_a.py',
+        '<returncode>1</returncode>\ncollected 3 items\nFAILED tests/test_a.py::test_x - AssertionError: 1 != 2\n1 failed, 2 passed'
+      ),
       ...shellStep('2', 'ls', '<returncode>0</returncode>\na b'),
       ...shellStep('3', 'cat missing.txt', 'cat: missing.txt: No such file or directory', true)
     ]
@@ -75,7 +79,13 @@ describe('readLedger', () => {
 
   it('keeps every prompt verbatim and leaves out the service summary blocks', () => {
     const h: Message[] = [
-      { role: 'user', content: [{ type: 'text', text: '<compaction-summary id="c" version="1" compacted_turns="1">\n</compaction-summary>' }, { type: 'text', text: 'real ask\n  with lines' }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: '<compaction-summary id="c" version="1" compacted_turns="1">\n</compaction-summary>' },
+          { type: 'text', text: 'real ask\n  with lines' }
+        ]
+      },
       assistant('ok')
     ]
     expect(readLedger(h).userRequests).toEqual([{ message_index: 0, text: 'real ask\n  with lines', shape: 'real ask with lines' }])
@@ -107,12 +117,15 @@ describe('readLedger', () => {
       return { calls: assistant(...calls), answers }
     }
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 40 }).chain((n) => fc.tuple(fc.constant(n), fc.shuffledSubarray([...Array(n).keys()], { minLength: n, maxLength: n }))), ([n, order]) => {
-        const { calls, answers } = step(n)
-        const inOrder = readLedger([user('go'), calls, results(...answers)])
-        const shuffled = readLedger([user('go'), calls, results(...order.filter((k) => k < answers.length).map((k) => answers[k]!))])
-        expect(shuffled).toEqual(inOrder)
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 40 }).chain((n) => fc.tuple(fc.constant(n), fc.shuffledSubarray([...Array(n).keys()], { minLength: n, maxLength: n }))),
+        ([n, order]) => {
+          const { calls, answers } = step(n)
+          const inOrder = readLedger([user('go'), calls, results(...answers)])
+          const shuffled = readLedger([user('go'), calls, results(...order.filter((k) => k < answers.length).map((k) => answers[k]!))])
+          expect(shuffled).toEqual(inOrder)
+        }
+      ),
       { numRuns: 300 }
     )
   })
@@ -132,14 +145,24 @@ describe('commandLine', () => {
 describe('a call the user declined', () => {
   // each client's own words for it, flagged an error or not (Codex flags none)
   it.each([
-    ['Claude Code', "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file).", true],
+    [
+      'Claude Code',
+      "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file).",
+      true
+    ],
     ["Claude Code's prompt", 'Waiting…\n\nNo (tell Claude what to do differently)', true],
     ['opencode', 'The user rejected permission to use this specific tool call. You may try again with different parameters.', true],
     ['Codex', 'exec command rejected by user', false],
     ['Cline', 'The user denied this operation.', true],
     ['Gemini CLI', 'User did not allow tool call', true]
   ])("is a rejected approach in %s's wording, never a failed command", (_client, text, flagged) => {
-    const h: Message[] = [user('Clean the build folder'), assistant(call('d1', 'Bash', { command: 'rm -rf build' })), results(result('d1', text, flagged)), assistant('Stopping.'), user('ok')]
+    const h: Message[] = [
+      user('Clean the build folder'),
+      assistant(call('d1', 'Bash', { command: 'rm -rf build' })),
+      results(result('d1', text, flagged)),
+      assistant('Stopping.'),
+      user('ok')
+    ]
     const ledger = readLedger(h)
     expect(ledger.rejected).toEqual(['rm -rf build'])
     expect(ledger.errors).toEqual([])
@@ -147,13 +170,25 @@ describe('a call the user declined', () => {
 
   it('is read in one pass over outputs of any size and shape', () => {
     for (const text of [`${'\n'.repeat(200_000)}x`, `${' '.repeat(200_000)}x`, `Error${' '.repeat(100)}x`]) {
-      const h: Message[] = [user('Go'), assistant(call('b1', 'Bash', { command: 'grep -rn x .' })), results(result('b1', text, true)), assistant('ok'), user('ok')]
+      const h: Message[] = [
+        user('Go'),
+        assistant(call('b1', 'Bash', { command: 'grep -rn x .' })),
+        results(result('b1', text, true)),
+        assistant('ok'),
+        user('ok')
+      ]
       expect(readLedger(h).rejected).toEqual([])
     }
   })
 
   it('is not read into an output that merely mentions a refusal', () => {
-    const h: Message[] = [user('Deploy'), assistant(call('p1', 'Bash', { command: 'ssh deploy@host ./release.sh' })), results(result('p1', 'deploy@host: Permission denied (publickey).', true)), assistant('The key is missing.'), user('ok')]
+    const h: Message[] = [
+      user('Deploy'),
+      assistant(call('p1', 'Bash', { command: 'ssh deploy@host ./release.sh' })),
+      results(result('p1', 'deploy@host: Permission denied (publickey).', true)),
+      assistant('The key is missing.'),
+      user('ok')
+    ]
     const ledger = readLedger(h)
     expect(ledger.rejected).toEqual([])
     expect(ledger.errors.length).toBeGreaterThan(0)
@@ -162,7 +197,13 @@ describe('a call the user declined', () => {
 
 describe('a search that found nothing, in a client that reports no exit status', () => {
   it('is an outcome (no match), not an error', () => {
-    const h: Message[] = [user('Find the callers'), assistant(call('g1', 'Bash', { command: 'rg -n "legacyLoad" src' })), results(result('g1', 'Waiting…\n\nError: Error', true)), assistant('No callers.'), user('ok')]
+    const h: Message[] = [
+      user('Find the callers'),
+      assistant(call('g1', 'Bash', { command: 'rg -n "legacyLoad" src' })),
+      results(result('g1', 'Waiting…\n\nError: Error', true)),
+      assistant('No callers.'),
+      user('ok')
+    ]
     const ledger = readLedger(h)
     expect(ledger.errors).toEqual([])
     expect(ledger.commands.map((c) => c.outcome)).toEqual(['no_match'])

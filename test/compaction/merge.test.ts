@@ -120,26 +120,42 @@ describe('guardSections', () => {
 
   it('puts back exactly the files no item names, whether the summary lists the ledger in its order or not', () => {
     const path = fc.constantFrom('src/a.py', 'src/b.py', 'lib/c.ts', 'd.md', 'src/e.py', 'x/y/z.go', 'odd — name.py', '`tick`.py')
-    const ledgerFiles = fc.uniqueArray(path, { maxLength: 8 }).chain((paths) =>
-      fc.tuple(fc.constant(paths), fc.integer({ min: 0, max: paths.length }), fc.array(fc.constantFrom('edited', 'sed -i on src/b.py', 'wrote'), { minLength: 1, maxLength: 2 }))
+    const ledgerFiles = fc
+      .uniqueArray(path, { maxLength: 8 })
+      .chain((paths) =>
+        fc.tuple(
+          fc.constant(paths),
+          fc.integer({ min: 0, max: paths.length }),
+          fc.array(fc.constantFrom('edited', 'sed -i on src/b.py', 'wrote'), { minLength: 1, maxLength: 2 })
+        )
+      )
+    const item = fc.oneof(
+      path,
+      path.map((p) => `${p} — read it`),
+      fc.tuple(path, path).map(([p, q]) => `${p} — moved from ${q}`)
     )
-    const item = fc.oneof(path, path.map((p) => `${p} — read it`), fc.tuple(path, path).map(([p, q]) => `${p} — moved from ${q}`))
     fc.assert(
-      fc.property(ledgerFiles, fc.array(item, { maxLength: 6 }), fc.array(item, { maxLength: 6 }), fc.boolean(), fc.boolean(), ([paths, cut, how], extraModified, extraInspected, asExtractive, shuffle) => {
-        const ledger = { ...readLedger([]), filesModified: paths.slice(0, cut).map((p) => ({ path: p, how })), filesRead: paths.slice(cut) }
-        // the extractive summary's own lists, in the ledger's order, perhaps followed or replaced by others
-        const ownModified = ledger.filesModified.map((f) => `${f.path} — ${f.how.join('; ')}`)
-        const ownInspected = [...ledger.filesRead]
-        const order = <T>(xs: T[]): T[] => (shuffle ? [...xs].reverse() : xs)
-        const given = sections({
-          files_modified: asExtractive ? [...order(ownModified), ...extraModified] : extraModified,
-          files_inspected: asExtractive ? [...order(ownInspected), ...extraInspected] : extraInspected
-        })
-        const { sections: out, added } = guardSections(given, ledger)
-        expect({ modified: out.files_modified, inspected: out.files_inspected, added }).toEqual(referenceGuard(given, ledger))
-      }),
+      fc.property(
+        ledgerFiles,
+        fc.array(item, { maxLength: 6 }),
+        fc.array(item, { maxLength: 6 }),
+        fc.boolean(),
+        fc.boolean(),
+        ([paths, cut, how], extraModified, extraInspected, asExtractive, shuffle) => {
+          const ledger = { ...readLedger([]), filesModified: paths.slice(0, cut).map((p) => ({ path: p, how })), filesRead: paths.slice(cut) }
+          // the extractive summary's own lists, in the ledger's order, perhaps followed or replaced by others
+          const ownModified = ledger.filesModified.map((f) => `${f.path} — ${f.how.join('; ')}`)
+          const ownInspected = [...ledger.filesRead]
+          const order = <T>(xs: T[]): T[] => (shuffle ? [...xs].reverse() : xs)
+          const given = sections({
+            files_modified: asExtractive ? [...order(ownModified), ...extraModified] : extraModified,
+            files_inspected: asExtractive ? [...order(ownInspected), ...extraInspected] : extraInspected
+          })
+          const { sections: out, added } = guardSections(given, ledger)
+          expect({ modified: out.files_modified, inspected: out.files_inspected, added }).toEqual(referenceGuard(given, ledger))
+        }
+      ),
       { numRuns: 2_000 }
     )
   })
 })
-

@@ -26,7 +26,13 @@ describe('what the client cannot read', () => {
   /** A session whose second assistant message is the provider's compaction, then `steps` tool steps of `chars` characters. */
   function session(chars: number, steps = 6): Message[] {
     const m: Message[] = [user('Port the parser'), assistant('Reading.'), user('go on')]
-    m.push({ role: 'assistant', content: [{ type: 'compaction', content: 'OPAQUE-PROVIDER-SUMMARY' }, { type: 'text', text: 'Compacted.' }] })
+    m.push({
+      role: 'assistant',
+      content: [
+        { type: 'compaction', content: 'OPAQUE-PROVIDER-SUMMARY' },
+        { type: 'text', text: 'Compacted.' }
+      ]
+    })
     m.push(user('continue'))
     for (let i = 0; i < steps; i++) m.push(assistant(call(`t${i}`, 'bash', { command: `cat f${i}` })), results(result(`t${i}`, big(chars))))
     return m
@@ -35,7 +41,19 @@ describe('what the client cannot read', () => {
   it('is found at the newest message that holds it: a compaction block, redacted thinking, encrypted reasoning', () => {
     expect(newestOpaque([user('a'), assistant('b')])).toBe(-1)
     expect(newestOpaque(session(10))).toBe(3)
-    expect(newestOpaque([user('a'), { role: 'assistant', content: [{ type: 'redacted_thinking', data: 'E' }, { type: 'text', text: 'b' }] }, user('c')])).toBe(1)
+    expect(
+      newestOpaque([
+        user('a'),
+        {
+          role: 'assistant',
+          content: [
+            { type: 'redacted_thinking', data: 'E' },
+            { type: 'text', text: 'b' }
+          ]
+        },
+        user('c')
+      ])
+    ).toBe(1)
     expect(newestOpaque([{ role: 'assistant', content: [{ type: 'client_item', item_type: 'reasoning', opaque: true }] }])).toBe(0)
     // a reasoning item the client can read is not
     expect(newestOpaque([{ role: 'assistant', content: [{ type: 'client_item', item_type: 'reasoning' }] }])).toBe(-1)

@@ -1,12 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import {
-  type Message,
-  messageTokens,
-  planCompaction,
-  planCut,
-  safeBoundaries,
-  finishCompaction
-} from '../../src/compaction/index.js'
+import { type Message, messageTokens, planCompaction, planCut, safeBoundaries, finishCompaction } from '../../src/compaction/index.js'
 import { assistant, call, result, results, shellStep, user } from '../helpers/history.js'
 
 const policy = (keepTokens: number, keepTurns = 8) => ({ keepTokens, keepTurns, scale: 1 })
@@ -21,7 +14,7 @@ describe('safeBoundaries', () => {
 })
 
 describe('planCut', () => {
-  it("one prompt then 120 tool steps keeps a tail within keep_tokens, and the prompt goes to the summary verbatim", () => {
+  it('one prompt then 120 tool steps keeps a tail within keep_tokens, and the prompt goes to the summary verbatim', () => {
     const ask = 'Please refactor the parser in src/parse.ts and keep the public API stable.'
     const h: Message[] = [user(ask)]
     for (let i = 0; i < 120; i++) h.push(...shellStep(`t${i}`, `grep -n foo src/file${i}.ts`, `src/file${i}.ts:${i}: ${'x'.repeat(3_000)}`))
@@ -57,7 +50,15 @@ describe('planCut', () => {
     expect(plan.tailTokens).toBeLessThanOrEqual(2_000)
     expect(sum(tokensOf(plan.tail))).toBeLessThanOrEqual(2_000)
     expect(plan.clips).toEqual([
-      { kind: 'tool_result', message_index: 4, block_index: 0, path: '/messages/4/content/0/content', tool_use_id: 'a', original_chars: huge.length, kept_chars: expect.any(Number) }
+      {
+        kind: 'tool_result',
+        message_index: 4,
+        block_index: 0,
+        path: '/messages/4/content/0/content',
+        tool_use_id: 'a',
+        original_chars: huge.length,
+        kept_chars: expect.any(Number)
+      }
     ])
     const kept = (plan.tail[1]!.content as unknown as { content: string }[])[0]!.content
     expect(kept).toContain('characters clipped by compaction-gateway')
@@ -99,7 +100,15 @@ describe('planCut', () => {
   it('calibrates the estimate by the usage the client reports', () => {
     const h = [user('x'.repeat(4_000)), assistant('y'.repeat(4_000)), user('z')]
     const plain = planCompaction({ messages: h, mode: 'auto', budgetTokens: 45_000, sizingBudgetTokens: 45_000, keepTurns: 8, dryRun: false })
-    const scaled = planCompaction({ messages: h, mode: 'auto', budgetTokens: 45_000, sizingBudgetTokens: 45_000, keepTurns: 8, dryRun: false, usageInputTokens: plain.rawHistoryTokens * 2 })
+    const scaled = planCompaction({
+      messages: h,
+      mode: 'auto',
+      budgetTokens: 45_000,
+      sizingBudgetTokens: 45_000,
+      keepTurns: 8,
+      dryRun: false,
+      usageInputTokens: plain.rawHistoryTokens * 2
+    })
     expect(scaled.scale).toBeCloseTo(2, 1)
     expect(scaled.rawHistoryTokens).toBeGreaterThan(plain.rawHistoryTokens * 1.9)
   })

@@ -14,7 +14,8 @@ import { isEmptySearch, testResults, whyLines } from '../../src/compaction/failu
 import { isChatter, requestEntries, requestTitle, taskStatement } from '../../src/compaction/requests.js'
 import { assistant, call, result, results, shellStep, user } from '../helpers/history.js'
 
-const TASK = 'Consider the following PR description:\n<pr_description>\nCache keys ignore the locale\nWhen two users with different locales load the same page, the second one sees the first one\'s language. The cache key must include the locale.\n</pr_description>\nPlease solve it.'
+const TASK =
+  "Consider the following PR description:\n<pr_description>\nCache keys ignore the locale\nWhen two users with different locales load the same page, the second one sees the first one's language. The cache key must include the locale.\n</pr_description>\nPlease solve it."
 
 describe('the objective', () => {
   it('is the first real request: echoes, markers, greetings, file listings and paths are passed over', () => {
@@ -43,7 +44,9 @@ describe('the objective', () => {
 
   it('is never a label that opens the request', () => {
     for (const label of ['**Issue Text**', '## Task', 'Problem statement:', '__Bug report__']) {
-      expect(taskStatement([`${label}\nThe exporter drops the header row of every sheet when the sheet is empty.`])?.objective).toBe('The exporter drops the header row of every sheet when the sheet is empty.')
+      expect(taskStatement([`${label}\nThe exporter drops the header row of every sheet when the sheet is empty.`])?.objective).toBe(
+        'The exporter drops the header row of every sheet when the sheet is empty.'
+      )
     }
   })
 
@@ -65,7 +68,8 @@ describe('the objective', () => {
     const newer = emptySections()
     newer.objective = 'run the tests again'
     expect(mergeSections(older, newer, ['run the tests again']).objective).toBe('Cache keys ignore the locale')
-    const other = 'Consider the following PR description:\n<pr_description>\nExport fails on empty tables\nExporting a workbook with an empty sheet raises.\n</pr_description>'
+    const other =
+      'Consider the following PR description:\n<pr_description>\nExport fails on empty tables\nExporting a workbook with an empty sheet raises.\n</pr_description>'
     newer.objective = 'Export fails on empty tables'
     expect(mergeSections(older, newer, [other]).objective).toBe('Export fails on empty tables')
   })
@@ -88,9 +92,17 @@ describe('errors that say why', () => {
   it.each([
     ['pytest', 'tests/test_a.py:12: in test_x\nE       assert 1 == 2\nE        +  where 1 = f()', 'E       assert 1 == 2'],
     ['rustc', 'error[E0425]: cannot find value `x` in this scope\n --> src/main.rs:2:5', 'error[E0425]: cannot find value `x` in this scope'],
-    ['tsc', "src/a.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'.", "src/a.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'."],
+    [
+      'tsc',
+      "src/a.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'.",
+      "src/a.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'."
+    ],
     ['go', '--- FAIL: TestParse (0.00s)\n    parse_test.go:9: got 1, want 2', '--- FAIL: TestParse (0.00s)'],
-    ['node', "TypeError: Cannot read properties of undefined (reading 'id')\n    at f (/app/x.js:3:9)", "TypeError: Cannot read properties of undefined (reading 'id')"],
+    [
+      'node',
+      "TypeError: Cannot read properties of undefined (reading 'id')\n    at f (/app/x.js:3:9)",
+      "TypeError: Cannot read properties of undefined (reading 'id')"
+    ],
     ['shell', 'bash: pytest: command not found', 'bash: pytest: command not found']
   ])('%s failure lines are kept', (_runner, output, line) => {
     expect(whyLines(output, 4)).toContain(line)
@@ -134,7 +146,11 @@ describe('errors that say why', () => {
 
 describe('failing tests', () => {
   it.each([
-    ['pytest', 'FAILED tests/test_cache.py::test_locale - AssertionError: en != fr', { id: 'tests/test_cache.py::test_locale', status: 'failed', reason: 'AssertionError: en != fr' }],
+    [
+      'pytest',
+      'FAILED tests/test_cache.py::test_locale - AssertionError: en != fr',
+      { id: 'tests/test_cache.py::test_locale', status: 'failed', reason: 'AssertionError: en != fr' }
+    ],
     ['pytest -v', 'tests/test_cache.py::test_locale PASSED                [ 50%]', { id: 'tests/test_cache.py::test_locale', status: 'passed' }],
     ['unittest', 'FAIL: test_locale (tests.test_cache.CacheTest)', { id: 'tests.test_cache.CacheTest.test_locale', status: 'failed' }],
     ['go', '--- FAIL: TestLocale (0.01s)', { id: 'TestLocale', status: 'failed' }],
@@ -167,10 +183,21 @@ describe('requests and next steps', () => {
   })
 
   it('keeps exactly one "where the work stood" and the newest to-do list, whatever the number of merges', () => {
-    const todo = (status: string) => call(`t${status}`, 'TodoWrite', { todos: [{ content: 'add the locale to the key', status }, { content: 'write a test', status: 'pending' }] })
+    const todo = (status: string) =>
+      call(`t${status}`, 'TodoWrite', {
+        todos: [
+          { content: 'add the locale to the key', status },
+          { content: 'write a test', status: 'pending' }
+        ]
+      })
     let summary = emptySections()
     for (const [k, status] of ['pending', 'in_progress', 'completed'].entries()) {
-      const history: Message[] = [user(k === 0 ? TASK : 'go on'), assistant(todo(status)), results(result(`t${status}`, 'ok')), assistant(`stood at round ${k}`)]
+      const history: Message[] = [
+        user(k === 0 ? TASK : 'go on'),
+        assistant(todo(status)),
+        results(result(`t${status}`, 'ok')),
+        assistant(`stood at round ${k}`)
+      ]
       const written = extractiveSections(readLedger(history), `stood at round ${k}`)
       summary = k === 0 ? written : mergeSections(summary, written, ['go on'])
     }
@@ -196,7 +223,12 @@ describe('requests and next steps', () => {
       user(TASK),
       ...shellStep('a', 'grep -rn locale src/cache.py', '<returncode>1</returncode>', true),
       user(nag),
-      ...shellStep('b', 'python repro.py', 'Traceback (most recent call last):\n  File "repro.py", line 2\nKeyError: \'locale\'\n<returncode>1</returncode>', true),
+      ...shellStep(
+        'b',
+        'python repro.py',
+        'Traceback (most recent call last):\n  File "repro.py", line 2\nKeyError: \'locale\'\n<returncode>1</returncode>',
+        true
+      ),
       user(nag),
       assistant('fixed; rerunning'),
       user('go on')

@@ -52,7 +52,9 @@ describe('what redaction leaves alone', () => {
   })
 
   it('catches a key body whose BEGIN line is gone, but not a line of hex', () => {
-    const body = ['MIIEpAIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF8PbnGy0AHB7MhgwMtBXzF1bZKq9', 'Rf7hGX0w3D0cX2q1W8wH9n7dJv9QX1Zk2b5ZcVQ5T8nR3mP6yL4kJ2hG1fD0sA9z'].join('\n')
+    const body = ['MIIEpAIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF8PbnGy0AHB7MhgwMtBXzF1bZKq9', 'Rf7hGX0w3D0cX2q1W8wH9n7dJv9QX1Zk2b5ZcVQ5T8nR3mP6yL4kJ2hG1fD0sA9z'].join(
+      '\n'
+    )
     const out = redactSecrets(`...tail of a log\n${body}\n-----END RSA PRIVATE KEY-----`).text
     expect(out).not.toContain('MIIEpAIBAAKCAQEA0Z3VS5JJcds3xfn')
     expect(out).toContain('[REDACTED:private_key]')
@@ -89,7 +91,9 @@ describe('public material', () => {
       `  ${line(6)}\n\nthat was the encoded payload`,
       `sha256: ${hex(64, 1)}`,
       `commit ${hex(40, 2)}`,
-      `ssh-ed25519 ${Buffer.from(`ssh-ed25519-public-${line(7)}`).toString('base64').slice(0, 68)} ci@example`,
+      `ssh-ed25519 ${Buffer.from(`ssh-ed25519-public-${line(7)}`)
+        .toString('base64')
+        .slice(0, 68)} ci@example`,
       `"integrity": "sha512-${line(8)}${line(9).slice(0, 22)}=="`,
       `request id 6f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f finished`
     ]
@@ -107,14 +111,19 @@ describe('public material', () => {
 
 describe('credentials by their kind, wherever text goes', () => {
   // values made for each run, so that the tests are of the kind, not of a string
-  const pick = (alphabet: string, n: number, seed: number): string => Array.from({ length: n }, (_, i) => alphabet[(seed * 7 + i * 13 + i * i) % alphabet.length]).join('')
+  const pick = (alphabet: string, n: number, seed: number): string =>
+    Array.from({ length: n }, (_, i) => alphabet[(seed * 7 + i * 13 + i * i) % alphabet.length]).join('')
   const B64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
   const WORDS = ['correct', 'horse', 'battery', 'staple', 'violet', 'meadow', 'quantum', 'harbor', 'lantern', 'pepper']
 
   it('a bot token inside its URL (a Telegram bot token follows "bot" in api.telegram.org/bot<id>:<token>/…)', () => {
     for (let seed = 1; seed <= 5; seed++) {
       const token = `${String(100_000_000 + seed * 12_345_67).slice(0, 9)}:AA${pick(B64URL, 33, seed)}`
-      for (const text of [`curl https://api.telegram.org/bot${token}/sendMessage -d chat_id=1`, `BOT_URL = "https://api.telegram.org/bot${token}/getMe"`, `token ${token}`]) {
+      for (const text of [
+        `curl https://api.telegram.org/bot${token}/sendMessage -d chat_id=1`,
+        `BOT_URL = "https://api.telegram.org/bot${token}/getMe"`,
+        `token ${token}`
+      ]) {
         const out = redactSecrets(text).text
         expect(out, text).not.toContain(token.split(':')[1])
       }
@@ -131,13 +140,15 @@ describe('credentials by their kind, wherever text goes', () => {
       }
     }
     // code that assigns a name, not a passphrase, is left as it is
-    for (const code of ['password = self.password', 'secret = get_secret()', 'passwd = None', 'token = request.token']) expect(redactSecrets(code).text).toBe(code)
+    for (const code of ['password = self.password', 'secret = get_secret()', 'passwd = None', 'token = request.token'])
+      expect(redactSecrets(code).text).toBe(code)
   })
 
   it('a bare bot token passed to a call (three base64url parts: the id, a timestamp, an HMAC)', () => {
     for (let seed = 1; seed <= 5; seed++) {
       const token = `M${pick(B64URL.slice(0, 62), 25 + (seed % 4), seed)}.${pick(B64URL, 6, seed + 1)}.${pick(B64URL, 38, seed + 2)}`
-      for (const text of [`client.run("${token}")`, `bot.login('${token}')`, `run(${token})`]) expect(redactSecrets(text).text, text).not.toContain(token.split('.')[2])
+      for (const text of [`client.run("${token}")`, `bot.login('${token}')`, `run(${token})`])
+        expect(redactSecrets(text).text, text).not.toContain(token.split('.')[2])
     }
   })
 

@@ -17,7 +17,14 @@ describe('clipToolOutput', () => {
   it('keeps head, tail and the signal lines of the middle', () => {
     const clipped = clipToolOutput(noisy, DEFAULT_RENDER)
     expect(clipped.length).toBeLessThan(noisy.length / 4)
-    for (const line of ['Traceback (most recent call last):', '  File "src/app.py", line 12, in main', 'ValueError: bad input', 'FAILED tests/test_app.py::test_main - AssertionError: expected 3', 'exit code 1', 'collecting module 0 ok']) {
+    for (const line of [
+      'Traceback (most recent call last):',
+      '  File "src/app.py", line 12, in main',
+      'ValueError: bad input',
+      'FAILED tests/test_app.py::test_main - AssertionError: expected 3',
+      'exit code 1',
+      'collecting module 0 ok'
+    ]) {
       expect(clipped).toContain(line)
     }
     expect(clipped).toMatch(/lines clipped; \d+ signal lines kept/)
@@ -38,7 +45,13 @@ describe('clipToolOutput', () => {
 describe('renderSpan', () => {
   it('drops thinking, shows media as placeholders, names tools, redacts secrets', () => {
     const span = renderSpan([
-      { role: 'user', content: [{ type: 'text', text: 'look at this' }, { type: 'image', source: { type: 'base64', data: 'AAAA' } }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'look at this' },
+          { type: 'image', source: { type: 'base64', data: 'AAAA' } }
+        ]
+      },
       { role: 'assistant', content: [{ type: 'thinking', thinking: 'secret thoughts', signature: 's' }, call('1', 'bash', { command: 'env' })] },
       results(result('1', 'ANTHROPIC_API_KEY=sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123')),
       assistant('done')
@@ -55,7 +68,16 @@ describe('renderSpan', () => {
 
   it('lifts a prior summary out instead of rendering it as the user speaking', () => {
     const prior = '<compaction-summary id="cmp_a" version="1" compacted_turns="4">\n## Files modified\n- src/a.ts — added x\n</compaction-summary>'
-    const messages = [{ role: 'user' as const, content: [{ type: 'text', text: prior }, { type: 'text', text: 'continue' }] }, assistant('ok')]
+    const messages = [
+      {
+        role: 'user' as const,
+        content: [
+          { type: 'text', text: prior },
+          { type: 'text', text: 'continue' }
+        ]
+      },
+      assistant('ok')
+    ]
     const span = renderSpan(messages)
     const priors = findPriorSummaries(messages)
     expect(priors).toHaveLength(1)

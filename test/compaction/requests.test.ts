@@ -3,7 +3,15 @@ import { contentWords, isChatter, requestBody, requestEntries, requestShape, req
 
 describe('requestBody', () => {
   it('takes out slash-command echoes, transcript markers, bare paths and uploaded-file listings', () => {
-    const text = ['/compact is running…', '⎿ done', '[Request interrupted]', '<command-name>', 'src/app/main.py', '<uploaded_files>/repo</uploaded_files>', 'Fix the login redirect'].join('\n')
+    const text = [
+      '/compact is running…',
+      '⎿ done',
+      '[Request interrupted]',
+      '<command-name>',
+      'src/app/main.py',
+      '<uploaded_files>/repo</uploaded_files>',
+      'Fix the login redirect'
+    ].join('\n')
     expect(requestBody(text)).toBe('Fix the login redirect')
   })
 
@@ -72,7 +80,11 @@ describe('contentWords', () => {
 
 describe('requestEntries', () => {
   it('lists each request once, where it last came, counted, noting when its numbers varied', () => {
-    expect(requestEntries(['fix a', 'found 2 errors', 'fix b', 'found 3 errors', 'fix a'])).toEqual(['fix b', 'found 3 errors (×2, numbers varied)', 'fix a (×2)'])
+    expect(requestEntries(['fix a', 'found 2 errors', 'fix b', 'found 3 errors', 'fix a'])).toEqual([
+      'fix b',
+      'found 3 errors (×2, numbers varied)',
+      'fix a (×2)'
+    ])
   })
 })
 

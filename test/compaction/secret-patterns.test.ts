@@ -49,7 +49,9 @@ describe('assigned values and key bodies', () => {
     expect(m?.[2] ?? m?.[3]).toBe(value)
   })
 
-  it.each(['password == other', 'token = abc', 'secret: '])('leaves %j (a comparison, or a value too short to be one)', (text) => expect(assigned.test(text)).toBe(false))
+  it.each(['password == other', 'token = abc', 'secret: '])('leaves %j (a comparison, or a value too short to be one)', (text) =>
+    expect(assigned.test(text)).toBe(false)
+  )
 
   it('finds a base64 key body line of 64 characters, not a shorter line', () => {
     const re = new RegExp(KEY_BODY_LINE, 'm')

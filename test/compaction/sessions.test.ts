@@ -1,5 +1,15 @@
 import { describe, expect, it } from 'vitest'
-import { DEFAULT_RENDER, type Message, extractiveSections, finishCompaction, planCompaction, readLedger, renderSpan, renderedSpan, spanText } from '../../src/compaction/index.js'
+import {
+  DEFAULT_RENDER,
+  type Message,
+  extractiveSections,
+  finishCompaction,
+  planCompaction,
+  readLedger,
+  renderSpan,
+  renderedSpan,
+  spanText
+} from '../../src/compaction/index.js'
 import { ConversationsText } from '../../src/service/conversations.js'
 import { assistant, call, result, results, shellStep, user } from '../helpers/history.js'
 
@@ -10,14 +20,24 @@ import { assistant, call, result, results, shellStep, user } from '../helpers/hi
  */
 const words = (n: number, seed: string): string => Array.from({ length: n }, (_, i) => `${seed}${i % 37}`).join(' ')
 const INSTRUCTIONS = `<instructions>\n# Task Instructions\n${Array.from({ length: 60 }, (_, i) => `Rule ${i}: ${words(12, 'obey')}`).join('\n')}\n</instructions>`
-const complaint = (n: number): string => `Please always provide EXACTLY ONE action in triple backticks, found ${n} actions.\n\nPlease format your action as shown in the example above.`
+const complaint = (n: number): string =>
+  `Please always provide EXACTLY ONE action in triple backticks, found ${n} actions.\n\nPlease format your action as shown in the example above.`
 
 function harnessTask(title: string, body: string): string {
   return `<pr_description>\nConsider the following PR description:\n${title}\n${body}\n</pr_description>\n\n${INSTRUCTIONS}`
 }
 
 function compact(messages: Message[], budget = 30_000, commonText?: (fp: string) => boolean) {
-  const plan = planCompaction({ messages, mode: 'manual', budgetTokens: budget, sizingBudgetTokens: budget, keepTokens: Math.floor(budget / 3), keepTurns: 2, dryRun: false, ...(commonText ? { commonText } : {}) })
+  const plan = planCompaction({
+    messages,
+    mode: 'manual',
+    budgetTokens: budget,
+    sizingBudgetTokens: budget,
+    keepTokens: Math.floor(budget / 3),
+    keepTurns: 2,
+    dryRun: false,
+    ...(commonText ? { commonText } : {})
+  })
   return { plan, out: finishCompaction(plan, { id: 'cmp_t' }) }
 }
 
@@ -32,7 +52,7 @@ function agentSession(task: string, complaints: number): Message[] {
   return out
 }
 
-describe('the user\'s words, not the harness\'s', () => {
+describe("the user's words, not the harness's", () => {
   it('keeps the task verbatim and names the tagged instructions and the repeated complaint once, in a line each', () => {
     const task = harnessTask('Dates parse wrong in UTC+14', 'When the offset is +14:00 the parser rolls back a day.\nSee parse_date in utils.')
     const { out } = compact(agentSession(task, 4))
@@ -49,7 +69,7 @@ describe('the user\'s words, not the harness\'s', () => {
     expect(out.summary.sections.objective).toBe('Dates parse wrong in UTC+14')
   })
 
-  it('leaves out a preamble the key\'s other conversations sent too, and keeps what only this user said', () => {
+  it("leaves out a preamble the key's other conversations sent too, and keeps what only this user said", () => {
     const preamble = (repo: string) =>
       `I've uploaded a code repository in the directory ${repo}.\nCan you help me implement the necessary changes to the repository so that the requirements are met?\nFollow these steps to resolve the issue, and make the minimal changes to non-test files.`
     const conversations = new ConversationsText()
@@ -68,10 +88,16 @@ describe('the user\'s words, not the harness\'s', () => {
 })
 
 describe('true statuses', () => {
-  const run = (id: string, output: string, exit: number): Message[] => shellStep(id, 'python3 reproduce.py', `${output}\n<returncode>${exit}</returncode>`, exit !== 0)
+  const run = (id: string, output: string, exit: number): Message[] =>
+    shellStep(id, 'python3 reproduce.py', `${output}\n<returncode>${exit}</returncode>`, exit !== 0)
 
   it('keeps a run that exits 0 but prints the bug as a finding, and does not call the earlier crash resolved', () => {
-    const h = [user('Fix the view-only permission check on inlines'), ...run('a', 'Traceback (most recent call last):\n  File "r.py", line 1\nImportError: no module named app', 1), ...run('b', 'FAIL: view-only user can edit the inline', 0), user('go on')]
+    const h = [
+      user('Fix the view-only permission check on inlines'),
+      ...run('a', 'Traceback (most recent call last):\n  File "r.py", line 1\nImportError: no module named app', 1),
+      ...run('b', 'FAIL: view-only user can edit the inline', 0),
+      user('go on')
+    ]
     const s = extractiveSections(readLedger(h), '')
     expect(s.failing_tests_and_errors).toContain('`python3 reproduce.py` exited 0 but printed: FAIL: view-only user can edit the inline')
     const crash = s.failing_tests_and_errors.find((e) => e.includes('ImportError'))
@@ -80,7 +106,13 @@ describe('true statuses', () => {
   })
 
   it('states no exit status the history does not hold (a tool output with none, as Chat Completions gives it)', () => {
-    const h = [user('Fix the API test'), ...shellStep('p1', 'pytest tests/test_api.py', 'FAILED tests/test_api.py::test_get - AssertionError: 404 != 200\n1 failed'), ...shellStep('p2', 'python3 check.py', 'ImportError: no module named api', true), ...shellStep('p3', 'python3 check.py', 'FAIL: the route is missing'), user('go on')]
+    const h = [
+      user('Fix the API test'),
+      ...shellStep('p1', 'pytest tests/test_api.py', 'FAILED tests/test_api.py::test_get - AssertionError: 404 != 200\n1 failed'),
+      ...shellStep('p2', 'python3 check.py', 'ImportError: no module named api', true),
+      ...shellStep('p3', 'python3 check.py', 'FAIL: the route is missing'),
+      user('go on')
+    ]
     const s = extractiveSections(readLedger(h), '')
     const text = s.failing_tests_and_errors.join('\n')
     expect(text).toContain('`pytest tests/test_api.py` printed: FAILED tests/test_api.py::test_get')
@@ -89,7 +121,13 @@ describe('true statuses', () => {
   })
 
   it('resolves both once a later run prints no failure', () => {
-    const h = [user('Fix the view-only permission check on inlines'), ...run('a', 'ImportError: no module named app', 1), ...run('b', 'FAIL: view-only user can edit the inline', 0), ...run('c', 'all checks passed', 0), user('go on')]
+    const h = [
+      user('Fix the view-only permission check on inlines'),
+      ...run('a', 'ImportError: no module named app', 1),
+      ...run('b', 'FAIL: view-only user can edit the inline', 0),
+      ...run('c', 'all checks passed', 0),
+      user('go on')
+    ]
     const s = extractiveSections(readLedger(h), '')
     expect(s.failing_tests_and_errors).toEqual([
       '`python3 reproduce.py` exited 0 but printed: FAIL: view-only user can edit the inline — gone: a later run of it printed none of this',
@@ -117,7 +155,7 @@ describe('true statuses', () => {
 })
 
 describe('objective, plan and next steps', () => {
-  it('states the task the work is on at the cut, keeps the first among the requests, plans from the agent\'s own words', () => {
+  it("states the task the work is on at the cut, keeps the first among the requests, plans from the agent's own words", () => {
     const h: Message[] = [
       user('Add running of coverage to the hi command and report the missing lines'),
       ...shellStep('a', 'make coverage', 'TOTAL 91%\n<returncode>0</returncode>'),
@@ -130,7 +168,11 @@ describe('objective, plan and next steps', () => {
     const s = extractiveSections(readLedger(h), '')
     expect(s.objective).toBe('Now move the path resolution out of the CLI into the library and spec it')
     expect(s.user_requests[0]).toBe('Add running of coverage to the hi command and report the missing lines')
-    expect(s.current_plan.slice(0, 3)).toEqual(['Plan: Move get_user_path into the library', 'Plan: Spec absolute, relative and missing paths', 'Plan: Pass --user straight through'])
+    expect(s.current_plan.slice(0, 3)).toEqual([
+      'Plan: Move get_user_path into the library',
+      'Plan: Spec absolute, relative and missing paths',
+      'Plan: Pass --user straight through'
+    ])
     expect(s.current_plan.slice(3)).toEqual(['Progress — ok (2 runs): `make coverage`, `pytest specs`'])
     expect(s.next_steps).toEqual(['Where the work stood: Next I will write the spec for relative paths.'])
     expect(s.user_requests.at(-1)).toBe('(1 short reply folded: "yes")')
@@ -141,7 +183,11 @@ describe('noise out', () => {
   it('strips ANSI codes, spells each file once, lists only paths, and does not count a rejected call as an error', () => {
     const h: Message[] = [
       user('\u001b[1mRefactor\u001b[22m the formatter in [1mcli.py[22m so that books print as one list'),
-      assistant(call('r1', 'Read', { file_path: '/home/dev/proj/src/cli.py' }), call('r2', 'Read', { file_path: 'src/cli.py' }), call('r3', 'Read', { file_path: 'docs/day-01[3-9].md' })),
+      assistant(
+        call('r1', 'Read', { file_path: '/home/dev/proj/src/cli.py' }),
+        call('r2', 'Read', { file_path: 'src/cli.py' }),
+        call('r3', 'Read', { file_path: 'docs/day-01[3-9].md' })
+      ),
       results(result('r1', 'x'), result('r2', 'x'), result('r3', 'x')),
       assistant(call('w1', 'Write', { file_path: '/tmp/probe.py', content: 'x' })),
       results(result('w1', "The user doesn't want to proceed with this tool use. The tool use was rejected.", true)),
@@ -156,7 +202,7 @@ describe('noise out', () => {
 })
 
 describe('what the model summarizer is sent', () => {
-  it('is the user\'s words too: the instructions named, not copied, and fewer tokens than the prompts as sent', () => {
+  it("is the user's words too: the instructions named, not copied, and fewer tokens than the prompts as sent", () => {
     const task = harnessTask('Exports drop the header row', 'Every sheet loses its first row when exported to CSV.')
     const span = agentSession(task, 4)
     const cleaned = spanText(renderSpan(span))
@@ -180,7 +226,9 @@ describe('failing tests, named and told why', () => {
       '<returncode>1</returncode>'
     ].join('\n')
     const s = extractiveSections(readLedger([user('make the sheet tests pass'), ...shellStep('p', 'pytest tests', output, true), user('go on')]), '')
-    expect(s.failing_tests_and_errors[0]).toBe('FAILING tests/test_sheet.py::test_rows — IndexError: list index out of range while reading the fourth row of sheet one')
+    expect(s.failing_tests_and_errors[0]).toBe(
+      'FAILING tests/test_sheet.py::test_rows — IndexError: list index out of range while reading the fourth row of sheet one'
+    )
   })
 
   it('names a unittest failure once (Python 3.11 repeats the method in the parentheses) with its exception line', () => {
@@ -196,7 +244,10 @@ describe('failing tests, named and told why', () => {
       'AssertionError: 4 != 5',
       '<returncode>1</returncode>'
     ].join('\n')
-    const s = extractiveSections(readLedger([user('make the ops tests pass'), ...shellStep('u', 'python -m unittest test_ops', output, true), user('go on')]), '')
+    const s = extractiveSections(
+      readLedger([user('make the ops tests pass'), ...shellStep('u', 'python -m unittest test_ops', output, true), user('go on')]),
+      ''
+    )
     expect(s.failing_tests_and_errors[0]).toBe('FAILING test_ops.OpsTest.test_add — AssertionError: 4 != 5')
   })
 })

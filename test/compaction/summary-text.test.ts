@@ -20,7 +20,10 @@ describe('summary text', () => {
   })
 
   it('counts the length of the text form without building it, exactly', () => {
-    const lists = fc.array(fc.string({ maxLength: 80 }).map((s) => s.replace(/\r/g, '')), { maxLength: 4 })
+    const lists = fc.array(
+      fc.string({ maxLength: 80 }).map((s) => s.replace(/\r/g, '')),
+      { maxLength: 4 }
+    )
     fc.assert(
       fc.property(fc.string({ maxLength: 60 }), lists, lists, lists, fc.nat(999), (objective, requests, files, steps, turns) => {
         const s = emptySections()

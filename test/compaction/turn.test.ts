@@ -1,5 +1,17 @@
 import { describe, expect, it } from 'vitest'
-import { type Message, NOTE_PREFIX, RECALL_TOOL_NAME, assembleHistory, at, headOf, isServiceText, isSummaryText, summaryBlocks, summaryNote, validateHistory } from '../../src/compaction/index.js'
+import {
+  type Message,
+  NOTE_PREFIX,
+  RECALL_TOOL_NAME,
+  assembleHistory,
+  at,
+  headOf,
+  isServiceText,
+  isSummaryText,
+  summaryBlocks,
+  summaryNote,
+  validateHistory
+} from '../../src/compaction/index.js'
 import { assistant, user } from '../helpers/history.js'
 
 describe('the summary turn', () => {
@@ -26,15 +38,13 @@ describe('the summary turn', () => {
     const rule = { type: 'text', text: 'Answer in French.' }
     const head = { user: blocks, system: [rule] }
     const own: Message = { role: 'system', content: 'Use tabs.' }
-    const cases: Message[][] = [
-      [assistant('a'), user('b')],
-      [user('b'), assistant('a')],
-      [user('b'), own, assistant('a')],
-      [user('b')],
-      []
-    ]
+    const cases: Message[][] = [[assistant('a'), user('b')], [user('b'), assistant('a')], [user('b'), own, assistant('a')], [user('b')], []]
     expect(assembleHistory(head, at(cases, 0))).toEqual([{ role: 'user', content: blocks }, { role: 'system', content: [rule] }, assistant('a'), user('b')])
-    expect(assembleHistory(head, at(cases, 1))).toEqual([{ role: 'user', content: [...blocks, { type: 'text', text: 'b' }] }, { role: 'system', content: [rule] }, assistant('a')])
+    expect(assembleHistory(head, at(cases, 1))).toEqual([
+      { role: 'user', content: [...blocks, { type: 'text', text: 'b' }] },
+      { role: 'system', content: [rule] },
+      assistant('a')
+    ])
     expect(assembleHistory(head, at(cases, 2))).toEqual([
       { role: 'user', content: [...blocks, { type: 'text', text: 'b' }] },
       { role: 'system', content: [rule, { type: 'text', text: 'Use tabs.' }] },

@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest'
-import { type Block, type ToolResultBlock, blocksOf, isPromptMessage, isTextBlock, isToolResult, isToolUse, toolResultText } from '../../src/compaction/types.js'
+import {
+  type Block,
+  type ToolResultBlock,
+  blocksOf,
+  isPromptMessage,
+  isTextBlock,
+  isToolResult,
+  isToolUse,
+  toolResultText
+} from '../../src/compaction/types.js'
 import { assistant, call, result, results, user } from '../helpers/history.js'
 
 const tr = (content: string | Block[]): ToolResultBlock => ({ type: 'tool_result', tool_use_id: 't', content })
@@ -28,7 +37,15 @@ describe('message and block helpers', () => {
 
   it('reads a tool result’s text however it was sent, naming the blocks that are not text', () => {
     expect(toolResultText(tr('plain'))).toBe('plain')
-    expect(toolResultText(tr([{ type: 'text', text: 'a' }, { type: 'image', source: {} }, { type: 'text', text: 'b' }]))).toBe('a\n[image]\nb')
+    expect(
+      toolResultText(
+        tr([
+          { type: 'text', text: 'a' },
+          { type: 'image', source: {} },
+          { type: 'text', text: 'b' }
+        ])
+      )
+    ).toBe('a\n[image]\nb')
     expect(toolResultText({ type: 'tool_result', tool_use_id: 't' })).toBe('')
   })
 })

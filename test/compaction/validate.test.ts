@@ -25,13 +25,7 @@ describe('validateHistory', () => {
   })
 
   it('rejects a tool_result answering a call two messages back', () => {
-    const p = validateHistory([
-      user('go'),
-      assistant(call('a', 'bash', {})),
-      results(result('a', 'ok')),
-      assistant('done'),
-      results(result('a', 'again'))
-    ])
+    const p = validateHistory([user('go'), assistant(call('a', 'bash', {})), results(result('a', 'ok')), assistant('done'), results(result('a', 'again'))])
     expect(p?.path).toBe('/messages/4/content/0')
   })
 
@@ -59,8 +53,22 @@ describe('validateHistory', () => {
     it('are accepted where the Messages API places them: after a user message, before an assistant turn or last', () => {
       expect(validateHistory([user('go'), sys('Answer in French.'), assistant('oui')])).toBeUndefined()
       expect(validateHistory([user('go'), sys('Answer in French.')])).toBeUndefined()
-      expect(validateHistory([user('go'), assistant(call('a', 'bash', {})), results(result('a', 'ok')), sys('now be brief'), assistant('done')])).toBeUndefined()
-      expect(validateHistory([user('go'), { role: 'system', content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] }, assistant('x')])).toBeUndefined()
+      expect(
+        validateHistory([user('go'), assistant(call('a', 'bash', {})), results(result('a', 'ok')), sys('now be brief'), assistant('done')])
+      ).toBeUndefined()
+      expect(
+        validateHistory([
+          user('go'),
+          {
+            role: 'system',
+            content: [
+              { type: 'text', text: 'a' },
+              { type: 'text', text: 'b' }
+            ]
+          },
+          assistant('x')
+        ])
+      ).toBeUndefined()
       const server: Message = { role: 'assistant', content: [{ type: 'server_tool_use', id: 's1', name: 'web_search', input: {} }] }
       expect(validateHistory([user('go'), server, sys('cite sources'), assistant('x')])).toBeUndefined()
     })
@@ -71,7 +79,11 @@ describe('validateHistory', () => {
         [[user('go'), assistant('a'), sys('x'), assistant('b')], '/messages/2', 'must immediately follow a user message'],
         [[user('go'), sys('x'), user('again')], '/messages/1', 'followed by an assistant message'],
         [[user('go'), sys('x'), sys('y'), assistant('a')], '/messages/1', 'consecutive system messages'],
-        [[user('go'), { role: 'system', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: '' } }] }, assistant('a')], '/messages/1/content/0', 'text blocks only'],
+        [
+          [user('go'), { role: 'system', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: '' } }] }, assistant('a')],
+          '/messages/1/content/0',
+          'text blocks only'
+        ],
         [[user('go'), { role: 'system', content: [{ type: 'text' }] }, assistant('a')], '/messages/1/content/0', 'string `text`']
       ]
       for (const [history, path, words] of cases) {

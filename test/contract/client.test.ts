@@ -78,7 +78,23 @@ export async function everyOperation(): Promise<void> {
 
 function typecheck(files: string[]): { ok: boolean; output: string } {
   try {
-    execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '--noEmit', '--strict', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022', '--skipLibCheck', ...files], { cwd: DIR, stdio: 'pipe' })
+    execFileSync(
+      process.execPath,
+      [
+        join(ROOT, 'node_modules/typescript/bin/tsc'),
+        '--noEmit',
+        '--strict',
+        '--module',
+        'nodenext',
+        '--moduleResolution',
+        'nodenext',
+        '--target',
+        'es2022',
+        '--skipLibCheck',
+        ...files
+      ],
+      { cwd: DIR, stdio: 'pipe' }
+    )
     return { ok: true, output: '' }
   } catch (err) {
     return { ok: false, output: String((err as { stdout?: Buffer }).stdout ?? err) }
@@ -89,7 +105,9 @@ describe('a client generated from openapi.yaml', () => {
   it('type-checks a call to every operation, and refuses one that breaks the contract', async () => {
     mkdirSync(DIR, { recursive: true })
     const spec = parse(readFileSync(join(ROOT, 'openapi.yaml'), 'utf8')) as { paths: Record<string, Record<string, { operationId?: string }>> }
-    const operations = Object.entries(spec.paths).flatMap(([path, methods]) => Object.entries(methods).map(([method, op]) => ({ path, method, id: op.operationId })))
+    const operations = Object.entries(spec.paths).flatMap(([path, methods]) =>
+      Object.entries(methods).map(([method, op]) => ({ path, method, id: op.operationId }))
+    )
     expect(operations.every((o) => typeof o.id === 'string')).toBe(true)
     for (const o of operations) expect(CALLS).toContain(`client.${o.method.toUpperCase()}('${o.path}'`)
 
@@ -101,7 +119,10 @@ describe('a client generated from openapi.yaml', () => {
     expect(good.ok).toBe(true)
 
     // a limit that is not an integer, and a body without messages: the generated types say no
-    writeFileSync(join(DIR, 'wrong.ts'), `${CALLS}\nexport const wrong = [client.GET('/v1/sessions/{session_id}/compactions', { params: { path: { session_id: 's' }, query: { limit: 'twenty' } } }), client.POST('/v1/compact', { body: { mode: 'manual' } })]\n`)
+    writeFileSync(
+      join(DIR, 'wrong.ts'),
+      `${CALLS}\nexport const wrong = [client.GET('/v1/sessions/{session_id}/compactions', { params: { path: { session_id: 's' }, query: { limit: 'twenty' } } }), client.POST('/v1/compact', { body: { mode: 'manual' } })]\n`
+    )
     const bad = typecheck(['wrong.ts'])
     expect(bad.ok).toBe(false)
     expect(bad.output).toMatch(/wrong\.ts\(\d+,\d+\): error TS/)

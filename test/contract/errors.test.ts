@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest'
-import { ERROR_KINDS, ERROR_TYPES, type ErrorKind, GatewayError, NO_RETRY, RateLimitError, StoreUnavailableError, errorTypeOf } from '../../src/contract/errors.js'
+import {
+  ERROR_KINDS,
+  ERROR_TYPES,
+  type ErrorKind,
+  GatewayError,
+  NO_RETRY,
+  RateLimitError,
+  StoreUnavailableError,
+  errorTypeOf
+} from '../../src/contract/errors.js'
 
 describe('the error kinds', () => {
   it('give each kind one status and a type of the closed list, a status two kinds at most', () => {
@@ -37,7 +46,17 @@ describe('GatewayError', () => {
   it('carries its kind’s status and type, its place, headers and cause, named by its class', () => {
     const err = new TeapotError()
     expect(err).toBeInstanceOf(Error)
-    expect(err).toMatchObject({ kind: 'invalid_request', status: 400, statusCode: 400, type: 'invalid_request_error', path: '/pot', headers: { 'retry-after': '3' }, name: 'TeapotError', message: 'short and stout', cause: 'kettle' })
+    expect(err).toMatchObject({
+      kind: 'invalid_request',
+      status: 400,
+      statusCode: 400,
+      type: 'invalid_request_error',
+      path: '/pot',
+      headers: { 'retry-after': '3' },
+      name: 'TeapotError',
+      message: 'short and stout',
+      cause: 'kettle'
+    })
   })
 
   it('has no place, headers or cause unless given', () => {

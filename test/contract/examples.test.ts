@@ -11,7 +11,6 @@ describe('the contract’s examples', () => {
     expect(a.validate(ErrorResponse as object, errorExample), JSON.stringify(a.errors)).toBe(true)
   })
 
-
   it('show a compaction that did compact, its tail after its summary turn', () => {
     expect(compactResponseExample.compacted).toBe(true)
     expect(compactResponseExample.messages.length).toBeGreaterThan(1)

@@ -10,7 +10,10 @@ const history = [{ role: 'user', content: 'hi' }]
 
 describe('describeValidation', () => {
   it('names the place of a wrong value in the client’s terms', () => {
-    expect(problem({ messages: [{ role: 'robot', content: 'x' }] })).toEqual({ message: 'body.messages[0].role must be one of "user", "assistant", "system"', path: '/messages/0/role' })
+    expect(problem({ messages: [{ role: 'robot', content: 'x' }] })).toEqual({
+      message: 'body.messages[0].role must be one of "user", "assistant", "system"',
+      path: '/messages/0/role'
+    })
   })
 
   it('lists what each branch of a union would take', () => {

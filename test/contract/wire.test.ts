@@ -22,13 +22,25 @@ function piecewiseParse(body: Buffer): { value: unknown } | { error: string } {
 }
 
 /** Bodies as clients send them: other keys around a `messages` array, strings with quotes, escapes and characters of every width. */
-const text = fc.string({ unit: fc.oneof(fc.constantFrom('"', '\\', ',', '[', ']', '{', '}', ':', '\n', 'é', '✓', '🙂'), fc.integer({ min: 0, max: 0x10ffff }).map((c) => String.fromCodePoint(c))), maxLength: 40 })
+const text = fc.string({
+  unit: fc.oneof(
+    fc.constantFrom('"', '\\', ',', '[', ']', '{', '}', ':', '\n', 'é', '✓', '🙂'),
+    fc.integer({ min: 0, max: 0x10ffff }).map((c) => String.fromCodePoint(c))
+  ),
+  maxLength: 40
+})
 const message = fc.oneof(
   fc.record({ role: fc.constantFrom('user', 'assistant'), content: text }),
-  fc.record({ role: fc.constant('user'), content: fc.array(fc.record({ type: fc.constant('tool_result'), tool_use_id: text, content: text }), { maxLength: 3 }) }),
+  fc.record({
+    role: fc.constant('user'),
+    content: fc.array(fc.record({ type: fc.constant('tool_result'), tool_use_id: text, content: text }), { maxLength: 3 })
+  }),
   fc.jsonValue({ maxDepth: 3 })
 )
-const body = fc.record({ mode: fc.constantFrom('manual', 'auto'), system: text, messages: fc.array(message, { maxLength: 12 }), extra: fc.jsonValue({ maxDepth: 2 }) }, { requiredKeys: ['messages'] })
+const body = fc.record(
+  { mode: fc.constantFrom('manual', 'auto'), system: text, messages: fc.array(message, { maxLength: 12 }), extra: fc.jsonValue({ maxDepth: 2 }) },
+  { requiredKeys: ['messages'] }
+)
 
 describe('parseJsonBytes', () => {
   it('gives JSON.parse’s value for any body, however it is spaced', () => {
@@ -120,7 +132,12 @@ describe('messageCuts', () => {
 describe('jsonBytes', () => {
   it('writes JSON.stringify’s bytes for any response-like object', () => {
     const value = fc.record(
-      { compacted: fc.boolean(), messages: fc.array(fc.oneof(message, fc.constant(undefined)), { maxLength: 10 }), summary: fc.option(fc.record({ text })), gone: fc.constant(undefined) },
+      {
+        compacted: fc.boolean(),
+        messages: fc.array(fc.oneof(message, fc.constant(undefined)), { maxLength: 10 }),
+        summary: fc.option(fc.record({ text })),
+        gone: fc.constant(undefined)
+      },
       { requiredKeys: [] }
     )
     fc.assert(

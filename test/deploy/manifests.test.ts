@@ -28,7 +28,11 @@ interface Container {
 
 describe('deploy/kubernetes', () => {
   const deployment = byKind('Deployment') as Doc & {
-    spec: { replicas: number; selector: { matchLabels: Record<string, string> }; template: { metadata: { labels: Record<string, string> }; spec: { terminationGracePeriodSeconds: number; containers: Container[] } } }
+    spec: {
+      replicas: number
+      selector: { matchLabels: Record<string, string> }
+      template: { metadata: { labels: Record<string, string> }; spec: { terminationGracePeriodSeconds: number; containers: Container[] } }
+    }
   }
   const container = deployment.spec.template.spec.containers[0]!
   const configMap = byKind('ConfigMap') as Doc & { data: Record<string, string> }
@@ -92,7 +96,9 @@ describe('deploy/compose.yaml', () => {
   })
 
   it('has Prometheus scrape /metrics on every replica', () => {
-    const prometheus = parse(readFileSync(join(DEPLOY, 'prometheus/prometheus.yml'), 'utf8')) as { scrape_configs: { metrics_path: string; static_configs: { targets: string[] }[] }[] }
+    const prometheus = parse(readFileSync(join(DEPLOY, 'prometheus/prometheus.yml'), 'utf8')) as {
+      scrape_configs: { metrics_path: string; static_configs: { targets: string[] }[] }[]
+    }
     const job = prometheus.scrape_configs[0]!
     expect(job.metrics_path).toBe('/metrics')
     const port = gateways[0]![1].environment!.PORT

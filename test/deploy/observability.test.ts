@@ -25,13 +25,19 @@ async function servedFamilies(): Promise<Set<string>> {
 describe('the operator view', () => {
   it('alert rules and the dashboard name only metrics /metrics serves, and each rule has a summary', async () => {
     const served = await servedFamilies()
-    const rules = (parse(readFileSync(join(ROOT, 'deploy/prometheus/alerts.yml'), 'utf8')) as { groups: { rules: { alert: string; expr: string; annotations: { summary: string } }[] }[] }).groups.flatMap((g) => g.rules)
+    const rules = (
+      parse(readFileSync(join(ROOT, 'deploy/prometheus/alerts.yml'), 'utf8')) as {
+        groups: { rules: { alert: string; expr: string; annotations: { summary: string } }[] }[]
+      }
+    ).groups.flatMap((g) => g.rules)
     expect(rules.map((r) => r.alert).sort()).toEqual(['CompactionModelFallingBack', 'CompactionSaturated', 'CompactionServerErrors', 'CompactionStoreErrors'])
     for (const r of rules) {
       expect(r.annotations.summary.length).toBeGreaterThan(10)
       for (const name of metricNames(r.expr)) expect(served, `${r.alert}: ${name}`).toContain(name)
     }
-    const dashboard = JSON.parse(readFileSync(join(ROOT, 'deploy/grafana/compaction-gateway.json'), 'utf8')) as { panels: { title: string; targets: { expr: string }[] }[] }
+    const dashboard = JSON.parse(readFileSync(join(ROOT, 'deploy/grafana/compaction-gateway.json'), 'utf8')) as {
+      panels: { title: string; targets: { expr: string }[] }[]
+    }
     const exprs = dashboard.panels.flatMap((p) => p.targets.map((t) => t.expr))
     expect(exprs.length).toBeGreaterThan(10)
     for (const e of exprs) for (const name of metricNames(e)) expect(served, name).toContain(name)
@@ -40,7 +46,8 @@ describe('the operator view', () => {
   it('serves every labelled series from the start, at 0, and saturation gauges', async () => {
     const app = await testApp({ ANTHROPIC_API_KEY: 'sk-ant-test-000000000000', ANTHROPIC_BASE_URL: 'http://127.0.0.1:9' })
     const samples = parsePrometheus((await app.inject({ url: '/metrics' })).body)
-    const has = (name: string, labels: Record<string, string>) => samples.some((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
+    const has = (name: string, labels: Record<string, string>) =>
+      samples.some((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
     expect(has('compaction_requests_total', { mode: 'auto', outcome: 'over_budget' })).toBe(true)
     expect(has('compaction_requests_total', { mode: 'manual', outcome: 'overloaded' })).toBe(true)
     expect(has('compaction_summarizer_calls_total', { kind: 'anthropic', result: 'timeout' })).toBe(true)
@@ -65,7 +72,12 @@ describe('the operator view', () => {
     await app.close()
     await new Promise((r) => setImmediate(r))
     const events = lines.map((l) => JSON.parse(l) as Record<string, unknown>)
-    expect(events.find((e) => e.event === 'request_refused')).toMatchObject({ status: 400, error_type: 'invalid_request_error', path: '/messages/0/content/0', reason: expect.stringContaining('text') })
+    expect(events.find((e) => e.event === 'request_refused')).toMatchObject({
+      status: 400,
+      error_type: 'invalid_request_error',
+      path: '/messages/0/content/0',
+      reason: expect.stringContaining('text')
+    })
     expect(events.filter((e) => /\/(healthz|readyz|metrics)/.test(JSON.stringify(e.req ?? '')))).toEqual([])
     expect(events.find((e) => e.event === 'context_compacted')).toMatchObject({ summary_id: ok.json().summary.id })
   })

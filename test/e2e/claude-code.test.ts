@@ -18,7 +18,11 @@ import { TcpProxy } from '../helpers/tcp-proxy.js'
  * answers as the script says; the summaries take MODEL_MS each, as a real model's would.
  */
 export const CLAUDE_CODE_VERSION = '2.1.332'
-const { bin: BIN, missing } = installedClient(`Claude Code ${CLAUDE_CODE_VERSION}`, `claude-code-${CLAUDE_CODE_VERSION}`, '@anthropic-ai/claude-code/bin/claude.exe')
+const { bin: BIN, missing } = installedClient(
+  `Claude Code ${CLAUDE_CODE_VERSION}`,
+  `claude-code-${CLAUDE_CODE_VERSION}`,
+  '@anthropic-ai/claude-code/bin/claude.exe'
+)
 
 const GATEWAY_KEY = 'gw-e2e-claude-code-key-0001'
 const UPSTREAM_KEY = 'sk-ant-e2e-upstream-000000000000'
@@ -47,13 +51,26 @@ function fixedTokens(): number {
 function scriptedAgent(): ScriptedAgent {
   const main = Array.from({ length: STEPS }, (_, i) =>
     i === SUBAGENT_AT
-      ? { tool: 'Agent', input: { description: 'Count the callers', prompt: 'SUBAGENT-TASK: run the two scripted steps, then report.', subagent_type: 'general-purpose', run_in_background: false } }
+      ? {
+          tool: 'Agent',
+          input: {
+            description: 'Count the callers',
+            prompt: 'SUBAGENT-TASK: run the two scripted steps, then report.',
+            subagent_type: 'general-purpose',
+            run_in_background: false
+          }
+        }
       : { tool: 'Bash', input: { command: `seq 1 700 | sed 's/^/step ${i} output line /'`, description: `Print step ${i}` } }
   )
   const sub = [0, 1].map((i) => ({ tool: 'Bash', input: { command: `echo subagent step ${i}`, description: `Subagent step ${i}` } }))
   return new ScriptedAgent([
     // the subagent's conversation opens with the task it was given; the main one with the user's prompt (or its summary)
-    { name: 'sub', match: (r) => firstMessage(r).includes('SUBAGENT-TASK') && !firstMessage(r).includes('<compaction-summary'), steps: sub, final: 'SUBAGENT-DONE: two steps run.' },
+    {
+      name: 'sub',
+      match: (r) => firstMessage(r).includes('SUBAGENT-TASK') && !firstMessage(r).includes('<compaction-summary'),
+      steps: sub,
+      final: 'SUBAGENT-DONE: two steps run.'
+    },
     { name: 'main', match: () => true, steps: main, final: 'SCRIPT-END reached.' }
   ])
 }
@@ -94,7 +111,12 @@ describe.skipIf(missing !== undefined)(`Claude Code ${CLAUDE_CODE_VERSION} throu
     const fake = await new FakeAnthropic().start()
     const agent = scriptedAgent()
     fake.fallback = (r) => ({ ...agent.reply(r), delayMs: TURN_MS })
-    const gateway = await startServer({ ANTHROPIC_API_KEY: UPSTREAM_KEY, ANTHROPIC_BASE_URL: fake.url, COMPACT_API_KEYS: `e2e=${GATEWAY_KEY}`, COMPACT_BUDGET: 'off' })
+    const gateway = await startServer({
+      ANTHROPIC_API_KEY: UPSTREAM_KEY,
+      ANTHROPIC_BASE_URL: fake.url,
+      COMPACT_API_KEYS: `e2e=${GATEWAY_KEY}`,
+      COMPACT_BUDGET: 'off'
+    })
     servers.push(gateway)
     const { code, out } = await runClaudeCode(gateway.url)
     expect(code, out).toBe(0)
@@ -166,8 +188,18 @@ describe.skipIf(missing !== undefined)(`Claude Code ${CLAUDE_CODE_VERSION} throu
     await Promise.all(moves)
     if (process.env.E2E_DEBUG) {
       const t0 = fake.requests[0]?.at ?? 0
-      for (const r of fake.requests) console.log(Math.round((r.at ?? 0) - t0), isSummaryCall(r) ? 'SUMMARY' : firstMessage(r).slice(0, 60), r.body.messages.length, r.raw.length)
-      servers.forEach((s, k) => console.log(`--- server ${k}`, JSON.stringify(logLines(s).filter((e) => e.event === 'proxied' || e.event === 'context_compacted').map((e) => [e.event?.[0], e.compaction, e.source, e.summary_id?.slice(4, 10), e.prepare_ms]))))
+      for (const r of fake.requests)
+        console.log(Math.round((r.at ?? 0) - t0), isSummaryCall(r) ? 'SUMMARY' : firstMessage(r).slice(0, 60), r.body.messages.length, r.raw.length)
+      servers.forEach((s, k) =>
+        console.log(
+          `--- server ${k}`,
+          JSON.stringify(
+            logLines(s)
+              .filter((e) => e.event === 'proxied' || e.event === 'context_compacted')
+              .map((e) => [e.event?.[0], e.compaction, e.source, e.summary_id?.slice(4, 10), e.prepare_ms])
+          )
+        )
+      )
     }
 
     // The scripted end was reached, and the upstream took every request it was sent.
@@ -240,7 +272,8 @@ describe.skipIf(missing !== undefined)(`Claude Code ${CLAUDE_CODE_VERSION} throu
     const run = boundedRun(gateway, budget)
     expect(run.compactions.some((c) => c.source === 'precomputed')).toBe(true)
     // what the summary calls cost, their input billed as the API bills it (writes 1.25x, reads 0.1x)
-    const billed = (rs: ReceivedRequest[]): number => rs.reduce((n, r) => n + (r.cache ? r.cache.tokens - r.cache.read - r.cache.written + 1.25 * r.cache.written + 0.1 * r.cache.read : 0), 0)
+    const billed = (rs: ReceivedRequest[]): number =>
+      rs.reduce((n, r) => n + (r.cache ? r.cache.tokens - r.cache.read - r.cache.written + 1.25 * r.cache.written + 0.1 * r.cache.read : 0), 0)
     const tokens = calls.reduce((n, r) => n + (r.cache?.tokens ?? 0), 0)
     writeReport('claude-code-client-model', {
       client: `claude-code ${CLAUDE_CODE_VERSION}`,
@@ -261,7 +294,14 @@ describe.skipIf(missing !== undefined)(`Claude Code ${CLAUDE_CODE_VERSION} throu
     const agent = scriptedAgent()
     fake.fallback = (r) => (isSummaryCall(r) ? { toolInput: { objective: 'Run the scripted steps (SCRIPT-MAIN)' } } : { ...agent.reply(r), delayMs: TURN_MS })
     const budget = fixedTokens() + ROOM
-    const gateway = await startServer({ ANTHROPIC_API_KEY: UPSTREAM_KEY, ANTHROPIC_BASE_URL: fake.url, COMPACT_API_KEYS: `e2e=${GATEWAY_KEY}`, COMPACT_DB: tempDb(), COMPACT_BUDGET: String(budget), COMPACT_STRATEGY: 'hybrid' })
+    const gateway = await startServer({
+      ANTHROPIC_API_KEY: UPSTREAM_KEY,
+      ANTHROPIC_BASE_URL: fake.url,
+      COMPACT_API_KEYS: `e2e=${GATEWAY_KEY}`,
+      COMPACT_DB: tempDb(),
+      COMPACT_BUDGET: String(budget),
+      COMPACT_STRATEGY: 'hybrid'
+    })
     servers.push(gateway)
     const { code, out } = await runClaudeCode(gateway.url)
     expect(code, out).toBe(0)
@@ -284,20 +324,33 @@ describe.skipIf(missing !== undefined)(`Claude Code ${CLAUDE_CODE_VERSION} throu
     await fake.close()
   }, 600_000)
 
-  it.each(OTHER_PACES)('runs to the scripted end at another pace ($name): every request valid, every crossing forwarded with what was at hand', async (pace) => {
-    const fake = await new FakeAnthropic().start()
-    const agent = scriptedAgent()
-    fake.fallback = (r) => (isSummaryCall(r) ? { ...summaryTiming(pace), toolInput: { objective: 'Run the scripted steps (SCRIPT-MAIN)' } } : { ...agent.reply(r), delayMs: pace.turnMs })
-    const budget = fixedTokens() + ROOM
-    const gateway = await startServer({ ANTHROPIC_API_KEY: UPSTREAM_KEY, ANTHROPIC_BASE_URL: fake.url, COMPACT_API_KEYS: `e2e=${GATEWAY_KEY}`, COMPACT_DB: tempDb(), COMPACT_BUDGET: String(budget) })
-    servers.push(gateway)
-    const { code, out } = await runClaudeCode(gateway.url)
-    expect(code, out).toBe(0)
-    expect(out).toContain('SCRIPT-END reached.')
-    expect(fake.refused).toEqual([])
-    const run = boundedRun(gateway, budget)
-    paceReport('claude-code', pace, run, fake.requests.filter(isSummaryCall).length)
-    gateway.child.kill('SIGTERM')
-    await fake.close()
-  }, 600_000)
+  it.each(OTHER_PACES)(
+    'runs to the scripted end at another pace ($name): every request valid, every crossing forwarded with what was at hand',
+    async (pace) => {
+      const fake = await new FakeAnthropic().start()
+      const agent = scriptedAgent()
+      fake.fallback = (r) =>
+        isSummaryCall(r)
+          ? { ...summaryTiming(pace), toolInput: { objective: 'Run the scripted steps (SCRIPT-MAIN)' } }
+          : { ...agent.reply(r), delayMs: pace.turnMs }
+      const budget = fixedTokens() + ROOM
+      const gateway = await startServer({
+        ANTHROPIC_API_KEY: UPSTREAM_KEY,
+        ANTHROPIC_BASE_URL: fake.url,
+        COMPACT_API_KEYS: `e2e=${GATEWAY_KEY}`,
+        COMPACT_DB: tempDb(),
+        COMPACT_BUDGET: String(budget)
+      })
+      servers.push(gateway)
+      const { code, out } = await runClaudeCode(gateway.url)
+      expect(code, out).toBe(0)
+      expect(out).toContain('SCRIPT-END reached.')
+      expect(fake.refused).toEqual([])
+      const run = boundedRun(gateway, budget)
+      paceReport('claude-code', pace, run, fake.requests.filter(isSummaryCall).length)
+      gateway.child.kill('SIGTERM')
+      await fake.close()
+    },
+    600_000
+  )
 })

@@ -3,7 +3,21 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { FakeOpenAi, type FakeOpenAiReply, type OpenAiRequest } from '../helpers/fake-openai.js'
-import { boundedRun, changes, crossingFigures, expectScriptEnd, listedCompactions, openAiFixedTokens, openAiGateway, OTHER_PACES, type Pace, paceReport, runClient, summaryTiming, writeReport } from '../helpers/e2e.js'
+import {
+  boundedRun,
+  changes,
+  crossingFigures,
+  expectScriptEnd,
+  listedCompactions,
+  openAiFixedTokens,
+  openAiGateway,
+  OTHER_PACES,
+  type Pace,
+  paceReport,
+  runClient,
+  summaryTiming,
+  writeReport
+} from '../helpers/e2e.js'
 import { type ServerProcess, installedClient } from '../helpers/process.js'
 
 /**
@@ -40,7 +54,19 @@ function scripted(pace: Pace = { name: 'own', turnMs: TURN_MS, summaryMs: MODEL_
     const last = inputOf(r).at(-1)
     const done = typeof last?.call_id === 'string' ? Number(/^call_step_(\d+)$/.exec(last.call_id)?.[1] ?? -1) : -1
     const step = done + 1
-    if (step >= STEPS) return { delayMs: pace.turnMs, output: [{ type: 'message', id: `msg_end_${step}`, status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'SCRIPT-END reached.', annotations: [] }] }] }
+    if (step >= STEPS)
+      return {
+        delayMs: pace.turnMs,
+        output: [
+          {
+            type: 'message',
+            id: `msg_end_${step}`,
+            status: 'completed',
+            role: 'assistant',
+            content: [{ type: 'output_text', text: 'SCRIPT-END reached.', annotations: [] }]
+          }
+        ]
+      }
     handed.add(step)
     const code = `text("step ${step} output\\n" + Array.from({ length: ${OUTPUT_LINES} }, (_, i) => "step ${step} line " + i + " of the build log, with some words to read").join("\\n"))`
     return {
@@ -59,11 +85,16 @@ async function runCodex(baseUrl: string): Promise<{ code: number | null; out: st
   const home = mkdtempSync(join(tmpdir(), 'cg-e2e-codex-home-'))
   const work = mkdtempSync(join(tmpdir(), 'cg-e2e-codex-work-'))
   const provider = `{ name = "gateway", base_url = "${baseUrl}/v1", env_key = "GATEWAY_KEY", wire_api = "responses" }`
-  return runClient(process.execPath, [BIN, 'exec', '--skip-git-repo-check', '-c', 'model_provider="gateway"', '-c', `model_providers.gateway=${provider}`, 'Run the scripted steps one by one.'], work, {
-    HOME: home,
-    CODEX_HOME: home,
-    GATEWAY_KEY
-  })
+  return runClient(
+    process.execPath,
+    [BIN, 'exec', '--skip-git-repo-check', '-c', 'model_provider="gateway"', '-c', `model_providers.gateway=${provider}`, 'Run the scripted steps one by one.'],
+    work,
+    {
+      HOME: home,
+      CODEX_HOME: home,
+      GATEWAY_KEY
+    }
+  )
 }
 
 /** Codex run through `gateway` to the scripted end: every step handed out, and every request the upstream was sent taken. */
@@ -133,17 +164,21 @@ describe.skipIf(missing !== undefined)(`Codex CLI ${CODEX_VERSION} through the g
     await fake.close()
   }, 600_000)
 
-  it.each(OTHER_PACES)('runs to the scripted end at another pace ($name): every request valid, every crossing forwarded with what was at hand', async (pace) => {
-    expect(fixed, 'the first run measured what Codex sends every turn').toBeGreaterThan(0)
-    const fake = await new FakeOpenAi().start()
-    const script = scripted(pace)
-    fake.fallback = script.reply
-    const budget = fixed + ROOM
-    const gateway = await openAiGateway(fake.url, UPSTREAM_KEY, GATEWAY_KEY, { budget, summaryModel: 'gpt-summarizer' })
-    servers.push(gateway)
-    await runToScriptEnd(gateway, fake, script)
-    paceReport('codex', pace, boundedRun(gateway, budget), fake.requests.filter(isSummaryCall).length)
-    gateway.child.kill('SIGTERM')
-    await fake.close()
-  }, 600_000)
+  it.each(OTHER_PACES)(
+    'runs to the scripted end at another pace ($name): every request valid, every crossing forwarded with what was at hand',
+    async (pace) => {
+      expect(fixed, 'the first run measured what Codex sends every turn').toBeGreaterThan(0)
+      const fake = await new FakeOpenAi().start()
+      const script = scripted(pace)
+      fake.fallback = script.reply
+      const budget = fixed + ROOM
+      const gateway = await openAiGateway(fake.url, UPSTREAM_KEY, GATEWAY_KEY, { budget, summaryModel: 'gpt-summarizer' })
+      servers.push(gateway)
+      await runToScriptEnd(gateway, fake, script)
+      paceReport('codex', pace, boundedRun(gateway, budget), fake.requests.filter(isSummaryCall).length)
+      gateway.child.kill('SIGTERM')
+      await fake.close()
+    },
+    600_000
+  )
 })

@@ -24,11 +24,18 @@ const BUDGET = 70_000
 
 /** The script: each answer runs the next step's command (found from the newest output), then the end. */
 function script(body: GeminiRequest['body']): Record<string, unknown>[] {
-  const outputs = (body.contents ?? []).flatMap((c) => c.parts.map((p) => JSON.stringify((p.functionResponse as { response?: unknown } | undefined)?.response ?? '')))
+  const outputs = (body.contents ?? []).flatMap((c) =>
+    c.parts.map((p) => JSON.stringify((p.functionResponse as { response?: unknown } | undefined)?.response ?? ''))
+  )
   const done = [...outputs.join('\n').matchAll(/step (\d+) output line/g)].map((m) => Number(m[1]))
   const next = done.length === 0 ? 0 : Math.max(...done) + 1
   if (next >= STEPS) return [{ text: 'SCRIPT-END reached.' }]
-  return [{ functionCall: { name: 'run_shell_command', args: { command: `seq 1 700 | sed 's/^/step ${next} output line /'`, description: `Print step ${next}` } }, thoughtSignature: Buffer.from(`signature of step ${next}`).toString('base64') }]
+  return [
+    {
+      functionCall: { name: 'run_shell_command', args: { command: `seq 1 700 | sed 's/^/step ${next} output line /'`, description: `Print step ${next}` } },
+      thoughtSignature: Buffer.from(`signature of step ${next}`).toString('base64')
+    }
+  ]
 }
 
 /** Gemini CLI run to its end in non-interactive mode against `baseUrl`, with a home (its settings: API-key auth, no folder trust prompt) and a work folder of its own. */
@@ -38,7 +45,12 @@ async function runGeminiCli(baseUrl: string): Promise<{ code: number | null; out
   mkdirSync(join(home, '.gemini'), { recursive: true })
   writeFileSync(
     join(home, '.gemini', 'settings.json'),
-    JSON.stringify({ security: { auth: { selectedType: 'gemini-api-key' }, folderTrust: { enabled: false } }, general: { disableAutoUpdate: true }, privacy: { usageStatisticsEnabled: false }, telemetry: { enabled: false } })
+    JSON.stringify({
+      security: { auth: { selectedType: 'gemini-api-key' }, folderTrust: { enabled: false } },
+      general: { disableAutoUpdate: true },
+      privacy: { usageStatisticsEnabled: false },
+      telemetry: { enabled: false }
+    })
   )
   return runClient(process.execPath, [BIN, '-p', 'Run the scripted steps one by one.', '--yolo'], work, {
     HOME: home,
@@ -61,7 +73,13 @@ describe.skipIf(missing !== undefined)(`Gemini CLI ${GEMINI_CLI_VERSION} through
     fake.requireSignatures = true
     fake.script = script
     fake.delayMs = TURN_MS
-    const gateway = await startServer({ GEMINI_API_KEY: UPSTREAM_KEY, GOOGLE_GEMINI_BASE_URL: fake.url, COMPACT_API_KEYS: `e2e=${GATEWAY_KEY}`, COMPACT_DB: tempDb(), COMPACT_BUDGET: String(BUDGET) })
+    const gateway = await startServer({
+      GEMINI_API_KEY: UPSTREAM_KEY,
+      GOOGLE_GEMINI_BASE_URL: fake.url,
+      COMPACT_API_KEYS: `e2e=${GATEWAY_KEY}`,
+      COMPACT_DB: tempDb(),
+      COMPACT_BUDGET: String(BUDGET)
+    })
     servers.push(gateway)
     const run = await runGeminiCli(gateway.url)
     expect(run.code, run.out).toBe(0)
@@ -71,40 +89,52 @@ describe.skipIf(missing !== undefined)(`Gemini CLI ${GEMINI_CLI_VERSION} through
     // every step ran: the newest output of the last turn is the last step's
     expect(JSON.stringify(turns.at(-1)?.body.contents?.at(-1) ?? '')).toContain(`step ${STEPS - 1} output line`)
     const bounded = boundedRun(gateway, BUDGET)
-    const listed = (await (await fetch(`${gateway.url}/v1/sessions`, { headers: { 'x-api-key': GATEWAY_KEY } })).json()) as { sessions: { compactions: number }[] }
+    const listed = (await (await fetch(`${gateway.url}/v1/sessions`, { headers: { 'x-api-key': GATEWAY_KEY } })).json()) as {
+      sessions: { compactions: number }[]
+    }
     expect(listed.sessions.reduce((n, s) => n + s.compactions, 0)).toBe(bounded.compactions.length)
-    writeReport('gemini-cli', { client: `gemini-cli ${GEMINI_CLI_VERSION}`, budget: BUDGET, requests: fake.requests.length, turns: turns.length, ...crossingFigures(bounded.proxied, bounded.compactions, TURN_MS) })
+    writeReport('gemini-cli', {
+      client: `gemini-cli ${GEMINI_CLI_VERSION}`,
+      budget: BUDGET,
+      requests: fake.requests.length,
+      turns: turns.length,
+      ...crossingFigures(bounded.proxied, bounded.compactions, TURN_MS)
+    })
     gateway.child.kill('SIGTERM')
     await fake.close()
   }, 600_000)
 
   /** Gemini writing the gateway's summaries (COMPACT_SUMMARIZER=gemini), at the paces the other clients run: 1.5 s turns with 8 s summaries, turns back to back, a model that never answers. */
   const PACES: Pace[] = [{ name: 'gemini-summaries', turnMs: 1_500, summaryMs: 8_000 }, ...OTHER_PACES]
-  it.each(PACES)('runs to the scripted end at a pace ($name), Gemini writing the summaries: every request valid, every crossing forwarded with what was at hand', async (pace) => {
-    const fake = await new FakeGemini().start()
-    fake.key = UPSTREAM_KEY
-    fake.requireSignatures = true
-    fake.script = script
-    fake.delayMs = pace.turnMs
-    fake.summaryDelayMs = pace.summaryMs
-    fake.summaries = [{ args: { objective: 'Run the scripted steps (SCRIPT-MAIN)', next_steps: ['Run the next scripted step'] } }]
-    const gateway = await startServer({
-      GEMINI_API_KEY: UPSTREAM_KEY,
-      GOOGLE_GEMINI_BASE_URL: fake.url,
-      COMPACT_API_KEYS: `e2e=${GATEWAY_KEY}`,
-      COMPACT_DB: tempDb(),
-      COMPACT_BUDGET: String(BUDGET),
-      COMPACT_SUMMARIZER: 'gemini',
-      COMPACT_MODEL: 'gemini-summary'
-    })
-    servers.push(gateway)
-    const run = await runGeminiCli(gateway.url)
-    expect(run.code, run.out).toBe(0)
-    expect(run.out).toContain('SCRIPT-END reached.')
-    expect(fake.refused).toEqual([])
-    const summaryCalls = fake.requests.filter((r) => r.raw.includes('"record_summary"')).length
-    paceReport('gemini-cli', pace, boundedRun(gateway, BUDGET), summaryCalls)
-    gateway.child.kill('SIGKILL')
-    await fake.close()
-  }, 600_000)
+  it.each(PACES)(
+    'runs to the scripted end at a pace ($name), Gemini writing the summaries: every request valid, every crossing forwarded with what was at hand',
+    async (pace) => {
+      const fake = await new FakeGemini().start()
+      fake.key = UPSTREAM_KEY
+      fake.requireSignatures = true
+      fake.script = script
+      fake.delayMs = pace.turnMs
+      fake.summaryDelayMs = pace.summaryMs
+      fake.summaries = [{ args: { objective: 'Run the scripted steps (SCRIPT-MAIN)', next_steps: ['Run the next scripted step'] } }]
+      const gateway = await startServer({
+        GEMINI_API_KEY: UPSTREAM_KEY,
+        GOOGLE_GEMINI_BASE_URL: fake.url,
+        COMPACT_API_KEYS: `e2e=${GATEWAY_KEY}`,
+        COMPACT_DB: tempDb(),
+        COMPACT_BUDGET: String(BUDGET),
+        COMPACT_SUMMARIZER: 'gemini',
+        COMPACT_MODEL: 'gemini-summary'
+      })
+      servers.push(gateway)
+      const run = await runGeminiCli(gateway.url)
+      expect(run.code, run.out).toBe(0)
+      expect(run.out).toContain('SCRIPT-END reached.')
+      expect(fake.refused).toEqual([])
+      const summaryCalls = fake.requests.filter((r) => r.raw.includes('"record_summary"')).length
+      paceReport('gemini-cli', pace, boundedRun(gateway, BUDGET), summaryCalls)
+      gateway.child.kill('SIGKILL')
+      await fake.close()
+    },
+    600_000
+  )
 })

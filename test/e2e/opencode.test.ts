@@ -3,7 +3,21 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { FakeOpenAi, type FakeOpenAiReply, type OpenAiRequest } from '../helpers/fake-openai.js'
-import { boundedRun, changes, crossingFigures, expectScriptEnd, listedCompactions, openAiFixedTokens, openAiGateway, OTHER_PACES, type Pace, paceReport, runClient, summaryTiming, writeReport } from '../helpers/e2e.js'
+import {
+  boundedRun,
+  changes,
+  crossingFigures,
+  expectScriptEnd,
+  listedCompactions,
+  openAiFixedTokens,
+  openAiGateway,
+  OTHER_PACES,
+  type Pace,
+  paceReport,
+  runClient,
+  summaryTiming,
+  writeReport
+} from '../helpers/e2e.js'
 import { type ServerProcess, installedClient, startServer, tempDb } from '../helpers/process.js'
 
 /**
@@ -38,7 +52,10 @@ const isTitleCall = (r: OpenAiRequest): boolean => !isSummaryCall(r) && !isClien
 const messagesOf = (r: OpenAiRequest): OpenAiRequest['body']['messages'] => r.body.messages
 
 /** The script: each answer reads the next LINES lines (found from the last call's result), then the end. */
-function scripted(file: string, pace: Pace = { name: 'own', turnMs: TURN_MS, summaryMs: MODEL_MS }): { reply: (r: OpenAiRequest) => FakeOpenAiReply; handed: Set<number> } {
+function scripted(
+  file: string,
+  pace: Pace = { name: 'own', turnMs: TURN_MS, summaryMs: MODEL_MS }
+): { reply: (r: OpenAiRequest) => FakeOpenAiReply; handed: Set<number> } {
   const handed = new Set<number>()
   const reply = (r: OpenAiRequest): FakeOpenAiReply => {
     if (isSummaryCall(r)) return { ...summaryTiming(pace), toolInput: { objective: 'Read the build log in steps (SCRIPT-MAIN)' } }
@@ -58,7 +75,10 @@ function scripted(file: string, pace: Pace = { name: 'own', turnMs: TURN_MS, sum
 function workFolder(): { work: string; file: string } {
   const work = mkdtempSync(join(tmpdir(), 'cg-e2e-opencode-work-'))
   const file = join(work, 'build.log')
-  const lines = Array.from({ length: STEPS * LINES + 10 }, (_, i) => `line ${i} of the build log: compiling module_${i % 97} with -O2 -Wall, ${(i * 7919) % 100_003} symbols resolved`)
+  const lines = Array.from(
+    { length: STEPS * LINES + 10 },
+    (_, i) => `line ${i} of the build log: compiling module_${i % 97} with -O2 -Wall, ${(i * 7919) % 100_003} symbols resolved`
+  )
   writeFileSync(file, `${lines.join('\n')}\n`)
   return { work, file }
 }
@@ -68,7 +88,14 @@ async function runOpencode(baseUrl: string, work: string): Promise<{ code: numbe
   const home = mkdtempSync(join(tmpdir(), 'cg-e2e-opencode-home-'))
   const config = {
     $schema: 'https://opencode.ai/config.json',
-    provider: { gateway: { npm: '@ai-sdk/openai-compatible', name: 'gateway', options: { baseURL: `${baseUrl}/v1`, apiKey: GATEWAY_KEY }, models: { [AGENT_MODEL]: { name: AGENT_MODEL } } } },
+    provider: {
+      gateway: {
+        npm: '@ai-sdk/openai-compatible',
+        name: 'gateway',
+        options: { baseURL: `${baseUrl}/v1`, apiKey: GATEWAY_KEY },
+        models: { [AGENT_MODEL]: { name: AGENT_MODEL } }
+      }
+    },
     model: `gateway/${AGENT_MODEL}`
   }
   return runClient(BIN, ['run', '--auto', 'Read build.log step by step.'], work, {
@@ -203,18 +230,22 @@ describe.skipIf(missing !== undefined)(`opencode ${OPENCODE_VERSION} through the
     await fake.close()
   }, 600_000)
 
-  it.each(OTHER_PACES)('runs to the scripted end at another pace ($name): every request valid, every crossing forwarded with what was at hand', async (pace) => {
-    expect(fixed, 'the first run measured what opencode sends every turn').toBeGreaterThan(0)
-    const fake = await new FakeOpenAi().start()
-    const { work, file } = workFolder()
-    const script = scripted(file, pace)
-    fake.fallback = script.reply
-    const budget = fixed + ROOM
-    const gateway = await openAiGateway(fake.url, UPSTREAM_KEY, GATEWAY_KEY, { budget, summaryModel: SUMMARY_MODEL })
-    servers.push(gateway)
-    await runToScriptEnd(gateway, fake, script, work)
-    paceReport('opencode', pace, boundedRun(gateway, budget), fake.requests.filter(isSummaryCall).length)
-    gateway.child.kill('SIGTERM')
-    await fake.close()
-  }, 600_000)
+  it.each(OTHER_PACES)(
+    'runs to the scripted end at another pace ($name): every request valid, every crossing forwarded with what was at hand',
+    async (pace) => {
+      expect(fixed, 'the first run measured what opencode sends every turn').toBeGreaterThan(0)
+      const fake = await new FakeOpenAi().start()
+      const { work, file } = workFolder()
+      const script = scripted(file, pace)
+      fake.fallback = script.reply
+      const budget = fixed + ROOM
+      const gateway = await openAiGateway(fake.url, UPSTREAM_KEY, GATEWAY_KEY, { budget, summaryModel: SUMMARY_MODEL })
+      servers.push(gateway)
+      await runToScriptEnd(gateway, fake, script, work)
+      paceReport('opencode', pace, boundedRun(gateway, budget), fake.requests.filter(isSummaryCall).length)
+      gateway.child.kill('SIGTERM')
+      await fake.close()
+    },
+    600_000
+  )
 })

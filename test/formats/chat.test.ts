@@ -7,13 +7,22 @@ import { ExtractiveSummarizer } from '../../src/summarizer/extractive.js'
 import { chatCompletionsRefusal } from '../helpers/fake-openai.js'
 
 type Item = Record<string, unknown>
-const deps = { defaults: { budgetTokens: 45_000 as const, keepTurns: 8 }, extractive: new ExtractiveSummarizer(), newId: () => 'cmp_chat', now: () => performance.now() }
+const deps = {
+  defaults: { budgetTokens: 45_000 as const, keepTurns: 8 },
+  extractive: new ExtractiveSummarizer(),
+  newId: () => 'cmp_chat',
+  now: () => performance.now()
+}
 
 const system = { role: 'system', content: 'You are a coding agent. Use the tools.' }
 const developer = { role: 'developer', content: [{ type: 'text', text: 'Prefer small diffs.' }] }
 /** One agent step: the assistant calls the shell (n parallel calls), the tools answer. */
 function step(k: number, output: string, n = 1): Item[] {
-  const calls = Array.from({ length: n }, (_, j) => ({ id: `call_${k}_${j}`, type: 'function', function: { name: 'shell', arguments: JSON.stringify({ command: `npm test -- part${k}_${j}` }) } }))
+  const calls = Array.from({ length: n }, (_, j) => ({
+    id: `call_${k}_${j}`,
+    type: 'function',
+    function: { name: 'shell', arguments: JSON.stringify({ command: `npm test -- part${k}_${j}` }) }
+  }))
   return [{ role: 'assistant', content: null, tool_calls: calls }, ...calls.map((c) => ({ role: 'tool', tool_call_id: c.id, content: output }))]
 }
 function agentHistory(steps: number, output = (k: number) => `FAIL test/part${k}.test.ts\n${'x'.repeat(1_500)}`): Item[] {
@@ -70,14 +79,26 @@ describe('Chat Completions histories', () => {
   })
 
   it('refuses, naming the message, what the API refuses: an output answering no call, a call left unanswered, an unknown role', async () => {
-    const answersNothing = [{ role: 'user', content: 'hi' }, { role: 'tool', tool_call_id: 'call_x', content: 'out' }]
+    const answersNothing = [
+      { role: 'user', content: 'hi' },
+      { role: 'tool', tool_call_id: 'call_x', content: 'out' }
+    ]
     await expect(compact(answersNothing)).rejects.toMatchObject({ status: 422, options: { path: '/messages/1' } })
     const unanswered = [{ role: 'user', content: 'hi' }, ...step(0, 'o').slice(0, 1), { role: 'user', content: 'and?' }, { role: 'assistant', content: 'ok' }]
     await expect(compact(unanswered)).rejects.toMatchObject({ status: 422, options: { path: '/messages/1' } })
     const [calls, first, second] = step(0, 'o', 2)
     const interrupted = [{ role: 'user', content: 'hi' }, calls!, first!, { role: 'user', content: 'wait' }, second!]
-    await expect(compact(interrupted)).rejects.toMatchObject({ status: 422, options: { path: '/messages/1' }, message: expect.stringContaining('call "call_0_1" has no output before messages[3]') })
-    await expect(compact([{ role: 'user', content: 'hi' }, { role: 'function', content: 'x' }])).rejects.toMatchObject({ status: 400, options: { path: '/messages/1/role' } })
+    await expect(compact(interrupted)).rejects.toMatchObject({
+      status: 422,
+      options: { path: '/messages/1' },
+      message: expect.stringContaining('call "call_0_1" has no output before messages[3]')
+    })
+    await expect(
+      compact([
+        { role: 'user', content: 'hi' },
+        { role: 'function', content: 'x' }
+      ])
+    ).rejects.toMatchObject({ status: 400, options: { path: '/messages/1/role' } })
     await expect(compact([system])).rejects.toMatchObject({ status: 400 })
   })
 
@@ -92,7 +113,10 @@ describe('Chat Completions histories', () => {
     let compactedRuns = 0
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.record({ calls: fc.integer({ min: 0, max: 3 }), size: fc.integer({ min: 0, max: 30_000 }), emoji: fc.boolean(), talk: fc.boolean() }), { minLength: 1, maxLength: 60 }),
+        fc.array(fc.record({ calls: fc.integer({ min: 0, max: 3 }), size: fc.integer({ min: 0, max: 30_000 }), emoji: fc.boolean(), talk: fc.boolean() }), {
+          minLength: 1,
+          maxLength: 60
+        }),
         fc.integer({ min: 2_000, max: 40_000 }),
         fc.constantFrom('auto', 'manual'),
         async (steps, budget, mode) => {

@@ -8,16 +8,40 @@ import { ExtractiveSummarizer } from '../../src/summarizer/extractive.js'
 
 type Content = { role?: string; parts: Record<string, unknown>[] }
 
-const deps = (): CompactDeps => ({ defaults: { budgetTokens: 45_000, keepTurns: 4 }, extractive: new ExtractiveSummarizer(), newId: () => 'cmp_1', now: () => 0 })
+const deps = (): CompactDeps => ({
+  defaults: { budgetTokens: 45_000, keepTurns: 4 },
+  extractive: new ExtractiveSummarizer(),
+  newId: () => 'cmp_1',
+  now: () => 0
+})
 
 /** A Gemini CLI session: its tools' calls (with ids, as it sends them), a thought part with its signature, outputs as `response.output`. */
 function session(steps: number, chars = 3_000): Content[] {
   const contents: Content[] = [{ role: 'user', parts: [{ text: 'Fix the failing parser test in src/parser.ts' }] }]
   for (let i = 0; i < steps; i++) {
     const tool = i % 3 === 0 ? 'read_file' : i % 3 === 1 ? 'run_shell_command' : 'replace'
-    const args = tool === 'read_file' ? { absolute_path: `/work/src/part_${i}.ts` } : tool === 'run_shell_command' ? { command: `npm test -- part_${i}` } : { file_path: `/work/src/part_${i}.ts`, old_string: 'a', new_string: 'b' }
-    contents.push({ role: 'model', parts: [{ thought: true, text: `thinking about step ${i}`, thoughtSignature: `sig-${i}` }, { functionCall: { id: `call-${i}`, name: tool, args } }] })
-    contents.push({ role: 'user', parts: [{ functionResponse: { id: `call-${i}`, name: tool, response: { output: `${tool} ${i}: ${'o'.repeat(chars)}${i === 4 ? '\nFAIL src/parser.test.ts > parses\nError: expected 1 to be 2' : ''}` } } }] })
+    const args =
+      tool === 'read_file'
+        ? { absolute_path: `/work/src/part_${i}.ts` }
+        : tool === 'run_shell_command'
+          ? { command: `npm test -- part_${i}` }
+          : { file_path: `/work/src/part_${i}.ts`, old_string: 'a', new_string: 'b' }
+    contents.push({
+      role: 'model',
+      parts: [{ thought: true, text: `thinking about step ${i}`, thoughtSignature: `sig-${i}` }, { functionCall: { id: `call-${i}`, name: tool, args } }]
+    })
+    contents.push({
+      role: 'user',
+      parts: [
+        {
+          functionResponse: {
+            id: `call-${i}`,
+            name: tool,
+            response: { output: `${tool} ${i}: ${'o'.repeat(chars)}${i === 4 ? '\nFAIL src/parser.test.ts > parses\nError: expected 1 to be 2' : ''}` }
+          }
+        }
+      ]
+    })
   }
   contents.push({ role: 'model', parts: [{ text: 'Ran every step.' }] }, { role: 'user', parts: [{ text: 'Now run the whole suite' }] })
   return contents
@@ -27,8 +51,14 @@ describe('Gemini contents (format "gemini")', () => {
   it('reads calls and responses into pairs, by id, and by name and order where there is none', () => {
     const byName: Content[] = [
       { role: 'user', parts: [{ text: 'go' }] },
-      { role: 'model', parts: [{ functionCall: { name: 'read_file', args: { absolute_path: '/a' } } }, { functionCall: { name: 'read_file', args: { absolute_path: '/b' } } }] },
-      { role: 'user', parts: [{ functionResponse: { name: 'read_file', response: { output: 'A' } } }, { functionResponse: { name: 'read_file', response: { output: 'B' } } }] }
+      {
+        role: 'model',
+        parts: [{ functionCall: { name: 'read_file', args: { absolute_path: '/a' } } }, { functionCall: { name: 'read_file', args: { absolute_path: '/b' } } }]
+      },
+      {
+        role: 'user',
+        parts: [{ functionResponse: { name: 'read_file', response: { output: 'A' } } }, { functionResponse: { name: 'read_file', response: { output: 'B' } } }]
+      }
     ]
     const adapted = adaptHistory(byName, geminiRules)
     expect('kind' in adapted).toBe(false)
@@ -45,11 +75,24 @@ describe('Gemini contents (format "gemini")', () => {
 
   it('refuses what the API refuses, naming the content and part', () => {
     const cases: [Content[], RegExp][] = [
-      [[{ role: 'user', parts: [{ text: 'go' }] }, { role: 'user', parts: [{ functionResponse: { name: 'x', response: {} } }] }], /messages\[1\]: answers call "x#0"/],
+      [
+        [
+          { role: 'user', parts: [{ text: 'go' }] },
+          { role: 'user', parts: [{ functionResponse: { name: 'x', response: {} } }] }
+        ],
+        /messages\[1\]: answers call "x#0"/
+      ],
       [[{ role: 'user', parts: [] }], /messages\[0\]\.parts: a content needs at least one part/],
       [[{ role: 'assistant', parts: [{ text: 'hi' }] }], /messages\[0\]\.role: role must be "user" or "model"/],
       [[{ role: 'user', parts: [{}] }], /messages\[0\]\.parts\.0: a part must be an object with data/],
-      [[{ role: 'user', parts: [{ text: 'go' }] }, { role: 'model', parts: [{ functionCall: { name: 'f', args: {} } }] }, { role: 'model', parts: [{ text: 'again' }] }], /call "f#0" has no output/]
+      [
+        [
+          { role: 'user', parts: [{ text: 'go' }] },
+          { role: 'model', parts: [{ functionCall: { name: 'f', args: {} } }] },
+          { role: 'model', parts: [{ text: 'again' }] }
+        ],
+        /call "f#0" has no output/
+      ]
     ]
     for (const [contents, message] of cases) {
       const adapted = adaptHistory(contents as Record<string, unknown>[], geminiRules)
@@ -73,7 +116,9 @@ describe('Gemini contents (format "gemini")', () => {
     // never a response without its call: the first kept content is no user content answering calls
     expect(kept[0]!.role === 'user' && kept[0]!.parts.some((p) => p.functionResponse !== undefined)).toBe(false)
     // a thought part with its signature comes back exactly as it was, in its content
-    for (const c of kept) for (const p of c.parts) if (p.thoughtSignature !== undefined) expect(contents.some((o) => o.parts.some((q) => JSON.stringify(q) === JSON.stringify(p)))).toBe(true)
+    for (const c of kept)
+      for (const p of c.parts)
+        if (p.thoughtSignature !== undefined) expect(contents.some((o) => o.parts.some((q) => JSON.stringify(q) === JSON.stringify(p)))).toBe(true)
     expect(r.stats.context_after_compaction).toBeLessThanOrEqual(8_000)
     // the summary knows what was run and changed, in Gemini CLI's own tools
     expect(r.summary.text).toContain('src/part_2.ts')
@@ -82,16 +127,25 @@ describe('Gemini contents (format "gemini")', () => {
   it('keeps every pair and the hard bound for generated sessions (astral characters, NULs, tiny budgets)', async () => {
     const text = fc.string({ unit: 'grapheme', minLength: 1, maxLength: 200 }).map((t) => `${t}\u0000${t}`)
     await fc.assert(
-      fc.asyncProperty(fc.integer({ min: 1, max: 12 }), fc.integer({ min: 50, max: 6_000 }), text, fc.integer({ min: 1_500, max: 20_000 }), async (steps, chars, extra, budget) => {
-        const contents = session(steps, chars)
-        contents.push({ role: 'model', parts: [{ text: extra }] }, { role: 'user', parts: [{ text: extra }] })
-        const run = await runCompaction({ format: 'gemini', messages: contents, budget_tokens: budget, mode: 'manual' }, deps())
-        const r = run.response as unknown as { compacted: boolean; messages?: Content[]; stats: { context_after_compaction: number } }
-        if (!r.compacted || !r.messages) return
-        const adapted = adaptHistory(r.messages as Record<string, unknown>[], geminiRules)
-        expect('kind' in adapted ? adapted.message : '').toBe('')
-        for (const c of r.messages) for (const p of c.parts) for (const v of Object.values(p)) if (typeof v === 'string') expect(v).not.toMatch(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/)
-      }),
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 12 }),
+        fc.integer({ min: 50, max: 6_000 }),
+        text,
+        fc.integer({ min: 1_500, max: 20_000 }),
+        async (steps, chars, extra, budget) => {
+          const contents = session(steps, chars)
+          contents.push({ role: 'model', parts: [{ text: extra }] }, { role: 'user', parts: [{ text: extra }] })
+          const run = await runCompaction({ format: 'gemini', messages: contents, budget_tokens: budget, mode: 'manual' }, deps())
+          const r = run.response as unknown as { compacted: boolean; messages?: Content[]; stats: { context_after_compaction: number } }
+          if (!r.compacted || !r.messages) return
+          const adapted = adaptHistory(r.messages as Record<string, unknown>[], geminiRules)
+          expect('kind' in adapted ? adapted.message : '').toBe('')
+          for (const c of r.messages)
+            for (const p of c.parts)
+              for (const v of Object.values(p))
+                if (typeof v === 'string') expect(v).not.toMatch(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/)
+        }
+      ),
       { numRuns: 40 }
     )
   }, 60_000)

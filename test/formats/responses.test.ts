@@ -7,10 +7,19 @@ import { ExtractiveSummarizer } from '../../src/summarizer/extractive.js'
 import { responsesInputRefusal } from '../helpers/fake-openai.js'
 
 type Item = Record<string, unknown>
-const deps = { defaults: { budgetTokens: 45_000 as const, keepTurns: 8 }, extractive: new ExtractiveSummarizer(), newId: () => 'cmp_resp', now: () => performance.now() }
+const deps = {
+  defaults: { budgetTokens: 45_000 as const, keepTurns: 8 },
+  extractive: new ExtractiveSummarizer(),
+  newId: () => 'cmp_resp',
+  now: () => performance.now()
+}
 
 /** What Codex CLI sends first: its ~21 KB instructions as a developer item, its tools as an item of their own. */
-const instructions = { type: 'message', role: 'developer', content: [{ type: 'input_text', text: `You are Codex. ${'Follow the AGENTS.md rules. '.repeat(700)}` }] }
+const instructions = {
+  type: 'message',
+  role: 'developer',
+  content: [{ type: 'input_text', text: `You are Codex. ${'Follow the AGENTS.md rules. '.repeat(700)}` }]
+}
 const additionalTools = { type: 'additional_tools', tools: [{ type: 'custom', name: 'apply_patch', format: { type: 'grammar' } }] }
 const reasoning = (k: number) => ({ type: 'reasoning', id: `rs_${k}`, summary: [], encrypted_content: `gAAAA${'Zm9v'.repeat(300)}${k}` })
 
@@ -19,7 +28,12 @@ function step(k: number, output: string): Item[] {
   if (k % 4 === 3) {
     return [
       reasoning(k),
-      { type: 'custom_tool_call', call_id: `call_${k}`, name: 'apply_patch', input: `*** Begin Patch\n*** Update File: src/part${k}.ts\n@@\n-old\n+new\n*** End Patch` },
+      {
+        type: 'custom_tool_call',
+        call_id: `call_${k}`,
+        name: 'apply_patch',
+        input: `*** Begin Patch\n*** Update File: src/part${k}.ts\n@@\n-old\n+new\n*** End Patch`
+      },
       { type: 'custom_tool_call_output', call_id: `call_${k}`, output: 'Success. Updated the following files:\nM src/part' + k + '.ts' }
     ]
   }
@@ -27,27 +41,41 @@ function step(k: number, output: string): Item[] {
     reasoning(k),
     { type: 'function_call', call_id: `call_${k}`, name: 'shell', arguments: JSON.stringify({ command: ['bash', '-lc', `cargo test part${k}`] }) },
     { type: 'function_call_output', call_id: `call_${k}`, output },
-    ...(k % 5 === 4 ? [{ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: `Step ${k} done.` }] }, { type: 'message', role: 'user', content: [{ type: 'input_text', text: `go on (${k})` }] }] : [])
+    ...(k % 5 === 4
+      ? [
+          { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: `Step ${k} done.` }] },
+          { type: 'message', role: 'user', content: [{ type: 'input_text', text: `go on (${k})` }] }
+        ]
+      : [])
   ]
 }
 
 function codexHistory(steps: number, output = (k: number) => `error[E0308]: mismatched types in src/part${k}.rs\n${'x'.repeat(1_200)}`): Item[] {
-  const items: Item[] = [instructions, additionalTools, { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Fix the failing cargo tests.' }] }]
+  const items: Item[] = [
+    instructions,
+    additionalTools,
+    { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Fix the failing cargo tests.' }] }
+  ]
   for (let k = 0; k < steps; k++) items.push(...step(k, output(k)))
   items.push({ role: 'user', content: 'Now run the whole suite.' })
   return items
 }
 
-const compact = (messages: Item[], extra: Record<string, unknown> = {}) => runCompaction({ format: 'openai-responses', messages, mode: 'manual', ...extra }, deps)
+const compact = (messages: Item[], extra: Record<string, unknown> = {}) =>
+  runCompaction({ format: 'openai-responses', messages, mode: 'manual', ...extra }, deps)
 
 describe('Responses API input items', () => {
-  it("compact a Codex session: its instructions as sent, a summary item, its own items from a turn on; reasoning kept with its call; an input the API takes", async () => {
+  it('compact a Codex session: its instructions as sent, a summary item, its own items from a turn on; reasoning kept with its call; an input the API takes', async () => {
     const items = codexHistory(40)
     const { response } = await compact(items, { budget_tokens: 20_000 })
     if (!response.compacted) throw new Error('not compacted')
     const out = response.messages as unknown as Item[]
     expect(out[0]).toBe(instructions)
-    expect(out[1]).toMatchObject({ type: 'message', role: 'user', content: [{ type: 'input_text', text: expect.stringContaining('<compaction-summary') }, { type: 'input_text' }] })
+    expect(out[1]).toMatchObject({
+      type: 'message',
+      role: 'user',
+      content: [{ type: 'input_text', text: expect.stringContaining('<compaction-summary') }, { type: 'input_text' }]
+    })
     expect(out.slice(2)).toEqual(items.slice(response.kept_from))
     const first = items[response.kept_from]!
     // the tail opens a turn: never an output without its call, never a call without the reasoning before it
@@ -80,10 +108,23 @@ describe('Responses API input items', () => {
   })
 
   it('refuses, naming the item, an output that answers no call and a call left without its output', async () => {
-    await expect(compact([{ role: 'user', content: 'hi' }, { type: 'function_call_output', call_id: 'nope', output: 'x' }])).rejects.toMatchObject({ status: 422, options: { path: '/messages/1' } })
-    const open = [{ role: 'user', content: 'hi' }, { type: 'function_call', call_id: 'c1', name: 'shell', arguments: '{}' }, { role: 'user', content: 'and?' }, { type: 'message', role: 'assistant', content: 'ok' }]
+    await expect(
+      compact([
+        { role: 'user', content: 'hi' },
+        { type: 'function_call_output', call_id: 'nope', output: 'x' }
+      ])
+    ).rejects.toMatchObject({ status: 422, options: { path: '/messages/1' } })
+    const open = [
+      { role: 'user', content: 'hi' },
+      { type: 'function_call', call_id: 'c1', name: 'shell', arguments: '{}' },
+      { role: 'user', content: 'and?' },
+      { type: 'message', role: 'assistant', content: 'ok' }
+    ]
     await expect(compact(open)).rejects.toMatchObject({ status: 422, options: { path: '/messages/1' } })
-    await expect(compact([{ role: 'user', content: 'hi' }, { content: 'no type, no role' }])).rejects.toMatchObject({ status: 400, options: { path: '/messages/1/type' } })
+    await expect(compact([{ role: 'user', content: 'hi' }, { content: 'no type, no role' }])).rejects.toMatchObject({
+      status: 400,
+      options: { path: '/messages/1/type' }
+    })
   })
 
   it('keeps its invariants on generated sessions: an input the API takes, the bound, the client’s items as sent but the reported clips', async () => {

@@ -83,10 +83,21 @@ export function openAiFixedTokens(first: OpenAiRequest, format: 'chat' | 'respon
  * A gateway process whose OpenAI proxies reach `upstreamUrl` with `upstreamKey`, its clients holding
  * `gatewayKey`: compaction off, or past `budget` with summaries from `summaryModel` on the same upstream.
  */
-export async function openAiGateway(upstreamUrl: string, upstreamKey: string, gatewayKey: string, compaction: 'off' | { budget: number; summaryModel: string }): Promise<ServerProcess> {
+export async function openAiGateway(
+  upstreamUrl: string,
+  upstreamKey: string,
+  gatewayKey: string,
+  compaction: 'off' | { budget: number; summaryModel: string }
+): Promise<ServerProcess> {
   const common = { OPENAI_API_KEY: upstreamKey, OPENAI_BASE_URL: `${upstreamUrl}/v1`, COMPACT_API_KEYS: `e2e=${gatewayKey}` }
   if (compaction === 'off') return startServer({ ...common, COMPACT_BUDGET: 'off' })
-  return startServer({ ...common, COMPACT_SUMMARIZER: 'openai', COMPACT_MODEL: compaction.summaryModel, COMPACT_DB: tempDb(), COMPACT_BUDGET: String(compaction.budget) })
+  return startServer({
+    ...common,
+    COMPACT_SUMMARIZER: 'openai',
+    COMPACT_MODEL: compaction.summaryModel,
+    COMPACT_DB: tempDb(),
+    COMPACT_BUDGET: String(compaction.budget)
+  })
 }
 
 /** A pace an agent may run at: how long its model takes over a turn, and the summary model over a summary (or never answers). */
@@ -119,5 +130,12 @@ export function summaryTiming(pace: Pace): { delayMs: number } | { after: Promis
 export function paceReport(name: string, pace: Pace, run: { proxied: LogLine[]; compactions: LogLine[] }, summaryCalls: number): void {
   expect(run.compactions.every((c) => c.source === 'precomputed' || c.source === 'merged')).toBe(true)
   const modelMs = pace.summaryMs === 'never' ? 60_000 : pace.summaryMs
-  writeReport(`${name}-${pace.name}`, { pace: pace.name, turn_ms: pace.turnMs, summary_ms: pace.summaryMs, requests: run.proxied.length, summary_calls: summaryCalls, ...crossingFigures(run.proxied, run.compactions, modelMs) })
+  writeReport(`${name}-${pace.name}`, {
+    pace: pace.name,
+    turn_ms: pace.turnMs,
+    summary_ms: pace.summaryMs,
+    requests: run.proxied.length,
+    summary_calls: summaryCalls,
+    ...crossingFigures(run.proxied, run.compactions, modelMs)
+  })
 }

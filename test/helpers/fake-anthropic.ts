@@ -188,7 +188,13 @@ export class FakeAnthropic {
           return void res.end(JSON.stringify({ data: [model], has_more: false, first_id: model.id, last_id: model.id }))
         }
         const raw = Buffer.concat(chunks).toString('utf8')
-        const received: ReceivedRequest = { headers: req.headers, body: JSON.parse(raw) as ReceivedRequest['body'], raw, path: req.url ?? '', at: performance.now() }
+        const received: ReceivedRequest = {
+          headers: req.headers,
+          body: JSON.parse(raw) as ReceivedRequest['body'],
+          raw,
+          path: req.url ?? '',
+          at: performance.now()
+        }
         this.requests.push(received)
         // What the real API would refuse is refused here too, before any reply is taken from the queue.
         const refusal = this.checks
@@ -200,7 +206,8 @@ export class FakeAnthropic {
           res.end(JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: refusal } }))
           return
         }
-        const cached = this.checks && received.path.startsWith('/v1/messages') && !received.path.includes('count_tokens') ? this.cache.take(received.body) : undefined
+        const cached =
+          this.checks && received.path.startsWith('/v1/messages') && !received.path.includes('count_tokens') ? this.cache.take(received.body) : undefined
         if (cached) received.cache = cached
         const next = this.queue.shift() ?? (typeof this.fallback === 'function' ? this.fallback(received) : this.fallback)
         res.once('close', () => {
@@ -290,7 +297,12 @@ function message(model: string, reply: FakeReply, cached?: CacheUse): unknown {
     stop_reason: reply.stopReason ?? (content.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn'),
     stop_sequence: null,
     usage: cached
-      ? { input_tokens: cached.tokens - cached.read - cached.written, cache_creation_input_tokens: cached.written, cache_read_input_tokens: cached.read, output_tokens: Math.max(1, Math.ceil(JSON.stringify(content).length / 4)) }
+      ? {
+          input_tokens: cached.tokens - cached.read - cached.written,
+          cache_creation_input_tokens: cached.written,
+          cache_read_input_tokens: cached.read,
+          output_tokens: Math.max(1, Math.ceil(JSON.stringify(content).length / 4))
+        }
       : { input_tokens: 1_000 + counter, output_tokens: 100 + counter }
   }
 }

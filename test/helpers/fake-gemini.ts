@@ -30,11 +30,13 @@ export function geminiRefusal(body: unknown, requireSignatures: boolean): string
     if (!Array.isArray(c.parts) || c.parts.length === 0) return `* GenerateContentRequest.contents[${i}].parts: contents.parts must not be empty.`
     const parts = c.parts as Record<string, unknown>[]
     for (const [p, part] of parts.entries()) {
-      if (typeof part !== 'object' || part === null || Object.keys(part).filter((k) => k !== 'thoughtSignature' && k !== 'thought').length === 0) return `* GenerateContentRequest.contents[${i}].parts[${p}].data: required oneof field 'data' must have one initialized field`
+      if (typeof part !== 'object' || part === null || Object.keys(part).filter((k) => k !== 'thoughtSignature' && k !== 'thought').length === 0)
+        return `* GenerateContentRequest.contents[${i}].parts[${p}].data: required oneof field 'data' must have one initialized field`
     }
     const calls = parts.filter((p) => p.functionCall)
     if (role === 'model') {
-      if (requireSignatures && calls.length > 0 && calls[0]!.thoughtSignature === undefined) return `Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call \`default_api:${String((calls[0]!.functionCall as { name?: unknown }).name)}\` , position ${i + 1}.`
+      if (requireSignatures && calls.length > 0 && calls[0]!.thoughtSignature === undefined)
+        return `Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call \`default_api:${String((calls[0]!.functionCall as { name?: unknown }).name)}\` , position ${i + 1}.`
       const seen = new Map<string, number>()
       open = calls.map((p) => {
         const f = p.functionCall as { id?: unknown; name?: unknown }
@@ -109,7 +111,8 @@ export class FakeGemini {
           res.end(JSON.stringify(body))
         }
         const error = (code: number, status: string, message: string): void => json(code, { error: { code, message, status } })
-        if (this.key !== undefined && req.headers['x-goog-api-key'] !== this.key) return error(400, 'INVALID_ARGUMENT', 'API key not valid. Please pass a valid API key.')
+        if (this.key !== undefined && req.headers['x-goog-api-key'] !== this.key)
+          return error(400, 'INVALID_ARGUMENT', 'API key not valid. Please pass a valid API key.')
         const url = new URL(req.url ?? '/', 'http://localhost')
         if (req.method === 'GET' && url.pathname.startsWith('/v1beta/models')) {
           const model = { name: 'models/gemini-test', displayName: 'Gemini Test', supportedGenerationMethods: ['generateContent', 'countTokens'] }
@@ -132,9 +135,19 @@ export class FakeGemini {
           const answerSummary = (): void => {
             if (res.destroyed) return
             const next = (this.summaries.length > 1 ? this.summaries.shift() : this.summaries[0]) as FakeGemini['summaries'][number]
-            if ('status' in next) return error(next.status, next.status === 429 ? 'RESOURCE_EXHAUSTED' : next.status >= 500 ? 'INTERNAL' : 'INVALID_ARGUMENT', `fake ${next.status}`)
-            const parts = 'args' in next ? [{ functionCall: { name: 'record_summary', args: next.args }, thoughtSignature: 'c3VtbWFyeQ==' }] : [{ text: next.text }]
-            json(200, { candidates: [{ content: { role: 'model', parts }, finishReason: 'STOP', index: 0 }], usageMetadata: { promptTokenCount, candidatesTokenCount: 40, totalTokenCount: promptTokenCount + 40 }, modelVersion: m[1] })
+            if ('status' in next)
+              return error(
+                next.status,
+                next.status === 429 ? 'RESOURCE_EXHAUSTED' : next.status >= 500 ? 'INTERNAL' : 'INVALID_ARGUMENT',
+                `fake ${next.status}`
+              )
+            const parts =
+              'args' in next ? [{ functionCall: { name: 'record_summary', args: next.args }, thoughtSignature: 'c3VtbWFyeQ==' }] : [{ text: next.text }]
+            json(200, {
+              candidates: [{ content: { role: 'model', parts }, finishReason: 'STOP', index: 0 }],
+              usageMetadata: { promptTokenCount, candidatesTokenCount: 40, totalTokenCount: promptTokenCount + 40 },
+              modelVersion: m[1]
+            })
           }
           // a model that never answers: the request stays open until its client gives up
           if (this.summaryDelayMs === 'never') return
@@ -149,12 +162,17 @@ export class FakeGemini {
         // a request for JSON (a client's own routing or checks) gets an object of its schema
         const config = body.generationConfig as { responseMimeType?: string; responseJsonSchema?: unknown; responseSchema?: unknown } | undefined
         const jsonAsked = config?.responseMimeType === 'application/json'
-        const parts = jsonAsked ? [{ text: JSON.stringify(fromSchema(config?.responseJsonSchema ?? config?.responseSchema)) }] : (this.script?.(body) ?? [{ text: this.reply }])
+        const parts = jsonAsked
+          ? [{ text: JSON.stringify(fromSchema(config?.responseJsonSchema ?? config?.responseSchema)) }]
+          : (this.script?.(body) ?? [{ text: this.reply }])
         const send = (): void => {
           if (res.destroyed) return
           if (m[2] === 'generateContent') return json(200, answer(parts, true))
           res.writeHead(200, { 'content-type': 'text/event-stream' })
-          const texts = parts.length === 1 && typeof parts[0]!.text === 'string' ? (parts[0]!.text as string).split(' ').map((w, k) => [{ text: k === 0 ? w : ` ${w}` }]) : [parts]
+          const texts =
+            parts.length === 1 && typeof parts[0]!.text === 'string'
+              ? (parts[0]!.text as string).split(' ').map((w, k) => [{ text: k === 0 ? w : ` ${w}` }])
+              : [parts]
           texts.forEach((p, k) => res.write(`data: ${JSON.stringify(answer(p, k === texts.length - 1))}\r\n\r\n`))
           res.end()
         }

@@ -36,7 +36,12 @@ export interface OpenAiRequest {
   raw: Buffer
   body: {
     model: string
-    messages: { role: string; content?: unknown; tool_calls?: { id: string; type: string; function: { name: string; arguments: string } }[]; tool_call_id?: string }[]
+    messages: {
+      role: string
+      content?: unknown
+      tool_calls?: { id: string; type: string; function: { name: string; arguments: string } }[]
+      tool_call_id?: string
+    }[]
     tools?: { type: string; function: { name: string; description?: string; parameters?: unknown } }[]
     tool_choice?: unknown
     max_tokens?: number
@@ -49,7 +54,9 @@ const FUNCTION_NAME = /^[a-zA-Z0-9_-]{1,64}$/
 
 /** Whether a JSON text escapes half of a surrogate pair alone (the APIs refuse it). */
 function unpairedSurrogate(raw: string): boolean {
-  return /\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})/.test(raw) || /(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}/.test(raw)
+  return (
+    /\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})/.test(raw) || /(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}/.test(raw)
+  )
 }
 
 /**
@@ -61,7 +68,7 @@ function unpairedSurrogate(raw: string): boolean {
  */
 export function chatCompletionsRefusal(raw: string): string | undefined {
   if (unpairedSurrogate(raw)) {
-    return "We could not parse the JSON body of your request: it holds an unpaired surrogate"
+    return 'We could not parse the JSON body of your request: it holds an unpaired surrogate'
   }
   let body: OpenAiRequest['body']
   try {
@@ -69,7 +76,7 @@ export function chatCompletionsRefusal(raw: string): string | undefined {
   } catch {
     return 'We could not parse the JSON body of your request.'
   }
-  if (typeof body.model !== 'string' || body.model === '') return "you must provide a model parameter"
+  if (typeof body.model !== 'string' || body.model === '') return 'you must provide a model parameter'
   if (!Array.isArray(body.messages) || body.messages.length === 0) return "'messages' must be a non-empty array"
   if (body.max_tokens !== undefined && !(Number.isInteger(body.max_tokens) && body.max_tokens >= 1)) return "Invalid 'max_tokens': integer below minimum value"
   const names = new Set<string>()
@@ -77,7 +84,8 @@ export function chatCompletionsRefusal(raw: string): string | undefined {
     if (t.type !== 'function') return `Invalid value for 'tools[${i}].type'`
     if (!FUNCTION_NAME.test(t.function?.name ?? '')) return `Invalid 'tools[${i}].function.name': string does not match pattern`
     const params = t.function.parameters as { type?: string } | undefined
-    if (params !== undefined && params.type !== 'object') return `Invalid schema for function '${t.function.name}': schema must be a JSON Schema of 'type: "object"'`
+    if (params !== undefined && params.type !== 'object')
+      return `Invalid schema for function '${t.function.name}': schema must be a JSON Schema of 'type: "object"'`
     names.add(t.function.name)
   }
   const choice = body.tool_choice as { type?: string; function?: { name?: string } } | string | undefined
@@ -88,14 +96,17 @@ export function chatCompletionsRefusal(raw: string): string | undefined {
   for (const [i, m] of body.messages.entries()) {
     if (!ROLES.has(m.role)) return `Invalid value for 'messages[${i}].role'`
     if (m.role === 'tool') {
-      if (!open.includes(m.tool_call_id ?? '')) return `Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls' (messages[${i}])`
+      if (!open.includes(m.tool_call_id ?? ''))
+        return `Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls' (messages[${i}])`
       open = open.filter((id) => id !== m.tool_call_id)
       continue
     }
-    if (open.length > 0) return `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${open.join(', ')}`
+    if (open.length > 0)
+      return `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${open.join(', ')}`
     if (m.role === 'assistant' && m.tool_calls) open = m.tool_calls.map((c) => c.id)
   }
-  if (open.length > 0) return `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${open.join(', ')}`
+  if (open.length > 0)
+    return `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${open.join(', ')}`
   return undefined
 }
 
@@ -143,11 +154,14 @@ export class FakeOpenAi {
           this.gets.push({ path: req.url, headers: req.headers })
           const model = { id: 'gpt-test', object: 'model', created: 1_700_000_000, owned_by: 'fake' }
           if (req.url === '/v1/models') return json(200, { object: 'list', data: [model] })
-          return req.url === '/v1/models/gpt-test' ? json(200, model) : json(404, { error: { message: `The model '${req.url.slice(11)}' does not exist`, type: 'invalid_request_error', code: 'model_not_found' } })
+          return req.url === '/v1/models/gpt-test'
+            ? json(200, model)
+            : json(404, { error: { message: `The model '${req.url.slice(11)}' does not exist`, type: 'invalid_request_error', code: 'model_not_found' } })
         }
         const api = req.url === '/v1/chat/completions' ? 'chat' : req.url === '/v1/responses' || req.url === '/v1/responses/compact' ? 'responses' : undefined
         if (req.method !== 'POST' || !api) return json(404, { error: { message: `no route ${req.method} ${req.url}`, type: 'invalid_request_error' } })
-        if (!this.compaction && req.url === '/v1/responses/compact') return json(404, { error: { message: `no route ${req.method} ${req.url}`, type: 'invalid_request_error' } })
+        if (!this.compaction && req.url === '/v1/responses/compact')
+          return json(404, { error: { message: `no route ${req.method} ${req.url}`, type: 'invalid_request_error' } })
         const refusal = (api === 'chat' ? chatCompletionsRefusal(raw) : responsesRefusal(raw)) ?? (this.compaction ? undefined : compactionRefusal(raw))
         if (refusal) {
           this.refused.push(refusal)
@@ -159,10 +173,16 @@ export class FakeOpenAi {
         const next = this.queue.shift() ?? (typeof this.fallback === 'function' ? this.fallback(received) : this.fallback)
         const send = (): void => {
           const status = next.status ?? 200
-          if (status !== 200) return json(status, { error: { message: `fake ${status}`, type: status === 429 ? 'rate_limit_error' : 'server_error' } }, { ...retryHeaders(next.headers), ...next.headers })
+          if (status !== 200)
+            return json(
+              status,
+              { error: { message: `fake ${status}`, type: status === 429 ? 'rate_limit_error' : 'server_error' } },
+              { ...retryHeaders(next.headers), ...next.headers }
+            )
           const model = received.body.model
           if (req.url === '/v1/responses/compact') return json(200, compaction(received.body.input), next.headers)
-          if (received.body.stream !== true) return json(200, api === 'chat' ? completion(model, next, received.cache) : response(model, next, received.cache), next.headers)
+          if (received.body.stream !== true)
+            return json(200, api === 'chat' ? completion(model, next, received.cache) : response(model, next, received.cache), next.headers)
           res.writeHead(200, { 'content-type': 'text/event-stream', ...next.headers })
           const events = api === 'chat' ? chatChunks(model, next, usageAsked(received.body), received.cache) : responseEvents(model, next, received.cache)
           // a stream that breaks off does so once its first event has left
@@ -201,7 +221,13 @@ function usageAsked(body: OpenAiRequest['body']): boolean {
 function chatToolCalls(reply: FakeOpenAiReply): { id: string; type: 'function'; function: { name: string; arguments: string } }[] | undefined {
   if (reply.toolCalls) return reply.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } }))
   if (reply.text !== undefined || reply.refusal !== undefined) return undefined
-  return [{ id: `call_fake_${counter}`, type: 'function', function: { name: 'record_summary', arguments: reply.rawArguments ?? JSON.stringify(reply.toolInput ?? {}) } }]
+  return [
+    {
+      id: `call_fake_${counter}`,
+      type: 'function',
+      function: { name: 'record_summary', arguments: reply.rawArguments ?? JSON.stringify(reply.toolInput ?? {}) }
+    }
+  ]
 }
 
 function completion(model: string, reply: FakeOpenAiReply, cache: OpenAiRequest['cache']): unknown {
@@ -255,8 +281,9 @@ export function responsesInputRefusal(input: unknown): string | undefined {
 /** What a server without OpenAI's compaction refuses: `context_management`, and a `compaction` item in `input`. */
 function compactionRefusal(raw: string): string | undefined {
   const body = JSON.parse(raw) as { context_management?: unknown; input?: unknown }
-  if (body.context_management !== undefined) return "Unrecognized request argument supplied: context_management"
-  if (Array.isArray(body.input) && body.input.some((i: unknown) => (i as { type?: unknown } | null)?.type === 'compaction')) return "Invalid value: 'compaction'. Supported values are: 'message', 'function_call', 'function_call_output', 'reasoning'."
+  if (body.context_management !== undefined) return 'Unrecognized request argument supplied: context_management'
+  if (Array.isArray(body.input) && body.input.some((i: unknown) => (i as { type?: unknown } | null)?.type === 'compaction'))
+    return "Invalid value: 'compaction'. Supported values are: 'message', 'function_call', 'function_call_output', 'reasoning'."
   return undefined
 }
 
@@ -271,14 +298,22 @@ function answerText(reply: FakeOpenAiReply): string {
  */
 function compaction(input: unknown): Record<string, unknown> {
   counter++
-  const items: { type?: string; role?: string; content?: unknown }[] = Array.isArray(input) ? (input as { type?: string; role?: string }[]) : [{ role: 'user', content: String(input ?? '') }]
+  const items: { type?: string; role?: string; content?: unknown }[] = Array.isArray(input)
+    ? (input as { type?: string; role?: string }[])
+    : [{ role: 'user', content: String(input ?? '') }]
   const users = items.filter((i) => (i.type ?? 'message') === 'message' && i.role === 'user')
   return {
     id: `resp_compact_fake_${counter}`,
     object: 'response.compaction',
     created_at: Math.floor(Date.now() / 1000),
     output: [...users, { type: 'compaction', id: `cmp_fake_${counter}`, encrypted_content: `gAAAAC${'c'.repeat(40)}${items.length}` }],
-    usage: { input_tokens: 1_000 + counter, output_tokens: 10, total_tokens: 1_010 + counter, input_tokens_details: { cached_tokens: 0 }, output_tokens_details: { reasoning_tokens: 0 } }
+    usage: {
+      input_tokens: 1_000 + counter,
+      output_tokens: 10,
+      total_tokens: 1_010 + counter,
+      input_tokens_details: { cached_tokens: 0 },
+      output_tokens_details: { reasoning_tokens: 0 }
+    }
   }
 }
 
@@ -302,7 +337,14 @@ function chatChunks(model: string, reply: FakeOpenAiReply, withUsage: boolean, c
   }
   const text = answerText(reply)
   const half = Math.floor(text.length / 2)
-  return [chunk({ role: 'assistant', content: '' }, null), chunk({ content: text.slice(0, half) }, null), chunk({ content: text.slice(half) }, null), chunk({}, 'stop'), ...usage, 'data: [DONE]\n\n']
+  return [
+    chunk({ role: 'assistant', content: '' }, null),
+    chunk({ content: text.slice(0, half) }, null),
+    chunk({ content: text.slice(half) }, null),
+    chunk({}, 'stop'),
+    ...usage,
+    'data: [DONE]\n\n'
+  ]
 }
 
 /** A Responses API response object with one assistant message. */
@@ -315,7 +357,9 @@ function response(model: string, reply: FakeOpenAiReply, cache: OpenAiRequest['c
     created_at: Math.floor(Date.now() / 1000),
     status: 'completed',
     model,
-    output: reply.output ?? [{ type: 'message', id: `msg_fake_${counter}`, status: 'completed', role: 'assistant', content: [{ type: 'output_text', text, annotations: [] }] }],
+    output: reply.output ?? [
+      { type: 'message', id: `msg_fake_${counter}`, status: 'completed', role: 'assistant', content: [{ type: 'output_text', text, annotations: [] }] }
+    ],
     usage: responsesUsage(cache, 10)
   }
 }
@@ -360,12 +404,15 @@ export function responsesRefusal(raw: string): string | undefined {
   } catch {
     return 'We could not parse the JSON body of your request.'
   }
-  if (typeof body.model !== 'string' || body.model === '') return 'Missing required parameter: \'model\'.'
-  if (body.tools !== undefined && (!Array.isArray(body.tools) || body.tools.some((t) => typeof (t as { type?: unknown } | null)?.type !== 'string'))) return "Invalid type for 'tools'"
+  if (typeof body.model !== 'string' || body.model === '') return "Missing required parameter: 'model'."
+  if (body.tools !== undefined && (!Array.isArray(body.tools) || body.tools.some((t) => typeof (t as { type?: unknown } | null)?.type !== 'string')))
+    return "Invalid type for 'tools'"
   if (body.input === undefined) return undefined
   // with store: false nothing is kept upstream: a reasoning item must bring its encrypted content
   if (body.store === false && Array.isArray(body.input)) {
-    const k = body.input.findIndex((i) => (i as { type?: unknown } | null)?.type === 'reasoning' && typeof (i as { encrypted_content?: unknown }).encrypted_content !== 'string')
+    const k = body.input.findIndex(
+      (i) => (i as { type?: unknown } | null)?.type === 'reasoning' && typeof (i as { encrypted_content?: unknown }).encrypted_content !== 'string'
+    )
     if (k >= 0) return `Item 'input[${k}]' of type 'reasoning' was not found: items are not persisted when \`store\` is set to false`
   }
   return responsesInputRefusal(body.input)
@@ -380,7 +427,13 @@ function chatUsage(cache: OpenAiRequest['cache'], output: number): Record<string
 /** A Responses usage with the input's tokens and those read from cache. */
 function responsesUsage(cache: OpenAiRequest['cache'], output: number): Record<string, unknown> {
   const input = cache?.prompt ?? 1_000 + counter
-  return { input_tokens: input, output_tokens: output, total_tokens: input + output, input_tokens_details: { cached_tokens: cache?.cached ?? 0 }, output_tokens_details: { reasoning_tokens: 0 } }
+  return {
+    input_tokens: input,
+    output_tokens: output,
+    total_tokens: input + output,
+    input_tokens_details: { cached_tokens: cache?.cached ?? 0 },
+    output_tokens_details: { reasoning_tokens: 0 }
+  }
 }
 
 /** OpenAI's prompts are cached from 1,024 tokens on, in blocks of 128. */
@@ -398,7 +451,11 @@ export class PrefixCache {
   private readonly seen = new Set<string>()
 
   take(body: OpenAiRequest['body']): { prompt: number; cached: number } {
-    const parts: unknown[] = [body.tools ?? [], body.instructions ?? null, ...((Array.isArray(body.messages) ? body.messages : Array.isArray(body.input) ? body.input : [body.input]) as unknown[])]
+    const parts: unknown[] = [
+      body.tools ?? [],
+      body.instructions ?? null,
+      ...((Array.isArray(body.messages) ? body.messages : Array.isArray(body.input) ? body.input : [body.input]) as unknown[])
+    ]
     const hash = createHash('sha256')
     let chars = 0
     let cached = 0

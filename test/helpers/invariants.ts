@@ -88,11 +88,26 @@ const CHANGES: Record<string, (input: Record<string, unknown>) => unknown> = {
 
 /** The files the span's calls changed and were answered without an error: read from the history as the generator wrote it, not by the ledger. */
 function filesChanged(span: readonly Message[]): Set<string> {
-  const failed = new Set(span.flatMap((m) => blocksIn(m).filter((b) => b.type === 'tool_result' && b.is_error === true).map((b) => String(b.tool_use_id))))
-  const answered = new Set(span.flatMap((m) => blocksIn(m).filter((b) => b.type === 'tool_result').map((b) => String(b.tool_use_id))))
+  const failed = new Set(
+    span.flatMap((m) =>
+      blocksIn(m)
+        .filter((b) => b.type === 'tool_result' && b.is_error === true)
+        .map((b) => String(b.tool_use_id))
+    )
+  )
+  const answered = new Set(
+    span.flatMap((m) =>
+      blocksIn(m)
+        .filter((b) => b.type === 'tool_result')
+        .map((b) => String(b.tool_use_id))
+    )
+  )
   const paths = new Set<string>()
   for (const b of span.flatMap(blocksIn)) {
-    const path = b.type === 'tool_use' && answered.has(String(b.id)) && !failed.has(String(b.id)) ? CHANGES[String(b.name)]?.(b.input as Record<string, unknown>) : undefined
+    const path =
+      b.type === 'tool_use' && answered.has(String(b.id)) && !failed.has(String(b.id))
+        ? CHANGES[String(b.name)]?.(b.input as Record<string, unknown>)
+        : undefined
     if (typeof path === 'string') paths.add(path)
   }
   return paths
@@ -146,16 +161,17 @@ function build(h: History): Message[] {
   return messages
 }
 
-const settings = (mode: 'auto' | 'manual') => fc.record({
-  mode: fc.constant(mode),
-  budget: fc.integer({ min: 1_000, max: 60_000 }),
-  keepShare: fc.constantFrom(0.2, 0.33, 0.5),
-  keepTurns: fc.integer({ min: 1, max: 8 }),
-  /** A proxy's crossing: keep_tokens aims the cut, the newest step is clipped only to fit the budget. */
-  clipToBudget: fc.boolean(),
-  /** The provider's count of the prompt, anywhere from a tenth to ten times the estimate (the calibration's bounds and past them). */
-  calibration: fc.option(fc.double({ min: 0.05, max: 20, noNaN: true }), { freq: 3 })
-})
+const settings = (mode: 'auto' | 'manual') =>
+  fc.record({
+    mode: fc.constant(mode),
+    budget: fc.integer({ min: 1_000, max: 60_000 }),
+    keepShare: fc.constantFrom(0.2, 0.33, 0.5),
+    keepTurns: fc.integer({ min: 1, max: 8 }),
+    /** A proxy's crossing: keep_tokens aims the cut, the newest step is clipped only to fit the budget. */
+    clipToBudget: fc.boolean(),
+    /** The provider's count of the prompt, anywhere from a tenth to ten times the estimate (the calibration's bounds and past them). */
+    calibration: fc.option(fc.double({ min: 0.05, max: 20, noNaN: true }), { freq: 3 })
+  })
 
 const blocksIn = (m: Message): Block[] => (typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content)
 
@@ -186,7 +202,13 @@ function tailOf(out: Message[], input: Message[], keptFrom: number): Message[] {
 function markersOnly(m: Message): Message {
   const cut = (t: string): string => (t.length > 100 ? '\n[… 1000000 characters clipped by compaction-gateway …]\n' : t)
   const deep = (v: unknown): unknown =>
-    typeof v === 'string' ? cut(v) : Array.isArray(v) ? v.map(deep) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, deep(x)])) : v
+    typeof v === 'string'
+      ? cut(v)
+      : Array.isArray(v)
+        ? v.map(deep)
+        : v && typeof v === 'object'
+          ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, deep(x)]))
+          : v
   if (typeof m.content === 'string') return { ...m, content: cut(m.content) }
   return {
     ...m,
@@ -247,7 +269,17 @@ export function checkCompactionInvariants(mode: 'auto' | 'manual'): void {
       expect(validateHistory(input)).toBeUndefined()
       const keepTokens = Math.floor(s.budget * s.keepShare)
       const usageInputTokens = s.calibration === null ? undefined : Math.max(1, Math.round(promptTokens(input, undefined, undefined) * s.calibration))
-      const plan = planCompaction({ messages: input, mode: s.mode, budgetTokens: s.budget, sizingBudgetTokens: s.budget, keepTokens, keepTurns: s.keepTurns, usageInputTokens, dryRun: false, clipToBudget: s.clipToBudget })
+      const plan = planCompaction({
+        messages: input,
+        mode: s.mode,
+        budgetTokens: s.budget,
+        sizingBudgetTokens: s.budget,
+        keepTokens,
+        keepTurns: s.keepTurns,
+        usageInputTokens,
+        dryRun: false,
+        clipToBudget: s.clipToBudget
+      })
       if (plan.problem) {
         // Refused only when the tail does not fit even with every text in it cut to a marker.
         expect(plan.cut.overBound).toBe(true)
@@ -273,7 +305,9 @@ export function checkCompactionInvariants(mode: 'auto' | 'manual'): void {
       // what the client cannot read is never summarized: the newest such block is kept, as it came
       if (opaqueAt >= 0) {
         expect(out.kept_from).toBeLessThanOrEqual(opaqueAt)
-        const newest = blocksIn(input[opaqueAt]!).filter((b) => b.type === 'redacted_thinking').at(-1)
+        const newest = blocksIn(input[opaqueAt]!)
+          .filter((b) => b.type === 'redacted_thinking')
+          .at(-1)
         expect(JSON.stringify(messages)).toContain(JSON.stringify(newest))
       }
       // the tail is the input's suffix, except the reported clips
@@ -289,7 +323,10 @@ export function checkCompactionInvariants(mode: 'auto' | 'manual'): void {
       // (at most their prompts' text, counted here from the input) would fill more than half of a tenth;
       // the context after compaction within the budget
       if (usageInputTokens === undefined) {
-        const promptChars = input.slice(0, out.kept_from).filter((m) => m.role === 'user').reduce((n, m) => n + blocksOf(m).reduce((k, b) => k + (b.type === 'text' ? String(b.text).length : 0), 0), 0)
+        const promptChars = input
+          .slice(0, out.kept_from)
+          .filter((m) => m.role === 'user')
+          .reduce((n, m) => n + blocksOf(m).reduce((k, b) => k + (b.type === 'text' ? String(b.text).length : 0), 0), 0)
         const share = 2 * (promptChars / 4 + 4 * input.length) > Math.floor(s.budget / 10) ? 5 : 10
         expect(out.stats.summary_tokens).toBeLessThanOrEqual(Math.max(SUMMARY_FLOOR_TOKENS, Math.floor(s.budget / share)))
       }

@@ -88,7 +88,9 @@ export function messagesApiRefusal(body: unknown): string | undefined {
     for (let j = 0; j < own.length; j++) {
       const b = own[j] as Record<string, unknown>
       if (b.type === 'text' && (typeof b.text !== 'string' || b.text === '')) {
-        return isObject(b.cache_control) ? `messages.${i}.content.${j}.text: cache_control cannot be set for empty text blocks` : `messages.${i}: text content blocks must be non-empty`
+        return isObject(b.cache_control)
+          ? `messages.${i}.content.${j}.text: cache_control cannot be set for empty text blocks`
+          : `messages.${i}: text content blocks must be non-empty`
       }
     }
     if (role === 'system') {
@@ -97,23 +99,32 @@ export function messagesApiRefusal(body: unknown): string | undefined {
       if (!before) return `messages.${i}: a system message cannot be the first message`
       if (before.role === 'system' || after?.role === 'system') return `messages.${i}: consecutive system messages are not allowed`
       const lastBefore = blocks(before).at(-1)
-      if (before.role !== 'user' && lastBefore?.type !== 'server_tool_use') return `messages.${i}: a system message must immediately follow a user message or an assistant message that ends in a server tool use`
+      if (before.role !== 'user' && lastBefore?.type !== 'server_tool_use')
+        return `messages.${i}: a system message must immediately follow a user message or an assistant message that ends in a server tool use`
       if (after && after.role !== 'assistant') return `messages.${i}: a system message must be followed by an assistant message or be the last message`
       if (own.some((b) => b.type !== 'text')) return `messages.${i}: system messages support text blocks only`
       continue
     }
     if (i === 0 && role !== 'user') return 'messages.0.role: the first message must use the user role'
     // tool pairing against the previous turn
-    const calls = lastTurn?.role === 'assistant' ? blocks(lastTurn).filter((b) => b.type === 'tool_use').map((b) => String(b.id)) : []
+    const calls =
+      lastTurn?.role === 'assistant'
+        ? blocks(lastTurn)
+            .filter((b) => b.type === 'tool_use')
+            .map((b) => String(b.id))
+        : []
     if (role === 'user') {
       const results = own.filter((b) => b.type === 'tool_result')
       const firstOther = own.findIndex((b) => b.type !== 'tool_result')
       const lastResult = own.map((b) => b.type).lastIndexOf('tool_result')
       if (firstOther >= 0 && lastResult > firstOther) return `messages.${i}: tool_result blocks must come first in the content, before any other block`
-      for (const r of results) if (!calls.includes(String(r.tool_use_id))) return `messages.${i}.content: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${String(r.tool_use_id)}. Each \`tool_result\` block must have a corresponding \`tool_use\` block in the previous message.`
+      for (const r of results)
+        if (!calls.includes(String(r.tool_use_id)))
+          return `messages.${i}.content: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${String(r.tool_use_id)}. Each \`tool_result\` block must have a corresponding \`tool_use\` block in the previous message.`
       const answered = new Set(results.map((r) => String(r.tool_use_id)))
       const missing = calls.filter((id) => !answered.has(id))
-      if (missing.length > 0) return `messages.${i - 1}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${missing.join(', ')}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`
+      if (missing.length > 0)
+        return `messages.${i - 1}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${missing.join(', ')}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`
     } else if (calls.length > 0) {
       return `messages.${i - 1}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${calls.join(', ')}`
     } else if (own.some((b) => b.type === 'tool_result')) {

@@ -20,7 +20,10 @@ const pick = (alphabet: string, n: number): string => {
 /** Random text that surely mixes upper case, lower case and digits. */
 const mixed = (n: number, alphabet = ALNUM): string => `A1b${pick(alphabet, n - 3)}`
 const alnum = (n: number): string => mixed(n)
-const hex = (n: number): string => randomBytes(Math.ceil(n / 2)).toString('hex').slice(0, n)
+const hex = (n: number): string =>
+  randomBytes(Math.ceil(n / 2))
+    .toString('hex')
+    .slice(0, n)
 const b64 = (n: number): string => mixed(n, `${ALNUM}+/`)
 const b64url = (n: number): string => mixed(n, `${ALNUM}_-`)
 const digits = (n: number): string => `${randomInt(1, 10)}${pick('0123456789', n - 1)}`

@@ -21,7 +21,13 @@ async function probePostgres(): Promise<string | undefined> {
 }
 
 async function probeRedis(): Promise<string | undefined> {
-  const redis = new Redis(REDIS_URL, { lazyConnect: true, connectTimeout: 1_500, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false })
+  const redis = new Redis(REDIS_URL, {
+    lazyConnect: true,
+    connectTimeout: 1_500,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    enableOfflineQueue: false
+  })
   redis.on('error', () => undefined)
   try {
     await redis.connect()

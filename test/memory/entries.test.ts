@@ -16,8 +16,15 @@ describe('cold-layer entries', () => {
   })
 
   it('never keep a whole tool output: only the lines that say why and the evidence, capped', () => {
-    const output = [...Array.from({ length: 5_000 }, (_, i) => `noise line ${i} of a long build log`), 'src/app.py:42: error: name "x" is not defined', '3 failed, 10 passed in 1.2s'].join('\n')
-    const entries = readMemory([user('build it'), ...shellStep('a', 'make build', `${output}\n<returncode>2</returncode>`, true), assistant('it failed')], 0, { modified: [], read: [] })
+    const output = [
+      ...Array.from({ length: 5_000 }, (_, i) => `noise line ${i} of a long build log`),
+      'src/app.py:42: error: name "x" is not defined',
+      '3 failed, 10 passed in 1.2s'
+    ].join('\n')
+    const entries = readMemory([user('build it'), ...shellStep('a', 'make build', `${output}\n<returncode>2</returncode>`, true), assistant('it failed')], 0, {
+      modified: [],
+      read: []
+    })
     const kept = entries.map((e) => e.text).join('\n')
     expect(kept.length).toBeLessThan(5_000)
     expect(kept).not.toContain('noise line 2500')
@@ -29,7 +36,16 @@ describe('cold-layer entries', () => {
 
   it('keep what a successful run printed of an error, and a multi-line command whole', () => {
     const script = 'python3 -c "\nimport app\nprint(app.load())\n"'
-    const entries = readMemory([user('check it'), ...shellStep('a', script, 'ValueError: the config has no [db] section\n<returncode>0</returncode>'), ...shellStep('b', 'make lint', 'checked 40 files, 0 errors\n<returncode>0</returncode>'), assistant('the config lacks a section')], 0, { modified: [], read: [] })
+    const entries = readMemory(
+      [
+        user('check it'),
+        ...shellStep('a', script, 'ValueError: the config has no [db] section\n<returncode>0</returncode>'),
+        ...shellStep('b', 'make lint', 'checked 40 files, 0 errors\n<returncode>0</returncode>'),
+        assistant('the config lacks a section')
+      ],
+      0,
+      { modified: [], read: [] }
+    )
     const command = entries.find((e) => e.kind === 'command')
     expect(command?.text).toContain('print(app.load())')
     expect(entries.filter((e) => e.kind === 'evidence').map((e) => e.text)).toContain('python3 -c " printed: ValueError: the config has no [db] section')

@@ -24,7 +24,13 @@ async function gateway(strategy: string): Promise<{ app: App; fake: FakeAnthropi
   const fake = await new FakeAnthropic().start()
   opened.push(fake)
   fake.fallback = { text: 'ok' }
-  const app = await testApp({ ANTHROPIC_BASE_URL: fake.url, ANTHROPIC_API_KEY: 'sk-ant-upstream-clear-0000000000000', COMPACT_SUMMARIZER: 'extractive', COMPACT_STRATEGY: strategy, COMPACT_PRECOMPUTE_AT: 'off' })
+  const app = await testApp({
+    ANTHROPIC_BASE_URL: fake.url,
+    ANTHROPIC_API_KEY: 'sk-ant-upstream-clear-0000000000000',
+    COMPACT_SUMMARIZER: 'extractive',
+    COMPACT_STRATEGY: strategy,
+    COMPACT_PRECOMPUTE_AT: 'off'
+  })
   await app.listen({ port: 0, host: '127.0.0.1' })
   opened.push(app)
   const sdk = new Anthropic({ apiKey: 'unused', baseURL: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, maxRetries: 0 })
@@ -35,18 +41,32 @@ async function gateway(strategy: string): Promise<{ app: App; fake: FakeAnthropi
 function grow(steps: number, talkFrom = Infinity): Message[] {
   const messages: Message[] = [user('Make the importer tests pass')]
   for (let i = 0; i < steps; i++) {
-    const output = i === 2 ? `FAIL test/importer.test.ts > parses rows\nAssertionError: expected 3 to be 4\n${'x'.repeat(6_000)}` : `run ${i}\n${'y'.repeat(6_000)}`
-    messages.push(...shellStep(`toolu_c_${i}`, `npm test -- part ${i}`, output, i === 2), assistant(`Looked at run ${i}.`), user(i >= talkFrom ? `Here is more context for step ${i}: ${'words '.repeat(1_500)}` : 'Go on'))
+    const output =
+      i === 2 ? `FAIL test/importer.test.ts > parses rows\nAssertionError: expected 3 to be 4\n${'x'.repeat(6_000)}` : `run ${i}\n${'y'.repeat(6_000)}`
+    messages.push(
+      ...shellStep(`toolu_c_${i}`, `npm test -- part ${i}`, output, i === 2),
+      assistant(`Looked at run ${i}.`),
+      user(i >= talkFrom ? `Here is more context for step ${i}: ${'words '.repeat(1_500)}` : 'Go on')
+    )
   }
   return messages
 }
 
-describe('clearing, the proxy\'s first tier (COMPACT_STRATEGY=hybrid)', () => {
+describe("clearing, the proxy's first tier (COMPACT_STRATEGY=hybrid)", () => {
   it('clears old tool results at the crossing, keeps the prefix byte for byte until the next, and summarizes only when clearing cannot reach the target', async () => {
     const { app, fake, sdk } = await gateway('hybrid')
     const send = async (messages: Message[]): Promise<{ sent: ReceivedRequest; compaction: string | null; summary: string | null }> => {
-      const { response } = await sdk.messages.create({ model: 'claude-any', max_tokens: 16, messages: messages as Anthropic.MessageParam[] }, { headers: { 'x-compaction-budget': String(BUDGET), 'x-compaction-session': 'clear-1' } }).withResponse()
-      return { sent: fake.requests.filter((r) => !isSummaryCall(r)).at(-1)!, compaction: response.headers.get('x-compaction'), summary: response.headers.get('x-compaction-summary-id') }
+      const { response } = await sdk.messages
+        .create(
+          { model: 'claude-any', max_tokens: 16, messages: messages as Anthropic.MessageParam[] },
+          { headers: { 'x-compaction-budget': String(BUDGET), 'x-compaction-session': 'clear-1' } }
+        )
+        .withResponse()
+      return {
+        sent: fake.requests.filter((r) => !isSummaryCall(r)).at(-1)!,
+        compaction: response.headers.get('x-compaction'),
+        summary: response.headers.get('x-compaction-summary-id')
+      }
     }
     let steps = 1
     let first: Awaited<ReturnType<typeof send>> | undefined
@@ -64,7 +84,9 @@ describe('clearing, the proxy\'s first tier (COMPACT_STRATEGY=hybrid)', () => {
     const client = grow(steps)
     expect(sentMessages).toHaveLength(client.length)
     expect(first!.summary).toBeNull()
-    const results = sentMessages.flatMap((m) => (typeof m.content === 'string' ? [] : m.content.filter((b) => b.type === 'tool_result').map((b) => String(b.content))))
+    const results = sentMessages.flatMap((m) =>
+      typeof m.content === 'string' ? [] : m.content.filter((b) => b.type === 'tool_result').map((b) => String(b.content))
+    )
     expect(results.slice(-3).every((t) => !t.startsWith(CLEARED_MARK))).toBe(true)
     expect(results.slice(0, -3).some((t) => t.startsWith(CLEARED_MARK))).toBe(true)
     expect(promptTokens(sentMessages, undefined, undefined)).toBeLessThanOrEqual(BUDGET)
@@ -92,35 +114,66 @@ describe('clearing, the proxy\'s first tier (COMPACT_STRATEGY=hybrid)', () => {
   it('leaves every request as it is under COMPACT_STRATEGY=summarize (the tier is off)', async () => {
     const { fake, sdk } = await gateway('summarize')
     for (let steps = 1; steps < 12; steps++) {
-      await sdk.messages.create({ model: 'claude-any', max_tokens: 16, messages: grow(steps) as Anthropic.MessageParam[] }, { headers: { 'x-compaction-budget': String(BUDGET), 'x-compaction-session': 'summ-1' } })
+      await sdk.messages.create(
+        { model: 'claude-any', max_tokens: 16, messages: grow(steps) as Anthropic.MessageParam[] },
+        { headers: { 'x-compaction-budget': String(BUDGET), 'x-compaction-session': 'summ-1' } }
+      )
     }
-    const results = fake.requests.filter((r) => !isSummaryCall(r)).flatMap((r) => (r.body.messages as Message[]).flatMap((m) => (typeof m.content === 'string' ? [] : m.content.filter((b) => b.type === 'tool_result').map((b) => String(b.content)))))
+    const results = fake.requests
+      .filter((r) => !isSummaryCall(r))
+      .flatMap((r) =>
+        (r.body.messages as Message[]).flatMap((m) =>
+          typeof m.content === 'string' ? [] : m.content.filter((b) => b.type === 'tool_result').map((b) => String(b.content))
+        )
+      )
     expect(results.some((t) => t.startsWith(CLEARED_MARK))).toBe(false)
   })
 })
 
 describe("clearing in the other APIs' own formats", () => {
-  it('clears a Chat Completions conversation\'s old tool messages in place, the upstream taking every request', async () => {
+  it("clears a Chat Completions conversation's old tool messages in place, the upstream taking every request", async () => {
     const { FakeOpenAi } = await import('../helpers/fake-openai.js')
     const { default: OpenAI } = await import('openai')
     const fake = await new FakeOpenAi().start()
     fake.fallback = { text: 'ok' }
     opened.push(fake)
-    const app = await testApp({ OPENAI_BASE_URL: `${fake.url}/v1`, OPENAI_API_KEY: 'sk-upstream-clear-chat-000000', COMPACT_SUMMARIZER: 'extractive', COMPACT_STRATEGY: 'hybrid', COMPACT_PRECOMPUTE_AT: 'off' })
+    const app = await testApp({
+      OPENAI_BASE_URL: `${fake.url}/v1`,
+      OPENAI_API_KEY: 'sk-upstream-clear-chat-000000',
+      COMPACT_SUMMARIZER: 'extractive',
+      COMPACT_STRATEGY: 'hybrid',
+      COMPACT_PRECOMPUTE_AT: 'off'
+    })
     await app.listen({ port: 0, host: '127.0.0.1' })
     opened.push(app)
     const sdk = new OpenAI({ apiKey: 'unused', baseURL: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/v1`, maxRetries: 0 })
     const chat = (steps: number) => {
-      const messages: Record<string, unknown>[] = [{ role: 'system', content: 'You are an agent.' }, { role: 'user', content: 'Make the tests pass' }]
+      const messages: Record<string, unknown>[] = [
+        { role: 'system', content: 'You are an agent.' },
+        { role: 'user', content: 'Make the tests pass' }
+      ]
       for (let i = 0; i < steps; i++) {
-        messages.push({ role: 'assistant', content: null, tool_calls: [{ id: `call_${i}`, type: 'function', function: { name: 'bash', arguments: JSON.stringify({ command: `npm test -- ${i}` }) } }] })
-        messages.push({ role: 'tool', tool_call_id: `call_${i}`, content: `run ${i}\n${'y'.repeat(6_000)}` }, { role: 'assistant', content: `Looked at run ${i}.` }, { role: 'user', content: 'Go on' })
+        messages.push({
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: `call_${i}`, type: 'function', function: { name: 'bash', arguments: JSON.stringify({ command: `npm test -- ${i}` }) } }]
+        })
+        messages.push(
+          { role: 'tool', tool_call_id: `call_${i}`, content: `run ${i}\n${'y'.repeat(6_000)}` },
+          { role: 'assistant', content: `Looked at run ${i}.` },
+          { role: 'user', content: 'Go on' }
+        )
       }
       return messages
     }
     let crossed = -1
     for (let steps = 1; steps < 30 && crossed < 0; steps++) {
-      const { response } = await sdk.chat.completions.create({ model: 'gpt-test', messages: chat(steps) as never }, { headers: { 'x-compaction-budget': String(BUDGET), 'x-compaction-session': 'clear-chat' } }).withResponse()
+      const { response } = await sdk.chat.completions
+        .create(
+          { model: 'gpt-test', messages: chat(steps) as never },
+          { headers: { 'x-compaction-budget': String(BUDGET), 'x-compaction-session': 'clear-chat' } }
+        )
+        .withResponse()
       if (response.headers.get('x-compaction') === 'compacted') crossed = steps
     }
     expect(crossed).toBeGreaterThan(0)
@@ -131,6 +184,8 @@ describe("clearing in the other APIs' own formats", () => {
     const tools = sent.filter((m) => m.role === 'tool').map((m) => String(m.content))
     expect(tools.slice(-3).every((t) => !t.startsWith(CLEARED_MARK))).toBe(true)
     expect(tools.some((t) => t.startsWith(CLEARED_MARK))).toBe(true)
-    sent.forEach((m, i) => (m.role === 'tool' && String(m.content).startsWith(CLEARED_MARK) ? expect(m.tool_call_id).toBe(client[i]!.tool_call_id) : expect(m).toEqual(client[i])))
+    sent.forEach((m, i) =>
+      m.role === 'tool' && String(m.content).startsWith(CLEARED_MARK) ? expect(m.tool_call_id).toBe(client[i]!.tool_call_id) : expect(m).toEqual(client[i])
+    )
   })
 })

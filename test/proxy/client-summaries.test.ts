@@ -20,7 +20,12 @@ const isSummaryCall = (r: ReceivedRequest): boolean => JSON.stringify(r.body.mes
 /** The session after `steps` steps, its newest message marked for the cache as Claude Code marks it. */
 function grow(steps: number): Message[] {
   const messages: Message[] = [user('Port the storage layer in src/storage to the new driver')]
-  for (let i = 0; i < steps; i++) messages.push(...shellStep(`toolu_s_${i}`, `sed -n 1,80p src/storage/part_${i}.ts`, `part ${i}: ${'w'.repeat(1_400)}`), assistant(`Read part ${i}.`), user(`Go on with part ${i + 1}`))
+  for (let i = 0; i < steps; i++)
+    messages.push(
+      ...shellStep(`toolu_s_${i}`, `sed -n 1,80p src/storage/part_${i}.ts`, `part ${i}: ${'w'.repeat(1_400)}`),
+      assistant(`Read part ${i}.`),
+      user(`Go on with part ${i + 1}`)
+    )
   const last = messages[messages.length - 1]!
   messages[messages.length - 1] = { ...last, content: [{ type: 'text', text: String(last.content), cache_control: mark }] }
   return messages
@@ -34,7 +39,10 @@ afterEach(async () => {
 async function gateway(env: Record<string, string>): Promise<{ app: App; fake: FakeAnthropic; sdk: Anthropic }> {
   const fake = await new FakeAnthropic().start()
   opened.push(fake)
-  fake.fallback = (r) => (isSummaryCall(r) ? { text: JSON.stringify({ objective: 'Port the storage layer to the new driver (by the client model)', next_steps: ['Go on with the next part'] }) } : { text: 'ok' })
+  fake.fallback = (r) =>
+    isSummaryCall(r)
+      ? { text: JSON.stringify({ objective: 'Port the storage layer to the new driver (by the client model)', next_steps: ['Go on with the next part'] }) }
+      : { text: 'ok' }
   const app = await testApp({ ANTHROPIC_BASE_URL: fake.url, COMPACT_PRECOMPUTE_AT: '0.5', ...env })
   await app.listen({ port: 0, host: '127.0.0.1' })
   opened.push(app)
@@ -47,10 +55,21 @@ async function untilCrossing(app: App, sdk: Anthropic): Promise<{ compacted: str
   for (let steps = 1; steps < 60; steps++) {
     const messages = grow(steps)
     const { response } = await sdk.messages
-      .create({ model: 'claude-client-model', max_tokens: 64, system: SYSTEM, tools: TOOLS, messages: messages as Anthropic.MessageParam[], metadata: { user_id: 'client-summaries-1' } }, { headers: { 'x-compaction-budget': String(BUDGET), 'x-claude-code-session-id': 'client-summaries-1' } })
+      .create(
+        {
+          model: 'claude-client-model',
+          max_tokens: 64,
+          system: SYSTEM,
+          tools: TOOLS,
+          messages: messages as Anthropic.MessageParam[],
+          metadata: { user_id: 'client-summaries-1' }
+        },
+        { headers: { 'x-compaction-budget': String(BUDGET), 'x-claude-code-session-id': 'client-summaries-1' } }
+      )
       .withResponse()
     await app.proxy.compactor.idle()
-    if (response.headers.get('x-compaction') === 'compacted' && promptTokens(messages, SYSTEM, TOOLS) > BUDGET) return { compacted: response.headers.get('x-compaction-summary-id'), steps }
+    if (response.headers.get('x-compaction') === 'compacted' && promptTokens(messages, SYSTEM, TOOLS) > BUDGET)
+      return { compacted: response.headers.get('x-compaction-summary-id'), steps }
   }
   throw new Error('never crossed')
 }
@@ -84,12 +103,22 @@ describe("summaries by the client's own model, where the gateway has none", () =
     await untilCrossing(app, sdk)
     const cost = await app.inject({ method: 'GET', url: '/v1/sessions/client-summaries-1/cost' })
     expect(cost.statusCode).toBe(200)
-    const body = cost.json<{ requests: number; upstream: Record<string, number>; tokens_kept_out: number; summary_calls: number; estimate: { billed_units: number; uncompacted_units: number } }>()
+    const body = cost.json<{
+      requests: number
+      upstream: Record<string, number>
+      tokens_kept_out: number
+      summary_calls: number
+      estimate: { billed_units: number; uncompacted_units: number }
+    }>()
     // the upstream's own account of the answers it gave the client (not the summary calls): the fake bills from its cache
     const answers = fake.requests.filter((r) => !isSummaryCall(r))
     const sum = (f: (c: NonNullable<ReceivedRequest['cache']>) => number): number => answers.reduce((n, r) => n + f(r.cache!), 0)
     expect(body.requests).toBe(answers.length)
-    expect(body.upstream).toMatchObject({ cache_read_input_tokens: sum((c) => c.read), cache_creation_input_tokens: sum((c) => c.written), input_tokens: sum((c) => c.tokens - c.read - c.written) })
+    expect(body.upstream).toMatchObject({
+      cache_read_input_tokens: sum((c) => c.read),
+      cache_creation_input_tokens: sum((c) => c.written),
+      input_tokens: sum((c) => c.tokens - c.read - c.written)
+    })
     expect(body.summary_calls).toBe(1)
     expect(body.tokens_kept_out).toBeGreaterThan(0)
     expect(body.estimate.uncompacted_units).toBeGreaterThan(0)
@@ -100,7 +129,13 @@ describe("summaries by the client's own model, where the gateway has none", () =
   })
 
   it("show in the key's overview: the crossing, its wait, the client model's summary, and what was saved at the prices configured", async () => {
-    const { app, fake, sdk } = await gateway({ COMPACT_PRICE_INPUT: '2', COMPACT_PRICE_OUTPUT: '10', COMPACT_PRICE_CACHE_WRITE: '2.5', COMPACT_PRICE_CACHE_READ: '0.2', COMPACT_PRICE_CURRENCY: 'EUR' })
+    const { app, fake, sdk } = await gateway({
+      COMPACT_PRICE_INPUT: '2',
+      COMPACT_PRICE_OUTPUT: '10',
+      COMPACT_PRICE_CACHE_WRITE: '2.5',
+      COMPACT_PRICE_CACHE_READ: '0.2',
+      COMPACT_PRICE_CURRENCY: 'EUR'
+    })
     await untilCrossing(app, sdk)
     const res = await app.inject({ method: 'GET', url: '/v1/overview' })
     expect(res.statusCode).toBe(200)
@@ -116,7 +151,11 @@ describe("summaries by the client's own model, where the gateway has none", () =
     // billed: what the fake says each answer and the summary call cost, at the prices set (per million tokens)
     const summary = fake.requests.filter(isSummaryCall)
     const sum = (rs: ReceivedRequest[], f: (c: NonNullable<ReceivedRequest['cache']>) => number): number => rs.reduce((n, r) => n + f(r.cache!), 0)
-    const answered = 2 * sum(answers, (c) => c.tokens - c.read - c.written) + 2.5 * sum(answers, (c) => c.written) + 0.2 * sum(answers, (c) => c.read) + 10 * o.requests.upstream.output_tokens
+    const answered =
+      2 * sum(answers, (c) => c.tokens - c.read - c.written) +
+      2.5 * sum(answers, (c) => c.written) +
+      0.2 * sum(answers, (c) => c.read) +
+      10 * o.requests.upstream.output_tokens
     expect(o.requests.upstream.cache_read_input_tokens).toBe(sum(answers, (c) => c.read))
     const summaryIn = sum(summary, (c) => c.tokens)
     expect(o.summary_calls).toMatchObject({ calls: 1, input_tokens: summaryIn })

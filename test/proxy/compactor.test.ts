@@ -18,7 +18,13 @@ const model: Summarizer = {
 function compactor(withModel: boolean, precomputeAt: number | undefined): ProxyCompactor {
   let n = 0
   return new ProxyCompactor({
-    deps: { defaults: { budgetTokens: 45_000, keepTurns: 8 }, extractive: new ExtractiveSummarizer(), ...(withModel ? { modelSummarizer: model } : {}), newId: () => `cmp_${++n}`, now: () => performance.now() },
+    deps: {
+      defaults: { budgetTokens: 45_000, keepTurns: 8 },
+      extractive: new ExtractiveSummarizer(),
+      ...(withModel ? { modelSummarizer: model } : {}),
+      newId: () => `cmp_${++n}`,
+      now: () => performance.now()
+    },
     precomputeAt,
     canPrecompute: () => true,
     onPrecompute: () => undefined
@@ -48,7 +54,7 @@ function build(turns: { prompt: string; outputs: number[]; answer: string }[]): 
 }
 
 describe('the proxy compactor over a growing session', () => {
-  it('forwards a valid history, within the budget whenever it changed it, ending in the client\'s own newest turns', async () => {
+  it("forwards a valid history, within the budget whenever it changed it, ending in the client's own newest turns", async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.array(turn, { minLength: 2, maxLength: 40 }),
@@ -94,12 +100,21 @@ describe('the proxy compactor over a growing session', () => {
       summarize: async () => {
         calls++
         await gate
-        return { sections: { ...emptySections(), objective: 'Keep the service running (model)' }, report: { kind: 'anthropic', model: 'm', input_tokens: 1, output_tokens: 1, calls: 1, fallback_reason: null, duration_ms: 0 } }
+        return {
+          sections: { ...emptySections(), objective: 'Keep the service running (model)' },
+          report: { kind: 'anthropic', model: 'm', input_tokens: 1, output_tokens: 1, calls: 1, fallback_reason: null, duration_ms: 0 }
+        }
       }
     }
     let n = 0
     const proxy = new ProxyCompactor({
-      deps: { defaults: { budgetTokens: 45_000, keepTurns: 8 }, extractive: new ExtractiveSummarizer(), modelSummarizer: slow, newId: () => `cmp_${++n}`, now: () => performance.now() },
+      deps: {
+        defaults: { budgetTokens: 45_000, keepTurns: 8 },
+        extractive: new ExtractiveSummarizer(),
+        modelSummarizer: slow,
+        newId: () => `cmp_${++n}`,
+        now: () => performance.now()
+      },
       precomputeAt: 0.5,
       canPrecompute: () => true,
       onPrecompute: () => undefined,
@@ -109,7 +124,8 @@ describe('the proxy compactor over a growing session', () => {
     const outcomes: ProxyOutcome[] = []
     let k = 0
     // every request is answered while the model has answered nothing
-    while (outcomes.filter((o) => o.kind === 'compacted').length < 2) outcomes.push(await proxy.prepare({ messages: requests[k++]!, tenant: 't', session: 's', budget: 6_000 }))
+    while (outcomes.filter((o) => o.kind === 'compacted').length < 2)
+      outcomes.push(await proxy.prepare({ messages: requests[k++]!, tenant: 't', session: 's', budget: 6_000 }))
     expect(calls).toBe(1)
     expect(outcomes.every((o) => o.kind !== 'compacted' || o.source === 'merged')).toBe(true)
     release()
@@ -128,14 +144,25 @@ describe('the proxy compactor over a growing session', () => {
     // The crossing lands at half the room; the output the model just asked for is more than that share, not more than the budget.
     let n = 0
     const proxy = new ProxyCompactor({
-      deps: { defaults: { budgetTokens: 37_000, keepTurns: 8 }, extractive: new ExtractiveSummarizer(), newId: () => `cmp_${++n}`, now: () => performance.now() },
+      deps: {
+        defaults: { budgetTokens: 37_000, keepTurns: 8 },
+        extractive: new ExtractiveSummarizer(),
+        newId: () => `cmp_${++n}`,
+        now: () => performance.now()
+      },
       precomputeAt: undefined,
       canPrecompute: () => true,
       onPrecompute: () => undefined,
       targetShare: 0.5
     })
     const history: Message[] = [user('Audit the parser')]
-    for (let i = 0; i < 20; i++) history.push(assistant(call(`t${i}`, 'bash', { command: `cat src/m${i}.ts` })), results(result(`t${i}`, `m${i} `.repeat(2_000))), assistant('next'), user(`go on ${i}`))
+    for (let i = 0; i < 20; i++)
+      history.push(
+        assistant(call(`t${i}`, 'bash', { command: `cat src/m${i}.ts` })),
+        results(result(`t${i}`, `m${i} `.repeat(2_000))),
+        assistant('next'),
+        user(`go on ${i}`)
+      )
     history.push(assistant(call('big', 'Read', { file_path: 'src/parser.ts' })), results(result('big', `line ${'p'.repeat(60)}\n`.repeat(424))))
     const newest = JSON.stringify(history.at(-1))
     expect(newest.length).toBeGreaterThan(28_000)
@@ -153,7 +180,8 @@ describe('the proxy compactor over a growing session', () => {
   it('clips the newest output only as far as the budget requires, and repeats that clip byte for byte until the next compaction', async () => {
     const proxy = compactor(false, undefined)
     const history: Message[] = [user('Audit the parser')]
-    for (let i = 0; i < 6; i++) history.push(assistant(call(`t${i}`, 'bash', { command: `cat src/m${i}.ts` })), results(result(`t${i}`, `m${i} `.repeat(1_000))))
+    for (let i = 0; i < 6; i++)
+      history.push(assistant(call(`t${i}`, 'bash', { command: `cat src/m${i}.ts` })), results(result(`t${i}`, `m${i} `.repeat(1_000))))
     // an output over the whole budget on its own, with astral characters where a clip may fall
     history.push(assistant(call('huge', 'bash', { command: 'cat dump.log' })), results(result('huge', '😀 log line\n'.repeat(4_000))))
     const first = await proxy.prepare({ messages: history, tenant: 't', session: 's', budget: 10_000 })
@@ -185,13 +213,29 @@ describe('the proxy compactor over a growing session', () => {
     const counting: Summarizer = { kind: 'anthropic', summarize: async (r) => (calls++, model.summarize(r)) }
     let n = 0
     const proxy = new ProxyCompactor({
-      deps: { defaults: { budgetTokens: 45_000, keepTurns: 8 }, extractive: new ExtractiveSummarizer(), modelSummarizer: counting, newId: () => `cmp_${++n}`, now: () => performance.now() },
+      deps: {
+        defaults: { budgetTokens: 45_000, keepTurns: 8 },
+        extractive: new ExtractiveSummarizer(),
+        modelSummarizer: counting,
+        newId: () => `cmp_${++n}`,
+        now: () => performance.now()
+      },
       precomputeAt: 0.1,
       canPrecompute: () => true,
       onPrecompute: () => undefined
     })
     // the provider's compaction item opens the history (the Responses API's, as the formats read it)
-    const requests = build(Array.from({ length: 30 }, (_, i) => ({ prompt: `step ${i}`, outputs: [1_500], answer: 'ok' }))).map((m): Message[] => [{ role: 'user', content: [{ type: 'client_item', item_type: 'compaction' }, { type: 'text', text: 'go' }] }, assistant('ok'), ...m])
+    const requests = build(Array.from({ length: 30 }, (_, i) => ({ prompt: `step ${i}`, outputs: [1_500], answer: 'ok' }))).map((m): Message[] => [
+      {
+        role: 'user',
+        content: [
+          { type: 'client_item', item_type: 'compaction' },
+          { type: 'text', text: 'go' }
+        ]
+      },
+      assistant('ok'),
+      ...m
+    ])
     for (const messages of requests) {
       const outcome = await proxy.prepare({ messages, tenant: 't', session: 's', budget: 8_000 })
       await proxy.idle()
@@ -208,7 +252,12 @@ describe('the proxy compactor over a growing session', () => {
   it('lands each crossing at the target share of the room, with the room the summary really takes reserved for it', async () => {
     let n = 0
     const proxy = new ProxyCompactor({
-      deps: { defaults: { budgetTokens: 20_000, keepTurns: 100 }, extractive: new ExtractiveSummarizer(), newId: () => `cmp_${++n}`, now: () => performance.now() },
+      deps: {
+        defaults: { budgetTokens: 20_000, keepTurns: 100 },
+        extractive: new ExtractiveSummarizer(),
+        newId: () => `cmp_${++n}`,
+        now: () => performance.now()
+      },
       precomputeAt: undefined,
       canPrecompute: () => true,
       onPrecompute: () => undefined,
@@ -230,7 +279,10 @@ describe('the proxy compactor over a growing session', () => {
 
   it('starts over when the client sends another history under the same session', async () => {
     const proxy = compactor(false, undefined)
-    const long = build([{ prompt: 'first task', outputs: [20_000, 20_000, 20_000], answer: 'done' }, { prompt: 'next', outputs: [100], answer: '' }]).at(-1)!
+    const long = build([
+      { prompt: 'first task', outputs: [20_000, 20_000, 20_000], answer: 'done' },
+      { prompt: 'next', outputs: [100], answer: '' }
+    ]).at(-1)!
     const first = await proxy.prepare({ messages: long, tenant: 't', session: 's', budget: 10_000 })
     expect(first.kind).toBe('compacted')
     const other = [user('an unrelated question')]
@@ -239,7 +291,10 @@ describe('the proxy compactor over a growing session', () => {
 
   it('never shares a session across tenants', async () => {
     const proxy = compactor(false, undefined)
-    const long = build([{ prompt: 'first task', outputs: [20_000, 20_000, 20_000], answer: 'done' }, { prompt: 'next', outputs: [100], answer: '' }]).at(-1)!
+    const long = build([
+      { prompt: 'first task', outputs: [20_000, 20_000, 20_000], answer: 'done' },
+      { prompt: 'next', outputs: [100], answer: '' }
+    ]).at(-1)!
     expect((await proxy.prepare({ messages: long, tenant: 'a', session: 's', budget: 10_000 })).kind).toBe('compacted')
     const again = await proxy.prepare({ messages: long, tenant: 'b', session: 's', budget: 10_000 })
     expect(again.kind).toBe('compacted')
@@ -249,7 +304,10 @@ describe('the proxy compactor over a growing session', () => {
 
   it('forgets a session idle for longer than an hour, and the least recently used past the count', async () => {
     vi.useFakeTimers({ toFake: ['Date'] })
-    const long = build([{ prompt: 'first task', outputs: [20_000, 20_000, 20_000], answer: 'done' }, { prompt: 'next', outputs: [100], answer: '' }]).at(-1)!
+    const long = build([
+      { prompt: 'first task', outputs: [20_000, 20_000, 20_000], answer: 'done' },
+      { prompt: 'next', outputs: [100], answer: '' }
+    ]).at(-1)!
     const proxy = compactor(false, undefined)
     const first = await proxy.prepare({ messages: long, tenant: 't', session: 'idle', budget: 10_000 })
     expect((await proxy.prepare({ messages: long, tenant: 't', session: 'idle', budget: 10_000 })).kind).toBe('reused')
@@ -260,7 +318,13 @@ describe('the proxy compactor over a growing session', () => {
     expect(later.kind).toBe('compacted')
     expect(later.kind === 'compacted' && first.kind === 'compacted' && later.summaryId !== first.summaryId).toBe(true)
 
-    const small = new ProxyCompactor({ deps: { defaults: { budgetTokens: 45_000, keepTurns: 8 }, extractive: new ExtractiveSummarizer(), newId: () => 'x', now: () => 0 }, precomputeAt: undefined, canPrecompute: () => true, onPrecompute: () => undefined, maxSessions: 3 })
+    const small = new ProxyCompactor({
+      deps: { defaults: { budgetTokens: 45_000, keepTurns: 8 }, extractive: new ExtractiveSummarizer(), newId: () => 'x', now: () => 0 },
+      precomputeAt: undefined,
+      canPrecompute: () => true,
+      onPrecompute: () => undefined,
+      maxSessions: 3
+    })
     for (const session of ['a', 'b', 'c', 'd', 'e']) await small.prepare({ messages: [user(session)], tenant: 't', session, budget: 10_000 })
     expect(small.size).toBe(3)
   })

@@ -32,7 +32,10 @@ async function gateway(env: Record<string, string> = {}): Promise<{ app: App; fa
 function work(steps: number): Message[] {
   const messages: Message[] = [user('Make the importer tests pass')]
   for (let i = 0; i < steps; i++) {
-    const output = i === 1 ? `FAIL test/importer.test.ts > parses rows\nAssertionError: expected 3 to be 4\n${'x'.repeat(6_000)}\nexit code 1` : `line ${i}\n${'y'.repeat(6_000)}`
+    const output =
+      i === 1
+        ? `FAIL test/importer.test.ts > parses rows\nAssertionError: expected 3 to be 4\n${'x'.repeat(6_000)}\nexit code 1`
+        : `line ${i}\n${'y'.repeat(6_000)}`
     messages.push(...shellStep(`toolu_w_${i}`, `npm test -- part ${i}`, output, i === 1))
   }
   messages.push(assistant(call('toolu_keep', 'keep_me', { note: 'pinned' })), results(result('toolu_keep', `pinned ${'k'.repeat(6_000)}`)))
@@ -42,7 +45,13 @@ function work(steps: number): Message[] {
 
 const forwarded = (fake: FakeAnthropic): ReceivedRequest => fake.requests.at(-1) as ReceivedRequest
 const toolResults = (messages: Message[]): { id: string; text: string }[] =>
-  messages.flatMap((m) => (typeof m.content === 'string' ? [] : m.content.filter((b) => b.type === 'tool_result').map((b) => ({ id: String(b.tool_use_id), text: typeof b.content === 'string' ? b.content : JSON.stringify(b.content) }))))
+  messages.flatMap((m) =>
+    typeof m.content === 'string'
+      ? []
+      : m.content
+          .filter((b) => b.type === 'tool_result')
+          .map((b) => ({ id: String(b.tool_use_id), text: typeof b.content === 'string' ? b.content : JSON.stringify(b.content) }))
+  )
 
 const CLEAR = {
   type: 'clear_tool_uses_20250919' as const,
@@ -56,7 +65,13 @@ describe('context editing (clear_tool_uses_20250919, clear_thinking_20251015) pe
     const { fake, sdk } = await gateway()
     const messages = work(6)
     const answer = await sdk.beta.messages.create(
-      { model: 'claude-any', max_tokens: 16, messages: messages as Anthropic.Beta.BetaMessageParam[], context_management: { edits: [CLEAR] }, betas: ['context-management-2025-06-27', 'interleaved-thinking-2025-05-14'] },
+      {
+        model: 'claude-any',
+        max_tokens: 16,
+        messages: messages as Anthropic.Beta.BetaMessageParam[],
+        context_management: { edits: [CLEAR] },
+        betas: ['context-management-2025-06-27', 'interleaved-thinking-2025-05-14']
+      },
       { headers: { 'x-compaction-session': 'cm-1' } }
     )
     expect(fake.refused).toEqual([])
@@ -82,19 +97,33 @@ describe('context editing (clear_tool_uses_20250919, clear_thinking_20251015) pe
     sentMessages.forEach((m, i) => {
       if (!toolResults([m]).some((r) => clearedIds.includes(r.id))) expect(m).toEqual(messages[i])
     })
-    expect(answer.context_management?.applied_edits).toEqual([{ type: 'clear_tool_uses_20250919', cleared_tool_uses: 5, cleared_input_tokens: expect.any(Number) }])
+    expect(answer.context_management?.applied_edits).toEqual([
+      { type: 'clear_tool_uses_20250919', cleared_tool_uses: 5, cleared_input_tokens: expect.any(Number) }
+    ])
     const clearedTokens = (answer.context_management?.applied_edits[0] as { cleared_input_tokens: number }).cleared_input_tokens
     expect(clearedTokens).toBeGreaterThan(5 * 1_400)
   })
 
   it('says so in a stream too, in its message_delta, and the SDK reads it; under the trigger nothing is cleared and the list is empty', async () => {
     const { fake, sdk } = await gateway()
-    const stream = sdk.beta.messages.stream({ model: 'claude-any', max_tokens: 16, messages: work(6) as Anthropic.Beta.BetaMessageParam[], context_management: { edits: [CLEAR] } })
+    const stream = sdk.beta.messages.stream({
+      model: 'claude-any',
+      max_tokens: 16,
+      messages: work(6) as Anthropic.Beta.BetaMessageParam[],
+      context_management: { edits: [CLEAR] }
+    })
     const final = await stream.finalMessage()
-    expect(final.context_management?.applied_edits).toEqual([{ type: 'clear_tool_uses_20250919', cleared_tool_uses: 5, cleared_input_tokens: expect.any(Number) }])
+    expect(final.context_management?.applied_edits).toEqual([
+      { type: 'clear_tool_uses_20250919', cleared_tool_uses: 5, cleared_input_tokens: expect.any(Number) }
+    ])
     expect(final.content[0]).toMatchObject({ type: 'text', text: 'ok' })
     const small = work(1)
-    const quiet = await sdk.beta.messages.create({ model: 'claude-any', max_tokens: 16, messages: small as Anthropic.Beta.BetaMessageParam[], context_management: { edits: [CLEAR] } })
+    const quiet = await sdk.beta.messages.create({
+      model: 'claude-any',
+      max_tokens: 16,
+      messages: small as Anthropic.Beta.BetaMessageParam[],
+      context_management: { edits: [CLEAR] }
+    })
     // nothing applied: the answer as the upstream gave it
     expect(quiet.context_management?.applied_edits ?? []).toEqual([])
     expect(forwarded(fake).body.messages).toEqual(small)
@@ -119,22 +148,37 @@ describe('context editing (clear_tool_uses_20250919, clear_thinking_20251015) pe
       model: 'claude-any',
       max_tokens: 16,
       messages: messages as Anthropic.Beta.BetaMessageParam[],
-      context_management: { edits: [{ type: 'clear_thinking_20251015', keep: { type: 'thinking_turns', value: 1 } }, { ...CLEAR, trigger: { type: 'tool_uses', value: 10 } }] }
+      context_management: {
+        edits: [
+          { type: 'clear_thinking_20251015', keep: { type: 'thinking_turns', value: 1 } },
+          { ...CLEAR, trigger: { type: 'tool_uses', value: 10 } }
+        ]
+      }
     })
     const sent = forwarded(fake).body.messages as Message[]
     const thoughts = sent.flatMap((m) => (typeof m.content === 'string' ? [] : m.content.filter((b) => b.type === 'thinking').map((b) => String(b.signature))))
     expect(thoughts).toEqual(['sig-3', 'sig-4'])
     // the tool-use trigger (10) is not reached: no tool result is cleared, and only the thinking edit is reported
-    expect(answer.context_management?.applied_edits).toEqual([{ type: 'clear_thinking_20251015', cleared_thinking_turns: 1, cleared_input_tokens: expect.any(Number) }])
+    expect(answer.context_management?.applied_edits).toEqual([
+      { type: 'clear_thinking_20251015', cleared_thinking_turns: 1, cleared_input_tokens: expect.any(Number) }
+    ])
     // keep "all" clears nothing
-    await sdk.beta.messages.create({ model: 'claude-any', max_tokens: 16, messages: messages as Anthropic.Beta.BetaMessageParam[], context_management: { edits: [{ type: 'clear_thinking_20251015', keep: 'all' }] } })
+    await sdk.beta.messages.create({
+      model: 'claude-any',
+      max_tokens: 16,
+      messages: messages as Anthropic.Beta.BetaMessageParam[],
+      context_management: { edits: [{ type: 'clear_thinking_20251015', keep: 'all' }] }
+    })
     expect(forwarded(fake).body.messages).toEqual(messages)
   })
 
-  it("refuses what the API refuses with its 400, naming the field", async () => {
+  it('refuses what the API refuses with its 400, naming the field', async () => {
     const { fake, sdk } = await gateway()
     const cases: [unknown, RegExp][] = [
-      [{ edits: [{ ...CLEAR, keep: { type: 'tool_uses', value: -1 } }] }, /context_management\.edits\.0\.keep\.value: Input should be greater than or equal to 0/],
+      [
+        { edits: [{ ...CLEAR, keep: { type: 'tool_uses', value: -1 } }] },
+        /context_management\.edits\.0\.keep\.value: Input should be greater than or equal to 0/
+      ],
       [{ edits: [{ ...CLEAR, trigger: { type: 'messages', value: 3 } }] }, /context_management\.edits\.0\.trigger\.type/],
       [{ edits: [{ type: 'clear_everything' }] }, /context_management\.edits\.0\.type: Input should be 'clear_tool_uses_20250919'/],
       [{ edits: [{ ...CLEAR, colour: 'red' }] }, /context_management\.edits\.0\.colour: Extra inputs are not permitted/],
@@ -143,8 +187,16 @@ describe('context editing (clear_tool_uses_20250919, clear_thinking_20251015) pe
     ]
     for (const [field, message] of cases) {
       const err = await sdk.beta.messages
-        .create({ model: 'claude-any', max_tokens: 16, messages: work(2) as Anthropic.Beta.BetaMessageParam[], context_management: field as Anthropic.Beta.BetaContextManagementConfig })
-        .then(() => undefined, (e: unknown) => e)
+        .create({
+          model: 'claude-any',
+          max_tokens: 16,
+          messages: work(2) as Anthropic.Beta.BetaMessageParam[],
+          context_management: field as Anthropic.Beta.BetaContextManagementConfig
+        })
+        .then(
+          () => undefined,
+          (e: unknown) => e
+        )
       expect(err, String(message)).toBeInstanceOf(Anthropic.BadRequestError)
       expect((err as Error).message).toMatch(message)
     }
@@ -153,9 +205,15 @@ describe('context editing (clear_tool_uses_20250919, clear_thinking_20251015) pe
 
   it('keeps the output of each cleared result in the cold layer, where recall finds it by its call', async () => {
     const { app, sdk } = await gateway()
-    await sdk.beta.messages.create({ model: 'claude-any', max_tokens: 16, messages: work(6) as Anthropic.Beta.BetaMessageParam[], context_management: { edits: [CLEAR] } }, { headers: { 'x-compaction-session': 'cm-recall' } })
+    await sdk.beta.messages.create(
+      { model: 'claude-any', max_tokens: 16, messages: work(6) as Anthropic.Beta.BetaMessageParam[], context_management: { edits: [CLEAR] } },
+      { headers: { 'x-compaction-session': 'cm-recall' } }
+    )
     // the next request clears them again: their output is kept once
-    await sdk.beta.messages.create({ model: 'claude-any', max_tokens: 16, messages: work(6) as Anthropic.Beta.BetaMessageParam[], context_management: { edits: [CLEAR] } }, { headers: { 'x-compaction-session': 'cm-recall' } })
+    await sdk.beta.messages.create(
+      { model: 'claude-any', max_tokens: 16, messages: work(6) as Anthropic.Beta.BetaMessageParam[], context_management: { edits: [CLEAR] } },
+      { headers: { 'x-compaction-session': 'cm-recall' } }
+    )
     await app.writes.drain()
     const found = await app.inject({ method: 'POST', url: '/v1/sessions/cm-recall/recall', payload: { query: 'AssertionError expected 3 to be 4', limit: 5 } })
     expect(found.statusCode).toBe(200)
@@ -169,7 +227,11 @@ describe('context editing (clear_tool_uses_20250919, clear_thinking_20251015) pe
 
   it('counts tokens as they would be sent, saying what the count was before the edits', async () => {
     const { fake, sdk } = await gateway()
-    const counted = await sdk.beta.messages.countTokens({ model: 'claude-any', messages: work(6) as Anthropic.Beta.BetaMessageParam[], context_management: { edits: [CLEAR] } })
+    const counted = await sdk.beta.messages.countTokens({
+      model: 'claude-any',
+      messages: work(6) as Anthropic.Beta.BetaMessageParam[],
+      context_management: { edits: [CLEAR] }
+    })
     expect(forwarded(fake).body).not.toHaveProperty('context_management')
     expect(counted.context_management?.original_input_tokens).toBeGreaterThan(counted.input_tokens + 5_000)
   })
@@ -179,11 +241,14 @@ describe('context editing (clear_tool_uses_20250919, clear_thinking_20251015) pe
     told.fake.contextManagement = true
     const body = { model: 'claude-any', max_tokens: 16, messages: work(6), context_management: { edits: [CLEAR] } }
     const raw = JSON.stringify(body)
-    const res = await fetch(`${told.sdk.baseURL}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'anthropic-beta': 'context-management-2025-06-27' }, body: raw })
+    const res = await fetch(`${told.sdk.baseURL}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'anthropic-beta': 'context-management-2025-06-27' },
+      body: raw
+    })
     expect(res.status).toBe(200)
     expect(forwarded(told.fake).raw).toBe(raw)
     expect(forwarded(told.fake).headers['anthropic-beta']).toBe('context-management-2025-06-27')
-
   })
 })
 
@@ -194,7 +259,13 @@ describe('compaction (compact_20260112) performed by the gateway', () => {
     const { fake, sdk } = await gateway({ COMPACT_SUMMARIZER: 'extractive' })
     const messages = work(8)
     const first = await sdk.beta.messages.create(
-      { model: 'claude-any', max_tokens: 16, messages: messages as Anthropic.Beta.BetaMessageParam[], context_management: { edits: [COMPACT] }, betas: ['compact-2026-01-12'] },
+      {
+        model: 'claude-any',
+        max_tokens: 16,
+        messages: messages as Anthropic.Beta.BetaMessageParam[],
+        context_management: { edits: [COMPACT] },
+        betas: ['compact-2026-01-12']
+      },
       { headers: { 'x-compaction-session': 'compact-1' } }
     )
     expect(fake.refused).toEqual([])
@@ -204,7 +275,11 @@ describe('compaction (compact_20260112) performed by the gateway', () => {
     const upstreamHistory = sent.body.messages as Message[]
     expect(upstreamHistory.length).toBeLessThan(messages.length)
     const [block, text] = first.content
-    expect(block).toMatchObject({ type: 'compaction', content: expect.stringContaining('Make the importer tests pass'), encrypted_content: expect.stringMatching(/^cgw1\./) })
+    expect(block).toMatchObject({
+      type: 'compaction',
+      content: expect.stringContaining('Make the importer tests pass'),
+      encrypted_content: expect.stringMatching(/^cgw1\./)
+    })
     expect(text).toMatchObject({ type: 'text', text: 'ok' })
     // the compaction's own usage is an iteration of its own, the message's the top-level usage
     expect((first.usage.iterations ?? []).map((i) => i.type)).toEqual(['compaction', 'message'])
@@ -212,7 +287,10 @@ describe('compaction (compact_20260112) performed by the gateway', () => {
 
     // the client appends the answer as it came and goes on: what precedes the block is dropped, the block stands for it
     const next = [...messages, { role: 'assistant' as const, content: first.content }, user('And now the exporter')]
-    await sdk.beta.messages.create({ model: 'claude-any', max_tokens: 16, messages: next as Anthropic.Beta.BetaMessageParam[], context_management: { edits: [COMPACT] } }, { headers: { 'x-compaction-session': 'compact-1' } })
+    await sdk.beta.messages.create(
+      { model: 'claude-any', max_tokens: 16, messages: next as Anthropic.Beta.BetaMessageParam[], context_management: { edits: [COMPACT] } },
+      { headers: { 'x-compaction-session': 'compact-1' } }
+    )
     expect(fake.refused).toEqual([])
     const again = forwarded(fake).body.messages as Message[]
     expect(again).toEqual([...upstreamHistory, { role: 'assistant', content: [first.content[1]] }, user('And now the exporter')])
@@ -220,7 +298,12 @@ describe('compaction (compact_20260112) performed by the gateway', () => {
 
   it('streams the block as the API streams one, ahead of the upstream blocks (their indices one on), and the SDK reads it', async () => {
     const { fake, sdk } = await gateway({ COMPACT_SUMMARIZER: 'extractive' })
-    const stream = sdk.beta.messages.stream({ model: 'claude-any', max_tokens: 16, messages: work(8) as Anthropic.Beta.BetaMessageParam[], context_management: { edits: [COMPACT] } })
+    const stream = sdk.beta.messages.stream({
+      model: 'claude-any',
+      max_tokens: 16,
+      messages: work(8) as Anthropic.Beta.BetaMessageParam[],
+      context_management: { edits: [COMPACT] }
+    })
     const summaries: string[] = []
     stream.on('compaction', (content) => summaries.push(content))
     const final = await stream.finalMessage()
@@ -233,16 +316,33 @@ describe('compaction (compact_20260112) performed by the gateway', () => {
 
   it('pauses after the compaction where asked: the block alone, stop_reason "compaction", nothing sent upstream', async () => {
     const { fake, sdk } = await gateway({ COMPACT_SUMMARIZER: 'extractive' })
-    const paused = await sdk.beta.messages.create({ model: 'claude-any', max_tokens: 16, messages: work(8) as Anthropic.Beta.BetaMessageParam[], context_management: { edits: [{ ...COMPACT, pause_after_compaction: true }] } })
+    const paused = await sdk.beta.messages.create({
+      model: 'claude-any',
+      max_tokens: 16,
+      messages: work(8) as Anthropic.Beta.BetaMessageParam[],
+      context_management: { edits: [{ ...COMPACT, pause_after_compaction: true }] }
+    })
     expect(paused.stop_reason).toBe('compaction')
     expect(paused.content.map((b) => b.type)).toEqual(['compaction'])
     expect(fake.requests).toEqual([])
-    const streamed = await sdk.beta.messages.stream({ model: 'claude-any', max_tokens: 16, messages: work(8) as Anthropic.Beta.BetaMessageParam[], context_management: { edits: [{ ...COMPACT, pause_after_compaction: true }] } }).finalMessage()
+    const streamed = await sdk.beta.messages
+      .stream({
+        model: 'claude-any',
+        max_tokens: 16,
+        messages: work(8) as Anthropic.Beta.BetaMessageParam[],
+        context_management: { edits: [{ ...COMPACT, pause_after_compaction: true }] }
+      })
+      .finalMessage()
     expect(streamed.stop_reason).toBe('compaction')
     expect(streamed.content).toEqual([expect.objectContaining({ type: 'compaction', content: (paused.content[0] as { content: string }).content })])
     expect(fake.requests).toEqual([])
     // under the trigger: no compaction, the upstream's answer as it is
-    const small = await sdk.beta.messages.create({ model: 'claude-any', max_tokens: 16, messages: work(1) as Anthropic.Beta.BetaMessageParam[], context_management: { edits: [{ ...COMPACT, pause_after_compaction: true }] } })
+    const small = await sdk.beta.messages.create({
+      model: 'claude-any',
+      max_tokens: 16,
+      messages: work(1) as Anthropic.Beta.BetaMessageParam[],
+      context_management: { edits: [{ ...COMPACT, pause_after_compaction: true }] }
+    })
     expect(small.content.map((b) => b.type)).toEqual(['text'])
   })
 
@@ -250,14 +350,37 @@ describe('compaction (compact_20260112) performed by the gateway', () => {
     const { fake, sdk } = await gateway({ COMPACT_SUMMARIZER: 'extractive' })
     const history = [
       user('old request'),
-      { role: 'assistant' as const, content: [{ type: 'compaction', content: 'Summary: the parser was fixed.', encrypted_content: 'opaque-from-elsewhere' }, { type: 'text', text: 'Next?' }] },
+      {
+        role: 'assistant' as const,
+        content: [
+          { type: 'compaction', content: 'Summary: the parser was fixed.', encrypted_content: 'opaque-from-elsewhere' },
+          { type: 'text', text: 'Next?' }
+        ]
+      },
       user('Now the tests')
     ]
-    await sdk.beta.messages.create({ model: 'claude-any', max_tokens: 16, messages: history as Anthropic.Beta.BetaMessageParam[], context_management: { edits: [COMPACT] } })
-    expect(forwarded(fake).body.messages).toEqual([{ role: 'user', content: [{ type: 'text', text: 'Summary: the parser was fixed.' }] }, assistant('Next?'), user('Now the tests')])
+    await sdk.beta.messages.create({
+      model: 'claude-any',
+      max_tokens: 16,
+      messages: history as Anthropic.Beta.BetaMessageParam[],
+      context_management: { edits: [COMPACT] }
+    })
+    expect(forwarded(fake).body.messages).toEqual([
+      { role: 'user', content: [{ type: 'text', text: 'Summary: the parser was fixed.' }] },
+      assistant('Next?'),
+      user('Now the tests')
+    ])
     const err = await sdk.beta.messages
-      .create({ model: 'claude-any', max_tokens: 16, messages: work(1) as Anthropic.Beta.BetaMessageParam[], context_management: { edits: [{ ...COMPACT, pause_after_compaction: 'yes' }] } as never })
-      .then(() => undefined, (e: unknown) => e)
+      .create({
+        model: 'claude-any',
+        max_tokens: 16,
+        messages: work(1) as Anthropic.Beta.BetaMessageParam[],
+        context_management: { edits: [{ ...COMPACT, pause_after_compaction: 'yes' }] } as never
+      })
+      .then(
+        () => undefined,
+        (e: unknown) => e
+      )
     expect((err as Error).message).toMatch(/context_management\.edits\.0\.pause_after_compaction: Input should be a valid boolean/)
   })
 })

@@ -32,7 +32,13 @@ function proxyOn(store: Store | undefined, model: Summarizer): ProxyCompactor {
   let n = 0
   const prefix = Math.random().toString(36).slice(2, 8)
   return new ProxyCompactor({
-    deps: { defaults: { budgetTokens: BUDGET, keepTurns: 8 }, extractive: new ExtractiveSummarizer(), modelSummarizer: model, newId: () => `cmp_${prefix}_${++n}`, now: () => performance.now() },
+    deps: {
+      defaults: { budgetTokens: BUDGET, keepTurns: 8 },
+      extractive: new ExtractiveSummarizer(),
+      modelSummarizer: model,
+      newId: () => `cmp_${prefix}_${++n}`,
+      now: () => performance.now()
+    },
     precomputeAt: undefined,
     canPrecompute: () => true,
     onPrecompute: () => undefined,
@@ -43,7 +49,8 @@ function proxyOn(store: Store | undefined, model: Summarizer): ProxyCompactor {
 /** A conversation opened by `task`, grown by `steps` tool steps of 1,500 characters each. */
 function conversation(task: string, steps: number, output = (i: number) => `output ${i}: ${'o'.repeat(1_500)}`): Message[] {
   const out: Message[] = [user(task)]
-  for (let i = 0; i < steps; i++) out.push(assistant(call(`${task.slice(0, 4)}_${i}`, 'bash', { command: `cat src/f${i}.ts` })), results(result(`${task.slice(0, 4)}_${i}`, output(i))))
+  for (let i = 0; i < steps; i++)
+    out.push(assistant(call(`${task.slice(0, 4)}_${i}`, 'bash', { command: `cat src/f${i}.ts` })), results(result(`${task.slice(0, 4)}_${i}`, output(i))))
   return out
 }
 
@@ -78,7 +85,9 @@ describe('conversations told apart within a session', () => {
 
   it('keeps its summary when the client rewrites old tool output in place (pruning), and drops it for another conversation', async () => {
     const { proxy, first } = await compactedOnce('oc-1')
-    const pruned = conversation('Port the parser to the new grammar', 30, (i) => (i < 20 ? '[Old tool result content cleared]' : `output ${i}: ${'o'.repeat(1_500)}`))
+    const pruned = conversation('Port the parser to the new grammar', 30, (i) =>
+      i < 20 ? '[Old tool result content cleared]' : `output ${i}: ${'o'.repeat(1_500)}`
+    )
     const again = await proxy.prepare({ messages: [...pruned, assistant('ok'), user('next')], tenant: 't', session: 'oc-1', budget: BUDGET })
     expect(summaryOf(again)).toBe(summaryOf(first))
     const other = await proxy.prepare({ messages: conversation('Write the release notes for 2.0', 30), tenant: 't', session: 'oc-1', budget: BUDGET })
@@ -163,23 +172,26 @@ describe("a deleted session's conversations", () => {
     await store.close()
   })
 
-  it.skipIf(pgMissing !== undefined)(`are dropped by another replica sharing the store once they are gone from it${pgMissing ? ` (skipped: ${pgMissing})` : ''}`, async () => {
-    const url = freshPgUrl()
-    const [a, b] = [new PostgresStore(url), new PostgresStore(url)]
-    const model = countingModel()
-    const [one, two] = [proxyOn(a, model), proxyOn(b, model)]
-    const history = conversation('Port the parser to the new grammar', 30)
-    const next = [...history, assistant('ok'), user('go on')]
-    const first = await one.prepare({ messages: history, tenant: 't', session: 's-del', budget: BUDGET })
-    await one.idle()
-    expect(summaryOf(await two.prepare({ messages: next, tenant: 't', session: 's-del', budget: BUDGET }))).toBe(summaryOf(first))
-    await two.idle()
-    await one.forget('t', 's-del')
-    expect((await a.deleteSession('s-del', 't')).cached).toBe(1)
-    const after = await two.prepare({ messages: [...next, assistant('done'), user('and now?')], tenant: 't', session: 's-del', budget: BUDGET })
-    expect(after.kind).toBe('compacted')
-    expect(summaryOf(after)).not.toBe(summaryOf(first))
-    for (const p of [one, two]) await p.close()
-    for (const s of [a, b]) await s.close()
-  })
+  it.skipIf(pgMissing !== undefined)(
+    `are dropped by another replica sharing the store once they are gone from it${pgMissing ? ` (skipped: ${pgMissing})` : ''}`,
+    async () => {
+      const url = freshPgUrl()
+      const [a, b] = [new PostgresStore(url), new PostgresStore(url)]
+      const model = countingModel()
+      const [one, two] = [proxyOn(a, model), proxyOn(b, model)]
+      const history = conversation('Port the parser to the new grammar', 30)
+      const next = [...history, assistant('ok'), user('go on')]
+      const first = await one.prepare({ messages: history, tenant: 't', session: 's-del', budget: BUDGET })
+      await one.idle()
+      expect(summaryOf(await two.prepare({ messages: next, tenant: 't', session: 's-del', budget: BUDGET }))).toBe(summaryOf(first))
+      await two.idle()
+      await one.forget('t', 's-del')
+      expect((await a.deleteSession('s-del', 't')).cached).toBe(1)
+      const after = await two.prepare({ messages: [...next, assistant('done'), user('and now?')], tenant: 't', session: 's-del', budget: BUDGET })
+      expect(after.kind).toBe('compacted')
+      expect(summaryOf(after)).not.toBe(summaryOf(first))
+      for (const p of [one, two]) await p.close()
+      for (const s of [a, b]) await s.close()
+    }
+  )
 })

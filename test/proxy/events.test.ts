@@ -20,7 +20,9 @@ describe('an answer rewritten as it passes', () => {
       fc.asyncProperty(fc.array(fc.integer({ min: 1, max: whole.length - 1 }), { maxLength: 6 }), async (cuts) => {
         const at = [...new Set(cuts)].sort((a, b) => a - b)
         const bytes = Buffer.from(whole)
-        const chunks = [0, ...at.map((c) => Math.min(c, bytes.length)), bytes.length].slice(0, -1).map((from, i, all) => bytes.subarray(from, all[i + 1] ?? bytes.length).toString('latin1'))
+        const chunks = [0, ...at.map((c) => Math.min(c, bytes.length)), bytes.length]
+          .slice(0, -1)
+          .map((from, i, all) => bytes.subarray(from, all[i + 1] ?? bytes.length).toString('latin1'))
         const seen: string[] = []
         const out = await text(Readable.from(chunks.map((c) => Buffer.from(c, 'latin1'))).pipe(byEvents((e) => (seen.push(e), e.toUpperCase()))))
         expect(seen).toEqual(events)
@@ -31,26 +33,51 @@ describe('an answer rewritten as it passes', () => {
   })
 
   it('gives a body whole to its rewrite, or as it came', async () => {
-    expect(await through(['{"a":', '1}'], wholeBody((b) => Buffer.from(b.toString().replace('1', '2'))))).toBe('{"a":2}')
-    expect(await through(['not ', 'json'], wholeBody(() => undefined))).toBe('not json')
+    expect(
+      await through(
+        ['{"a":', '1}'],
+        wholeBody((b) => Buffer.from(b.toString().replace('1', '2')))
+      )
+    ).toBe('{"a":2}')
+    expect(
+      await through(
+        ['not ', 'json'],
+        wholeBody(() => undefined)
+      )
+    ).toBe('not json')
   })
 })
 
 describe('a top-level field found in the bytes', () => {
   it('is taken out wherever it stands, whatever the other values hold (its own name in strings among them)', () => {
-    const value = fc.oneof(fc.string(), fc.integer(), fc.constant(null), fc.dictionary(fc.string(), fc.string()), fc.array(fc.oneof(fc.string(), fc.constant('"context_management"'))))
+    const value = fc.oneof(
+      fc.string(),
+      fc.integer(),
+      fc.constant(null),
+      fc.dictionary(fc.string(), fc.string()),
+      fc.array(fc.oneof(fc.string(), fc.constant('"context_management"')))
+    )
     fc.assert(
-      fc.property(fc.dictionary(fc.string().filter((k) => k !== 'context_management'), value), value, fc.nat(), fc.boolean(), (others, field, at, spaced) => {
-        const entries = Object.entries(others)
-        const place = at % (entries.length + 1)
-        const withField = Object.fromEntries([...entries.slice(0, place), ['context_management', field], ...entries.slice(place)])
-        const text = spaced ? JSON.stringify(withField, null, 2) : JSON.stringify(withField)
-        const found = topLevelField(Buffer.from(text), 'context_management')
-        expect(found).toBeDefined()
-        expect(JSON.parse(found!.value.toString())).toEqual(field)
-        expect(JSON.parse(found!.without.toString())).toEqual(others)
-        expect(topLevelField(Buffer.from(JSON.stringify(others)), 'context_management')).toBeUndefined()
-      }),
+      fc.property(
+        fc.dictionary(
+          fc.string().filter((k) => k !== 'context_management'),
+          value
+        ),
+        value,
+        fc.nat(),
+        fc.boolean(),
+        (others, field, at, spaced) => {
+          const entries = Object.entries(others)
+          const place = at % (entries.length + 1)
+          const withField = Object.fromEntries([...entries.slice(0, place), ['context_management', field], ...entries.slice(place)])
+          const text = spaced ? JSON.stringify(withField, null, 2) : JSON.stringify(withField)
+          const found = topLevelField(Buffer.from(text), 'context_management')
+          expect(found).toBeDefined()
+          expect(JSON.parse(found!.value.toString())).toEqual(field)
+          expect(JSON.parse(found!.without.toString())).toEqual(others)
+          expect(topLevelField(Buffer.from(JSON.stringify(others)), 'context_management')).toBeUndefined()
+        }
+      ),
       { numRuns: 300 }
     )
     // only the object's own field: one of the same name in a message is no top-level field

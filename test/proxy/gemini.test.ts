@@ -24,7 +24,14 @@ async function gateway(env: Record<string, string> = {}): Promise<{ app: App; fa
   fake.key = UPSTREAM_KEY
   fake.requireSignatures = true
   opened.push(fake)
-  const app = await testApp({ GOOGLE_GEMINI_BASE_URL: fake.url, GEMINI_API_KEY: UPSTREAM_KEY, COMPACT_API_KEYS: `me=${GATEWAY_KEY}`, COMPACT_SUMMARIZER: 'extractive', COMPACT_PRECOMPUTE_AT: 'off', ...env })
+  const app = await testApp({
+    GOOGLE_GEMINI_BASE_URL: fake.url,
+    GEMINI_API_KEY: UPSTREAM_KEY,
+    COMPACT_API_KEYS: `me=${GATEWAY_KEY}`,
+    COMPACT_SUMMARIZER: 'extractive',
+    COMPACT_PRECOMPUTE_AT: 'off',
+    ...env
+  })
   await app.listen({ port: 0, host: '127.0.0.1' })
   opened.push(app)
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
@@ -62,7 +69,11 @@ describe("Gemini's API, proxied", () => {
   it('compacts past the budget into contents the API takes: the summary a user content, pairs and signatures intact; streamed and recorded', async () => {
     const { app, fake, ai } = await gateway()
     const contents = session(20)
-    const stream = await ai.models.generateContentStream({ model: 'gemini-test', contents, config: { httpOptions: { headers: { 'x-compaction-budget': '12000', 'x-compaction-session': 'gemini-1' } } } })
+    const stream = await ai.models.generateContentStream({
+      model: 'gemini-test',
+      contents,
+      config: { httpOptions: { headers: { 'x-compaction-budget': '12000', 'x-compaction-session': 'gemini-1' } } }
+    })
     let text = ''
     for await (const chunk of stream) text += chunk.text ?? ''
     expect(text).toBe('ok')
@@ -76,7 +87,9 @@ describe("Gemini's API, proxied", () => {
     // the kept contents are the client's own, the newest as sent
     expect(forwarded.at(-1)).toEqual(contents.at(-1))
     for (const c of forwarded.slice(1)) if (c.role === 'model' && c.parts.some((p) => p.functionCall)) expect(c.parts[0]!.thoughtSignature).toBeDefined()
-    const records = (await app.inject({ method: 'GET', url: '/v1/sessions/gemini-1/compactions', headers: { 'x-api-key': GATEWAY_KEY } })).json<{ compactions: { stats: { context_after_compaction: number } }[] }>()
+    const records = (await app.inject({ method: 'GET', url: '/v1/sessions/gemini-1/compactions', headers: { 'x-api-key': GATEWAY_KEY } })).json<{
+      compactions: { stats: { context_after_compaction: number } }[]
+    }>()
     expect(records.compactions).toHaveLength(1)
     expect(records.compactions[0]!.stats.context_after_compaction).toBeLessThanOrEqual(12_000)
   })
@@ -89,27 +102,52 @@ describe("Gemini's API, proxied", () => {
     const listed = await fetch(`${url}/v1beta/models?key=${GATEWAY_KEY}`)
     expect(listed.status, await listed.clone().text()).toBe(200)
     expect(((await listed.json()) as { models: { name: string }[] }).models[0]!.name).toBe('models/gemini-test')
-    const byQuery = await fetch(`${url}/v1beta/models/gemini-test:generateContent?key=${GATEWAY_KEY}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ contents: session(1) }) })
+    const byQuery = await fetch(`${url}/v1beta/models/gemini-test:generateContent?key=${GATEWAY_KEY}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ contents: session(1) })
+    })
     expect(byQuery.status, await byQuery.clone().text()).toBe(200)
     // the client's key never goes upstream, in the query or a header
     expect(fake.requests.at(-1)!.path).toBe('/v1beta/models/gemini-test:generateContent')
     expect(fake.requests.at(-1)!.headers['x-goog-api-key']).toBe(UPSTREAM_KEY)
-    const refused = await fetch(`${url}/v1beta/models/gemini-test:generateContent?key=wrong-key-000000000`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ contents: session(1) }) })
+    const refused = await fetch(`${url}/v1beta/models/gemini-test:generateContent?key=wrong-key-000000000`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ contents: session(1) })
+    })
     expect(refused.status).toBe(401)
     // the gateway's own refusals in Gemini's error shape
     expect(await refused.json()).toEqual({ error: { code: 401, message: expect.any(String), status: 'UNAUTHENTICATED' } })
-    const unknown = await fetch(`${url}/v1beta/models/gemini-test:embedContent?key=${GATEWAY_KEY}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
-    expect(await unknown.json()).toEqual({ error: { code: 404, message: expect.stringContaining('generateContent, streamGenerateContent and countTokens'), status: 'NOT_FOUND' } })
+    const unknown = await fetch(`${url}/v1beta/models/gemini-test:embedContent?key=${GATEWAY_KEY}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}'
+    })
+    expect(await unknown.json()).toEqual({
+      error: { code: 404, message: expect.stringContaining('generateContent, streamGenerateContent and countTokens'), status: 'NOT_FOUND' }
+    })
   })
 
   it("passes the API's refusal back as it gave it, and refuses a history it cannot compact, naming the content", async () => {
     const { fake, ai } = await gateway()
-    const orphan = [{ role: 'user', parts: [{ text: 'go' }] }, { role: 'user', parts: [{ functionResponse: { name: 'read_file', response: { output: 'x' } } }] }]
-    const upstream = await ai.models.generateContent({ model: 'gemini-test', contents: orphan }).then(() => undefined, (e: unknown) => e)
+    const orphan = [
+      { role: 'user', parts: [{ text: 'go' }] },
+      { role: 'user', parts: [{ functionResponse: { name: 'read_file', response: { output: 'x' } } }] }
+    ]
+    const upstream = await ai.models.generateContent({ model: 'gemini-test', contents: orphan }).then(
+      () => undefined,
+      (e: unknown) => e
+    )
     expect(String((upstream as Error).message)).toMatch(/function response turn comes immediately after a function call turn/)
     expect(fake.refused).toHaveLength(1)
     const big = [...session(20).slice(0, -1), ...orphan.slice(1)]
-    const ours = await ai.models.generateContent({ model: 'gemini-test', contents: big, config: { httpOptions: { headers: { 'x-compaction-budget': '12000' } } } }).then(() => undefined, (e: unknown) => e)
+    const ours = await ai.models
+      .generateContent({ model: 'gemini-test', contents: big, config: { httpOptions: { headers: { 'x-compaction-budget': '12000' } } } })
+      .then(
+        () => undefined,
+        (e: unknown) => e
+      )
     expect(String((ours as Error).message)).toMatch(/contents\[\d+\]: answers call \\?"read_file#0/)
     expect(String((ours as Error).message)).toContain('INVALID_ARGUMENT')
     expect(fake.requests).toHaveLength(1)

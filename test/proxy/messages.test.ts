@@ -70,7 +70,11 @@ describe('POST /v1/messages: a drop-in proxy for Messages API clients', () => {
   it('forwards a body under the budget byte for byte: spacing, key order and unknown fields as sent', async () => {
     fake.fallback = { text: 'ok' }
     const raw = `{"max_tokens": 16,  "model":"claude-test","messages":[{"role":"user","content":"h\\u00e9llo"}],"zz_future_field":{"a":[1,2.50,3]}, "metadata":{"user_id":"u-1"}}`
-    const res = await fetch(`${url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY, 'anthropic-version': '2023-06-01' }, body: raw })
+    const res = await fetch(`${url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY, 'anthropic-version': '2023-06-01' },
+      body: raw
+    })
     expect(res.status).toBe(200)
     expect(fake.requests[0]?.raw).toBe(raw)
   })
@@ -96,7 +100,10 @@ describe('POST /v1/messages: a drop-in proxy for Messages API clients', () => {
   it('compacts an over-budget history before forwarding it: tool pairs intact, the newest message as sent', async () => {
     const history = session(40)
     const { data, response } = await sdk.messages
-      .create({ model: 'claude-test', max_tokens: 64, messages: history as Anthropic.MessageParam[] }, { headers: { 'x-compaction-budget': '6000', 'x-compaction-session': 'proxy-s1' } })
+      .create(
+        { model: 'claude-test', max_tokens: 64, messages: history as Anthropic.MessageParam[] },
+        { headers: { 'x-compaction-budget': '6000', 'x-compaction-session': 'proxy-s1' } }
+      )
       .withResponse()
     expect(data.content).toEqual([{ type: 'text', text: 'Hello from the upstream.' }])
     expect(response.headers.get('x-compaction')).toBe('compacted')
@@ -133,10 +140,19 @@ describe('POST /v1/messages: a drop-in proxy for Messages API clients', () => {
     const derived = listed.sessions.filter((s) => s.session_id.startsWith('conv-'))
     // one id per conversation, the same for every request of it
     expect(derived).toHaveLength(2)
-    const mine = await Promise.all(derived.map(async (s) => ({ s, records: (await (await fetch(`${url}/v1/sessions/${s.session_id}/compactions`, { headers })).json()) as { compactions: { id: string }[] } })))
+    const mine = await Promise.all(
+      derived.map(async (s) => ({
+        s,
+        records: (await (await fetch(`${url}/v1/sessions/${s.session_id}/compactions`, { headers })).json()) as { compactions: { id: string }[] }
+      }))
+    )
     const own = mine.find((m) => m.records.compactions.some((c) => c.id === first.response.headers.get('x-compaction-summary-id')))
     expect(own).toBeDefined()
-    const recall = await fetch(`${url}/v1/sessions/${own!.s.session_id}/recall`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ query: 'module_3' }) })
+    const recall = await fetch(`${url}/v1/sessions/${own!.s.session_id}/recall`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ query: 'module_3' })
+    })
     expect(recall.status).toBe(200)
     expect(((await recall.json()) as { results: unknown[] }).results.length).toBeGreaterThan(0)
   })
@@ -156,8 +172,12 @@ describe('POST /v1/messages: a drop-in proxy for Messages API clients', () => {
     expect(sentB.slice(sentA.length)).toEqual(grown.slice(history.length))
   })
 
-  it("refuses a gateway header it cannot use on every request, naming it, also on a body it would forward unread", async () => {
-    for (const [name, value] of [['x-compaction-session', 's'.repeat(250)], ['x-compaction-session', ' '], ['x-compaction-budget', 'lots']] as const) {
+  it('refuses a gateway header it cannot use on every request, naming it, also on a body it would forward unread', async () => {
+    for (const [name, value] of [
+      ['x-compaction-session', 's'.repeat(250)],
+      ['x-compaction-session', ' '],
+      ['x-compaction-budget', 'lots']
+    ] as const) {
       const res = await fetch(`${url}/v1/messages`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY, [name]: value },
@@ -182,7 +202,11 @@ describe('POST /v1/messages: a drop-in proxy for Messages API clients', () => {
     const err = await sdk.messages.create({ model: 'claude-test', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e)
     expect(err).toBeInstanceOf(Anthropic.APIError)
     expect((err as InstanceType<typeof Anthropic.APIError>).status).toBe(529)
-    const res = await fetch(`${url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY }, body: JSON.stringify({ model: 'm', max_tokens: 1, messages: [{ role: 'user', content: 'x' }] }) })
+    const res = await fetch(`${url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY },
+      body: JSON.stringify({ model: 'm', max_tokens: 1, messages: [{ role: 'user', content: 'x' }] })
+    })
     expect(res.status).toBe(529)
     expect(res.headers.get('retry-after')).toBe('7')
     expect(await res.json()).toEqual({ type: 'error', error: { type: 'overloaded_error', message: 'fake 529' } })
@@ -236,14 +260,31 @@ describe('POST /v1/messages: a drop-in proxy for Messages API clients', () => {
     const res = await fetch(`${url}/v1/messages`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY, 'x-compaction-budget': '1000' },
-      body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: long }, { role: 'robot', content: 'y' }] })
+      body: JSON.stringify({
+        model: 'm',
+        messages: [
+          { role: 'user', content: long },
+          { role: 'robot', content: 'y' }
+        ]
+      })
     })
     expect(res.status).toBe(400)
-    expect(await res.json()).toEqual({ type: 'error', error: { type: 'invalid_request_error', message: 'messages[1].role: must be "user", "assistant" or "system"', path: '/messages/1/role' } })
-    const budget = await fetch(`${url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY, 'x-compaction-budget': 'lots' }, body: JSON.stringify({ model: 'm', messages: [] }) })
+    expect(await res.json()).toEqual({
+      type: 'error',
+      error: { type: 'invalid_request_error', message: 'messages[1].role: must be "user", "assistant" or "system"', path: '/messages/1/role' }
+    })
+    const budget = await fetch(`${url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY, 'x-compaction-budget': 'lots' },
+      body: JSON.stringify({ model: 'm', messages: [] })
+    })
     expect(budget.status).toBe(400)
     expect(((await budget.json()) as { error: { message: string } }).error.message).toMatch(/x-compaction-budget/)
-    const notJson = await fetch(`${url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY, 'x-compaction-budget': '1000' }, body: `{"messages": [${'1,'.repeat(2_000)}` })
+    const notJson = await fetch(`${url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY, 'x-compaction-budget': '1000' },
+      body: `{"messages": [${'1,'.repeat(2_000)}`
+    })
     expect(notJson.status).toBe(400)
     expect(((await notJson.json()) as { error: { message: string } }).error.message).toMatch(/not valid JSON/)
     expect(fake.requests).toHaveLength(0)
@@ -253,12 +294,20 @@ describe('POST /v1/messages: a drop-in proxy for Messages API clients', () => {
     const pad = user('p'.repeat(8_000))
     const histories = [
       [pad, assistant(call('t', 'bash', {})), { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't', content: [null] }] }],
-      [pad, assistant({ type: 'tool_use', id: 't', name: { a: 1 }, input: {} }), { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't', content: 'ok' }] }]
+      [
+        pad,
+        assistant({ type: 'tool_use', id: 't', name: { a: 1 }, input: {} }),
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't', content: 'ok' }] }
+      ]
     ]
     const paths = ['/messages/2/content/0/content/0', '/messages/1/content/0']
     for (const [k, messages] of histories.entries()) {
       for (const endpoint of ['/v1/messages', '/v1/messages/count_tokens']) {
-        const res = await fetch(`${url}${endpoint}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY, 'x-compaction-budget': '1000' }, body: JSON.stringify({ model: 'm', max_tokens: 1, messages }) })
+        const res = await fetch(`${url}${endpoint}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY, 'x-compaction-budget': '1000' },
+          body: JSON.stringify({ model: 'm', max_tokens: 1, messages })
+        })
         expect(res.status, endpoint).toBe(400)
         expect(((await res.json()) as { error: { path: string } }).error.path).toBe(paths[k])
       }
@@ -266,8 +315,15 @@ describe('POST /v1/messages: a drop-in proxy for Messages API clients', () => {
     expect(fake.requests).toHaveLength(0)
   })
 
-  it('forwards a body far under its budget unread, byte for byte: what it holds is the upstream\'s to refuse', async () => {
-    const raw = JSON.stringify({ model: 'm', max_tokens: 1, messages: [{ role: 'user', content: 'x' }, { role: 'robot', content: 'y' }] })
+  it("forwards a body far under its budget unread, byte for byte: what it holds is the upstream's to refuse", async () => {
+    const raw = JSON.stringify({
+      model: 'm',
+      max_tokens: 1,
+      messages: [
+        { role: 'user', content: 'x' },
+        { role: 'robot', content: 'y' }
+      ]
+    })
     const res = await fetch(`${url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY }, body: raw })
     expect(res.status).toBe(400)
     expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/messages\.1\.role/)
@@ -275,9 +331,14 @@ describe('POST /v1/messages: a drop-in proxy for Messages API clients', () => {
   })
 
   describe("today's Claude Code requests (recorded bodies), with their mid-conversation system messages", () => {
-    const recorded = (name: string): Record<string, unknown> & { messages: Message[] } => JSON.parse(readFileSync(join(ROOT, 'test/fixtures/claude-code', name), 'utf8'))
+    const recorded = (name: string): Record<string, unknown> & { messages: Message[] } =>
+      JSON.parse(readFileSync(join(ROOT, 'test/fixtures/claude-code', name), 'utf8'))
     const send = (body: unknown, headers: Record<string, string> = {}) =>
-      fetch(`${url}/v1/messages?beta=true`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY, 'anthropic-version': '2023-06-01', ...headers }, body: JSON.stringify(body) })
+      fetch(`${url}/v1/messages?beta=true`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY, 'anthropic-version': '2023-06-01', ...headers },
+        body: JSON.stringify(body)
+      })
 
     it('forwards them under the budget as sent, their context editing performed (the upstream has none, and refuses what the API refuses)', async () => {
       fake.fallback = { text: 'ok' }
@@ -287,14 +348,22 @@ describe('POST /v1/messages: a drop-in proxy for Messages API clients', () => {
         // Claude Code asks to keep every thinking block: nothing to clear, and the field is not sent to an upstream without it
         expect(body.context_management).toEqual({ edits: [{ type: 'clear_thinking_20251015', keep: 'all' }] })
         const raw = JSON.stringify(body)
-        const res = await fetch(`${url}/v1/messages?beta=true`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY }, body: raw })
+        const res = await fetch(`${url}/v1/messages?beta=true`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY },
+          body: raw
+        })
         expect(res.status, name).toBe(200)
         expect(res.headers.get('x-compaction')).toBe('none')
         const { context_management: _performed, ...rest } = body
         expect(JSON.parse(fake.requests.at(-1)!.raw)).toEqual(rest)
         // the messages go as their bytes came: the prompt cache's prefix is the client's
         expect(fake.requests.at(-1)!.raw).toContain(JSON.stringify(body.messages))
-        const count = await fetch(`${url}/v1/messages/count_tokens?beta=true`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY }, body: raw })
+        const count = await fetch(`${url}/v1/messages/count_tokens?beta=true`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY },
+          body: raw
+        })
         expect(count.status, name).toBe(200)
       }
       expect(fake.refused).toEqual([])
@@ -339,7 +408,12 @@ describe('the proxy as configured', () => {
   afterAll(async () => fake.close())
 
   const post = (app: App, headers: Record<string, string>) =>
-    app.inject({ method: 'POST', url: '/v1/messages', headers: { 'content-type': 'application/json', ...headers }, payload: JSON.stringify({ model: 'm', max_tokens: 1, messages: [{ role: 'user', content: 'x' }] }) })
+    app.inject({
+      method: 'POST',
+      url: '/v1/messages',
+      headers: { 'content-type': 'application/json', ...headers },
+      payload: JSON.stringify({ model: 'm', max_tokens: 1, messages: [{ role: 'user', content: 'x' }] })
+    })
 
   it('without keys of its own and no Anthropic key, passes the client its own credentials (a local pass-through)', async () => {
     const app = await testApp({ ANTHROPIC_BASE_URL: fake.url })
@@ -358,7 +432,10 @@ describe('the proxy as configured', () => {
       fake.requests.length = 0
       const res = await post(app, { 'x-api-key': 'gw-key-x' })
       expect(res.statusCode).toBe(500)
-      expect(res.json()).toEqual({ type: 'error', error: { type: 'api_error', message: 'the gateway has no key for the Messages API: set ANTHROPIC_API_KEY on the gateway' } })
+      expect(res.json()).toEqual({
+        type: 'error',
+        error: { type: 'api_error', message: 'the gateway has no key for the Messages API: set ANTHROPIC_API_KEY on the gateway' }
+      })
       expect(fake.requests).toHaveLength(0)
       // a setting to fix: the SDKs are told not to retry it (they retry a 500 by default)
       expect(res.headers['x-should-retry']).toBe('false')
@@ -373,7 +450,12 @@ describe('the proxy as configured', () => {
   })
 
   it("applies the gateway's rate limit to proxied requests", async () => {
-    const app = await testApp({ ANTHROPIC_API_KEY: 'sk-ant-upstream-x', ANTHROPIC_BASE_URL: fake.url, COMPACT_API_KEYS: 'k=gw-key-y', COMPACT_RATE_LIMIT_PER_MIN: '2' })
+    const app = await testApp({
+      ANTHROPIC_API_KEY: 'sk-ant-upstream-x',
+      ANTHROPIC_BASE_URL: fake.url,
+      COMPACT_API_KEYS: 'k=gw-key-y',
+      COMPACT_RATE_LIMIT_PER_MIN: '2'
+    })
     try {
       const statuses = []
       for (let i = 0; i < 3; i++) statuses.push((await post(app, { 'x-api-key': 'gw-key-y' })).statusCode)
@@ -409,7 +491,8 @@ describe('one estimate for both routes', () => {
     try {
       // 600 messages of lengths that leave a remainder, so that where the rounding happens matters
       const messages = Array.from({ length: 600 }, (_, i) => ({ role: i % 2 === 0 ? 'user' : 'assistant', content: `${'word '.repeat(3 + (i % 7))}${i}` }))
-      const size = (await app.inject({ method: 'POST', url: '/v1/compact', payload: { messages, budget_tokens: 'off' } })).json().stats.raw_history_tokens as number
+      const size = (await app.inject({ method: 'POST', url: '/v1/compact', payload: { messages, budget_tokens: 'off' } })).json().stats
+        .raw_history_tokens as number
       expect(size).toBeGreaterThan(1_000)
       for (const [budget, compacts] of [
         [size, false],

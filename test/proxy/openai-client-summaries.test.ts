@@ -9,7 +9,13 @@ import { FakeOpenAi, type OpenAiRequest } from '../helpers/fake-openai.js'
 const CLIENT_KEY = 'sk-client-own-openai-key-000000000000'
 const BUDGET = 12_000
 const SYSTEM = 'You are a coding agent working in a repository. '.repeat(40)
-const TOOL = { type: 'function' as const, name: 'bash', description: 'Run a shell command', strict: false, parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] } }
+const TOOL = {
+  type: 'function' as const,
+  name: 'bash',
+  description: 'Run a shell command',
+  strict: false,
+  parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] }
+}
 
 /** A summary call of the gateway's in the client's conversation: an item after the client's asks for the compaction. */
 const isSummaryCall = (r: OpenAiRequest): boolean => JSON.stringify(r.body.messages ?? r.body.input ?? '').includes('<compaction-request>')
@@ -22,7 +28,13 @@ function chat(steps: number): OpenAI.Chat.Completions.ChatCompletionMessageParam
   ]
   for (let i = 0; i < steps; i++) {
     out.push(
-      { role: 'assistant', content: null, tool_calls: [{ id: `call_${i}`, type: 'function', function: { name: 'bash', arguments: JSON.stringify({ command: `sed -n 1,80p src/storage/part_${i}.ts` }) } }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: `call_${i}`, type: 'function', function: { name: 'bash', arguments: JSON.stringify({ command: `sed -n 1,80p src/storage/part_${i}.ts` }) } }
+        ]
+      },
       { role: 'tool', tool_call_id: `call_${i}`, content: `part ${i}: ${'w'.repeat(1_400)}` },
       { role: 'assistant', content: `Read part ${i}.` },
       { role: 'user', content: `Go on with part ${i + 1}` }
@@ -53,7 +65,12 @@ afterEach(async () => {
 async function gateway(env: Record<string, string>): Promise<{ app: App; fake: FakeOpenAi; sdk: OpenAI }> {
   const fake = await new FakeOpenAi().start()
   opened.push(fake)
-  fake.fallback = (r) => (isSummaryCall(r) ? { text: `Here it is:\n${JSON.stringify({ objective: 'Port the storage layer to the new driver (by the client model)', next_steps: ['Go on with the next part'] })}` } : { text: 'ok' })
+  fake.fallback = (r) =>
+    isSummaryCall(r)
+      ? {
+          text: `Here it is:\n${JSON.stringify({ objective: 'Port the storage layer to the new driver (by the client model)', next_steps: ['Go on with the next part'] })}`
+        }
+      : { text: 'ok' }
   const app = await testApp({ OPENAI_BASE_URL: `${fake.url}/v1`, COMPACT_PRECOMPUTE_AT: '0.5', ...env })
   await app.listen({ port: 0, host: '127.0.0.1' })
   opened.push(app)
@@ -77,7 +94,18 @@ describe("Chat Completions and Responses summaries by the client's own model, wh
   it("Chat Completions: written ahead in the client's conversation with its key, its prefix read from the upstream's cache, taken at the crossing", async () => {
     const { app, fake, sdk } = await gateway({})
     const send = async (steps: number) =>
-      (await sdk.chat.completions.create({ model: 'gpt-client-model', messages: chat(steps), tools: [{ type: 'function', function: { name: TOOL.name, description: TOOL.description, parameters: TOOL.parameters } }] }, { headers: headers('chat-own-1') }).withResponse()).response
+      (
+        await sdk.chat.completions
+          .create(
+            {
+              model: 'gpt-client-model',
+              messages: chat(steps),
+              tools: [{ type: 'function', function: { name: TOOL.name, description: TOOL.description, parameters: TOOL.parameters } }]
+            },
+            { headers: headers('chat-own-1') }
+          )
+          .withResponse()
+      ).response
     const summaryId = await untilCrossing(app, send)
     expect(summaryId).toBeTruthy()
     const calls = fake.requests.filter(isSummaryCall)
@@ -104,7 +132,12 @@ describe("Chat Completions and Responses summaries by the client's own model, wh
 
   it('Responses: the same, its instructions and tools as sent, stored nowhere', async () => {
     const { app, fake, sdk } = await gateway({})
-    const send = async (steps: number) => (await sdk.responses.create({ model: 'gpt-client-model', instructions: SYSTEM, input: responses(steps), tools: [TOOL], store: true }, { headers: headers('resp-own-1') }).withResponse()).response
+    const send = async (steps: number) =>
+      (
+        await sdk.responses
+          .create({ model: 'gpt-client-model', instructions: SYSTEM, input: responses(steps), tools: [TOOL], store: true }, { headers: headers('resp-own-1') })
+          .withResponse()
+      ).response
     await untilCrossing(app, send)
     const calls = fake.requests.filter(isSummaryCall)
     expect(calls).toHaveLength(1)
@@ -123,7 +156,8 @@ describe("Chat Completions and Responses summaries by the client's own model, wh
   it('an answer that is not the JSON object is asked again once in the same conversation, then the extractive summary stands in', async () => {
     const { app, fake, sdk } = await gateway({})
     fake.fallback = (r) => (isSummaryCall(r) ? { text: 'I would rather keep working.' } : { text: 'ok' })
-    const send = async (steps: number) => (await sdk.chat.completions.create({ model: 'gpt-client-model', messages: chat(steps) }, { headers: headers('chat-own-2') }).withResponse()).response
+    const send = async (steps: number) =>
+      (await sdk.chat.completions.create({ model: 'gpt-client-model', messages: chat(steps) }, { headers: headers('chat-own-2') }).withResponse()).response
     await untilCrossing(app, send)
     const calls = fake.requests.filter(isSummaryCall)
     expect(calls).toHaveLength(2)
@@ -133,10 +167,11 @@ describe("Chat Completions and Responses summaries by the client's own model, wh
     expect(records.json().compactions[0].summarizer).toMatchObject({ kind: 'extractive', fallback_reason: 'invalid_output' })
   })
 
-  it("are not made where the gateway forwards with its own OPENAI_API_KEY, nor with COMPACT_SUMMARIZER=extractive", async () => {
+  it('are not made where the gateway forwards with its own OPENAI_API_KEY, nor with COMPACT_SUMMARIZER=extractive', async () => {
     for (const env of [{ OPENAI_API_KEY: 'sk-gateway-own-openai-key-00000000000' }, { COMPACT_SUMMARIZER: 'extractive' }] as Record<string, string>[]) {
       const { app, fake, sdk } = await gateway(env)
-      const send = async (steps: number) => (await sdk.chat.completions.create({ model: 'gpt-client-model', messages: chat(steps) }, { headers: headers('chat-own-3') }).withResponse()).response
+      const send = async (steps: number) =>
+        (await sdk.chat.completions.create({ model: 'gpt-client-model', messages: chat(steps) }, { headers: headers('chat-own-3') }).withResponse()).response
       await untilCrossing(app, send)
       expect(fake.requests.filter(isSummaryCall)).toEqual([])
     }

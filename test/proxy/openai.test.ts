@@ -27,7 +27,11 @@ function chatSession(steps: number, chars = 2_000, tag = 'a'): Item[] {
     { role: 'user', content: `Fix the failing parser test in src/parse_${tag}.ts` }
   ]
   for (let i = 0; i < steps; i++) {
-    items.push({ role: 'assistant', content: null, tool_calls: [{ id: `call_${tag}_${i}`, type: 'function', function: { name: 'shell', arguments: JSON.stringify({ cmd: `cat src/module_${i}.ts` }) } }] })
+    items.push({
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: `call_${tag}_${i}`, type: 'function', function: { name: 'shell', arguments: JSON.stringify({ cmd: `cat src/module_${i}.ts` }) } }]
+    })
     items.push({ role: 'tool', tool_call_id: `call_${tag}_${i}`, content: `line ${i}: ${'x'.repeat(chars)}` })
   }
   items.push({ role: 'assistant', content: `Read ${steps} modules.` }, { role: 'user', content: 'Now update docs/parser.md to match' })
@@ -43,7 +47,12 @@ function codexSession(steps: number, chars = 2_000): Item[] {
   const items: Item[] = [
     { type: 'additional_tools', id: 'at_1', role: 'developer', tools: [{ type: 'custom', name: 'exec', description: 'Run JavaScript. '.repeat(40) }] },
     { type: 'message', id: 'msg_dev', role: 'developer', content: [{ type: 'input_text', text: 'You are Codex. '.repeat(60) }] },
-    { type: 'message', id: 'msg_env', role: 'user', content: [{ type: 'input_text', text: '<environment_context>\n  <cwd>/work</cwd>\n</environment_context>' }] },
+    {
+      type: 'message',
+      id: 'msg_env',
+      role: 'user',
+      content: [{ type: 'input_text', text: '<environment_context>\n  <cwd>/work</cwd>\n</environment_context>' }]
+    },
     { type: 'message', id: 'msg_task', role: 'user', content: [{ type: 'input_text', text: 'Make the build pass: fix src/lexer.rs' }] }
   ]
   for (let i = 0; i < steps; i++) {
@@ -52,8 +61,23 @@ function codexSession(steps: number, chars = 2_000): Item[] {
       items.push({ type: 'function_call', id: `fc_${i}`, call_id: `call_${i}`, name: 'wait', arguments: JSON.stringify({ cell_id: String(i) }) })
       items.push({ type: 'function_call_output', call_id: `call_${i}`, output: `cell ${i}: ${'y'.repeat(chars)}` })
     } else {
-      items.push({ type: 'custom_tool_call', id: `ctc_${i}`, status: 'completed', call_id: `call_${i}`, name: 'exec', input: `const r = await tools.exec_command({cmd: "cargo build -p step${i}"}); text(r)` })
-      items.push({ type: 'custom_tool_call_output', id: `ctco_${i}`, call_id: `call_${i}`, output: [{ type: 'input_text', text: 'Script completed\n' }, { type: 'input_text', text: `step ${i}: ${'x'.repeat(chars)}` }] })
+      items.push({
+        type: 'custom_tool_call',
+        id: `ctc_${i}`,
+        status: 'completed',
+        call_id: `call_${i}`,
+        name: 'exec',
+        input: `const r = await tools.exec_command({cmd: "cargo build -p step${i}"}); text(r)`
+      })
+      items.push({
+        type: 'custom_tool_call_output',
+        id: `ctco_${i}`,
+        call_id: `call_${i}`,
+        output: [
+          { type: 'input_text', text: 'Script completed\n' },
+          { type: 'input_text', text: `step ${i}: ${'x'.repeat(chars)}` }
+        ]
+      })
     }
     if (i === 4) items.push({ type: 'future_item_kind', id: 'fut_1', payload: { note: 'an item type the gateway does not know' } })
   }
@@ -134,14 +158,20 @@ describe('POST /v1/chat/completions and /v1/responses: drop-in proxies for OpenA
 
   it('forwards a body under the budget byte for byte: spacing, key order, huge numbers and unknown fields as sent', async () => {
     const raw = `{"model":"gpt-test",  "messages":[{"role":"user","content":"h\\u00e9llo"}],"seed":12345678901234567890123,"zz_future":{"a":[1,2.50]}}`
-    const res = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${GATEWAY_KEY}` }, body: raw })
+    const res = await fetch(`${url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${GATEWAY_KEY}` },
+      body: raw
+    })
     expect(res.status).toBe(200)
     expect(fake.requests[0]?.raw.toString('utf8')).toBe(raw)
   })
 
   it('compacts a Chat Completions history past the budget: system as sent, one summary message, the tail as sent, no call split', async () => {
     const messages = chatSession(30)
-    const { response } = await sdk.chat.completions.create({ model: 'gpt-test', messages: messages as never }, { headers: { 'x-compaction-budget': BUDGET, 'x-session-id': 'chat-1' } }).withResponse()
+    const { response } = await sdk.chat.completions
+      .create({ model: 'gpt-test', messages: messages as never }, { headers: { 'x-compaction-budget': BUDGET, 'x-session-id': 'chat-1' } })
+      .withResponse()
     expect(response.headers.get('x-compaction')).toBe('compacted')
     expect(response.headers.get('x-compaction-summary-id')).toMatch(/./)
     expect(fake.refused).toEqual([])
@@ -155,7 +185,9 @@ describe('POST /v1/chat/completions and /v1/responses: drop-in proxies for OpenA
     expect(tail).toEqual(messages.slice(messages.length - tail.length))
     expect(sent.length).toBeLessThan(messages.length)
     // the proxy's estimate of what it sent is under the budget
-    const { points } = (await app.inject({ method: 'GET', url: '/v1/sessions/chat-1/timeline', headers: { 'x-api-key': GATEWAY_KEY } })).json<{ points: { context_after_compaction: number; budget_tokens: number }[] }>()
+    const { points } = (await app.inject({ method: 'GET', url: '/v1/sessions/chat-1/timeline', headers: { 'x-api-key': GATEWAY_KEY } })).json<{
+      points: { context_after_compaction: number; budget_tokens: number }[]
+    }>()
     expect(points).toHaveLength(1)
     expect(points[0]?.budget_tokens).toBe(Number(BUDGET))
     expect(points[0]?.context_after_compaction).toBeLessThanOrEqual(Number(BUDGET))
@@ -165,12 +197,16 @@ describe('POST /v1/chat/completions and /v1/responses: drop-in proxies for OpenA
     const first = chatSession(30, 2_000, 'b')
     await sdk.chat.completions.create({ model: 'gpt-test', messages: first as never }, { headers: { 'x-compaction-budget': BUDGET, 'x-session-id': 'chat-2' } })
     const next = [...first, { role: 'assistant', content: 'Updated the docs.' }, { role: 'user', content: 'Thanks, commit it' }]
-    const { response } = await sdk.chat.completions.create({ model: 'gpt-test', messages: next as never }, { headers: { 'x-compaction-budget': BUDGET, 'x-session-id': 'chat-2' } }).withResponse()
+    const { response } = await sdk.chat.completions
+      .create({ model: 'gpt-test', messages: next as never }, { headers: { 'x-compaction-budget': BUDGET, 'x-session-id': 'chat-2' } })
+      .withResponse()
     expect(response.headers.get('x-compaction')).toBe('compacted')
     const [a, b] = fake.requests.map((r) => r.body.messages as unknown as Item[])
     expect(JSON.stringify(b?.[1])).toBe(JSON.stringify(a?.[1]))
     expect(b?.slice(-2)).toEqual(next.slice(-2))
-    const records = (await app.inject({ method: 'GET', url: '/v1/sessions/chat-2/compactions', headers: { 'x-api-key': GATEWAY_KEY } })).json<{ compactions: unknown[] }>()
+    const records = (await app.inject({ method: 'GET', url: '/v1/sessions/chat-2/compactions', headers: { 'x-api-key': GATEWAY_KEY } })).json<{
+      compactions: unknown[]
+    }>()
     expect(records.compactions).toHaveLength(1)
   })
 
@@ -193,7 +229,9 @@ describe('POST /v1/chat/completions and /v1/responses: drop-in proxies for OpenA
     expect(sent.length).toBeLessThan(input.length)
     // every reasoning item kept is followed by the item it belongs to, with its encrypted content as sent
     for (const [k, item] of tail.entries()) if (item.type === 'reasoning') expect(tail[k + 1]?.type).toMatch(/call$/)
-    const records = (await app.inject({ method: 'GET', url: '/v1/sessions/codex-1/compactions', headers: { 'x-api-key': GATEWAY_KEY } })).json<{ compactions: unknown[] }>()
+    const records = (await app.inject({ method: 'GET', url: '/v1/sessions/codex-1/compactions', headers: { 'x-api-key': GATEWAY_KEY } })).json<{
+      compactions: unknown[]
+    }>()
     expect(records.compactions).toHaveLength(1)
   })
 
@@ -205,7 +243,9 @@ describe('POST /v1/chat/completions and /v1/responses: drop-in proxies for OpenA
     expect(asSent.object).toBe('response.compaction')
 
     const large = codexSession(24)
-    const { data, response } = await sdk.responses.compact({ model: 'gpt-test', input: large as never }, { headers: { 'x-compaction-budget': BUDGET, 'session-id': 'codex-compact-1' } }).withResponse()
+    const { data, response } = await sdk.responses
+      .compact({ model: 'gpt-test', input: large as never }, { headers: { 'x-compaction-budget': BUDGET, 'session-id': 'codex-compact-1' } })
+      .withResponse()
     expect(fake.refused).toEqual([])
     expect(response.headers.get('x-compaction')).toBe('compacted')
     const sent = fake.requests[1]?.body.input as unknown as Item[]
@@ -216,7 +256,9 @@ describe('POST /v1/chat/completions and /v1/responses: drop-in proxies for OpenA
     // the upstream's answer as it gave it: the user messages it was sent, then its compaction item
     expect(data.output.at(-1)).toMatchObject({ type: 'compaction' })
     expect(data.output.slice(0, -1)).toEqual(sent.filter((i) => i.type === 'message' && i.role === 'user'))
-    const records = (await app.inject({ method: 'GET', url: '/v1/sessions/codex-compact-1/compactions', headers: { 'x-api-key': GATEWAY_KEY } })).json<{ compactions: unknown[] }>()
+    const records = (await app.inject({ method: 'GET', url: '/v1/sessions/codex-compact-1/compactions', headers: { 'x-api-key': GATEWAY_KEY } })).json<{
+      compactions: unknown[]
+    }>()
     expect(records.compactions).toHaveLength(1)
   })
 
@@ -248,8 +290,15 @@ describe('POST /v1/chat/completions and /v1/responses: drop-in proxies for OpenA
     expect(error.message).toContain('call_nobody')
     expect(fake.requests).toHaveLength(0)
 
-    const small = [{ role: 'user', content: 'hi' }, { role: 'tool', tool_call_id: 'call_nobody', content: 'x' }]
-    const under = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${GATEWAY_KEY}` }, body: JSON.stringify({ model: 'gpt-test', messages: small }) })
+    const small = [
+      { role: 'user', content: 'hi' },
+      { role: 'tool', tool_call_id: 'call_nobody', content: 'x' }
+    ]
+    const under = await fetch(`${url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${GATEWAY_KEY}` },
+      body: JSON.stringify({ model: 'gpt-test', messages: small })
+    })
     expect(under.status).toBe(400) // the upstream's own refusal
     expect(fake.refused[0]).toContain("messages with role 'tool' must be a response")
   })
@@ -257,7 +306,11 @@ describe('POST /v1/chat/completions and /v1/responses: drop-in proxies for OpenA
   it('an item in the Responses input that is not an object is refused at its place when the request may be over the budget', async () => {
     const input: unknown[] = codexSession(24)
     input.splice(9, 0, 42)
-    const res = await fetch(`${url}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${GATEWAY_KEY}`, 'x-compaction-budget': BUDGET }, body: JSON.stringify({ model: 'gpt-test', input }) })
+    const res = await fetch(`${url}/v1/responses`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${GATEWAY_KEY}`, 'x-compaction-budget': BUDGET },
+      body: JSON.stringify({ model: 'gpt-test', input })
+    })
     expect(res.status).toBe(400)
     expect(((await res.json()) as { error: { path: string } }).error.path).toBe('/input/9')
   })
@@ -275,14 +328,22 @@ describe('POST /v1/chat/completions and /v1/responses: drop-in proxies for OpenA
   })
 
   it('an upstream refusal comes back with its status and body', async () => {
-    await expect(sdk.chat.completions.create({ model: '', messages: [{ role: 'user', content: 'hi' }] })).rejects.toMatchObject({ status: 400, message: expect.stringContaining('model') })
+    await expect(sdk.chat.completions.create({ model: '', messages: [{ role: 'user', content: 'hi' }] })).rejects.toMatchObject({
+      status: 400,
+      message: expect.stringContaining('model')
+    })
   })
 })
 
 describe('the OpenAI proxies without a key for the upstream', () => {
   it('answer 500 naming the setting, and tell the SDK not to retry', async () => {
     const app = await testApp({ COMPACT_API_KEYS: `alice=${GATEWAY_KEY}`, OPENAI_BASE_URL: 'http://127.0.0.1:9/v1' })
-    const res = await app.inject({ method: 'POST', url: '/v1/responses', headers: { authorization: `Bearer ${GATEWAY_KEY}` }, payload: { model: 'm', input: 'hi' } })
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/responses',
+      headers: { authorization: `Bearer ${GATEWAY_KEY}` },
+      payload: { model: 'm', input: 'hi' }
+    })
     expect(res.statusCode).toBe(500)
     expect(res.headers['x-should-retry']).toBe('false')
     expect(res.json<{ error: { message: string } }>().error.message).toContain('OPENAI_API_KEY')
@@ -294,12 +355,21 @@ describe('a proxied compaction summarized by an OpenAI-compatible model', () => 
   it('the summary is written ahead by the openai summarizer through the same upstream, and the crossing sends it', async () => {
     const fake = await new FakeOpenAi().start()
     fake.fallback = (r) => (isSummaryCall(r) ? { toolInput: { objective: 'Fix the failing parser test (model summary)' } } : { text: 'ok' })
-    const app = await testApp({ OPENAI_API_KEY: UPSTREAM_KEY, OPENAI_BASE_URL: `${fake.url}/v1`, COMPACT_SUMMARIZER: 'openai', COMPACT_MODEL: 'gpt-small', COMPACT_PRECOMPUTE_AT: '0.5' })
+    const app = await testApp({
+      OPENAI_API_KEY: UPSTREAM_KEY,
+      OPENAI_BASE_URL: `${fake.url}/v1`,
+      COMPACT_SUMMARIZER: 'openai',
+      COMPACT_MODEL: 'gpt-small',
+      COMPACT_PRECOMPUTE_AT: '0.5'
+    })
     try {
       await app.listen({ port: 0, host: '127.0.0.1' })
       const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/v1`
       const client = new OpenAI({ apiKey: 'unused', baseURL: base, maxRetries: 0 })
-      const send = (steps: number) => client.chat.completions.create({ model: 'gpt-agent', messages: chatSession(steps) as never }, { headers: { 'x-compaction-budget': BUDGET } }).withResponse()
+      const send = (steps: number) =>
+        client.chat.completions
+          .create({ model: 'gpt-agent', messages: chatSession(steps) as never }, { headers: { 'x-compaction-budget': BUDGET } })
+          .withResponse()
       // the session grows a step a request; the summary is written ahead once its growth says the crossing is near
       let steps = 1
       let crossing: Awaited<ReturnType<typeof send>>['response'] | undefined
@@ -309,7 +379,10 @@ describe('a proxied compaction summarized by an OpenAI-compatible model', () => 
           crossing = response
           break
         }
-        if (fake.requests.some(isSummaryCall)) await until('the summary written ahead', async () => (await app.metrics.registry.getSingleMetricAsString('compaction_proxy_precomputes_total')).includes('event="done"} 1'))
+        if (fake.requests.some(isSummaryCall))
+          await until('the summary written ahead', async () =>
+            (await app.metrics.registry.getSingleMetricAsString('compaction_proxy_precomputes_total')).includes('event="done"} 1')
+          )
       }
       expect(crossing).toBeDefined()
       expect(fake.requests.filter(isSummaryCall).map((r) => r.body.model)).toEqual(['gpt-small'])
@@ -341,16 +414,29 @@ const text = (n: number, seed: number): string => {
 }
 
 /** One step of a generated session: its output's size, how many parallel calls, and whether reasoning or an unknown item comes with it. */
-const stepArb = fc.record({ size: fc.integer({ min: 0, max: 9_000 }), calls: fc.integer({ min: 1, max: 3 }), reasoning: fc.boolean(), unknown: fc.boolean(), prompt: fc.boolean() })
+const stepArb = fc.record({
+  size: fc.integer({ min: 0, max: 9_000 }),
+  calls: fc.integer({ min: 1, max: 3 }),
+  reasoning: fc.boolean(),
+  unknown: fc.boolean(),
+  prompt: fc.boolean()
+})
 type Step = { size: number; calls: number; reasoning: boolean; unknown: boolean; prompt: boolean }
 
 /** The requests of a growing Chat Completions session: after each step the client asks with its history so far. */
 function chatRequests(steps: Step[]): Item[][] {
-  const items: Item[] = [{ role: 'system', content: 'You are a coding agent.' }, { role: 'user', content: 'Fix the build' }]
+  const items: Item[] = [
+    { role: 'system', content: 'You are a coding agent.' },
+    { role: 'user', content: 'Fix the build' }
+  ]
   const requests: Item[][] = []
   steps.forEach((s, k) => {
     const ids = Array.from({ length: s.calls }, (_, j) => `call_${k}_${j}`)
-    items.push({ role: 'assistant', content: s.reasoning ? `thinking about step ${k}` : null, tool_calls: ids.map((id) => ({ id, type: 'function', function: { name: 'shell', arguments: JSON.stringify({ cmd: `make step${k}` }) } })) })
+    items.push({
+      role: 'assistant',
+      content: s.reasoning ? `thinking about step ${k}` : null,
+      tool_calls: ids.map((id) => ({ id, type: 'function', function: { name: 'shell', arguments: JSON.stringify({ cmd: `make step${k}` }) } }))
+    })
     for (const id of ids) items.push({ role: 'tool', tool_call_id: id, content: text(s.size, k) })
     if (s.prompt) items.push({ role: 'assistant', content: `step ${k} done` }, { role: 'user', content: [{ type: 'text', text: `go on ${k} 🚀` }] })
     requests.push(structuredClone(items))
@@ -369,7 +455,12 @@ function responsesRequests(steps: Step[], images: boolean): Item[][] {
     if (s.unknown) items.push({ type: 'future_item_kind', id: `fut_${k}` })
     // an output of parts, now and then with an image among them (where the budget holds an image's flat cost)
     const image = { type: 'input_image', image_url: `data:image/png;base64,${'iVBOR'.repeat(20)}` }
-    for (const id of ids) items.push({ type: 'custom_tool_call_output', call_id: id, output: [{ type: 'input_text', text: text(s.size, k) }, ...(s.unknown && images ? [image, { type: 'input_text', text: `after the image ${k}` }] : [])] })
+    for (const id of ids)
+      items.push({
+        type: 'custom_tool_call_output',
+        call_id: id,
+        output: [{ type: 'input_text', text: text(s.size, k) }, ...(s.unknown && images ? [image, { type: 'input_text', text: `after the image ${k}` }] : [])]
+      })
     if (s.prompt) items.push({ type: 'message', role: 'user', content: [{ type: 'input_text', text: `go on ${k} 🚀` }] })
     requests.push(structuredClone(items))
   })
@@ -379,66 +470,87 @@ function responsesRequests(steps: Step[], images: boolean): Item[][] {
 describe('the OpenAI proxies over generated growing sessions (property)', () => {
   it('forward a request the API takes, the system items and the kept items as sent (but reported clips), within the budget whenever changed', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(stepArb, { minLength: 1, maxLength: 30 }), fc.integer({ min: 2_000, max: 16_000 }), fc.constantFrom<OpenAiApi>('chat', 'responses'), fc.boolean(), async (steps, budget, api, withModel) => {
-        let n = 0
-        const proxy = new ProxyCompactor({
-          deps: { defaults: { budgetTokens: 45_000, keepTurns: 8 }, extractive: new ExtractiveSummarizer(), ...(withModel ? { modelSummarizer: instantModel } : {}), newId: () => `cmp_${++n}`, now: () => performance.now() },
-          precomputeAt: withModel ? 0.5 : undefined,
-          canPrecompute: () => true,
-          onPrecompute: () => undefined
-        })
-        for (const items of api === 'chat' ? chatRequests(steps) : responsesRequests(steps, budget >= 8_000)) {
-          const body = api === 'chat' ? { model: 'm', messages: items } : { model: 'm', store: false, input: items }
-          const read = readOpenAiRequest(body, api, () => true)
-          if (read.kind !== 'history') throw new Error(read.reason)
-          const { history } = read
-          const outcome = await proxy.prepare({ messages: history.messages, system: history.system, tools: history.tools, tenant: 't', session: 's', budget })
-          if (outcome.kind === 'none') continue
-          const raw = openAiPayload(body, history, outcome).toString('utf8')
-          expect(api === 'chat' ? chatCompletionsRefusal(raw) : responsesRefusal(raw)).toBeUndefined()
-          const sent = (JSON.parse(raw) as Record<string, Item[]>)[history.field] as Item[]
-          const leading = history.adapted.leading
-          expect(sent.slice(0, leading)).toEqual(items.slice(0, leading))
-          const tail = sent.slice(leading + 1)
-          const from = items.length - tail.length
-          expect(from).toBe(history.adapted.starts[outcome.keptFrom])
-          // the newest item the client cannot read (encrypted reasoning) is never summarized away
-          const encrypted = items.filter((i) => typeof i.encrypted_content === 'string').at(-1)
-          if (encrypted) expect(sent).toContainEqual(encrypted)
-          // every kept item as sent, but those the bound clipped (each one reported)
-          const clipped = new Set(outcome.clips.map((c) => history.adapted.sources[c.message_index]?.[c.block_index ?? 0]?.item))
-          tail.forEach((item, k) => {
-            const own = items[from + k]!
-            if (!clipped.has(from + k)) expect(item).toEqual(own)
-            // a clipped output keeps its shape: its parts, each non-text part as it came
-            else if (Array.isArray(own.output)) {
-              const parts = item.output as Item[]
-              expect(parts.map((p) => p.type)).toEqual((own.output as Item[]).map((p) => p.type))
-              parts.forEach((p, j) => {
-                if (p.type !== 'input_text') expect(p).toEqual((own.output as Item[])[j])
-              })
-            }
+      fc.asyncProperty(
+        fc.array(stepArb, { minLength: 1, maxLength: 30 }),
+        fc.integer({ min: 2_000, max: 16_000 }),
+        fc.constantFrom<OpenAiApi>('chat', 'responses'),
+        fc.boolean(),
+        async (steps, budget, api, withModel) => {
+          let n = 0
+          const proxy = new ProxyCompactor({
+            deps: {
+              defaults: { budgetTokens: 45_000, keepTurns: 8 },
+              extractive: new ExtractiveSummarizer(),
+              ...(withModel ? { modelSummarizer: instantModel } : {}),
+              newId: () => `cmp_${++n}`,
+              now: () => performance.now()
+            },
+            precomputeAt: withModel ? 0.5 : undefined,
+            canPrecompute: () => true,
+            onPrecompute: () => undefined
           })
-          // within the budget, estimated as the proxy estimates any request it reads
-          const again = readOpenAiRequest({ ...body, [history.field]: sent }, api, () => true)
-          if (again.kind !== 'history') throw new Error(again.reason)
-          const forwarded = promptTokens(again.history.messages, again.history.system, again.history.tools)
-          if (forwarded > budget) {
-            // only where what must be kept (the newest encrypted item and all after it) cannot fit: its images
-            // alone fill the budget, and the history is left behind the summary that stood for its start
-            const mustKeep = items.slice(items.lastIndexOf(encrypted!))
-            const images = mustKeep.flatMap((i) => (Array.isArray(i.output) ? (i.output as Item[]) : [])).filter((p) => p.type === 'input_image').length
-            expect(outcome.kind).toBe('reused')
-            expect(images * IMAGE_TOKENS).toBeGreaterThan(budget / 2)
+          for (const items of api === 'chat' ? chatRequests(steps) : responsesRequests(steps, budget >= 8_000)) {
+            const body = api === 'chat' ? { model: 'm', messages: items } : { model: 'm', store: false, input: items }
+            const read = readOpenAiRequest(body, api, () => true)
+            if (read.kind !== 'history') throw new Error(read.reason)
+            const { history } = read
+            const outcome = await proxy.prepare({ messages: history.messages, system: history.system, tools: history.tools, tenant: 't', session: 's', budget })
+            if (outcome.kind === 'none') continue
+            const raw = openAiPayload(body, history, outcome).toString('utf8')
+            expect(api === 'chat' ? chatCompletionsRefusal(raw) : responsesRefusal(raw)).toBeUndefined()
+            const sent = (JSON.parse(raw) as Record<string, Item[]>)[history.field] as Item[]
+            const leading = history.adapted.leading
+            expect(sent.slice(0, leading)).toEqual(items.slice(0, leading))
+            const tail = sent.slice(leading + 1)
+            const from = items.length - tail.length
+            expect(from).toBe(history.adapted.starts[outcome.keptFrom])
+            // the newest item the client cannot read (encrypted reasoning) is never summarized away
+            const encrypted = items.filter((i) => typeof i.encrypted_content === 'string').at(-1)
+            if (encrypted) expect(sent).toContainEqual(encrypted)
+            // every kept item as sent, but those the bound clipped (each one reported)
+            const clipped = new Set(outcome.clips.map((c) => history.adapted.sources[c.message_index]?.[c.block_index ?? 0]?.item))
+            tail.forEach((item, k) => {
+              const own = items[from + k]!
+              if (!clipped.has(from + k)) expect(item).toEqual(own)
+              // a clipped output keeps its shape: its parts, each non-text part as it came
+              else if (Array.isArray(own.output)) {
+                const parts = item.output as Item[]
+                expect(parts.map((p) => p.type)).toEqual((own.output as Item[]).map((p) => p.type))
+                parts.forEach((p, j) => {
+                  if (p.type !== 'input_text') expect(p).toEqual((own.output as Item[])[j])
+                })
+              }
+            })
+            // within the budget, estimated as the proxy estimates any request it reads
+            const again = readOpenAiRequest({ ...body, [history.field]: sent }, api, () => true)
+            if (again.kind !== 'history') throw new Error(again.reason)
+            const forwarded = promptTokens(again.history.messages, again.history.system, again.history.tools)
+            if (forwarded > budget) {
+              // only where what must be kept (the newest encrypted item and all after it) cannot fit: its images
+              // alone fill the budget, and the history is left behind the summary that stood for its start
+              const mustKeep = items.slice(items.lastIndexOf(encrypted!))
+              const images = mustKeep.flatMap((i) => (Array.isArray(i.output) ? (i.output as Item[]) : [])).filter((p) => p.type === 'input_image').length
+              expect(outcome.kind).toBe('reused')
+              expect(images * IMAGE_TOKENS).toBeGreaterThan(budget / 2)
+            }
           }
+          await proxy.close()
         }
-        await proxy.close()
-      }),
+      ),
       {
         numRuns: 80,
         examples: [
           // once found: a clip the anchor repeated went into the next compaction's input unreported
-          [[{ size: 0, calls: 1, reasoning: true, unknown: false, prompt: false }, { size: 3011, calls: 2, reasoning: false, unknown: false, prompt: false }, { size: 0, calls: 1, reasoning: false, unknown: false, prompt: false }], 2000, 'responses', false],
+          [
+            [
+              { size: 0, calls: 1, reasoning: true, unknown: false, prompt: false },
+              { size: 3011, calls: 2, reasoning: false, unknown: false, prompt: false },
+              { size: 0, calls: 1, reasoning: false, unknown: false, prompt: false }
+            ],
+            2000,
+            'responses',
+            false
+          ],
           // once found: a summary written ahead taken at a crossing where nothing more could be compacted made the prompt larger
           [
             [
@@ -458,7 +570,7 @@ describe('the OpenAI proxies over generated growing sessions (property)', () => 
 })
 
 describe('GET /v1/models: each SDK lists the models of the API it speaks, asked of its upstream with the gateway key', () => {
-  it('the Anthropic SDK reaches ANTHROPIC_BASE_URL, the OpenAI SDK OPENAI_BASE_URL; an unknown model is the upstream\'s 404', async () => {
+  it("the Anthropic SDK reaches ANTHROPIC_BASE_URL, the OpenAI SDK OPENAI_BASE_URL; an unknown model is the upstream's 404", async () => {
     const anthropicUp = await new FakeAnthropic().start()
     const openaiUp = await new FakeOpenAi().start()
     const app = await testApp({

@@ -49,8 +49,14 @@ describe('summaries written ahead: only near the crossing, taken at it, never wa
   beforeAll(async () => {
     fake = await new FakeAnthropic().start()
     // The model takes its time over a summary; the proxied calls answer at once.
-    fake.fallback = (r) => (isSummaryCall(r) ? { delayMs: 300, toolInput: { objective: `Migrate the config loader (summary ${++summaries})` } } : { text: 'ok' })
-    app = await testApp({ ANTHROPIC_API_KEY: 'sk-ant-upstream-precompute-000000', ANTHROPIC_BASE_URL: fake.url, COMPACT_API_KEYS: `bob=${GATEWAY_KEY}`, COMPACT_PRECOMPUTE_AT: '0.5' })
+    fake.fallback = (r) =>
+      isSummaryCall(r) ? { delayMs: 300, toolInput: { objective: `Migrate the config loader (summary ${++summaries})` } } : { text: 'ok' }
+    app = await testApp({
+      ANTHROPIC_API_KEY: 'sk-ant-upstream-precompute-000000',
+      ANTHROPIC_BASE_URL: fake.url,
+      COMPACT_API_KEYS: `bob=${GATEWAY_KEY}`,
+      COMPACT_PRECOMPUTE_AT: '0.5'
+    })
     await app.listen({ port: 0, host: '127.0.0.1' })
     sdk = new Anthropic({ apiKey: GATEWAY_KEY, baseURL: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, maxRetries: 0 })
   })
@@ -61,7 +67,10 @@ describe('summaries written ahead: only near the crossing, taken at it, never wa
 
   const send = (messages: Message[], session = 'session-precompute-1') =>
     sdk.messages
-      .create({ model: 'claude-test', max_tokens: 16, messages: messages as Anthropic.MessageParam[], metadata: { user_id: session } }, { headers: { 'x-compaction-budget': String(BUDGET) } })
+      .create(
+        { model: 'claude-test', max_tokens: 16, messages: messages as Anthropic.MessageParam[], metadata: { user_id: session } },
+        { headers: { 'x-compaction-budget': String(BUDGET) } }
+      )
       .withResponse()
 
   it('begins the summary only when the growth seen says the crossing is near, takes it at the crossing, and begins no other at once', async () => {
@@ -94,7 +103,13 @@ describe('summaries written ahead: only near the crossing, taken at it, never wa
     expect((await sources(app)).precomputed + (await sources(app)).merged).toBe(1)
     // and its figures are those of what was forwarded, not of the history the summary was written from
     const after = await app.metrics.registry.getSingleMetricAsString('compaction_context_after_tokens')
-    const sum = Number(after.split('\n').find((l) => l.startsWith('compaction_context_after_tokens_sum'))?.split(' ').at(-1))
+    const sum = Number(
+      after
+        .split('\n')
+        .find((l) => l.startsWith('compaction_context_after_tokens_sum'))
+        ?.split(' ')
+        .at(-1)
+    )
     expect(sum).toBe(promptTokens(messages, undefined, undefined))
     // the crossing's wait is measured
     expect(await app.metrics.registry.getSingleMetricAsString('compaction_crossing_wait_seconds')).toContain('compaction_crossing_wait_seconds_count 1')
@@ -114,7 +129,8 @@ describe('summaries written ahead: only near the crossing, taken at it, never wa
     const session = 'session-never-answers'
     const before = await sources(app)
     const calls = fake.requests.filter(isSummaryCall).length
-    const kept = async (): Promise<number> => (await counter(app, 'compaction_proxy_precomputes_total', 'event="late"')) + (await counter(app, 'compaction_proxy_precomputes_total', 'event="done"'))
+    const kept = async (): Promise<number> =>
+      (await counter(app, 'compaction_proxy_precomputes_total', 'event="late"')) + (await counter(app, 'compaction_proxy_precomputes_total', 'event="done"'))
     const keptBefore = await kept()
     // Turns back to back through three crossings while the model has answered nothing.
     let steps = 1
@@ -157,7 +173,10 @@ describe('a summary model that never answers at all', () => {
     const client = new Anthropic({ apiKey: 'unused', baseURL: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, maxRetries: 0 })
     let steps = 1
     while (!fake.requests.some(isSummaryCall) && steps < 100) {
-      await client.messages.create({ model: 'claude-test', max_tokens: 16, messages: grow(steps++, 'c') as Anthropic.MessageParam[] }, { headers: { 'x-compaction-budget': String(BUDGET) } })
+      await client.messages.create(
+        { model: 'claude-test', max_tokens: 16, messages: grow(steps++, 'c') as Anthropic.MessageParam[] },
+        { headers: { 'x-compaction-budget': String(BUDGET) } }
+      )
     }
     expect(fake.requests.some(isSummaryCall)).toBe(true)
     await app.close() // resolves: the test's own time limit is what a hung close would fail on

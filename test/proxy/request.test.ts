@@ -17,7 +17,15 @@ const refusal = (fn: () => unknown): { status: number; message: string; path: st
 
 describe('readMessagesRequest', () => {
   it('reads messages, system, tools and metadata.user_id, leaving every other field to the upstream', () => {
-    const parts = readMessagesRequest({ model: 'm', max_tokens: 5, system: 'be brief', tools: [{ name: 't' }], metadata: { user_id: 'u-1' }, messages: [{ role: 'user', content: 'hi' }], thinking: { type: 'enabled' } })
+    const parts = readMessagesRequest({
+      model: 'm',
+      max_tokens: 5,
+      system: 'be brief',
+      tools: [{ name: 't' }],
+      metadata: { user_id: 'u-1' },
+      messages: [{ role: 'user', content: 'hi' }],
+      thinking: { type: 'enabled' }
+    })
     expect(parts).toEqual({ messages: [{ role: 'user', content: 'hi' }], system: 'be brief', tools: [{ name: 't' }], userId: 'u-1' })
   })
 
@@ -49,7 +57,8 @@ describe('proxySession and proxyBudget', () => {
     expect(proxySession({ 'x-session-affinity': 'ses_2' }, 'u')).toBe('ses_2')
     expect(proxySession({ 'x-session-id': '   ' }, 'u')).toBe('u')
     // ids records could not keep or give back: refused from the gateway's own header, hashed from a client's
-    for (const bad of ['.', '..', 'a\u0000b', 'tab\there']) expect(refusal(() => proxySession({ 'x-compaction-session': bad }, undefined)).path).toBe('/headers/x-compaction-session')
+    for (const bad of ['.', '..', 'a\u0000b', 'tab\there'])
+      expect(refusal(() => proxySession({ 'x-compaction-session': bad }, undefined)).path).toBe('/headers/x-compaction-session')
     expect(proxySession({ 'x-session-id': '..' }, undefined)).toMatch(/^user-[0-9a-f]{64}$/)
     expect(proxySession({}, 'a\u0000b')).toMatch(/^user-[0-9a-f]{64}$/)
   })
@@ -58,7 +67,8 @@ describe('proxySession and proxyBudget', () => {
     expect(proxyBudget(undefined, 45_000)).toBe(45_000)
     expect(proxyBudget('120000', 45_000)).toBe(120_000)
     expect(proxyBudget('off', 45_000)).toBe('off')
-    for (const bad of ['999', '12.5', '-2000', 'lots', '', '1e6']) expect(refusal(() => proxyBudget(bad, 45_000)).path, bad).toBe('/headers/x-compaction-budget')
+    for (const bad of ['999', '12.5', '-2000', 'lots', '', '1e6'])
+      expect(refusal(() => proxyBudget(bad, 45_000)).path, bad).toBe('/headers/x-compaction-budget')
   })
 })
 
@@ -70,7 +80,10 @@ describe('farUnderBudget', () => {
     // what it rests on: a history's bytes / 4 are never under its estimate, whatever its text holds
     fc.assert(
       fc.property(fc.array(fc.tuple(fc.boolean(), fc.string({ unit: 'binary', maxLength: 300 })), { minLength: 1, maxLength: 20 }), (turns) => {
-        const messages = turns.map(([asBlocks, text], i): Message => ({ role: i % 2 === 0 ? 'user' : 'assistant', content: asBlocks ? [{ type: 'text', text }] : text }))
+        const messages = turns.map(([asBlocks, text], i): Message => ({
+          role: i % 2 === 0 ? 'user' : 'assistant',
+          content: asBlocks ? [{ type: 'text', text }] : text
+        }))
         expect(body(messages).length / 4).toBeGreaterThanOrEqual(promptTokens(messages, undefined, undefined) - 1)
       }),
       { numRuns: 300 }

@@ -22,7 +22,13 @@ async function gateway(): Promise<{ app: App; fake: FakeOpenAi; sdk: OpenAI }> {
   fake.compaction = false
   fake.fallback = { text: 'Hello from the upstream.' }
   opened.push(fake)
-  const app = await testApp({ OPENAI_API_KEY: 'sk-upstream-responses-0000000000', OPENAI_BASE_URL: `${fake.url}/v1`, COMPACT_SUMMARIZER: 'extractive', COMPACT_BUDGET: 'off', COMPACT_PRECOMPUTE_AT: 'off' })
+  const app = await testApp({
+    OPENAI_API_KEY: 'sk-upstream-responses-0000000000',
+    OPENAI_BASE_URL: `${fake.url}/v1`,
+    COMPACT_SUMMARIZER: 'extractive',
+    COMPACT_BUDGET: 'off',
+    COMPACT_PRECOMPUTE_AT: 'off'
+  })
   await app.listen({ port: 0, host: '127.0.0.1' })
   opened.push(app)
   const sdk = new OpenAI({ apiKey: 'unused', baseURL: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/v1`, maxRetries: 0 })
@@ -69,7 +75,11 @@ describe("the Responses API's compaction performed by the gateway", () => {
   it('compacts past compact_threshold, the compaction item first in the output, as JSON and as a stream', async () => {
     const { fake, sdk } = await gateway()
     const input = session(20)
-    const answer = await sdk.responses.create({ model: 'gpt-test', input: input as never, context_management: [{ type: 'compaction', compact_threshold: 8_000 }] } as never)
+    const answer = await sdk.responses.create({
+      model: 'gpt-test',
+      input: input as never,
+      context_management: [{ type: 'compaction', compact_threshold: 8_000 }]
+    } as never)
     expect(fake.refused).toEqual([])
     const sent = fake.requests.at(-1)!.body as unknown as { input: Item[]; context_management?: unknown }
     expect(sent.context_management).toBeUndefined()
@@ -78,7 +88,11 @@ describe("the Responses API's compaction performed by the gateway", () => {
     expect(output[0]).toMatchObject({ type: 'compaction', encrypted_content: expect.stringMatching(/^cgw1\./) })
     expect(answer.output_text).toBe('Hello from the upstream.')
 
-    const stream = sdk.responses.stream({ model: 'gpt-test', input: input as never, context_management: [{ type: 'compaction', compact_threshold: 8_000 }] } as never)
+    const stream = sdk.responses.stream({
+      model: 'gpt-test',
+      input: input as never,
+      context_management: [{ type: 'compaction', compact_threshold: 8_000 }]
+    } as never)
     const added: string[] = []
     stream.on('response.output_item.added', (e) => added.push(`${e.output_index}:${e.item.type}`))
     const final = await stream.finalResponse()
@@ -87,14 +101,23 @@ describe("the Responses API's compaction performed by the gateway", () => {
     expect((final.output[0] as unknown as Item).type).toBe('compaction')
     expect(final.output_text).toBe('Hello from the upstream.')
     // under the threshold: no item, the answer as it came
-    const small = await sdk.responses.create({ model: 'gpt-test', input: session(1) as never, context_management: [{ type: 'compaction', compact_threshold: 100_000 }] } as never)
+    const small = await sdk.responses.create({
+      model: 'gpt-test',
+      input: session(1) as never,
+      context_management: [{ type: 'compaction', compact_threshold: 100_000 }]
+    } as never)
     expect((small as unknown as { output: Item[] }).output.some((i) => i.type === 'compaction')).toBe(false)
     expect(fake.refused).toEqual([])
   })
 
   it('refuses a context_management it cannot read, naming the field', async () => {
     const { fake, sdk } = await gateway()
-    const err = await sdk.responses.create({ model: 'gpt-test', input: session(2) as never, context_management: [{ type: 'compaction', compact_threshold: -5 }] } as never).then(() => undefined, (e: unknown) => e)
+    const err = await sdk.responses
+      .create({ model: 'gpt-test', input: session(2) as never, context_management: [{ type: 'compaction', compact_threshold: -5 }] } as never)
+      .then(
+        () => undefined,
+        (e: unknown) => e
+      )
     expect(err).toBeInstanceOf(OpenAI.BadRequestError)
     expect((err as Error).message).toMatch(/context_management\[0\]\.compact_threshold: must be a positive integer/)
     expect(fake.requests).toEqual([])

@@ -37,7 +37,13 @@ describe('the headers a proxied request carries', () => {
       },
       { 'x-api-key': 'sk-ant-upstream' }
     )
-    expect(sent).toEqual({ 'anthropic-version': '2023-06-01', 'anthropic-beta': 'a-1, b-2', 'x-stainless-lang': 'js', 'content-type': 'application/json', 'x-api-key': 'sk-ant-upstream' })
+    expect(sent).toEqual({
+      'anthropic-version': '2023-06-01',
+      'anthropic-beta': 'a-1, b-2',
+      'x-stainless-lang': 'js',
+      'content-type': 'application/json',
+      'x-api-key': 'sk-ant-upstream'
+    })
   })
 
   it("passes every end-to-end header an agent sends, and none that the client's connection names as its hop's", () => {
@@ -70,7 +76,17 @@ describe('the headers a proxied request carries', () => {
   })
 
   it('gives back every response header but those of a single hop', () => {
-    expect(clientHeaders({ 'retry-after': '7', 'request-id': 'req_1', 'content-type': 'text/event-stream', connection: 'keep-alive', 'transfer-encoding': 'chunked', 'content-length': '10', 'set-cookie': ['a', 'b'] })).toEqual({
+    expect(
+      clientHeaders({
+        'retry-after': '7',
+        'request-id': 'req_1',
+        'content-type': 'text/event-stream',
+        connection: 'keep-alive',
+        'transfer-encoding': 'chunked',
+        'content-length': '10',
+        'set-cookie': ['a', 'b']
+      })
+    ).toEqual({
       'retry-after': '7',
       'request-id': 'req_1',
       'content-type': 'text/event-stream',

@@ -6,7 +6,10 @@ const sse = (type: string, data: unknown): string => `event: ${type}\ndata: ${JS
 describe('the usage of an answer read as it passes', () => {
   it("takes an event stream's message_start counts and message_delta's later ones, whatever the chunks' cuts", () => {
     const text =
-      sse('message_start', { type: 'message_start', message: { id: 'm', usage: { input_tokens: 12, cache_creation_input_tokens: 300, cache_read_input_tokens: 4_000, output_tokens: 1 } } }) +
+      sse('message_start', {
+        type: 'message_start',
+        message: { id: 'm', usage: { input_tokens: 12, cache_creation_input_tokens: 300, cache_read_input_tokens: 4_000, output_tokens: 1 } }
+      }) +
       sse('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'a "usage" word 🎉 in the text' } }) +
       sse('message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 57 } }) +
       sse('message_stop', { type: 'message_stop' })

@@ -14,12 +14,24 @@ import { type Planted, plantSecrets } from '../helpers/secrets.js'
  * assistant text. The kept tail carries none, since the tail is the client's own and comes back as sent.
  */
 function historyWith(planted: Planted[]): Message[] {
-  const messages: Message[] = [user(`deploy it; the config is:\n${planted.slice(0, 10).map((p) => p.text).join('\n')}`)]
+  const messages: Message[] = [
+    user(
+      `deploy it; the config is:\n${planted
+        .slice(0, 10)
+        .map((p) => p.text)
+        .join('\n')}`
+    )
+  ]
   planted.slice(10).forEach((p, i) => {
     const id = `toolu_${i}`
     // in a command, in a file the agent writes (its input's JSON escapes every line break and quote), in an output
     const where = i % 3
-    const input = where === 0 ? { command: p.text } : where === 1 ? { file_path: `config/${i}.env`, content: `# written by the agent\n${p.text}\n` } : { command: `cat config/${i}.env` }
+    const input =
+      where === 0
+        ? { command: p.text }
+        : where === 1
+          ? { file_path: `config/${i}.env`, content: `# written by the agent\n${p.text}\n` }
+          : { command: `cat config/${i}.env` }
     messages.push(assistant(`step ${i}`, call(id, where === 1 ? 'Write' : 'bash', input)))
     messages.push(results(result(id, where === 2 ? `loaded:\n${p.text}\n` : 'ok')))
   })

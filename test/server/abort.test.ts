@@ -8,9 +8,14 @@ describe('a client that hangs up', () => {
   it('leaves its model call running, so that its retry shares the call instead of paying for a second one', async () => {
     const fake = await new FakeAnthropic().start()
     fake.fallback = { delayMs: 1_500, toolInput: { objective: 'summarized once' } }
-    const server = await startServer({ ANTHROPIC_API_KEY: 'sk-ant-test-abort-0000000000', ANTHROPIC_BASE_URL: fake.url, COMPACT_SUMMARIZER_TIMEOUT_MS: '20000' })
+    const server = await startServer({
+      ANTHROPIC_API_KEY: 'sk-ant-test-abort-0000000000',
+      ANTHROPIC_BASE_URL: fake.url,
+      COMPACT_SUMMARIZER_TIMEOUT_MS: '20000'
+    })
     const body = JSON.stringify({ mode: 'manual', messages: [user('a task'), assistant('ok'), user('go')] })
-    const post = (signal?: AbortSignal) => fetch(`${server.url}/v1/compact`, { method: 'POST', headers: { 'content-type': 'application/json' }, body, ...(signal ? { signal } : {}) })
+    const post = (signal?: AbortSignal) =>
+      fetch(`${server.url}/v1/compact`, { method: 'POST', headers: { 'content-type': 'application/json' }, body, ...(signal ? { signal } : {}) })
     try {
       const client = new AbortController()
       const first = post(client.signal).catch((err: unknown) => err)

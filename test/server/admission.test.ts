@@ -62,7 +62,8 @@ describe('bytes in flight', () => {
   it('once at the bound, a request is refused before its body is read, and the bytes come back when the holder goes', async () => {
     const { port, url } = await listening({ COMPACT_MAX_INFLIGHT_MB: '1', COMPACT_WORKERS: '0' })
     const holder = await slowSender(port, 2 * MiB, 1.2 * MiB)
-    const small = async (): Promise<number> => (await fetch(`${url}/v1/compact`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: historyOf(100) })).status
+    const small = async (): Promise<number> =>
+      (await fetch(`${url}/v1/compact`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: historyOf(100) })).status
     // (the holder's bytes are counted once the server has read them)
     await until('a small compaction is turned away with 503', async () => (await small()) === 503)
     expect((await fetch(`${url}/healthz`)).status).toBe(200)
@@ -212,7 +213,16 @@ describe('an answer nobody reads', () => {
   it("loses its connection at the idle timeout on the compaction route too (the gateway's own answer)", async () => {
     const { app, port } = await listening({ COMPACT_IDLE_TIMEOUT_MS: '300' })
     // a manual compaction whose kept tail is a 24 MiB message: an answer of as much
-    const body = JSON.stringify({ mode: 'manual', budget_tokens: 'off', keep_tokens: 10_000_000, messages: [{ role: 'user', content: 'a' }, { role: 'assistant', content: 'b' }, { role: 'user', content: 'y'.repeat(24 * MiB) }] })
+    const body = JSON.stringify({
+      mode: 'manual',
+      budget_tokens: 'off',
+      keep_tokens: 10_000_000,
+      messages: [
+        { role: 'user', content: 'a' },
+        { role: 'assistant', content: 'b' },
+        { role: 'user', content: 'y'.repeat(24 * MiB) }
+      ]
+    })
     const socket = connect(port, '127.0.0.1')
     await new Promise((r) => socket.once('connect', r))
     socket.on('error', () => undefined)

@@ -58,9 +58,15 @@ describe('limits', () => {
   it('503 with Retry-After when summaries in flight and the queue are full', async () => {
     const fake = await new FakeAnthropic().start()
     fake.fallback = { delayMs: 800, toolInput: {} }
-    const app = await testApp({ ANTHROPIC_API_KEY: 'sk-ant-test-limits-00000000000', ANTHROPIC_BASE_URL: fake.url, COMPACT_MAX_SUMMARIES: '1', COMPACT_SUMMARY_QUEUE: '1' })
+    const app = await testApp({
+      ANTHROPIC_API_KEY: 'sk-ant-test-limits-00000000000',
+      ANTHROPIC_BASE_URL: fake.url,
+      COMPACT_MAX_SUMMARIES: '1',
+      COMPACT_SUMMARY_QUEUE: '1'
+    })
     // three different histories: identical ones would share one model call
-    const send = (n: number) => app.inject({ method: 'POST', url: '/v1/compact', payload: { messages: [user(`a${n}`), assistant('b'), user('c')], mode: 'manual' } })
+    const send = (n: number) =>
+      app.inject({ method: 'POST', url: '/v1/compact', payload: { messages: [user(`a${n}`), assistant('b'), user('c')], mode: 'manual' } })
     const results = await Promise.all([send(1), send(2), send(3)])
     const codes = results.map((r) => r.statusCode).sort()
     expect(codes).toEqual([200, 200, 503])
@@ -75,7 +81,12 @@ describe('limits', () => {
 
   it('413 over the body limit comes before auth is of any use', async () => {
     const app = await testApp({ COMPACT_BODY_LIMIT_MB: '0.01', COMPACT_API_KEYS: 'k=key-k-000000000000' })
-    const res = await app.inject({ method: 'POST', url: '/v1/compact', headers: { 'x-api-key': 'key-k-000000000000' }, payload: { messages: [user('x'.repeat(20_000))] } })
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/compact',
+      headers: { 'x-api-key': 'key-k-000000000000' },
+      payload: { messages: [user('x'.repeat(20_000))] }
+    })
     expect(res.statusCode).toBe(413)
     await app.close()
   })

@@ -2,7 +2,12 @@ import { PassThrough } from 'node:stream'
 import { describe, expect, it } from 'vitest'
 import { readBody } from '../../src/server/body.js'
 
-function read(chunks: (string | Buffer)[], contentLength: string | undefined, limit = 1_000, fail?: Error): Promise<{ err: (Error & { statusCode?: number; code?: string }) | null; body?: Buffer }> {
+function read(
+  chunks: (string | Buffer)[],
+  contentLength: string | undefined,
+  limit = 1_000,
+  fail?: Error
+): Promise<{ err: (Error & { statusCode?: number; code?: string }) | null; body?: Buffer }> {
   const stream = new PassThrough()
   const result = new Promise<{ err: Error | null; body?: Buffer }>((resolve) => readBody(stream, contentLength, limit, (err, body) => resolve({ err, body })))
   for (const c of chunks) stream.write(c)

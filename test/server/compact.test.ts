@@ -20,7 +20,13 @@ const compact = (payload: unknown) => app.inject({ method: 'POST', url: '/v1/com
 
 describe('POST /v1/compact', () => {
   it('compacts a real history over budget: summary turn plus the kept tail, every field reported', async () => {
-    const res = await compact({ messages: django.messages, system: django.system, budget_tokens: 20_000, session_id: 'sess-1', recall_hint: 'search with `session search`' })
+    const res = await compact({
+      messages: django.messages,
+      system: django.system,
+      budget_tokens: 20_000,
+      session_id: 'sess-1',
+      recall_hint: 'search with `session search`'
+    })
     expect(res.statusCode).toBe(200)
     const body = res.json()
     expect(body).toMatchObject({ compacted: true, reason: 'over_budget', doctrine_version: expect.any(String) })
@@ -63,8 +69,20 @@ describe('POST /v1/compact', () => {
     const odd: Message[] = [
       user('start'),
       assistant('ok'),
-      { role: 'user', content: [{ type: 'text', text: 'look', cache_control: { type: 'ephemeral' } }, { type: 'future_block', data: [1, 2] }] },
-      { role: 'assistant', content: [{ type: 'text', text: 'seen', citations: [{ type: 'char_location', cited_text: 'x' }] }, call('t1', 'bash', { command: 'ls', nested: { a: [1] } })] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'look', cache_control: { type: 'ephemeral' } },
+          { type: 'future_block', data: [1, 2] }
+        ]
+      },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'text', text: 'seen', citations: [{ type: 'char_location', cited_text: 'x' }] },
+          call('t1', 'bash', { command: 'ls', nested: { a: [1] } })
+        ]
+      },
       results(result('t1', [{ type: 'text', text: 'a.txt' }]))
     ]
     const res = await compact({ messages: odd, mode: 'manual', keep_turns: 1 })
@@ -78,7 +96,12 @@ describe('POST /v1/compact', () => {
     const plain = (await compact({ messages: django.messages, dry_run: true, mode: 'manual' })).json()
     const raw = plain.stats.raw_history_tokens
     const scaled = (
-      await compact({ messages: django.messages, dry_run: true, mode: 'manual', usage: { input_tokens: raw, cache_read_input_tokens: Math.floor(raw / 2), output_tokens: 12 } })
+      await compact({
+        messages: django.messages,
+        dry_run: true,
+        mode: 'manual',
+        usage: { input_tokens: raw, cache_read_input_tokens: Math.floor(raw / 2), output_tokens: 12 }
+      })
     ).json()
     expect(scaled.stats.estimate_scale).toBeCloseTo(1.5, 1)
     expect(scaled.stats.raw_history_tokens).toBeGreaterThan(raw * 1.45)
@@ -86,10 +109,22 @@ describe('POST /v1/compact', () => {
 
   it('reports the clip of a huge newest tool result', async () => {
     const huge = 'x'.repeat(400_000)
-    const res = await compact({ messages: [user('go'), assistant(call('a', 'bash', { command: 'cat big' })), results(result('a', huge))], mode: 'manual', keep_tokens: 5_000 })
+    const res = await compact({
+      messages: [user('go'), assistant(call('a', 'bash', { command: 'cat big' })), results(result('a', huge))],
+      mode: 'manual',
+      keep_tokens: 5_000
+    })
     const body = res.json()
     expect(body.clips).toEqual([
-      { kind: 'tool_result', message_index: 2, block_index: 0, path: '/messages/2/content/0/content', tool_use_id: 'a', original_chars: 400_000, kept_chars: expect.any(Number) }
+      {
+        kind: 'tool_result',
+        message_index: 2,
+        block_index: 0,
+        path: '/messages/2/content/0/content',
+        tool_use_id: 'a',
+        original_chars: 400_000,
+        kept_chars: expect.any(Number)
+      }
     ])
     expect(body.stats.clipped_tool_results).toBe(1)
     expect(body.stats.kept_tokens).toBeLessThanOrEqual(5_000)
@@ -101,7 +136,9 @@ describe('POST /v1/compact', () => {
     expect(res.statusCode).toBe(200)
     const body = res.json()
     expect(body.stats.context_after_compaction).toBeLessThanOrEqual(45_000)
-    expect(body.clips).toEqual([{ kind: 'prompt', message_index: 2, path: '/messages/2/content', original_chars: prompt.length, kept_chars: expect.any(Number) }])
+    expect(body.clips).toEqual([
+      { kind: 'prompt', message_index: 2, path: '/messages/2/content', original_chars: prompt.length, kept_chars: expect.any(Number) }
+    ])
     const kept = (body.messages as Message[]).at(-1)!.content as unknown as { text: string }[]
     const text = kept.at(-1)!.text
     expect(text.startsWith('START')).toBe(true)
@@ -142,7 +179,10 @@ describe('POST /v1/compact', () => {
     const images = Array.from({ length: 40 }, () => ({ type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } }))
     const res = await compact({ messages: [user('a'), assistant('b'), { role: 'user', content: images }], budget_tokens: 45_000 })
     expect(res.statusCode).toBe(422)
-    expect(res.json().error).toMatchObject({ path: '/messages/2', message: expect.stringMatching(/needs \d+ tokens even with every text of it clipped, over the \d+ tokens left for it \(budget_tokens 45000/) })
+    expect(res.json().error).toMatchObject({
+      path: '/messages/2',
+      message: expect.stringMatching(/needs \d+ tokens even with every text of it clipped, over the \d+ tokens left for it \(budget_tokens 45000/)
+    })
   })
 })
 

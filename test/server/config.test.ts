@@ -5,12 +5,23 @@ import { ConfigError, DEFAULT_BUDGET_TOKENS, loadConfig, parseApiKeys, setupLine
 describe('loadConfig', () => {
   it('has the embedded defaults with nothing set, and ignores empty values', () => {
     const c = loadConfig({ PORT: '', LOG_LEVEL: '  ' })
-    expect(c).toMatchObject({ PORT: 8080, HOST: '127.0.0.1', LOG_LEVEL: 'info', COMPACT_BUDGET: DEFAULT_BUDGET_TOKENS, COMPACT_KEEP_TURNS: 8, COMPACT_FALLBACK: 'extractive' })
+    expect(c).toMatchObject({
+      PORT: 8080,
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      COMPACT_BUDGET: DEFAULT_BUDGET_TOKENS,
+      COMPACT_KEEP_TURNS: 8,
+      COMPACT_FALLBACK: 'extractive'
+    })
     expect(c.ANTHROPIC_API_KEY).toBeUndefined()
   })
 
   it('converts numbers and takes "off" for the budget', () => {
-    expect(loadConfig({ PORT: '9000', COMPACT_BUDGET: 'off', COMPACT_BODY_LIMIT_MB: '0.5' })).toMatchObject({ PORT: 9000, COMPACT_BUDGET: 'off', COMPACT_BODY_LIMIT_MB: 0.5 })
+    expect(loadConfig({ PORT: '9000', COMPACT_BUDGET: 'off', COMPACT_BODY_LIMIT_MB: '0.5' })).toMatchObject({
+      PORT: 9000,
+      COMPACT_BUDGET: 'off',
+      COMPACT_BODY_LIMIT_MB: 0.5
+    })
   })
 
   it.each([
@@ -85,13 +96,15 @@ describe('setupLine', () => {
       }),
       3
     )
-    expect(line).toBe('postgresql db.internal:5432/compaction, redis cache.internal:6379/0, summarizer anthropic claude-haiku-4-5 (fallback extractive), compactions inline, budget 120000 tokens, 3 API keys')
+    expect(line).toBe(
+      'postgresql db.internal:5432/compaction, redis cache.internal:6379/0, summarizer anthropic claude-haiku-4-5 (fallback extractive), compactions inline, budget 120000 tokens, 3 API keys'
+    )
     for (const secret of ['pg-secret-pass', 'redis-secret-pass', 'sk-ant-not-in-the-line', 'sslmode']) expect(line).not.toContain(secret)
   })
 
   it('says so when there is no key for the model, no Redis and no API keys', () => {
     expect(setupLine(loadConfig({ COMPACT_DB: './data/c.db', COMPACT_WORKERS: '2', COMPACT_WORKER_MIN_KB: '256', COMPACT_BUDGET: 'off' }), 0)).toBe(
-      'sqlite ./data/c.db, redis off, summarizer extractive (no ANTHROPIC_API_KEY; proxied conversations summarized by the client\'s own model, COMPACT_SUMMARIZER=extractive to turn off), 2 workers (bodies from 256 KB), budget off, no API keys (open)'
+      "sqlite ./data/c.db, redis off, summarizer extractive (no ANTHROPIC_API_KEY; proxied conversations summarized by the client's own model, COMPACT_SUMMARIZER=extractive to turn off), 2 workers (bodies from 256 KB), budget off, no API keys (open)"
     )
   })
 })

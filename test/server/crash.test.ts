@@ -10,7 +10,9 @@ async function recordIds(url: string, session: string): Promise<string[]> {
   const ids: string[] = []
   let cursor: string | null = null
   do {
-    const page = (await (await fetch(`${url}/v1/sessions/${session}/compactions?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)).json()) as {
+    const page = (await (
+      await fetch(`${url}/v1/sessions/${session}/compactions?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)
+    ).json()) as {
       compactions: { id: string }[]
       next_cursor: string | null
     }
@@ -24,12 +26,15 @@ describe('a process killed under load', () => {
   afterAll(async () => dropSchemas())
 
   it('keeps the record of every compaction it answered (SQLite)', async () => killedUnderLoad(tempDb()))
-  it.skipIf(pgMissing !== undefined)(`keeps the record of every compaction it answered (PostgreSQL)${pgMissing ? ` (skipped: ${pgMissing})` : ''}`, async () => killedUnderLoad(freshPgUrl()))
+  it.skipIf(pgMissing !== undefined)(`keeps the record of every compaction it answered (PostgreSQL)${pgMissing ? ` (skipped: ${pgMissing})` : ''}`, async () =>
+    killedUnderLoad(freshPgUrl())
+  )
 })
 
 /** Eight clients compacting, the server killed (SIGKILL: no shutdown, no flush) once 40 were answered, then restarted on the same database. */
 async function killedUnderLoad(db: string): Promise<void> {
-  const body = (i: number): string => JSON.stringify({ messages: loadTranscripts(FIXTURE_DIR)[0]!.messages, mode: 'manual', session_id: `killed-${i % SESSIONS}` })
+  const body = (i: number): string =>
+    JSON.stringify({ messages: loadTranscripts(FIXTURE_DIR)[0]!.messages, mode: 'manual', session_id: `killed-${i % SESSIONS}` })
   const server = await startServer({ COMPACT_DB: db })
   const answered: string[] = []
   let sent = 0

@@ -35,7 +35,8 @@ afterAll(async () => {
 /** A session's history whose old turns hold `word` (where a summary and the cold layer read it). */
 function history(word: string, steps = 12): Message[] {
   const messages: Message[] = [user(`Fix the ${word} importer; the customer's file is attached`)]
-  for (let i = 0; i < steps; i++) messages.push(...shellStep(`toolu_${word}_${i}`, `grep -rn ${word} src/`, `src/import.ts:${i}: ${word} ${'row data '.repeat(60)}`))
+  for (let i = 0; i < steps; i++)
+    messages.push(...shellStep(`toolu_${word}_${i}`, `grep -rn ${word} src/`, `src/import.ts:${i}: ${word} ${'row data '.repeat(60)}`))
   messages.push(assistant(`Done with ${word}.`), user('Now run the tests'))
   return messages
 }
@@ -51,7 +52,14 @@ interface Answer {
   space_reclaimed: boolean
 }
 
-async function call(server: ServerProcess, method: string, path: string, key: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: Answer; compaction: string | null }> {
+async function call(
+  server: ServerProcess,
+  method: string,
+  path: string,
+  key: string,
+  body?: unknown,
+  headers: Record<string, string> = {}
+): Promise<{ status: number; json: Answer; compaction: string | null }> {
   const res = await fetch(`${server.url}${path}`, {
     method,
     headers: { 'x-api-key': key, ...(body ? { 'content-type': 'application/json' } : {}), ...headers },
@@ -76,14 +84,19 @@ async function fillAndDelete(server: ServerProcess): Promise<void> {
   )
   expect(proxied.status).toBe(200)
   expect(proxied.compaction).toBe('compacted')
-  expect((await call(server, 'POST', '/v1/compact', ALICE, { messages: history(KEPT), mode: 'manual', session_id: 'kept', summarizer: 'extractive' })).status).toBe(200)
+  expect(
+    (await call(server, 'POST', '/v1/compact', ALICE, { messages: history(KEPT), mode: 'manual', session_id: 'kept', summarizer: 'extractive' })).status
+  ).toBe(200)
 
   // another key: nothing to see, nothing deleted
   expect((await call(server, 'GET', '/v1/sessions', BOB)).json.sessions).toEqual([])
   expect((await call(server, 'GET', '/v1/sessions/doomed/compactions', BOB)).json.compactions).toEqual([])
   expect((await call(server, 'GET', `/v1/sessions/doomed/compactions/${compacted.json.summary.id}`, BOB)).status).toBe(404)
   const bobs = await call(server, 'DELETE', '/v1/sessions/doomed', BOB)
-  expect(bobs).toMatchObject({ status: 200, json: { session_id: 'doomed', deleted: { compactions: 0, cold_layer: 0, cached: 0, conversations: 0 }, space_reclaimed: true } })
+  expect(bobs).toMatchObject({
+    status: 200,
+    json: { session_id: 'doomed', deleted: { compactions: 0, cold_layer: 0, cached: 0, conversations: 0 }, space_reclaimed: true }
+  })
   expect((await call(server, 'GET', '/v1/sessions/doomed/compactions', ALICE)).json.compactions).toHaveLength(2)
 
   expect((await call(server, 'POST', '/v1/sessions/doomed/recall', ALICE, { query: SECRET })).json.results.length).toBeGreaterThan(0)
@@ -103,7 +116,12 @@ async function fillAndDelete(server: ServerProcess): Promise<void> {
 describe('DELETE /v1/sessions/{id} in a real process on SQLite', () => {
   it("leaves none of the session's bytes in the database file, its WAL or the records' journal; another key's delete is a no-op", async () => {
     const db = tempDb()
-    const server = await startServer({ COMPACT_DB: db, COMPACT_API_KEYS: KEYS, ANTHROPIC_API_KEY: 'sk-ant-test-delete-000000000', ANTHROPIC_BASE_URL: fake.url })
+    const server = await startServer({
+      COMPACT_DB: db,
+      COMPACT_API_KEYS: KEYS,
+      ANTHROPIC_API_KEY: 'sk-ant-test-delete-000000000',
+      ANTHROPIC_BASE_URL: fake.url
+    })
     try {
       await fillAndDelete(server)
       const read = (files: string[]): string => files.map((f) => (existsSync(f) ? readFileSync(f).toString('latin1') : '')).join('\n')
@@ -113,7 +131,9 @@ describe('DELETE /v1/sessions/{id} in a real process on SQLite', () => {
       for (const gone of [SECRET, MODEL_SECRET, 'doomed']) expect([gone, bytes.includes(gone)]).toEqual([gone, false])
       // the cached summary went with it: the same compaction asks the model again
       const calls = fake.requests.length
-      expect((await call(server, 'POST', '/v1/compact', ALICE, { messages: history(SECRET), mode: 'manual', session_id: 'doomed' })).json.summarizer.kind).toBe('anthropic')
+      expect((await call(server, 'POST', '/v1/compact', ALICE, { messages: history(SECRET), mode: 'manual', session_id: 'doomed' })).json.summarizer.kind).toBe(
+        'anthropic'
+      )
       expect(fake.requests.length).toBe(calls + 1)
     } finally {
       server.child.kill('SIGTERM')
@@ -127,7 +147,13 @@ describe.skipIf(missing !== undefined)(`DELETE /v1/sessions/{id} in a real proce
   it("leaves none of the session's bytes in PostgreSQL's pages nor anything of it in Redis", async () => {
     const url = freshPgUrl()
     const prefix = freshRedisPrefix()
-    const server = await startServer({ COMPACT_DB: url, COMPACT_REDIS_URL: `${REDIS_URL}?prefix=${prefix}`, COMPACT_API_KEYS: KEYS, ANTHROPIC_API_KEY: 'sk-ant-test-delete-000000000', ANTHROPIC_BASE_URL: fake.url })
+    const server = await startServer({
+      COMPACT_DB: url,
+      COMPACT_REDIS_URL: `${REDIS_URL}?prefix=${prefix}`,
+      COMPACT_API_KEYS: KEYS,
+      ANTHROPIC_API_KEY: 'sk-ant-test-delete-000000000',
+      ANTHROPIC_BASE_URL: fake.url
+    })
     const client = new pg.Client({ connectionString: PG_URL })
     const redis = new Redis(REDIS_URL)
     await client.connect()

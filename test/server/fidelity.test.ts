@@ -26,7 +26,7 @@ afterEach(async () => {
   for (const a of apps.splice(0)) await a.close()
 })
 
-describe('the client\'s own messages', () => {
+describe("the client's own messages", () => {
   it.each([
     ['inline', { COMPACT_WORKERS: '0' }],
     ['in a worker', { COMPACT_WORKERS: '1', COMPACT_WORKER_MIN_KB: '0' }]
@@ -53,7 +53,8 @@ describe('the client\'s own messages', () => {
     try {
       const app = await testApp({ ANTHROPIC_API_KEY: 'sk-ant-fidelity-000000000000', ANTHROPIC_BASE_URL: fake.url, COMPACT_PRECOMPUTE_AT: 'off' })
       apps.push(app)
-      fake.fallback = (r) => ((r.body.tools ?? []).some((t) => t.name === 'record_summary') ? { toolInput: { objective: 'port the parser' } } : { text: 'done' })
+      fake.fallback = (r) =>
+        (r.body.tools ?? []).some((t) => t.name === 'record_summary') ? { toolInput: { objective: 'port the parser' } } : { text: 'done' }
       const messages = history(40)
       const res = await app.inject({
         method: 'POST',
@@ -81,7 +82,12 @@ describe('the client\'s own messages', () => {
   ])('a budget of 1e400 is refused the same way (%s)', async (_path, env) => {
     const app = await testApp(env)
     apps.push(app)
-    const res = await app.inject({ method: 'POST', url: '/v1/compact', headers: { 'content-type': 'application/json' }, payload: '{"budget_tokens":1e400,"messages":[{"role":"user","content":"hi"}]}' })
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/compact',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"budget_tokens":1e400,"messages":[{"role":"user","content":"hi"}]}'
+    })
     expect(res.statusCode).toBe(400)
     expect(res.json<{ error: { path: string } }>().error.path).toBe('/budget_tokens')
   })

@@ -14,9 +14,16 @@ beforeAll(async () => {
 afterAll(async () => app.close())
 
 function chat(steps: number, size: number): Record<string, unknown>[] {
-  const items: Record<string, unknown>[] = [{ role: 'system', content: 'You are an agent.' }, { role: 'user', content: 'Fix the build.' }]
+  const items: Record<string, unknown>[] = [
+    { role: 'system', content: 'You are an agent.' },
+    { role: 'user', content: 'Fix the build.' }
+  ]
   for (let k = 0; k < steps; k++) {
-    items.push({ role: 'assistant', content: null, tool_calls: [{ id: `c${k}`, type: 'function', function: { name: 'shell', arguments: JSON.stringify({ command: `make part${k}` }) } }] })
+    items.push({
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: `c${k}`, type: 'function', function: { name: 'shell', arguments: JSON.stringify({ command: `make part${k}` }) } }]
+    })
     items.push({ role: 'tool', tool_call_id: `c${k}`, content: `make: *** [part${k}] Error 2\n${'o'.repeat(size)}` })
   }
   items.push({ role: 'user', content: 'again' })
@@ -29,7 +36,11 @@ describe('/v1/compact in other formats', () => {
     ['in a worker', 60, 3_000]
   ])('answers Chat Completions messages in their format (%s), in the contract, a request the API takes; records the budget', async (_where, steps, size) => {
     const messages = chat(steps, size)
-    const res = await app.inject({ method: 'POST', url: '/v1/compact', payload: { format: 'openai-chat', messages, mode: 'manual', budget_tokens: 30_000, session_id: `fmt-${steps}` } })
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/compact',
+      payload: { format: 'openai-chat', messages, mode: 'manual', budget_tokens: 30_000, session_id: `fmt-${steps}` }
+    })
     expect(res.statusCode).toBe(200)
     const body = res.json()
     expect(check('POST', '/v1/compact', 200, body)).toEqual([])
@@ -76,7 +87,17 @@ describe('/v1/compact in other formats', () => {
     const role = await app.inject({ method: 'POST', url: '/v1/compact', payload: { messages: [{ role: 'tool', content: 'x' }] } })
     expect(role.statusCode).toBe(400)
     expect(role.json().error).toMatchObject({ path: '/messages/0/role', message: expect.stringContaining('body.messages[0].role must be') })
-    const chatShape = await app.inject({ method: 'POST', url: '/v1/compact', payload: { format: 'openai-chat', messages: [{ role: 'user', content: 'x' }, { role: 'tool', content: 'y' }] } })
+    const chatShape = await app.inject({
+      method: 'POST',
+      url: '/v1/compact',
+      payload: {
+        format: 'openai-chat',
+        messages: [
+          { role: 'user', content: 'x' },
+          { role: 'tool', content: 'y' }
+        ]
+      }
+    })
     expect(chatShape.statusCode).toBe(400)
     expect(chatShape.json().error.path).toBe('/messages/1/tool_call_id')
   })

@@ -69,7 +69,12 @@ describe('errors the framework and the socket raise, in the one error shape', ()
 
   it('a gzip body, even of valid JSON: 415 naming the encoding, never noise in a message', async () => {
     const body = gzipSync(JSON.stringify({ messages: [{ role: 'user', content: 'hi' }] }))
-    const res = await app.inject({ method: 'POST', url: '/v1/compact', headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' }, payload: body })
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/compact',
+      headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+      payload: body
+    })
     expect(res.statusCode).toBe(415)
     expect(res.json().error.message).toContain('content-encoding "gzip" is not supported')
   })
@@ -87,7 +92,9 @@ describe('errors the framework and the socket raise, in the one error shape', ()
   })
 
   it('Content-Length with Transfer-Encoding: 400', async () => {
-    const res = await raw('POST /v1/compact HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n')
+    const res = await raw(
+      'POST /v1/compact HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n'
+    )
     expect(res.status).toBe(400)
     expectShape(res.body, 'invalid_request_error')
   })
@@ -101,7 +108,19 @@ describe('errors the framework and the socket raise, in the one error shape', ()
   it('a session id that POST accepts can be read back (200 characters, percent-encoded)', async () => {
     const id = `sessión/${'é'.repeat(100)}${'x'.repeat(92)}`
     expect(id.length).toBe(200)
-    const post = await app.inject({ method: 'POST', url: '/v1/compact', payload: { mode: 'manual', session_id: id, messages: [{ role: 'user', content: 'a' }, { role: 'assistant', content: 'b' }, { role: 'user', content: 'c' }] } })
+    const post = await app.inject({
+      method: 'POST',
+      url: '/v1/compact',
+      payload: {
+        mode: 'manual',
+        session_id: id,
+        messages: [
+          { role: 'user', content: 'a' },
+          { role: 'assistant', content: 'b' },
+          { role: 'user', content: 'c' }
+        ]
+      }
+    })
     expect(post.statusCode).toBe(200)
     const get = await app.inject({ method: 'GET', url: `/v1/sessions/${encodeURIComponent(id)}/compactions` })
     expect(get.statusCode).toBe(200)

@@ -32,9 +32,17 @@ describe.skipIf(missing !== undefined)(`a full disk under the SQLite store${miss
 
   it('fails no compaction: each is answered and flagged where its record could not be kept, and recording goes on once there is room', async () => {
     app = await testApp({ COMPACT_DB: join(dir, 'gateway.db') })
-    const history = [user('Fix the parser'), assistant(call('t1', 'bash', { command: 'cat src/parse.ts' })), results(result('t1', 'x'.repeat(4_000))), assistant('Read it.'), user('Now fix it')]
-    const compact = (session: string) => app!.inject({ method: 'POST', url: '/v1/compact', payload: { messages: history, mode: 'manual', session_id: session } })
-    const listed = async (session: string): Promise<number> => (await app!.inject({ url: `/v1/sessions/${session}/compactions` })).json<{ compactions: unknown[] }>().compactions.length
+    const history = [
+      user('Fix the parser'),
+      assistant(call('t1', 'bash', { command: 'cat src/parse.ts' })),
+      results(result('t1', 'x'.repeat(4_000))),
+      assistant('Read it.'),
+      user('Now fix it')
+    ]
+    const compact = (session: string) =>
+      app!.inject({ method: 'POST', url: '/v1/compact', payload: { messages: history, mode: 'manual', session_id: session } })
+    const listed = async (session: string): Promise<number> =>
+      (await app!.inject({ url: `/v1/sessions/${session}/compactions` })).json<{ compactions: unknown[] }>().compactions.length
 
     const before = await compact('on-record')
     expect(before.statusCode).toBe(200)

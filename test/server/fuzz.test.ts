@@ -20,7 +20,10 @@ const text = fc.oneof(
   { weight: 3, arbitrary: fc.string({ maxLength: 60 }) },
   { weight: 2, arbitrary: fc.string({ unit: 'grapheme', maxLength: 400 }) },
   { weight: 1, arbitrary: fc.tuple(fc.constantFrom('😀', '𝄞', '\u0000', 'é', '\u2028'), fc.integer({ min: 1, max: 6_000 })).map(([c, n]) => c.repeat(n)) },
-  { weight: 1, arbitrary: fc.tuple(fc.string({ maxLength: 20 }), fc.integer({ min: 1_000, max: 60_000 })).map(([s, n]) => `${s}${'line of output\n'.repeat(n / 15)}😀`) }
+  {
+    weight: 1,
+    arbitrary: fc.tuple(fc.string({ maxLength: 20 }), fc.integer({ min: 1_000, max: 60_000 })).map(([s, n]) => `${s}${'line of output\n'.repeat(n / 15)}😀`)
+  }
 )
 
 /** JSON for a value, with spacing of the writer's own choosing and odd numbers as raw literals. */
@@ -46,7 +49,16 @@ function history(steps: Step[], spaced: boolean): string[] {
   steps.forEach((s, i) => {
     if (s.kind === 'tool') {
       if (last === 'assistant') out.push(write({ role: 'user', content: 'go on' }, spaced, numbers))
-      out.push(write({ role: 'assistant', content: [{ type: 'tool_use', id: `toolu_${i}`, name: 'bash', input: { command: s.body.slice(0, 200), n: `__n${s.extra}__` } }] }, spaced, numbers))
+      out.push(
+        write(
+          {
+            role: 'assistant',
+            content: [{ type: 'tool_use', id: `toolu_${i}`, name: 'bash', input: { command: s.body.slice(0, 200), n: `__n${s.extra}__` } }]
+          },
+          spaced,
+          numbers
+        )
+      )
       out.push(write({ role: 'user', content: [{ type: 'tool_result', tool_use_id: `toolu_${i}`, content: s.body }] }, spaced, numbers))
       last = 'user'
     } else if (s.kind === 'text') {
@@ -97,7 +109,13 @@ function expectErrorShape(status: number, text: string): void {
 /** The oracle of a /v1/compact answer to `messages`. */
 function checkCompact(status: number, text: string, messages: string[], budget: number | undefined, clientHadLone: boolean): void {
   if (status !== 200) return expectErrorShape(status, text)
-  const res = JSON.parse(text) as { compacted: boolean; kept_from: number; messages?: unknown[]; clips: { message_index: number }[]; stats: { context_after_compaction: number } }
+  const res = JSON.parse(text) as {
+    compacted: boolean
+    kept_from: number
+    messages?: unknown[]
+    clips: { message_index: number }[]
+    stats: { context_after_compaction: number }
+  }
   if (budget !== undefined && res.compacted) expect(res.stats.context_after_compaction).toBeLessThanOrEqual(budget)
   if (!clientHadLone) expect(strings(JSON.parse(text)).some(loneSurrogate)).toBe(false)
   if (!res.messages) return // not compacted: the client's history stands as it is
@@ -127,8 +145,14 @@ describe('fuzzed histories', () => {
     inline = await testApp({ COMPACT_WORKERS: '0', COMPACT_RATE_LIMIT_PER_MIN: '1000000' })
     worker = await testApp({ COMPACT_WORKERS: '1', COMPACT_WORKER_MIN_KB: '0', COMPACT_RATE_LIMIT_PER_MIN: '1000000' })
     fake = await new FakeAnthropic().start()
-    fake.fallback = (r) => ((r.body.tools ?? []).some((t) => t.name === 'record_summary') ? { toolInput: { objective: 'the task', next_steps: ['go on 😀'] } } : { text: 'ok' })
-    proxy = await testApp({ ANTHROPIC_API_KEY: 'sk-ant-fuzz-000000000000000', ANTHROPIC_BASE_URL: fake.url, COMPACT_PRECOMPUTE_AT: 'off', COMPACT_RATE_LIMIT_PER_MIN: '1000000' })
+    fake.fallback = (r) =>
+      (r.body.tools ?? []).some((t) => t.name === 'record_summary') ? { toolInput: { objective: 'the task', next_steps: ['go on 😀'] } } : { text: 'ok' }
+    proxy = await testApp({
+      ANTHROPIC_API_KEY: 'sk-ant-fuzz-000000000000000',
+      ANTHROPIC_BASE_URL: fake.url,
+      COMPACT_PRECOMPUTE_AT: 'off',
+      COMPACT_RATE_LIMIT_PER_MIN: '1000000'
+    })
   })
   afterAll(async () => {
     await Promise.all([inline.close(), worker.close(), proxy.close()])
@@ -139,7 +163,12 @@ describe('fuzzed histories', () => {
     await fc.assert(
       fc.asyncProperty(body as Body, async (b) => {
         const messages = history(b.steps, b.spaced)
-        const fields = [`"mode":"${b.mode}"`, ...(b.budget ? [`"budget_tokens":${b.budget}`] : []), ...(b.keep ? [`"keep_tokens":${b.keep}`] : []), ...(b.usage ? [`"usage":{"input_tokens":${b.usage}}`] : [])]
+        const fields = [
+          `"mode":"${b.mode}"`,
+          ...(b.budget ? [`"budget_tokens":${b.budget}`] : []),
+          ...(b.keep ? [`"keep_tokens":${b.keep}`] : []),
+          ...(b.usage ? [`"usage":{"input_tokens":${b.usage}}`] : [])
+        ]
         const payload = `{${fields.join(',')},"messages":[${messages.join(',')}]}`
         const lone = loneSurrogate(payload)
         for (const app of [inline, worker]) {

@@ -13,11 +13,13 @@ const preamble = (repo: string): string =>
   ].join('\n')
 
 function history(repo: string, task: string) {
-  const steps = Array.from({ length: 6 }, (_, i) => shellStep(`c${i}`, `grep -n item${i} src/app.py`, `src/app.py:${i}: item${i}\n<returncode>0</returncode>`)).flat()
+  const steps = Array.from({ length: 6 }, (_, i) =>
+    shellStep(`c${i}`, `grep -n item${i} src/app.py`, `src/app.py:${i}: item${i}\n<returncode>0</returncode>`)
+  ).flat()
   return [user(`${preamble(repo)}\n\n${task}`), ...steps, assistant('Looked at every item.'), user('go on')]
 }
 
-describe('text the key\'s other conversations sent', () => {
+describe("text the key's other conversations sent", () => {
   let app: FastifyInstance
   beforeAll(async () => {
     app = await testApp({ COMPACT_WORKERS: '0', COMPACT_API_KEYS: 'acme=key-acme-1,other=key-other-1' })
@@ -25,7 +27,12 @@ describe('text the key\'s other conversations sent', () => {
   afterAll(async () => app.close())
 
   const compact = async (key: string, session: string, repo: string, task: string) => {
-    const res = await app.inject({ method: 'POST', url: '/v1/compact', headers: { 'x-api-key': key }, payload: { messages: history(repo, task), mode: 'manual', keep_turns: 1, session_id: session } })
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/compact',
+      headers: { 'x-api-key': key },
+      payload: { messages: history(repo, task), mode: 'manual', keep_turns: 1, session_id: session }
+    })
     expect(res.statusCode, res.body).toBe(200)
     return (res.json() as { summary: { text: string } }).summary.text
   }

@@ -13,7 +13,12 @@ afterAll(async () => {
 })
 
 function post(payload: string | object) {
-  return app.inject({ method: 'POST', url: '/v1/compact', headers: { 'content-type': 'application/json' }, payload: typeof payload === 'string' ? payload : JSON.stringify(payload) })
+  return app.inject({
+    method: 'POST',
+    url: '/v1/compact',
+    headers: { 'content-type': 'application/json' },
+    payload: typeof payload === 'string' ? payload : JSON.stringify(payload)
+  })
 }
 
 /** The value a JSON pointer names in a body, or a sentinel when it names nothing. */
@@ -60,8 +65,28 @@ function places(value: unknown, keys: (string | number)[] = [], out: (string | n
 }
 
 const junk = fc.oneof(
-  fc.constantFrom<unknown>(null, 0, -1, 1.5, true, '', 'x', 'OFF', [], {}, [null], [1], [{}], { type: 5 }, { type: 'text' }, { type: 'text', text: 7 }, { type: '' }),
-  fc.constantFrom<unknown>({ type: 'tool_result' }, { type: 'tool_use', id: 'z', name: 'n' }, { type: 'image' }, [{ type: 'tool_result', tool_use_id: 'a', content: [null] }]),
+  fc.constantFrom<unknown>(
+    null,
+    0,
+    -1,
+    1.5,
+    true,
+    '',
+    'x',
+    'OFF',
+    [],
+    {},
+    [null],
+    [1],
+    [{}],
+    { type: 5 },
+    { type: 'text' },
+    { type: 'text', text: 7 },
+    { type: '' }
+  ),
+  fc.constantFrom<unknown>({ type: 'tool_result' }, { type: 'tool_use', id: 'z', name: 'n' }, { type: 'image' }, [
+    { type: 'tool_result', tool_use_id: 'a', content: [null] }
+  ]),
   fc.integer({ min: 100, max: 20_000 }).map(deep),
   fc.jsonValue({ maxDepth: 3 })
 )
@@ -99,21 +124,43 @@ describe('hostile bodies', () => {
         expect(res.statusCode, text.slice(0, 300)).toBeLessThan(500)
         if (res.statusCode === 200) return
         const answer = res.json()
-        expect(answer).toEqual({ type: 'error', error: { type: expect.any(String), message: expect.any(String), ...(answer.error.path !== undefined ? { path: expect.any(String) } : {}) } })
-        if (answer.error.path !== undefined) expect(resolve(JSON.parse(JSON.stringify(root)), answer.error.path), `${answer.error.path} in ${text.slice(0, 300)}`).not.toBe(MISSING)
+        expect(answer).toEqual({
+          type: 'error',
+          error: { type: expect.any(String), message: expect.any(String), ...(answer.error.path !== undefined ? { path: expect.any(String) } : {}) }
+        })
+        if (answer.error.path !== undefined)
+          expect(resolve(JSON.parse(JSON.stringify(root)), answer.error.path), `${answer.error.path} in ${text.slice(0, 300)}`).not.toBe(MISSING)
       }),
       { numRuns: Number(process.env.FUZZ_RUNS ?? 10_000) }
     )
   }, 120_000)
 
   it.each([
-    ['a tool_result whose content is [null]', [user('x'), assistant(call('a', 'bash', { command: 'ls' })), results({ type: 'tool_result', tool_use_id: 'a', content: [null] } as never), assistant('ok'), user('y')], '/messages/2/content/0/content/0'],
+    [
+      'a tool_result whose content is [null]',
+      [
+        user('x'),
+        assistant(call('a', 'bash', { command: 'ls' })),
+        results({ type: 'tool_result', tool_use_id: 'a', content: [null] } as never),
+        assistant('ok'),
+        user('y')
+      ],
+      '/messages/2/content/0/content/0'
+    ],
     ['content [1]', [{ role: 'user', content: [1] }], '/messages/0/content/0'],
     ['content [{}]', [{ role: 'user', content: [{}] }], '/messages/0/content/0'],
     ['a text block without text', [{ role: 'user', content: [{ type: 'text' }] }], '/messages/0/content/0'],
     ['text that is a number', [{ role: 'user', content: [{ type: 'text', text: 5 }] }], '/messages/0/content/0'],
-    ['a nested text part that is a number', [user('x'), assistant(call('a', 'bash', { command: 'ls' })), results(result('a', [{ type: 'text', text: 5 } as never])), assistant('ok'), user('y')], '/messages/2/content/0/content/0'],
-    ['a tool_use input that is not an object', [user('x'), { role: 'assistant', content: [{ type: 'tool_use', id: 'a', name: 'bash', input: 'ls' }] }], '/messages/1/content/0']
+    [
+      'a nested text part that is a number',
+      [user('x'), assistant(call('a', 'bash', { command: 'ls' })), results(result('a', [{ type: 'text', text: 5 } as never])), assistant('ok'), user('y')],
+      '/messages/2/content/0/content/0'
+    ],
+    [
+      'a tool_use input that is not an object',
+      [user('x'), { role: 'assistant', content: [{ type: 'tool_use', id: 'a', name: 'bash', input: 'ls' }] }],
+      '/messages/1/content/0'
+    ]
   ])('400 for %s, at the block', async (_name, messages, path) => {
     const res = await post({ mode: 'manual', messages })
     expect(res.statusCode).toBe(400)
@@ -131,11 +178,25 @@ describe('hostile bodies', () => {
   })
 
   it('refuses nesting past the limit before anything walks it: a tool input 20,000 arrays deep, and an extra field as deep on a kept block', async () => {
-    const deepInput = await post(expand(JSON.stringify({ mode: 'manual', messages: [user('x'), assistant(call('a', 'bash', { command: 'ls', deep: deep(20_000) })), results(result('a', 'ok')), assistant('ok'), user('y')] })))
+    const deepInput = await post(
+      expand(
+        JSON.stringify({
+          mode: 'manual',
+          messages: [user('x'), assistant(call('a', 'bash', { command: 'ls', deep: deep(20_000) })), results(result('a', 'ok')), assistant('ok'), user('y')]
+        })
+      )
+    )
     expect(deepInput.statusCode).toBe(400)
     expect(deepInput.json().error.message).toContain('nests deeper than 128 levels')
     expect(deepInput.json().error.path).toMatch(/^\/messages\/1\/content\/0\/input\/deep(\/0)+$/)
-    const deepExtra = await post(expand(JSON.stringify({ mode: 'manual', messages: [user('x'), assistant('ok'), { role: 'user', content: [{ type: 'text', text: 'y', extra: deep(20_000) }] }] })))
+    const deepExtra = await post(
+      expand(
+        JSON.stringify({
+          mode: 'manual',
+          messages: [user('x'), assistant('ok'), { role: 'user', content: [{ type: 'text', text: 'y', extra: deep(20_000) }] }]
+        })
+      )
+    )
     expect(deepExtra.statusCode).toBe(400)
     expect(deepExtra.json().error.path).toMatch(/^\/messages\/2\/content\/0\/extra(\/0)+$/)
   })

@@ -27,7 +27,7 @@ describe('keys under attack', () => {
     await app.close()
   })
 
-  it('counts only wrong keys: keyless requests and probes (a client\'s HEAD at start) are answered 401 and never lock the address out', async () => {
+  it("counts only wrong keys: keyless requests and probes (a client's HEAD at start) are answered 401 and never lock the address out", async () => {
     const app = await testApp({ COMPACT_API_KEYS: KEYS, COMPACT_AUTH_FAILURES_PER_MIN: '3' })
     for (let i = 0; i < 30; i++) {
       expect((await app.inject({ method: 'HEAD', url: '/v1/doctrine' })).statusCode).toBe(401)
@@ -35,8 +35,11 @@ describe('keys under attack', () => {
       expect((await app.inject({ method: 'POST', url: '/v1/compact', payload: history })).statusCode).toBe(401)
       expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200)
     }
-    expect((await app.inject({ method: 'POST', url: '/v1/compact', headers: { 'x-api-key': 'key-team-1234567890abcdef' }, payload: history })).statusCode).toBe(200)
-    for (let i = 0; i < 3; i++) expect((await app.inject({ method: 'POST', url: '/v1/compact', headers: { 'x-api-key': `wrong-${i}` }, payload: history })).statusCode).toBe(401)
+    expect((await app.inject({ method: 'POST', url: '/v1/compact', headers: { 'x-api-key': 'key-team-1234567890abcdef' }, payload: history })).statusCode).toBe(
+      200
+    )
+    for (let i = 0; i < 3; i++)
+      expect((await app.inject({ method: 'POST', url: '/v1/compact', headers: { 'x-api-key': `wrong-${i}` }, payload: history })).statusCode).toBe(401)
     expect((await app.inject({ method: 'POST', url: '/v1/compact', headers: { 'x-api-key': 'wrong-3' }, payload: history })).statusCode).toBe(429)
     await app.close()
   })
@@ -85,10 +88,21 @@ describe('what operators see', () => {
     const stream = new PassThrough()
     stream.on('data', (d: Buffer) => lines.push(...d.toString().split('\n').filter(Boolean)))
     const app = await buildApp({
-      config: loadConfig({ COMPACT_DB: ':memory:', COMPACT_API_KEYS: KEYS, LOG_LEVEL: 'warn', ANTHROPIC_API_KEY: 'sk-ant-test-000000000000', ANTHROPIC_BASE_URL: fake.url }),
+      config: loadConfig({
+        COMPACT_DB: ':memory:',
+        COMPACT_API_KEYS: KEYS,
+        LOG_LEVEL: 'warn',
+        ANTHROPIC_API_KEY: 'sk-ant-test-000000000000',
+        ANTHROPIC_BASE_URL: fake.url
+      }),
       logStream: stream
     })
-    const res = await app.inject({ method: 'POST', url: '/v1/compact', headers: { 'x-api-key': 'key-team-1234567890abcdef' }, payload: { ...history, session_id: 's-warn' } })
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/compact',
+      headers: { 'x-api-key': 'key-team-1234567890abcdef' },
+      payload: { ...history, session_id: 's-warn' }
+    })
     expect(res.statusCode).toBe(200)
     expect(res.json().summarizer).toMatchObject({ kind: 'extractive', fallback_reason: 'auth_error' })
     await app.close()
@@ -102,7 +116,12 @@ describe('what operators see', () => {
   it('counts deliberate 503s as their own outcome, not as failures', async () => {
     const fake = await new FakeAnthropic().start()
     fake.fallback = { delayMs: 400, toolInput: { objective: 'slow' } }
-    const app = await testApp({ ANTHROPIC_API_KEY: 'sk-ant-test-000000000000', ANTHROPIC_BASE_URL: fake.url, COMPACT_MAX_SUMMARIES: '1', COMPACT_SUMMARY_QUEUE: '0' })
+    const app = await testApp({
+      ANTHROPIC_API_KEY: 'sk-ant-test-000000000000',
+      ANTHROPIC_BASE_URL: fake.url,
+      COMPACT_MAX_SUMMARIES: '1',
+      COMPACT_SUMMARY_QUEUE: '0'
+    })
     const body = (n: number) => ({ mode: 'manual', messages: [user(`a${n}`), assistant('b'), user('c')] })
     const answers = await Promise.all([0, 1, 2].map((n) => app.inject({ method: 'POST', url: '/v1/compact', payload: body(n) })))
     expect(answers.map((a) => a.statusCode).sort()).toEqual([200, 503, 503])

@@ -4,7 +4,10 @@ import { ROOT } from '../helpers/process.js'
 
 describe('load', () => {
   it('2,000 compactions at concurrency 32 over loopback: no errors, memory steady (npm run load)', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'bench/load.ts', 'test/fixtures/corpus'], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', LOAD_PG_URL: 'off' } })
+    const child = spawn(process.execPath, ['--import', 'tsx', 'bench/load.ts', 'test/fixtures/corpus'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', LOAD_PG_URL: 'off' }
+    })
     let out = ''
     child.stdout.on('data', (d: Buffer) => (out += d.toString()))
     child.stderr.on('data', (d: Buffer) => (out += d.toString()))

@@ -13,13 +13,29 @@ describe('logs', () => {
     const key = 'ck_live_7c1e0b9a3f5d4e2a8b6c'
     const app = await buildApp({ config: loadConfig({ COMPACT_API_KEYS: `acme=${key}`, LOG_LEVEL: 'debug' }), logStream: stream })
     const marker = 'MARKER-4f1c9e-never-in-logs'
-    const messages = [user(`please ${marker}`), assistant(call('a', 'bash', { command: `echo ${marker}` })), results(result('a', marker)), assistant(marker), user(`again ${marker}`)]
+    const messages = [
+      user(`please ${marker}`),
+      assistant(call('a', 'bash', { command: `echo ${marker}` })),
+      results(result('a', marker)),
+      assistant(marker),
+      user(`again ${marker}`)
+    ]
     for (const headers of [{ authorization: `Bearer ${key}` }, { 'x-api-key': key }]) {
-      const res = await app.inject({ method: 'POST', url: '/v1/compact', headers: { ...headers, cookie: `session=${key}` }, payload: { messages, mode: 'manual', session_id: 'sess-logs-1', instructions: marker } })
+      const res = await app.inject({
+        method: 'POST',
+        url: '/v1/compact',
+        headers: { ...headers, cookie: `session=${key}` },
+        payload: { messages, mode: 'manual', session_id: 'sess-logs-1', instructions: marker }
+      })
       expect(res.statusCode).toBe(200)
     }
     // a failing request logs too, and still not the content
-    await app.inject({ method: 'POST', url: '/v1/compact', headers: { 'x-api-key': key }, payload: { messages: [user(marker), assistant(call('z', 'x', {})), user(marker)] } })
+    await app.inject({
+      method: 'POST',
+      url: '/v1/compact',
+      headers: { 'x-api-key': key },
+      payload: { messages: [user(marker), assistant(call('z', 'x', {})), user(marker)] }
+    })
     await app.close()
     await new Promise((r) => setImmediate(r))
 
@@ -42,10 +58,18 @@ describe('logs', () => {
     for (const l of lines) expect(() => JSON.parse(l)).not.toThrow()
   })
 
-  it('write one line a request, when it is answered, naming the request and its status, with the query\'s values left out', async () => {
+  it("write one line a request, when it is answered, naming the request and its status, with the query's values left out", async () => {
     const lines: Record<string, unknown>[] = []
     const stream = new PassThrough()
-    stream.on('data', (d: Buffer) => lines.push(...d.toString().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>)))
+    stream.on('data', (d: Buffer) =>
+      lines.push(
+        ...d
+          .toString()
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l) as Record<string, unknown>)
+      )
+    )
     const app = await buildApp({ config: loadConfig({}), logStream: stream })
     await app.inject({ method: 'GET', url: '/v1/doctrine?probe=kubelet' })
     await app.inject({ method: 'GET', url: '/no-such-route' })
@@ -61,15 +85,28 @@ describe('logs', () => {
     expect(lines.some((l) => l.msg === 'incoming request')).toBe(false)
   })
 
-  it('write one line for a proxied request, with the upstream\'s status and timings on it', async () => {
+  it("write one line for a proxied request, with the upstream's status and timings on it", async () => {
     const fake = await new FakeAnthropic().start()
     fake.fallback = { text: 'ok' }
     const lines: Record<string, unknown>[] = []
     const stream = new PassThrough()
-    stream.on('data', (d: Buffer) => lines.push(...d.toString().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>)))
+    stream.on('data', (d: Buffer) =>
+      lines.push(
+        ...d
+          .toString()
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l) as Record<string, unknown>)
+      )
+    )
     const app = await buildApp({ config: loadConfig({ ANTHROPIC_BASE_URL: fake.url, ANTHROPIC_API_KEY: 'sk-ant-logs' }), logStream: stream })
     try {
-      const res = await app.inject({ method: 'POST', url: '/v1/messages?beta=true', headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', 'x-claude-code-session-id': 'sess-log-line' }, payload: { model: 'm', max_tokens: 10, messages: [user('hello there')] } })
+      const res = await app.inject({
+        method: 'POST',
+        url: '/v1/messages?beta=true',
+        headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', 'x-claude-code-session-id': 'sess-log-line' },
+        payload: { model: 'm', max_tokens: 10, messages: [user('hello there')] }
+      })
       expect(res.statusCode).toBe(200)
     } finally {
       await app.close()
@@ -78,7 +115,15 @@ describe('logs', () => {
     await new Promise((r) => setImmediate(r))
     const requests = lines.filter((l) => l.req !== undefined)
     expect(requests).toHaveLength(1)
-    expect(requests[0]).toMatchObject({ msg: 'request completed', event: 'proxied', endpoint: 'messages', status: 200, compaction: 'none', res: { statusCode: 200 }, req: { url: '/v1/messages?beta=…' } })
+    expect(requests[0]).toMatchObject({
+      msg: 'request completed',
+      event: 'proxied',
+      endpoint: 'messages',
+      status: 200,
+      compaction: 'none',
+      res: { statusCode: 200 },
+      req: { url: '/v1/messages?beta=…' }
+    })
     expect(requests[0]!.upstream_ms).toEqual(expect.any(Number))
     expect(requests[0]!.prepare_ms).toEqual(expect.any(Number))
     expect(lines.filter((l) => l.msg === 'proxied')).toEqual([])

@@ -21,7 +21,13 @@ async function compact(app: App, session: string, messages: Message[], headers: 
   return res.json() as { kept_from: number; summary: { id: string; text: string }; messages: Message[] }
 }
 
-async function recall(app: App, session: string, query: string, headers: Record<string, string> = as('alpha'), extra: Record<string, unknown> = {}): Promise<Hit[]> {
+async function recall(
+  app: App,
+  session: string,
+  query: string,
+  headers: Record<string, string> = as('alpha'),
+  extra: Record<string, unknown> = {}
+): Promise<Hit[]> {
   const res = await app.inject({ method: 'POST', url: `/v1/sessions/${encodeURIComponent(session)}/recall`, headers, payload: { query, limit: 5, ...extra } })
   expect(res.statusCode, res.body).toBe(200)
   return (res.json() as { results: Hit[] }).results
@@ -38,7 +44,12 @@ describe('the cold layer', () => {
       for (const fact of recallFacts(t.messages.slice(0, out.kept_from))) {
         total++
         const hits = await recall(app, t.name, fact.query)
-        if (hits.some((h) => h.compaction_id === out.summary.id && (fact.inText ? h.text.includes(fact.text) : h.messages[0] <= fact.message && fact.message <= h.messages[1]))) {
+        if (
+          hits.some(
+            (h) =>
+              h.compaction_id === out.summary.id && (fact.inText ? h.text.includes(fact.text) : h.messages[0] <= fact.message && fact.message <= h.messages[1])
+          )
+        ) {
           found++
           kinds.add(fact.kind)
         }
@@ -46,7 +57,13 @@ describe('the cold layer', () => {
     }
     expect(total).toBeGreaterThanOrEqual(5)
     expect(found / total).toBeGreaterThanOrEqual(0.9)
-    expect([...kinds].sort()).toEqual(['command', 'exception line', 'late sentence of a request', 'later line of a multi-line command', 'signal line of a command that succeeded'])
+    expect([...kinds].sort()).toEqual([
+      'command',
+      'exception line',
+      'late sentence of a request',
+      'later line of a multi-line command',
+      'signal line of a command that succeeded'
+    ])
     await app.close()
   })
 

@@ -21,7 +21,11 @@ describe('/metrics after compactions (extractive)', () => {
   beforeAll(async () => {
     app = await testApp()
     for (const t of transcripts) {
-      const res = await app.inject({ method: 'POST', url: '/v1/compact', payload: { messages: t.messages, mode: 'manual', session_id: `secret-session-${t.name}` } })
+      const res = await app.inject({
+        method: 'POST',
+        url: '/v1/compact',
+        payload: { messages: t.messages, mode: 'manual', session_id: `secret-session-${t.name}` }
+      })
       expect(res.statusCode).toBe(200)
       stats.push(res.json().stats)
     }
@@ -62,7 +66,33 @@ describe('/metrics after compactions (extractive)', () => {
     expect(value(samples, 'process_cpu_user_seconds_total')).toBeGreaterThan(0)
     expect(samples.some((s) => s.name === 'nodejs_heap_size_used_bytes')).toBe(true)
     expect(text).not.toContain('secret-session')
-    const allowed = new Set(['mode', 'outcome', 'format', 'kind', 'result', 'direction', 'method', 'route', 'status_code', 'le', 'quantile', 'version', 'major', 'minor', 'patch', 'type', 'space', 'kind', 'code', 'operation', 'endpoint', 'compaction', 'status', 'source', 'event'])
+    const allowed = new Set([
+      'mode',
+      'outcome',
+      'format',
+      'kind',
+      'result',
+      'direction',
+      'method',
+      'route',
+      'status_code',
+      'le',
+      'quantile',
+      'version',
+      'major',
+      'minor',
+      'patch',
+      'type',
+      'space',
+      'kind',
+      'code',
+      'operation',
+      'endpoint',
+      'compaction',
+      'status',
+      'source',
+      'event'
+    ])
     for (const s of samples) for (const k of Object.keys(s.labels)) expect(allowed.has(k), `${s.name}{${k}}`).toBe(true)
   })
 
@@ -77,7 +107,12 @@ describe('/metrics after compactions (extractive)', () => {
 describe('/metrics for model summaries', () => {
   it('count calls, fallbacks and tokens as the responses report them', async () => {
     const fake = await new FakeAnthropic().start()
-    const app = await testApp({ ANTHROPIC_API_KEY: 'sk-ant-test-metrics-000000000', ANTHROPIC_BASE_URL: fake.url, COMPACT_SUMMARIZER_TIMEOUT_MS: '3000', COMPACT_CACHE_TTL_S: '0' })
+    const app = await testApp({
+      ANTHROPIC_API_KEY: 'sk-ant-test-metrics-000000000',
+      ANTHROPIC_BASE_URL: fake.url,
+      COMPACT_SUMMARIZER_TIMEOUT_MS: '3000',
+      COMPACT_CACHE_TTL_S: '0'
+    })
     const history = [user('fix it'), ...shellStep('a', 'make', 'ok'), assistant('done'), user('next')]
     const ok1 = (await app.inject({ method: 'POST', url: '/v1/compact', payload: { messages: history, mode: 'manual' } })).json()
     const ok2 = (await app.inject({ method: 'POST', url: '/v1/compact', payload: { messages: history, mode: 'manual' } })).json()

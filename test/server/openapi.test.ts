@@ -13,7 +13,7 @@ const committed = readFileSync(OPENAPI_PATH, 'utf8')
 
 describe('openapi.yaml', () => {
   it('is a valid OpenAPI 3.1 document', async () => {
-    const result = await new Validator().validate(parse(committed) as Parameters<Validator["validate"]>[0])
+    const result = await new Validator().validate(parse(committed) as Parameters<Validator['validate']>[0])
     expect(result.errors ?? []).toEqual([])
     expect(result.valid).toBe(true)
   })

@@ -10,7 +10,11 @@ const BOB = { 'x-api-key': 'key-bob-000000000000002' }
 const check = responseValidator()
 const NOW = Date.UTC(2026, 11, 3, 12, 30, 0)
 
-const history = (session: string | undefined) => ({ messages: [user('fix the parser'), assistant('looking at src/parser.ts'), user('and the tests?')], mode: 'manual', ...(session ? { session_id: session } : {}) })
+const history = (session: string | undefined) => ({
+  messages: [user('fix the parser'), assistant('looking at src/parser.ts'), user('and the tests?')],
+  mode: 'manual',
+  ...(session ? { session_id: session } : {})
+})
 const overview = async (app: App, query = '', headers: Record<string, string> = ALICE) => app.inject({ method: 'GET', url: `/v1/overview${query}`, headers })
 
 describe('GET /v1/overview', () => {

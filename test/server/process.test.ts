@@ -44,7 +44,11 @@ describe('the real server process', () => {
         .filter(Boolean)
         .map((l) => JSON.parse(l) as { event?: string; msg?: string })
         .find((l) => l.event === 'started')
-      expect(started?.msg).toMatch(new RegExp(`^compaction-gateway \\S+ at ${server.url.replace(/\./g, '\\.')}: sqlite \\S+, redis off, summarizer extractive \\(no ANTHROPIC_API_KEY; proxied conversations summarized by the client's own model, COMPACT_SUMMARIZER=extractive to turn off\\), (?:\\d+ workers \\(bodies from \\d+ KB\\)|compactions inline), budget \\d+ tokens, no API keys \\(open\\)$`))
+      expect(started?.msg).toMatch(
+        new RegExp(
+          `^compaction-gateway \\S+ at ${server.url.replace(/\./g, '\\.')}: sqlite \\S+, redis off, summarizer extractive \\(no ANTHROPIC_API_KEY; proxied conversations summarized by the client's own model, COMPACT_SUMMARIZER=extractive to turn off\\), (?:\\d+ workers \\(bodies from \\d+ KB\\)|compactions inline), budget \\d+ tokens, no API keys \\(open\\)$`
+        )
+      )
     } finally {
       server.child.kill('SIGTERM')
     }

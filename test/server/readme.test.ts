@@ -6,7 +6,9 @@ import { ROOT } from '../helpers/process.js'
 
 describe('README and docs/', () => {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
-  const docs = readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => ({ name: f, text: readFileSync(join(ROOT, 'docs', f), 'utf8') }))
+  const docs = readdirSync(join(ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => ({ name: f, text: readFileSync(join(ROOT, 'docs', f), 'utf8') }))
 
   it('opens with the two commands for a fresh machine', () => {
     const head = readme.split('\n').slice(0, 10).join('\n')
@@ -31,7 +33,10 @@ describe('docs/', () => {
   it('links every document from the README, and every relative link resolves', () => {
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
     for (const f of readdirSync(join(ROOT, 'docs')).filter((name) => name.endsWith('.md'))) expect(readme, f).toContain(`](docs/${f})`)
-    for (const [file, base] of [['README.md', ROOT], ...readdirSync(join(ROOT, 'docs')).map((f) => [join('docs', f), join(ROOT, 'docs')])] as [string, string][]) {
+    for (const [file, base] of [['README.md', ROOT], ...readdirSync(join(ROOT, 'docs')).map((f) => [join('docs', f), join(ROOT, 'docs')])] as [
+      string,
+      string
+    ][]) {
       const text = readFileSync(join(ROOT, file), 'utf8')
       for (const m of text.matchAll(/\]\(((?:\.\.\/|docs\/)[^)#]+)\)/g)) expect(existsSync(join(base, m[1]!)), `${file}: ${m[1]}`).toBe(true)
     }

@@ -96,7 +96,9 @@ describe('GET /v1/sessions/{session_id}/compactions', () => {
     expect(page.compactions[0].summary.text).toContain('fix bug 2')
     // the record says what the response said, sections included
     expect(page.compactions[0].summary).toEqual({ text: summaries[2]!.text, sections: summaries[2]!.sections })
-    const next = (await after.inject({ url: `/v1/sessions/sess-1/compactions?limit=2&cursor=${page.next_cursor}`, headers: { 'x-api-key': 'key-alice-000000000001' } })).json()
+    const next = (
+      await after.inject({ url: `/v1/sessions/sess-1/compactions?limit=2&cursor=${page.next_cursor}`, headers: { 'x-api-key': 'key-alice-000000000001' } })
+    ).json()
     expect(next.compactions.map((r: { id: string }) => r.id)).toEqual([ids[0]])
     expect(next.next_cursor).toBeNull()
     await after.close()
@@ -206,14 +208,21 @@ describe('GET /v1/sessions', () => {
     const app = await testApp({ COMPACT_API_KEYS: KEYS, COMPACT_DB: tempDb() })
     try {
       const alice = 'key-alice-000000000001'
-      for (const [key, session] of [[alice, 'sess-a'], [alice, 'sess-b'], ['key-bob-000000000000002', 'sess-bob'], [alice, 'sess-a']] as const) {
+      for (const [key, session] of [
+        [alice, 'sess-a'],
+        [alice, 'sess-b'],
+        ['key-bob-000000000000002', 'sess-bob'],
+        [alice, 'sess-a']
+      ] as const) {
         expect((await post(app, key, { ...history(), session_id: session })).statusCode).toBe(200)
       }
       const first = await app.inject({ method: 'GET', url: '/v1/sessions?limit=1', headers: { 'x-api-key': alice } })
       expect(first.statusCode).toBe(200)
       const page = first.json()
       expect(check('GET', '/v1/sessions', 200, page)).toEqual([])
-      expect(page.sessions).toEqual([expect.objectContaining({ session_id: 'sess-a', compactions: 2, raw_history_tokens: expect.any(Number), context_after_compaction: expect.any(Number) })])
+      expect(page.sessions).toEqual([
+        expect.objectContaining({ session_id: 'sess-a', compactions: 2, raw_history_tokens: expect.any(Number), context_after_compaction: expect.any(Number) })
+      ])
       const rest = (await app.inject({ method: 'GET', url: `/v1/sessions?limit=1&cursor=${page.next_cursor}`, headers: { 'x-api-key': alice } })).json()
       expect(rest).toEqual({ sessions: [expect.objectContaining({ session_id: 'sess-b', compactions: 1 })], next_cursor: null })
       const bob = (await app.inject({ method: 'GET', url: '/v1/sessions', headers: { 'x-api-key': 'key-bob-000000000000002' } })).json()
@@ -297,12 +306,20 @@ describe('GET /v1/sessions/{session_id}/timeline', () => {
       expect(all.json()).toEqual({
         session_id: 'sess-t',
         complete: true,
-        points: made.map((m, i) => ({ compaction_id: m.id, created_at: expect.any(String), raw_history_tokens: m.before, context_after_compaction: m.after, budget_tokens: [30_000, null, 50_000][i] }))
+        points: made.map((m, i) => ({
+          compaction_id: m.id,
+          created_at: expect.any(String),
+          raw_history_tokens: m.before,
+          context_after_compaction: m.after,
+          budget_tokens: [30_000, null, 50_000][i]
+        }))
       })
       const newest = (await app.inject({ method: 'GET', url: '/v1/sessions/sess-t/timeline?limit=2', headers: { 'x-api-key': alice } })).json()
       expect(newest.points.map((p: { compaction_id: string }) => p.compaction_id)).toEqual([made[1]!.id, made[2]!.id])
       expect(newest.complete).toBe(false)
-      expect((await app.inject({ method: 'GET', url: '/v1/sessions/sess-t/timeline', headers: { 'x-api-key': 'key-bob-000000000000002' } })).json().points).toEqual([])
+      expect(
+        (await app.inject({ method: 'GET', url: '/v1/sessions/sess-t/timeline', headers: { 'x-api-key': 'key-bob-000000000000002' } })).json().points
+      ).toEqual([])
       expect((await app.inject({ method: 'GET', url: '/v1/sessions/sess-t/timeline?limit=0', headers: { 'x-api-key': alice } })).statusCode).toBe(400)
     } finally {
       await app.close()

@@ -21,7 +21,12 @@ describe('graceful shutdown', () => {
   it('lets an in-flight compaction finish on SIGTERM, answers it 200, and exits 0', async () => {
     const fake = await new FakeAnthropic().start()
     fake.fallback = { delayMs: 1_500, toolInput: { objective: 'slow but sure' } }
-    const server = await startServer({ ANTHROPIC_API_KEY: 'sk-ant-test-shutdown-0000000000', ANTHROPIC_BASE_URL: fake.url, COMPACT_SUMMARIZER_TIMEOUT_MS: '10000', COMPACT_IDLE_TIMEOUT_MS: '500' })
+    const server = await startServer({
+      ANTHROPIC_API_KEY: 'sk-ant-test-shutdown-0000000000',
+      ANTHROPIC_BASE_URL: fake.url,
+      COMPACT_SUMMARIZER_TIMEOUT_MS: '10000',
+      COMPACT_IDLE_TIMEOUT_MS: '500'
+    })
     try {
       const pending = fetch(`${server.url}/v1/compact`, {
         method: 'POST',
@@ -93,7 +98,16 @@ describe('graceful shutdown', () => {
     const headers = { 'content-type': 'application/json', 'x-api-key': 'sk-ant-client-key-0000000000', 'anthropic-version': '2023-06-01' }
     // curl: two requests on one connection, the second after the signal is refused or never made, never hangs
     const curl = new Promise<{ code: number | null; out: string }>((resolve) => {
-      const child = spawn('curl', ['-sS', '-N', '-X', 'POST', `${server.url}/v1/messages`, ...Object.entries(headers).flatMap(([k, v]) => ['-H', `${k}: ${v}`]), '--data-binary', body])
+      const child = spawn('curl', [
+        '-sS',
+        '-N',
+        '-X',
+        'POST',
+        `${server.url}/v1/messages`,
+        ...Object.entries(headers).flatMap(([k, v]) => ['-H', `${k}: ${v}`]),
+        '--data-binary',
+        body
+      ])
       let out = ''
       child.stdout.on('data', (d: Buffer) => (out += d.toString()))
       child.once('exit', (code) => resolve({ code, out }))
@@ -120,7 +134,11 @@ describe('graceful shutdown', () => {
     const server = await startServer({ COMPACT_SHUTDOWN_GRACE_MS: '3000', COMPACT_BODY_TIMEOUT_MS: '120000', COMPACT_IDLE_TIMEOUT_MS: '120000' })
     const port = Number(new URL(server.url).port)
     const sockets = await Promise.all(
-      ['', 'GET /healthz HTTP/1.1\r\nHost: x\r\n', 'POST /v1/compact HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{'].map(async (sent) => {
+      [
+        '',
+        'GET /healthz HTTP/1.1\r\nHost: x\r\n',
+        'POST /v1/compact HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{'
+      ].map(async (sent) => {
         const socket = connect(port, '127.0.0.1')
         socket.on('error', () => undefined)
         await new Promise((r) => socket.once('connect', r))
@@ -143,7 +161,12 @@ describe('graceful shutdown', () => {
   it('a second signal while a compaction is still in flight exits 1 at once, and says so', async () => {
     const fake = await new FakeAnthropic().start()
     fake.fallback = { delayMs: 20_000, toolInput: { objective: 'never waited for' } }
-    const server = await startServer({ ANTHROPIC_API_KEY: 'sk-ant-test-shutdown-0000000001', ANTHROPIC_BASE_URL: fake.url, COMPACT_SUMMARIZER_TIMEOUT_MS: '30000', COMPACT_SHUTDOWN_GRACE_MS: '25000' })
+    const server = await startServer({
+      ANTHROPIC_API_KEY: 'sk-ant-test-shutdown-0000000001',
+      ANTHROPIC_BASE_URL: fake.url,
+      COMPACT_SUMMARIZER_TIMEOUT_MS: '30000',
+      COMPACT_SHUTDOWN_GRACE_MS: '25000'
+    })
     try {
       const pending = fetch(`${server.url}/v1/compact`, {
         method: 'POST',

@@ -26,13 +26,16 @@ describe('the front door', () => {
     expect(res.body).toBe(readFileSync(OPENAPI_PATH, 'utf8'))
   })
 
-  it('serves the sessions page (built by the suite\'s setup) with no key, loading nothing from elsewhere; /ui is sent to /ui/', async () => {
+  it("serves the sessions page (built by the suite's setup) with no key, loading nothing from elsewhere; /ui is sent to /ui/", async () => {
     const page = await app.inject({ method: 'GET', url: '/ui/' })
     expect(page.statusCode).toBe(200)
     expect(page.headers['content-type']).toBe('text/html; charset=utf-8')
     expect(page.headers['content-security-policy']).toContain("default-src 'none'; script-src 'self'")
     expect(page.headers['referrer-policy']).toBe('no-referrer')
-    for (const [file, type] of [['app.js', 'text/javascript; charset=utf-8'], ['app.css', 'text/css; charset=utf-8']]) {
+    for (const [file, type] of [
+      ['app.js', 'text/javascript; charset=utf-8'],
+      ['app.css', 'text/css; charset=utf-8']
+    ]) {
       const res = await app.inject({ method: 'GET', url: `/ui/${file}` })
       expect([res.statusCode, res.headers['content-type']]).toEqual([200, type])
       expect(page.body).toContain(`"${file}"`)

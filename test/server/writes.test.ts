@@ -95,7 +95,11 @@ class HeldStore extends SqliteStore {
 describe('a compaction and its record', () => {
   const history = { messages: [user('fix the date parser'), assistant('looking'), user('and?')], mode: 'manual', session_id: 'sess-1' }
 
-  for (const [shared, hold] of [[false, 'record'], [true, 'record'], [true, 'cold layer']] as const) {
+  for (const [shared, hold] of [
+    [false, 'record'],
+    [true, 'record'],
+    [true, 'cold layer']
+  ] as const) {
     it(`${shared ? 'a store other replicas read (PostgreSQL)' : 'SQLite'}: the answer waits for the ${hold}`, async () => {
       const store = new HeldStore(shared, hold)
       const app = await testApp({}, { store })
@@ -145,12 +149,19 @@ describe('a proxied compaction and its record', () => {
   for (let i = 0; i < 40; i++) history.push(...shellStep(`toolu_${i}`, `cat src/module_${i}.ts`, `line ${i}: ${'x'.repeat(2_000)}`))
   history.push(assistant('Read 40 modules.'), user('Now update docs/parser.md to match'))
 
-  for (const [shared, hold] of [[false, 'record'], [false, 'cold layer'], [true, 'record']] as const) {
+  for (const [shared, hold] of [
+    [false, 'record'],
+    [false, 'cold layer'],
+    [true, 'record']
+  ] as const) {
     it(`${shared ? 'a store other replicas read' : 'SQLite'}: the request is forwarded while its ${hold} is written, ${hold === 'record' ? 'and the answer waits for it' : 'the answer does not wait, and a read of the session does'}`, async () => {
       const fake = await new FakeAnthropic().start()
       fake.fallback = (r) => (isSummaryCall(r) ? { toolInput: { objective: 'Fix the failing parser test' } } : { text: 'forwarded' })
       const store = new HeldStore(shared, hold)
-      const app = await testApp({ ANTHROPIC_API_KEY: 'sk-ant-upstream-writes-test-000000', ANTHROPIC_BASE_URL: fake.url, COMPACT_PRECOMPUTE_AT: 'off' }, { store })
+      const app = await testApp(
+        { ANTHROPIC_API_KEY: 'sk-ant-upstream-writes-test-000000', ANTHROPIC_BASE_URL: fake.url, COMPACT_PRECOMPUTE_AT: 'off' },
+        { store }
+      )
       let answered = false
       const answer = app
         .inject({

@@ -7,7 +7,10 @@ import type { Summarizer } from '../../src/summarizer/summarizer.js'
 import { type Message, emptySections } from '../../src/compaction/index.js'
 import { shellStep, user } from '../helpers/history.js'
 
-const history = [user('Fix the flaky retry test'), ...Array.from({ length: 30 }, (_, i) => shellStep(`t${i}`, `npm test -- retry ${i}`, `run ${i}\n${'o'.repeat(600)}`)).flat()]
+const history = [
+  user('Fix the flaky retry test'),
+  ...Array.from({ length: 30 }, (_, i) => shellStep(`t${i}`, `npm test -- retry ${i}`, `run ${i}\n${'o'.repeat(600)}`)).flat()
+]
 let ids = 0
 const deps = (more: Partial<CompactDeps> = {}): CompactDeps => ({
   defaults: { budgetTokens: 2_000, keepTurns: 4 },
@@ -47,7 +50,10 @@ describe('runCompaction', () => {
       kind: 'anthropic',
       summarize: async () => {
         calls.push('model')
-        return { sections: { ...emptySections(), objective: 'from the model' }, report: { kind: 'anthropic', model: 'm', input_tokens: 1, output_tokens: 1, calls: 1, fallback_reason: null, duration_ms: 0 } }
+        return {
+          sections: { ...emptySections(), objective: 'from the model' },
+          report: { kind: 'anthropic', model: 'm', input_tokens: 1, output_tokens: 1, calls: 1, fallback_reason: null, duration_ms: 0 }
+        }
       }
     }
     const withModel = await runCompaction(body(), deps({ modelSummarizer: model }))
@@ -71,7 +77,9 @@ describe('runCompaction', () => {
     expect((await runCompaction(body(), deps({ coldLayer: true }))).memory).toBeUndefined()
     const kept = await runCompaction(body({ session_id: 's1' }), deps({ coldLayer: true }))
     expect(kept.memory?.length).toBeGreaterThan(0)
-    expect(kept.response.compacted && kept.response.messages[0]?.content).toEqual(expect.arrayContaining([expect.objectContaining({ text: expect.stringContaining('recall') })]))
+    expect(kept.response.compacted && kept.response.messages[0]?.content).toEqual(
+      expect.arrayContaining([expect.objectContaining({ text: expect.stringContaining('recall') })])
+    )
   })
 })
 
@@ -101,10 +109,16 @@ describe('strategy clear and hybrid on /v1/compact (the service)', () => {
     // under the budget: nothing to do, as with summarize
     expect((await runCompaction({ messages: stepMessages(1), budget_tokens: 15_000, strategy: 'hybrid' }, deps())).response.reason).toBe('under_budget')
     // prose, not tool output: clearing cannot reach the target, a summary is made
-    const talk: Message[] = [{ role: 'user', content: `Context: ${'words '.repeat(12_000)}` }, { role: 'assistant', content: 'Understood.' }, { role: 'user', content: 'Go on' }]
+    const talk: Message[] = [
+      { role: 'user', content: `Context: ${'words '.repeat(12_000)}` },
+      { role: 'assistant', content: 'Understood.' },
+      { role: 'user', content: 'Go on' }
+    ]
     const summarizedRun = await runCompaction({ messages: talk, budget_tokens: 15_000, strategy: 'hybrid', mode: 'manual' }, deps())
     expect(summarized(summarizedRun.response)).toBe(true)
     // another format: a 400 naming the field
-    await expect(runCompaction({ messages: [{ role: 'user', content: 'hi' }], format: 'openai-chat', strategy: 'clear' }, deps())).rejects.toMatchObject({ options: { path: '/strategy' } })
+    await expect(runCompaction({ messages: [{ role: 'user', content: 'hi' }], format: 'openai-chat', strategy: 'clear' }, deps())).rejects.toMatchObject({
+      options: { path: '/strategy' }
+    })
   })
 })

@@ -5,7 +5,10 @@ import { InvalidHistoryError, SummarizerUnavailableError } from '../../src/servi
 describe('service errors', () => {
   it('a block of the wrong shape is a 400 and a broken conversation a 422, each naming the place', () => {
     const shape = validateHistory([{ role: 'user', content: [{ type: 'tool_result' }] }])
-    const order = validateHistory([{ role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'Bash', input: {} }] }, { role: 'user', content: 'no result' }])
+    const order = validateHistory([
+      { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'Bash', input: {} }] },
+      { role: 'user', content: 'no result' }
+    ])
     expect(shape?.kind).toBe('shape')
     expect(order?.kind).not.toBe('shape')
     const a = new InvalidHistoryError(shape!)

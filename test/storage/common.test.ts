@@ -20,7 +20,18 @@ describe('withSections', () => {
   it('parses the sections back out of the kept text', () => {
     const sections = { ...emptySections(), objective: 'ship it', files_modified: ['a.py — x'] }
     const text = formatSummary(sections, { id: 'cmp_1', compactedTurns: 3 })
-    const stored = { id: 'cmp_1', session_id: null, key_name: '', created_at: '2026-01-01T00:00:00.000Z', mode: 'auto', reason: 'over_budget', stats: {}, summarizer: {}, doctrine_version: 'v', summary: { text } }
+    const stored = {
+      id: 'cmp_1',
+      session_id: null,
+      key_name: '',
+      created_at: '2026-01-01T00:00:00.000Z',
+      mode: 'auto',
+      reason: 'over_budget',
+      stats: {},
+      summarizer: {},
+      doctrine_version: 'v',
+      summary: { text }
+    }
     expect(withSections(stored as never).summary).toEqual({ text, sections })
   })
 })

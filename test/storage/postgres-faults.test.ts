@@ -22,7 +22,8 @@ describe.skipIf(pgMissing !== undefined)(`PostgreSQL connections reset under loa
         await relay.down()
         const settled = await Promise.allSettled(writes)
         // each write either landed or failed with the connection's own error, never with another
-        for (const r of settled) if (r.status === 'rejected') expect(String((r.reason as Error).message)).toMatch(/connect|terminat|ECONNRESET|closed|ended|timeout|socket/i)
+        for (const r of settled)
+          if (r.status === 'rejected') expect(String((r.reason as Error).message)).toMatch(/connect|terminat|ECONNRESET|closed|ended|timeout|socket/i)
         cut += settled.filter((r) => r.status === 'rejected').length
         await relay.up()
       }
@@ -41,7 +42,20 @@ describe.skipIf(pgMissing !== undefined)(`PostgreSQL connections reset under loa
     const store = new PostgresStore(freshPgUrl())
     try {
       const odd = 'before\u0000after \ud83d lone, \\u0000 escaped, 😀 paired'
-      const stats = { raw_history_tokens: 1, summary_tokens: 1, compacted_turns: 1, compacted_messages: 1, kept_messages: 1, kept_tokens: 1, context_after_compaction: 1, clipped_tool_results: 0, guard_added: 0, estimate_scale: 1, carried_context_tokens: 0, carried_context_dropped: 0 }
+      const stats = {
+        raw_history_tokens: 1,
+        summary_tokens: 1,
+        compacted_turns: 1,
+        compacted_messages: 1,
+        kept_messages: 1,
+        kept_tokens: 1,
+        context_after_compaction: 1,
+        clipped_tool_results: 0,
+        guard_added: 0,
+        estimate_scale: 1,
+        carried_context_tokens: 0,
+        carried_context_dropped: 0
+      }
       await store.saveRecord({
         id: 'cmp_odd',
         session_id: 's-odd',
@@ -52,12 +66,17 @@ describe.skipIf(pgMissing !== undefined)(`PostgreSQL connections reset under loa
         stats,
         summarizer: { kind: 'extractive', model: null, input_tokens: 0, output_tokens: 0, calls: 0, fallback_reason: null, duration_ms: 1 },
         doctrine_version: 'v',
-        summary: { text: `<compaction-summary id="cmp_odd" version="1" compacted_turns="1">\n## Objective\n${odd}\n</compaction-summary>`, sections: emptySections() }
+        summary: {
+          text: `<compaction-summary id="cmp_odd" version="1" compacted_turns="1">\n## Objective\n${odd}\n</compaction-summary>`,
+          sections: emptySections()
+        }
       })
       const page = await store.listRecords('s-odd', 'k', { limit: 5 })
       expect(page.records).toHaveLength(1)
       expect(page.records[0]!.summary.text).toContain(odd)
-      await store.saveMemory({ compaction_id: 'cmp_odd', session_id: 's-odd', key_name: 'k', created_at: new Date().toISOString() }, [{ kind: 'ask', text: odd, from: 0, to: 0 }])
+      await store.saveMemory({ compaction_id: 'cmp_odd', session_id: 's-odd', key_name: 'k', created_at: new Date().toISOString() }, [
+        { kind: 'ask', text: odd, from: 0, to: 0 }
+      ])
       expect((await store.recall('s-odd', 'k', { text: 'escaped paired', limit: 5 })).map((h) => h.text)).toEqual([odd.replace('\ud83d', '\ufffd')])
       await store.putState('state:odd', JSON.stringify({ text: odd }), Date.now() + 60_000)
       expect(JSON.parse((await store.getState('state:odd', Date.now())) as string)).toEqual({ text: odd })

@@ -9,7 +9,9 @@ interface Store {
 
 /** One count, as the rate-limit plugin asks for it. */
 function incr(store: Store, key: string, windowMs = 60_000): Promise<{ current: number; ttl: number }> {
-  return new Promise((resolve, reject) => store.incr(key, (err, result) => (err || !result ? reject(err ?? new Error('no result')) : resolve(result)), windowMs, 10))
+  return new Promise((resolve, reject) =>
+    store.incr(key, (err, result) => (err || !result ? reject(err ?? new Error('no result')) : resolve(result)), windowMs, 10)
+  )
 }
 
 /** The store the plugin makes from its options (it constructs the class it is given). */

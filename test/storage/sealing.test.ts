@@ -40,7 +40,18 @@ describe('ownerOf', () => {
 
 describe('wordsOf', () => {
   it('reads words of letters and digits, lower case, without diacritics, stemmed, at least two characters', () => {
-    expect(wordsOf('Failing tests: parse_config() raised TypeError in café.py, x = 42')).toEqual(['fail', 'test', 'pars', 'config', 'rais', 'typeerror', 'in', 'cafe', 'py', '42'])
+    expect(wordsOf('Failing tests: parse_config() raised TypeError in café.py, x = 42')).toEqual([
+      'fail',
+      'test',
+      'pars',
+      'config',
+      'rais',
+      'typeerror',
+      'in',
+      'cafe',
+      'py',
+      '42'
+    ])
     expect(wordsOf('failed FAILS fail')).toEqual(['fail', 'fail', 'fail'])
     expect(wordsOf('OR "quoted" -not NEAR(a,b) 日本語 😀')).toEqual(['or', 'quot', 'not', 'near', '日本語'])
   })

@@ -28,7 +28,20 @@ function record(id: string, session: string, key: string, at = '2026-11-30T00:00
     created_at: at,
     mode: 'manual',
     reason: 'manual',
-    stats: { raw_history_tokens: 1, summary_tokens: 1, compacted_turns: 1, compacted_messages: 1, kept_messages: 1, kept_tokens: 1, context_after_compaction: 1, clipped_tool_results: 0, guard_added: 0, estimate_scale: 1, carried_context_tokens: 0, carried_context_dropped: 0 },
+    stats: {
+      raw_history_tokens: 1,
+      summary_tokens: 1,
+      compacted_turns: 1,
+      compacted_messages: 1,
+      kept_messages: 1,
+      kept_tokens: 1,
+      context_after_compaction: 1,
+      clipped_tool_results: 0,
+      guard_added: 0,
+      estimate_scale: 1,
+      carried_context_tokens: 0,
+      carried_context_dropped: 0
+    },
     summarizer: { kind: 'extractive', model: null, input_tokens: 0, output_tokens: 0, calls: 0, fallback_reason: null, duration_ms: 1 },
     doctrine_version: 'v',
     summary: { text: `summary ${id}`, sections: emptySections() }
@@ -74,7 +87,10 @@ for (const backend of backends) {
       const at = (minute: number): string => `2026-11-30T00:${String(minute).padStart(2, '0')}:00.000Z`
       await s.saveRecord(record('a1', 'sess-a', 'alpha', at(1)))
       await s.saveRecord(record('b1', 'sess-b', 'alpha', at(2)))
-      await s.saveRecord({ ...record('a2', 'sess-a', 'alpha', at(3)), stats: { ...record('x', 's', 'k').stats, raw_history_tokens: 9_000, context_after_compaction: 4_000 } })
+      await s.saveRecord({
+        ...record('a2', 'sess-a', 'alpha', at(3)),
+        stats: { ...record('x', 's', 'k').stats, raw_history_tokens: 9_000, context_after_compaction: 4_000 }
+      })
       await s.saveRecord(record('c1', 'sess-c', 'alpha', at(4)))
       await s.saveRecord(record('o1', 'sess-o', 'beta', at(5)))
       await s.saveRecord({ ...record('n1', 'x', 'alpha', at(6)), session_id: null })
@@ -145,8 +161,16 @@ for (const backend of backends) {
 
     it("gives one compaction's cold-layer entries in the order written, in pages; another tenant's or another compaction's none", async () => {
       const s = open()
-      const owner = (compaction: string): MemoryOwner => ({ compaction_id: compaction, session_id: 'sess', key_name: 'alpha', created_at: '2026-11-30T00:00:00.000Z' })
-      await s.saveMemory(owner('cmp_a'), Array.from({ length: 5 }, (_, i) => ({ kind: i % 2 ? 'command' : 'ask', text: `entry ${i} of a`, from: i, to: i + 1 })))
+      const owner = (compaction: string): MemoryOwner => ({
+        compaction_id: compaction,
+        session_id: 'sess',
+        key_name: 'alpha',
+        created_at: '2026-11-30T00:00:00.000Z'
+      })
+      await s.saveMemory(
+        owner('cmp_a'),
+        Array.from({ length: 5 }, (_, i) => ({ kind: i % 2 ? 'command' : 'ask', text: `entry ${i} of a`, from: i, to: i + 1 }))
+      )
       await s.saveMemory(owner('cmp_b'), [{ kind: 'error', text: 'entry of b', from: 0, to: 0 }])
       const first = await s.entries('sess', 'alpha', 'cmp_a', { after: 0, limit: 3 })
       expect(first.entries).toEqual([0, 1, 2].map((i) => ({ kind: i % 2 ? 'command' : 'ask', text: `entry ${i} of a`, messages: [i, i + 1] })))
@@ -166,7 +190,10 @@ for (const backend of backends) {
       await s.saveRecord(record('c2', 'sess', 'alpha'))
       await s.saveRecord(record('b1', 'sess', 'beta'))
       await s.saveRecord(record('o1', 'other', 'alpha'))
-      await s.saveMemory(owner, [{ kind: 'ask', text: 'rotate the keys', from: 0, to: 0 }, { kind: 'error', text: 'keys missing', from: 1, to: 1 }])
+      await s.saveMemory(owner, [
+        { kind: 'ask', text: 'rotate the keys', from: 0, to: 0 },
+        { kind: 'error', text: 'keys missing', from: 1, to: 1 }
+      ])
       await s.saveMemory({ ...owner, key_name: 'beta', compaction_id: 'b1' }, [{ kind: 'ask', text: 'rotate the keys', from: 0, to: 0 }])
       await s.putCached('mine', value, 10_000, { key_name: 'alpha', session_id: 'sess' })
       await s.putState('anchors:mine', '{"current":null}', 10_000, { key_name: 'alpha', session_id: 'sess' })
@@ -174,7 +201,13 @@ for (const backend of backends) {
       await s.putCached('nobody', value, 10_000)
 
       const deleted = await s.deleteSession('sess', 'alpha')
-      expect({ ...deleted, cache_keys: [...deleted.cache_keys].sort() }).toEqual({ compactions: 2, cold_layer: 2, cached: 2, cache_keys: ['anchors:mine', 'mine'], space_reclaimed: true })
+      expect({ ...deleted, cache_keys: [...deleted.cache_keys].sort() }).toEqual({
+        compactions: 2,
+        cold_layer: 2,
+        cached: 2,
+        cache_keys: ['anchors:mine', 'mine'],
+        space_reclaimed: true
+      })
       expect(await s.listRecords('sess', 'alpha', { limit: 10 })).toEqual({ records: [], next_cursor: null })
       expect(await s.recall('sess', 'alpha', { text: 'keys', limit: 5 })).toEqual([])
       expect(await s.getCached('mine', 0)).toBeUndefined()
@@ -193,7 +226,11 @@ for (const backend of backends) {
       const at = (minute: number): string => `2026-11-30T00:${String(minute).padStart(2, '0')}:00.000Z`
       const base = record('x', 's', 'k')
       for (let i = 1; i <= 4; i++) {
-        await s.saveRecord({ ...record(`t${i}`, 'sess', 'alpha', at(i)), budget_tokens: i === 4 ? null : 45_000, stats: { ...base.stats, raw_history_tokens: 40_000 + i, context_after_compaction: 9_000 + i } })
+        await s.saveRecord({
+          ...record(`t${i}`, 'sess', 'alpha', at(i)),
+          budget_tokens: i === 4 ? null : 45_000,
+          stats: { ...base.stats, raw_history_tokens: 40_000 + i, context_after_compaction: 9_000 + i }
+        })
       }
       await s.saveRecord({ ...record('old-style', 'sess', 'alpha', at(5)) }) // a record from before budget_tokens was kept
       await s.saveRecord(record('b1', 'sess', 'beta', at(6)))
@@ -250,7 +287,7 @@ describe('SqliteStore', () => {
     await expect(s.checkWritable()).rejects.toThrow(/readonly|read-only/i)
   })
 
-  it('writes in a thread of its own: each write is readable here once it resolves, a failed one rejects with SQLite\'s words, and close waits for every write asked for', async () => {
+  it("writes in a thread of its own: each write is readable here once it resolves, a failed one rejects with SQLite's words, and close waits for every write asked for", async () => {
     const path = tempDb()
     const s = new SqliteStore(path)
     for (let i = 0; i < 20; i++) {
@@ -260,7 +297,9 @@ describe('SqliteStore', () => {
     await expect(s.saveRecord(record('cmp_0', 'sess', 'k'))).rejects.toThrow(/UNIQUE constraint failed: records\.id/)
     // Room: with MAX_WRITE_BACKLOG writes or more waiting, a caller that asks for room waits until they are fewer.
     await expect(s.room()).resolves.toBeUndefined()
-    const backlog = Array.from({ length: MAX_WRITE_BACKLOG + 4 }, (_, i) => s.putCached(`key_${i}`, { sections: emptySections(), model: null }, Date.now() + 60_000))
+    const backlog = Array.from({ length: MAX_WRITE_BACKLOG + 4 }, (_, i) =>
+      s.putCached(`key_${i}`, { sections: emptySections(), model: null }, Date.now() + 60_000)
+    )
     let roomy = false
     const room = s.room().then(() => (roomy = true))
     await Promise.resolve()
@@ -269,7 +308,11 @@ describe('SqliteStore', () => {
     await room
     expect(roomy).toBe(true)
     // Asked for and not awaited: all of them are in the file after close.
-    const asked = Array.from({ length: 200 }, (_, i) => s.saveMemory({ compaction_id: `cmp_${i}`, session_id: 'sess', key_name: 'k', created_at: '2026-11-30T00:00:00.000Z' }, [{ kind: 'command', text: `ran step ${i}`, from: i, to: i }]))
+    const asked = Array.from({ length: 200 }, (_, i) =>
+      s.saveMemory({ compaction_id: `cmp_${i}`, session_id: 'sess', key_name: 'k', created_at: '2026-11-30T00:00:00.000Z' }, [
+        { kind: 'command', text: `ran step ${i}`, from: i, to: i }
+      ])
+    )
     await s.close()
     await Promise.all(asked)
     const db = new Database(path, { readonly: true })
@@ -285,18 +328,28 @@ describe('SqliteStore', () => {
     stores.push(s)
     const secret = (n: number): string => `zqxsecret${n}vv`
     const big = (n: number): string => `${secret(n)} ${'padding words for pages '.repeat(400)}`
-    const withText = (id: string, session: string, text: string): CompactionRecord => ({ ...record(id, session, 'alpha'), summary: { text, sections: emptySections() } })
+    const withText = (id: string, session: string, text: string): CompactionRecord => ({
+      ...record(id, session, 'alpha'),
+      summary: { text, sections: emptySections() }
+    })
     for (let i = 0; i < 30; i++) {
       await s.saveRecord(withText(`gone-${i}`, 'doomed', big(1)))
-      await s.saveMemory({ compaction_id: `gone-${i}`, session_id: 'doomed', key_name: 'alpha', created_at: '2026-11-30T00:00:00.000Z' }, [{ kind: 'ask', text: big(2), from: 0, to: 0 }])
+      await s.saveMemory({ compaction_id: `gone-${i}`, session_id: 'doomed', key_name: 'alpha', created_at: '2026-11-30T00:00:00.000Z' }, [
+        { kind: 'ask', text: big(2), from: 0, to: 0 }
+      ])
     }
-    await s.putCached('cached-key', { sections: { ...emptySections(), objective: secret(3) }, model: 'm' }, Date.now() + 60_000, { key_name: 'alpha', session_id: 'doomed' })
+    await s.putCached('cached-key', { sections: { ...emptySections(), objective: secret(3) }, model: 'm' }, Date.now() + 60_000, {
+      key_name: 'alpha',
+      session_id: 'doomed'
+    })
     s.journal!(withText('gone-journaled', 'doomed', secret(4)))
     await s.saveRecord(withText('gone-journaled', 'doomed', secret(4)))
     await s.saveRecord(withText('kept', 'kept', secret(5)))
     s.journal!(withText('kept-journaled', 'kept', secret(6)))
     s.connection.pragma('wal_checkpoint(PASSIVE)') // some of it in the file, the rest still in the WAL
-    await s.saveMemory({ compaction_id: 'kept', session_id: 'kept', key_name: 'alpha', created_at: '2026-11-30T00:00:00.000Z' }, [{ kind: 'ask', text: secret(7), from: 0, to: 0 }])
+    await s.saveMemory({ compaction_id: 'kept', session_id: 'kept', key_name: 'alpha', created_at: '2026-11-30T00:00:00.000Z' }, [
+      { kind: 'ask', text: secret(7), from: 0, to: 0 }
+    ])
     // in clear only in the journal (records answered and not yet known to be written); the rest sealed
     const before = sqliteFiles(path)
     for (const n of [4, 6]) expect(before).toContain(secret(n))
@@ -330,9 +383,17 @@ describe('SqliteStore', () => {
     const s = new SqliteStore(path, { maxSessionMemory: 20 })
     stores.push(s)
     const words = ['zebrafinchqx', 'yakhornqx', 'quokkatailqx', 'vicunahairqx', 'xeruswhiskqx']
-    const owner = (i: number, session: string): MemoryOwner => ({ compaction_id: `c${session}${i}`, session_id: session, key_name: 'alpha', created_at: '2026-11-30T00:00:00.000Z' })
+    const owner = (i: number, session: string): MemoryOwner => ({
+      compaction_id: `c${session}${i}`,
+      session_id: session,
+      key_name: 'alpha',
+      created_at: '2026-11-30T00:00:00.000Z'
+    })
     for (const [i, word] of words.entries()) {
-      await s.saveMemory(owner(i, 'long'), Array.from({ length: 10 }, (_, k) => ({ kind: 'ask' as const, text: `${word} step ${k} ${'padding words '.repeat(20)}`, from: i, to: i })))
+      await s.saveMemory(
+        owner(i, 'long'),
+        Array.from({ length: 10 }, (_, k) => ({ kind: 'ask' as const, text: `${word} step ${k} ${'padding words '.repeat(20)}`, from: i, to: i }))
+      )
     }
     await s.saveMemory(owner(0, 'other'), [{ kind: 'ask', text: 'jackalopeqx stays', from: 0, to: 0 }])
     const found = async (session: string, word: string): Promise<number> => (await s.recall(session, 'alpha', { text: word, limit: 50 })).length
@@ -347,7 +408,12 @@ describe('SqliteStore', () => {
     const path = tempDb()
     const s = new SqliteStore(path)
     stores.push(s)
-    const owner = (session: string, key = 'alpha'): MemoryOwner => ({ compaction_id: `c-${session}`, session_id: session, key_name: key, created_at: '2026-11-30T00:00:00.000Z' })
+    const owner = (session: string, key = 'alpha'): MemoryOwner => ({
+      compaction_id: `c-${session}`,
+      session_id: session,
+      key_name: key,
+      created_at: '2026-11-30T00:00:00.000Z'
+    })
     await s.saveMemory(owner('one'), [{ kind: 'error', text: 'TypeError in parser.py: failing', from: 0, to: 0 }])
     await s.saveMemory(owner('two'), [{ kind: 'error', text: 'typeerror in PARSER failed', from: 0, to: 0 }])
     await s.saveMemory(owner('one', 'beta'), [{ kind: 'error', text: 'typeerror parser', from: 0, to: 0 }])
@@ -365,7 +431,9 @@ describe('SqliteStore', () => {
     const s = new SqliteStore(tempDb())
     stores.push(s)
     await s.saveRecord(record('cmp_t', 'sess', 'k'))
-    await s.saveMemory({ compaction_id: 'cmp_t', session_id: 'sess', key_name: 'k', created_at: '2026-11-30T00:00:00.000Z' }, [{ kind: 'ask', text: 'threaded read of the parser', from: 0, to: 0 }])
+    await s.saveMemory({ compaction_id: 'cmp_t', session_id: 'sess', key_name: 'k', created_at: '2026-11-30T00:00:00.000Z' }, [
+      { kind: 'ask', text: 'threaded read of the parser', from: 0, to: 0 }
+    ])
     await s.putState('state-key', { anchors: 1 }, Date.now() + 60_000, { key_name: 'k', session_id: 'sess' })
     s.connection.close() // (the main thread's connection is for migrations, the journal and tests)
     expect((await s.listRecords('sess', 'k', { limit: 5 })).records.map((r) => r.id)).toEqual(['cmp_t'])
@@ -423,7 +491,10 @@ describe.skipIf(pgMissing !== undefined)(`PostgresStore${pgMissing ? ` (skipped:
         await s.saveRecord({ ...record(`gone-${i}`, 'doomed', 'alpha'), summary: { text: secret(1), sections: emptySections() } })
         await s.saveMemory({ ...owner, compaction_id: `gone-${i}` }, [{ kind: 'ask', text: `${secret(2)} ${'a word '.repeat(i * 100)}`, from: 0, to: 0 }])
       }
-      await s.putCached('cached-key', { sections: { ...emptySections(), objective: secret(3) }, model: 'm' }, Date.now() + 60_000, { key_name: 'alpha', session_id: 'doomed' })
+      await s.putCached('cached-key', { sections: { ...emptySections(), objective: secret(3) }, model: 'm' }, Date.now() + 60_000, {
+        key_name: 'alpha',
+        session_id: 'doomed'
+      })
       await s.saveRecord({ ...record('kept', 'kept', 'alpha'), summary: { text: secret(5), sections: emptySections() } })
       await client.query('CHECKPOINT')
       const pagesHolding = async (bytes: Buffer): Promise<number> => {
@@ -462,7 +533,10 @@ describe.skipIf(pgMissing !== undefined)(`PostgresStore${pgMissing ? ` (skipped:
     stores.push(s)
     const schema = new URL(url).searchParams.get('schema')!
     const now = Date.parse('2026-12-03T12:00:00.000Z')
-    const entry = (session: string, at: number, text: string) => s.saveMemory({ compaction_id: `c-${at}`, session_id: session, key_name: 'alpha', created_at: new Date(at).toISOString() }, [{ kind: 'ask', text, from: 0, to: 0 }])
+    const entry = (session: string, at: number, text: string) =>
+      s.saveMemory({ compaction_id: `c-${at}`, session_id: session, key_name: 'alpha', created_at: new Date(at).toISOString() }, [
+        { kind: 'ask', text, from: 0, to: 0 }
+      ])
     await entry('old', now - 40 * 86_400_000, 'forty days old')
     await entry('old', now - 30 * 86_400_000 - 3_600_000, 'just past the cutoff')
     await entry('old', now - 30 * 86_400_000 + 3_600_000, 'just within it')
@@ -470,7 +544,9 @@ describe.skipIf(pgMissing !== undefined)(`PostgresStore${pgMissing ? ` (skipped:
     const client = new pg.Client({ connectionString: PG_URL })
     await client.connect()
     const tables = async (): Promise<string[]> =>
-      (await client.query<{ t: string }>("SELECT tablename AS t FROM pg_tables WHERE schemaname = $1 AND tablename LIKE 'cold_%' ORDER BY 1", [schema])).rows.map((r) => r.t)
+      (
+        await client.query<{ t: string }>("SELECT tablename AS t FROM pg_tables WHERE schemaname = $1 AND tablename LIKE 'cold_%' ORDER BY 1", [schema])
+      ).rows.map((r) => r.t)
     try {
       expect(await tables()).toEqual([coldDay(now - 40 * 86_400_000).name, coldDay(now - 30 * 86_400_000 - 3_600_000).name, coldDay(now).name].sort())
       const pruned = await s.prune(now - 30 * 86_400_000, now)
@@ -511,7 +587,11 @@ describe.skipIf(pgMissing !== undefined)(`PostgresStore${pgMissing ? ` (skipped:
 })
 
 /** A store of the schema before sessions were sealed, with a session's record, entries and cached row in clear. */
-const OLD_RECORD = (id: string, session: string | null): CompactionRecord => ({ ...record(id, session ?? 'x', 'alpha'), session_id: session, summary: { text: `summary of ${id} zqxoldsecret`, sections: emptySections() } })
+const OLD_RECORD = (id: string, session: string | null): CompactionRecord => ({
+  ...record(id, session ?? 'x', 'alpha'),
+  session_id: session,
+  summary: { text: `summary of ${id} zqxoldsecret`, sections: emptySections() }
+})
 
 describe('a store made before sessions were sealed', () => {
   it('SQLite: moves every row over at start, sealed, readable as before, and leaves none of its words in clear', async () => {
@@ -522,12 +602,22 @@ describe('a store made before sessions were sealed', () => {
     for (const m of SQLITE_MIGRATIONS.slice(0, 4)) old.exec(m as string)
     old.pragma('user_version = 4')
     const insert = old.prepare('INSERT INTO compactions (id, session_id, key_name, created_at, created_ms, record) VALUES (?, ?, ?, ?, ?, ?)')
-    for (const [id, session] of [['cmp_1', 'sess'], ['cmp_2', 'sess'], ['cmp_3', null]] as const) {
+    for (const [id, session] of [
+      ['cmp_1', 'sess'],
+      ['cmp_2', 'sess'],
+      ['cmp_3', null]
+    ] as const) {
       const r = OLD_RECORD(id, session)
       insert.run(id, session, 'alpha', r.created_at, Date.parse(r.created_at), JSON.stringify({ ...r, summary: { text: r.summary.text } }))
     }
-    old.prepare('INSERT INTO memory (key_name, session_id, compaction_id, kind, text, msg_from, msg_to, created_at, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)').run('alpha', 'sess', 'cmp_1', 'error', 'zqxoldsecret: parser failed', 3, 4, '2026-11-30T00:00:00.000Z', Date.parse('2026-11-30T00:00:00.000Z'))
-    old.prepare('INSERT INTO summary_cache (key, value, expires_ms, key_name, session_id) VALUES (?, ?, ?, ?, ?)').run('k1', JSON.stringify({ sections: emptySections(), model: 'zqxoldsecret' }), Date.now() + 60_000, 'alpha', 'sess')
+    old
+      .prepare(
+        'INSERT INTO memory (key_name, session_id, compaction_id, kind, text, msg_from, msg_to, created_at, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'
+      )
+      .run('alpha', 'sess', 'cmp_1', 'error', 'zqxoldsecret: parser failed', 3, 4, '2026-11-30T00:00:00.000Z', Date.parse('2026-11-30T00:00:00.000Z'))
+    old
+      .prepare('INSERT INTO summary_cache (key, value, expires_ms, key_name, session_id) VALUES (?, ?, ?, ?, ?)')
+      .run('k1', JSON.stringify({ sections: emptySections(), model: 'zqxoldsecret' }), Date.now() + 60_000, 'alpha', 'sess')
     old.close()
 
     const s = new SqliteStore(path)
@@ -535,7 +625,9 @@ describe('a store made before sessions were sealed', () => {
     expect(s.connection.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION)
     expect((await s.listRecords('sess', 'alpha', { limit: 5 })).records.map((r) => r.id)).toEqual(['cmp_2', 'cmp_1'])
     expect((await s.listSessions('alpha', { limit: 5 })).sessions).toMatchObject([{ session_id: 'sess', compactions: 2, last_compaction_id: 'cmp_2' }])
-    expect((await s.recall('sess', 'alpha', { text: 'failing parsers', limit: 5 })).map((h) => [h.text, h.messages])).toEqual([['zqxoldsecret: parser failed', [3, 4]]])
+    expect((await s.recall('sess', 'alpha', { text: 'failing parsers', limit: 5 })).map((h) => [h.text, h.messages])).toEqual([
+      ['zqxoldsecret: parser failed', [3, 4]]
+    ])
     expect(await s.getCached('k1', Date.now())).toEqual({ sections: emptySections(), model: 'zqxoldsecret' })
     expect(await s.recap('sess', 'alpha')).toMatchObject({ compactions: 2, record: { id: 'cmp_2' } })
     s.connection.pragma('wal_checkpoint(TRUNCATE)')
@@ -544,34 +636,59 @@ describe('a store made before sessions were sealed', () => {
     expect((await s.listRecords('sess', 'alpha', { limit: 1 })).records.map((r) => r.id)).toEqual(['cmp_4'])
   })
 
-  it.skipIf(pgMissing !== undefined)(`PostgreSQL: moves every row over at the migration, sealed, readable as before${pgMissing ? ` (skipped: ${pgMissing})` : ''}`, async () => {
-    const url = freshPgUrl()
-    const schema = new URL(url).searchParams.get('schema')!
-    const client = new pg.Client({ connectionString: PG_URL })
-    await client.connect()
-    try {
-      await client.query(`CREATE SCHEMA ${schema}; SET search_path = ${schema}`)
-      await client.query('CREATE TABLE schema_migrations (version INT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())')
-      for (const [i, m] of PG_MIGRATIONS.slice(0, 2).entries()) {
-        await client.query(m as string)
-        await client.query('INSERT INTO schema_migrations (version) VALUES ($1)', [i + 1])
+  it.skipIf(pgMissing !== undefined)(
+    `PostgreSQL: moves every row over at the migration, sealed, readable as before${pgMissing ? ` (skipped: ${pgMissing})` : ''}`,
+    async () => {
+      const url = freshPgUrl()
+      const schema = new URL(url).searchParams.get('schema')!
+      const client = new pg.Client({ connectionString: PG_URL })
+      await client.connect()
+      try {
+        await client.query(`CREATE SCHEMA ${schema}; SET search_path = ${schema}`)
+        await client.query('CREATE TABLE schema_migrations (version INT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())')
+        for (const [i, m] of PG_MIGRATIONS.slice(0, 2).entries()) {
+          await client.query(m as string)
+          await client.query('INSERT INTO schema_migrations (version) VALUES ($1)', [i + 1])
+        }
+        for (const [id, session] of [
+          ['cmp_1', 'sess'],
+          ['cmp_2', 'sess'],
+          ['cmp_3', null]
+        ] as const) {
+          const r = OLD_RECORD(id, session)
+          await client.query('INSERT INTO compactions (id, session_id, key_name, created_at, created_ms, record) VALUES ($1, $2, $3, $4, $5, $6)', [
+            id,
+            session,
+            'alpha',
+            r.created_at,
+            Date.parse(r.created_at),
+            JSON.stringify({ ...r, summary: { text: r.summary.text } })
+          ])
+        }
+        await client.query(
+          'INSERT INTO memory (key_name, session_id, compaction_id, kind, text, msg_from, msg_to, created_at, created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)',
+          ['alpha', 'sess', 'cmp_1', 'error', 'zqxoldsecret: parser failed', 3, 4, '2026-11-30T00:00:00.000Z', Date.parse('2026-11-30T00:00:00.000Z')]
+        )
+        await client.query('INSERT INTO summary_cache (key, value, expires_ms, key_name, session_id) VALUES ($1, $2, $3, $4, $5)', [
+          'k1',
+          JSON.stringify({ sections: emptySections(), model: 'zqxoldsecret' }),
+          Date.now() + 60_000,
+          'alpha',
+          'sess'
+        ])
+      } finally {
+        await client.end()
       }
-      for (const [id, session] of [['cmp_1', 'sess'], ['cmp_2', 'sess'], ['cmp_3', null]] as const) {
-        const r = OLD_RECORD(id, session)
-        await client.query('INSERT INTO compactions (id, session_id, key_name, created_at, created_ms, record) VALUES ($1, $2, $3, $4, $5, $6)', [id, session, 'alpha', r.created_at, Date.parse(r.created_at), JSON.stringify({ ...r, summary: { text: r.summary.text } })])
-      }
-      await client.query('INSERT INTO memory (key_name, session_id, compaction_id, kind, text, msg_from, msg_to, created_at, created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)', ['alpha', 'sess', 'cmp_1', 'error', 'zqxoldsecret: parser failed', 3, 4, '2026-11-30T00:00:00.000Z', Date.parse('2026-11-30T00:00:00.000Z')])
-      await client.query('INSERT INTO summary_cache (key, value, expires_ms, key_name, session_id) VALUES ($1, $2, $3, $4, $5)', ['k1', JSON.stringify({ sections: emptySections(), model: 'zqxoldsecret' }), Date.now() + 60_000, 'alpha', 'sess'])
-    } finally {
-      await client.end()
+      const s = new PostgresStore(url)
+      stores.push(s)
+      expect((await s.listRecords('sess', 'alpha', { limit: 5 })).records.map((r) => r.id)).toEqual(['cmp_2', 'cmp_1'])
+      expect((await s.listSessions('alpha', { limit: 5 })).sessions).toMatchObject([{ session_id: 'sess', compactions: 2, last_compaction_id: 'cmp_2' }])
+      expect((await s.recall('sess', 'alpha', { text: 'failing parsers', limit: 5 })).map((h) => [h.text, h.messages])).toEqual([
+        ['zqxoldsecret: parser failed', [3, 4]]
+      ])
+      expect(await s.getCached('k1', Date.now())).toEqual({ sections: emptySections(), model: 'zqxoldsecret' })
+      await s.saveRecord(record('cmp_4', 'sess', 'alpha'))
+      expect((await s.listRecords('sess', 'alpha', { limit: 1 })).records.map((r) => r.id)).toEqual(['cmp_4'])
     }
-    const s = new PostgresStore(url)
-    stores.push(s)
-    expect((await s.listRecords('sess', 'alpha', { limit: 5 })).records.map((r) => r.id)).toEqual(['cmp_2', 'cmp_1'])
-    expect((await s.listSessions('alpha', { limit: 5 })).sessions).toMatchObject([{ session_id: 'sess', compactions: 2, last_compaction_id: 'cmp_2' }])
-    expect((await s.recall('sess', 'alpha', { text: 'failing parsers', limit: 5 })).map((h) => [h.text, h.messages])).toEqual([['zqxoldsecret: parser failed', [3, 4]]])
-    expect(await s.getCached('k1', Date.now())).toEqual({ sections: emptySections(), model: 'zqxoldsecret' })
-    await s.saveRecord(record('cmp_4', 'sess', 'alpha'))
-    expect((await s.listRecords('sess', 'alpha', { limit: 1 })).records.map((r) => r.id)).toEqual(['cmp_4'])
-  })
+  )
 })

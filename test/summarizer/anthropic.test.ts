@@ -58,7 +58,17 @@ describe('the request the model receives', () => {
     prior.files_modified = ['src/old/legacy.ts — removed the v1 client']
     prior.key_decisions = ['Keep the v2 API stable']
     const priorText = formatSummary(prior, { id: 'cmp_prior', compactedTurns: 3 })
-    const withPrior: Message[] = [{ role: 'user', content: [{ type: 'text', text: priorText }, { type: 'text', text: 'Continue please.' }] }, assistant('Sure.'), ...history]
+    const withPrior: Message[] = [
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: priorText },
+          { type: 'text', text: 'Continue please.' }
+        ]
+      },
+      assistant('Sure.'),
+      ...history
+    ]
     const res = await compact({ messages: withPrior, mode: 'manual', keep_turns: 1, instructions: 'focus on the retry bug' })
     expect(res.statusCode).toBe(200)
     expect(fake.requests).toHaveLength(1)
@@ -104,7 +114,12 @@ describe('faults end in the extractive summary', () => {
   const faults: [string, () => void, string, number][] = [
     ['500', () => (fake.fallback = { status: 500 }), 'server_error', 3],
     ['529', () => (fake.fallback = { status: 529, errorType: 'overloaded_error' }), 'overloaded', 3],
-    ['429 with retry-after', () => (fake.fallback = { status: 429, errorType: 'rate_limit_error', headers: { 'retry-after': '1', ...RETRY_AT_ONCE } }), 'rate_limited', 3],
+    [
+      '429 with retry-after',
+      () => (fake.fallback = { status: 429, errorType: 'rate_limit_error', headers: { 'retry-after': '1', ...RETRY_AT_ONCE } }),
+      'rate_limited',
+      3
+    ],
     ['a timeout', () => (fake.fallback = { delayMs: TIMEOUT_MS * 3, toolInput: {} }), 'timeout', 1],
     ['text without a tool call', () => (fake.fallback = { text: 'Here is a summary in prose.' }), 'no_tool_call', 2],
     ['invalid tool input', () => (fake.fallback = { toolInput: { files_modified: 'not a list' } }), 'invalid_output', 2],
@@ -154,7 +169,13 @@ describe('chunked folding', () => {
     const big = await testApp(env({ COMPACT_SUMMARIZER_INPUT_TOKENS: String(budget), COMPACT_SUMMARIZER_TIMEOUT_MS: '20000' }))
     const messages: Message[] = [user('Port the whole parser to the new AST.')]
     for (let i = 0; i < 240; i++) {
-      messages.push(...shellStep(`b${i}`, `sed -i 's/old/new/' src/parser/part${i}.ts && cat src/parser/part${i}.ts`, `// part ${i}\n${'const x = 1 // filler\n'.repeat(450)}`))
+      messages.push(
+        ...shellStep(
+          `b${i}`,
+          `sed -i 's/old/new/' src/parser/part${i}.ts && cat src/parser/part${i}.ts`,
+          `// part ${i}\n${'const x = 1 // filler\n'.repeat(450)}`
+        )
+      )
     }
     messages.push(assistant('All parts ported.'), user('Great, now run the tests.'))
     let n = 0
@@ -183,13 +204,20 @@ describe('secrets', () => {
   it('reach neither the model nor any summary', async () => {
     const planted: Message[] = [
       user(`Deploy with these: ${plantedText()}`),
-      assistant(`Using ${PLANTED_SECRETS.github_token}`, call('x1', 'bash', { command: `export TOKEN=${PLANTED_SECRETS.openai_key}; curl -H "Authorization: Bearer ${PLANTED_SECRETS.jwt}" https://deploy:${PLANTED_SECRETS.url_password}@example.com` })),
+      assistant(
+        `Using ${PLANTED_SECRETS.github_token}`,
+        call('x1', 'bash', {
+          command: `export TOKEN=${PLANTED_SECRETS.openai_key}; curl -H "Authorization: Bearer ${PLANTED_SECRETS.jwt}" https://deploy:${PLANTED_SECRETS.url_password}@example.com`
+        })
+      ),
       results(result('x1', plantedText())),
       assistant('Deployed.'),
       user('Thanks, next task.')
     ]
     // a model that repeats a secret it should never have seen
-    fake.reply({ toolInput: { key_decisions: [`used ${PLANTED_SECRETS.aws_access_key}`], user_preferences: [`password=${PLANTED_SECRETS.password_assignment}`] } })
+    fake.reply({
+      toolInput: { key_decisions: [`used ${PLANTED_SECRETS.aws_access_key}`], user_preferences: [`password=${PLANTED_SECRETS.password_assignment}`] }
+    })
     const viaModel = (await compact({ messages: planted, mode: 'manual', keep_turns: 1, instructions: `also note ${PLANTED_SECRETS.slack_token}` })).json()
     const viaExtractive = (await compact({ messages: planted, mode: 'manual', keep_turns: 1, summarizer: 'extractive' })).json()
     expect(fake.requests).toHaveLength(1)
@@ -207,10 +235,22 @@ describe('secrets', () => {
 
 describe('two rounds of compaction', () => {
   it("keep the first round's files and decisions", async () => {
-    fake.reply({ toolInput: { objective: 'fix retries', key_decisions: ['Use exponential backoff with full jitter'], files_modified: ['src/net/retry.ts — fixed off-by-one'] } })
+    fake.reply({
+      toolInput: {
+        objective: 'fix retries',
+        key_decisions: ['Use exponential backoff with full jitter'],
+        files_modified: ['src/net/retry.ts — fixed off-by-one']
+      }
+    })
     const first = (await compact({ messages: history, mode: 'manual', keep_turns: 1 })).json()
     expect(first.summary.sections.key_decisions).toContain('Use exponential backoff with full jitter')
-    const next: Message[] = [...first.messages, assistant(call('w1', 'Write', { file_path: 'src/net/jitter.ts', content: 'x' })), results(result('w1', 'ok')), assistant('Suite passes.'), user('Ship it.')]
+    const next: Message[] = [
+      ...first.messages,
+      assistant(call('w1', 'Write', { file_path: 'src/net/jitter.ts', content: 'x' })),
+      results(result('w1', 'ok')),
+      assistant('Suite passes.'),
+      user('Ship it.')
+    ]
     fake.reply({ toolInput: { objective: 'ship' } })
     const second = (await compact({ messages: next, mode: 'manual', keep_turns: 1 })).json()
     const text = second.summary.text as string

@@ -8,7 +8,14 @@ import type { Store } from '../../src/storage/store.js'
 import { SqliteStore } from '../../src/storage/sqlite.js'
 import { assistant, user } from '../helpers/history.js'
 
-const plan = planCompaction({ messages: [user('fix the parser'), assistant('done'), user('next')], mode: 'manual', budgetTokens: 45_000, sizingBudgetTokens: 45_000, keepTurns: 1, dryRun: false })
+const plan = planCompaction({
+  messages: [user('fix the parser'), assistant('done'), user('next')],
+  mode: 'manual',
+  budgetTokens: 45_000,
+  sizingBudgetTokens: 45_000,
+  keepTurns: 1,
+  dryRun: false
+})
 
 class CountingModel implements Summarizer {
   readonly kind = 'anthropic' as const
@@ -61,7 +68,14 @@ class GatedModel implements Summarizer {
   readonly kind = 'anthropic' as const
   readonly open: (() => void)[] = []
   summarize(): Promise<SummarizeResult> {
-    return new Promise((resolve) => this.open.push(() => resolve({ sections: emptySections(), report: { kind: 'anthropic', model: 'm', input_tokens: 1, output_tokens: 1, calls: 1, fallback_reason: null, duration_ms: 1 } })))
+    return new Promise((resolve) =>
+      this.open.push(() =>
+        resolve({
+          sections: emptySections(),
+          report: { kind: 'anthropic', model: 'm', input_tokens: 1, output_tokens: 1, calls: 1, fallback_reason: null, duration_ms: 1 }
+        })
+      )
+    )
   }
 }
 
@@ -69,8 +83,21 @@ describe('a shared summary waiting for a place', () => {
   it('keeps its place while any of its clients waits, gives it up when all have gone, and a newcomer leads it anew', async () => {
     const model = new GatedModel()
     const limited = new LimitedSummarizer(model, { concurrency: 1, queue: 4, maxWaitMs: 10_000, retryAfterS: 1 })
-    const cache = new CachingSummarizer(limited, { store: new SqliteStore(':memory:'), ttlMs: 60_000, model: 'm', now: () => 1_000, onStoreError: () => undefined })
-    const other = planCompaction({ messages: [user('another task entirely'), assistant('ok'), user('go')], mode: 'manual', budgetTokens: 45_000, sizingBudgetTokens: 45_000, keepTurns: 1, dryRun: false })
+    const cache = new CachingSummarizer(limited, {
+      store: new SqliteStore(':memory:'),
+      ttlMs: 60_000,
+      model: 'm',
+      now: () => 1_000,
+      onStoreError: () => undefined
+    })
+    const other = planCompaction({
+      messages: [user('another task entirely'), assistant('ok'), user('go')],
+      mode: 'manual',
+      budgetTokens: 45_000,
+      sizingBudgetTokens: 45_000,
+      keepTurns: 1,
+      dryRun: false
+    })
     const running = cache.summarize({ redactors: CORE_REDACTORS, plan: other, tenant: '' }) // takes the one place
     await new Promise((r) => setImmediate(r))
     const [a, b] = [new AbortController(), new AbortController()]

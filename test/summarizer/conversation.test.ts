@@ -13,7 +13,12 @@ const mark = { type: 'ephemeral' }
 /** A client's session as Claude Code sends it: a long system prompt, tools, the newest message marked for the cache. */
 function clientRequest(steps: number): { body: Record<string, unknown>; messages: Message[] } {
   const messages: Message[] = [user('Port the storage layer in src/storage to the new driver')]
-  for (let i = 0; i < steps; i++) messages.push(...shellStep(`toolu_c_${i}`, `sed -n 1,80p src/storage/part_${i}.ts`, `part ${i}: ${'q'.repeat(1_500)}`), assistant(`Read part ${i}.`), user(`Go on with part ${i + 1}`))
+  for (let i = 0; i < steps; i++)
+    messages.push(
+      ...shellStep(`toolu_c_${i}`, `sed -n 1,80p src/storage/part_${i}.ts`, `part ${i}: ${'q'.repeat(1_500)}`),
+      assistant(`Read part ${i}.`),
+      user(`Go on with part ${i + 1}`)
+    )
   const last = messages[messages.length - 1]!
   messages[messages.length - 1] = { ...last, content: [{ type: 'text', text: String(last.content), cache_control: mark }] }
   return {
@@ -29,7 +34,11 @@ function clientRequest(steps: number): { body: Record<string, unknown>; messages
   }
 }
 
-const answer = JSON.stringify({ objective: 'Port the storage layer to the new driver', files_inspected: ['src/storage/part_0.ts'], next_steps: ['Go on with the next part'] })
+const answer = JSON.stringify({
+  objective: 'Port the storage layer to the new driver',
+  files_inspected: ['src/storage/part_0.ts'],
+  next_steps: ['Go on with the next part']
+})
 
 let fake: FakeAnthropic
 let client: Anthropic
@@ -43,10 +52,26 @@ beforeEach(() => {
   fake.fallback = { text: 'ok' }
 })
 
-function summarizerFor(steps: number): { summarizer: ConversationSummarizer; request: () => Parameters<ConversationSummarizer['summarize']>[0]; sent: ReturnType<typeof clientRequest> } {
+function summarizerFor(steps: number): {
+  summarizer: ConversationSummarizer
+  request: () => Parameters<ConversationSummarizer['summarize']>[0]
+  sent: ReturnType<typeof clientRequest>
+} {
   const sent = clientRequest(steps)
-  const plan = planCompaction({ messages: sent.messages, mode: 'manual', budgetTokens: 20_000, sizingBudgetTokens: 20_000, keepTokens: 2_000, keepTurns: 2, dryRun: false })
-  return { sent, summarizer: new ConversationSummarizer({ request: sent.body, messages: sent.messages, client }), request: () => ({ plan, redactors: CORE_REDACTORS }) }
+  const plan = planCompaction({
+    messages: sent.messages,
+    mode: 'manual',
+    budgetTokens: 20_000,
+    sizingBudgetTokens: 20_000,
+    keepTokens: 2_000,
+    keepTurns: 2,
+    dryRun: false
+  })
+  return {
+    sent,
+    summarizer: new ConversationSummarizer({ request: sent.body, messages: sent.messages, client }),
+    request: () => ({ plan, redactors: CORE_REDACTORS })
+  }
 }
 
 describe("a summary written by the client's own model in its own conversation", () => {
@@ -113,8 +138,20 @@ describe("a summary written by the client's own model in its own conversation", 
 
   it('asks for room for the thinking the client enabled on top of the summary', async () => {
     const sent = clientRequest(4)
-    const plan = planCompaction({ messages: sent.messages, mode: 'manual', budgetTokens: 20_000, sizingBudgetTokens: 20_000, keepTokens: 2_000, keepTurns: 2, dryRun: false })
-    const thinking = new ConversationSummarizer({ request: { ...sent.body, thinking: { type: 'enabled', budget_tokens: 4_000 } }, messages: sent.messages, client })
+    const plan = planCompaction({
+      messages: sent.messages,
+      mode: 'manual',
+      budgetTokens: 20_000,
+      sizingBudgetTokens: 20_000,
+      keepTokens: 2_000,
+      keepTurns: 2,
+      dryRun: false
+    })
+    const thinking = new ConversationSummarizer({
+      request: { ...sent.body, thinking: { type: 'enabled', budget_tokens: 4_000 } },
+      messages: sent.messages,
+      client
+    })
     fake.fallback = { text: answer }
     await thinking.summarize({ plan, redactors: CORE_REDACTORS })
     const body = fake.requests[0]!.body as ReceivedRequest['body'] & { thinking: unknown }

@@ -14,7 +14,8 @@ describe('summarizer errors', () => {
   it('tells the SDKs to retry a forbidden fallback only where the failure may pass', () => {
     expect(new SummarizerFailedError('overloaded').headers).toEqual({ 'x-should-retry': 'true' })
     expect(new SummarizerFailedError('timeout').headers).toEqual({ 'x-should-retry': 'true' })
-    for (const lasting of ['auth_error', 'invalid_output', 'refusal', 'bad_request']) expect(new SummarizerFailedError(lasting).headers).toEqual({ 'x-should-retry': 'false' })
+    for (const lasting of ['auth_error', 'invalid_output', 'refusal', 'bad_request'])
+      expect(new SummarizerFailedError(lasting).headers).toEqual({ 'x-should-retry': 'false' })
   })
 
   it('an overload is a 503 with Retry-After in seconds', () => {

@@ -2,7 +2,8 @@ import Anthropic from '@anthropic-ai/sdk'
 import { describe, expect, it } from 'vitest'
 import { SummarizerFault, faultOf } from '../../src/summarizer/faults.js'
 
-const api = (status: number) => Anthropic.APIError.generate(status, { type: 'error', error: { type: 'x', message: `status ${status}` } }, undefined, new Headers())
+const api = (status: number) =>
+  Anthropic.APIError.generate(status, { type: 'error', error: { type: 'x', message: `status ${status}` } }, undefined, new Headers())
 
 describe('faultOf', () => {
   it.each([

@@ -14,7 +14,12 @@ afterEach(async () => {
   for (const o of opened.splice(0).reverse()) await o.close()
 })
 
-const history = [user('Fix the parser'), ...shellStep('t1', 'npm test', 'FAIL src/parser.test.ts\nError: expected 1 to be 2'), assistant('The parser drops the last token.'), user('Fix it')]
+const history = [
+  user('Fix the parser'),
+  ...shellStep('t1', 'npm test', 'FAIL src/parser.test.ts\nError: expected 1 to be 2'),
+  assistant('The parser drops the last token.'),
+  user('Fix it')
+]
 
 async function summarizer(attempts = 1): Promise<{ fake: FakeGemini; gemini: GeminiSummarizer }> {
   const fake = await new FakeGemini().start()
@@ -58,7 +63,12 @@ describe('the Gemini summarizer (COMPACT_SUMMARIZER=gemini)', () => {
     await expect(gemini.summarize(request())).rejects.toMatchObject({ reason: 'no_tool_call' })
     fake.summaries = [{ args: { objective: 42 } }]
     await expect(gemini.summarize(request())).rejects.toMatchObject({ reason: 'invalid_output' })
-    for (const [status, reason] of [[429, 'rate_limited'], [400, 'bad_request'], [500, 'server_error'], [503, 'overloaded']] as const) {
+    for (const [status, reason] of [
+      [429, 'rate_limited'],
+      [400, 'bad_request'],
+      [500, 'server_error'],
+      [503, 'overloaded']
+    ] as const) {
       fake.summaries = [{ status }]
       await expect(gemini.summarize(request())).rejects.toMatchObject({ reason })
     }
@@ -75,8 +85,10 @@ describe('the Gemini summarizer (COMPACT_SUMMARIZER=gemini)', () => {
     expect(ok.summarizer).toMatchObject({ kind: 'gemini', model: 'gemini-test', fallback_reason: null })
     expect(ok.summary.sections.objective).toBe('Fix the parser (by Gemini)')
     fake.summaries = [{ status: 400 }]
-    const fallback = (await app.inject({ method: 'POST', url: '/v1/compact', payload: { messages: [...history, assistant('Fixed.'), user('and the docs')], mode: 'manual' } })).json()
-    expect(fallback.summarizer, JSON.stringify(fallback).slice(0, 300)).toMatchObject({ kind: "extractive", fallback_reason: "bad_request" })
+    const fallback = (
+      await app.inject({ method: 'POST', url: '/v1/compact', payload: { messages: [...history, assistant('Fixed.'), user('and the docs')], mode: 'manual' } })
+    ).json()
+    expect(fallback.summarizer, JSON.stringify(fallback).slice(0, 300)).toMatchObject({ kind: 'extractive', fallback_reason: 'bad_request' })
     const metrics = await app.metrics.registry.getSingleMetricAsString('compaction_summarizer_calls_total')
     expect(metrics).toContain('kind="gemini",result="bad_request"} 1')
   })

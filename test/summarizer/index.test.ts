@@ -15,7 +15,13 @@ const plan = planCompaction({
   dryRun: false
 })
 
-const settings = { COMPACT_SUMMARIZER: 'auto' as const, COMPACT_MODEL: 'claude-test', COMPACT_SUMMARIZER_TIMEOUT_MS: 5_000, COMPACT_SUMMARIZER_INPUT_TOKENS: 50_000, COMPACT_FALLBACK: 'extractive' as const }
+const settings = {
+  COMPACT_SUMMARIZER: 'auto' as const,
+  COMPACT_MODEL: 'claude-test',
+  COMPACT_SUMMARIZER_TIMEOUT_MS: 5_000,
+  COMPACT_SUMMARIZER_INPUT_TOKENS: 50_000,
+  COMPACT_FALLBACK: 'extractive' as const
+}
 
 describe('modelSummarizer', () => {
   it('builds no model summarizer without an API key', () => {

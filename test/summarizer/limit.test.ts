@@ -10,7 +10,9 @@ class Gate implements Summarizer {
   readonly open: (() => void)[] = []
   summarize(): Promise<SummarizeResult> {
     return new Promise((resolve) =>
-      this.open.push(() => resolve({ report: { kind: 'anthropic', model: 'm', input_tokens: 0, output_tokens: 0, calls: 1, fallback_reason: null, duration_ms: 0 } }))
+      this.open.push(() =>
+        resolve({ report: { kind: 'anthropic', model: 'm', input_tokens: 0, output_tokens: 0, calls: 1, fallback_reason: null, duration_ms: 0 } })
+      )
     )
   }
 }

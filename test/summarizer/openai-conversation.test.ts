@@ -17,14 +17,27 @@ function chatBody(steps: number): Record<string, unknown> {
   ]
   for (let i = 0; i < steps; i++) {
     messages.push(
-      { role: 'assistant', content: null, tool_calls: [{ id: `call_${i}`, type: 'function', function: { name: 'bash', arguments: `{"command":"cat part_${i}.ts"}` } }, { id: `call_${i}b`, type: 'function', function: { name: 'bash', arguments: `{"command":"wc -l part_${i}.ts"}` } }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: `call_${i}`, type: 'function', function: { name: 'bash', arguments: `{"command":"cat part_${i}.ts"}` } },
+          { id: `call_${i}b`, type: 'function', function: { name: 'bash', arguments: `{"command":"wc -l part_${i}.ts"}` } }
+        ]
+      },
       { role: 'tool', tool_call_id: `call_${i}`, content: `part ${i}: ${'q'.repeat(1_500)}` },
       { role: 'tool', tool_call_id: `call_${i}b`, content: '80 lines' },
       { role: 'assistant', content: `Read part ${i}.` },
       { role: 'user', content: `Go on with part ${i + 1}` }
     )
   }
-  return { model: 'gpt-client-model', messages, tools: [{ type: 'function', function: { name: 'bash', parameters: { type: 'object', properties: { command: { type: 'string' } } } } }], stream: true, stream_options: { include_usage: true } }
+  return {
+    model: 'gpt-client-model',
+    messages,
+    tools: [{ type: 'function', function: { name: 'bash', parameters: { type: 'object', properties: { command: { type: 'string' } } } } }],
+    stream: true,
+    stream_options: { include_usage: true }
+  }
 }
 
 let fake: FakeOpenAi
@@ -43,13 +56,21 @@ function summarizerFor(steps: number) {
   const body = chatBody(steps)
   const adapted = adaptHistory(body.messages as Record<string, unknown>[], rulesOf('openai-chat'))
   if (!('messages' in adapted)) throw new Error('the history did not read')
-  const plan = planCompaction({ messages: adapted.messages, mode: 'manual', budgetTokens: 20_000, sizingBudgetTokens: 20_000, keepTokens: 2_000, keepTurns: 2, dryRun: false })
+  const plan = planCompaction({
+    messages: adapted.messages,
+    mode: 'manual',
+    budgetTokens: 20_000,
+    sizingBudgetTokens: 20_000,
+    keepTokens: 2_000,
+    keepTurns: 2,
+    dryRun: false
+  })
   const summarizer = new OpenAiConversationSummarizer({ api: 'chat', client, forwarded: () => ({ body, starts: adapted.starts }) }, 'gpt-client-model')
   return { body, plan, starts: adapted.starts, summarizer, request: () => ({ plan, redactors: CORE_REDACTORS }) }
 }
 
 describe("a Chat Completions summary written by the client's own model in its own conversation", () => {
-  it('sends the body as it was forwarded, not streamed, with the doctrine after it, and counts the kept part in the client\'s own items', async () => {
+  it("sends the body as it was forwarded, not streamed, with the doctrine after it, and counts the kept part in the client's own items", async () => {
     const { body, plan, starts, summarizer, request } = summarizerFor(12)
     fake.fallback = { text: `\`\`\`json\n${answer}\n\`\`\`` }
     const result = await summarizer.summarize(request())
@@ -74,12 +95,16 @@ describe("a Chat Completions summary written by the client's own model in its ow
 
   it('a refusal is a fault of its own; a tool call is no summary and is not asked again', async () => {
     fake.fallback = { refusal: 'I cannot help with that.' }
-    const refused = await summarizerFor(12).summarizer.summarize(summarizerFor(12).request()).catch((e: unknown) => e)
+    const refused = await summarizerFor(12)
+      .summarizer.summarize(summarizerFor(12).request())
+      .catch((e: unknown) => e)
     expect(refused).toBeInstanceOf(SummarizerFault)
     expect((refused as SummarizerFault).reason).toBe('refusal')
     fake.requests.length = 0
     fake.fallback = { toolCalls: [{ id: 'call_x', name: 'bash', arguments: '{"command":"ls"}' }] }
-    const called = await summarizerFor(12).summarizer.summarize(summarizerFor(12).request()).catch((e: unknown) => e)
+    const called = await summarizerFor(12)
+      .summarizer.summarize(summarizerFor(12).request())
+      .catch((e: unknown) => e)
     expect((called as SummarizerFault).reason).toBe('invalid_output')
     expect(fake.requests).toHaveLength(1)
   })

@@ -57,7 +57,14 @@ describe('the OpenAI-compatible summarizer', () => {
     const res = await compact({ messages: history, mode: 'manual', keep_turns: 1, instructions: 'focus on the retry logic' })
     expect(res.statusCode).toBe(200)
     const body = res.json()
-    expect(body.summarizer).toMatchObject({ kind: 'openai', model: 'gpt-test', calls: 1, fallback_reason: null, input_tokens: expect.any(Number), output_tokens: 100 })
+    expect(body.summarizer).toMatchObject({
+      kind: 'openai',
+      model: 'gpt-test',
+      calls: 1,
+      fallback_reason: null,
+      input_tokens: expect.any(Number),
+      output_tokens: 100
+    })
     expect(body.summary.sections.objective).toBe('Make the retry test pass')
     expect(body.summary.sections.next_steps).toContain('Add jitter to the backoff')
     const [sent] = fake.requests
@@ -85,7 +92,14 @@ describe('the OpenAI-compatible summarizer', () => {
     for (const [replies, reason] of [
       [[{ text: 'Here is a summary in prose.' }, { text: 'Still prose.' }], 'no_tool_call'],
       [[{ refusal: 'I cannot help with that.' }], 'refusal'],
-      [[{ status: 429, headers: { 'retry-after-ms': '1' } }, { status: 429, headers: { 'retry-after-ms': '1' } }, { status: 429, headers: { 'retry-after-ms': '1' } }], 'rate_limited'],
+      [
+        [
+          { status: 429, headers: { 'retry-after-ms': '1' } },
+          { status: 429, headers: { 'retry-after-ms': '1' } },
+          { status: 429, headers: { 'retry-after-ms': '1' } }
+        ],
+        'rate_limited'
+      ],
       [[{ status: 401 }], 'auth_error']
     ] as const) {
       fake.requests.length = 0
@@ -138,11 +152,20 @@ describe('the OpenAI-compatible summarizer', () => {
 describe('the settings', () => {
   it('need a key or a base URL for openai, and a key for anthropic; auto is Anthropic with its key, else extractive', () => {
     expect(() => loadConfig({ COMPACT_SUMMARIZER: 'openai' })).toThrow(ConfigError)
-    expect(() => loadConfig({ COMPACT_SUMMARIZER: 'openai' })).toThrow('COMPACT_SUMMARIZER=openai needs OPENAI_API_KEY, or OPENAI_BASE_URL for a server that takes none')
+    expect(() => loadConfig({ COMPACT_SUMMARIZER: 'openai' })).toThrow(
+      'COMPACT_SUMMARIZER=openai needs OPENAI_API_KEY, or OPENAI_BASE_URL for a server that takes none'
+    )
     expect(() => loadConfig({ COMPACT_SUMMARIZER: 'anthropic' })).toThrow('COMPACT_SUMMARIZER=anthropic needs ANTHROPIC_API_KEY')
     expect(() => loadConfig({ COMPACT_SUMMARIZER: 'gemini' })).toThrow('COMPACT_SUMMARIZER=gemini needs GEMINI_API_KEY')
-    expect(() => loadConfig({ COMPACT_SUMMARIZER: 'mistral' })).toThrow('invalid COMPACT_SUMMARIZER (got "mistral"): one of auto, anthropic, openai, gemini, extractive')
-    const ollama = loadConfig({ COMPACT_SUMMARIZER: 'openai', OPENAI_BASE_URL: 'http://127.0.0.1:11434/v1', COMPACT_MODEL: 'qwen3:32b', COMPACT_FOLD_MODEL: 'qwen3:4b' })
+    expect(() => loadConfig({ COMPACT_SUMMARIZER: 'mistral' })).toThrow(
+      'invalid COMPACT_SUMMARIZER (got "mistral"): one of auto, anthropic, openai, gemini, extractive'
+    )
+    const ollama = loadConfig({
+      COMPACT_SUMMARIZER: 'openai',
+      OPENAI_BASE_URL: 'http://127.0.0.1:11434/v1',
+      COMPACT_MODEL: 'qwen3:32b',
+      COMPACT_FOLD_MODEL: 'qwen3:4b'
+    })
     expect(setupLine(ollama, 0)).toContain('summarizer openai qwen3:32b at 127.0.0.1:11434/v1, folding with qwen3:4b (fallback extractive), compactions inline')
   })
 
@@ -163,7 +186,13 @@ describe('the fake server', () => {
     expect(chatCompletionsRefusal(JSON.stringify(ok))).toBeUndefined()
     expect(chatCompletionsRefusal(JSON.stringify({ ...ok, messages: [] }))).toContain('non-empty')
     expect(chatCompletionsRefusal('{"model":"m","messages":[{"role":"user","content":"\\ud800"}]}')).toContain('unpaired surrogate')
-    const unanswered = { model: 'm', messages: [{ role: 'assistant', tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }] }, { role: 'user', content: 'x' }] }
+    const unanswered = {
+      model: 'm',
+      messages: [
+        { role: 'assistant', tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }] },
+        { role: 'user', content: 'x' }
+      ]
+    }
     expect(chatCompletionsRefusal(JSON.stringify(unanswered))).toContain('c1')
     expect(chatCompletionsRefusal(JSON.stringify({ model: 'm', messages: [{ role: 'tool', tool_call_id: 'c9', content: 'x' }] }))).toContain("role 'tool'")
     expect(chatCompletionsRefusal(JSON.stringify({ ...ok, tools: [{ type: 'function', function: { name: 'a b' } }] }))).toContain('pattern')
@@ -173,9 +202,13 @@ describe('the fake server', () => {
 
 describe('a summarizer asked for by name', () => {
   it('is the server’s model summarizer or a 400 naming the field: openai and model here, anthropic not', async () => {
-    for (const summarizer of ['openai', 'model']) expect((await compact({ messages: history, mode: 'manual', keep_turns: 1, summarizer })).json().summarizer.kind).toBe('openai')
+    for (const summarizer of ['openai', 'model'])
+      expect((await compact({ messages: history, mode: 'manual', keep_turns: 1, summarizer })).json().summarizer.kind).toBe('openai')
     const wrong = await compact({ messages: history, mode: 'manual', keep_turns: 1, summarizer: 'anthropic' })
     expect(wrong.statusCode).toBe(400)
-    expect(wrong.json().error).toMatchObject({ message: 'summarizer "anthropic" is not configured on this server (its model summarizer is openai)', path: '/summarizer' })
+    expect(wrong.json().error).toMatchObject({
+      message: 'summarizer "anthropic" is not configured on this server (its model summarizer is openai)',
+      path: '/summarizer'
+    })
   })
 })

@@ -15,7 +15,15 @@ const plan = planCompaction({
   dryRun: false
 })
 
-const modelReport: SummarizeResult['report'] = { kind: 'anthropic', model: 'm', input_tokens: 10, output_tokens: 5, calls: 1, fallback_reason: null, duration_ms: 1 }
+const modelReport: SummarizeResult['report'] = {
+  kind: 'anthropic',
+  model: 'm',
+  input_tokens: 10,
+  output_tokens: 5,
+  calls: 1,
+  fallback_reason: null,
+  duration_ms: 1
+}
 
 /** A model that answers after `ms`, or fails with `error`, and records the signal it was given. */
 function model(behaviour: { ms?: number; error?: unknown }): Summarizer & { signals: AbortSignal[] } {
@@ -53,7 +61,10 @@ describe('ResilientSummarizer', () => {
   })
 
   it('names the fault it fell back for', async () => {
-    const out = await new ResilientSummarizer(model({ error: new SummarizerFault('refusal', 'no') }), { timeoutMs: 1_000, fallback: 'extractive' }).summarize({ redactors: CORE_REDACTORS, plan })
+    const out = await new ResilientSummarizer(model({ error: new SummarizerFault('refusal', 'no') }), { timeoutMs: 1_000, fallback: 'extractive' }).summarize({
+      redactors: CORE_REDACTORS,
+      plan
+    })
     expect(out.report.fallback_reason).toBe('refusal')
   })
 
@@ -67,7 +78,11 @@ describe('ResilientSummarizer', () => {
   it('passes the caller’s abort on to the model call', async () => {
     const m = model({ ms: 10_000 })
     const caller = new AbortController()
-    const pending = new ResilientSummarizer(m, { timeoutMs: 5_000, fallback: 'extractive' }).summarize({ redactors: CORE_REDACTORS, plan, signal: caller.signal })
+    const pending = new ResilientSummarizer(m, { timeoutMs: 5_000, fallback: 'extractive' }).summarize({
+      redactors: CORE_REDACTORS,
+      plan,
+      signal: caller.signal
+    })
     caller.abort(new SummarizerFault('cancelled', 'client went away'))
     const out = await pending
     expect(m.signals[0]?.aborted).toBe(true)

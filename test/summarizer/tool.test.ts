@@ -15,7 +15,9 @@ describe('the summary tool', () => {
   })
 
   it('names the first place where an input has the wrong shape', () => {
-    expect(readToolInput({ objective: 'x', key_decisions: ['ok', 3] })).toEqual({ error: expect.stringMatching(/^the record_summary input at \/key_decisions\/1 /) })
+    expect(readToolInput({ objective: 'x', key_decisions: ['ok', 3] })).toEqual({
+      error: expect.stringMatching(/^the record_summary input at \/key_decisions\/1 /)
+    })
     expect(readToolInput('not an object')).toEqual({ error: expect.stringMatching(/^the record_summary input at \/ /) })
   })
 })

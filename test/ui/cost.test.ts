@@ -24,10 +24,14 @@ describe("a session's cost in words", () => {
   })
 
   it('says what compaction saved, or what it cost, and how the estimate is made', () => {
-    const saved = describeCost(cost({ tokens_kept_out: 500_000, estimate: { billed_units: 88_700, uncompacted_units: 138_700, saved_units: 50_000, saved_share: 0.36 } }))
+    const saved = describeCost(
+      cost({ tokens_kept_out: 500_000, estimate: { billed_units: 88_700, uncompacted_units: 138_700, saved_units: 50_000, saved_share: 0.36 } })
+    )
     expect(saved).toContain('500,000 tokens out of its prompts: about 36% less than without compaction')
     expect(saved).toContain('reads at 0.1x')
-    const cost_ = describeCost(cost({ tokens_kept_out: 1_000, estimate: { billed_units: 100_000, uncompacted_units: 90_000, saved_units: -10_000, saved_share: -0.111 } }))
+    const cost_ = describeCost(
+      cost({ tokens_kept_out: 1_000, estimate: { billed_units: 100_000, uncompacted_units: 90_000, saved_units: -10_000, saved_share: -0.111 } })
+    )
     expect(cost_).toContain('about 11% more than without compaction')
   })
 })

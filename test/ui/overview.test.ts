@@ -21,9 +21,22 @@ const overview = (over: Partial<Overview> = {}): Overview => ({
       { up_to_ms: null, count: 1 }
     ]
   },
-  requests: { count: 200, tokens_kept_out: 2_400_000, metered: 150, metered_tokens_kept_out: 2_000_000, metered_tokens_kept_out_cached: 1_900_000, upstream: { input_tokens: 10_000, cache_creation_input_tokens: 400_000, cache_read_input_tokens: 6_000_000, output_tokens: 90_000 } },
+  requests: {
+    count: 200,
+    tokens_kept_out: 2_400_000,
+    metered: 150,
+    metered_tokens_kept_out: 2_000_000,
+    metered_tokens_kept_out_cached: 1_900_000,
+    upstream: { input_tokens: 10_000, cache_creation_input_tokens: 400_000, cache_read_input_tokens: 6_000_000, output_tokens: 90_000 }
+  },
   summary_calls: { calls: 7, input_tokens: 300_000, output_tokens: 12_000 },
-  savings: { prices: { currency: 'USD', input: 3, output: 15, cache_write: 3.75, cache_read: 0.3 }, billed: 6.54, without_compaction: 7.41, saved: 0.87, saved_share: 0.117 },
+  savings: {
+    prices: { currency: 'USD', input: 3, output: 15, cache_write: 3.75, cache_read: 0.3 },
+    billed: 6.54,
+    without_compaction: 7.41,
+    saved: 0.87,
+    saved_share: 0.117
+  },
   series: [],
   ...over
 })
@@ -47,13 +60,27 @@ describe('the overview in words', () => {
   })
 
   it('says plainly where there is nothing yet, and where compaction cost more than it saved', () => {
-    const empty = headline(overview({
-      compactions: { total: 0, via_proxy: 0, via_compact_route: 0, tokens_before: 0, tokens_after: 0, tokens_removed: 0 },
-      crossings: { count: 0, mean_wait_ms: null, max_wait_ms: null, waits: [] },
-      requests: { count: 0, tokens_kept_out: 0, metered: 0, metered_tokens_kept_out: 0, metered_tokens_kept_out_cached: 0, upstream: { input_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 0 } }
-    }))
+    const empty = headline(
+      overview({
+        compactions: { total: 0, via_proxy: 0, via_compact_route: 0, tokens_before: 0, tokens_after: 0, tokens_removed: 0 },
+        crossings: { count: 0, mean_wait_ms: null, max_wait_ms: null, waits: [] },
+        requests: {
+          count: 0,
+          tokens_kept_out: 0,
+          metered: 0,
+          metered_tokens_kept_out: 0,
+          metered_tokens_kept_out_cached: 0,
+          upstream: { input_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 0 }
+        }
+      })
+    )
     expect(empty.map((c) => c.value)).toEqual(['0', '0', '–', '–'])
-    expect(empty.map((c) => c.note)).toEqual(['No request through the proxies yet.', 'None in this range.', 'No proxied request crossed its budget.', "Nothing metered: the estimate reads the Messages API proxy's answers."])
+    expect(empty.map((c) => c.note)).toEqual([
+      'No request through the proxies yet.',
+      'None in this range.',
+      'No proxied request crossed its budget.',
+      "Nothing metered: the estimate reads the Messages API proxy's answers."
+    ])
     const costly = headline(overview({ savings: { ...overview().savings, saved: -0.004, saved_share: -0.02 } }))
     expect(costly[3]).toMatchObject({ value: '-$0.0040', note: '2% more than without compaction' })
   })
@@ -65,7 +92,9 @@ describe('the overview in words', () => {
       ['fallback', 2],
       ['cache', 1]
     ])
-    expect(describeWriters(overview())).toBe('Of 10 summaries: 60% a model (claude-haiku-4-5); 10% extractive, chosen; 20% extractive, fallback (timeout 2); 10% the summary cache.')
+    expect(describeWriters(overview())).toBe(
+      'Of 10 summaries: 60% a model (claude-haiku-4-5); 10% extractive, chosen; 20% extractive, fallback (timeout 2); 10% the summary cache.'
+    )
     expect(describeWriters(overview({ compactions: { ...overview().compactions, total: 0 } }))).toBe('No summaries were written in this range.')
   })
 
@@ -82,10 +111,14 @@ describe('the overview in words', () => {
   })
 
   it('says how the estimate is made, at the prices and in the currency configured', () => {
-    const text = describeSavings(overview({ savings: { ...overview().savings, prices: { currency: 'EUR', input: 2, output: 10, cache_write: 2.5, cache_read: 0.2 } } }))
+    const text = describeSavings(
+      overview({ savings: { ...overview().savings, prices: { currency: 'EUR', input: 2, output: 10, cache_write: 2.5, cache_read: 0.2 } } })
+    )
     expect(text).toContain('Billed: €6.54, for 150 metered requests (10,000 input, 400,000 cache-write, 6,000,000 cache-read and 90,000 output tokens')
     expect(text).toContain('7 summary calls (300,000 input, 12,000 output tokens)')
-    expect(text).toContain('Without compaction: €7.41, the same requests each also sending the 2,000,000 tokens compaction kept out of them (1,900,000 at the cache-read price')
+    expect(text).toContain(
+      'Without compaction: €7.41, the same requests each also sending the 2,000,000 tokens compaction kept out of them (1,900,000 at the cache-read price'
+    )
     expect(text).toContain('at €2.00 input, €10.00 output, €2.50 cache-write and €0.20 cache-read per million tokens')
     // a code Intl knows no symbol for is written as the code
     expect(money(1.5, 'XXQ')).toMatch(/^XXQ\s1\.50$/)

@@ -25,7 +25,10 @@ const SHOTS = join(ROOT, 'test-results', 'ui')
 /** A history whose old turns grow with `n` (so that the sawtooth's teeth differ) and hold a findable word. */
 function history(n: number): Message[] {
   const messages: Message[] = [user(`Make the flaky importer test pass (round ${n})`)]
-  for (let i = 0; i < 2 + (n % 7); i++) messages.push(...shellStep(`toolu_${n}_${i}`, `npm test -- importer ${i}`, `FAIL test/importer.test.ts > parses quokka rows\n${'x'.repeat(200 * (1 + (n % 5)))}`, true))
+  for (let i = 0; i < 2 + (n % 7); i++)
+    messages.push(
+      ...shellStep(`toolu_${n}_${i}`, `npm test -- importer ${i}`, `FAIL test/importer.test.ts > parses quokka rows\n${'x'.repeat(200 * (1 + (n % 5)))}`, true)
+    )
   messages.push(assistant('Found the race in the fixture loader.'), user('Fix it'))
   return messages
 }
@@ -33,7 +36,12 @@ function history(n: number): Message[] {
 /** A proxied conversation after `n` steps: it grows by a step a request. */
 function grown(n: number): Message[] {
   const messages: Message[] = [user('Make the flaky importer test pass')]
-  for (let i = 0; i < n; i++) messages.push(...shellStep(`toolu_p_${i}`, `npm test -- importer ${i}`, `FAIL test/importer.test.ts > parses quokka rows ${i}\n${'y'.repeat(1_500)}`, true), assistant(`Looked at run ${i}.`), user('Go on'))
+  for (let i = 0; i < n; i++)
+    messages.push(
+      ...shellStep(`toolu_p_${i}`, `npm test -- importer ${i}`, `FAIL test/importer.test.ts > parses quokka rows ${i}\n${'y'.repeat(1_500)}`, true),
+      assistant(`Looked at run ${i}.`),
+      user('Go on')
+    )
   return messages
 }
 
@@ -54,7 +62,13 @@ async function seed(server: ServerProcess): Promise<void> {
   for (let n = 1; compacted < 2 && n < 40; n++) {
     const res = await fetch(`${server.url}/v1/messages`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-api-key': CAROL, 'x-compaction-session': 'proxied-session', 'x-compaction-budget': '3000', 'anthropic-version': '2023-06-01' },
+      headers: {
+        'content-type': 'application/json',
+        'x-api-key': CAROL,
+        'x-compaction-session': 'proxied-session',
+        'x-compaction-budget': '3000',
+        'anthropic-version': '2023-06-01'
+      },
       body: JSON.stringify({ model: 'claude-ui', max_tokens: 16, messages: grown(n) })
     })
     if (res.status !== 200) throw new Error(`seeding the proxy failed: ${res.status} ${await res.text()}`)
@@ -82,7 +96,15 @@ describe.skipIf(missing !== undefined)(`the sessions page in chromium${missing ?
     await seed(server)
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync'
+      ]
     })
     mkdirSync(SHOTS, { recursive: true })
   }, 120_000)
@@ -120,7 +142,9 @@ describe.skipIf(missing !== undefined)(`the sessions page in chromium${missing ?
 
     const opened = Date.now()
     await sessions.getByRole('button', { name: /long-session/ }).click()
-    await expect.poll(() => page.locator('#chart-caption').textContent(), { timeout: 20_000 }).toMatch(/^1,000 compactions: the prompt reached [\d,]+–[\d,]+ tokens before each and [\d,]+–[\d,]+ after\. Budget 8,000 tokens\.$/)
+    await expect
+      .poll(() => page.locator('#chart-caption').textContent(), { timeout: 20_000 })
+      .toMatch(/^1,000 compactions: the prompt reached [\d,]+–[\d,]+ tokens before each and [\d,]+–[\d,]+ after\. Budget 8,000 tokens\.$/)
     console.info(`a session of ${COMPACTIONS} compactions: its chart and first page drawn ${Date.now() - opened} ms after the click`)
     expect(await page.locator('#chart canvas').count()).toBe(1)
     expect(await page.locator('#compactions tr').count()).toBe(20)
@@ -162,7 +186,9 @@ describe.skipIf(missing !== undefined)(`the sessions page in chromium${missing ?
     expect(await sessions.getByRole('button', { name: /long-session/ }).count()).toBe(1)
     await page.getByRole('button', { name: 'Delete session…' }).click()
     await dialog.getByRole('button', { name: 'Delete' }).click()
-    await expect.poll(() => page.getByRole('status').textContent(), { timeout: 30_000 }).toMatch(/^Deleted long-session: 1,000 compactions, [\d,]+ cold-layer entries/)
+    await expect
+      .poll(() => page.getByRole('status').textContent(), { timeout: 30_000 })
+      .toMatch(/^Deleted long-session: 1,000 compactions, [\d,]+ cold-layer entries/)
     expect(await sessions.getByRole('button', { name: /long-session/ }).count()).toBe(0)
     const listed = (await (await fetch(`${server.url}/v1/sessions`, { headers: { 'x-api-key': ALICE } })).json()) as { sessions: { session_id: string }[] }
     expect(listed.sessions.map((s) => s.session_id)).toEqual(['short-session'])
@@ -221,7 +247,10 @@ describe.skipIf(missing !== undefined)(`the sessions page in chromium${missing ?
     expect(await fits()).toBe(true)
     // a compaction opened: its id wraps, and the buttons and the table stay within the window
     await page.locator('#compactions tr').first().getByRole('button').click()
-    await page.getByRole('article').getByRole('heading', { name: /^Compaction cmp_/ }).waitFor()
+    await page
+      .getByRole('article')
+      .getByRole('heading', { name: /^Compaction cmp_/ })
+      .waitFor()
     expect(await fits()).toBe(true)
     for (const name of ['Delete session…', 'Search']) {
       const box = await page.getByRole('button', { name }).boundingBox()
@@ -242,7 +271,9 @@ describe.skipIf(missing !== undefined)(`the sessions page in chromium${missing ?
     await sessions.getByRole('button', { name: /proxied-session/ }).click()
     await expect
       .poll(() => page.locator('#session-cost').textContent(), { timeout: 20_000 })
-      .toMatch(/^Through the proxy: [\d,]+ requests, billed by the upstream for [\d,]+ input, [\d,]+ cache-write, [\d,]+ cache-read and [\d,]+ output tokens; 0 summary calls\. Compaction kept [\d,]+ tokens out of its prompts: about \d+% (?:less|more) than without compaction \(an estimate/)
+      .toMatch(
+        /^Through the proxy: [\d,]+ requests, billed by the upstream for [\d,]+ input, [\d,]+ cache-write, [\d,]+ cache-read and [\d,]+ output tokens; 0 summary calls\. Compaction kept [\d,]+ tokens out of its prompts: about \d+% (?:less|more) than without compaction \(an estimate/
+      )
     await page.screenshot({ path: join(SHOTS, 'cost.png') })
   }, 60_000)
 
@@ -252,11 +283,15 @@ describe.skipIf(missing !== undefined)(`the sessions page in chromium${missing ?
     await page.getByLabel('Gateway key').fill(CAROL)
     await page.getByRole('button', { name: 'Sign in' }).click()
     // the first view: the seeding's compactions through the proxy (as many as its records), with extractive summaries (chosen: no model)
-    const listed = (await (await fetch(`${server.url}/v1/sessions`, { headers: { 'x-api-key': CAROL } })).json()) as { sessions: { session_id: string; compactions: number }[] }
+    const listed = (await (await fetch(`${server.url}/v1/sessions`, { headers: { 'x-api-key': CAROL } })).json()) as {
+      sessions: { session_id: string; compactions: number }[]
+    }
     const made = listed.sessions.find((s) => s.session_id === 'proxied-session')?.compactions ?? 0
     expect(made).toBeGreaterThan(0)
     const cards = page.locator('#cards')
-    await expect.poll(() => cards.locator('dt').allTextContents(), { timeout: 20_000 }).toEqual(['Tokens kept out of prompts', 'Compactions', 'Crossing wait', 'Saved (estimate)'])
+    await expect
+      .poll(() => cards.locator('dt').allTextContents(), { timeout: 20_000 })
+      .toEqual(['Tokens kept out of prompts', 'Compactions', 'Crossing wait', 'Saved (estimate)'])
     const values = await cards.locator('.value').allTextContents()
     expect(Number(values[0]!.replace(/,/g, ''))).toBeGreaterThan(0)
     expect(values[1]).toBe(String(made))
@@ -266,9 +301,13 @@ describe.skipIf(missing !== undefined)(`the sessions page in chromium${missing ?
     expect(await page.locator('#writers-caption').textContent()).toMatch(new RegExp(`^Of ${made} summar(?:y|ies): 100% extractive, chosen\\.`))
     const waits = (await page.locator('#waits tr td:nth-child(2)').allTextContents()).map(Number)
     expect(waits.reduce((a, b) => a + b, 0)).toBe(made)
-    expect(await page.locator('#savings').textContent()).toMatch(/^Billed: \$[\d.]+, for [\d,]+ metered requests .* Without compaction: \$[\d.]+, .* per million tokens \(COMPACT_PRICE_\*\)/)
+    expect(await page.locator('#savings').textContent()).toMatch(
+      /^Billed: \$[\d.]+, for [\d,]+ metered requests .* Without compaction: \$[\d.]+, .* per million tokens \(COMPACT_PRICE_\*\)/
+    )
     expect(await page.locator('#activity-chart canvas').count()).toBe(1)
-    expect(await page.locator('#activity-caption').textContent()).toMatch(new RegExp(`^Compactions per day \\(bars\\) and tokens kept out of prompts per day \\(line\\); the most, ${made}, in the day from `))
+    expect(await page.locator('#activity-caption').textContent()).toMatch(
+      new RegExp(`^Compactions per day \\(bars\\) and tokens kept out of prompts per day \\(line\\); the most, ${made}, in the day from `)
+    )
     await page.screenshot({ path: join(SHOTS, 'overview.png'), fullPage: true })
 
     // by the hour over the last day, then one session's: the seeding's session has them all, another none
@@ -278,7 +317,10 @@ describe.skipIf(missing !== undefined)(`the sessions page in chromium${missing ?
     await expect.poll(() => page.locator('#overview-range').textContent()).toMatch(/, session proxied-session$/)
     expect(await cards.locator('.value').nth(1).textContent()).toBe(String(made))
     // a session opened, then the overview again from the list
-    await page.getByRole('navigation', { name: 'Sessions' }).getByRole('button', { name: /proxied-session/ }).click()
+    await page
+      .getByRole('navigation', { name: 'Sessions' })
+      .getByRole('button', { name: /proxied-session/ })
+      .click()
     await expect.poll(() => page.locator('#overview').isVisible()).toBe(false)
     await page.getByRole('button', { name: /^Overview/ }).click()
     await expect.poll(() => page.locator('#overview').isVisible()).toBe(true)
@@ -288,7 +330,11 @@ describe.skipIf(missing !== undefined)(`the sessions page in chromium${missing ?
   it('opens with no sign-in step on a gateway that takes no keys', async () => {
     const open = await startServer({ COMPACT_DB: tempDb() })
     try {
-      const seeded = await fetch(`${open.url}/v1/compact`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages: history(3), mode: 'manual', session_id: 'open-session', budget_tokens: 8_000 }) })
+      const seeded = await fetch(`${open.url}/v1/compact`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ messages: history(3), mode: 'manual', session_id: 'open-session', budget_tokens: 8_000 })
+      })
       expect(seeded.status).toBe(200)
       const { page } = await tab()
       await page.goto(`${open.url}/ui/`)

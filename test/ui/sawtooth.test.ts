@@ -2,7 +2,13 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { DROP, describeTimeline, sawtooth } from '../../src/ui/sawtooth.js'
 
-const point = (id: string, before: number, after: number, budget: number | null = 45_000) => ({ compaction_id: id, created_at: '2026-12-01T00:00:00.000Z', raw_history_tokens: before, context_after_compaction: after, budget_tokens: budget })
+const point = (id: string, before: number, after: number, budget: number | null = 45_000) => ({
+  compaction_id: id,
+  created_at: '2026-12-01T00:00:00.000Z',
+  raw_history_tokens: before,
+  context_after_compaction: after,
+  budget_tokens: budget
+})
 
 describe('the sawtooth', () => {
   it("numbers the points from the session's compaction the first of them is", () => {

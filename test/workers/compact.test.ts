@@ -20,7 +20,9 @@ describe('compactions in workers', () => {
       { mode: 'manual', summarizer: 'anthropic', messages: [user('a'), assistant('b'), user('c')] }
     ]
     for (const body of [...bodies.map((b) => JSON.stringify(b)), '{"messages": [', '{"messages":[{"role":"user","content":"x"}],"\\u005f_proto__":{}}']) {
-      const [a, b] = await Promise.all([inline, worker].map((app) => app.inject({ method: 'POST', url: '/v1/compact', headers: { 'content-type': 'application/json' }, payload: body })))
+      const [a, b] = await Promise.all(
+        [inline, worker].map((app) => app.inject({ method: 'POST', url: '/v1/compact', headers: { 'content-type': 'application/json' }, payload: body }))
+      )
       expect(b!.statusCode, body.slice(0, 80)).toBe(a!.statusCode)
       expect(withoutId(b!.body)).toEqual(withoutId(a!.body))
     }

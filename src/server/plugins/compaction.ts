@@ -30,12 +30,16 @@ declare module 'fastify' {
   }
 }
 
-
 /** A small history that runs every stage of the pipeline, for warming it at boot. */
 const WARM_HISTORY = [
   { role: 'user' as const, content: 'Fix the failing test in tests/test_a.py; password=warm-up-only-1' },
   { role: 'assistant' as const, content: [{ type: 'tool_use', id: 'w1', name: 'bash', input: { command: "sed -i 's/a/b/' src/a.py && pytest -x" } }] },
-  { role: 'user' as const, content: [{ type: 'tool_result', tool_use_id: 'w1', content: 'FAILED tests/test_a.py::test_x - AssertionError\n<returncode>1</returncode>', is_error: true }] },
+  {
+    role: 'user' as const,
+    content: [
+      { type: 'tool_result', tool_use_id: 'w1', content: 'FAILED tests/test_a.py::test_x - AssertionError\n<returncode>1</returncode>', is_error: true }
+    ]
+  },
   { role: 'assistant' as const, content: 'Fixed it.' },
   { role: 'user' as const, content: 'thanks' }
 ]
@@ -83,7 +87,12 @@ export const compactionPlugin = fp<CompactionPluginOptions>(
     const pool = config.COMPACT_WORKERS > 0 && !model ? new CompactionPool(config.COMPACT_WORKERS) : undefined
     app.addHook('onClose', async () => pool?.close())
     const deps: CompactDeps = {
-      defaults: { budgetTokens: config.COMPACT_BUDGET, keepTokens: config.COMPACT_KEEP_TOKENS, keepTurns: config.COMPACT_KEEP_TURNS, ...(config.COMPACT_SUMMARIZER === 'extractive' ? { extractiveChosen: true } : {}) },
+      defaults: {
+        budgetTokens: config.COMPACT_BUDGET,
+        keepTokens: config.COMPACT_KEEP_TOKENS,
+        keepTurns: config.COMPACT_KEEP_TURNS,
+        ...(config.COMPACT_SUMMARIZER === 'extractive' ? { extractiveChosen: true } : {})
+      },
       ...(model ? { modelSummarizer: model } : {}),
       extractive: new ExtractiveSummarizer(),
       newId: newId ?? (() => `cmp_${randomUUID().replace(/-/g, '')}`),

@@ -65,7 +65,7 @@ export const proxyPlugin = fp<{ config: Config }>(
       },
       onAnchorFault: (err) => {
         metrics.storeErrors.inc({ operation: 'anchors' })
-        app.log.error({ err, event: 'anchors_not_kept' }, 'a conversation\'s anchors could not be read or kept; the proxy goes on from memory')
+        app.log.error({ err, event: 'anchors_not_kept' }, "a conversation's anchors could not be read or kept; the proxy goes on from memory")
       }
     })
     // clearing first (COMPACT_STRATEGY clear or hybrid), landing where the compactor's crossings land

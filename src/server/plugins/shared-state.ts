@@ -16,7 +16,8 @@ export const sharedStatePlugin = fp<{ url: string | undefined }>(
   async (app, { url }) => {
     const redis = url
       ? connectRedis(url, {
-          onDown: (err) => app.log.error({ err, event: 'redis_down' }, 'Redis is unavailable: rate limits and summaries in flight are per replica until it is back'),
+          onDown: (err) =>
+            app.log.error({ err, event: 'redis_down' }, 'Redis is unavailable: rate limits and summaries in flight are per replica until it is back'),
           onUp: () => app.log.info({ event: 'redis_up' }, 'Redis is back: rate limits and summaries in flight are shared again')
         })
       : undefined

@@ -20,7 +20,6 @@ declare module 'fastify' {
   }
 }
 
-
 export interface StorePluginOptions {
   /** COMPACT_DB: a SQLite file, or a postgres:// URL. */
   db: string

@@ -139,21 +139,24 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
   }
 
   /** What follows every compaction, wherever it ran: the counts, the record, the log event, Server-Timing. */
-  async function afterCompaction(
-    request: FastifyRequest,
-    reply: FastifyReply,
-    run: CompactRunView,
-    body: CompactedBody,
-    started: number
-  ): Promise<void> {
+  async function afterCompaction(request: FastifyRequest, reply: FastifyReply, run: CompactRunView, body: CompactedBody, started: number): Promise<void> {
     const { response } = run
     reasons.set(request, response.reason)
     countCompaction(metrics, run, modelKindOf(deps.modelSummarizer?.kind))
     if (response.compacted && !summarized(response)) {
       // cleared, nothing summarized: no record (it has no summary); the cleared outputs go to the cold layer
-      app.activity.clearing(request.keyName, body.session_id, { uses: response.cleared.length, tokens: response.cleared.reduce((n, c) => n + c.tokens, 0), waitMs: performance.now() - started })
+      app.activity.clearing(request.keyName, body.session_id, {
+        uses: response.cleared.length,
+        tokens: response.cleared.reduce((n, c) => n + c.tokens, 0),
+        waitMs: performance.now() - started
+      })
       if (run.memory && body.session_id !== undefined) {
-        const owner = { compaction_id: `clr_${randomUUID().replace(/-/g, '').slice(0, 24)}`, session_id: body.session_id, key_name: request.keyName, created_at: new Date().toISOString() }
+        const owner = {
+          compaction_id: `clr_${randomUUID().replace(/-/g, '').slice(0, 24)}`,
+          session_id: body.session_id,
+          key_name: request.keyName,
+          created_at: new Date().toISOString()
+        }
         await store.saveMemory(owner, run.memory).then(
           () => metrics.memoryEntries.inc(run.memory?.length ?? 0),
           (err: unknown) => {
@@ -181,7 +184,13 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
     if (fault && fault !== 'no_api_key') {
       // The compaction was answered, but an operator must see that the model is failing.
       request.log.warn(
-        { event: 'summarizer_fault', reason: fault, key_name: request.keyName || undefined, session_id: body.session_id, summarizer_calls: response.summarizer?.calls },
+        {
+          event: 'summarizer_fault',
+          reason: fault,
+          key_name: request.keyName || undefined,
+          session_id: body.session_id,
+          summarizer_calls: response.summarizer?.calls
+        },
         `model summary failed (${fault}); the extractive summary stood in`
       )
     }

@@ -40,14 +40,22 @@ function withoutKey(url: string): string {
 /** Gemini's request, described for the contract; the upstream checks it whole. */
 const GenerateContentRequest = Type.Object(
   {
-    contents: Type.Array(Type.Object({ role: Type.Optional(Type.String()), parts: Type.Array(Type.Object({}, { additionalProperties: true })) }, { additionalProperties: true }), {
-      description: "The history: a model content's functionCall parts are answered by the next user content's functionResponse parts; it may be compacted into one user content that carries the summary, then the kept contents as sent."
-    }),
+    contents: Type.Array(
+      Type.Object({ role: Type.Optional(Type.String()), parts: Type.Array(Type.Object({}, { additionalProperties: true })) }, { additionalProperties: true }),
+      {
+        description:
+          "The history: a model content's functionCall parts are answered by the next user content's functionResponse parts; it may be compacted into one user content that carries the summary, then the kept contents as sent."
+      }
+    ),
     systemInstruction: Type.Optional(Type.Unknown({ description: 'Counted, never compacted.' })),
     tools: Type.Optional(Type.Array(Type.Object({}, { additionalProperties: true }))),
     generationConfig: Type.Optional(Type.Object({}, { additionalProperties: true }))
   },
-  { additionalProperties: true, description: 'A generateContent request, as the Gemini SDKs and Gemini CLI send it. Every field passes upstream unchanged, but for `contents` when they are compacted.' }
+  {
+    additionalProperties: true,
+    description:
+      'A generateContent request, as the Gemini SDKs and Gemini CLI send it. Every field passes upstream unchanged, but for `contents` when they are compacted.'
+  }
 )
 
 /**
@@ -67,7 +75,12 @@ export const geminiRoutes: FastifyPluginAsync<ProxyContext> = async (app, option
     try {
       const { error } = JSON.parse(payload) as { error: { message: string; path?: string } }
       const message = error.path ? `${error.message} (at ${error.path})` : error.message
-      done(null, JSON.stringify({ error: { code: reply.statusCode, message, status: GOOGLE_STATUS[reply.statusCode] ?? (reply.statusCode >= 500 ? 'INTERNAL' : 'INVALID_ARGUMENT') } }))
+      done(
+        null,
+        JSON.stringify({
+          error: { code: reply.statusCode, message, status: GOOGLE_STATUS[reply.statusCode] ?? (reply.statusCode >= 500 ? 'INTERNAL' : 'INVALID_ARGUMENT') }
+        })
+      )
     } catch {
       done(null, payload)
     }
@@ -78,14 +91,22 @@ export const geminiRoutes: FastifyPluginAsync<ProxyContext> = async (app, option
       schema: {
         tags: ['proxy'],
         operationId: 'geminiGenerateContent',
-        summary: "Gemini's generateContent, streamGenerateContent and countTokens, proxied: compacted past the budget, forwarded byte for byte under it, streamed back as it arrives",
+        summary:
+          "Gemini's generateContent, streamGenerateContent and countTokens, proxied: compacted past the budget, forwarded byte for byte under it, streamed back as it arrives",
         security: KEYED,
-        params: Type.Object({ model: Type.String({ description: 'The model and its method: `gemini-2.5-pro:generateContent`, `…:streamGenerateContent`, `…:countTokens`.' }) }),
-        headers: proxyHeaders('the session id the agent sends, else a stable id of the gateway\'s for the conversation'),
+        params: Type.Object({
+          model: Type.String({ description: 'The model and its method: `gemini-2.5-pro:generateContent`, `…:streamGenerateContent`, `…:countTokens`.' })
+        }),
+        headers: proxyHeaders("the session id the agent sends, else a stable id of the gateway's for the conversation"),
         body: GenerateContentRequest,
         response: {
-          200: upstreamAnswer("The answer, as Gemini's API gave it (`text/event-stream` for `alt=sse`), with `x-compaction: none|compacted` and `x-compaction-summary-id`."),
-          ...proxyErrors('The body is not a Gemini request the gateway can read while it may be over the budget, or its history breaks the rules of a conversation; `error.path` names the place.', { name: "Gemini's API", failures: '' })
+          200: upstreamAnswer(
+            "The answer, as Gemini's API gave it (`text/event-stream` for `alt=sse`), with `x-compaction: none|compacted` and `x-compaction-summary-id`."
+          ),
+          ...proxyErrors(
+            'The body is not a Gemini request the gateway can read while it may be over the budget, or its history breaks the rules of a conversation; `error.path` names the place.',
+            { name: "Gemini's API", failures: '' }
+          )
         }
       },
       validatorCompiler: () => () => true
@@ -96,7 +117,8 @@ export const geminiRoutes: FastifyPluginAsync<ProxyContext> = async (app, option
       const model = colon < 0 ? target : target.slice(0, colon)
       const action = colon < 0 ? '' : target.slice(colon + 1)
       const endpoint = ACTIONS[action]
-      if (!endpoint || model === '') throw new NotFoundError(`no method "${action}" of models here: the gateway serves generateContent, streamGenerateContent and countTokens`, '/model')
+      if (!endpoint || model === '')
+        throw new NotFoundError(`no method "${action}" of models here: the gateway serves generateContent, streamGenerateContent and countTokens`, '/model')
       const api: ProxiedApi<GeminiHistory> = {
         endpoint,
         path: `/v1beta/models/${encodeURIComponent(model)}:${action}`,
@@ -125,10 +147,23 @@ export const geminiRoutes: FastifyPluginAsync<ProxyContext> = async (app, option
     return reply.code(res.status).headers(clientHeaders(res.headers)).send(res.body)
   }
   const answers = { ...keyedResponses(), 200: upstreamAnswer("The list (or the model), as Gemini's API gave it.") }
-  app.get('/v1beta/models', { schema: { tags: ['proxy'], operationId: 'geminiListModels', summary: "Gemini's models, proxied", security: KEYED, response: answers } }, async (request, reply) => forward(request, reply, ''))
+  app.get(
+    '/v1beta/models',
+    { schema: { tags: ['proxy'], operationId: 'geminiListModels', summary: "Gemini's models, proxied", security: KEYED, response: answers } },
+    async (request, reply) => forward(request, reply, '')
+  )
   app.get(
     '/v1beta/models/:model',
-    { schema: { tags: ['proxy'], operationId: 'geminiGetModel', summary: "One of Gemini's models, proxied", security: KEYED, params: Type.Object({ model: Type.String() }), response: answers } },
+    {
+      schema: {
+        tags: ['proxy'],
+        operationId: 'geminiGetModel',
+        summary: "One of Gemini's models, proxied",
+        security: KEYED,
+        params: Type.Object({ model: Type.String() }),
+        response: answers
+      }
+    },
     async (request, reply) => forward(request, reply, `/${encodeURIComponent((request.params as { model: string }).model)}`)
   )
 }

@@ -12,7 +12,13 @@ export const healthRoutes: FastifyPluginAsync = async (app) => {
     '/healthz',
     {
       logLevel: PROBE_LOG_LEVEL,
-      schema: { tags: ['health'], operationId: 'getHealth', summary: 'Liveness: the process answers', security: OPEN, response: { 200: Health, ...openResponses() } }
+      schema: {
+        tags: ['health'],
+        operationId: 'getHealth',
+        summary: 'Liveness: the process answers',
+        security: OPEN,
+        response: { 200: Health, ...openResponses() }
+      }
     },
     async () => ({ status: 'ok' })
   )

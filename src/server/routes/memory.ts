@@ -10,10 +10,10 @@ import { KEYED, keyedResponses } from './security.js'
 import { DEFAULT_RECALL_LIMIT, MAX_RECALL_LIMIT } from '../../contract/defaults.js'
 export { DEFAULT_RECALL_LIMIT, MAX_RECALL_LIMIT }
 
-
 const SessionParams = Type.Object({ session_id: SessionId('The session.') })
 const Kind = Type.Enum([...MEMORY_KINDS], {
-  description: 'ask: a user request; answer: assistant text; command: a command and its outcome; error: why a call failed; evidence: failing tests, error lines with file:line, test tallies; file: a file read or modified.'
+  description:
+    'ask: a user request; answer: assistant text; command: a command and its outcome; error: why a call failed; evidence: failing tests, error lines with file:line, test tallies; file: a file read or modified.'
 })
 
 export const RecallRequest = Type.Object(
@@ -30,7 +30,11 @@ const RecallResult = Type.Object(
     kind: Kind,
     text: Type.String({ description: 'The entry as kept: verbatim (a passage of a long text), redacted.' }),
     compaction_id: Type.String({ description: 'The compaction that removed it.' }),
-    messages: Type.Array(Type.Integer(), { minItems: 2, maxItems: 2, description: "[from, to]: indices of the messages it came from, in the history as that compaction's request sent it." }),
+    messages: Type.Array(Type.Integer(), {
+      minItems: 2,
+      maxItems: 2,
+      description: "[from, to]: indices of the messages it came from, in the history as that compaction's request sent it."
+    }),
     score: Type.Number({ description: 'Relevance (bm25, higher is better).' }),
     created_at: Type.String({ format: 'date-time' })
   },
@@ -70,7 +74,8 @@ const RecallTool = Type.Object(
   { additionalProperties: false, description: 'A tool definition in the Messages API format.' }
 )
 
-const storeFailed = (err: unknown): StoreError => new StoreError(`the store could not be read: ${err instanceof Error ? err.message : String(err)}`, { cause: err, failed: 'read' })
+const storeFailed = (err: unknown): StoreError =>
+  new StoreError(`the store could not be read: ${err instanceof Error ? err.message : String(err)}`, { cause: err, failed: 'read' })
 
 /** The cold layer: search what compaction removed, read a session's current summary, get the recall tool. */
 export const memoryRoutes: FastifyPluginAsync = async (app) => {
@@ -100,7 +105,11 @@ export const memoryRoutes: FastifyPluginAsync = async (app) => {
       const body: Static<typeof RecallRequest> = request.body
       try {
         await app.writes.settled(request.keyName, request.params.session_id)
-        const results = await store.recall(request.params.session_id, request.keyName, { text: body.query, limit: body.limit ?? DEFAULT_RECALL_LIMIT, ...(body.kinds ? { kinds: body.kinds } : {}) })
+        const results = await store.recall(request.params.session_id, request.keyName, {
+          text: body.query,
+          limit: body.limit ?? DEFAULT_RECALL_LIMIT,
+          ...(body.kinds ? { kinds: body.kinds } : {})
+        })
         metrics.recallRequests.inc({ outcome: results.length > 0 ? 'hits' : 'empty' })
         metrics.recallHits.inc(results.length)
         return { results }
@@ -124,7 +133,7 @@ export const memoryRoutes: FastifyPluginAsync = async (app) => {
         response: {
           200: RecapResponse,
           ...keyedResponses(),
-          404: Type.Ref('ErrorResponse', { description: 'No compaction of this session (or not the caller\'s).' }),
+          404: Type.Ref('ErrorResponse', { description: "No compaction of this session (or not the caller's)." }),
           503: Type.Ref('ErrorResponse', { description: 'The store cannot be read.' })
         }
       }
@@ -140,7 +149,12 @@ export const memoryRoutes: FastifyPluginAsync = async (app) => {
       }
       if (!recap) throw new NotFoundError(`no compaction of session "${request.params.session_id}"`, '/session_id')
       const { record } = recap
-      return { session_id: request.params.session_id, summary: { id: record.id, text: record.summary.text, sections: record.summary.sections }, created_at: record.created_at, compactions: recap.compactions }
+      return {
+        session_id: request.params.session_id,
+        summary: { id: record.id, text: record.summary.text, sections: record.summary.sections },
+        created_at: record.created_at,
+        compactions: recap.compactions
+      }
     }
   )
 

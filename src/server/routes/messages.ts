@@ -6,7 +6,6 @@ import { withMessages } from '../../contract/wire.js'
 import { type ProxiedApi, type ProxyContext, installProxyHooks, proxyErrors, proxyHeaders, proxyRequest, upstreamAnswer } from '../proxying.js'
 import { KEYED } from './security.js'
 
-
 /** The proxied endpoints: the same path upstream as here. */
 const ENDPOINTS = [
   {
@@ -29,14 +28,23 @@ const ENDPOINTS = [
 const MessagesRequest = Type.Object(
   {
     model: Type.String(),
-    messages: Type.Array(Type.Object({ role: Type.Union([Type.Literal('user'), Type.Literal('assistant'), Type.Literal('system')]), content: Type.Union([Type.String(), Type.Array(Type.Object({ type: Type.String() }))]) })),
+    messages: Type.Array(
+      Type.Object({
+        role: Type.Union([Type.Literal('user'), Type.Literal('assistant'), Type.Literal('system')]),
+        content: Type.Union([Type.String(), Type.Array(Type.Object({ type: Type.String() }))])
+      })
+    ),
     system: Type.Optional(Type.Union([Type.String(), Type.Array(Type.Object({ type: Type.String() }))])),
     tools: Type.Optional(Type.Array(Type.Object({}))),
     max_tokens: Type.Optional(Type.Integer()),
     stream: Type.Optional(Type.Boolean()),
     metadata: Type.Optional(Type.Object({ user_id: Type.Optional(Type.String({ description: 'Names the session when x-compaction-session is absent.' })) }))
   },
-  { additionalProperties: true, description: 'A Messages API request, as the Anthropic SDKs send it. Every field passes to the upstream unchanged, but for `messages` when they are compacted.' }
+  {
+    additionalProperties: true,
+    description:
+      'A Messages API request, as the Anthropic SDKs send it. Every field passes to the upstream unchanged, but for `messages` when they are compacted.'
+  }
 )
 
 /**
@@ -58,11 +66,15 @@ export const messagesRoutes: FastifyPluginAsync<ProxyContext> = async (app, opti
       credentials,
       read: (body) => ({ parts: readMessagesRequest(body.value()), read: undefined }),
       ...(route.endpoint === 'messages'
-        ? { clientSummarizer: (settings, body, _read, headers, after) => clientSummarizer(settings, body.value() as Record<string, unknown>, headers, after), costs: true as const }
+        ? {
+            clientSummarizer: (settings, body, _read, headers, after) => clientSummarizer(settings, body.value() as Record<string, unknown>, headers, after),
+            costs: true as const
+          }
         : {}),
       contextManagement: true,
       // a compaction's messages are built on the cleared ones where both were done
-      write: (body, _read, outcome, cleared) => withMessages(body.value() as object, outcome?.messages ?? cleared?.messages ?? (body.value() as { messages: unknown[] }).messages)
+      write: (body, _read, outcome, cleared) =>
+        withMessages(body.value() as object, outcome?.messages ?? cleared?.messages ?? (body.value() as { messages: unknown[] }).messages)
     }
     // The body is read by the proxy, not by a schema: the contract describes it, the upstream checks it.
     app.post(
@@ -79,10 +91,13 @@ export const messagesRoutes: FastifyPluginAsync<ProxyContext> = async (app, opti
             200: upstreamAnswer(
               `${route.answer}, as the Messages API gave it (status, headers and body; \`text/event-stream\` for \`stream: true\`), with \`x-compaction: none|compacted\` and \`x-compaction-summary-id\`.`
             ),
-            ...proxyErrors('The body is not a Messages API request the gateway can estimate, or an over-budget history breaks the rules of a conversation; `error.path` names the place.', {
-              name: 'The Messages API',
-              failures: ' (500, 529 overloaded…)'
-            })
+            ...proxyErrors(
+              'The body is not a Messages API request the gateway can estimate, or an over-budget history breaks the rules of a conversation; `error.path` names the place.',
+              {
+                name: 'The Messages API',
+                failures: ' (500, 529 overloaded…)'
+              }
+            )
           }
         },
         validatorCompiler: () => () => true

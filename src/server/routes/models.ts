@@ -26,7 +26,9 @@ const ANSWERS = {
 const WHICH = 'The Messages API when the request sends `anthropic-version` (as the Anthropic SDKs do), the OpenAI API otherwise.'
 
 /** The header that says which API the client speaks. */
-const HEADERS = Type.Object({ 'anthropic-version': Type.Optional(Type.String({ description: "Sent by the Anthropic SDKs: the Messages API's models; without it, the OpenAI API's." })) })
+const HEADERS = Type.Object({
+  'anthropic-version': Type.Optional(Type.String({ description: "Sent by the Anthropic SDKs: the Messages API's models; without it, the OpenAI API's." }))
+})
 
 /**
  * GET /v1/models and /v1/models/{model}: the models of the API the client speaks, asked of its upstream
@@ -37,7 +39,10 @@ export const modelsRoutes: FastifyPluginAsync<ModelsOptions> = async (app, optio
   async function forward(request: FastifyRequest, reply: FastifyReply, below: string): Promise<FastifyReply> {
     const anthropic = request.headers['anthropic-version'] !== undefined
     const credentials = (anthropic ? options.anthropic : options.openai)(request)
-    if (!credentials) throw new ConfigurationError(`the gateway has no key for ${anthropic ? 'the Messages API: set ANTHROPIC_API_KEY' : 'the OpenAI API: set OPENAI_API_KEY'} on the gateway`)
+    if (!credentials)
+      throw new ConfigurationError(
+        `the gateway has no key for ${anthropic ? 'the Messages API: set ANTHROPIC_API_KEY' : 'the OpenAI API: set OPENAI_API_KEY'} on the gateway`
+      )
     // ANTHROPIC_BASE_URL is the origin (its paths start with /v1); OPENAI_BASE_URL ends with /v1
     const path = `${anthropic ? '/v1' : ''}/models${below}`
     const query = request.url.indexOf('?')
@@ -49,7 +54,16 @@ export const modelsRoutes: FastifyPluginAsync<ModelsOptions> = async (app, optio
 
   app.get(
     '/v1/models',
-    { schema: { tags: ['proxy'], operationId: 'listModels', summary: `The upstream's models, proxied. ${WHICH}`, security: KEYED, headers: HEADERS, response: ANSWERS } },
+    {
+      schema: {
+        tags: ['proxy'],
+        operationId: 'listModels',
+        summary: `The upstream's models, proxied. ${WHICH}`,
+        security: KEYED,
+        headers: HEADERS,
+        response: ANSWERS
+      }
+    },
     async (request, reply) => forward(request, reply, '')
   )
   app.get(

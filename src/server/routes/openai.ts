@@ -3,9 +3,18 @@ import { Type } from 'typebox'
 import { openAiClientSummarizer } from '../../proxy/client-summaries.js'
 import { type OpenAiApi, type OpenAiHistory, openAiPayload, readOpenAiRequest } from '../../proxy/openai.js'
 import { settable } from '../../formats/index.js'
-import { type ProxiedApi, type ProxyContext, type ProxyRead, compactResponsesHere, installProxyHooks, proxyErrors, proxyHeaders, proxyRequest, upstreamAnswer } from '../proxying.js'
+import {
+  type ProxiedApi,
+  type ProxyContext,
+  type ProxyRead,
+  compactResponsesHere,
+  installProxyHooks,
+  proxyErrors,
+  proxyHeaders,
+  proxyRequest,
+  upstreamAnswer
+} from '../proxying.js'
 import { KEYED } from './security.js'
-
 
 /** What both Responses endpoints read: the history (`input`), where it may be held upstream instead, and the session. */
 const RESPONSES_HISTORY = {
@@ -17,7 +26,9 @@ const RESPONSES_HISTORY = {
     })
   ),
   instructions: Type.Optional(Type.String()),
-  previous_response_id: Type.Optional(Type.String({ description: 'The history is held upstream: the request is forwarded unread (`x-compaction-not-read: previous_response_id`).' })),
+  previous_response_id: Type.Optional(
+    Type.String({ description: 'The history is held upstream: the request is forwarded unread (`x-compaction-not-read: previous_response_id`).' })
+  ),
   prompt_cache_key: Type.Optional(Type.String({ description: 'Names the session when no session header does (Codex sends its thread id).' }))
 }
 
@@ -33,13 +44,18 @@ const ENDPOINTS = [
       {
         model: Type.String(),
         messages: Type.Array(Type.Object({ role: Type.String() }, { additionalProperties: true }), {
-          description: 'Leading system and developer messages are the system prompt (counted, sent as they came); the rest may be compacted into one user message that carries the summary.'
+          description:
+            'Leading system and developer messages are the system prompt (counted, sent as they came); the rest may be compacted into one user message that carries the summary.'
         }),
         tools: Type.Optional(Type.Array(Type.Object({}, { additionalProperties: true }))),
         stream: Type.Optional(Type.Boolean()),
         prompt_cache_key: Type.Optional(Type.String({ description: 'Names the session when no session header does.' }))
       },
-      { additionalProperties: true, description: 'A Chat Completions request, as the OpenAI SDKs send it. Every field passes upstream unchanged, but for `messages` when they are compacted.' }
+      {
+        additionalProperties: true,
+        description:
+          'A Chat Completions request, as the OpenAI SDKs send it. Every field passes upstream unchanged, but for `messages` when they are compacted.'
+      }
     )
   },
   {
@@ -51,11 +67,17 @@ const ENDPOINTS = [
     body: Type.Object(
       {
         ...RESPONSES_HISTORY,
-        conversation: Type.Optional(Type.Unknown({ description: 'The history is held upstream: the request is forwarded unread (`x-compaction-not-read: conversation`).' })),
+        conversation: Type.Optional(
+          Type.Unknown({ description: 'The history is held upstream: the request is forwarded unread (`x-compaction-not-read: conversation`).' })
+        ),
         tools: Type.Optional(Type.Array(Type.Object({}, { additionalProperties: true }))),
         stream: Type.Optional(Type.Boolean())
       },
-      { additionalProperties: true, description: 'A Responses API request, as the OpenAI SDKs and Codex send it. Every field passes upstream unchanged, but for `input` when it is compacted.' }
+      {
+        additionalProperties: true,
+        description:
+          'A Responses API request, as the OpenAI SDKs and Codex send it. Every field passes upstream unchanged, but for `input` when it is compacted.'
+      }
     )
   },
   {
@@ -69,7 +91,8 @@ const ENDPOINTS = [
     summary: "The Responses API's own compaction, proxied: the input compacted past the budget as for /v1/responses, forwarded byte for byte under it",
     body: Type.Object(RESPONSES_HISTORY, {
       additionalProperties: true,
-      description: "A compaction request of the Responses API (`client.responses.compact`, Codex's remote compaction). Every field passes upstream unchanged, but for `input` when it is compacted."
+      description:
+        "A compaction request of the Responses API (`client.responses.compact`, Codex's remote compaction). Every field passes upstream unchanged, but for `input` when it is compacted."
     })
   }
 ] as const
@@ -105,7 +128,12 @@ export const openAiRoutes: FastifyPluginAsync<ProxyContext> = async (app, option
         : {
             clientSummarizer: (settings, body, _history, headers, after, forwarded) => {
               const model = (body.value() as { model?: unknown }).model
-              return openAiClientSummarizer(settings, { api: kind, after, forwarded: () => forwardedConversation(forwarded(), kind) }, typeof model === 'string' ? model : 'unknown', headers)
+              return openAiClientSummarizer(
+                settings,
+                { api: kind, after, forwarded: () => forwardedConversation(forwarded(), kind) },
+                typeof model === 'string' ? model : 'unknown',
+                headers
+              )
             }
           }),
       ...(route.endpoint === 'responses' ? { responsesCompaction: true as const } : {}),
@@ -127,10 +155,13 @@ export const openAiRoutes: FastifyPluginAsync<ProxyContext> = async (app, option
             200: upstreamAnswer(
               'The answer, as the OpenAI-compatible API gave it (status, headers and body; `text/event-stream` for `stream: true`), with `x-compaction: none|compacted`, `x-compaction-summary-id`, and `x-compaction-not-read` (previous_response_id, conversation, single_input, history_not_read) where the history could not be read.'
             ),
-            ...proxyErrors('The body is not a request the gateway can read while it may be over the budget, or its history breaks the rules of a conversation; `error.path` names the place.', {
-              name: 'The upstream',
-              failures: ''
-            })
+            ...proxyErrors(
+              'The body is not a request the gateway can read while it may be over the budget, or its history breaks the rules of a conversation; `error.path` names the place.',
+              {
+                name: 'The upstream',
+                failures: ''
+              }
+            )
           }
         },
         validatorCompiler: () => () => true

@@ -38,7 +38,13 @@ function timeOf(name: 'from' | 'to', text: string): number {
 
 const OverviewQuery = Type.Object(
   {
-    from: Type.Optional(Type.String({ pattern: RFC3339, maxLength: 40, description: `The range's start (an RFC 3339 time); ${DEFAULT_OVERVIEW_DAYS} days before \`to\` by default.` })),
+    from: Type.Optional(
+      Type.String({
+        pattern: RFC3339,
+        maxLength: 40,
+        description: `The range's start (an RFC 3339 time); ${DEFAULT_OVERVIEW_DAYS} days before \`to\` by default.`
+      })
+    ),
     to: Type.Optional(Type.String({ pattern: RFC3339, maxLength: 40, description: "The range's end (an RFC 3339 time); now by default." })),
     session_id: Type.Optional(SessionId("One session's figures instead of the key's total."))
   },
@@ -72,7 +78,7 @@ const OverviewSchema = Type.Object(
     ),
     summaries: Type.Object(
       {
-        model: Count('Written by a model (the gateway\'s own, or the client\'s own through the proxy).'),
+        model: Count("Written by a model (the gateway's own, or the client's own through the proxy)."),
         extractive_chosen: Count('Written by the extractive summarizer because it was the one configured (or no model key was set).'),
         fallback: Count('Written by the extractive summarizer because the model failed.'),
         cache: Count('Taken from the summary cache (the same history summarized before).'),
@@ -83,19 +89,30 @@ const OverviewSchema = Type.Object(
     ),
     crossings: Type.Object(
       {
-        count: Count("Proxied requests that crossed their budget and were forwarded compacted."),
-        mean_wait_ms: Type.Union([Type.Number(), Type.Null()], { description: 'How long such a request waited, from its arrival to its forwarding, on average, to a tenth of a millisecond; null with none.' }),
+        count: Count('Proxied requests that crossed their budget and were forwarded compacted.'),
+        mean_wait_ms: Type.Union([Type.Number(), Type.Null()], {
+          description: 'How long such a request waited, from its arrival to its forwarding, on average, to a tenth of a millisecond; null with none.'
+        }),
         max_wait_ms: Type.Union([Type.Number(), Type.Null()], { description: 'The longest, to a tenth of a millisecond.' }),
-        waits: Type.Array(Type.Object({ up_to_ms: Type.Union([Type.Integer(), Type.Null()], { description: 'The bucket\'s upper bound; null for the waits past the last.' }), count: Type.Integer() }, { additionalProperties: false }), {
-          description: `The waits by bucket (up to ${WAIT_BOUNDS_MS.join(', ')} ms, and more).`
-        })
+        waits: Type.Array(
+          Type.Object(
+            {
+              up_to_ms: Type.Union([Type.Integer(), Type.Null()], { description: "The bucket's upper bound; null for the waits past the last." }),
+              count: Type.Integer()
+            },
+            { additionalProperties: false }
+          ),
+          {
+            description: `The waits by bucket (up to ${WAIT_BOUNDS_MS.join(', ')} ms, and more).`
+          }
+        )
       },
       { additionalProperties: false }
     ),
     requests: Type.Object(
       {
         count: Count('Requests the proxies answered (200).'),
-        tokens_kept_out: Count('Tokens compaction kept out of them: the client\'s history less what was forwarded.'),
+        tokens_kept_out: Count("Tokens compaction kept out of them: the client's history less what was forwarded."),
         metered: Count("Those whose answers' usage the proxy reads (the Messages API's)."),
         metered_tokens_kept_out: Count('The tokens kept out of the metered ones.'),
         metered_tokens_kept_out_cached: Count('Of those, the ones kept out of requests that read from the prompt cache (they would have been cache reads).'),
@@ -120,11 +137,17 @@ const OverviewSchema = Type.Object(
           { additionalProperties: false }
         ),
         billed: Money("The metered requests at the upstream's own usage, plus the summary calls (their input uncached)."),
-        without_compaction: Money('The same requests, each also sending what compaction kept out of it (at the cache-read price where it read from the cache, else at the input price), and no summary call.'),
+        without_compaction: Money(
+          'The same requests, each also sending what compaction kept out of it (at the cache-read price where it read from the cache, else at the input price), and no summary call.'
+        ),
         saved: Money('The difference (negative: compaction cost more than it saved).'),
         saved_share: Type.Union([Type.Number(), Type.Null()], { description: 'saved / without_compaction; null where nothing was metered.' })
       },
-      { additionalProperties: false, description: 'An estimate, in the prices\' currency (per the whole range, not per million): a floor of what compaction saved (a longer prompt would also have written more to the cache).' }
+      {
+        additionalProperties: false,
+        description:
+          "An estimate, in the prices' currency (per the whole range, not per million): a floor of what compaction saved (a longer prompt would also have written more to the cache)."
+      }
     ),
     series: Type.Array(
       Type.Object(
@@ -140,9 +163,12 @@ const OverviewSchema = Type.Object(
       { description: 'The range by bucket, oldest first.' }
     )
   },
-  { additionalProperties: false, description: 'What the gateway did for the key over a range: its compactions, their summaries, the crossings\' waits, what was kept out of prompts and what that saved.' }
+  {
+    additionalProperties: false,
+    description:
+      "What the gateway did for the key over a range: its compactions, their summaries, the crossings' waits, what was kept out of prompts and what that saved."
+  }
 )
-
 
 /** A bad range: the client's mistake, a 400 naming the parameter. */
 function badRange(name: 'from' | 'to', message: string): GatewayError {

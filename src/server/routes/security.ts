@@ -17,4 +17,6 @@ export const keyedResponses = () => ({
 })
 
 /** What an open route can answer when the request itself cannot be read (a bad URL, a wrong method). */
-export const openResponses = () => ({ '4XX': Type.Ref('ErrorResponse', { description: 'A request the server cannot serve: a bad URL, a wrong method, headers too large.' }) })
+export const openResponses = () => ({
+  '4XX': Type.Ref('ErrorResponse', { description: 'A request the server cannot serve: a bad URL, a wrong method, headers too large.' })
+})

@@ -13,7 +13,6 @@ import { dropFlights } from '../../storage/redis.js'
 import { DEFAULT_PAGE_SIZE, DEFAULT_TIMELINE_POINTS, MAX_TIMELINE_POINTS, MAX_PAGE_SIZE } from '../../contract/defaults.js'
 export { DEFAULT_PAGE_SIZE, DEFAULT_TIMELINE_POINTS, MAX_TIMELINE_POINTS, MAX_PAGE_SIZE }
 
-
 const SessionCompactions = Type.Object(
   {
     session_id: Type.String(),
@@ -54,7 +53,10 @@ const Page = Type.Object(
 )
 
 /** The path of one compaction of a session. */
-const CompactionParams = Type.Object({ session_id: SessionId('The session.'), compaction_id: Type.String({ minLength: 1, maxLength: 200, description: 'The compaction (its summary id).' }) })
+const CompactionParams = Type.Object({
+  session_id: SessionId('The session.'),
+  compaction_id: Type.String({ minLength: 1, maxLength: 200, description: 'The compaction (its summary id).' })
+})
 
 const EntryList = Type.Object(
   {
@@ -63,14 +65,21 @@ const EntryList = Type.Object(
         {
           kind: Type.String({ description: 'ask, answer, command, error, evidence or file.' }),
           text: Type.String({ description: 'The passage as kept (redacted).' }),
-          messages: Type.Array(Type.Integer({ minimum: 0 }), { minItems: 2, maxItems: 2, description: '[from, to]: the first and last message, in the history as compacted, that the entry came from.' })
+          messages: Type.Array(Type.Integer({ minimum: 0 }), {
+            minItems: 2,
+            maxItems: 2,
+            description: '[from, to]: the first and last message, in the history as compacted, that the entry came from.'
+          })
         },
         { additionalProperties: false }
       )
     ),
     next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass back as `cursor` for the next page; null on the last.' })
   },
-  { additionalProperties: false, description: "A compaction's cold-layer entries; none for another key's session, a compaction of no session, or one whose session kept no cold layer." }
+  {
+    additionalProperties: false,
+    description: "A compaction's cold-layer entries; none for another key's session, a compaction of no session, or one whose session kept no cold layer."
+  }
 )
 
 const CompactionDetailSchema = Type.Object(
@@ -79,11 +88,16 @@ const CompactionDetailSchema = Type.Object(
     removed: Type.Union([
       Type.Object(
         { from: Type.Integer({ minimum: 0 }), to: Type.Integer({ minimum: 0 }), messages: Type.Integer({ minimum: 1 }) },
-        { additionalProperties: false, description: "The indices (inclusive) of the request's messages the summary turn replaced; the tail after them was kept raw." }
+        {
+          additionalProperties: false,
+          description: "The indices (inclusive) of the request's messages the summary turn replaced; the tail after them was kept raw."
+        }
       ),
       Type.Null()
     ]),
-    cold_layer: Type.Record(Type.String(), Type.Integer(), { description: "This compaction's cold-layer entries, by kind (searchable with /recall); empty where the session kept none." })
+    cold_layer: Type.Record(Type.String(), Type.Integer(), {
+      description: "This compaction's cold-layer entries, by kind (searchable with /recall); empty where the session kept none."
+    })
   },
   { additionalProperties: false, description: 'One compaction: its record (summary, figures, summarizer), what it removed and what its cold layer keeps.' }
 )
@@ -113,7 +127,7 @@ const DeletedSessionSchema = Type.Object(
     ),
     space_reclaimed: Type.Boolean({
       description:
-        "Whether the bytes they took were overwritten or rewritten too (SQLite: zeroed pages and an emptied WAL; PostgreSQL: the tables rewritten), not only unlinked. False where that step failed after the rows were deleted: deleting again retries it."
+        'Whether the bytes they took were overwritten or rewritten too (SQLite: zeroed pages and an emptied WAL; PostgreSQL: the tables rewritten), not only unlinked. False where that step failed after the rows were deleted: deleting again retries it.'
     })
   },
   { additionalProperties: false, description: 'What was deleted: all zeros when the session had nothing here (a second delete, or another key’s session).' }
@@ -129,7 +143,9 @@ const TimelineSchema = Type.Object(
           created_at: Type.String({ format: 'date-time' }),
           raw_history_tokens: Type.Integer({ description: 'The prompt before the compaction.' }),
           context_after_compaction: Type.Integer({ description: 'The prompt after it.' }),
-          budget_tokens: Type.Union([Type.Integer(), Type.Null()], { description: "The budget it was made under; null for 'off' or where the record is older than this field." })
+          budget_tokens: Type.Union([Type.Integer(), Type.Null()], {
+            description: "The budget it was made under; null for 'off' or where the record is older than this field."
+          })
         },
         { additionalProperties: false }
       ),
@@ -155,14 +171,22 @@ const CostSchema = Type.Object(
       { additionalProperties: false, description: "The sum of the upstream's own `usage` over the session's answers (where an answer gave one)." }
     ),
     tokens_kept_out: Tokens("What compaction kept out of the forwarded requests: the client's history less what was sent, summed (estimated from bytes)."),
-    kept_out_units: Type.Number({ minimum: 0, description: 'What those tokens would have cost, in input-token units: at the cache-read price (0.1x) where the request read from the cache, else at the input price.' }),
+    kept_out_units: Type.Number({
+      minimum: 0,
+      description:
+        'What those tokens would have cost, in input-token units: at the cache-read price (0.1x) where the request read from the cache, else at the input price.'
+    }),
     summary_calls: Tokens("Model calls made for the session's summaries (the gateway's model or the client's; used or not)."),
     summary_input_tokens: Tokens('Their input.'),
     summary_output_tokens: Tokens('Their output.'),
     estimate: Type.Object(
       {
-        billed_units: Tokens('What the session was billed, in uncached-input-token units: input 1x, cache writes 1.25x, reads 0.1x, output 5x; the summary calls counted uncached.'),
-        uncompacted_units: Tokens('What it would have been billed without compaction, at least: the same answers, each request also sending what compaction kept out of it (`kept_out_units`), and no summary calls.'),
+        billed_units: Tokens(
+          'What the session was billed, in uncached-input-token units: input 1x, cache writes 1.25x, reads 0.1x, output 5x; the summary calls counted uncached.'
+        ),
+        uncompacted_units: Tokens(
+          'What it would have been billed without compaction, at least: the same answers, each request also sending what compaction kept out of it (`kept_out_units`), and no summary calls.'
+        ),
         saved_units: Type.Integer({ description: 'The difference (negative: compaction cost more than it saved).' }),
         saved_share: Type.Number({ description: 'saved_units over uncompacted_units.' })
       },
@@ -185,7 +209,11 @@ export const sessionRoutes: FastifyPluginAsync = async (app) => {
         security: KEYED,
         params: Type.Object({ session_id: SessionId('The session.') }),
         querystring: Type.Object(
-          { limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_TIMELINE_POINTS, description: `The newest this many compactions (default ${DEFAULT_TIMELINE_POINTS}).` })) },
+          {
+            limit: Type.Optional(
+              Type.Integer({ minimum: 1, maximum: MAX_TIMELINE_POINTS, description: `The newest this many compactions (default ${DEFAULT_TIMELINE_POINTS}).` })
+            )
+          },
           { additionalProperties: false }
         ),
         response: {
@@ -206,7 +234,6 @@ export const sessionRoutes: FastifyPluginAsync = async (app) => {
       return { session_id: sessionId, points: points.slice(-limit), complete: points.length <= limit }
     }
   )
-
 
   app.withTypeProvider<TypeBoxTypeProvider>().get(
     '/v1/sessions/:session_id/cost',
@@ -254,22 +281,23 @@ export const sessionRoutes: FastifyPluginAsync = async (app) => {
     async (request) => {
       const sessionId = request.params.session_id
       const { proxy, redis } = app
-      const result = await readStore(() =>
-        deleteSession(
-          {
-            store,
-            settled: (key, session) => app.writes.settled(key, session),
-            forgetConversations: async (key, session) => {
-              await app.activity.forget(key, session)
-              proxy.clearing?.forget(`${key}\u0000${session}`)
-              return proxy.compactor.forget(key, session)
+      const result = await readStore(
+        () =>
+          deleteSession(
+            {
+              store,
+              settled: (key, session) => app.writes.settled(key, session),
+              forgetConversations: async (key, session) => {
+                await app.activity.forget(key, session)
+                proxy.clearing?.forget(`${key}\u0000${session}`)
+                return proxy.compactor.forget(key, session)
+              },
+              ...(redis ? { dropLocks: (keys: readonly string[]) => dropFlights(redis, keys) } : {}),
+              onLockFault: (err) => request.log.warn({ err }, 'the locks of a deleted session could not be dropped from Redis (they expire on their own)')
             },
-            ...(redis ? { dropLocks: (keys: readonly string[]) => dropFlights(redis, keys) } : {}),
-            onLockFault: (err) => request.log.warn({ err }, 'the locks of a deleted session could not be dropped from Redis (they expire on their own)')
-          },
-          request.keyName,
-          sessionId
-        ),
+            request.keyName,
+            sessionId
+          ),
         'deletion'
       )
       if (!result.space_reclaimed) request.log.warn({ reason: result.reclaim_failure }, 'a deleted session’s space was not reclaimed')
@@ -281,7 +309,6 @@ export const sessionRoutes: FastifyPluginAsync = async (app) => {
       }
     }
   )
-
 
   app.withTypeProvider<TypeBoxTypeProvider>().get(
     '/v1/sessions/:session_id/compactions/:compaction_id',
@@ -380,7 +407,9 @@ export const sessionRoutes: FastifyPluginAsync = async (app) => {
         params: Type.Object({ session_id: SessionId('The session.') }),
         querystring: Type.Object(
           {
-            limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, description: `Records per page, 1 to ${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE}).` })),
+            limit: Type.Optional(
+              Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, description: `Records per page, 1 to ${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE}).` })
+            ),
             cursor: Type.Optional(Type.String({ maxLength: 200 }))
           },
           { additionalProperties: false }

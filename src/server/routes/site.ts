@@ -27,7 +27,7 @@ or points its base URL here (<code>ANTHROPIC_BASE_URL</code>) and is compacted p
 newest turns stay raw within a hard token bound, a tool call is never split from its result, and the older turns become one
 summary turn written under a prompt this service owns.</p>
 <ul>
-${link('/ui/', 'Sessions', 'your sessions in a web page: each one\'s prompt before and after every compaction, its summaries, a search of what was removed, deletion (sign in with a gateway key)')}
+${link('/ui/', 'Sessions', "your sessions in a web page: each one's prompt before and after every compaction, its summaries, a search of what was removed, deletion (sign in with a gateway key)")}
 ${contract ? link('/openapi.yaml', 'openapi.yaml', 'the API contract (OpenAPI 3.1)') : ''}
 ${link('/v1/doctrine', '/v1/doctrine', 'the prompt summaries are written under (with a key where keys are set)')}
 ${link('/metrics', '/metrics', 'Prometheus metrics')}

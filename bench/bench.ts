@@ -28,7 +28,8 @@ const { findSecrets, finishCompaction, isToolResult, planCompaction, renderedSpa
   await fromBuild<typeof import('../src/compaction/index.js')>('compaction/index.js')
 const { compactionRedactors, secretlintRanges } = await fromBuild<typeof import('../src/secrets/index.js')>('secrets/index.js')
 const { buildApp } = await fromBuild<typeof import('../src/server/app.js')>('server/app.js')
-const { DEFAULT_WORKER_MIN_KB, loadConfig } = await fromBuild<typeof import('../src/server/config.js')>('server/config.js')
+const { loadConfig } = await fromBuild<typeof import('../src/server/config.js')>('server/config.js')
+const { DEFAULT_WORKER_MIN_KB } = await fromBuild<typeof import('../src/contract/defaults.js')>('contract/defaults.js')
 
 const CORE_RUNS = Number(process.env.BENCH_CORE_RUNS ?? 21)
 const HTTP_RUNS = Number(process.env.BENCH_HTTP_RUNS ?? 31)

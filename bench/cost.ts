@@ -187,7 +187,7 @@ async function replay(t: Transcript, mode: Mode, budget: number): Promise<Bill> 
       await app?.proxy.compactor.idle()
     }
     const last = fake.requests.filter((r) => !isSummaryCall(r)).at(-1)
-    await app?.writes.drain()
+    await app?.store.drain()
     facts = await factsKept(app, `cost-${t.name}`, factsOf(t.messages), last?.raw ?? '')
   } finally {
     await app?.close()

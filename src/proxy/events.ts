@@ -64,49 +64,60 @@ const SPACE = new Set([0x20, 0x09, 0x0a, 0x0d])
 
 /**
  * A top-level field of a JSON object's bytes, found without parsing the rest: its value's bytes and the
- * object's bytes without the field (its comma with it). One pass over the bytes, strings told apart; undefined
- * where the object has no such field (or the bytes are no object).
+ * object's bytes without the field (its comma with it); undefined where the object has no such field (or
+ * the bytes are no object). The key's bytes are looked for with a native search; an occurrence is the key
+ * itself where its quote is not escaped (inside a string it would be) and a colon follows, and it is at the
+ * top level where the first close after its value that leaves its object is the body's last byte. Only
+ * what follows an occurrence is read, so a field near the end (as clients put `context_management`) costs
+ * the bytes after it.
  */
 export function topLevelField(bytes: Buffer, key: string): { value: Buffer; without: Buffer } | undefined {
   const name = Buffer.from(JSON.stringify(key))
-  let i = 0
-  while (i < bytes.length && SPACE.has(bytes[i] as number)) i++
-  if (bytes[i] !== 0x7b) return undefined
-  let depth = 0
-  let expectKey = false
-  let lastComma = -1
-  for (; i < bytes.length; i++) {
-    const c = bytes[i] as number
-    if (c === QUOTE) {
-      const start = i
-      for (i++; i < bytes.length && bytes[i] !== QUOTE; i++) if (bytes[i] === BACKSLASH) i++
-      if (depth === 1 && expectKey) {
-        expectKey = false
-        if (i + 1 - start === name.length && bytes.subarray(start, i + 1).equals(name)) {
-          let v = i + 1
-          while (v < bytes.length && (SPACE.has(bytes[v] as number) || bytes[v] === COLON)) v++
-          const end = valueEnd(bytes, v)
-          if (end < 0) return undefined
-          const value = bytes.subarray(v, end)
-          // the field and the comma before it (or, first in its object, the one after it)
-          let after = end
-          while (after < bytes.length && SPACE.has(bytes[after] as number)) after++
-          const cut = lastComma >= 0 ? [lastComma, end] : bytes[after] === COMMA ? [start, after + 1] : [start, end]
-          return { value, without: Buffer.concat([bytes.subarray(0, cut[0]), bytes.subarray(cut[1])]) }
-        }
-      }
-      continue
-    }
-    if (OPEN.has(c)) {
-      depth++
-      if (depth === 1) expectKey = true
-    } else if (CLOSE.has(c)) depth--
-    else if (c === COMMA && depth === 1) {
-      expectKey = true
-      lastComma = i
-    }
+  let first = 0
+  while (first < bytes.length && SPACE.has(bytes[first] as number)) first++
+  if (bytes[first] !== 0x7b) return undefined
+  let last = bytes.length - 1
+  while (last > first && SPACE.has(bytes[last] as number)) last--
+  for (let at = bytes.indexOf(name, first); at >= 0; at = bytes.indexOf(name, at + 1)) {
+    let slashes = 0
+    while (at - slashes - 1 >= 0 && bytes[at - slashes - 1] === BACKSLASH) slashes++
+    if (slashes % 2 === 1) continue
+    let v = skipSpaces(bytes, at + name.length)
+    if (bytes[v] !== COLON) continue
+    v = skipSpaces(bytes, v + 1)
+    const end = valueEnd(bytes, v)
+    if (end < 0) return undefined
+    if (closeOf(bytes, end) !== last) continue
+    // the field and the comma before it (or, first in its object, the one after it)
+    let before = at - 1
+    while (before > first && SPACE.has(bytes[before] as number)) before--
+    const after = skipSpaces(bytes, end)
+    const cut = bytes[before] === COMMA ? [before, end] : bytes[after] === COMMA ? [at, after + 1] : [at, end]
+    return { value: bytes.subarray(v, end), without: Buffer.concat([bytes.subarray(0, cut[0]), bytes.subarray(cut[1])]) }
   }
   return undefined
+}
+
+function skipSpaces(bytes: Buffer, from: number): number {
+  let i = from
+  while (i < bytes.length && SPACE.has(bytes[i] as number)) i++
+  return i
+}
+
+/** The index of the close that ends the object or array around `from` (outside any string), or -1. */
+function closeOf(bytes: Buffer, from: number): number {
+  let depth = 0
+  for (let i = from; i < bytes.length; i++) {
+    const c = bytes[i] as number
+    if (c === QUOTE) {
+      for (i++; i < bytes.length && bytes[i] !== QUOTE; i++) if (bytes[i] === BACKSLASH) i++
+    } else if (OPEN.has(c)) depth++
+    else if (CLOSE.has(c)) {
+      if (depth === 0) return i
+      depth--
+    }
+  }
+  return -1
 }
 
 /** Where the JSON value that starts at `from` ends (the index after it), or -1. */

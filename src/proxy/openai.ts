@@ -8,7 +8,7 @@ import { InvalidRequestError } from '../contract/errors.js'
 import { type ItemsField, withMessages } from '../contract/wire.js'
 import { type Adapted, adaptHistory, givenBack, rulesOf, withCleared } from '../formats/index.js'
 import type { FormatRules } from '../formats/history.js'
-import type { ForwardedTail } from './compactor.js'
+import type { ForwardedTail } from '../service/proxy-compactor.js'
 import type { ProxyParts } from './request.js'
 
 export type OpenAiApi = 'chat' | 'responses'

@@ -20,14 +20,15 @@ import type { Metrics } from '../telemetry/metrics.js'
 import { OPEN_ROUTES, authPlugin } from './auth.js'
 import { readUi, uiRoutes } from './routes/ui.js'
 import { summarizerKind } from '../summarizer/index.js'
-import { type Config, DEFAULT_OPENAI_BASE_URL, DEFAULT_UPSTREAM_URL, parseApiKeys, trustProxy, usesClientModel } from './config.js'
+import { type Config, DEFAULT_OPENAI_BASE_URL, parseApiKeys, trustProxy, usesClientModel } from './config.js'
+import { DEFAULT_UPSTREAM_URL } from '../contract/defaults.js'
 import type { ClientSummaries } from '../proxy/client-summaries.js'
 import { answerClientError, badUrl, errorHandlingPlugin } from './errors.js'
 import { RateLimitError } from '../contract/errors.js'
-import { LINGER_MS, admissionPlugin, lingerPlugin, requestChecksPlugin, shutdownDrainPlugin, timeoutsPlugin } from './guards.js'
+import { admissionPlugin, lingerPlugin, requestChecksPlugin, shutdownDrainPlugin, timeoutsPlugin } from './guards.js'
 import { jsonParserPlugin } from './json.js'
 import { registerOpenapi } from './openapi.js'
-import { OVERLOADED_RETRY_AFTER_S, compactionPlugin } from './plugins/compaction.js'
+import { compactionPlugin } from './plugins/compaction.js'
 import { metricsPlugin } from './plugins/metrics.js'
 import { proxyPlugin } from './plugins/proxy.js'
 import { sharedStatePlugin } from './plugins/shared-state.js'
@@ -45,8 +46,7 @@ import { overviewRoutes } from './routes/overview.js'
 import { geminiRoutes } from './routes/gemini.js'
 import { sessionRoutes } from './routes/sessions.js'
 import { type ErrorResponseBody, SHARED_SCHEMAS } from '../contract/schemas.js'
-import { KEEP_ALIVE_TIMEOUT_MS, HEADERS_TIMEOUT_MS, MAX_PARAM_LENGTH, lingerBytes } from '../contract/defaults.js'
-export { KEEP_ALIVE_TIMEOUT_MS, HEADERS_TIMEOUT_MS, MAX_PARAM_LENGTH }
+import { HEADERS_TIMEOUT_MS, KEEP_ALIVE_TIMEOUT_MS, LINGER_MS, MAX_PARAM_LENGTH, OVERLOADED_RETRY_AFTER_S, lingerBytes } from '../contract/defaults.js'
 
 export interface AppOptions {
   config: Config
@@ -65,9 +65,6 @@ export interface AppOptions {
   /** The clock for records, the cache and retention (tests move it). */
   now?: () => number
 }
-
-export { OVERLOADED_RETRY_AFTER_S } from './plugins/compaction.js'
-export { PRUNE_INTERVAL_MS } from './plugins/store.js'
 
 /** The service's version, read from package.json (beside src/ and dist/ alike); the OpenAPI document carries it. */
 export const SERVICE_VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version

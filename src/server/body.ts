@@ -1,7 +1,5 @@
 import type { Readable } from 'node:stream'
 import { type FastifyRequest, errorCodes } from 'fastify'
-import { DEFAULT_BODY_LIMIT } from '../contract/defaults.js'
-export { DEFAULT_BODY_LIMIT }
 
 /**
  * Reads a request body into one buffer of its own, as Fastify's reader does (the same limit, the same

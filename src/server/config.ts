@@ -32,9 +32,6 @@ import {
   DEFAULT_WORKER_MIN_KB
 } from '../contract/defaults.js'
 
-/** Every setting's default: src/contract/defaults.ts holds them, with the service's fixed values. */
-export * from '../contract/defaults.js'
-
 /** false, true, a hop count, or a comma-separated list of addresses and CIDR ranges (Fastify's trustProxy). */
 const TRUST_PROXY_PATTERN = '^(false|true|\\d{1,2}|[0-9a-fA-F:.]+(/\\d{1,3})?(\\s*,\\s*[0-9a-fA-F:.]+(/\\d{1,3})?)*)$'
 

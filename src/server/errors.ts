@@ -4,7 +4,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { loggableUrl } from '../telemetry/logger.js'
 import { type ErrorType, GatewayError, StoreUnavailableError, errorTypeOf } from '../contract/errors.js'
 import { StoreError } from '../storage/store.js'
-import { SummarizerFailedError } from '../service/errors.js'
+import { SummarizerFailedError } from '../summarizer/errors.js'
 import type { ErrorResponseBody } from '../contract/schemas.js'
 import { type AjvIssue, describeValidation } from '../contract/validation.js'
 import fp from 'fastify-plugin'

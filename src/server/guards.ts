@@ -3,8 +3,6 @@ import type { Socket } from 'node:net'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { GatewayError, InvalidRequestError, UnsupportedMediaTypeError } from '../contract/errors.js'
-import { LINGER_MS } from '../contract/defaults.js'
-export { LINGER_MS }
 
 /**
  * The socket's idle timeout bounds a client that stalls while it sends or while it reads the answer,

@@ -3,7 +3,8 @@ import fp from 'fastify-plugin'
 import { jsonProblem } from '../compaction/nesting.js'
 import { InvalidRequestError } from '../contract/errors.js'
 import { type ItemsField, parseJsonBytes } from '../contract/wire.js'
-import { DEFAULT_BODY_LIMIT, bodyParser } from './body.js'
+import { bodyParser } from './body.js'
+import { DEFAULT_BODY_LIMIT } from '../contract/defaults.js'
 
 /**
  * JSON bodies parsed with plain JSON.parse (a history's messages one by one, see parseJsonBytes), which

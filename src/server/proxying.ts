@@ -14,12 +14,13 @@ import { UsageTap, type UpstreamUsage } from '../proxy/usage.js'
 import { lastEventEnd, topLevelField } from '../proxy/events.js'
 import { CHARS_PER_TOKEN, type Message } from '../compaction/index.js'
 import type { Summarizer } from '../summarizer/summarizer.js'
-import type { ProxyOutcome, ProxyRequest } from '../proxy/compactor.js'
+import type { ProxyOutcome, ProxyRequest } from '../service/proxy-compactor.js'
 import { type ProxyParts, derivedSession, farUnderBudget, ownSession, proxyBudget, proxySession } from '../proxy/request.js'
 import { type Upstream, type UpstreamResponse, clientHeaders, upstreamHeaders } from '../proxy/upstream.js'
 import { InvalidHistoryError } from '../service/errors.js'
 import { addToRequestLine } from '../telemetry/logger.js'
-import { DEFAULT_BODY_LIMIT, bodyParser } from './body.js'
+import { bodyParser } from './body.js'
+import { DEFAULT_BODY_LIMIT } from '../contract/defaults.js'
 import { errorBody } from './errors.js'
 import { ConfigurationError, InvalidRequestError } from '../contract/errors.js'
 import { parseJsonBody } from './json.js'
@@ -52,7 +53,7 @@ import { readMessagesRequest } from '../proxy/request.js'
 import type { ClearedHistory } from '../proxy/openai.js'
 import { type ClearedUse, redact } from '../compaction/index.js'
 import { passages } from '../memory/entries.js'
-import { RECORD_HEADER, countCompaction, modelKindOf, recordWrites, scheduleRecord } from './records.js'
+import { RECORD_HEADER, type Scheduled } from '../service/served.js'
 
 /** A proxied body: its bytes as they came (forwarded as they are when nothing is compacted), read only when needed. */
 export class ProxiedBody {
@@ -159,9 +160,9 @@ const recallNote = CLEARED_RECALL_NOTE
  * `compact_20260112` edit, forwarded untouched).
  */
 function manageContext(body: ProxiedBody): Managed | undefined {
-  if (!body.bytes.includes(CONTEXT_MANAGEMENT_KEY)) return undefined
   // Most requests ask for edits that can do nothing to them (Claude Code's keep-all thinking, a trigger far
-  // above the body): the field is taken out of the bytes, the rest goes on as it came, unparsed.
+  // above the body): the field is taken out of the bytes, the rest goes on as it came, unparsed. (The
+  // search for it is the one scan of a body without it.)
   const field = topLevelField(body.bytes, 'context_management')
   if (!field) return undefined
   let asked: unknown
@@ -316,8 +317,8 @@ export function abortOnClose(reply: FastifyReply): AbortController {
 }
 
 /** The body as the compactor reads it; one whose bytes alone are far under the budget is forwarded unread (nothing could be done to it). */
-function readProxied<R>(app: FastifyInstance, api: ProxiedApi<R>, body: ProxiedBody, budget: number | 'off'): ProxyRead<R> {
-  if (budget !== 'off' && farUnderBudget(body.bytes, budget * app.proxy.compactor.quietShare)) return { unread: undefined }
+function readProxied<R>(app: FastifyInstance, api: ProxiedApi<R>, body: ProxiedBody, budget: number | 'off', clientModel: boolean): ProxyRead<R> {
+  if (budget !== 'off' && farUnderBudget(body.bytes, budget * app.proxy.compactor.quietShare(clientModel))) return { unread: undefined }
   return api.read(body, () => budget === 'off' || !farUnderBudget(body.bytes, budget))
 }
 
@@ -350,39 +351,36 @@ async function compactProxied<R>(
 }
 
 /**
- * A compaction counted, logged and recorded. The record and the cold layer never hold the forward: they are
- * written while the model works on the forwarded request, and the answer waits for the record. With SQLite,
- * whose indexing holds this thread, the cold layer begins once the request is on its way (`begin`), reads
- * of the session waiting for it (WritesAfterAnswers); with a store other replicas read, the answer waits too.
+ * A proxied compaction served (service/served.ts): counted, logged, tallied and recorded. The record and the
+ * cold layer never hold the forward: they are written while the model works on the forwarded request, and
+ * the answer waits for the record. With SQLite, whose indexing holds this thread, the cold layer begins once
+ * the request is on its way (`begin`), reads of the session waiting for it; with a store other replicas read,
+ * the answer waits too.
  */
-async function recordProxied(
+async function serveProxied(
   app: FastifyInstance,
   request: FastifyRequest,
+  reply: FastifyReply,
   endpoint: string,
-  outcome: Extract<ProxyOutcome, { kind: 'compacted' }>,
-  session: string | undefined,
-  budget: number | 'off'
-): Promise<{ recorded?: Promise<void>; begin?: () => void; unkept?: true }> {
-  const { store, metrics } = app
-  const { run } = outcome
-  countCompaction(metrics, run, modelKindOf(app.compaction.deps.modelSummarizer?.kind))
-  metrics.proxyCompactions.inc({ source: outcome.source })
-  request.log.info(
-    {
-      event: 'context_compacted',
-      via: 'proxy',
-      endpoint,
-      source: outcome.source,
-      session_id: session,
-      key_name: request.keyName || undefined,
-      summary_id: outcome.summaryId,
-      summarizer: run.response.summarizer.kind,
-      ...run.response.stats
-    },
-    'context_compacted'
-  )
-  const keep = recordWrites(store, metrics, request.log, { mode: 'auto', session_id: session, budget }, request.keyName, run.response, outcome.memory)
-  return scheduleRecord(store, app.writes, request.keyName, session, keep)
+  outcome: ProxyOutcome,
+  at: { session: string | undefined; budget: number | 'off'; started: number }
+): Promise<Scheduled> {
+  if (outcome.kind !== 'compacted') return {}
+  const served = await app.serve(outcome.run, {
+    via: 'proxy',
+    tenant: request.keyName,
+    session: at.session,
+    mode: 'auto',
+    budget: at.budget,
+    log: request.log,
+    started: at.started,
+    endpoint,
+    source: outcome.source,
+    waitMs: performance.now() - at.started
+  })
+  if (served.unkept) void reply.header(RECORD_HEADER, 'not-kept')
+  if (served.begin) reply.raw.once('close', served.begin)
+  return served
 }
 
 /**
@@ -463,7 +461,7 @@ export async function proxyRequest<R>(
   const abort = abortOnClose(reply)
   const headersUp = managed ? withoutConsumedBetas(upstreamHeaders(request.headers, credentials)) : upstreamHeaders(request.headers, credentials)
 
-  let read = readProxied(app, api, body, budget)
+  let read = readProxied(app, api, body, budget, context.clientSummaries !== undefined && api.clientSummarizer !== undefined)
   // every conversation on record: one whose client names no session gets a stable id of the gateway's
   // (a body forwarded unread has the session its headers name, if any: its cost is counted there)
   const session = 'parts' in read ? (proxySession(request.headers, read.parts.userId) ?? derivedSession(read.parts)) : proxySession(request.headers, undefined)
@@ -496,9 +494,6 @@ export async function proxyRequest<R>(
     throw err
   })
   outcomes.set(request, outcome.kind)
-  const { recorded, begin, unkept } = outcome.kind === 'compacted' ? await recordProxied(app, request, api.endpoint, outcome, session, budget) : {}
-  if (unkept) void reply.header(RECORD_HEADER, 'not-kept')
-  if (begin) reply.raw.once('close', begin)
 
   // compact_20260112: the compaction (new, or an earlier one standing in) given to the client as the API gives it
   const compaction =
@@ -514,9 +509,9 @@ export async function proxyRequest<R>(
       : undefined
   if (managed && compaction && managed.compact?.pauseAfterCompaction) {
     answered()
-    await recorded
-    if (outcome.kind === 'compacted')
-      app.activity.compaction(request.keyName, session, { via: 'proxy', response: outcome.run.response, waitMs: performance.now() - started })
+    await (
+      await serveProxied(app, request, reply, api.endpoint, outcome, { session, budget, started })
+    ).recorded
     const value = body.value() as Record<string, unknown>
     const paused = pausedAnswer(value.model, value.stream === true, compaction.block, compaction.usage, managed.edited.applied)
     outcomes.set(request, outcome.kind)
@@ -535,6 +530,7 @@ export async function proxyRequest<R>(
       ? api.write(body, read.read, outcome.kind === 'none' ? undefined : outcome, clearedHistory)
       : body.bytes
   forwarded.bytes = payload
+  const { recorded, begin } = await serveProxied(app, request, reply, api.endpoint, outcome, { session, budget, started })
   const asked = performance.now()
   // The query string goes on as it came (Claude Code's `?beta=true`).
   const query = request.url.indexOf('?')
@@ -545,10 +541,7 @@ export async function proxyRequest<R>(
   const upstreamMs = performance.now() - asked
   await recorded // the record's writes log and count their own failures: they never reject
   app.metrics.proxyUpstreamSeconds.observe({ endpoint: api.endpoint }, upstreamMs / 1_000)
-  if (outcome.kind === 'compacted') {
-    app.metrics.crossingWait.observe((asked - started) / 1_000)
-    app.activity.compaction(request.keyName, session, { via: 'proxy', response: outcome.run.response, waitMs: asked - started })
-  }
+  if (outcome.kind === 'compacted') app.metrics.crossingWait.observe((asked - started) / 1_000)
 
   const notRead = 'unread' in read ? read.unread : undefined
   if (managed) keepClearedEvidence(app, request, session, managed.edited.cleared)
@@ -624,27 +617,26 @@ export async function compactResponsesHere(app: FastifyInstance, request: Fastif
       throw new InvalidRequestError(err.message.replace(/\bmessages\b/, 'input'), err.path?.replace(/^\/messages/, '/input'))
     throw err
   })
-  countCompaction(app.metrics, run, modelKindOf(app.compaction.deps.modelSummarizer?.kind))
   const { response } = run
+  const { recorded, begin, unkept } = await app.serve(run, {
+    via: 'proxy',
+    tenant: request.keyName,
+    session,
+    mode: 'manual',
+    budget: 'off',
+    log: request.log,
+    started,
+    endpoint: 'responses_compact',
+    waitMs: performance.now() - started
+  })
+  if (unkept) void reply.header(RECORD_HEADER, 'not-kept')
+  if (begin) reply.raw.once('close', begin)
+  await recorded
   let usage = { input_tokens: 0, output_tokens: 0 }
   let item = compactionItem(input)
   if (summarized(response)) {
     usage = { input_tokens: response.summarizer.input_tokens, output_tokens: response.summarizer.output_tokens }
     item = compactionItem(response.messages)
-    app.activity.compaction(request.keyName, session, { via: 'proxy', response, waitMs: performance.now() - started })
-    const keep = recordWrites(
-      app.store,
-      app.metrics,
-      request.log,
-      { mode: 'manual', session_id: session, budget: 'off' },
-      request.keyName,
-      response,
-      run.memory
-    )
-    const { recorded, begin, unkept } = await scheduleRecord(app.store, app.writes, request.keyName, session, keep)
-    if (unkept) void reply.header(RECORD_HEADER, 'not-kept')
-    if (begin) reply.raw.once('close', begin)
-    await recorded
     void reply.header('x-compaction-summary-id', response.summary.id)
   }
   void reply.header('x-compaction', summarized(response) ? 'compacted' : 'none')

@@ -20,7 +20,7 @@ import {
 import { DOCTRINE_VERSION } from '../prompts/doctrine.js'
 import { type MemoryEntry, clippedMemory, passages, readMemory, redactMemory } from '../memory/entries.js'
 import { compactionRedactors } from '../secrets/index.js'
-import { DEFAULT_BUDGET_TOKENS } from './defaults.js'
+import { DEFAULT_BUDGET_TOKENS } from '../contract/defaults.js'
 import { ConversationsText } from './conversations.js'
 import type { CompactRequestBody } from '../contract/schemas.js'
 import type { SummarizerReport, Summarizer } from '../summarizer/summarizer.js'

@@ -24,4 +24,3 @@ export class SummarizerUnavailableError extends GatewayError {
 }
 
 /** The summarizer's own errors, which the HTTP layer maps to 502 and 503. */
-export { CancelledError, OverloadedError, SummarizerFailedError } from '../summarizer/errors.js'

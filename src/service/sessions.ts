@@ -1,10 +1,8 @@
 import type { DeletedSession, Store } from '../storage/store.js'
 
-/** What deleting a session reaches: the store, the writes still landing, the proxy's memory, Redis's locks. */
+/** What deleting a session reaches: the store (whose deletion waits for the writes of answers already given), the proxy's memory, Redis's locks. */
 export interface SessionDeletionDeps {
   store: Pick<Store, 'deleteSession'>
-  /** Settles when the session's writes asked for so far (the records of answers just given) have. */
-  settled: (keyName: string, sessionId: string) => Promise<void>
   /** The proxy's conversations of the session held in this process; resolves once their writes in flight have landed. */
   forgetConversations?: (keyName: string, sessionId: string) => Promise<number>
   /** Deletes the summaries' locks in Redis; a failure is told, not thrown (they hold no text and expire). */
@@ -18,7 +16,6 @@ export interface SessionDeletionDeps {
  */
 export async function deleteSession(deps: SessionDeletionDeps, keyName: string, sessionId: string): Promise<DeletedSession & { conversations: number }> {
   const conversations = (await deps.forgetConversations?.(keyName, sessionId)) ?? 0
-  await deps.settled(keyName, sessionId)
   const deleted = await deps.store.deleteSession(sessionId, keyName)
   if (deleted.cache_keys.length > 0 && deps.dropLocks) await deps.dropLocks(deleted.cache_keys).catch((err: unknown) => deps.onLockFault?.(err))
   return { ...deleted, conversations }

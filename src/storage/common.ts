@@ -2,8 +2,6 @@ import { emptySections } from '../compaction/sections.js'
 import { parseSummary } from '../compaction/summary-text.js'
 import { ownerOf, unseal } from './sealing.js'
 import { type CompactionRecord, InvalidCursorError } from './store.js'
-import { MAX_SESSION_MEMORY } from '../contract/defaults.js'
-export { MAX_SESSION_MEMORY }
 
 /** What every store shares: how records are kept, cursors made and recall queries read. */
 

@@ -19,7 +19,8 @@ import type {
   CompactionDetail
 } from './store.js'
 import { StoreError, sessionSummary } from './store.js'
-import { KIND_WEIGHT, MAX_SESSION_MEMORY, type StoredRecord, activityScope, decodeCursor, encodeCursor, openRecord } from './common.js'
+import { KIND_WEIGHT, type StoredRecord, activityScope, decodeCursor, encodeCursor, openRecord } from './common.js'
+import { MAX_SESSION_MEMORY } from '../contract/defaults.js'
 import { at } from '../compaction/index.js'
 import { Terms, newKey, ownerOf, seal, unseal } from './sealing.js'
 

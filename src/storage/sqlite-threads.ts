@@ -3,7 +3,6 @@ import { fileURLToPath } from 'node:url'
 import { Worker } from 'node:worker_threads'
 import type { SqliteReads, SqliteWrites } from './sqlite.js'
 import { MAX_WRITE_BACKLOG } from '../contract/defaults.js'
-export { MAX_WRITE_BACKLOG }
 
 /** The writes a SQLite store makes, by name, with their arguments and results. */
 export type Writes = Pick<

@@ -22,7 +22,8 @@ import type {
   TimelinePoint
 } from './store.js'
 import { StoreError, sessionSummary } from './store.js'
-import { KIND_WEIGHT, MAX_SESSION_MEMORY, type StoredRecord, activityScope, decodeCursor, encodeCursor, openRecord } from './common.js'
+import { KIND_WEIGHT, type StoredRecord, activityScope, decodeCursor, encodeCursor, openRecord } from './common.js'
+import { MAX_SESSION_MEMORY } from '../contract/defaults.js'
 import { at } from '../compaction/at.js'
 import { type Reads, ReaderPool, type SqliteRunner, StoreThread, type Writes, inlineRunner } from './sqlite-threads.js'
 import { MIGRATIONS, recordFigures, sessionKey } from './sqlite-schema.js'

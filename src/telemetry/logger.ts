@@ -1,6 +1,5 @@
 import { type DestinationStream, type LoggerOptions, pino } from 'pino'
 import { LOG_FLUSH_MS } from '../contract/defaults.js'
-export { LOG_FLUSH_MS }
 
 /** Headers that carry credentials never reach a log line. */
 export const REDACTED_PATHS = ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie', 'res.headers["set-cookie"]']

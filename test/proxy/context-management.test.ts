@@ -214,7 +214,7 @@ describe('context editing (clear_tool_uses_20250919, clear_thinking_20251015) pe
       { model: 'claude-any', max_tokens: 16, messages: work(6) as Anthropic.Beta.BetaMessageParam[], context_management: { edits: [CLEAR] } },
       { headers: { 'x-compaction-session': 'cm-recall' } }
     )
-    await app.writes.drain()
+    await app.store.drain()
     const found = await app.inject({ method: 'POST', url: '/v1/sessions/cm-recall/recall', payload: { query: 'AssertionError expected 3 to be 4', limit: 5 } })
     expect(found.statusCode).toBe(200)
     const hits = found.json<{ results: { text: string; kind: string }[] }>().results

@@ -82,5 +82,17 @@ describe('a top-level field found in the bytes', () => {
     )
     // only the object's own field: one of the same name in a message is no top-level field
     expect(topLevelField(Buffer.from('{"messages":[{"context_management":1}]}'), 'context_management')).toBeUndefined()
+    // nor one in a string, nor the name as a value; the object's own is found past them all, wherever it stands
+    const decoys = { a: { context_management: 2 }, s: '"context_management": 3 \\', t: ['context_management'] }
+    for (const order of [
+      { ...decoys, context_management: { x: 1 } },
+      { context_management: { x: 1 }, ...decoys },
+      { a: decoys.a, context_management: { x: 1 }, s: decoys.s, t: decoys.t }
+    ]) {
+      const found = topLevelField(Buffer.from(JSON.stringify(order)), 'context_management')
+      expect(JSON.parse(found!.value.toString())).toEqual({ x: 1 })
+      expect(JSON.parse(found!.without.toString())).toEqual(decoys)
+    }
+    expect(topLevelField(Buffer.from(JSON.stringify(decoys)), 'context_management')).toBeUndefined()
   })
 })

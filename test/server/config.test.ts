@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
-import { ConfigError, DEFAULT_BUDGET_TOKENS, loadConfig, parseApiKeys, setupLine } from '../../src/server/config.js'
+import { ConfigError, loadConfig, parseApiKeys, setupLine } from '../../src/server/config.js'
+import { DEFAULT_BUDGET_TOKENS } from '../../src/contract/defaults.js'
 
 describe('loadConfig', () => {
   it('has the embedded defaults with nothing set, and ignores empty values', () => {

@@ -140,7 +140,7 @@ describe('a store that fails', () => {
     // Writes on the connection the test makes read-only (a file's writes run in a thread of their own otherwise).
     const app = await testApp({}, { store: new SqliteStore(tempDb(), { writer: 'inline' }) })
     expect((await app.inject({ url: '/readyz' })).json()).toEqual({ status: 'ready', checks: { store: 'ok' } })
-    ;(app.store as SqliteStore).connection.pragma('query_only = 1')
+    ;(app.store.inner as SqliteStore).connection.pragma('query_only = 1')
     const ready = await app.inject({ url: '/readyz' })
     expect(ready.statusCode).toBe(503)
     expect(ready.json().checks.store).toMatch(/not writable/)

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { WritesAfterAnswers } from '../../src/server/writes.js'
+import { ReadYourWrites, WritesAfterAnswers } from '../../src/storage/read-your-writes.js'
 import { SqliteStore } from '../../src/storage/sqlite.js'
 import type { CompactionRecord, MemoryOwner, MemoryRow } from '../../src/storage/store.js'
 import { testApp } from '../helpers/app.js'
@@ -63,6 +63,46 @@ describe('WritesAfterAnswers', () => {
     await writes.drain()
     expect(log).toEqual(['never begun by its answer'])
     await expect(writes.settled('alpha', 's1')).resolves.toBeUndefined()
+  })
+})
+
+describe('ReadYourWrites', () => {
+  const owner = (session: string, compaction = 'cmp_1'): MemoryOwner => ({
+    compaction_id: compaction,
+    session_id: session,
+    key_name: 'alpha',
+    created_at: '2026-12-01T00:00:00.000Z'
+  })
+  const rows: MemoryRow[] = [{ kind: 'ask', text: 'fix the flaky retry test', from: 0, to: 0 }]
+
+  it("reads a session, and deletes it, only after that session's reserved writes have landed; the tenant's list after all of its own", async () => {
+    const store = new ReadYourWrites(new SqliteStore(':memory:'))
+    const begin = store.reserve('alpha', 's1', () => store.saveMemory(owner('s1'), rows))
+    const hits = store.recall('s1', 'alpha', { text: 'flaky retry', limit: 5 })
+    const listed = store.listSessions('alpha', { limit: 10 })
+    let settled = false
+    void hits.then(() => (settled = true))
+    await turns()
+    // the read waits: the write has not begun (its answer has not gone)
+    expect(settled).toBe(false)
+    begin()
+    expect((await hits).map((h) => h.text)).toEqual(['fix the flaky retry test'])
+    await listed
+    const gone = store.reserve('alpha', 's1', () => store.saveMemory(owner('s1', 'cmp_2'), rows))
+    const deletion = store.deleteSession('s1', 'alpha')
+    gone()
+    expect((await deletion).cold_layer).toBe(2)
+    expect(await store.recall('s1', 'alpha', { text: 'flaky retry', limit: 5 })).toEqual([])
+    await store.close()
+  })
+
+  it("says a failed read or deletion as a StoreError naming what could not be done; a made-up cursor stays the client's error", async () => {
+    const inner = new SqliteStore(':memory:')
+    const store = new ReadYourWrites(inner)
+    await expect(store.listRecords('s1', 'alpha', { limit: 5, cursor: 'not-a-cursor' })).rejects.toMatchObject({ name: 'InvalidCursorError' })
+    await inner.close()
+    await expect(store.timeline('s1', 'alpha', 5)).rejects.toMatchObject({ name: 'StoreError', failed: 'read' })
+    await expect(store.deleteSession('s1', 'alpha')).rejects.toMatchObject({ name: 'StoreError', failed: 'written' })
   })
 })
 

@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest'
 import { loadConfig } from '../../src/server/config.js'
 import { runCompaction } from '../../src/service/compact.js'
-import { DEFAULT_BUDGET_TOKENS } from '../../src/service/defaults.js'
+import { DEFAULT_BUDGET_TOKENS } from '../../src/contract/defaults.js'
 import { ExtractiveSummarizer } from '../../src/summarizer/extractive.js'
 import { shellStep, user } from '../helpers/history.js'
 
 describe('DEFAULT_BUDGET_TOKENS', () => {
-  it('is the server’s budget when none is configured', () => {
-    expect(loadConfig({}).COMPACT_BUDGET).toBe(DEFAULT_BUDGET_TOKENS)
+  it('is the server’s budget when none is configured: 45000 tokens, as docs/configuration.md says', () => {
+    expect(loadConfig({}).COMPACT_BUDGET).toBe(45_000)
   })
 
   it('sizes the tail of a manual compaction when auto compaction is off', async () => {

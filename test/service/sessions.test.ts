@@ -5,19 +5,18 @@ import type { DeletedSession } from '../../src/storage/store.js'
 const deletedRows: DeletedSession = { compactions: 2, cold_layer: 3, cached: 1, cache_keys: ['k1'], space_reclaimed: true }
 
 describe('deleteSession', () => {
-  it('forgets the proxy’s conversations and lets the writes land before the rows go, then drops the locks', async () => {
+  it('forgets the proxy’s conversations before the rows go (the store’s deletion waits for the session’s writes: test/server/writes.test.ts), then drops the locks', async () => {
     const steps: string[] = []
     const result = await deleteSession(
       {
         forgetConversations: async (key, session) => (steps.push(`forget ${key}/${session}`), 2),
-        settled: async (key, session) => void steps.push(`settled ${key}/${session}`),
         store: { deleteSession: async (session, key) => (steps.push(`delete ${key}/${session}`), deletedRows) },
         dropLocks: async (keys) => void steps.push(`locks ${keys.join(',')}`)
       },
       'alpha',
       'sess'
     )
-    expect(steps).toEqual(['forget alpha/sess', 'settled alpha/sess', 'delete alpha/sess', 'locks k1'])
+    expect(steps).toEqual(['forget alpha/sess', 'delete alpha/sess', 'locks k1'])
     expect(result).toEqual({ ...deletedRows, conversations: 2 })
   })
 
@@ -25,7 +24,6 @@ describe('deleteSession', () => {
     const faults: unknown[] = []
     const dropped: string[][] = []
     const deps = {
-      settled: async () => undefined,
       dropLocks: async (keys: readonly string[]) => {
         dropped.push([...keys])
         throw new Error('Redis is down')

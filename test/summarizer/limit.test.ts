@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { CancelledError, OverloadedError } from '../../src/service/errors.js'
+import { CancelledError, OverloadedError } from '../../src/summarizer/errors.js'
 import { LimitedSummarizer } from '../../src/summarizer/limit.js'
 import type { SummarizeRequest, SummarizeResult, Summarizer } from '../../src/summarizer/summarizer.js'
 import { CORE_REDACTORS } from '../../src/compaction/index.js'

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import fp from 'fastify-plugin'
-import { type CompactDeps, runCompaction } from '../../service/compact.js'
+import { type CompactDeps, type CompactRunView, runCompaction } from '../../service/compact.js'
+import { type Scheduled, type ServedAt, modelKindOf, serveCompaction } from '../../service/served.js'
 import { ConversationsText } from '../../service/conversations.js'
 import { redisFlight } from '../../storage/redis.js'
 import { CachingSummarizer } from '../../summarizer/cache.js'
@@ -11,7 +12,6 @@ import type { Summarizer } from '../../summarizer/summarizer.js'
 import { CompactionPool } from '../../workers/pool.js'
 import type { Config } from '../config.js'
 import { OVERLOADED_RETRY_AFTER_S } from '../../contract/defaults.js'
-export { OVERLOADED_RETRY_AFTER_S }
 
 /** What compacting takes: the summarizer stack, the defaults and the workers. */
 export interface Compaction {
@@ -27,6 +27,8 @@ declare module 'fastify' {
     compaction: Compaction
     /** Runs one small compaction inline and one in every worker, so that the first requests do not pay for compiling the pipeline. */
     warm: () => Promise<void>
+    /** A compaction served, wherever it ran: counted, logged, tallied, its record written or scheduled (service/served.ts). */
+    serve: (run: CompactRunView, at: ServedAt) => Promise<Scheduled>
   }
 }
 
@@ -101,6 +103,8 @@ export const compactionPlugin = fp<CompactionPluginOptions>(
       conversations: new ConversationsText()
     }
     app.decorate('compaction', { deps, limited, pool })
+    const serving = { store: app.store, metrics: app.metrics, activity: app.activity, modelKind: modelKindOf(deps.modelSummarizer?.kind) }
+    app.decorate('serve', (run: CompactRunView, at: ServedAt) => serveCompaction(serving, run, at))
     app.decorate('warm', async () => {
       // extractive: warming never calls (or pays for) a model
       const body = { mode: 'manual' as const, summarizer: 'extractive' as const, messages: WARM_HISTORY }

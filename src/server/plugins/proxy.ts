@@ -1,10 +1,11 @@
 import fp from 'fastify-plugin'
-import { ProxyCompactor, storedAnchors } from '../../proxy/compactor.js'
+import { ProxyCompactor, storedAnchors } from '../../service/proxy-compactor.js'
 import { ClearingTier } from '../../proxy/clearing.js'
 import { CLEARED_RECALL_NOTE } from '../../proxy/context-management.js'
 import { promptTokens } from '../../compaction/index.js'
 import { Upstream } from '../../proxy/upstream.js'
-import { type Config, DEFAULT_GEMINI_BASE_URL, DEFAULT_OPENAI_BASE_URL, DEFAULT_UPSTREAM_URL } from '../config.js'
+import { type Config, DEFAULT_GEMINI_BASE_URL, DEFAULT_OPENAI_BASE_URL } from '../config.js'
+import { DEFAULT_UPSTREAM_URL } from '../../contract/defaults.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -1,18 +1,14 @@
 import fp from 'fastify-plugin'
 import { PostgresStore, isPostgresUrl } from '../../storage/postgres.js'
 import { SqliteStore } from '../../storage/sqlite.js'
-import type { Store } from '../../storage/store.js'
-import { WritesAfterAnswers } from '../writes.js'
+import { ReadYourWrites } from '../../storage/read-your-writes.js'
 import { Activity } from '../../service/activity.js'
 import { PRUNE_INTERVAL_MS } from '../../contract/defaults.js'
-export { PRUNE_INTERVAL_MS }
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** Records, the summary cache and the cold layer. */
-    store: Store
-    /** Writes begun after their answers; reads of records and the cold layer wait for them. */
-    writes: WritesAfterAnswers
+    /** Records, the summary cache and the cold layer; a session's reads wait for its writes begun after their answers. */
+    store: ReadYourWrites
     /** What the gateway did for each tenant, tallied by the hour (the overview, a session's cost). */
     activity: Activity
     /** Resolves when the prune under way (at start, then hourly) is done; at once where none is. */
@@ -24,7 +20,7 @@ export interface StorePluginOptions {
   /** COMPACT_DB: a SQLite file, or a postgres:// URL. */
   db: string
   /** A store made by the caller instead (tests); the app closes it all the same. */
-  store?: Store
+  store?: import('../../storage/store.js').Store
   retentionDays: number
   now: () => number
 }
@@ -37,7 +33,7 @@ export interface StorePluginOptions {
 export const storePlugin = fp<StorePluginOptions>(
   async (app, { db, store: given, retentionDays, now }) => {
     const { metrics } = app
-    const store =
+    const opened =
       given ??
       (isPostgresUrl(db)
         ? new PostgresStore(db, {
@@ -47,6 +43,7 @@ export const storePlugin = fp<StorePluginOptions>(
             }
           })
         : new SqliteStore(db))
+    const store = new ReadYourWrites(opened)
     app.decorate('store', store)
     const activity = new Activity(
       store,
@@ -57,8 +54,6 @@ export const storePlugin = fp<StorePluginOptions>(
       now
     )
     app.decorate('activity', activity)
-    const writes = new WritesAfterAnswers()
-    app.decorate('writes', writes)
     let pruning: Promise<void> | undefined
     const prune = async (): Promise<void> => {
       try {
@@ -81,7 +76,8 @@ export const storePlugin = fp<StorePluginOptions>(
     app.addHook('onClose', async () => {
       clearInterval(timer)
       await pruning
-      await writes.drain()
+      // the writes begun after their answers first (store.close drains them), then the tallies
+      await store.drain()
       await activity.close()
       await store.close()
     })

@@ -1,10 +1,10 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
-import { randomUUID } from 'node:crypto'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { type CompactRunView, runCompaction, summarized } from '../../service/compact.js'
-import { RECORD_HEADER, countCompaction, modelKindOf, recordWrites, scheduleRecord } from '../records.js'
-import { DEFAULT_BODY_LIMIT, bodyParser } from '../body.js'
+import { type CompactRunView, runCompaction } from '../../service/compact.js'
+import { RECORD_HEADER } from '../../service/served.js'
+import { bodyParser } from '../body.js'
+import { DEFAULT_BODY_LIMIT } from '../../contract/defaults.js'
 import { CompactRequest, type CompactRequestBody, CompactResponse } from '../../contract/schemas.js'
 import { KEYED, UNAUTHORIZED_DESCRIPTION } from './security.js'
 import { GatewayError, InvalidRequestError } from '../../contract/errors.js'
@@ -59,7 +59,7 @@ export interface CompactRouteOptions {
 }
 
 export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app, { workerMinBytes = 0 }) => {
-  const { writes, store, metrics } = app
+  const { metrics } = app
   const { deps, pool } = app.compaction
   // One reading of a body, inline or in a worker (readCompactRequest): a large one's bytes go to a worker
   // unparsed, where there are workers; any other is read here.
@@ -138,80 +138,24 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
     return reply.type('application/json; charset=utf-8').send(Buffer.from(json.buffer, json.byteOffset, json.byteLength) as never)
   }
 
-  /** What follows every compaction, wherever it ran: the counts, the record, the log event, Server-Timing. */
+  /** What follows every compaction, wherever it ran: served (service/served.ts), then the answer's headers. */
   async function afterCompaction(request: FastifyRequest, reply: FastifyReply, run: CompactRunView, body: CompactedBody, started: number): Promise<void> {
-    const { response } = run
-    reasons.set(request, response.reason)
-    countCompaction(metrics, run, modelKindOf(deps.modelSummarizer?.kind))
-    if (response.compacted && !summarized(response)) {
-      // cleared, nothing summarized: no record (it has no summary); the cleared outputs go to the cold layer
-      app.activity.clearing(request.keyName, body.session_id, {
-        uses: response.cleared.length,
-        tokens: response.cleared.reduce((n, c) => n + c.tokens, 0),
-        waitMs: performance.now() - started
-      })
-      if (run.memory && body.session_id !== undefined) {
-        const owner = {
-          compaction_id: `clr_${randomUUID().replace(/-/g, '').slice(0, 24)}`,
-          session_id: body.session_id,
-          key_name: request.keyName,
-          created_at: new Date().toISOString()
-        }
-        await store.saveMemory(owner, run.memory).then(
-          () => metrics.memoryEntries.inc(run.memory?.length ?? 0),
-          (err: unknown) => {
-            metrics.storeErrors.inc({ operation: 'memory_write' })
-            request.log.error({ err }, "cleared tool results' outputs could not be kept in the cold layer")
-          }
-        )
-      }
-    } else if (summarized(response)) {
-      // The record is written before the answer; the cold layer once the answer has gone (or its client
-      // has), reads of it in this process waiting for the write (WritesAfterAnswers). With PostgreSQL,
-      // which other replicas read, the answer waits for both.
-      const budget = body.budget_tokens ?? deps.defaults.budgetTokens
-      app.activity.compaction(request.keyName, body.session_id, { via: 'route', response })
-      const keep = recordWrites(store, metrics, request.log, { ...body, budget }, request.keyName, response, run.memory)
-      const { recorded, begin, unkept } = await scheduleRecord(store, writes, request.keyName, body.session_id, keep)
-      if (unkept) void reply.header(RECORD_HEADER, 'not-kept')
-      if (begin) {
-        reply.raw.once('finish', begin)
-        reply.raw.once('close', begin)
-      }
-      await recorded
+    reasons.set(request, run.response.reason)
+    const { recorded, begin, unkept } = await app.serve(run, {
+      via: 'route',
+      tenant: request.keyName,
+      session: body.session_id,
+      mode: body.mode ?? 'auto',
+      budget: body.budget_tokens ?? deps.defaults.budgetTokens,
+      log: request.log,
+      started
+    })
+    if (unkept) void reply.header(RECORD_HEADER, 'not-kept')
+    if (begin) {
+      reply.raw.once('finish', begin)
+      reply.raw.once('close', begin)
     }
-    const fault = response.summarizer?.fallback_reason
-    if (fault && fault !== 'no_api_key') {
-      // The compaction was answered, but an operator must see that the model is failing.
-      request.log.warn(
-        {
-          event: 'summarizer_fault',
-          reason: fault,
-          key_name: request.keyName || undefined,
-          session_id: body.session_id,
-          summarizer_calls: response.summarizer?.calls
-        },
-        `model summary failed (${fault}); the extractive summary stood in`
-      )
-    }
-    // One event per compaction, with its figures and never its content.
-    request.log.info(
-      {
-        event: response.compacted ? 'context_compacted' : 'compaction_skipped',
-        session_id: body.session_id,
-        key_name: request.keyName || undefined,
-        mode: body.mode ?? 'auto',
-        reason: response.reason,
-        summary_id: summarized(response) ? response.summary.id : undefined,
-        summarizer: response.summarizer?.kind,
-        model: response.summarizer?.model ?? undefined,
-        fallback_reason: response.summarizer?.fallback_reason ?? undefined,
-        summarizer_calls: response.summarizer?.calls,
-        duration_ms: Math.round(performance.now() - started),
-        ...response.stats
-      },
-      response.compacted ? 'context_compacted' : 'compaction_skipped'
-    )
+    await recorded
     const t = run.timings
     void reply.header(
       'server-timing',

@@ -4,11 +4,9 @@ import { type Static, Type } from 'typebox'
 import { RECALL_TOOL_NAME } from '../../compaction/index.js'
 import { MEMORY_KINDS } from '../../memory/entries.js'
 import { SessionId } from '../../contract/schemas.js'
-import { StoreError } from '../../storage/store.js'
 import { NotFoundError } from '../../contract/errors.js'
 import { KEYED, keyedResponses } from './security.js'
 import { DEFAULT_RECALL_LIMIT, MAX_RECALL_LIMIT } from '../../contract/defaults.js'
-export { DEFAULT_RECALL_LIMIT, MAX_RECALL_LIMIT }
 
 const SessionParams = Type.Object({ session_id: SessionId('The session.') })
 const Kind = Type.Enum([...MEMORY_KINDS], {
@@ -74,9 +72,6 @@ const RecallTool = Type.Object(
   { additionalProperties: false, description: 'A tool definition in the Messages API format.' }
 )
 
-const storeFailed = (err: unknown): StoreError =>
-  new StoreError(`the store could not be read: ${err instanceof Error ? err.message : String(err)}`, { cause: err, failed: 'read' })
-
 /** The cold layer: search what compaction removed, read a session's current summary, get the recall tool. */
 export const memoryRoutes: FastifyPluginAsync = async (app) => {
   const { store, metrics } = app
@@ -104,7 +99,6 @@ export const memoryRoutes: FastifyPluginAsync = async (app) => {
     async (request) => {
       const body: Static<typeof RecallRequest> = request.body
       try {
-        await app.writes.settled(request.keyName, request.params.session_id)
         const results = await store.recall(request.params.session_id, request.keyName, {
           text: body.query,
           limit: body.limit ?? DEFAULT_RECALL_LIMIT,
@@ -116,7 +110,7 @@ export const memoryRoutes: FastifyPluginAsync = async (app) => {
       } catch (err) {
         metrics.recallRequests.inc({ outcome: 'failed' })
         metrics.storeErrors.inc({ operation: 'recall' })
-        throw storeFailed(err)
+        throw err // the store says what failed (ReadYourWrites)
       }
     }
   )
@@ -141,11 +135,10 @@ export const memoryRoutes: FastifyPluginAsync = async (app) => {
     async (request) => {
       let recap
       try {
-        await app.writes.settled(request.keyName, request.params.session_id)
         recap = await store.recap(request.params.session_id, request.keyName)
       } catch (err) {
         metrics.storeErrors.inc({ operation: 'recap' })
-        throw storeFailed(err)
+        throw err // the store says what failed (ReadYourWrites)
       }
       if (!recap) throw new NotFoundError(`no compaction of session "${request.params.session_id}"`, '/session_id')
       const { record } = recap

@@ -7,7 +7,6 @@ import { SessionId } from '../../contract/schemas.js'
 import { DEFAULT_OVERVIEW_DAYS, MAX_OVERVIEW_DAYS } from '../../contract/defaults.js'
 import { HOUR_MS, type Prices, WAIT_BOUNDS_MS, savingsAt } from '../../service/activity.js'
 import { KEYED, keyedResponses } from './security.js'
-import { readStore } from './sessions.js'
 
 const DAY_MS = 24 * HOUR_MS
 /** A range up to this long is drawn by the hour; a longer one by the day. */
@@ -206,10 +205,7 @@ export const overviewRoutes: FastifyPluginAsync<{ prices: Prices; now: () => num
       const start = Math.floor(fromMs / HOUR_MS) * HOUR_MS
       const bucketMs = toMs - start <= HOURLY_UP_TO_MS ? HOUR_MS : DAY_MS
       const session = query.session_id ?? null
-      const figures = await readStore(async () => {
-        await app.writes.settledTenant(request.keyName)
-        return app.activity.figures(request.keyName, session, { fromMs: start, toMs }, bucketMs)
-      })
+      const figures = await app.activity.figures(request.keyName, session, { fromMs: start, toMs }, bucketMs)
       return {
         from: new Date(start).toISOString(),
         to: new Date(toMs).toISOString(),

@@ -1,7 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { InvalidCursorError, StoreError } from '../../storage/store.js'
 import { decodeCursor, encodeCursor } from '../../storage/common.js'
 import { NotFoundError } from '../../contract/errors.js'
 import { urlPartValidatorCompiler } from '../../contract/validation.js'
@@ -11,7 +10,6 @@ import { deleteSession } from '../../service/sessions.js'
 import { costEstimate } from '../../service/costs.js'
 import { dropFlights } from '../../storage/redis.js'
 import { DEFAULT_PAGE_SIZE, DEFAULT_TIMELINE_POINTS, MAX_TIMELINE_POINTS, MAX_PAGE_SIZE } from '../../contract/defaults.js'
-export { DEFAULT_PAGE_SIZE, DEFAULT_TIMELINE_POINTS, MAX_TIMELINE_POINTS, MAX_PAGE_SIZE }
 
 const SessionCompactions = Type.Object(
   {
@@ -101,17 +99,6 @@ const CompactionDetailSchema = Type.Object(
   },
   { additionalProperties: false, description: 'One compaction: its record (summary, figures, summarizer), what it removed and what its cold layer keeps.' }
 )
-
-/** A read (or a deletion) of the store: a bad cursor is the client's 400; any other failure the store's (a 503 to retry, its reason logged by the handler). */
-export async function readStore<T>(read: () => Promise<T>, what = 'read'): Promise<T> {
-  try {
-    return await read()
-  } catch (err) {
-    if (err instanceof InvalidCursorError || err instanceof StoreError) throw err
-    const failed = what === 'read' ? 'read' : 'written'
-    throw new StoreError(`the record store could not be ${failed}: ${err instanceof Error ? err.message : String(err)}`, { cause: err, failed })
-  }
-}
 
 const DeletedSessionSchema = Type.Object(
   {
@@ -227,10 +214,7 @@ export const sessionRoutes: FastifyPluginAsync = async (app) => {
     async (request) => {
       const sessionId = request.params.session_id
       const limit = request.query.limit ?? DEFAULT_TIMELINE_POINTS
-      const points = await readStore(async () => {
-        await app.writes.settled(request.keyName, sessionId)
-        return store.timeline(sessionId, request.keyName, limit + 1)
-      })
+      const points = await store.timeline(sessionId, request.keyName, limit + 1)
       return { session_id: sessionId, points: points.slice(-limit), complete: points.length <= limit }
     }
   )
@@ -254,7 +238,7 @@ export const sessionRoutes: FastifyPluginAsync = async (app) => {
     },
     async (request) => {
       const sessionId = request.params.session_id
-      const cost = await readStore(() => app.activity.sessionCost(request.keyName, sessionId))
+      const cost = await app.activity.sessionCost(request.keyName, sessionId)
       return { session_id: sessionId, ...cost, estimate: costEstimate(cost) }
     }
   )
@@ -281,24 +265,19 @@ export const sessionRoutes: FastifyPluginAsync = async (app) => {
     async (request) => {
       const sessionId = request.params.session_id
       const { proxy, redis } = app
-      const result = await readStore(
-        () =>
-          deleteSession(
-            {
-              store,
-              settled: (key, session) => app.writes.settled(key, session),
-              forgetConversations: async (key, session) => {
-                await app.activity.forget(key, session)
-                proxy.clearing?.forget(`${key}\u0000${session}`)
-                return proxy.compactor.forget(key, session)
-              },
-              ...(redis ? { dropLocks: (keys: readonly string[]) => dropFlights(redis, keys) } : {}),
-              onLockFault: (err) => request.log.warn({ err }, 'the locks of a deleted session could not be dropped from Redis (they expire on their own)')
-            },
-            request.keyName,
-            sessionId
-          ),
-        'deletion'
+      const result = await deleteSession(
+        {
+          store,
+          forgetConversations: async (key, session) => {
+            await app.activity.forget(key, session)
+            proxy.clearing?.forget(`${key}\u0000${session}`)
+            return proxy.compactor.forget(key, session)
+          },
+          ...(redis ? { dropLocks: (keys: readonly string[]) => dropFlights(redis, keys) } : {}),
+          onLockFault: (err) => request.log.warn({ err }, 'the locks of a deleted session could not be dropped from Redis (they expire on their own)')
+        },
+        request.keyName,
+        sessionId
       )
       if (!result.space_reclaimed) request.log.warn({ reason: result.reclaim_failure }, 'a deleted session’s space was not reclaimed')
       request.log.info({ event: 'session_deleted', compactions: result.compactions, cold_layer: result.cold_layer, cached: result.cached }, 'session deleted')
@@ -330,10 +309,7 @@ export const sessionRoutes: FastifyPluginAsync = async (app) => {
     },
     async (request) => {
       const { session_id: sessionId, compaction_id: compactionId } = request.params
-      const detail = await readStore(async () => {
-        await app.writes.settled(request.keyName, sessionId)
-        return store.compaction(sessionId, request.keyName, compactionId)
-      })
+      const detail = await store.compaction(sessionId, request.keyName, compactionId)
       if (!detail) throw new NotFoundError(`no compaction "${compactionId}" of session "${sessionId}"`, '/compaction_id')
       const n = detail.record.stats.compacted_messages
       return { compaction: detail.record, removed: n > 0 ? { from: 0, to: n - 1, messages: n } : null, cold_layer: detail.memory }
@@ -362,10 +338,7 @@ export const sessionRoutes: FastifyPluginAsync = async (app) => {
     async (request) => {
       const { session_id: sessionId, compaction_id: compactionId } = request.params
       const after = request.query.cursor ? decodeCursor(request.query.cursor) : 0
-      const page = await readStore(async () => {
-        await app.writes.settled(request.keyName, sessionId)
-        return store.entries(sessionId, request.keyName, compactionId, { after, limit: request.query.limit ?? DEFAULT_PAGE_SIZE })
-      })
+      const page = await store.entries(sessionId, request.keyName, compactionId, { after, limit: request.query.limit ?? DEFAULT_PAGE_SIZE })
       return { entries: page.entries, next_cursor: page.last === null ? null : encodeCursor(page.last) }
     }
   )
@@ -388,11 +361,7 @@ export const sessionRoutes: FastifyPluginAsync = async (app) => {
         }
       }
     },
-    async (request) =>
-      readStore(async () => {
-        await app.writes.settledTenant(request.keyName)
-        return store.listSessions(request.keyName, { limit: request.query.limit ?? DEFAULT_PAGE_SIZE, cursor: request.query.cursor })
-      })
+    async (request) => store.listSessions(request.keyName, { limit: request.query.limit ?? DEFAULT_PAGE_SIZE, cursor: request.query.cursor })
   )
   app.withTypeProvider<TypeBoxTypeProvider>().get(
     '/v1/sessions/:session_id/compactions',
@@ -424,10 +393,7 @@ export const sessionRoutes: FastifyPluginAsync = async (app) => {
     },
     async (request) => {
       const limit = request.query.limit ?? DEFAULT_PAGE_SIZE
-      const page = await readStore(async () => {
-        await app.writes.settled(request.keyName, request.params.session_id)
-        return store.listRecords(request.params.session_id, request.keyName, { limit, cursor: request.query.cursor })
-      })
+      const page = await store.listRecords(request.params.session_id, request.keyName, { limit, cursor: request.query.cursor })
       return { session_id: request.params.session_id, compactions: page.records, next_cursor: page.next_cursor }
     }
   )

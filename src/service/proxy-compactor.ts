@@ -16,11 +16,10 @@ import type { MemoryEntry } from '../memory/entries.js'
 import type { Summarizer } from '../summarizer/summarizer.js'
 import type { CompactRequestBody } from '../contract/schemas.js'
 import type { SessionOwner, Store } from '../storage/store.js'
-import { type CompactDeps, type CompactRun, type CompactRunView, type CompactedResponse, type SummarizedView, runCompaction } from '../service/compact.js'
-import { type Anchor, anchorOf, anchoredTail, hashPrefix, holds, withAnchor } from './anchors.js'
-import { derivedSession } from './request.js'
+import { type CompactDeps, type CompactRun, type CompactRunView, type CompactedResponse, type SummarizedView, runCompaction } from './compact.js'
+import { type Anchor, anchorOf, anchoredTail, hashPrefix, holds, withAnchor } from '../proxy/anchors.js'
+import { derivedSession } from '../proxy/request.js'
 import { MAX_PROXY_SESSIONS, PROXY_SESSION_IDLE_MS, ANCHOR_TTL_MS } from '../contract/defaults.js'
-export { MAX_PROXY_SESSIONS, PROXY_SESSION_IDLE_MS, ANCHOR_TTL_MS }
 
 /** How far past the target share of the room a crossing may land with a summary written ahead, taken as it is. */
 const LANDING_SLACK = 0.1
@@ -600,10 +599,14 @@ export class ProxyCompactor {
 
   /**
    * The share of the budget under which a request needs nothing of the proxy: no compaction, no summary
-   * written ahead (which begins from the target share or from precomputeAt, whichever comes first).
+   * written ahead (whose pace is read from the target share or from precomputeAt, whichever comes first).
+   * Where no summary can be written ahead (`precomputeAt` off, or no model to write it: neither the
+   * gateway's nor, `clientModel`, the client's), nothing below the budget itself.
    */
-  get quietShare(): number {
-    return Math.min(this.options.precomputeAt ?? 1, this.options.targetShare ?? 1)
+  quietShare(clientModel: boolean): number {
+    const { precomputeAt, targetShare, deps } = this.options
+    if (precomputeAt === undefined || (!deps.modelSummarizer && !clientModel)) return 1
+    return Math.min(precomputeAt, targetShare ?? 1)
   }
 
   /**

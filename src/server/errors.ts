@@ -2,7 +2,7 @@ import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { loggableUrl } from '../telemetry/logger.js'
-import { type ErrorType, GatewayError, StoreUnavailableError, errorTypeOf } from '../contract/errors.js'
+import { ERROR_KINDS, type ErrorKind, type ErrorType, GatewayError, StoreUnavailableError, errorTypeOf } from '../contract/errors.js'
 import { StoreError } from '../storage/store.js'
 import { SummarizerFailedError } from '../summarizer/errors.js'
 import type { ErrorResponseBody } from '../contract/schemas.js'
@@ -13,12 +13,16 @@ export function errorBody(type: ErrorType, message: string, path?: string): Erro
   return { type: 'error', error: path === undefined ? { type, message } : { type, message, path } }
 }
 
+/** An answer of one of the table's kinds (ERROR_KINDS gives its status and type), in the one error shape. */
+function answer(reply: FastifyReply, kind: ErrorKind, message: string, path?: string): void {
+  const { status, type } = ERROR_KINDS[kind]
+  void reply.code(status).send(errorBody(type, message, path))
+}
+
 /** A URL Fastify could not route (a bad percent-escape, a parameter over the length limit), in the one error shape. */
 export function badUrl(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
-  const tooLong = error.code === 'FST_ERR_MAX_PARAM_LENGTH'
-  void reply
-    .code(tooLong ? 414 : 400)
-    .send(errorBody('invalid_request_error', tooLong ? 'a part of the URL is too long' : 'the URL is not valid: a percent-escape does not decode'))
+  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') answer(reply, 'uri_too_long', 'a part of the URL is too long')
+  else answer(reply, 'invalid_request', 'the URL is not valid: a percent-escape does not decode')
 }
 
 /**
@@ -28,12 +32,13 @@ export function badUrl(error: FastifyError, _request: FastifyRequest, reply: Fas
  */
 export function answerClientError(this: FastifyInstance, err: Error & { code?: string }, socket: Socket): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return
-  const [status, type, message]: [number, ErrorType, string] =
+  const [kind, message]: [ErrorKind, string] =
     err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-      ? [408, 'timeout_error', 'the request did not arrive in time (COMPACT_BODY_TIMEOUT_MS)']
+      ? ['request_timeout', 'the request did not arrive in time (COMPACT_BODY_TIMEOUT_MS)']
       : err.code === 'HPE_HEADER_OVERFLOW'
-        ? [431, 'invalid_request_error', 'the request headers are too large']
-        : [400, 'invalid_request_error', `the request is not valid HTTP (${err.code ?? 'parse error'})`]
+        ? ['headers_too_large', 'the request headers are too large']
+        : ['invalid_request', `the request is not valid HTTP (${err.code ?? 'parse error'})`]
+  const { status, type } = ERROR_KINDS[kind]
   const body = JSON.stringify(errorBody(type, message))
   this.log.debug({ err, status }, 'client error on the socket')
   if (socket.writable) {
@@ -60,13 +65,11 @@ function installErrorHandling(app: FastifyInstance): void {
     }
     const allowed = [...new Set(routes.filter((r) => r.pattern.test(path)).map((r) => r.method))]
     if (allowed.length > 0) {
-      void reply
-        .code(405)
-        .header('allow', allowed.join(', '))
-        .send(errorBody('invalid_request_error', `${request.method} is not allowed on ${path}; use ${allowed.join(' or ')}`))
+      void reply.header('allow', allowed.join(', '))
+      answer(reply, 'method_not_allowed', `${request.method} is not allowed on ${path}; use ${allowed.join(' or ')}`)
       return
     }
-    void reply.code(404).send(errorBody('not_found_error', `no route for ${request.method} ${path}`))
+    answer(reply, 'not_found', `no route for ${request.method} ${path}`)
   })
 
   app.setErrorHandler((error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) => {
@@ -92,7 +95,7 @@ function installErrorHandling(app: FastifyInstance): void {
     const fe = error as FastifyError & { validation?: AjvIssue[]; validationContext?: string }
     if (fe.validation && fe.validation.length > 0) {
       const { message, path } = describeValidation(fe.validation, fe.validationContext ?? 'body')
-      void reply.code(400).send(errorBody('invalid_request_error', message, path))
+      answer(reply, 'invalid_request', message, path)
       return
     }
     const status = typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500 ? fe.statusCode : 500
@@ -106,7 +109,7 @@ function installErrorHandling(app: FastifyInstance): void {
     }
     // 5xx details stay in the log; the client gets a stable, uninformative message.
     request.log.error({ err: error, method: request.method, url: loggableUrl(request.url) }, 'unhandled error')
-    void reply.code(500).send(errorBody('api_error', 'internal error'))
+    answer(reply, 'internal', 'internal error')
   })
 }
 

@@ -285,7 +285,7 @@ function withErrorEvent(body: Readable, api: string, aborted: () => boolean): Re
  * and status (a client that stops reading is dropped at the idle timeout, as on every route: timeoutsPlugin).
  * Returns where outcomes are noted.
  */
-export function installProxyHooks(app: FastifyInstance, endpointOf: (url: string | undefined) => string): WeakMap<FastifyRequest, ProxyOutcome['kind']> {
+export function installProxyHooks(app: FastifyInstance, endpointOf: (url: string | undefined) => string): void {
   const { metrics } = app
   // In this plugin only: the body's bytes are kept, so that they can be forwarded unchanged, and read only
   // when the request may be compacted.
@@ -294,17 +294,15 @@ export function installProxyHooks(app: FastifyInstance, endpointOf: (url: string
     'application/json',
     bodyParser(app.initialConfig.bodyLimit ?? DEFAULT_BODY_LIMIT, (bytes) => ({ value: new ProxiedBody(bytes) }))
   )
-
-  const outcomes = new WeakMap<FastifyRequest, ProxyOutcome['kind']>()
+  app.decorateRequest('proxyOutcome', null)
   app.addHook('onResponse', (request, reply, done) => {
     metrics.proxyRequests.inc({
       endpoint: endpointOf(request.routeOptions.url),
-      compaction: outcomes.get(request) ?? 'none',
+      compaction: request.proxyOutcome ?? 'none',
       status: `${Math.floor(reply.statusCode / 100)}xx`
     })
     done()
   })
-  return outcomes
 }
 
 /** A client that hangs up aborts what is being done for it (the compaction's wait, the upstream request). */
@@ -442,7 +440,6 @@ export async function proxyRequest<R>(
   app: FastifyInstance,
   context: ProxyContext,
   api: ProxiedApi<R>,
-  outcomes: WeakMap<FastifyRequest, ProxyOutcome['kind']>,
   request: FastifyRequest,
   reply: FastifyReply
 ): Promise<FastifyReply> {
@@ -493,7 +490,7 @@ export async function proxyRequest<R>(
     answered()
     throw err
   })
-  outcomes.set(request, outcome.kind)
+  request.proxyOutcome = outcome.kind
 
   // compact_20260112: the compaction (new, or an earlier one standing in) given to the client as the API gives it
   const compaction =
@@ -514,7 +511,7 @@ export async function proxyRequest<R>(
     ).recorded
     const value = body.value() as Record<string, unknown>
     const paused = pausedAnswer(value.model, value.stream === true, compaction.block, compaction.usage, managed.edited.applied)
-    outcomes.set(request, outcome.kind)
+    request.proxyOutcome = outcome.kind
     return reply
       .code(200)
       .header('content-type', paused.contentType)

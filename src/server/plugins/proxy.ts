@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin'
-import { ProxyCompactor, storedAnchors } from '../../service/proxy-compactor.js'
+import { ProxyCompactor, type ProxyOutcome, storedAnchors } from '../../service/proxy-compactor.js'
 import { ClearingTier } from '../../proxy/clearing.js'
 import { CLEARED_RECALL_NOTE } from '../../proxy/context-management.js'
 import { promptTokens } from '../../compaction/index.js'
@@ -12,6 +12,10 @@ declare module 'fastify' {
     /** upstream: the Messages API's; openai: the OpenAI-compatible API's (Chat Completions, Responses). */
     /** clearedKept: the tool results cleared by context editing whose output this process has put in the cold layer (tenant, session, call). */
     proxy: { upstream: Upstream; openai: Upstream; gemini: Upstream; compactor: ProxyCompactor; clearedKept: SeenSet; clearing: ClearingTier | undefined }
+  }
+  interface FastifyRequest {
+    /** What the proxy did to this request's history (counted when it is answered); null until it is decided. */
+    proxyOutcome: ProxyOutcome['kind'] | null
   }
 }
 

@@ -53,6 +53,13 @@ class RawBody {
   constructor(readonly bytes: Buffer) {}
 }
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** What a /v1/compact request is counted as (its body's mode and format, and its outcome once compacted); null until its body is read. */
+    compactCount: { mode: string; format: string; outcome?: string } | null
+  }
+}
+
 export interface CompactRouteOptions {
   /** Bodies of this many bytes or more go to the compaction workers, where there are (no model summarizer is configured). */
   workerMinBytes?: number
@@ -63,7 +70,7 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
   const { deps, pool } = app.compaction
   // One reading of a body, inline or in a worker (readCompactRequest): a large one's bytes go to a worker
   // unparsed, where there are workers; any other is read here.
-  const labels = new WeakMap<FastifyRequest, { mode: string; format: string }>()
+  app.decorateRequest('compactCount', null)
   app.removeContentTypeParser('application/json')
   app.addContentTypeParser(
     'application/json',
@@ -71,7 +78,7 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
       if (pool && bytes.length >= workerMinBytes) return { value: new RawBody(bytes) }
       const read = readCompactRequest(bytes)
       if (read.ok) return { value: read.body }
-      if (read.value !== undefined) labels.set(request, labelsOf(read.value))
+      if (read.value !== undefined) request.compactCount = labelsOf(read.value)
       return { error: new InvalidRequestError(read.message, read.path) }
     })
   )
@@ -90,11 +97,10 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
     const run = await runCompaction(checked, deps, { tenant, signal })
     return { json: jsonBytes(run.response), run, body: checked }
   }
-  const reasons = new WeakMap<FastifyRequest, string>()
   app.addHook('onResponse', async (request, reply) => {
     if (request.routeOptions.url !== '/v1/compact') return
-    const outcome = reasons.get(request) ?? outcomeOfStatus(reply.statusCode)
-    metrics.requests.inc({ ...(labels.get(request) ?? labelsOf(request.body)), outcome })
+    const counted: { mode: string; format: string; outcome?: string } = request.compactCount ?? labelsOf(request.body)
+    metrics.requests.inc({ mode: counted.mode, format: counted.format, outcome: counted.outcome ?? outcomeOfStatus(reply.statusCode) })
   })
 
   app.withTypeProvider<TypeBoxTypeProvider>().post(
@@ -124,7 +130,7 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
         if (!reply.raw.writableFinished) abort.abort()
       })
       const done = await compact(request.body, request.keyName, abort.signal)
-      labels.set(request, labelsOf(done.body))
+      request.compactCount = labelsOf(done.body)
       await afterCompaction(request, reply, done.run, done.body, started)
       return sendJson(reply, done.json)
     }
@@ -140,7 +146,7 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
 
   /** What follows every compaction, wherever it ran: served (service/served.ts), then the answer's headers. */
   async function afterCompaction(request: FastifyRequest, reply: FastifyReply, run: CompactRunView, body: CompactedBody, started: number): Promise<void> {
-    reasons.set(request, run.response.reason)
+    request.compactCount = { ...(request.compactCount ?? labelsOf(body)), outcome: run.response.reason }
     const { recorded, begin, unkept } = await app.serve(run, {
       via: 'route',
       tenant: request.keyName,

@@ -67,7 +67,7 @@ const GenerateContentRequest = Type.Object(
 export const geminiRoutes: FastifyPluginAsync<ProxyContext> = async (app, options) => {
   const { credentials } = options
   const upstream = app.proxy.gemini
-  const outcomes = installProxyHooks(app, () => 'gemini_generate')
+  installProxyHooks(app, () => 'gemini_generate')
   // The gateway's own refusals in Gemini's error shape, as Google's SDK and Gemini CLI read them (the
   // upstream's pass as they came): `{error: {code, message, status}}`, the place named in the message.
   app.addHook('onSend', (_request, reply, payload, done) => {
@@ -135,7 +135,7 @@ export const geminiRoutes: FastifyPluginAsync<ProxyContext> = async (app, option
         fixed: (history, message, block) => !settable(history.adapted, message, block),
         place: (history, path) => path.replace(/^\/messages\/(\d+).*/, (_m, i: string) => `/contents/${history.adapted.starts[Number(i)] ?? i}`)
       }
-      return proxyRequest(app, options, api, outcomes, request, reply)
+      return proxyRequest(app, options, api, request, reply)
     }
   )
 

@@ -55,7 +55,7 @@ const MessagesRequest = Type.Object(
 export const messagesRoutes: FastifyPluginAsync<ProxyContext> = async (app, options) => {
   const { credentials } = options
   const { upstream } = app.proxy
-  const outcomes = installProxyHooks(app, (url) => ENDPOINTS.find((e) => e.path === url)?.endpoint ?? 'messages')
+  installProxyHooks(app, (url) => ENDPOINTS.find((e) => e.path === url)?.endpoint ?? 'messages')
   for (const route of ENDPOINTS) {
     const api: ProxiedApi<undefined> = {
       endpoint: route.endpoint,
@@ -102,7 +102,7 @@ export const messagesRoutes: FastifyPluginAsync<ProxyContext> = async (app, opti
         },
         validatorCompiler: () => () => true
       },
-      async (request, reply) => proxyRequest(app, options, api, outcomes, request, reply)
+      async (request, reply) => proxyRequest(app, options, api, request, reply)
     )
   }
 }

@@ -106,7 +106,7 @@ export const openAiRoutes: FastifyPluginAsync<ProxyContext> = async (app, option
   const { credentials } = options
   // OPENAI_BASE_URL, read as the openai SDK reads it (`/v1` included)
   const upstream = app.proxy.openai
-  const outcomes = installProxyHooks(app, (url) => ENDPOINTS.find((e) => `/v1${e.path}` === url)?.endpoint ?? 'chat_completions')
+  installProxyHooks(app, (url) => ENDPOINTS.find((e) => `/v1${e.path}` === url)?.endpoint ?? 'chat_completions')
   for (const route of ENDPOINTS) {
     const kind: OpenAiApi = route.api
     const api: ProxiedApi<OpenAiHistory> = {
@@ -169,7 +169,7 @@ export const openAiRoutes: FastifyPluginAsync<ProxyContext> = async (app, option
       // the Responses API's own compaction, answered by the gateway where the upstream has none (COMPACT_CONTEXT_MANAGEMENT)
       route.endpoint === 'responses_compact' && options.contextManagement === 'gateway'
         ? async (request, reply) => compactResponsesHere(app, request, reply)
-        : async (request, reply) => proxyRequest(app, options, api, outcomes, request, reply)
+        : async (request, reply) => proxyRequest(app, options, api, request, reply)
     )
   }
 }

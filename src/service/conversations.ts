@@ -1,3 +1,4 @@
+import { BroadcastChannel } from 'node:worker_threads'
 import { LRUCache } from 'lru-cache'
 import { type CommonText, fingerprint, lineFingerprints } from '../compaction/index.js'
 import { HARNESS_SEED } from './harness-seed.js'
@@ -11,9 +12,17 @@ export const MAX_REMEMBERED_LINES = 200_000
  * What the same key's conversations sent, as fingerprints of their prompts' lines (never the text): a
  * line other conversations sent too is a harness's (its instructions, its reminders), not this user's.
  * A conversation is its session id, or where there is none the fingerprint of its first prompt, so that a
- * resumed conversation is not taken for another one. Held in memory by each process and worker thread,
- * which learn from the compactions they run.
+ * resumed conversation is not taken for another one. Held in memory; where it is `shared` by a name, every
+ * thread of the process holding a table of that name (the main thread and the compaction workers) learns
+ * what any of them learned, so that a history is read the same whichever thread compacts it.
  */
+/** What one thread learned, as the others are told it. */
+interface Learned {
+  tenant: string
+  conversation: string
+  fingerprints: string[]
+}
+
 export class ConversationsText {
   /** Prompts noted and not learned yet (learnLater), learned before anything is looked up. */
   private pending: { tenant: string; conversation: string; prompts: readonly string[] }[] = []
@@ -25,12 +34,31 @@ export class ConversationsText {
    */
   private readonly lines: LRUCache<string, string[]>
 
+  /** Where what this table learns goes to the other threads' tables of its name (fingerprints, never text). */
+  private readonly channel: BroadcastChannel | undefined
+
   constructor(
     maxLines = MAX_REMEMBERED_LINES,
     /** Lines known to be harness text before any traffic (HARNESS_SEED: shipped with the service). */
-    private readonly seed: ReadonlySet<string> = HARNESS_SEED
+    private readonly seed: ReadonlySet<string> = HARNESS_SEED,
+    /** The name the threads' tables of one app share; none: this thread's alone. */
+    readonly shared?: string
   ) {
     this.lines = new LRUCache({ max: maxLines })
+    if (shared !== undefined) {
+      this.channel = new BroadcastChannel(shared)
+      // it never keeps a process or a worker alive
+      this.channel.unref()
+      this.channel.onmessage = (event) => {
+        const { tenant, conversation, fingerprints } = (event as { data: Learned }).data
+        this.note(tenant, conversation, fingerprints)
+      }
+    }
+  }
+
+  /** Stops sharing (the app closes). */
+  close(): void {
+    this.channel?.close()
   }
 
   /** The conversation a history belongs to. */
@@ -65,13 +93,17 @@ export class ConversationsText {
   }
 
   private learnNow(tenant: string, conversation: string, prompts: readonly string[]): void {
-    for (const prompt of prompts) {
-      for (const { fingerprint: fp } of lineFingerprints(prompt)) {
-        const key = `${tenant}\u0000${fp}`
-        const seen = this.lines.get(key)
-        if (seen === undefined) this.lines.set(key, [conversation])
-        else if (!seen.includes(conversation) && seen.length <= COMMON_IN_OTHERS) seen.push(conversation)
-      }
+    const fingerprints = prompts.flatMap((prompt) => lineFingerprints(prompt).map((line) => line.fingerprint))
+    this.note(tenant, conversation, fingerprints)
+    if (fingerprints.length > 0) this.channel?.postMessage({ tenant, conversation, fingerprints } satisfies Learned)
+  }
+
+  private note(tenant: string, conversation: string, fingerprints: readonly string[]): void {
+    for (const fp of fingerprints) {
+      const key = `${tenant}\u0000${fp}`
+      const seen = this.lines.get(key)
+      if (seen === undefined) this.lines.set(key, [conversation])
+      else if (!seen.includes(conversation) && seen.length <= COMMON_IN_OTHERS) seen.push(conversation)
     }
   }
 

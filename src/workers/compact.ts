@@ -20,6 +20,8 @@ export interface CompactTask {
   defaults: CompactDefaults
   tenant: string
   coldLayer: boolean
+  /** The name of the app's shared table of conversations' text (ConversationsText.shared). */
+  conversations?: string
 }
 
 /**
@@ -32,8 +34,17 @@ export type CompactTaskResult =
   | { ok: false; kind: ErrorKind; message: string; path?: string }
 
 const extractive = new ExtractiveSummarizer()
-/** What the conversations this worker compacted sent (each worker thread learns from its own). */
-const conversations = new ConversationsText()
+/** What the app's conversations sent, by the name its threads share it under (one app's pool per worker: one entry). */
+const tables = new Map<string, ConversationsText>()
+function conversationsOf(name: string | undefined): ConversationsText {
+  const key = name ?? ''
+  let table = tables.get(key)
+  if (!table) {
+    table = new ConversationsText(undefined, undefined, name)
+    tables.set(key, table)
+  }
+  return table
+}
 
 function refused(kind: ErrorKind, message: string, path?: string): CompactTaskResult {
   return { ok: false, kind, message, ...(path !== undefined ? { path } : {}) }
@@ -52,7 +63,7 @@ export async function compactTask(task: CompactTask): Promise<CompactTaskResult>
         newId: () => `cmp_${randomUUID().replace(/-/g, '')}`,
         now: () => performance.now(),
         coldLayer: task.coldLayer,
-        conversations
+        conversations: conversationsOf(task.conversations)
       },
       { tenant: task.tenant }
     )

@@ -1,4 +1,6 @@
+import { Worker } from 'node:worker_threads'
 import { describe, expect, it } from 'vitest'
+import { until } from '../helpers/wait.js'
 import { lineFingerprints } from '../../src/compaction/index.js'
 import { COMMON_IN_OTHERS, ConversationsText } from '../../src/service/conversations.js'
 
@@ -33,6 +35,31 @@ describe('ConversationsText', () => {
     expect(idle.size).toBe(0) // noted, not learned: the answer goes first
     await new Promise<void>((resolve) => setImmediate(resolve))
     expect(idle.size).toBe(1) // learned once the loop turned, with nothing looked up
+  })
+
+  it("is the same table on every thread of an app: what one learns the others learn; another app's table learns nothing of it", async () => {
+    const name = `conversations-test-${process.pid}-${Date.now()}`
+    const main = new ConversationsText(undefined, undefined, name)
+    const other = new ConversationsText(undefined, undefined, `${name}-another-app`)
+    // a worker thread's table of the same name learns two conversations' line, as a compaction worker does
+    const worker = new Worker(
+      `const { parentPort, workerData } = require('node:worker_threads')
+      const { BroadcastChannel } = require('node:worker_threads')
+      const channel = new BroadcastChannel(workerData.name)
+      for (const conversation of ['s:a', 's:c']) channel.postMessage({ tenant: 'acme', conversation, fingerprints: [workerData.fp] })
+      channel.close()
+      parentPort.postMessage('sent')`,
+      { eval: true, workerData: { name, fp: fp() } }
+    )
+    await new Promise((resolve) => worker.once('message', resolve))
+    await until('the main thread learned what the worker learned', () => main.common('acme', 's:b')(fp()))
+    expect(other.common('acme', 's:b')(fp())).toBe(false)
+    // and what the main thread learns reaches a table of its name elsewhere
+    const peer = new ConversationsText(undefined, undefined, name)
+    main.learn('acme', 's:x', [`${LINE} and more`])
+    await until('the peer learned it', () => peer.size > 0)
+    for (const t of [main, other, peer]) t.close()
+    await worker.terminate()
   })
 
   it('names a conversation by its session, else by its first prompt', () => {

@@ -87,7 +87,6 @@ export const compactionPlugin = fp<CompactionPluginOptions>(
       : undefined
     // Workers take large extractive compactions off the event loop; with a model summarizer the route runs inline.
     const pool = config.COMPACT_WORKERS > 0 && !model ? new CompactionPool(config.COMPACT_WORKERS) : undefined
-    app.addHook('onClose', async () => pool?.close())
     const deps: CompactDeps = {
       defaults: {
         budgetTokens: config.COMPACT_BUDGET,
@@ -100,16 +99,20 @@ export const compactionPlugin = fp<CompactionPluginOptions>(
       newId: newId ?? (() => `cmp_${randomUUID().replace(/-/g, '')}`),
       now: () => performance.now(),
       coldLayer: true,
-      conversations: new ConversationsText()
+      conversations: new ConversationsText(undefined, undefined, `compaction-gateway:conversations:${randomUUID()}`)
     }
     app.decorate('compaction', { deps, limited, pool })
+    app.addHook('onClose', async () => {
+      await pool?.close()
+      deps.conversations?.close()
+    })
     const serving = { store: app.store, metrics: app.metrics, activity: app.activity, modelKind: modelKindOf(deps.modelSummarizer?.kind) }
     app.decorate('serve', (run: CompactRunView, at: ServedAt) => serveCompaction(serving, run, at))
     app.decorate('warm', async () => {
       // extractive: warming never calls (or pays for) a model
       const body = { mode: 'manual' as const, summarizer: 'extractive' as const, messages: WARM_HISTORY }
       await runCompaction(body, deps, { tenant: '' })
-      await pool?.warm({ defaults: deps.defaults, tenant: '', coldLayer: false }, Buffer.from(JSON.stringify(body)))
+      await pool?.warm({ defaults: deps.defaults, tenant: '', coldLayer: false, conversations: deps.conversations?.shared }, Buffer.from(JSON.stringify(body)))
     })
   },
   { name: 'compaction', dependencies: ['metrics', 'store', 'shared-state'] }

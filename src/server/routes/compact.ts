@@ -89,7 +89,10 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
    */
   const compact = async (body: unknown, tenant: string, signal: AbortSignal): Promise<{ json: Uint8Array; run: CompactRunView; body: CompactedBody }> => {
     if (body instanceof RawBody && pool) {
-      const result = await pool.run({ defaults: deps.defaults, tenant, coldLayer: deps.coldLayer === true }, body.bytes)
+      const result = await pool.run(
+        { defaults: deps.defaults, tenant, coldLayer: deps.coldLayer === true, conversations: deps.conversations?.shared },
+        body.bytes
+      )
       if (!result.ok) throw new GatewayError(result.kind, result.message, result.path !== undefined ? { path: result.path } : {})
       return result
     }

@@ -12,6 +12,9 @@ const FIELDS = ['input_tokens', 'cache_creation_input_tokens', 'cache_read_input
 const JSON_CAP_BYTES = 8 * 1024 * 1024
 /** The longest event line kept while it arrives (a usage event is short; a long line is some block's text). */
 const LINE_CAP_BYTES = 64 * 1024
+const EMPTY = Buffer.alloc(0)
+const NEWLINE = 0x0a
+const USAGE = Buffer.from('"usage"')
 
 /**
  * Reads the upstream's `usage` from an answer as it is relayed, without holding the relay: an event stream's
@@ -20,7 +23,8 @@ const LINE_CAP_BYTES = 64 * 1024
  */
 export class UsageTap {
   private usage: Partial<UpstreamUsage> = {}
-  private line = ''
+  /** The bytes of the event line still arriving. */
+  private line: Buffer = EMPTY
   private readonly json: Buffer[] = []
   private jsonBytes = 0
 
@@ -32,11 +36,13 @@ export class UsageTap {
       if (this.jsonBytes <= JSON_CAP_BYTES) this.json.push(chunk)
       return
     }
-    const text = this.line + chunk.toString('utf8')
-    const lines = text.split('\n')
-    this.line = lines.pop() ?? ''
-    if (this.line.length > LINE_CAP_BYTES) this.line = ''
-    for (const l of lines) if (l.startsWith('data:') && l.includes('"usage"')) this.readEvent(l.slice(5))
+    const bytes = this.line.length > 0 ? Buffer.concat([this.line, chunk]) : chunk
+    const end = bytes.lastIndexOf(NEWLINE)
+    this.line = end < 0 ? bytes : bytes.subarray(end + 1)
+    if (this.line.length > LINE_CAP_BYTES) this.line = EMPTY
+    // only lines that hold a usage are read as text (most of a long answer's events are its text's deltas)
+    if (end < 0 || bytes.indexOf(USAGE) < 0 || bytes.indexOf(USAGE) > end) return
+    for (const l of bytes.toString('utf8', 0, end).split('\n')) if (l.startsWith('data:') && l.includes('"usage"')) this.readEvent(l.slice(5))
   }
 
   /** What the answer said it cost, or undefined where it said nothing (an error, or an answer too large to read). */

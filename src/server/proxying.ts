@@ -18,7 +18,6 @@ import type { ProxyOutcome, ProxyRequest } from '../service/proxy-compactor.js'
 import { type ProxyParts, derivedSession, farUnderBudget, ownSession, proxyBudget, proxySession } from '../proxy/request.js'
 import { type Upstream, type UpstreamResponse, clientHeaders, upstreamHeaders } from '../proxy/upstream.js'
 import { InvalidHistoryError } from '../service/errors.js'
-import { addToRequestLine } from '../telemetry/logger.js'
 import { bodyParser } from './body.js'
 import { DEFAULT_BODY_LIMIT } from '../contract/defaults.js'
 import { errorBody } from './errors.js'
@@ -252,10 +251,17 @@ function keepClearedEvidence(app: FastifyInstance, request: FastifyRequest, sess
  * dropped), and an SDK client reads the error instead of a cut JSON. The event's `error` object is what
  * the Anthropic and OpenAI SDKs both read from an event's data.
  */
-function withErrorEvent(body: Readable, api: string, aborted: () => boolean): Readable {
+function withErrorEvent(
+  body: Readable,
+  api: string,
+  aborted: () => boolean,
+  usage?: { tap: UsageTap; done: (usage: UpstreamUsage | undefined) => void }
+): Readable {
   let held: Buffer = Buffer.alloc(0)
   const relay = new Transform({
     transform(chunk: Buffer, _encoding, done) {
+      // the answer's usage read here too, where nothing rewrites the answer: one pass over its bytes
+      usage?.tap.push(chunk)
       const bytes = held.length > 0 ? Buffer.concat([held, chunk]) : chunk
       const end = lastEventEnd(bytes)
       if (end < 0) {
@@ -266,6 +272,7 @@ function withErrorEvent(body: Readable, api: string, aborted: () => boolean): Re
       done(null, bytes.subarray(0, end))
     },
     flush(done) {
+      usage?.done(usage.tap.end())
       done(null, held.length > 0 ? held : undefined)
     }
   })
@@ -420,15 +427,18 @@ function relay(
   if (outcome.kind !== 'none') void reply.header('x-compaction-summary-id', outcome.summaryId)
   const contentType = res.headers['content-type']
   const stream = typeof contentType === 'string' && contentType.startsWith('text/event-stream')
-  const tapped = onUsage && res.status === 200 ? withUsageTap(res.body, stream, onUsage) : res.body
-  // what the gateway performed of the API's context management, in the answer as the API gives it (its length changes: sent chunked)
-  let body = tapped
+  const tapping = onUsage !== undefined && res.status === 200
+  // what the gateway performed of the API's context management, in the answer as the API gives it (its length
+  // changes: sent chunked); the usage read from the upstream's own bytes, before they are rewritten
   if (rewrite && res.status === 200) {
     reply.removeHeader('content-length')
-    body = tapped.pipe(rewrite(stream))
+    const tapped = tapping ? withUsageTap(res.body, stream, onUsage) : res.body
+    const body = tapped.pipe(rewrite(stream))
     tapped.on('error', (err) => body.destroy(err))
+    return reply.send(stream ? withErrorEvent(body, api.name, aborted) : body)
   }
-  return reply.send(stream ? withErrorEvent(body, api.name, aborted) : body)
+  if (stream) return reply.send(withErrorEvent(res.body, api.name, aborted, tapping ? { tap: new UsageTap(true), done: onUsage } : undefined))
+  return reply.send(tapping ? withUsageTap(res.body, false, onUsage) : res.body)
 }
 
 /**
@@ -551,7 +561,8 @@ export async function proxyRequest<R>(
     })
   }
   // On the request's one line, written when the answer ends (a line of its own cost a write a request).
-  addToRequestLine(request, {
+  // (a proxied request's one line is written once, so its fields are set once)
+  request.lineFields = {
     event: 'proxied',
     endpoint: api.endpoint,
     status: res.status,
@@ -564,7 +575,7 @@ export async function proxyRequest<R>(
     session_id: session,
     prepare_ms: Math.round(asked - started),
     upstream_ms: Math.round(upstreamMs)
-  })
+  }
   // A session's cost: what the upstream says each answer cost, and what compaction kept out of the request.
   const keptOut = outcome.kind === 'none' ? 0 : (body.bytes.length - payload.length) / CHARS_PER_TOKEN
   const onUsage = api.costs

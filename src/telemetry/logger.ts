@@ -48,18 +48,3 @@ export function loggerOptions(level: string): LoggerOptions {
 export function logDestination(): DestinationStream {
   return pino.destination({ dest: 1, sync: false, minLength: 4_096, periodicFlush: LOG_FLUSH_MS })
 }
-
-const LINE_FIELDS = new WeakMap<object, Record<string, unknown>>()
-
-/**
- * Fields a handler adds to its request's one log line (written when the answer ends), instead of a line
- * of its own: a proxied request's upstream status and timings ride on it.
- */
-export function addToRequestLine(request: object, fields: Record<string, unknown>): void {
-  LINE_FIELDS.set(request, { ...LINE_FIELDS.get(request), ...fields })
-}
-
-/** What handlers added to the request's line, if anything. */
-export function requestLineFields(request: object): Record<string, unknown> | undefined {
-  return LINE_FIELDS.get(request)
-}

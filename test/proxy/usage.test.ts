@@ -14,7 +14,8 @@ describe('the usage of an answer read as it passes', () => {
       sse('message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 57 } }) +
       sse('message_stop', { type: 'message_stop' })
     const bytes = Buffer.from(text)
-    for (const cut of [1, 7, 33, 100, bytes.length - 3]) {
+    // every chunk size, so that a cut falls inside every line, every `"usage"` and the emoji's bytes
+    for (let cut = 1; cut <= bytes.length; cut++) {
       const tap = new UsageTap(true)
       for (let i = 0; i < bytes.length; i += cut) tap.push(bytes.subarray(i, i + cut))
       expect(tap.end()).toEqual({ input_tokens: 12, cache_creation_input_tokens: 300, cache_read_input_tokens: 4_000, output_tokens: 57 })

@@ -35,7 +35,7 @@ export class ConversationsText {
   private readonly lines: LRUCache<string, string[]>
 
   /** Where what this table learns goes to the other threads' tables of its name (fingerprints, never text). */
-  private readonly channel: BroadcastChannel | undefined
+  private channel: BroadcastChannel | undefined
 
   constructor(
     maxLines = MAX_REMEMBERED_LINES,
@@ -58,7 +58,10 @@ export class ConversationsText {
 
   /** Stops sharing (the app closes). */
   close(): void {
-    this.channel?.close()
+    // what is still learned here (a compaction answered as the app closed) is this thread's alone
+    const channel = this.channel
+    this.channel = undefined
+    channel?.close()
   }
 
   /** The conversation a history belongs to. */

@@ -60,6 +60,11 @@ describe('ConversationsText', () => {
     await until('the peer learned it', () => peer.size > 0)
     for (const t of [main, other, peer]) t.close()
     await worker.terminate()
+    // closed, a table still learns (a compaction answered as its app closes), for its own thread alone
+    main.learn('acme', 's:y', [`${LINE}, once closed`])
+    main.learnLater('acme', 's:z', [`${LINE}, later`])
+    await new Promise<void>((resolve) => setImmediate(resolve))
+    expect(main.size).toBeGreaterThan(1)
   })
 
   it('names a conversation by its session, else by its first prompt', () => {

@@ -34,6 +34,7 @@ export default tseslint.config(
   layer('proxy', '^\\.\\./(server|workers|cli)/', 'the proxy knows nothing of the HTTP server that serves it'),
   layer('workers', '^\\.\\./(server|cli)/', 'workers run the service, never the HTTP server'),
   layer('server', '^\\.\\./(\\.\\./)?cli/', 'the server knows nothing of the command-line client'),
+  layer('threads', '^\\.\\./', "where a thread's code is found: it imports nothing of the project's other layers"),
   // A test file imported by another registers its tests there too, or not, by the order files run in.
   {
     files: ['test/**/*.ts'],

@@ -1,6 +1,5 @@
-import { existsSync } from 'node:fs'
-import { fileURLToPath } from 'node:url'
-import { Worker } from 'node:worker_threads'
+import type { Worker } from 'node:worker_threads'
+import { startThread } from '../threads/entry.js'
 import type { SqliteReads, SqliteWrites } from './sqlite.js'
 import { MAX_WRITE_BACKLOG } from '../contract/defaults.js'
 
@@ -69,15 +68,7 @@ export class StoreThread<T> implements SqliteRunner<T> {
   private readonly exited: Promise<void>
 
   constructor(role: 'write' | 'read', path: string, maxSessionMemory?: number) {
-    // Built, the thread's code is beside this file; run from the sources (tsx), it is the .ts file.
-    const built = new URL('./sqlite-thread.js', import.meta.url)
-    const fromSource = !existsSync(fileURLToPath(built))
-    // (From the sources, the thread registers tsx's loader itself, then imports its .ts code: a worker's
-    // `--import tsx` is not applied to its modules on this Node.)
-    const source = new URL('./sqlite-thread.ts', import.meta.url).href
-    const fromSourceCode = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(source)}) })`
-    const workerData = { role, path, maxSessionMemory }
-    this.worker = fromSource ? new Worker(fromSourceCode, { eval: true, workerData }) : new Worker(built, { workerData })
+    this.worker = startThread(import.meta.url, 'sqlite-thread', { workerData: { role, path, maxSessionMemory } })
     this.worker.unref()
     this.worker.on('message', (answer: ThreadAnswer) => this.answer(answer))
     this.worker.on('error', (err) => this.stop(new Error(`the SQLite ${role === 'write' ? 'writer' : 'reader'} thread failed: ${err.message}`)))

@@ -1,6 +1,5 @@
-import { existsSync } from 'node:fs'
-import { fileURLToPath } from 'node:url'
 import { Piscina } from 'piscina'
+import { threadModule } from '../threads/entry.js'
 import type { CompactTask, CompactTaskResult } from './compact.js'
 
 /**
@@ -17,12 +16,10 @@ export class CompactionPool {
 
   private get piscina(): Piscina {
     if (!this.pool) {
-      // Built, the worker is compact.js beside this file; run from the sources (tsx), it is compact.ts.
-      const built = new URL('./compact.js', import.meta.url)
-      const source = new URL('./compact.ts', import.meta.url)
-      const fromSource = !existsSync(fileURLToPath(built))
+      // the worker's code as every thread finds it (threads/entry.ts); from the sources, with tsx's loader
+      const { url, fromSource } = threadModule(import.meta.url, 'compact')
       this.pool = new Piscina({
-        filename: (fromSource ? source : built).href,
+        filename: url.href,
         minThreads: this.keepWarm ? this.threads : 0,
         maxThreads: this.threads,
         idleTimeout: 60_000,

@@ -7,10 +7,9 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { createInterface } from 'node:readline/promises'
 import { parseArgs } from 'node:util'
-import { serve } from '../server/serve.js'
 import { type CompactResponseView, formatReport } from './report.js'
 import { startSpinner } from './spinner.js'
-import { at } from '../compaction/index.js'
+import { at } from '../compaction/at.js'
 import { FORMATS } from '../formats/index.js'
 import { systemInstructionText } from '../formats/gemini.js'
 
@@ -430,7 +429,8 @@ export async function run(argv: string[]): Promise<void> {
       return void process.stdout.write(`${command !== undefined && COMMANDS[command] ? commandHelp(command) : USAGE}\n`)
     if (command === 'serve') {
       if (rest.length > 0) throw new UsageError(`serve takes no arguments (its settings come from the environment); got ${rest.join(' ')}`)
-      return await serve()
+      // the service's modules are loaded only to serve: every other command starts without them
+      return await (await import('../server/serve.js')).serve()
     }
     if (command === 'compact') return await compact(rest)
     if (command === 'recall') return await recall(rest)

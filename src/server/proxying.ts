@@ -342,7 +342,7 @@ async function compactProxied<R>(
       messages,
       system,
       tools,
-      tenant: request.keyName,
+      keyName: request.keyName,
       session: at.session,
       budget: at.budget,
       signal: at.signal,
@@ -373,7 +373,7 @@ async function serveProxied(
   if (outcome.kind !== 'compacted') return {}
   const served = await app.serve(outcome.run, {
     via: 'proxy',
-    tenant: request.keyName,
+    keyName: request.keyName,
     session: at.session,
     mode: 'auto',
     budget: at.budget,
@@ -620,7 +620,7 @@ export async function compactResponsesHere(app: FastifyInstance, request: Fastif
   if (!read.ok) throw new InvalidRequestError(read.message.replace(/\bmessages\b/, 'input'), read.path?.replace(/^\/messages/, '/input'))
   const abort = abortOnClose(reply)
   const started = performance.now()
-  const run = await runCompaction(read.body, app.compaction.deps, { tenant: request.keyName, signal: abort.signal }).catch((err: unknown) => {
+  const run = await runCompaction(read.body, app.compaction.deps, { keyName: request.keyName, signal: abort.signal }).catch((err: unknown) => {
     if (err instanceof InvalidHistoryError)
       throw new InvalidRequestError(err.message.replace(/\bmessages\b/, 'input'), err.path?.replace(/^\/messages/, '/input'))
     throw err
@@ -628,7 +628,7 @@ export async function compactResponsesHere(app: FastifyInstance, request: Fastif
   const { response } = run
   const { recorded, begin, unkept } = await app.serve(run, {
     via: 'proxy',
-    tenant: request.keyName,
+    keyName: request.keyName,
     session,
     mode: 'manual',
     budget: 'off',

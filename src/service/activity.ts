@@ -201,9 +201,9 @@ export class Activity {
   }
 
   /** A compaction made (answered by the compact route, or forwarded by a proxy). */
-  compaction(tenant: string, session: string | undefined, event: CompactionEvent): void {
+  compaction(keyName: string, session: string | undefined, event: CompactionEvent): void {
     const { response } = event
-    const add = (name: string, value: number): void => this.add(tenant, session, name, value)
+    const add = (name: string, value: number): void => this.add(keyName, session, name, value)
     add('compactions', 1)
     add(`via:${event.via}`, 1)
     add('tokens_before', response.stats.raw_history_tokens)
@@ -215,20 +215,20 @@ export class Activity {
       if (s.model !== null && MODEL_NAME.test(s.model)) add(`model:${s.model}`, 1)
     } else if (s.fallback_reason && s.fallback_reason !== 'no_api_key') add(`fallback:${s.fallback_reason}`, 1)
     else add('writer:extractive', 1)
-    if (event.waitMs !== undefined) this.crossing(tenant, session, event.waitMs)
+    if (event.waitMs !== undefined) this.crossing(keyName, session, event.waitMs)
   }
 
   /** A crossing that clearing answered (COMPACT_STRATEGY clear or hybrid): the tool results it cleared, the tokens that went, and its wait. */
-  clearing(tenant: string, session: string | undefined, event: { uses: number; tokens: number; waitMs: number }): void {
-    const add = (name: string, value: number): void => this.add(tenant, session, name, value)
+  clearing(keyName: string, session: string | undefined, event: { uses: number; tokens: number; waitMs: number }): void {
+    const add = (name: string, value: number): void => this.add(keyName, session, name, value)
     add('clearings', 1)
     add('cleared_uses', event.uses)
     add('tokens_cleared', event.tokens)
-    this.crossing(tenant, session, event.waitMs)
+    this.crossing(keyName, session, event.waitMs)
   }
 
-  private crossing(tenant: string, session: string | undefined, waitMs: number): void {
-    const add = (name: string, value: number): void => this.add(tenant, session, name, value)
+  private crossing(keyName: string, session: string | undefined, waitMs: number): void {
+    const add = (name: string, value: number): void => this.add(keyName, session, name, value)
     const wait = Math.max(0, waitMs)
     add('crossings', 1)
     add('wait_ms', wait)
@@ -241,8 +241,8 @@ export class Activity {
    * A proxied request answered (200): the tokens compaction kept out of it, and, where the proxy reads the
    * upstream's usage from its answers (`metered`: the Messages API), what the upstream says it cost.
    */
-  request(tenant: string, session: string | undefined, answer: { keptOut: number; metered: boolean; usage?: UpstreamUsage | undefined }): void {
-    const add = (name: string, value: number): void => this.add(tenant, session, name, value)
+  request(keyName: string, session: string | undefined, answer: { keptOut: number; metered: boolean; usage?: UpstreamUsage | undefined }): void {
+    const add = (name: string, value: number): void => this.add(keyName, session, name, value)
     add('requests', 1)
     const kept = Math.max(0, Math.round(answer.keptOut))
     add('kept_out', kept)
@@ -260,24 +260,24 @@ export class Activity {
   }
 
   /** A summary the gateway had a model write for a conversation (used or not). */
-  summary(tenant: string, session: string | undefined, report: { calls: number; input_tokens: number; output_tokens: number }): void {
-    this.add(tenant, session, 'summary_calls', report.calls)
-    this.add(tenant, session, 'summary_input', report.input_tokens)
-    this.add(tenant, session, 'summary_output', report.output_tokens)
+  summary(keyName: string, session: string | undefined, report: { calls: number; input_tokens: number; output_tokens: number }): void {
+    this.add(keyName, session, 'summary_calls', report.calls)
+    this.add(keyName, session, 'summary_input', report.input_tokens)
+    this.add(keyName, session, 'summary_output', report.output_tokens)
   }
 
   /** A tenant's figures over a range (its total, or one session's), with what was tallied and not yet written. */
-  async figures(tenant: string, session: string | null, range: { fromMs: number; toMs: number }, bucketMs: number): Promise<ActivityFigures> {
+  async figures(keyName: string, session: string | null, range: { fromMs: number; toMs: number }, bucketMs: number): Promise<ActivityFigures> {
     await this.flush()
-    const rows = await this.store.activity(tenant, session, { fromMs: Math.floor(range.fromMs / HOUR_MS) * HOUR_MS, toMs: range.toMs })
+    const rows = await this.store.activity(keyName, session, { fromMs: Math.floor(range.fromMs / HOUR_MS) * HOUR_MS, toMs: range.toMs })
     return figuresOf(rows, range, bucketMs)
   }
 
   /** A session's cost over all that is kept of it (and what an earlier version kept of it as its cost), as GET /v1/sessions/{id}/cost gives it. */
-  async sessionCost(tenant: string, session: string): Promise<SessionCost> {
+  async sessionCost(keyName: string, session: string): Promise<SessionCost> {
     const [f, legacy] = await Promise.all([
-      this.figures(tenant, session, { fromMs: 0, toMs: this.now() + HOUR_MS }, Number.MAX_SAFE_INTEGER),
-      legacyCost(this.store, tenant, session, this.now())
+      this.figures(keyName, session, { fromMs: 0, toMs: this.now() + HOUR_MS }, Number.MAX_SAFE_INTEGER),
+      legacyCost(this.store, keyName, session, this.now())
     ])
     const cached = f.requests.metered_tokens_kept_out_cached
     const own: SessionCost = {
@@ -310,8 +310,8 @@ export class Activity {
    * Forgets what was not written yet of a session being deleted, and resolves once a write under way has
    * landed (the deletion then takes it too). The tenant's totals keep their numbers: they name no session.
    */
-  async forget(tenant: string, session: string): Promise<void> {
-    for (const [k, t] of this.pending) if (t.key_name === tenant && t.session_id === session) this.pending.delete(k)
+  async forget(keyName: string, session: string): Promise<void> {
+    for (const [k, t] of this.pending) if (t.key_name === keyName && t.session_id === session) this.pending.delete(k)
     await this.flushing
   }
 
@@ -336,17 +336,17 @@ export class Activity {
     await this.flush()
   }
 
-  private add(tenant: string, session: string | undefined, name: string, value: number): void {
+  private add(keyName: string, session: string | undefined, name: string, value: number): void {
     if (!Number.isFinite(value) || (value === 0 && !name.startsWith('max:'))) return
     const hour = Math.floor(this.now() / HOUR_MS) * HOUR_MS
-    this.tally(tenant, null, hour, name, value)
-    if (session !== undefined) this.tally(tenant, session, hour, name, value)
+    this.tally(keyName, null, hour, name, value)
+    if (session !== undefined) this.tally(keyName, session, hour, name, value)
   }
 
-  private tally(tenant: string, session: string | null, hour: number, name: string, value: number): void {
-    const key = `${tenant}\u0000${session ?? ''}\u0000${session === null ? 't' : 's'}\u0000${hour}\u0000${name}`
+  private tally(keyName: string, session: string | null, hour: number, name: string, value: number): void {
+    const key = `${keyName}\u0000${session ?? ''}\u0000${session === null ? 't' : 's'}\u0000${hour}\u0000${name}`
     const t = this.pending.get(key)
-    if (!t) this.pending.set(key, { key_name: tenant, session_id: session, hour_ms: hour, name, value })
+    if (!t) this.pending.set(key, { key_name: keyName, session_id: session, hour_ms: hour, name, value })
     else t.value = name.startsWith('max:') ? Math.max(t.value, value) : t.value + value
   }
 }

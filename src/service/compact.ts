@@ -111,7 +111,7 @@ export interface CompactRun {
 
 export interface RunContext {
   /** The API key's name ('' without auth). */
-  tenant: string
+  keyName: string
   /** Aborted when the client goes away. */
   signal?: AbortSignal
   /**
@@ -139,7 +139,7 @@ type MessagesRequest = Omit<CompactRequestBody, 'messages' | 'format'> & { messa
  * The whole path of one compaction, in the format the request names: a history in another API's format
  * is read into the core's turns, compacted, and given back in its own format (formats/).
  */
-export async function runCompaction(body: CompactRequestBody, deps: CompactDeps, context: RunContext = { tenant: '' }): Promise<CompactRun> {
+export async function runCompaction(body: CompactRequestBody, deps: CompactDeps, context: RunContext = { keyName: '' }): Promise<CompactRun> {
   const format = body.format ?? 'anthropic'
   if (format !== 'anthropic' && body.strategy !== undefined && body.strategy !== 'summarize')
     throw new InvalidRequestError(`strategy ${body.strategy} reads Messages API histories only (format anthropic)`, '/strategy')
@@ -288,13 +288,13 @@ async function compactMessages(body: MessagesRequest, deps: CompactDeps, context
       usageInputTokens: usage ? usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0) : undefined,
       dryRun: body.dry_run ?? false,
       ...(context.clipToBudget ? { clipToBudget: true } : {}),
-      ...(deps.conversations ? { commonText: deps.conversations.common(context.tenant, conversation) } : {})
+      ...(deps.conversations ? { commonText: deps.conversations.common(context.keyName, conversation) } : {})
     },
     redactors
   )
   // learned after this history was read, so that its own lines count for the next conversations only;
   // once this answer has gone, and before anything reads what was learned
-  deps.conversations?.learnLater(context.tenant, conversation, prompts)
+  deps.conversations?.learnLater(context.keyName, conversation, prompts)
   if (plan.problem) throw new InvalidHistoryError(plan.problem)
   const t2 = deps.now()
   if (!plan.summarize) {
@@ -312,7 +312,7 @@ async function compactMessages(body: MessagesRequest, deps: CompactDeps, context
     plan,
     redactors,
     instructions: body.instructions,
-    tenant: context.tenant,
+    keyName: context.keyName,
     session: body.session_id,
     signal: context.signal
   })

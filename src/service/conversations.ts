@@ -18,14 +18,14 @@ export const MAX_REMEMBERED_LINES = 200_000
  */
 /** What one thread learned, as the others are told it. */
 interface Learned {
-  tenant: string
+  keyName: string
   conversation: string
   fingerprints: string[]
 }
 
 export class ConversationsText {
   /** Prompts noted and not learned yet (learnLater), learned before anything is looked up. */
-  private pending: { tenant: string; conversation: string; prompts: readonly string[] }[] = []
+  private pending: { keyName: string; conversation: string; prompts: readonly string[] }[] = []
   private scheduled = false
 
   /**
@@ -50,8 +50,8 @@ export class ConversationsText {
       // it never keeps a process or a worker alive
       this.channel.unref()
       this.channel.onmessage = (event) => {
-        const { tenant, conversation, fingerprints } = (event as { data: Learned }).data
-        this.note(tenant, conversation, fingerprints)
+        const { keyName, conversation, fingerprints } = (event as { data: Learned }).data
+        this.note(keyName, conversation, fingerprints)
       }
     }
   }
@@ -70,9 +70,9 @@ export class ConversationsText {
   }
 
   /** Takes note of the lines a conversation's prompts hold. */
-  learn(tenant: string, conversation: string, prompts: readonly string[]): void {
+  learn(keyName: string, conversation: string, prompts: readonly string[]): void {
     this.flush()
-    this.learnNow(tenant, conversation, prompts)
+    this.learnNow(keyName, conversation, prompts)
   }
 
   /**
@@ -80,8 +80,8 @@ export class ConversationsText {
    * later than the next look-up or learning: what is common is the same as with learn, and the
    * fingerprinting of a whole history's prompts is off the compaction's answer.
    */
-  learnLater(tenant: string, conversation: string, prompts: readonly string[]): void {
-    this.pending.push({ tenant, conversation, prompts })
+  learnLater(keyName: string, conversation: string, prompts: readonly string[]): void {
+    this.pending.push({ keyName, conversation, prompts })
     if (this.scheduled) return
     this.scheduled = true
     setImmediate(() => this.flush())
@@ -92,18 +92,18 @@ export class ConversationsText {
     if (this.pending.length === 0) return
     const pending = this.pending
     this.pending = []
-    for (const { tenant, conversation, prompts } of pending) this.learnNow(tenant, conversation, prompts)
+    for (const { keyName, conversation, prompts } of pending) this.learnNow(keyName, conversation, prompts)
   }
 
-  private learnNow(tenant: string, conversation: string, prompts: readonly string[]): void {
+  private learnNow(keyName: string, conversation: string, prompts: readonly string[]): void {
     const fingerprints = prompts.flatMap((prompt) => lineFingerprints(prompt).map((line) => line.fingerprint))
-    this.note(tenant, conversation, fingerprints)
-    if (fingerprints.length > 0) this.channel?.postMessage({ tenant, conversation, fingerprints } satisfies Learned)
+    this.note(keyName, conversation, fingerprints)
+    if (fingerprints.length > 0) this.channel?.postMessage({ keyName, conversation, fingerprints } satisfies Learned)
   }
 
-  private note(tenant: string, conversation: string, fingerprints: readonly string[]): void {
+  private note(keyName: string, conversation: string, fingerprints: readonly string[]): void {
     for (const fp of fingerprints) {
-      const key = `${tenant}\u0000${fp}`
+      const key = `${keyName}\u0000${fp}`
       const seen = this.lines.get(key)
       if (seen === undefined) this.lines.set(key, [conversation])
       else if (!seen.includes(conversation) && seen.length <= COMMON_IN_OTHERS) seen.push(conversation)
@@ -111,12 +111,12 @@ export class ConversationsText {
   }
 
   /** Whether a line was sent by enough of the key's other conversations. */
-  common(tenant: string, conversation: string): CommonText {
+  common(keyName: string, conversation: string): CommonText {
     this.flush()
     return (fp) => {
       // the harness texts shipped with the service are common from the first request on
       if (this.seed.has(fp)) return true
-      const seen = this.lines.get(`${tenant}\u0000${fp}`)
+      const seen = this.lines.get(`${keyName}\u0000${fp}`)
       if (seen === undefined) return false
       const others = seen.includes(conversation) ? seen.length - 1 : seen.length
       return others >= COMMON_IN_OTHERS

@@ -48,10 +48,10 @@ export function costEstimate(cost: SessionCost): { billed_units: number; uncompa
  * What an earlier version kept of a session's cost (one row of the store's state, until it expires), so
  * that its sum goes on from it; undefined where it kept none.
  */
-export async function legacyCost(store: Pick<Store, 'getState'>, tenant: string, session: string, nowMs: number): Promise<SessionCost | undefined> {
-  return ((await store.getState(keyOf(tenant, session), nowMs)) as SessionCost | undefined) ?? undefined
+export async function legacyCost(store: Pick<Store, 'getState'>, keyName: string, session: string, nowMs: number): Promise<SessionCost | undefined> {
+  return ((await store.getState(keyOf(keyName, session), nowMs)) as SessionCost | undefined) ?? undefined
 }
 
-function keyOf(tenant: string, session: string): string {
-  return `cost:${createHash('sha256').update(`${tenant}\u0000${session}`).digest('hex')}`
+function keyOf(keyName: string, session: string): string {
+  return `cost:${createHash('sha256').update(`${keyName}\u0000${session}`).digest('hex')}`
 }

@@ -65,7 +65,7 @@ export interface ProxyRequest {
   system?: CompactRequestBody['system']
   tools?: CompactRequestBody['tools']
   /** The API key's name ('' without auth): anchors and summaries are never shared across tenants. */
-  tenant: string
+  keyName: string
   /** The client's session (x-compaction-session or metadata.user_id): records and the cold layer are kept under it. */
   session?: string
   budget: number | 'off'
@@ -163,7 +163,7 @@ interface Pace {
   interval?: number
 }
 
-interface SessionState {
+interface ConversationState {
   /** The conversation's key (conversationKey). */
   key: string
   /** The client's session it belongs to, if it named one. */
@@ -198,7 +198,7 @@ function isCompacted(run: CompactRun): run is CompactRun & { response: Compacted
 }
 
 /** The summary written ahead for this history, when it still holds and goes further than the current one. */
-function pendingFor(state: SessionState, messages: readonly Message[]): Pending | undefined {
+function pendingFor(state: ConversationState, messages: readonly Message[]): Pending | undefined {
   const { pending, current } = state
   return pending && holds(pending, messages) && pending.cut > (current?.cut ?? 0) ? pending : undefined
 }
@@ -223,7 +223,7 @@ const average = (prior: number | undefined, value: number): number => (prior ===
  * a time; one that comes after its crossing is the base of the next crossing's merge, so none is wasted.
  */
 export class ProxyCompactor {
-  private readonly sessions = new Map<string, SessionState>()
+  private readonly conversations = new Map<string, ConversationState>()
   /** Anchor writes in flight. */
   private readonly writes = new Set<Promise<void>>()
   /** Summaries being written ahead. */
@@ -245,7 +245,7 @@ export class ProxyCompactor {
     return outcome
   }
 
-  private decide(state: SessionState, request: ProxyRequest): Promise<ProxyOutcome> | ProxyOutcome {
+  private decide(state: ConversationState, request: ProxyRequest): Promise<ProxyOutcome> | ProxyOutcome {
     const { messages, budget } = request
     // the client's own compaction (Codex's compaction_trigger): the upstream is asked to compact what the client sent, as sent
     if (asksProviderCompaction(messages)) return { kind: 'none', tokens: requestTokens(request, messages) }
@@ -279,13 +279,13 @@ export class ProxyCompactor {
    * The crossing with no summary written ahead: the best summary at hand (a model's of an earlier cut, or the
    * current one) merged with the turns since from the ledger, at once.
    */
-  private async merge(state: SessionState, request: ProxyRequest, crossed: number, unchanged: ProxyOutcome): Promise<ProxyOutcome> {
+  private async merge(state: ConversationState, request: ProxyRequest, crossed: number, unchanged: ProxyOutcome): Promise<ProxyOutcome> {
     const { messages } = request
     const current = state.current
     const base = holds(state.refined, messages) ? state.refined : current
     const input = base ? withAnchor(base, messages) : messages
     const run = await runCompaction(this.body(request, input, 'auto', 'extractive', this.crossingKeep(request, 0, base)), this.options.deps, {
-      tenant: request.tenant,
+      keyName: request.keyName,
       signal: request.signal,
       recallTool: false,
       clipToBudget: true
@@ -324,7 +324,7 @@ export class ProxyCompactor {
   }
 
   /** The crossing, with a summary written ahead: taken as it is where it lands near the target, else merged with the turns since. */
-  private async fromPending(state: SessionState, request: ProxyRequest, pending: Pending, before: number, unchanged: ProxyOutcome): Promise<ProxyOutcome> {
+  private async fromPending(state: ConversationState, request: ProxyRequest, pending: Pending, before: number, unchanged: ProxyOutcome): Promise<ProxyOutcome> {
     const { messages, budget } = request
     const { messages: anchored, clips } = anchoredTail(pending, messages)
     const tokens = requestTokens(request, anchored)
@@ -363,7 +363,7 @@ export class ProxyCompactor {
     const run = await runCompaction(
       this.body(request, withAnchor(pending, messages), mode, 'extractive', this.crossingKeep(request, 0, pending)),
       this.options.deps,
-      { tenant: request.tenant, signal: request.signal, recallTool: false, clipToBudget: true }
+      { keyName: request.keyName, signal: request.signal, recallTool: false, clipToBudget: true }
     )
     // Where nothing more can be compacted, the summary written ahead is taken only if it makes the prompt
     // smaller; else the history is left as it is (what must be kept, the newest item the client cannot read and
@@ -386,7 +386,7 @@ export class ProxyCompactor {
     }
   }
 
-  private adopt(state: SessionState, anchor: Anchor): void {
+  private adopt(state: ConversationState, anchor: Anchor): void {
     this.reset(state)
     state.current = {
       cut: anchor.cut,
@@ -399,7 +399,7 @@ export class ProxyCompactor {
   }
 
   /** The conversation's saved anchors, read once here (at every request where other replicas write them too). */
-  private async load(state: SessionState): Promise<void> {
+  private async load(state: ConversationState): Promise<void> {
     const store = this.options.anchors
     if (!store || (state.loaded && !store.shared)) return
     state.loaded = true
@@ -421,7 +421,7 @@ export class ProxyCompactor {
   }
 
   /** Keeps the conversation's anchors where the next process and the other replicas find them. */
-  private persist(state: SessionState): void {
+  private persist(state: ConversationState): void {
     const store = this.options.anchors
     if (!store || state.forgotten) return
     const saved: SavedConversation = { current: state.current, refined: state.refined, pending: state.pending }
@@ -437,7 +437,7 @@ export class ProxyCompactor {
     this.writes.add(job)
   }
 
-  private reset(state: SessionState): void {
+  private reset(state: ConversationState): void {
     state.current = undefined
     state.refined = undefined
     state.pending = undefined
@@ -496,7 +496,7 @@ export class ProxyCompactor {
   }
 
   /** Notes how the conversation grows: the estimate of each request under the anchor, and the time between requests. */
-  private observe(state: SessionState, tokens: number): void {
+  private observe(state: ConversationState, tokens: number): void {
     const now = performance.now()
     const prior = state.pace
     if (!prior || tokens < prior.tokens) {
@@ -514,7 +514,7 @@ export class ProxyCompactor {
    * at once, never again for the same crossing: a summary made far from the crossing is one a conversation
    * that stops short of it pays for and never uses.
    */
-  private maybeWriteAhead(state: SessionState, request: ProxyRequest, tokens: number, forwarded: Message[]): void {
+  private maybeWriteAhead(state: ConversationState, request: ProxyRequest, tokens: number, forwarded: Message[]): void {
     const { precomputeAt, deps } = this.options
     const { budget, messages } = request
     if (this.closed || precomputeAt === undefined || budget === 'off' || !(deps.modelSummarizer || request.clientSummarizer) || state.working) return
@@ -539,7 +539,7 @@ export class ProxyCompactor {
       const run = await runCompaction(
         this.body(request, input, 'manual', 'auto', keep),
         { ...deps, modelSummarizer: model },
-        { tenant: request.tenant, recallTool: false, signal: this.closing.signal, clipToBudget: true }
+        { keyName: request.keyName, recallTool: false, signal: this.closing.signal, clipToBudget: true }
       )
       this.summaryMs = average(this.summaryMs, performance.now() - started)
       const report = run.response.summarizer
@@ -563,7 +563,7 @@ export class ProxyCompactor {
   }
 
   /** Runs background work for the conversation, one at a time. */
-  private track(state: SessionState, work: () => Promise<void>): void {
+  private track(state: ConversationState, work: () => Promise<void>): void {
     const job = work()
       .catch((err: unknown) => this.options.onPrecompute('failed', err))
       .finally(() => {
@@ -574,25 +574,25 @@ export class ProxyCompactor {
     this.summaries.add(job)
   }
 
-  private state(request: ProxyRequest): SessionState {
+  private state(request: ProxyRequest): ConversationState {
     const key = conversationKey(request)
     const now = Date.now()
-    let state = this.sessions.get(key)
-    if (state) this.sessions.delete(key)
+    let state = this.conversations.get(key)
+    if (state) this.conversations.delete(key)
     else
       state = {
         key,
         loaded: false,
         seenAt: now,
-        ...(request.session !== undefined ? { owner: { key_name: request.tenant, session_id: request.session } } : {})
+        ...(request.session !== undefined ? { owner: { key_name: request.keyName, session_id: request.session } } : {})
       }
     state.seenAt = now
-    this.sessions.set(key, state) // most recently used last
+    this.conversations.set(key, state) // most recently used last
     // The least recently used come first: forget those over the count, and those idle too long.
     const max = this.options.maxSessions ?? MAX_PROXY_SESSIONS
-    for (const [k, s] of this.sessions) {
-      if (this.sessions.size <= max && now - s.seenAt < PROXY_SESSION_IDLE_MS) break
-      this.sessions.delete(k)
+    for (const [k, s] of this.conversations) {
+      if (this.conversations.size <= max && now - s.seenAt < PROXY_SESSION_IDLE_MS) break
+      this.conversations.delete(k)
     }
     return state
   }
@@ -614,13 +614,13 @@ export class ProxyCompactor {
    * being deleted. Resolves once their anchor writes in flight have landed, so that a deletion after it
    * finds them; work still running for them keeps nothing.
    */
-  async forget(tenant: string, session: string): Promise<number> {
+  async forget(keyName: string, session: string): Promise<number> {
     const landing: Promise<void>[] = []
     let forgotten = 0
-    for (const [key, state] of this.sessions) {
-      if (state.owner?.key_name !== tenant || state.owner.session_id !== session) continue
+    for (const [key, state] of this.conversations) {
+      if (state.owner?.key_name !== keyName || state.owner.session_id !== session) continue
       forgotten++
-      this.sessions.delete(key)
+      this.conversations.delete(key)
       state.forgotten = true
       this.reset(state)
       if (state.saving) landing.push(state.saving)
@@ -629,9 +629,9 @@ export class ProxyCompactor {
     return forgotten
   }
 
-  /** Sessions remembered now. */
+  /** Conversations remembered now. */
   get size(): number {
-    return this.sessions.size
+    return this.conversations.size
   }
 
   /** Resolves when the background work in flight now (summaries and anchor writes) is over. */
@@ -652,8 +652,8 @@ export class ProxyCompactor {
  * message opens (an agent's main loop and each of its subagents send their own first message, and it does
  * not change as a conversation grows); without a session, the one named by its system prompt and first message.
  */
-export function conversationKey(request: Pick<ProxyRequest, 'tenant' | 'session' | 'messages' | 'system'>): string {
+export function conversationKey(request: Pick<ProxyRequest, 'keyName' | 'session' | 'messages' | 'system'>): string {
   if (request.session !== undefined)
-    return `${request.tenant}\u0000s:${request.session}\u0000${hashPrefix(request.messages, Math.min(1, request.messages.length))}`
-  return `${request.tenant}\u0000h:${derivedSession(request)}`
+    return `${request.keyName}\u0000s:${request.session}\u0000${hashPrefix(request.messages, Math.min(1, request.messages.length))}`
+  return `${request.keyName}\u0000h:${derivedSession(request)}`
 }

@@ -151,7 +151,7 @@ export interface Serving {
 /** Where, for whom and how a compaction was asked for. */
 export interface ServedAt {
   via: 'route' | 'proxy'
-  tenant: string
+  keyName: string
   session: string | undefined
   mode: 'auto' | 'manual'
   budget: number | 'off'
@@ -187,7 +187,7 @@ export async function serveCompaction(serving: Serving, run: CompactRunView, at:
   if (fault && fault !== 'no_api_key') {
     // The compaction was answered, but an operator must see that the model is failing.
     at.log.warn(
-      { event: 'summarizer_fault', reason: fault, key_name: at.tenant || undefined, session_id: at.session, summarizer_calls: response.summarizer?.calls },
+      { event: 'summarizer_fault', reason: fault, key_name: at.keyName || undefined, session_id: at.session, summarizer_calls: response.summarizer?.calls },
       `model summary failed (${fault}); the extractive summary stood in`
     )
   }
@@ -200,7 +200,7 @@ export async function serveCompaction(serving: Serving, run: CompactRunView, at:
       ...(at.endpoint ? { endpoint: at.endpoint } : {}),
       ...(at.source ? { source: at.source } : {}),
       session_id: at.session,
-      key_name: at.tenant || undefined,
+      key_name: at.keyName || undefined,
       mode: at.mode,
       reason: response.reason,
       summary_id: summarized(response) ? response.summary.id : undefined,
@@ -214,16 +214,16 @@ export async function serveCompaction(serving: Serving, run: CompactRunView, at:
     event
   )
   if (summarized(response)) {
-    activity.compaction(at.tenant, at.session, { via: at.via, response, ...(at.waitMs !== undefined ? { waitMs: at.waitMs } : {}) })
+    activity.compaction(at.keyName, at.session, { via: at.via, response, ...(at.waitMs !== undefined ? { waitMs: at.waitMs } : {}) })
     // The record is written before the answer, or journaled; the cold layer once the answer has gone (or
     // its client has), reads of it waiting for the write. With PostgreSQL, which other replicas read, the
     // answer waits for both.
-    const keep = recordWrites(store, metrics, at.log, { mode: at.mode, session_id: at.session, budget: at.budget }, at.tenant, response, run.memory)
-    return scheduleRecord(store, at.tenant, at.session, keep)
+    const keep = recordWrites(store, metrics, at.log, { mode: at.mode, session_id: at.session, budget: at.budget }, at.keyName, response, run.memory)
+    return scheduleRecord(store, at.keyName, at.session, keep)
   }
   if (response.compacted) {
     // cleared, nothing summarized: no record (it has no summary); the cleared outputs go to the cold layer
-    activity.clearing(at.tenant, at.session, {
+    activity.clearing(at.keyName, at.session, {
       uses: response.cleared.length,
       tokens: response.cleared.reduce((n, c) => n + c.tokens, 0),
       waitMs: at.waitMs ?? performance.now() - at.started
@@ -237,7 +237,7 @@ export async function serveCompaction(serving: Serving, run: CompactRunView, at:
 /** Rows kept in a session's cold layer under an id of their own (not a compaction's: cleared outputs); a failure counted and logged. */
 export async function keepInColdLayer(
   serving: Pick<Serving, 'store' | 'metrics'>,
-  at: Pick<ServedAt, 'tenant' | 'session' | 'log'>,
+  at: Pick<ServedAt, 'keyName' | 'session' | 'log'>,
   rows: Parameters<Store['saveMemory']>[1],
   failure: string
 ): Promise<void> {
@@ -245,7 +245,7 @@ export async function keepInColdLayer(
   const owner = {
     compaction_id: `clr_${randomUUID().replace(/-/g, '').slice(0, 24)}`,
     session_id: at.session,
-    key_name: at.tenant,
+    key_name: at.keyName,
     created_at: new Date().toISOString()
   }
   await serving.store.saveMemory(owner, rows).then(

@@ -35,7 +35,7 @@ export function summaryCacheKey(request: SummarizeRequest, model: string): strin
     model,
     SUMMARY_FORMAT_VERSION,
     Math.floor(plan.summaryMaxTokens / plan.scale),
-    request.tenant ?? '',
+    request.keyName ?? '',
     request.instructions?.trim() ?? '',
     plan.prior ? formatSummary(plan.prior, { id: 'prior', compactedTurns: 0 }) : '',
     spanText(renderedSpan(plan, request.redactors))
@@ -129,7 +129,7 @@ export class CachingSummarizer implements Summarizer {
         // The model's answer is redacted before it is stored: a model may repeat a secret back.
         const sections = redactSections(result.sections, request.redactors.redactParts)
         try {
-          const owner = request.session === undefined ? undefined : { key_name: request.tenant ?? '', session_id: request.session }
+          const owner = request.session === undefined ? undefined : { key_name: request.keyName ?? '', session_id: request.session }
           await this.options.store.putCached(key, { sections, model: result.report.model }, this.options.now() + this.options.ttlMs, owner)
         } catch (err) {
           this.options.onStoreError('cache_write', err)

@@ -13,7 +13,7 @@ export interface SummarizeRequest {
   /** The user's focus for this compaction; added to the doctrine, never replacing it. */
   instructions?: string
   /** Whose request this is (the API key's name); cached summaries are never shared across tenants. */
-  tenant?: string
+  keyName?: string
   /** The client's session, whose deletion deletes the summary cached for it. */
   session?: string
   signal?: AbortSignal

@@ -18,7 +18,7 @@ import { jsonBytes } from '../contract/wire.js'
 export interface CompactTask {
   body: Uint8Array
   defaults: CompactDefaults
-  tenant: string
+  keyName: string
   coldLayer: boolean
   /** The name of the app's shared table of conversations' text (ConversationsText.shared). */
   conversations?: string
@@ -65,7 +65,7 @@ export async function compactTask(task: CompactTask): Promise<CompactTaskResult>
         coldLayer: task.coldLayer,
         conversations: conversationsOf(task.conversations)
       },
-      { tenant: task.tenant }
+      { keyName: task.keyName }
     )
     const json = jsonBytes(run.response)
     // the messages go back serialized only; the rest is what the main thread counts, records and logs

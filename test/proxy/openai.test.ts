@@ -494,7 +494,14 @@ describe('the OpenAI proxies over generated growing sessions (property)', () => 
             const read = readOpenAiRequest(body, api, () => true)
             if (read.kind !== 'history') throw new Error(read.reason)
             const { history } = read
-            const outcome = await proxy.prepare({ messages: history.messages, system: history.system, tools: history.tools, tenant: 't', session: 's', budget })
+            const outcome = await proxy.prepare({
+              messages: history.messages,
+              system: history.system,
+              tools: history.tools,
+              keyName: 't',
+              session: 's',
+              budget
+            })
             if (outcome.kind === 'none') continue
             const raw = openAiPayload(body, history, outcome).toString('utf8')
             expect(api === 'chat' ? chatCompletionsRefusal(raw) : responsesRefusal(raw)).toBeUndefined()

@@ -69,7 +69,7 @@ describe('parseApiKeys', () => {
     expect(parseApiKeys('a/b=cdefghijkl').get('a/b=cdefghijkl')).toBe(hashName('a/b=cdefghijkl'))
   })
 
-  it('refuses what would make two tenants one or one tenant two, naming the entry and never the key', () => {
+  it('refuses what would make two tenants one or one key two, naming the entry and never the key', () => {
     expect(() => parseApiKeys('ci=')).toThrow(/entry 1 has an empty key/)
     expect(() => parseApiKeys('a=first-key-0001,a=second-key-0002')).toThrow(/entry 2 names a tenant "a" another key has/)
     expect(() => parseApiKeys('a=same-key-0001,b=same-key-0001')).toThrow(/entry 2 repeats a key/)

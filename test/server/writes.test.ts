@@ -75,7 +75,7 @@ describe('ReadYourWrites', () => {
   })
   const rows: MemoryRow[] = [{ kind: 'ask', text: 'fix the flaky retry test', from: 0, to: 0 }]
 
-  it("reads a session, and deletes it, only after that session's reserved writes have landed; the tenant's list after all of its own", async () => {
+  it("reads a session, and deletes it, only after that session's reserved writes have landed; the key's list after all of its own", async () => {
     const store = new ReadYourWrites(new SqliteStore(':memory:'))
     const begin = store.reserve('alpha', 's1', () => store.saveMemory(owner('s1'), rows))
     const hits = store.recall('s1', 'alpha', { text: 'flaky retry', limit: 5 })

@@ -62,7 +62,7 @@ for (const backend of backends) {
         one.request('acme', 's1', { keptOut: 100, metered: true, usage: usage(0, 0, 0, 0) }) // read nothing from the cache: its kept-out tokens at the input price
         one.request('acme', 's1', { keptOut: 700, metered: false }) // an OpenAI request: kept out, not metered
         one.summary('acme', 's1', { calls: 1, input_tokens: 3_000, output_tokens: 400 })
-        one.request('other', 's1', { keptOut: 0, metered: true, usage: usage(1, 1, 1, 1) }) // another tenant's session of the same name
+        one.request('other', 's1', { keptOut: 0, metered: true, usage: usage(1, 1, 1, 1) }) // another key's session of the same name
         // the kept-out tokens of a request that read from the cache would have been reads too: 5,000 x 0.1 + 100
         expect(await one.sessionCost('acme', 's1')).toEqual({
           requests: 4,
@@ -141,7 +141,7 @@ for (const backend of backends) {
         expect((await activity.figures('other', null, { fromMs: T0, toMs: T0 + 3 * HOUR_MS }, HOUR_MS)).compactions.total).toBe(0)
       })
 
-      it("deletes a session's tallies with it (the tenant's totals keep their numbers), and prunes hours past retention", async () => {
+      it("deletes a session's tallies with it (the key's totals keep their numbers), and prunes hours past retention", async () => {
         const store = backend.open()
         opened.push(store)
         let now = T0

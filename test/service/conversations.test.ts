@@ -46,7 +46,7 @@ describe('ConversationsText', () => {
       `const { parentPort, workerData } = require('node:worker_threads')
       const { BroadcastChannel } = require('node:worker_threads')
       const channel = new BroadcastChannel(workerData.name)
-      for (const conversation of ['s:a', 's:c']) channel.postMessage({ tenant: 'acme', conversation, fingerprints: [workerData.fp] })
+      for (const conversation of ['s:a', 's:c']) channel.postMessage({ keyName: 'acme', conversation, fingerprints: [workerData.fp] })
       channel.close()
       parentPort.postMessage('sent')`,
       { eval: true, workerData: { name, fp: fp() } }

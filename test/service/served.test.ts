@@ -51,12 +51,12 @@ describe('serveCompaction', () => {
     const s = serving()
     const events: Record<string, unknown>[] = []
     for (const via of ['route', 'proxy'] as const) {
-      const run = await runCompaction({ messages: history, session_id: `sess-${via}` }, deps, { tenant: 'alpha' })
+      const run = await runCompaction({ messages: history, session_id: `sess-${via}` }, deps, { keyName: 'alpha' })
       if (!summarized(run.response)) throw new Error('not summarized')
       const { lines, log } = capturing()
       const scheduled = await serveCompaction(s, run, {
         via,
-        tenant: 'alpha',
+        keyName: 'alpha',
         session: `sess-${via}`,
         mode: 'auto',
         budget: 2_000,
@@ -96,11 +96,11 @@ describe('serveCompaction', () => {
 
   it('logs a compaction skipped, and records nothing for it', async () => {
     const s = serving()
-    const run = await runCompaction({ messages: history.slice(0, 3), session_id: 'sess-small' }, deps, { tenant: 'alpha' })
+    const run = await runCompaction({ messages: history.slice(0, 3), session_id: 'sess-small' }, deps, { keyName: 'alpha' })
     expect(run.response.compacted).toBe(false)
     const { lines, log } = capturing()
     expect(
-      await serveCompaction(s, run, { via: 'route', tenant: 'alpha', session: 'sess-small', mode: 'auto', budget: 2_000, log, started: performance.now() })
+      await serveCompaction(s, run, { via: 'route', keyName: 'alpha', session: 'sess-small', mode: 'auto', budget: 2_000, log, started: performance.now() })
     ).toEqual({})
     expect(lines.map((l) => l.fields.event)).toEqual(['compaction_skipped'])
     expect((await s.store.listRecords('sess-small', 'alpha', { limit: 5 })).records).toEqual([])
@@ -108,11 +108,11 @@ describe('serveCompaction', () => {
 
   it('journals the record of a SQLite file at once and begins its writes when told; reads of the session wait for them', async () => {
     const s = serving(tempDb())
-    const run = await runCompaction({ messages: history, session_id: 'sess-file' }, deps, { tenant: 'alpha' })
+    const run = await runCompaction({ messages: history, session_id: 'sess-file' }, deps, { keyName: 'alpha' })
     const { log } = capturing()
     const scheduled = await serveCompaction(s, run, {
       via: 'route',
-      tenant: 'alpha',
+      keyName: 'alpha',
       session: 'sess-file',
       mode: 'auto',
       budget: 2_000,

@@ -62,7 +62,7 @@ for (const backend of backends) {
       return s
     }
 
-    it("lists a tenant's session newest first, in pages", async () => {
+    it("lists a key's session newest first, in pages", async () => {
       const s = open()
       for (let i = 1; i <= 5; i++) await s.saveRecord(record(`c${i}`, 'sess', 'alpha'))
       await s.saveRecord(record('other', 'sess', 'beta'))
@@ -82,7 +82,7 @@ for (const backend of backends) {
       expect(await s.recap('sess', 'gamma')).toBeUndefined()
     })
 
-    it("lists a tenant's sessions, the newest compaction's first, in pages, with their counts and figures", async () => {
+    it("lists a key's sessions, the newest compaction's first, in pages, with their counts and figures", async () => {
       const s = open()
       const at = (minute: number): string => `2026-11-30T00:${String(minute).padStart(2, '0')}:00.000Z`
       await s.saveRecord(record('a1', 'sess-a', 'alpha', at(1)))
@@ -112,7 +112,7 @@ for (const backend of backends) {
       await expect(s.listSessions('alpha', { limit: 2, cursor: 'garbage' })).rejects.toThrow(InvalidCursorError)
     })
 
-    it("reads one compaction of a tenant's session, with its cold layer counted by kind", async () => {
+    it("reads one compaction of a key's session, with its cold layer counted by kind", async () => {
       const s = open()
       await s.saveRecord(record('c1', 'sess', 'alpha'))
       await s.saveMemory({ compaction_id: 'c1', session_id: 'sess', key_name: 'alpha', created_at: '2026-11-30T00:00:00.000Z' }, [
@@ -140,7 +140,7 @@ for (const backend of backends) {
       expect((await s.listRecords('s', '', { limit: 10 })).records.map((r) => r.id)).toEqual(['new'])
     })
 
-    it("finds a session's cold-layer entries by any of the words, best first, the tenant's own only", async () => {
+    it("finds a session's cold-layer entries by any of the words, best first, the key's own only", async () => {
       const s = open()
       const owner = { compaction_id: 'cmp_1', session_id: 's', key_name: 'alpha', created_at: '2026-11-30T00:00:00.000Z' }
       await s.saveMemory(owner, [
@@ -148,7 +148,7 @@ for (const backend of backends) {
         { kind: 'error', text: 'TypeError: cannot read properties of undefined (reading "keys") in src/sign.ts', from: 3, to: 4 },
         { kind: 'answer', text: 'The parser handles nested quotes now', from: 5, to: 5 }
       ])
-      await s.saveMemory({ ...owner, key_name: 'beta' }, [{ kind: 'ask', text: 'signing keys of another tenant', from: 0, to: 0 }])
+      await s.saveMemory({ ...owner, key_name: 'beta' }, [{ kind: 'ask', text: 'signing keys of another keyName', from: 0, to: 0 }])
       const hits = await s.recall('s', 'alpha', { text: 'signing keys', limit: 5 })
       expect(hits.map((h) => h.kind)).toEqual(['ask', 'error'])
       expect(hits[0]).toMatchObject({ compaction_id: 'cmp_1', messages: [0, 0], created_at: owner.created_at })
@@ -159,7 +159,7 @@ for (const backend of backends) {
       expect((await s.prune(Date.parse('2026-12-01T00:00:00.000Z'), 0)).memory).toBe(4)
     })
 
-    it("gives one compaction's cold-layer entries in the order written, in pages; another tenant's or another compaction's none", async () => {
+    it("gives one compaction's cold-layer entries in the order written, in pages; another key's or another compaction's none", async () => {
       const s = open()
       const owner = (compaction: string): MemoryOwner => ({
         compaction_id: compaction,
@@ -182,7 +182,7 @@ for (const backend of backends) {
       expect((await s.entries('sess', 'alpha', 'cmp_b', { after: 0, limit: 10 })).entries.map((e) => e.text)).toEqual(['entry of b'])
     })
 
-    it("deletes a tenant's session whole (records, cold layer, its cached summaries and anchors), no one else's, and again as a no-op", async () => {
+    it("deletes a key's session whole (records, cold layer, its cached summaries and anchors), no one else's, and again as a no-op", async () => {
       const s = open()
       const owner = { compaction_id: 'c1', session_id: 'sess', key_name: 'alpha', created_at: '2026-11-30T00:00:00.000Z' }
       const value = { sections: { ...emptySections(), objective: 'cached' }, model: 'm' }
@@ -221,7 +221,7 @@ for (const backend of backends) {
       expect(await s.deleteSession('sess', 'alpha')).toEqual({ compactions: 0, cold_layer: 0, cached: 0, cache_keys: [], space_reclaimed: true })
     })
 
-    it("gives a session's compactions as a chart's points, oldest first, the newest `limit` of them; the tenant's own only", async () => {
+    it("gives a session's compactions as a chart's points, oldest first, the newest `limit` of them; the key's own only", async () => {
       const s = open()
       const at = (minute: number): string => `2026-11-30T00:${String(minute).padStart(2, '0')}:00.000Z`
       const base = record('x', 's', 'k')

@@ -53,12 +53,12 @@ describe('the summary cache', () => {
       now: () => 1_000,
       onStoreError: (operation) => errors.push(operation)
     })
-    const first = await cache.summarize({ redactors: CORE_REDACTORS, plan, tenant: '' })
+    const first = await cache.summarize({ redactors: CORE_REDACTORS, plan, keyName: '' })
     expect(first.sections?.objective).toBe('fix the parser')
     await new Promise((r) => setImmediate(r))
     expect(errors).toContain(`cache_${what}`)
     // without a working cache, a repeat asks the model again rather than failing
-    await cache.summarize({ redactors: CORE_REDACTORS, plan, tenant: '' })
+    await cache.summarize({ redactors: CORE_REDACTORS, plan, keyName: '' })
     expect(model.calls).toBe(2)
   })
 })
@@ -98,12 +98,12 @@ describe('a shared summary waiting for a place', () => {
       keepTurns: 1,
       dryRun: false
     })
-    const running = cache.summarize({ redactors: CORE_REDACTORS, plan: other, tenant: '' }) // takes the one place
+    const running = cache.summarize({ redactors: CORE_REDACTORS, plan: other, keyName: '' }) // takes the one place
     await new Promise((r) => setImmediate(r))
     const [a, b] = [new AbortController(), new AbortController()]
-    const first = cache.summarize({ redactors: CORE_REDACTORS, plan, tenant: '', signal: a.signal }).catch((err: unknown) => err)
+    const first = cache.summarize({ redactors: CORE_REDACTORS, plan, keyName: '', signal: a.signal }).catch((err: unknown) => err)
     await new Promise((r) => setImmediate(r))
-    const second = cache.summarize({ redactors: CORE_REDACTORS, plan, tenant: '', signal: b.signal }).catch((err: unknown) => err)
+    const second = cache.summarize({ redactors: CORE_REDACTORS, plan, keyName: '', signal: b.signal }).catch((err: unknown) => err)
     await new Promise((r) => setImmediate(r))
     expect(limited.load).toEqual({ active: 1, waiting: 1 }) // one place asked for, for both
     a.abort()
@@ -114,7 +114,7 @@ describe('a shared summary waiting for a place', () => {
     expect(await second).toBeInstanceOf(CancelledError)
     expect(limited.load).toEqual({ active: 1, waiting: 0 })
     // a newcomer for the same summary asks for a place of its own, and gets the answer
-    const third = cache.summarize({ redactors: CORE_REDACTORS, plan, tenant: '' })
+    const third = cache.summarize({ redactors: CORE_REDACTORS, plan, keyName: '' })
     await new Promise((r) => setImmediate(r))
     model.open.shift()!()
     await running

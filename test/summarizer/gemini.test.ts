@@ -32,7 +32,7 @@ async function summarizer(attempts = 1): Promise<{ fake: FakeGemini; gemini: Gem
 function request() {
   const redactors = compactionRedactors()
   const plan = planCompaction({ messages: history, mode: 'manual', budgetTokens: 'off', sizingBudgetTokens: 45_000, keepTurns: 1, dryRun: false }, redactors)
-  return { plan, redactors, tenant: '' }
+  return { plan, redactors, keyName: '' }
 }
 
 describe('the Gemini summarizer (COMPACT_SUMMARIZER=gemini)', () => {

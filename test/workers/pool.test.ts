@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { CompactionPool } from '../../src/workers/pool.js'
 import { shellStep, user } from '../helpers/history.js'
 
-const task = { defaults: { budgetTokens: 2_000, keepTurns: 4 }, tenant: '', coldLayer: false }
+const task = { defaults: { budgetTokens: 2_000, keepTurns: 4 }, keyName: '', coldLayer: false }
 const history = { mode: 'manual', messages: [user('fix it'), ...Array.from({ length: 30 }, (_, i) => shellStep(`t${i}`, `make ${i}`, 'q'.repeat(500))).flat()] }
 const pool = new CompactionPool(1)
 afterAll(() => pool.close())

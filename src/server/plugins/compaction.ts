@@ -111,8 +111,8 @@ export const compactionPlugin = fp<CompactionPluginOptions>(
     app.decorate('warm', async () => {
       // extractive: warming never calls (or pays for) a model
       const body = { mode: 'manual' as const, summarizer: 'extractive' as const, messages: WARM_HISTORY }
-      await runCompaction(body, deps, { tenant: '' })
-      await pool?.warm({ defaults: deps.defaults, tenant: '', coldLayer: false, conversations: deps.conversations?.shared }, Buffer.from(JSON.stringify(body)))
+      await runCompaction(body, deps, { keyName: '' })
+      await pool?.warm({ defaults: deps.defaults, keyName: '', coldLayer: false, conversations: deps.conversations?.shared }, Buffer.from(JSON.stringify(body)))
     })
   },
   { name: 'compaction', dependencies: ['metrics', 'store', 'shared-state'] }

@@ -66,7 +66,7 @@ export const proxyPlugin = fp<{ config: Config }>(
       },
       anchors: storedAnchors(app.store),
       onSummary: (request, report) => {
-        app.activity.summary(request.tenant, request.session, report)
+        app.activity.summary(request.keyName, request.session, report)
       },
       onAnchorFault: (err) => {
         metrics.storeErrors.inc({ operation: 'anchors' })

@@ -87,17 +87,17 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
    * compacts and serializes it there; a body read here is compacted here. Either way the answer's bytes,
    * the run to count and record, and what the body said of itself.
    */
-  const compact = async (body: unknown, tenant: string, signal: AbortSignal): Promise<{ json: Uint8Array; run: CompactRunView; body: CompactedBody }> => {
+  const compact = async (body: unknown, keyName: string, signal: AbortSignal): Promise<{ json: Uint8Array; run: CompactRunView; body: CompactedBody }> => {
     if (body instanceof RawBody && pool) {
       const result = await pool.run(
-        { defaults: deps.defaults, tenant, coldLayer: deps.coldLayer === true, conversations: deps.conversations?.shared },
+        { defaults: deps.defaults, keyName, coldLayer: deps.coldLayer === true, conversations: deps.conversations?.shared },
         body.bytes
       )
       if (!result.ok) throw new GatewayError(result.kind, result.message, result.path !== undefined ? { path: result.path } : {})
       return result
     }
     const checked = body as CompactRequestBody
-    const run = await runCompaction(checked, deps, { tenant, signal })
+    const run = await runCompaction(checked, deps, { keyName, signal })
     return { json: jsonBytes(run.response), run, body: checked }
   }
   app.addHook('onResponse', async (request, reply) => {
@@ -152,7 +152,7 @@ export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app
     request.compactCount = { ...(request.compactCount ?? labelsOf(body)), outcome: run.response.reason }
     const { recorded, begin, unkept } = await app.serve(run, {
       via: 'route',
-      tenant: request.keyName,
+      keyName: request.keyName,
       session: body.session_id,
       mode: body.mode ?? 'auto',
       budget: body.budget_tokens ?? deps.defaults.budgetTokens,

@@ -168,6 +168,22 @@ export const Clip = Type.Object(
   }
 )
 
+/** Why the extractive summary stood in for a model's: every reason a summarizer can give (SummarizerReport's `fallback_reason`). */
+export const FAULT_REASONS = [
+  'no_api_key',
+  'timeout',
+  'rate_limited',
+  'overloaded',
+  'server_error',
+  'connection_error',
+  'auth_error',
+  'bad_request',
+  'refusal',
+  'no_tool_call',
+  'invalid_output',
+  'cancelled'
+] as const
+
 export const SummarizerReport = Type.Object(
   {
     kind: Type.Enum(['anthropic', 'openai', 'gemini', 'extractive', 'cache'], {
@@ -178,7 +194,7 @@ export const SummarizerReport = Type.Object(
     input_tokens: Type.Integer(),
     output_tokens: Type.Integer(),
     calls: Type.Integer(),
-    fallback_reason: Type.Union([Type.String(), Type.Null()], {
+    fallback_reason: Type.Union([Type.Enum([...FAULT_REASONS]), Type.Null()], {
       description:
         'Why the extractive summary stands in for a model one: no_api_key, timeout, rate_limited, overloaded, server_error, connection_error, auth_error, bad_request, refusal, no_tool_call, invalid_output, cancelled. Null when none was needed.'
     }),

@@ -1,3 +1,4 @@
+import type { FaultReason } from './faults.js'
 import type { SummarizeResult, Summarizer } from './summarizer.js'
 
 /**
@@ -12,6 +13,6 @@ export class ExtractiveSummarizer implements Summarizer {
   }
 }
 
-export function extractiveReport(fallbackReason: string | null, durationMs: number): SummarizeResult['report'] {
+export function extractiveReport(fallbackReason: FaultReason | null, durationMs: number): SummarizeResult['report'] {
   return { kind: 'extractive', model: null, input_tokens: 0, output_tokens: 0, calls: 0, fallback_reason: fallbackReason, duration_ms: durationMs }
 }

@@ -1,20 +1,9 @@
 import Anthropic from '@anthropic-ai/sdk'
 import OpenAI from 'openai'
+import type { FAULT_REASONS } from '../contract/schemas.js'
 
-/** Why a model summary could not be had; the response names it in `summarizer.fallback_reason`. */
-export type FaultReason =
-  | 'no_api_key'
-  | 'timeout'
-  | 'rate_limited'
-  | 'overloaded'
-  | 'server_error'
-  | 'connection_error'
-  | 'auth_error'
-  | 'bad_request'
-  | 'refusal'
-  | 'no_tool_call'
-  | 'invalid_output'
-  | 'cancelled'
+/** Why a model summary could not be had; the response names it in `summarizer.fallback_reason` (the contract's list). */
+export type FaultReason = (typeof FAULT_REASONS)[number]
 
 export class SummarizerFault extends Error {
   constructor(

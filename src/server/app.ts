@@ -20,9 +20,7 @@ import type { Metrics } from '../telemetry/metrics.js'
 import { OPEN_ROUTES, authPlugin } from './auth.js'
 import { readUi, uiRoutes } from './routes/ui.js'
 import { summarizerKind } from '../summarizer/index.js'
-import { type Config, DEFAULT_OPENAI_BASE_URL, parseApiKeys, trustProxy, usesClientModel } from './config.js'
-import { DEFAULT_UPSTREAM_URL } from '../contract/defaults.js'
-import type { ClientSummaries } from '../proxy/client-summaries.js'
+import { type Config, parseApiKeys, trustProxy } from './config.js'
 import { answerClientError, badUrl, errorHandlingPlugin } from './errors.js'
 import { RateLimitError } from '../contract/errors.js'
 import { admissionPlugin, lingerPlugin, requestChecksPlugin, shutdownDrainPlugin, timeoutsPlugin } from './guards.js'
@@ -111,7 +109,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
     ...(options.store ? { store: options.store } : {})
   })
   await app.register(sharedStatePlugin, { url: config.COMPACT_REDIS_URL })
-  const { metrics, redis } = app
+  const { redis } = app
   if (options.openapi) await registerOpenapi(app, SERVICE_VERSION)
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema)
   await app.register(errorHandlingPlugin)
@@ -145,7 +143,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
   await app.register(proxyPlugin, { config })
 
   await app.register(routes(healthRoutes, 'store'))
-  await app.register(routes(metricsRoutes, 'metrics'), { metrics })
+  await app.register(routes(metricsRoutes, 'metrics'))
   await app.register(doctrineRoutes)
   await app.register(siteRoutes, { version: SERVICE_VERSION, contract: readContract() })
   await app.register(uiRoutes, { files: readUi() })
@@ -157,54 +155,16 @@ export async function buildApp(options: AppOptions): Promise<App> {
     cache_write: config.COMPACT_PRICE_CACHE_WRITE,
     cache_read: config.COMPACT_PRICE_CACHE_READ
   }
-  await app.register(routes(overviewRoutes, 'store'), { prices, now })
+  app.decorate('prices', prices)
+  await app.register(routes(overviewRoutes, 'store'))
   await app.register(routes(memoryRoutes, 'store', 'metrics'))
-  await app.register(routes(compactRoutes, 'compaction', 'store', 'metrics'), { workerMinBytes: config.COMPACT_WORKER_MIN_KB * 1024 })
-  const budget = config.COMPACT_BUDGET
-  const anthropic = upstreamCredentials(config.ANTHROPIC_API_KEY, apiKeys.size > 0)
-  const openai = openAiCredentials(config.OPENAI_API_KEY, apiKeys.size > 0)
-  // With no model of its own (and not told to stay extractive), the gateway has the client's own model write
-  // its conversation's summaries, with the client's credentials (never a gateway key: there is none then).
-  const clientSummaries: ClientSummaries | undefined = usesClientModel(config)
-    ? {
-        baseUrl: config.ANTHROPIC_BASE_URL ?? DEFAULT_UPSTREAM_URL,
-        // OpenAI's APIs too, where what they are forwarded with is the client's own key (the gateway has none)
-        ...(config.OPENAI_API_KEY ? {} : { openAiBaseUrl: config.OPENAI_BASE_URL ?? DEFAULT_OPENAI_BASE_URL }),
-        timeoutMs: config.COMPACT_SUMMARIZER_TIMEOUT_MS,
-        fallback: config.COMPACT_FALLBACK
-      }
-    : undefined
-  await app.register(routes(messagesRoutes, 'proxy', 'store', 'metrics'), {
-    budget,
-    credentials: anthropic,
-    contextManagement: contextManagement(config),
-    ...(clientSummaries ? { clientSummaries } : {})
-  })
-  await app.register(routes(openAiRoutes, 'proxy', 'store', 'metrics'), {
-    budget,
-    credentials: openai,
-    contextManagement: openAiContextManagement(config),
-    ...(clientSummaries ? { clientSummaries } : {})
-  })
-  await app.register(routes(modelsRoutes, 'proxy'), { anthropic, openai })
-  await app.register(routes(geminiRoutes, 'proxy', 'store', 'metrics'), { budget, credentials: geminiCredentials(config.GEMINI_API_KEY, apiKeys.size > 0) })
+  await app.register(routes(compactRoutes, 'compaction', 'store', 'metrics'))
+  // the proxies' policy (budget, credentials, who performs context management) is the proxy plugin's (app.proxy.policy)
+  await app.register(routes(messagesRoutes, 'proxy', 'store', 'metrics'))
+  await app.register(routes(openAiRoutes, 'proxy', 'store', 'metrics'))
+  await app.register(routes(modelsRoutes, 'proxy'))
+  await app.register(routes(geminiRoutes, 'proxy', 'store', 'metrics'))
   return app as unknown as App
-}
-
-/**
- * Who performs the Messages API's context editing: the gateway, or the upstream (the field forwarded
- * untouched). `auto`: Anthropic's own API has it (and its default for thinking differs where the field is
- * absent, so taking it out would change the prompt it caches); any other upstream gets the gateway's.
- */
-function contextManagement(config: Config): 'gateway' | 'forward' {
-  if (config.COMPACT_CONTEXT_MANAGEMENT !== 'auto') return config.COMPACT_CONTEXT_MANAGEMENT
-  return (config.ANTHROPIC_BASE_URL ?? DEFAULT_UPSTREAM_URL).replace(/\/+$/, '') === DEFAULT_UPSTREAM_URL ? 'forward' : 'gateway'
-}
-
-/** Who performs the Responses API's compaction: `auto` forwards to OpenAI's own API, which has it, and performs it for any other upstream. */
-function openAiContextManagement(config: Config): 'gateway' | 'forward' {
-  if (config.COMPACT_CONTEXT_MANAGEMENT !== 'auto') return config.COMPACT_CONTEXT_MANAGEMENT
-  return (config.OPENAI_BASE_URL ?? DEFAULT_OPENAI_BASE_URL).replace(/\/+$/, '') === DEFAULT_OPENAI_BASE_URL ? 'forward' : 'gateway'
 }
 
 /**
@@ -266,55 +226,4 @@ function installResponseHooks(app: FastifyInstance, metrics: Metrics): void {
     metrics.httpDuration.observe({ method: request.method, route, status_code: String(reply.statusCode) }, reply.elapsedTime / 1_000)
     done()
   })
-}
-
-/**
- * What the proxy sends upstream as credentials: the gateway's ANTHROPIC_API_KEY; without one, and only
- * when the gateway checks no keys of its own (so the client's key is not a gateway key), the client's own
- * x-api-key or Authorization; else nothing can be sent (undefined).
- */
-function upstreamCredentials(gatewayKey: string | undefined, checksKeys: boolean): (request: FastifyRequest) => Record<string, string> | undefined {
-  if (gatewayKey) return () => ({ 'x-api-key': gatewayKey })
-  if (checksKeys) return () => undefined
-  return (request) => {
-    const own: Record<string, string> = {}
-    const { authorization } = request.headers
-    const apiKey = request.headers['x-api-key']
-    if (typeof apiKey === 'string') own['x-api-key'] = apiKey
-    if (typeof authorization === 'string') own.authorization = authorization
-    return own
-  }
-}
-
-/**
- * What the Gemini proxy sends upstream as credentials: the gateway's GEMINI_API_KEY as `x-goog-api-key`;
- * without one and without keys of its own, the client's (its header, or its `key` in the query, moved into
- * the header); with keys and none of its own, none.
- */
-function geminiCredentials(gatewayKey: string | undefined, checksKeys: boolean): (request: FastifyRequest) => Record<string, string> | undefined {
-  if (gatewayKey) return () => ({ 'x-goog-api-key': gatewayKey })
-  if (checksKeys) return () => undefined
-  return (request) => {
-    const own = request.headers['x-goog-api-key']
-    if (typeof own === 'string') return { 'x-goog-api-key': own }
-    const at = request.url.indexOf('?')
-    const key = at < 0 ? null : new URLSearchParams(request.url.slice(at + 1)).get('key')
-    const out: Record<string, string> = {}
-    if (key) out['x-goog-api-key'] = key
-    return out
-  }
-}
-
-/**
- * What the OpenAI proxies send upstream as credentials: the gateway's OPENAI_API_KEY as a bearer token;
- * without one, and only when the gateway checks no keys of its own, the client's own Authorization.
- */
-function openAiCredentials(gatewayKey: string | undefined, checksKeys: boolean): (request: FastifyRequest) => Record<string, string> | undefined {
-  if (gatewayKey) return () => ({ authorization: `Bearer ${gatewayKey}` })
-  if (checksKeys) return () => undefined
-  return (request) => {
-    const own: Record<string, string> = {}
-    if (typeof request.headers.authorization === 'string') own.authorization = request.headers.authorization
-    return own
-  }
 }

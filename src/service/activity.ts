@@ -194,7 +194,8 @@ export class Activity {
   constructor(
     private readonly store: Pick<Store, 'addActivity' | 'activity' | 'getState'>,
     private readonly onFault: (err: unknown) => void,
-    private readonly now: () => number = Date.now
+    /** The clock its hours are read from (the app's). */
+    readonly now: () => number = Date.now
   ) {
     this.timer = setInterval(() => void this.flush(), FLUSH_MS)
     this.timer.unref()

@@ -18,6 +18,8 @@ export interface Compaction {
   deps: CompactDeps
   /** The model summarizer's limiter (places and queue), when there is a model. */
   limited: LimitedSummarizer | undefined
+  /** Bodies of this many bytes or more go to the workers, where there are (COMPACT_WORKER_MIN_KB). */
+  workerMinBytes: number
   /** Workers for large extractive compactions (none when a model summarizer is configured). */
   pool: CompactionPool | undefined
 }
@@ -101,7 +103,7 @@ export const compactionPlugin = fp<CompactionPluginOptions>(
       coldLayer: true,
       conversations: new ConversationsText(undefined, undefined, `compaction-gateway:conversations:${randomUUID()}`)
     }
-    app.decorate('compaction', { deps, limited, pool })
+    app.decorate('compaction', { deps, limited, pool, workerMinBytes: config.COMPACT_WORKER_MIN_KB * 1024 })
     app.addHook('onClose', async () => {
       await pool?.close()
       deps.conversations?.close()

@@ -4,19 +4,38 @@ import { ClearingTier } from '../../proxy/clearing.js'
 import { CLEARED_RECALL_NOTE } from '../../proxy/context-management.js'
 import { promptTokens } from '../../compaction/index.js'
 import { Upstream } from '../../proxy/upstream.js'
-import { type Config, DEFAULT_GEMINI_BASE_URL, DEFAULT_OPENAI_BASE_URL } from '../config.js'
+import { type Config, DEFAULT_GEMINI_BASE_URL, DEFAULT_OPENAI_BASE_URL, parseApiKeys, usesClientModel } from '../config.js'
+import type { FastifyRequest } from 'fastify'
+import type { ClientSummaries } from '../../proxy/client-summaries.js'
+import type { ProxyContext } from '../proxying.js'
 import { DEFAULT_UPSTREAM_URL } from '../../contract/defaults.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** upstream: the Messages API's; openai: the OpenAI-compatible API's (Chat Completions, Responses). */
     /** clearedKept: the tool results cleared by context editing whose output this process has put in the cold layer (tenant, session, call). */
-    proxy: { upstream: Upstream; openai: Upstream; gemini: Upstream; compactor: ProxyCompactor; clearedKept: SeenSet; clearing: ClearingTier | undefined }
+    /** policy: each proxy's budget, credentials and who performs context management (its routes read it here). */
+    proxy: {
+      upstream: Upstream
+      openai: Upstream
+      gemini: Upstream
+      compactor: ProxyCompactor
+      clearedKept: SeenSet
+      clearing: ClearingTier | undefined
+      policy: ProxyPolicy
+    }
   }
   interface FastifyRequest {
     /** What the proxy did to this request's history (counted when it is answered); null until it is decided. */
     proxyOutcome: ProxyOutcome['kind'] | null
   }
+}
+
+/** What each proxy forwards with and who performs its context management, from the settings. */
+export interface ProxyPolicy {
+  messages: ProxyContext
+  openai: ProxyContext
+  gemini: ProxyContext
 }
 
 /** How many cleared results' keys a process remembers (the oldest forgotten first: one forgotten is kept again, a duplicate passage). */
@@ -43,6 +62,8 @@ export class SeenSet {
 /** The proxy's upstream clients and its per-session compactor (anchors, summaries written ahead), one for every API it proxies. */
 export const proxyPlugin = fp<{ config: Config }>(
   async (app, { config }) => {
+    // whether the gateway checks keys of its own: the client's key is then never forwarded
+    const checksKeys = parseApiKeys(config.COMPACT_API_KEYS).size > 0
     const { metrics } = app
     const { deps, limited } = app.compaction
     const timeouts = { timeoutMs: config.COMPACT_UPSTREAM_TIMEOUT_MS, connections: config.COMPACT_UPSTREAM_CONNECTIONS }
@@ -85,7 +106,34 @@ export const proxyPlugin = fp<{ config: Config }>(
             },
             CLEARED_RECALL_NOTE
           )
-    app.decorate('proxy', { upstream, openai, gemini, compactor, clearedKept: new SeenSet(CLEARED_KEPT), clearing })
+    const budget = config.COMPACT_BUDGET
+    // With no model of its own (and not told to stay extractive), the gateway has the client's own model write
+    // its conversation's summaries, with the client's credentials (never a gateway key: there is none then).
+    const clientSummaries: ClientSummaries | undefined = usesClientModel(config)
+      ? {
+          baseUrl: config.ANTHROPIC_BASE_URL ?? DEFAULT_UPSTREAM_URL,
+          // OpenAI's APIs too, where what they are forwarded with is the client's own key (the gateway has none)
+          ...(config.OPENAI_API_KEY ? {} : { openAiBaseUrl: config.OPENAI_BASE_URL ?? DEFAULT_OPENAI_BASE_URL }),
+          timeoutMs: config.COMPACT_SUMMARIZER_TIMEOUT_MS,
+          fallback: config.COMPACT_FALLBACK
+        }
+      : undefined
+    const policy: ProxyPolicy = {
+      messages: {
+        budget,
+        credentials: upstreamCredentials(config.ANTHROPIC_API_KEY, checksKeys),
+        contextManagement: contextManagement(config),
+        ...(clientSummaries ? { clientSummaries } : {})
+      },
+      openai: {
+        budget,
+        credentials: openAiCredentials(config.OPENAI_API_KEY, checksKeys),
+        contextManagement: openAiContextManagement(config),
+        ...(clientSummaries ? { clientSummaries } : {})
+      },
+      gemini: { budget, credentials: geminiCredentials(config.GEMINI_API_KEY, checksKeys) }
+    }
+    app.decorate('proxy', { upstream, openai, gemini, compactor, clearedKept: new SeenSet(CLEARED_KEPT), clearing, policy })
     app.addHook('preClose', async () => compactor.close())
     app.addHook('onClose', async () => {
       await Promise.all([upstream.close(), openai.close(), gemini.close()])
@@ -93,3 +141,70 @@ export const proxyPlugin = fp<{ config: Config }>(
   },
   { name: 'proxy', dependencies: ['metrics', 'compaction', 'store'] }
 )
+
+/**
+ * What the proxy sends upstream as credentials: the gateway's ANTHROPIC_API_KEY; without one, and only
+ * when the gateway checks no keys of its own (so the client's key is not a gateway key), the client's own
+ * x-api-key or Authorization; else nothing can be sent (undefined).
+ */
+function upstreamCredentials(gatewayKey: string | undefined, checksKeys: boolean): (request: FastifyRequest) => Record<string, string> | undefined {
+  if (gatewayKey) return () => ({ 'x-api-key': gatewayKey })
+  if (checksKeys) return () => undefined
+  return (request) => {
+    const own: Record<string, string> = {}
+    const { authorization } = request.headers
+    const apiKey = request.headers['x-api-key']
+    if (typeof apiKey === 'string') own['x-api-key'] = apiKey
+    if (typeof authorization === 'string') own.authorization = authorization
+    return own
+  }
+}
+
+/**
+ * What the Gemini proxy sends upstream as credentials: the gateway's GEMINI_API_KEY as `x-goog-api-key`;
+ * without one and without keys of its own, the client's (its header, or its `key` in the query, moved into
+ * the header); with keys and none of its own, none.
+ */
+function geminiCredentials(gatewayKey: string | undefined, checksKeys: boolean): (request: FastifyRequest) => Record<string, string> | undefined {
+  if (gatewayKey) return () => ({ 'x-goog-api-key': gatewayKey })
+  if (checksKeys) return () => undefined
+  return (request) => {
+    const own = request.headers['x-goog-api-key']
+    if (typeof own === 'string') return { 'x-goog-api-key': own }
+    const at = request.url.indexOf('?')
+    const key = at < 0 ? null : new URLSearchParams(request.url.slice(at + 1)).get('key')
+    const out: Record<string, string> = {}
+    if (key) out['x-goog-api-key'] = key
+    return out
+  }
+}
+
+/**
+ * What the OpenAI proxies send upstream as credentials: the gateway's OPENAI_API_KEY as a bearer token;
+ * without one, and only when the gateway checks no keys of its own, the client's own Authorization.
+ */
+function openAiCredentials(gatewayKey: string | undefined, checksKeys: boolean): (request: FastifyRequest) => Record<string, string> | undefined {
+  if (gatewayKey) return () => ({ authorization: `Bearer ${gatewayKey}` })
+  if (checksKeys) return () => undefined
+  return (request) => {
+    const own: Record<string, string> = {}
+    if (typeof request.headers.authorization === 'string') own.authorization = request.headers.authorization
+    return own
+  }
+}
+
+/**
+ * Who performs the Messages API's context editing: the gateway, or the upstream (the field forwarded
+ * untouched). `auto`: Anthropic's own API has it (and its default for thinking differs where the field is
+ * absent, so taking it out would change the prompt it caches); any other upstream gets the gateway's.
+ */
+function contextManagement(config: Config): 'gateway' | 'forward' {
+  if (config.COMPACT_CONTEXT_MANAGEMENT !== 'auto') return config.COMPACT_CONTEXT_MANAGEMENT
+  return (config.ANTHROPIC_BASE_URL ?? DEFAULT_UPSTREAM_URL).replace(/\/+$/, '') === DEFAULT_UPSTREAM_URL ? 'forward' : 'gateway'
+}
+
+/** Who performs the Responses API's compaction: `auto` forwards to OpenAI's own API, which has it, and performs it for any other upstream. */
+function openAiContextManagement(config: Config): 'gateway' | 'forward' {
+  if (config.COMPACT_CONTEXT_MANAGEMENT !== 'auto') return config.COMPACT_CONTEXT_MANAGEMENT
+  return (config.OPENAI_BASE_URL ?? DEFAULT_OPENAI_BASE_URL).replace(/\/+$/, '') === DEFAULT_OPENAI_BASE_URL ? 'forward' : 'gateway'
+}

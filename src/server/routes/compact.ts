@@ -60,14 +60,9 @@ declare module 'fastify' {
   }
 }
 
-export interface CompactRouteOptions {
-  /** Bodies of this many bytes or more go to the compaction workers, where there are (no model summarizer is configured). */
-  workerMinBytes?: number
-}
-
-export const compactRoutes: FastifyPluginAsync<CompactRouteOptions> = async (app, { workerMinBytes = 0 }) => {
+export const compactRoutes: FastifyPluginAsync = async (app) => {
   const { metrics } = app
-  const { deps, pool } = app.compaction
+  const { deps, pool, workerMinBytes } = app.compaction
   // One reading of a body, inline or in a worker (readCompactRequest): a large one's bytes go to a worker
   // unparsed, where there are workers; any other is read here.
   app.decorateRequest('compactCount', null)

@@ -4,7 +4,7 @@ import { ConfigurationError, NotFoundError } from '../../contract/errors.js'
 import { type GeminiHistory, geminiPayload, readGeminiRequest } from '../../proxy/gemini.js'
 import { settable } from '../../formats/index.js'
 import { clientHeaders, upstreamHeaders } from '../../proxy/upstream.js'
-import { type ProxiedApi, type ProxyContext, abortOnClose, installProxyHooks, proxyErrors, proxyHeaders, proxyRequest, upstreamAnswer } from '../proxying.js'
+import { type ProxiedApi, abortOnClose, installProxyHooks, proxyErrors, proxyHeaders, proxyRequest, upstreamAnswer } from '../proxying.js'
 import { KEYED, keyedResponses } from './security.js'
 
 /** The methods of a model the proxy serves, and the endpoint each is counted under. */
@@ -64,7 +64,8 @@ const GenerateContentRequest = Type.Object(
  * anchors, records and cold layer), forwarded byte for byte under it; `GET /v1beta/models[/{model}]` passed
  * on. The key as Gemini takes it: `x-goog-api-key`, or `key` in the query.
  */
-export const geminiRoutes: FastifyPluginAsync<ProxyContext> = async (app, options) => {
+export const geminiRoutes: FastifyPluginAsync = async (app) => {
+  const options = app.proxy.policy.gemini
   const { credentials } = options
   const upstream = app.proxy.gemini
   installProxyHooks(app, () => 'gemini_generate')

@@ -3,7 +3,7 @@ import { Type } from 'typebox'
 import { clientSummarizer } from '../../proxy/client-summaries.js'
 import { readMessagesRequest } from '../../proxy/request.js'
 import { withMessages } from '../../contract/wire.js'
-import { type ProxiedApi, type ProxyContext, installProxyHooks, proxyErrors, proxyHeaders, proxyRequest, upstreamAnswer } from '../proxying.js'
+import { type ProxiedApi, installProxyHooks, proxyErrors, proxyHeaders, proxyRequest, upstreamAnswer } from '../proxying.js'
 import { KEYED } from './security.js'
 
 /** The proxied endpoints: the same path upstream as here. */
@@ -52,7 +52,8 @@ const MessagesRequest = Type.Object(
  * has its messages compacted (the pipeline, doctrine, summarizer, records and cold layer of /v1/compact);
  * one under it is forwarded byte for byte. The answer streams back as it arrives.
  */
-export const messagesRoutes: FastifyPluginAsync<ProxyContext> = async (app, options) => {
+export const messagesRoutes: FastifyPluginAsync = async (app) => {
+  const options = app.proxy.policy.messages
   const { credentials } = options
   const { upstream } = app.proxy
   installProxyHooks(app, (url) => ENDPOINTS.find((e) => e.path === url)?.endpoint ?? 'messages')

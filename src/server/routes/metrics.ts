@@ -1,10 +1,10 @@
 import type { FastifyPluginAsync } from 'fastify'
-import type { Metrics } from '../../telemetry/metrics.js'
 import { PROBE_LOG_LEVEL } from './health.js'
 import { OPEN, openResponses } from './security.js'
 
 /** Prometheus text exposition of this app's own registry. */
-export const metricsRoutes: FastifyPluginAsync<{ metrics: Metrics }> = async (app, { metrics }) => {
+export const metricsRoutes: FastifyPluginAsync = async (app) => {
+  const { metrics } = app
   app.get(
     '/metrics',
     {

@@ -5,14 +5,6 @@ import { clientHeaders, upstreamHeaders } from '../../proxy/upstream.js'
 import { abortOnClose, upstreamAnswer } from '../proxying.js'
 import { KEYED, keyedResponses } from './security.js'
 
-/** The credentials a request is forwarded with to one API, or undefined when there are none. */
-type Credentials = (request: FastifyRequest) => Record<string, string> | undefined
-
-export interface ModelsOptions {
-  anthropic: Credentials
-  openai: Credentials
-}
-
 const ANSWERS = {
   ...keyedResponses(),
   200: upstreamAnswer('The list (or the model), as the upstream gave it: status, headers and body.'),
@@ -35,10 +27,11 @@ const HEADERS = Type.Object({
  * with the gateway's credentials, so that a client pointed at the gateway lists them as it would there.
  * The two APIs share the path; the Anthropic SDKs always send `anthropic-version`, OpenAI's never do.
  */
-export const modelsRoutes: FastifyPluginAsync<ModelsOptions> = async (app, options) => {
+export const modelsRoutes: FastifyPluginAsync = async (app) => {
+  const { policy } = app.proxy
   async function forward(request: FastifyRequest, reply: FastifyReply, below: string): Promise<FastifyReply> {
     const anthropic = request.headers['anthropic-version'] !== undefined
-    const credentials = (anthropic ? options.anthropic : options.openai)(request)
+    const credentials = (anthropic ? policy.messages : policy.openai).credentials(request)
     if (!credentials)
       throw new ConfigurationError(
         `the gateway has no key for ${anthropic ? 'the Messages API: set ANTHROPIC_API_KEY' : 'the OpenAI API: set OPENAI_API_KEY'} on the gateway`

@@ -5,7 +5,6 @@ import { type OpenAiApi, type OpenAiHistory, openAiPayload, readOpenAiRequest } 
 import { settable } from '../../formats/index.js'
 import {
   type ProxiedApi,
-  type ProxyContext,
   type ProxyRead,
   compactResponsesHere,
   installProxyHooks,
@@ -102,7 +101,8 @@ const ENDPOINTS = [
  * proxies the Messages API (the same compactor, anchors, records and cold layer); the history is read into
  * the core's turns and given back as the client's own items.
  */
-export const openAiRoutes: FastifyPluginAsync<ProxyContext> = async (app, options) => {
+export const openAiRoutes: FastifyPluginAsync = async (app) => {
+  const options = app.proxy.policy.openai
   const { credentials } = options
   // OPENAI_BASE_URL, read as the openai SDK reads it (`/v1` included)
   const upstream = app.proxy.openai

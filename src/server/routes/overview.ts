@@ -175,7 +175,16 @@ function badRange(name: 'from' | 'to', message: string): GatewayError {
 }
 
 /** GET /v1/overview: the page's first view, from the tallies of what the gateway did (service/activity.ts). */
-export const overviewRoutes: FastifyPluginAsync<{ prices: Prices; now: () => number }> = async (app, { prices, now }) => {
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** COMPACT_PRICE_*: the prices the overview's estimate is made at. */
+    prices: Prices
+  }
+}
+
+export const overviewRoutes: FastifyPluginAsync = async (app) => {
+  const { prices } = app
+  const now = (): number => app.activity.now()
   app.withTypeProvider<TypeBoxTypeProvider>().get(
     '/v1/overview',
     {

@@ -131,7 +131,7 @@ function fixture(name: string): Fixture {
  * a mid-conversation system message, its tool steps repeated with ids of their own and outputs of 4 KiB, as
  * a session some turns on sends; far under the default budget, so forwarded as it came).
  */
-function bodies(): { name: string; bytes: Buffer }[] {
+export function bodies(): { name: string; bytes: Buffer }[] {
   const first = fixture('2.1.332-first.json')
   const { system: _s, tools: _t, context_management: _c, thinking: _th, ...settings } = first
   const prompt = first.messages[0]!
@@ -167,7 +167,13 @@ function variant(bytes: Buffer, stream: boolean): Buffer {
   return Buffer.from(JSON.stringify({ ...(JSON.parse(bytes.toString('utf8')) as object), stream }))
 }
 
-const HEADERS = { 'content-type': 'application/json', 'x-api-key': 'gw-bench-relay-key', 'anthropic-version': '2023-06-01' }
+/** The headers Claude Code sends with its bodies (its session id among them). */
+const HEADERS = {
+  'content-type': 'application/json',
+  'x-api-key': 'gw-bench-relay-key',
+  'anthropic-version': '2023-06-01',
+  'x-claude-code-session-id': '5f0c2b1e-8d4a-4c3e-9b7a-2e6f1d0c9a88'
+}
 
 /** One request: milliseconds to the answer's first byte and to its end. */
 async function timed(pool: Pool, body: Buffer): Promise<[number, number]> {

@@ -322,8 +322,15 @@ export function abortOnClose(reply: FastifyReply): AbortController {
 }
 
 /** The body as the compactor reads it; one whose bytes alone are far under the budget is forwarded unread (nothing could be done to it). */
-function readProxied<R>(app: FastifyInstance, api: ProxiedApi<R>, body: ProxiedBody, budget: number | 'off', clientModel: boolean): ProxyRead<R> {
-  if (budget !== 'off' && farUnderBudget(body.bytes, budget * app.proxy.compactor.quietShare(clientModel))) return { unread: undefined }
+function readProxied<R>(
+  app: FastifyInstance,
+  api: ProxiedApi<R>,
+  body: ProxiedBody,
+  budget: number | 'off',
+  clientModel: boolean,
+  named: boolean
+): ProxyRead<R> {
+  if (budget !== 'off' && farUnderBudget(body.bytes, budget * app.proxy.compactor.quietShare(clientModel, named))) return { unread: undefined }
   return api.read(body, () => budget === 'off' || !farUnderBudget(body.bytes, budget))
 }
 
@@ -468,7 +475,8 @@ export async function proxyRequest<R>(
   const abort = abortOnClose(reply)
   const headersUp = managed ? withoutConsumedBetas(upstreamHeaders(request.headers, credentials)) : upstreamHeaders(request.headers, credentials)
 
-  let read = readProxied(app, api, body, budget, context.clientSummaries !== undefined && api.clientSummarizer !== undefined)
+  const named = proxySession(request.headers, undefined) !== undefined
+  let read = readProxied(app, api, body, budget, context.clientSummaries !== undefined && api.clientSummarizer !== undefined, named)
   // every conversation on record: one whose client names no session gets a stable id of the gateway's
   // (a body forwarded unread has the session its headers name, if any: its cost is counted there)
   const session = 'parts' in read ? (proxySession(request.headers, read.parts.userId) ?? derivedSession(read.parts)) : proxySession(request.headers, undefined)

@@ -601,12 +601,14 @@ export class ProxyCompactor {
    * The share of the budget under which a request needs nothing of the proxy: no compaction, no summary
    * written ahead (whose pace is read from the target share or from precomputeAt, whichever comes first).
    * Where no summary can be written ahead (`precomputeAt` off, or no model to write it: neither the
-   * gateway's nor, `clientModel`, the client's), nothing below the budget itself.
+   * gateway's nor, `clientModel`, the client's), nothing below the budget itself, if the request names its
+   * session (`named`): one that names none is read from that share on all the same, for the id its
+   * conversation is recorded under (derivedSession) is read from its history.
    */
-  quietShare(clientModel: boolean): number {
+  quietShare(clientModel: boolean, named: boolean): number {
     const { precomputeAt, targetShare, deps } = this.options
-    if (precomputeAt === undefined || (!deps.modelSummarizer && !clientModel)) return 1
-    return Math.min(precomputeAt, targetShare ?? 1)
+    if (named && (precomputeAt === undefined || (!deps.modelSummarizer && !clientModel))) return 1
+    return Math.min(precomputeAt ?? 1, targetShare ?? 1)
   }
 
   /**

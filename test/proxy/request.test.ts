@@ -93,5 +93,9 @@ describe('farUnderBudget', () => {
     expect(farUnderBudget(body(image), 1_000_000)).toBe(false)
     const document: Message[] = [{ role: 'user', content: [{ type: 'document', source: { type: 'text', data: 'x' } }] }]
     expect(farUnderBudget(body(document), 1_000_000)).toBe(false)
+    // however the JSON is spaced, wherever the block stands; a word "image" in a text is no block
+    expect(farUnderBudget(Buffer.from(JSON.stringify({ model: 'm', messages: image }, null, 2)), 1_000_000)).toBe(false)
+    expect(farUnderBudget(Buffer.from('"image"'), 1_000_000)).toBe(false)
+    expect(farUnderBudget(body([user('paste an image'), assistant('a "document" in quotes: \\"document\\"')]), 1_000_000)).toBe(true)
   })
 })

@@ -54,6 +54,19 @@ function build(turns: { prompt: string; outputs: number[]; answer: string }[]): 
   return requests
 }
 
+describe('the share of the budget under which a request is forwarded unread', () => {
+  it('is the whole budget where nothing can be written ahead and the request names its session; else where summaries ahead begin to be paced', () => {
+    // no model of the gateway's or the client's, or summaries ahead off: nothing below the budget is needed
+    expect(compactor(false, 0.75).quietShare(false, true)).toBe(1)
+    expect(compactor(true, undefined).quietShare(false, true)).toBe(1)
+    // a model to write ahead with (the gateway's, or the client's): from precomputeAt (the lower of it and a target share)
+    expect(compactor(true, 0.75).quietShare(false, true)).toBe(0.75)
+    expect(compactor(false, 0.4).quietShare(true, true)).toBe(0.4)
+    // a request that names no session is read from there all the same: its session is read from its history
+    expect(compactor(false, 0.75).quietShare(false, false)).toBe(0.75)
+  })
+})
+
 describe('the proxy compactor over a growing session', () => {
   it("forwards a valid history, within the budget whenever it changed it, ending in the client's own newest turns", async () => {
     await fc.assert(

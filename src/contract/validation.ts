@@ -2,7 +2,7 @@ import { Ajv } from 'ajv'
 import { KNOWN_BLOCK_TYPES } from '../compaction/validate.js'
 import { CompactRequestChecked, type CompactRequestBody, SESSION_ID_PATTERN, SHARED_SCHEMAS } from './schemas.js'
 import { at, jsonProblem } from '../compaction/index.js'
-import { parseJsonBytes } from './wire.js'
+import { type ItemsField, parseJsonBytes } from './wire.js'
 
 /**
  * Schema failures as one sentence that names the place, and the request schema compiled outside
@@ -120,19 +120,32 @@ export interface RequestProblem {
 let compactValidator: ReturnType<typeof compactRequestValidator> | undefined
 
 /**
- * The one way a /v1/compact body is read, inline or in a worker: its bytes parsed (message by message),
- * looked over for nesting past the limit and keys that could poison a prototype, then checked against the
- * request schema; or the first problem, in the words and at the place a client is answered with.
+ * The one way a JSON body is read, wherever it goes: its bytes parsed (its history's array element by
+ * element, `field`), then looked over once for nesting past the limit and for keys that could poison a
+ * prototype, escaped forms included; or the first problem, in the words and at the place a client is
+ * answered with.
  */
-export function readCompactRequest(bytes: Uint8Array): { ok: true; body: CompactRequestBody } | ({ ok: false; value?: unknown } & RequestProblem) {
+export function readJson(bytes: Uint8Array, field: ItemsField = 'messages'): { ok: true; value: unknown } | ({ ok: false } & RequestProblem) {
   let parsed: unknown
   try {
-    parsed = parseJsonBytes(bytes)
+    parsed = parseJsonBytes(bytes, field)
   } catch (err) {
     return { ok: false, kind: 'invalid_request', message: `the body is not valid JSON: ${(err as Error).message}` }
   }
   const problem = jsonProblem(parsed)
   if (problem) return { ok: false, kind: 'invalid_request', message: problem.message, path: problem.path }
+  return { ok: true, value: parsed }
+}
+
+/**
+ * The one way a /v1/compact body is read, inline or in a worker: read as every JSON body is (readJson), then
+ * checked against the request schema; or the first problem, in the words and at the place a client is
+ * answered with.
+ */
+export function readCompactRequest(bytes: Uint8Array): { ok: true; body: CompactRequestBody } | ({ ok: false; value?: unknown } & RequestProblem) {
+  const read = readJson(bytes)
+  if (!read.ok) return read
+  const parsed = read.value
   // a body that parsed but breaks the schema is given back too: what it says of itself labels its refusal
   compactValidator ??= compactRequestValidator()
   if (!compactValidator.check(parsed)) return { ok: false, kind: 'invalid_request', ...describeValidation(compactValidator.errors(), 'body'), value: parsed }

@@ -1,29 +1,18 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { jsonProblem } from '../compaction/nesting.js'
 import { InvalidRequestError } from '../contract/errors.js'
-import { type ItemsField, parseJsonBytes } from '../contract/wire.js'
+import type { ItemsField } from '../contract/wire.js'
+import { readJson } from '../contract/validation.js'
 import { bodyParser } from './body.js'
 import { DEFAULT_BODY_LIMIT } from '../contract/defaults.js'
 
-/**
- * JSON bodies parsed with plain JSON.parse (a history's messages one by one, see parseJsonBytes), which
- * is what histories of megabytes need, then looked over once (iteratively) for nesting past the limit
- * and for keys that could poison a prototype, escaped forms included. Both are refused with a 400 that
- * points at the place.
- */
+/** A JSON body read as every body is (readJson), or the 400 that says why it cannot be. */
 export function parseJsonBody(
   body: Uint8Array,
   field: ItemsField = 'messages'
 ): { value: unknown; error?: undefined } | { value?: undefined; error: InvalidRequestError } {
-  let value: unknown
-  try {
-    value = parseJsonBytes(body, field)
-  } catch (err) {
-    return { error: new InvalidRequestError(`the body is not valid JSON: ${(err as Error).message}`) }
-  }
-  const problem = jsonProblem(value)
-  return problem ? { error: new InvalidRequestError(problem.message, problem.path) } : { value }
+  const read = readJson(body, field)
+  return read.ok ? { value: read.value } : { error: new InvalidRequestError(read.message, read.path) }
 }
 
 function installJsonParser(app: FastifyInstance): void {

@@ -23,7 +23,6 @@ import { DEFAULT_BODY_LIMIT } from '../contract/defaults.js'
 import { errorBody } from './errors.js'
 import { ConfigurationError, InvalidRequestError } from '../contract/errors.js'
 import { parseJsonBody } from './json.js'
-import { randomUUID } from 'node:crypto'
 import {
   OWN_ITEM_KEY,
   compactedResponse,
@@ -52,7 +51,7 @@ import { readMessagesRequest } from '../proxy/request.js'
 import type { ClearedHistory } from '../proxy/openai.js'
 import { type ClearedUse, redact } from '../compaction/index.js'
 import { passages } from '../memory/entries.js'
-import { RECORD_HEADER, type Scheduled } from '../service/served.js'
+import { RECORD_HEADER, type Scheduled, keepInColdLayer } from '../service/served.js'
 
 /** A proxied body: its bytes as they came (forwarded as they are when nothing is compacted), read only when needed. */
 export class ProxiedBody {
@@ -230,19 +229,7 @@ function keepClearedEvidence(app: FastifyInstance, request: FastifyRequest, sess
       .slice(0, MAX_EVIDENCE_PASSAGES)
       .map((text) => ({ kind: 'evidence' as const, text, from: c.message, to: c.message }))
   )
-  const owner = {
-    compaction_id: `clr_${randomUUID().replace(/-/g, '').slice(0, 24)}`,
-    session_id: session,
-    key_name: request.keyName,
-    created_at: new Date().toISOString()
-  }
-  app.store.saveMemory(owner, rows).then(
-    () => app.metrics.memoryEntries.inc(rows.length),
-    (err: unknown) => {
-      app.metrics.storeErrors.inc({ operation: 'memory_write' })
-      request.log.error({ err }, "a cleared tool result's output could not be kept in the cold layer")
-    }
-  )
+  void keepInColdLayer(app, { keyName: request.keyName, session, log: request.log }, rows, "a cleared tool result's output could not be kept in the cold layer")
 }
 
 /**

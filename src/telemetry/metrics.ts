@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { FAULT_REASONS } from '../contract/schemas.js'
 
 /** Token counts from a few hundred to a million, dense around the budgets clients use (30K to 200K). */
 export const TOKEN_BUCKETS = [
@@ -163,20 +164,8 @@ export const KNOWN_LABELS = {
     'summarizer_failed',
     'failed'
   ],
-  summarizerResults: [
-    'ok',
-    'timeout',
-    'rate_limited',
-    'overloaded',
-    'server_error',
-    'connection_error',
-    'auth_error',
-    'bad_request',
-    'refusal',
-    'no_tool_call',
-    'invalid_output',
-    'cancelled'
-  ],
+  // a call's result: ok, or why it failed (no_api_key is no call)
+  summarizerResults: ['ok', ...FAULT_REASONS.filter((r) => r !== 'no_api_key')],
   proxyEndpoints: ['messages', 'count_tokens', 'chat_completions', 'responses', 'responses_compact', 'gemini_generate', 'gemini_stream', 'gemini_count_tokens'],
   storeOperations: [
     'connection',

@@ -1,13 +1,20 @@
-import { mkdirSync, mkdtempSync, utimesSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 import { startThread, threadModule } from '../../src/threads/entry.js'
+
+/** The folders the tests made, removed after them. */
+const made: string[] = []
+afterAll(() => {
+  for (const dir of made) rmSync(dir, { recursive: true, force: true })
+})
 
 /** A project of its own: src/x/t.ts and, if asked, its build dist/x/t.js, the build's stamp `stampAge` seconds older than the sources. */
 function project(options: { built: boolean; stampAge?: number }): string {
   const root = mkdtempSync(join(tmpdir(), 'compaction-gateway-threads-'))
+  made.push(root)
   mkdirSync(join(root, 'src', 'x'), { recursive: true })
   writeFileSync(join(root, 'package.json'), '{ "type": "module" }\n')
   writeFileSync(join(root, 'src', 'x', 't.ts'), 'export {}\n')
@@ -27,7 +34,9 @@ function project(options: { built: boolean; stampAge?: number }): string {
 
 describe("a thread's code", () => {
   it('is the built copy beside its starter when there is one', () => {
-    const from = pathToFileURL(join(mkdtempSync(join(tmpdir(), 'compaction-gateway-threads-')), 'starts.js')).href
+    const dir = mkdtempSync(join(tmpdir(), 'compaction-gateway-threads-'))
+    made.push(dir)
+    const from = pathToFileURL(join(dir, 'starts.js')).href
     writeFileSync(new URL('./t.js', from), 'export {}\n')
     expect(threadModule(from, 't')).toEqual({ url: new URL('./t.js', from), fromSource: false })
   })

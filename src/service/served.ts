@@ -25,7 +25,7 @@ export function modelKindOf(kind: string | undefined): 'anthropic' | 'openai' | 
 }
 
 /** Counts a compaction's figures and its summarizer's work, wherever it ran (the compact route, the proxy). */
-export function countCompaction(metrics: Metrics, run: CompactRunView, modelKind: 'anthropic' | 'openai' | 'gemini' = 'anthropic'): void {
+function countCompaction(metrics: Metrics, run: CompactRunView, modelKind: 'anthropic' | 'openai' | 'gemini' = 'anthropic'): void {
   const { response } = run
   const s = response.stats
   if (response.compacted) {
@@ -48,7 +48,7 @@ export function countCompaction(metrics: Metrics, run: CompactRunView, modelKind
 }
 
 /** A compaction's record, and its two writes: the record, and its cold layer (what it removed, indexed for recall). */
-export interface RecordWrites {
+interface RecordWrites {
   compaction: CompactionRecord
   record: () => Promise<void>
   coldLayer: () => Promise<void>
@@ -57,7 +57,7 @@ export interface RecordWrites {
 }
 
 /** The writes that keep a compaction's record and cold layer. A store that fails loses them, never the compaction: each counts and logs its own failure and never rejects. */
-export function recordWrites(
+function recordWrites(
   store: Store,
   metrics: Metrics,
   log: Log,
@@ -117,7 +117,7 @@ export function recordWrites(
  * (`begin`, once however often called) when its answer no longer needs the event loop. A store with no
  * journal (`:memory:`) writes the record before the answer.
  */
-export async function scheduleRecord(
+async function scheduleRecord(
   store: ReadYourWrites,
   keyName: string,
   sessionId: string | undefined,

@@ -105,11 +105,6 @@ export class ReadYourWrites implements Store {
     return this.writes.reserve(keyName, sessionId, write)
   }
 
-  /** Settles when every write of the session reserved so far has. */
-  settled(keyName: string, sessionId: string): Promise<void> {
-    return this.writes.settled(keyName, sessionId)
-  }
-
   saveRecord(record: CompactionRecord): Promise<void> {
     return this.inner.saveRecord(record)
   }

@@ -7,7 +7,8 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { createInterface } from 'node:readline/promises'
 import { parseArgs } from 'node:util'
-import { type CompactResponseView, formatReport } from './report.js'
+import { formatReport } from './report.js'
+import type { ResponseView } from '../service/compact.js'
 import { startSpinner } from './spinner.js'
 import { at } from '../compaction/at.js'
 import { FORMATS } from '../formats/index.js'
@@ -395,7 +396,7 @@ async function compact(argv: string[]): Promise<void> {
   const started = performance.now()
   const payload = await callService(service(values), 'POST', '/v1/compact', body, stop, hint)
   const elapsed = performance.now() - started
-  const response = payload as CompactResponseView & { messages?: unknown[] }
+  const response = payload as ResponseView & { messages?: unknown[] }
   if (values.out) {
     const next = {
       [field]: response.messages ?? history,

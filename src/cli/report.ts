@@ -1,25 +1,17 @@
-/** The response of POST /v1/compact as a person reads it: the summary, then a few figures. */
-export interface CompactResponseView {
-  compacted: boolean
-  reason: string
-  kept_from: number
-  summary?: { text: string }
-  cleared?: { tool_use_id: string; tool: string; tokens: number }[]
-  stats: Record<string, number>
-  summarizer?: { kind: string; model: string | null; calls: number; fallback_reason: string | null; duration_ms: number }
-}
+import type { ResponseView } from '../service/compact.js'
 
 function n(value: number): string {
   return value.toLocaleString('en-US')
 }
 
-export function formatReport(r: CompactResponseView, elapsedMs: number): string {
+/** The response of POST /v1/compact as a person reads it: the summary, then a few figures. */
+export function formatReport(r: ResponseView, elapsedMs: number): string {
   const s = r.stats
   const lines: string[] = []
   const dryRun = r.reason === 'dry_run'
   if (r.compacted && r.summary) lines.push(r.summary.text, '')
-  else if (r.reason === 'cleared') {
-    const c = r.cleared ?? []
+  else if (r.compacted && r.reason === 'cleared') {
+    const c = r.cleared
     lines.push(
       `cleared ${n(c.length)} old tool ${c.length === 1 ? 'result' : 'results'} (${n(c.reduce((t, x) => t + x.tokens, 0))} tokens): nothing was summarized`,
       ''

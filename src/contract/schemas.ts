@@ -289,6 +289,21 @@ export const CompactionRecordSchema = Type.Object(
   { additionalProperties: false, $id: 'CompactionRecord', description: 'What one compaction said and cost. The history itself is never kept.' }
 )
 
+/** One compaction as a chart shows it: when, and the prompt's size before and after it (the store reads these, the page draws them). */
+export const TimelinePoint = Type.Object(
+  {
+    compaction_id: Type.String(),
+    created_at: Type.String({ format: 'date-time' }),
+    raw_history_tokens: Type.Integer({ description: 'The prompt before the compaction.' }),
+    context_after_compaction: Type.Integer({ description: 'The prompt after it.' }),
+    budget_tokens: Type.Union([Type.Integer(), Type.Null()], {
+      description: "The budget it was made under; null for 'off' or where the record is older than this field."
+    })
+  },
+  { additionalProperties: false }
+)
+export type TimelinePoint = Static<typeof TimelinePoint>
+
 export const Health = Type.Object({ status: Type.String() }, { additionalProperties: false, description: 'The process answers.' })
 export const Ready = Type.Object(
   { status: Type.String(), checks: Type.Record(Type.String(), Type.String()) },

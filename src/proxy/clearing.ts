@@ -41,12 +41,12 @@ export class ClearingTier {
   constructor(
     readonly strategy: Exclude<Strategy, 'summarize'>,
     /** Where a crossing lands: the compactor's target for this request's budget. */
-    private readonly landing: (parts: ProxyParts, budget: number) => number,
+    private readonly landing: (parts: ProxyParts, budgetTokens: number) => number,
     private readonly recallNote: (toolUseId: string) => string
   ) {}
 
   /** The request's messages with its conversation's clearing applied, and, past its budget, new clearing where that is enough. */
-  apply(key: string, parts: ProxyParts, budget: number | 'off', fixed?: (message: number, block: number) => boolean): Cleared {
+  apply(key: string, parts: ProxyParts, budgetTokens: number | 'off', fixed?: (message: number, block: number) => boolean): Cleared {
     const conversation = this.conversation(key)
     let messages = parts.messages
     let changed = false
@@ -64,22 +64,22 @@ export class ClearingTier {
       }
     }
     const tokens = promptTokens(messages, parts.system, parts.tools)
-    if (budget === 'off' || tokens <= budget || conversation.summarizing) return { messages, changed, uses, newly: [], tokens }
-    const target = this.landing(parts, budget)
+    if (budgetTokens === 'off' || tokens <= budgetTokens || conversation.summarizing) return { messages, changed, uses, newly: [], tokens }
+    const target = this.landing(parts, budgetTokens)
     const done = clearToolUses(
       messages,
       {
         keep: CLEAR_KEEP_TOOL_USES,
         excludeTools: [RECALL_TOOL_NAME],
         clearInputs: false,
-        clearAtLeast: Math.ceil(CLEAR_AT_LEAST_SHARE * budget),
+        clearAtLeast: Math.ceil(CLEAR_AT_LEAST_SHARE * budgetTokens),
         enough: tokens - target,
         ...(fixed ? { fixed } : {})
       },
       this.recallNote
     )
     const after = tokens - done.tokens
-    const enough = this.strategy === 'hybrid' ? after <= target : after <= budget
+    const enough = this.strategy === 'hybrid' ? after <= target : after <= budgetTokens
     if (done.cleared.length === 0 || !enough) {
       conversation.summarizing = true
       return { messages, changed, uses, newly: [], tokens }

@@ -154,7 +154,7 @@ export function farUnderBudget(bytes: Buffer, quietTokens: number): boolean {
 }
 
 /** The budget of a proxied request: x-compaction-budget (an integer of at least 1000, or "off"), else the server's. */
-export function proxyBudget(header: string | string[] | undefined, fallback: number | 'off'): number | 'off' {
+export function budgetTokensOf(header: string | string[] | undefined, fallback: number | 'off'): number | 'off' {
   if (header === undefined) return fallback
   const value = (Array.isArray(header) ? header[0] : header)?.trim()
   if (value === 'off') return 'off'

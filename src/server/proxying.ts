@@ -15,7 +15,7 @@ import { lastEventEnd, topLevelField } from '../proxy/events.js'
 import { CHARS_PER_TOKEN, type Message } from '../compaction/index.js'
 import type { Summarizer } from '../summarizer/summarizer.js'
 import type { ProxyOutcome, ProxyRequest } from '../service/proxy-compactor.js'
-import { type ProxyParts, derivedSession, farUnderBudget, ownSession, proxyBudget, proxySession } from '../proxy/request.js'
+import { type ProxyParts, derivedSession, farUnderBudget, ownSession, budgetTokensOf, proxySession } from '../proxy/request.js'
 import { type Upstream, type UpstreamResponse, clientHeaders, upstreamHeaders } from '../proxy/upstream.js'
 import { InvalidHistoryError } from '../service/errors.js'
 import { bodyParser } from './body.js'
@@ -123,7 +123,7 @@ export interface ProxiedApi<R> {
 /** A proxy plugin's options. */
 export interface ProxyContext {
   /** COMPACT_BUDGET: the prompt size from which a proxied request is compacted. */
-  budget: number | 'off'
+  budgetTokens: number | 'off'
   /**
    * The credentials a request is forwarded with: the gateway's own key for the API, or (only when the
    * gateway checks no keys of its own and has none for the upstream) the client's; undefined when there are none.
@@ -313,12 +313,12 @@ function readProxied<R>(
   app: FastifyInstance,
   api: ProxiedApi<R>,
   body: ProxiedBody,
-  budget: number | 'off',
+  budgetTokens: number | 'off',
   clientModel: boolean,
   named: boolean
 ): ProxyRead<R> {
-  if (budget !== 'off' && farUnderBudget(body.bytes, budget * app.proxy.compactor.quietShare(clientModel, named))) return { unread: undefined }
-  return api.read(body, () => budget === 'off' || !farUnderBudget(body.bytes, budget))
+  if (budgetTokens !== 'off' && farUnderBudget(body.bytes, budgetTokens * app.proxy.compactor.quietShare(clientModel, named))) return { unread: undefined }
+  return api.read(body, () => budgetTokens === 'off' || !farUnderBudget(body.bytes, budgetTokens))
 }
 
 /** What the compactor does to the history: every refusal of its content a 400, at its place in the client's body. */
@@ -327,7 +327,13 @@ async function compactProxied<R>(
   api: ProxiedApi<R>,
   read: ProxyRead<R>,
   request: FastifyRequest,
-  at: { session: string | undefined; budget: number | 'off'; signal: AbortSignal; clientSummarizer?: ProxyRequest['clientSummarizer']; instructions?: string }
+  at: {
+    session: string | undefined
+    budgetTokens: number | 'off'
+    signal: AbortSignal
+    clientSummarizer?: ProxyRequest['clientSummarizer']
+    instructions?: string
+  }
 ): Promise<ProxyOutcome> {
   if (!('parts' in read)) return { kind: 'none', tokens: undefined }
   const { messages, system, tools } = read.parts
@@ -338,7 +344,7 @@ async function compactProxied<R>(
       tools,
       keyName: request.keyName,
       session: at.session,
-      budget: at.budget,
+      budgetTokens: at.budgetTokens,
       signal: at.signal,
       ...(at.clientSummarizer ? { clientSummarizer: at.clientSummarizer } : {}),
       ...(at.instructions ? { instructions: at.instructions } : {})
@@ -362,7 +368,7 @@ async function serveProxied(
   reply: FastifyReply,
   endpoint: string,
   outcome: ProxyOutcome,
-  at: { session: string | undefined; budget: number | 'off'; started: number }
+  at: { session: string | undefined; budgetTokens: number | 'off'; started: number }
 ): Promise<Scheduled> {
   if (outcome.kind !== 'compacted') return {}
   const served = await app.serve(outcome.run, {
@@ -370,7 +376,7 @@ async function serveProxied(
     keyName: request.keyName,
     session: at.session,
     mode: 'auto',
-    budget: at.budget,
+    budgetTokens: at.budgetTokens,
     log: request.log,
     started: at.started,
     endpoint,
@@ -453,9 +459,9 @@ export async function proxyRequest<R>(
   const responses = api.responsesCompaction && performs ? manageResponses(request.body as ProxiedBody) : undefined
   const body = managed?.body ?? responses?.body ?? (request.body as ProxiedBody)
   // the gateway's own headers are checked on every request, read or not: one it cannot use is refused, named
-  const headerBudget = proxyBudget(request.headers['x-compaction-budget'], context.budget)
+  const headerBudget = budgetTokensOf(request.headers['x-compaction-budget'], context.budgetTokens)
   // compact_20260112: the gateway's compaction is the one asked for, at its trigger
-  const budget = managed?.compact ? managed.compact.trigger : (responses?.threshold ?? headerBudget)
+  const budgetTokens = managed?.compact ? managed.compact.trigger : (responses?.threshold ?? headerBudget)
   ownSession(request.headers)
   const credentials = api.credentials(request)
   if (!credentials) throw new ConfigurationError(`the gateway has no key for ${api.name}: set ${api.keySetting} on the gateway`)
@@ -463,7 +469,7 @@ export async function proxyRequest<R>(
   const headersUp = managed ? withoutConsumedBetas(upstreamHeaders(request.headers, credentials)) : upstreamHeaders(request.headers, credentials)
 
   const named = proxySession(request.headers, undefined) !== undefined
-  let read = readProxied(app, api, body, budget, context.clientSummaries !== undefined && api.clientSummarizer !== undefined, named)
+  let read = readProxied(app, api, body, budgetTokens, context.clientSummaries !== undefined && api.clientSummarizer !== undefined, named)
   // every conversation on record: one whose client names no session gets a stable id of the gateway's
   // (a body forwarded unread has the session its headers name, if any: its cost is counted there)
   const session = 'parts' in read ? (proxySession(request.headers, read.parts.userId) ?? derivedSession(read.parts)) : proxySession(request.headers, undefined)
@@ -472,7 +478,7 @@ export async function proxyRequest<R>(
   const fixed = api.fixed
   const cleared =
     app.proxy.clearing && !managed?.compact && !responses && readBody
-      ? app.proxy.clearing.apply(`${request.keyName}\u0000${session}`, readBody.parts, budget, fixed ? (m, b) => fixed(readBody.read, m, b) : undefined)
+      ? app.proxy.clearing.apply(`${request.keyName}\u0000${session}`, readBody.parts, budgetTokens, fixed ? (m, b) => fixed(readBody.read, m, b) : undefined)
       : undefined
   if (cleared?.changed && 'parts' in read) read = { parts: { ...read.parts, messages: cleared.messages }, read: read.read }
   // The client's own model writes summaries ahead where the gateway has none, once the upstream has begun to
@@ -487,7 +493,7 @@ export async function proxyRequest<R>(
   const instructions = managed?.compact?.instructions
   const outcome = await compactProxied(app, api, read, request, {
     session,
-    budget,
+    budgetTokens,
     signal: abort.signal,
     ...(forClient ? { clientSummarizer: forClient } : {}),
     ...(instructions ? { instructions } : {})
@@ -512,7 +518,7 @@ export async function proxyRequest<R>(
   if (managed && compaction && managed.compact?.pauseAfterCompaction) {
     answered()
     await (
-      await serveProxied(app, request, reply, api.endpoint, outcome, { session, budget, started })
+      await serveProxied(app, request, reply, api.endpoint, outcome, { session, budgetTokens, started })
     ).recorded
     const value = body.value() as Record<string, unknown>
     const paused = pausedAnswer(value.model, value.stream === true, compaction.block, compaction.usage, managed.edited.applied)
@@ -532,7 +538,7 @@ export async function proxyRequest<R>(
       ? api.write(body, read.read, outcome.kind === 'none' ? undefined : outcome, clearedHistory)
       : body.bytes
   forwarded.bytes = payload
-  const { recorded, begin } = await serveProxied(app, request, reply, api.endpoint, outcome, { session, budget, started })
+  const { recorded, begin } = await serveProxied(app, request, reply, api.endpoint, outcome, { session, budgetTokens, started })
   const asked = performance.now()
   // The query string goes on as it came (Claude Code's `?beta=true`).
   const query = request.url.indexOf('?')
@@ -626,7 +632,7 @@ export async function compactResponsesHere(app: FastifyInstance, request: Fastif
     keyName: request.keyName,
     session,
     mode: 'manual',
-    budget: 'off',
+    budgetTokens: 'off',
     log: request.log,
     started,
     endpoint: 'responses_compact',

@@ -68,7 +68,7 @@ export interface ProxyRequest {
   keyName: string
   /** The client's session (x-compaction-session or metadata.user_id): records and the cold layer are kept under it. */
   session?: string
-  budget: number | 'off'
+  budgetTokens: number | 'off'
   /** What the client adds to the doctrine for its summaries (compact_20260112's `instructions`). */
   instructions?: string
   signal?: AbortSignal
@@ -246,7 +246,7 @@ export class ProxyCompactor {
   }
 
   private decide(state: ConversationState, request: ProxyRequest): Promise<ProxyOutcome> | ProxyOutcome {
-    const { messages, budget } = request
+    const { messages, budgetTokens } = request
     // the client's own compaction (Codex's compaction_trigger): the upstream is asked to compact what the client sent, as sent
     if (asksProviderCompaction(messages)) return { kind: 'none', tokens: requestTokens(request, messages) }
     if (state.current && !holds(state.current, messages)) {
@@ -265,7 +265,7 @@ export class ProxyCompactor {
       current && anchored
         ? { kind: 'reused', tokens, messages: effective, summaryId: current.summaryId, keptFrom: current.cut, clips: anchored.clips }
         : { kind: 'none', tokens }
-    if (budget === 'off' || tokens <= budget) {
+    if (budgetTokens === 'off' || tokens <= budgetTokens) {
       this.maybeWriteAhead(state, request, tokens, effective)
       return unchanged
     }
@@ -325,7 +325,7 @@ export class ProxyCompactor {
 
   /** The crossing, with a summary written ahead: taken as it is where it lands near the target, else merged with the turns since. */
   private async fromPending(state: ConversationState, request: ProxyRequest, pending: Pending, before: number, unchanged: ProxyOutcome): Promise<ProxyOutcome> {
-    const { messages, budget } = request
+    const { messages, budgetTokens } = request
     const { messages: anchored, clips } = anchoredTail(pending, messages)
     const tokens = requestTokens(request, anchored)
     const taken = (): ProxyOutcome => {
@@ -356,10 +356,10 @@ export class ProxyCompactor {
     }
     // Taken as it is where it lands near the target; past it (a summary written long before the crossing
     // leaves more turns since than the target holds), the turns since are merged in to land there.
-    if (budget === 'off' || tokens <= this.landingBound(request)) return taken()
+    if (budgetTokens === 'off' || tokens <= this.landingBound(request)) return taken()
     // The anchored merge: the precomputed summary is the prior, the turns since come from the ledger (a
     // history under the budget but past the landing is compacted as a /compact would: manual).
-    const mode = tokens > budget ? 'auto' : 'manual'
+    const mode = tokens > budgetTokens ? 'auto' : 'manual'
     const run = await runCompaction(
       this.body(request, withAnchor(pending, messages), mode, 'extractive', this.crossingKeep(request, 0, pending)),
       this.options.deps,
@@ -455,7 +455,7 @@ export class ProxyCompactor {
       system: request.system,
       tools: request.tools,
       mode,
-      budget_tokens: request.budget,
+      budget_tokens: request.budgetTokens,
       summarizer,
       ...(keep !== undefined ? { keep_tokens: keep } : {}),
       ...(request.session !== undefined ? { session_id: request.session } : {}),
@@ -465,11 +465,11 @@ export class ProxyCompactor {
 
   /** The most a crossing may leave: the target share of the room and a tenth more, never past the budget. */
   private landingBound(request: ProxyRequest): number {
-    const { budget } = request
-    if (budget === 'off') return Infinity
-    if (this.options.targetShare === undefined) return budget
+    const { budgetTokens } = request
+    if (budgetTokens === 'off') return Infinity
+    if (this.options.targetShare === undefined) return budgetTokens
     const fixed = requestTokens(request, [])
-    return Math.min(budget, fixed + Math.ceil((this.options.targetShare + LANDING_SLACK) * (budget - fixed)))
+    return Math.min(budgetTokens, fixed + Math.ceil((this.options.targetShare + LANDING_SLACK) * (budgetTokens - fixed)))
   }
 
   /**
@@ -478,12 +478,12 @@ export class ProxyCompactor {
    * the room away, whatever system and tools take.
    */
   private crossingKeep(request: ProxyRequest, grownSince = 0, base?: Anchor): number | undefined {
-    const { budget } = request
-    if (budget === 'off' || this.options.targetShare === undefined) return undefined
-    const room = budget - requestTokens(request, [])
+    const { budgetTokens } = request
+    if (budgetTokens === 'off' || this.options.targetShare === undefined) return undefined
+    const room = budgetTokens - requestTokens(request, [])
     // the summary's room: what the summary it builds on takes, and a quarter more for what it adds; a tenth
     // of the budget where there is none yet
-    const tenth = Math.max(SUMMARY_FLOOR_TOKENS, Math.floor(budget / SUMMARY_SHARE))
+    const tenth = Math.max(SUMMARY_FLOOR_TOKENS, Math.floor(budgetTokens / SUMMARY_SHARE))
     const summary = base
       ? Math.min(
           tenth,
@@ -491,7 +491,7 @@ export class ProxyCompactor {
         )
       : tenth
     // the context a compaction carries over (system messages, harness context) lands there too
-    const carried = carriedTokens(carriedContext(request.messages, Math.floor(budget / CARRIED_SHARE), 1), 1)
+    const carried = carriedTokens(carriedContext(request.messages, Math.floor(budgetTokens / CARRIED_SHARE), 1), 1)
     return Math.max(MIN_KEEP_TOKENS, Math.floor(this.options.targetShare * room) - summary - carried - grownSince)
   }
 
@@ -516,15 +516,15 @@ export class ProxyCompactor {
    */
   private maybeWriteAhead(state: ConversationState, request: ProxyRequest, tokens: number, forwarded: Message[]): void {
     const { precomputeAt, deps } = this.options
-    const { budget, messages } = request
-    if (this.closed || precomputeAt === undefined || budget === 'off' || !(deps.modelSummarizer || request.clientSummarizer) || state.working) return
-    if (tokens < precomputeAt * budget || pendingFor(state, messages)) return
+    const { budgetTokens, messages } = request
+    if (this.closed || precomputeAt === undefined || budgetTokens === 'off' || !(deps.modelSummarizer || request.clientSummarizer) || state.working) return
+    if (tokens < precomputeAt * budgetTokens || pendingFor(state, messages)) return
     // a client that compacts by itself will not use a summary written ahead
     if (compactsByItself(messages)) return
     const { growth, interval } = state.pace ?? {}
     if (growth === undefined || interval === undefined || growth <= 0) return
     const lead = Math.min(MAX_LEAD_REQUESTS, Math.max(1, Math.ceil(this.summaryMs / Math.max(1, interval))))
-    if (tokens + lead * growth < budget) return
+    if (tokens + lead * growth < budgetTokens) return
     if (!this.options.canPrecompute(this.summaries.size)) return this.options.onPrecompute('skipped')
     const current = state.current
     const base = holds(state.refined, messages) ? state.refined : current
@@ -533,7 +533,7 @@ export class ProxyCompactor {
     const started = performance.now()
     this.track(state, async () => {
       // Written ahead of the crossing, it keeps less: the turns until the crossing will be kept too.
-      const keep = this.crossingKeep(request, budget - tokens, base)
+      const keep = this.crossingKeep(request, budgetTokens - tokens, base)
       // the gateway's own model where it has one, else the client's, in the conversation as forwarded
       const model = deps.modelSummarizer ?? request.clientSummarizer?.(forwarded)
       const run = await runCompaction(

@@ -61,7 +61,7 @@ function recordWrites(
   store: Store,
   metrics: Metrics,
   log: Log,
-  body: Pick<CompactRequestBody, 'mode' | 'session_id'> & { budget: number | 'off' },
+  body: Pick<CompactRequestBody, 'mode' | 'session_id'> & { budgetTokens: number | 'off' },
   keyName: string,
   response: SummarizedView,
   memory: CompactRunView['memory']
@@ -74,7 +74,7 @@ function recordWrites(
     created_at,
     mode: body.mode ?? 'auto',
     reason: response.reason,
-    budget_tokens: body.budget === 'off' ? null : body.budget,
+    budget_tokens: body.budgetTokens === 'off' ? null : body.budgetTokens,
     stats: response.stats,
     summarizer: response.summarizer,
     doctrine_version: response.doctrine_version,
@@ -154,7 +154,7 @@ export interface ServedAt {
   keyName: string
   session: string | undefined
   mode: 'auto' | 'manual'
-  budget: number | 'off'
+  budgetTokens: number | 'off'
   log: Log
   /** When the request began (performance.now()): the event's duration. */
   started: number
@@ -218,7 +218,15 @@ export async function serveCompaction(serving: Serving, run: CompactRunView, at:
     // The record is written before the answer, or journaled; the cold layer once the answer has gone (or
     // its client has), reads of it waiting for the write. With PostgreSQL, which other replicas read, the
     // answer waits for both.
-    const keep = recordWrites(store, metrics, at.log, { mode: at.mode, session_id: at.session, budget: at.budget }, at.keyName, response, run.memory)
+    const keep = recordWrites(
+      store,
+      metrics,
+      at.log,
+      { mode: at.mode, session_id: at.session, budgetTokens: at.budgetTokens },
+      at.keyName,
+      response,
+      run.memory
+    )
     return scheduleRecord(store, at.keyName, at.session, keep)
   }
   if (response.compacted) {

@@ -8,7 +8,6 @@ import type {
   EntryPage,
   MemoryOwner,
   SessionOwner,
-  TimelinePoint,
   MemoryRow,
   Recap,
   RecallHit,
@@ -18,6 +17,7 @@ import type {
   Store,
   CompactionDetail
 } from './store.js'
+import type { TimelinePoint } from '../contract/schemas.js'
 import { StoreError, sessionSummary } from './store.js'
 import { KIND_WEIGHT, type StoredRecord, activityScope, decodeCursor, encodeCursor, openRecord } from './common.js'
 import { MAX_SESSION_MEMORY } from '../contract/defaults.js'

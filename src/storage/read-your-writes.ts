@@ -16,9 +16,9 @@ import {
   type SessionOwner,
   type SessionPage,
   type Store,
-  StoreError,
-  type TimelinePoint
+  StoreError
 } from './store.js'
+import type { TimelinePoint } from '../contract/schemas.js'
 
 /**
  * Store writes begun once an answer has gone (a compaction's record and cold layer, whose indexing takes

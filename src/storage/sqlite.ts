@@ -18,9 +18,9 @@ import type {
   SessionPage,
   SessionSummary,
   Store,
-  CompactionDetail,
-  TimelinePoint
+  CompactionDetail
 } from './store.js'
+import type { TimelinePoint } from '../contract/schemas.js'
 import { StoreError, sessionSummary } from './store.js'
 import { KIND_WEIGHT, type StoredRecord, activityScope, decodeCursor, encodeCursor, openRecord } from './common.js'
 import { MAX_SESSION_MEMORY } from '../contract/defaults.js'

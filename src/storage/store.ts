@@ -1,7 +1,7 @@
 import type { CompactionStats, SummarySections } from '../compaction/index.js'
 import { GatewayError } from '../contract/errors.js'
 import type { Static } from 'typebox'
-import type { CompactionRecordSchema, SummarizerReportBody } from '../contract/schemas.js'
+import type { CompactionRecordSchema, SummarizerReportBody, TimelinePoint } from '../contract/schemas.js'
 import type { Agree, Same } from '../contract/agreement.js'
 
 /** One compaction as remembered: what it was asked, what it said, and what it cost. Never the history. */
@@ -115,15 +115,6 @@ export function sessionSummary(row: SessionRow): SessionSummary {
     raw_history_tokens: row.raw,
     context_after_compaction: row.after
   }
-}
-
-/** One compaction as a chart shows it: when, and the prompt's size before and after it. */
-export interface TimelinePoint {
-  compaction_id: string
-  created_at: string
-  raw_history_tokens: number
-  context_after_compaction: number
-  budget_tokens: number | null
 }
 
 /** Whose session a cached summary or a conversation's anchors were made for. */

@@ -1,12 +1,6 @@
 /** A session's compactions as a chart's series: no DOM here, so that the shape is tested on its own. */
 
-export interface TimelinePoint {
-  compaction_id: string
-  created_at: string
-  raw_history_tokens: number
-  context_after_compaction: number
-  budget_tokens: number | null
-}
+import type { TimelinePoint } from '../contract/schemas.js'
 
 export interface Sawtooth {
   /** The x of each point: compaction n's prompt before it at n, after it at n + DROP (a drop, drawn all but upright). */

@@ -62,7 +62,7 @@ async function compactedOnce(session: string) {
   const model = countingModel()
   const proxy = proxyOn(undefined, model)
   const history = conversation('Port the parser to the new grammar', 30)
-  const first = await proxy.prepare({ messages: history, keyName: 't', session, budget: BUDGET })
+  const first = await proxy.prepare({ messages: history, keyName: 't', session, budgetTokens: BUDGET })
   expect(first.kind).toBe('compacted')
   return { model, proxy, history, first }
 }
@@ -73,10 +73,10 @@ describe('conversations told apart within a session', () => {
     const calls = model.calls
     for (let k = 0; k < 5; k++) {
       const sub = conversation(`Subagent ${k}: find every caller of parse()`, 30)
-      expect((await proxy.prepare({ messages: sub, keyName: 't', session: 'cc-1', budget: BUDGET })).kind).toBe('compacted')
+      expect((await proxy.prepare({ messages: sub, keyName: 't', session: 'cc-1', budgetTokens: BUDGET })).kind).toBe('compacted')
     }
     const next = [...parent, assistant('Found them.'), user('go on')]
-    const again = await proxy.prepare({ messages: next, keyName: 't', session: 'cc-1', budget: BUDGET })
+    const again = await proxy.prepare({ messages: next, keyName: 't', session: 'cc-1', budgetTokens: BUDGET })
     expect(again.kind).toBe('reused')
     expect(summaryOf(again)).toBe(summaryOf(first))
     expect(JSON.stringify(sent(again)![0])).toBe(JSON.stringify(sent(first)![0]))
@@ -88,9 +88,9 @@ describe('conversations told apart within a session', () => {
     const pruned = conversation('Port the parser to the new grammar', 30, (i) =>
       i < 20 ? '[Old tool result content cleared]' : `output ${i}: ${'o'.repeat(1_500)}`
     )
-    const again = await proxy.prepare({ messages: [...pruned, assistant('ok'), user('next')], keyName: 't', session: 'oc-1', budget: BUDGET })
+    const again = await proxy.prepare({ messages: [...pruned, assistant('ok'), user('next')], keyName: 't', session: 'oc-1', budgetTokens: BUDGET })
     expect(summaryOf(again)).toBe(summaryOf(first))
-    const other = await proxy.prepare({ messages: conversation('Write the release notes for 2.0', 30), keyName: 't', session: 'oc-1', budget: BUDGET })
+    const other = await proxy.prepare({ messages: conversation('Write the release notes for 2.0', 30), keyName: 't', session: 'oc-1', budgetTokens: BUDGET })
     expect(other.kind).toBe('compacted')
     expect(summaryOf(other)).not.toBe(summaryOf(first))
   })
@@ -125,7 +125,7 @@ describe('anchors kept in the store: a restart, or another replica, reuses the s
       const model = countingModel()
       const one = proxyOn(a, model)
       const history = conversation('Port the parser to the new grammar', 30)
-      const first = await one.prepare({ messages: history, keyName: 't', session: 's-1', budget: BUDGET })
+      const first = await one.prepare({ messages: history, keyName: 't', session: 's-1', budgetTokens: BUDGET })
       expect(first.kind).toBe('compacted')
       await one.close() // the process goes away once its writes are done
       await a.close()
@@ -133,14 +133,14 @@ describe('anchors kept in the store: a restart, or another replica, reuses the s
 
       const two = proxyOn(b, model)
       const next = [...history, assistant('Read them.'), user('now fix the grammar')]
-      const again = await two.prepare({ messages: next, keyName: 't', session: 's-1', budget: BUDGET })
+      const again = await two.prepare({ messages: next, keyName: 't', session: 's-1', budgetTokens: BUDGET })
       expect(again.kind).toBe('reused')
       expect(summaryOf(again)).toBe(summaryOf(first))
       // the same summary turn, byte for byte: the cached prefix holds across the restart
       expect(JSON.stringify(sent(again)![0])).toBe(JSON.stringify(sent(first)![0]))
       expect(model.calls).toBe(calls)
       // another tenant's conversation of the same session and history is not this one
-      const other = await two.prepare({ messages: next, keyName: 'u', session: 's-1', budget: BUDGET })
+      const other = await two.prepare({ messages: next, keyName: 'u', session: 's-1', budgetTokens: BUDGET })
       expect(summaryOf(other)).not.toBe(summaryOf(first))
       await two.close()
       await b.close()
@@ -158,12 +158,12 @@ describe("a deleted session's conversations", () => {
     const model = countingModel()
     const proxy = proxyOn(store, model)
     const history = conversation('Port the parser to the new grammar', 30)
-    const first = await proxy.prepare({ messages: history, keyName: 't', session: 's-del', budget: BUDGET })
-    await proxy.prepare({ messages: history, keyName: 't', session: 'other', budget: BUDGET })
+    const first = await proxy.prepare({ messages: history, keyName: 't', session: 's-del', budgetTokens: BUDGET })
+    await proxy.prepare({ messages: history, keyName: 't', session: 'other', budgetTokens: BUDGET })
     expect(await proxy.forget('t', 's-del')).toBe(1)
     expect((await store.deleteSession('s-del', 't')).cached).toBe(1) // its anchors, saved before forget resolved
     const calls = model.calls
-    const again = await proxy.prepare({ messages: [...history, assistant('ok'), user('go on')], keyName: 't', session: 's-del', budget: BUDGET })
+    const again = await proxy.prepare({ messages: [...history, assistant('ok'), user('go on')], keyName: 't', session: 's-del', budgetTokens: BUDGET })
     expect(again.kind).toBe('compacted')
     expect(summaryOf(again)).not.toBe(summaryOf(first))
     expect(model.calls).toBe(calls) // a crossing is merged from the ledger, the model never waited for
@@ -181,13 +181,13 @@ describe("a deleted session's conversations", () => {
       const [one, two] = [proxyOn(a, model), proxyOn(b, model)]
       const history = conversation('Port the parser to the new grammar', 30)
       const next = [...history, assistant('ok'), user('go on')]
-      const first = await one.prepare({ messages: history, keyName: 't', session: 's-del', budget: BUDGET })
+      const first = await one.prepare({ messages: history, keyName: 't', session: 's-del', budgetTokens: BUDGET })
       await one.idle()
-      expect(summaryOf(await two.prepare({ messages: next, keyName: 't', session: 's-del', budget: BUDGET }))).toBe(summaryOf(first))
+      expect(summaryOf(await two.prepare({ messages: next, keyName: 't', session: 's-del', budgetTokens: BUDGET }))).toBe(summaryOf(first))
       await two.idle()
       await one.forget('t', 's-del')
       expect((await a.deleteSession('s-del', 't')).cached).toBe(1)
-      const after = await two.prepare({ messages: [...next, assistant('done'), user('and now?')], keyName: 't', session: 's-del', budget: BUDGET })
+      const after = await two.prepare({ messages: [...next, assistant('done'), user('and now?')], keyName: 't', session: 's-del', budgetTokens: BUDGET })
       expect(after.kind).toBe('compacted')
       expect(summaryOf(after)).not.toBe(summaryOf(first))
       for (const p of [one, two]) await p.close()

@@ -500,7 +500,7 @@ describe('the OpenAI proxies over generated growing sessions (property)', () => 
               tools: history.tools,
               keyName: 't',
               session: 's',
-              budget
+              budgetTokens: budget
             })
             if (outcome.kind === 'none') continue
             const raw = openAiPayload(body, history, outcome).toString('utf8')

@@ -1,7 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { GatewayError } from '../../src/contract/errors.js'
-import { MAX_SESSION_LENGTH, farUnderBudget, proxyBudget, proxySession, readMessagesRequest } from '../../src/proxy/request.js'
+import { MAX_SESSION_LENGTH, farUnderBudget, budgetTokensOf, proxySession, readMessagesRequest } from '../../src/proxy/request.js'
 import { type Message, promptTokens } from '../../src/compaction/index.js'
 import { assistant, user } from '../helpers/history.js'
 
@@ -41,7 +41,7 @@ describe('readMessagesRequest', () => {
   })
 })
 
-describe('proxySession and proxyBudget', () => {
+describe('proxySession and budgetTokensOf', () => {
   it('takes the session from the header, else metadata.user_id, hashing one too long to keep', () => {
     expect(proxySession({ 'x-compaction-session': ' s-1 ', 'x-claude-code-session-id': 'cc' }, 'u')).toBe('s-1')
     expect(proxySession({}, 'user_abc')).toBe('user_abc')
@@ -64,11 +64,11 @@ describe('proxySession and proxyBudget', () => {
   })
 
   it('takes the budget from the header (an integer of at least 1000, or off), else the server default', () => {
-    expect(proxyBudget(undefined, 45_000)).toBe(45_000)
-    expect(proxyBudget('120000', 45_000)).toBe(120_000)
-    expect(proxyBudget('off', 45_000)).toBe('off')
+    expect(budgetTokensOf(undefined, 45_000)).toBe(45_000)
+    expect(budgetTokensOf('120000', 45_000)).toBe(120_000)
+    expect(budgetTokensOf('off', 45_000)).toBe('off')
     for (const bad of ['999', '12.5', '-2000', 'lots', '', '1e6'])
-      expect(refusal(() => proxyBudget(bad, 45_000)).path, bad).toBe('/headers/x-compaction-budget')
+      expect(refusal(() => budgetTokensOf(bad, 45_000)).path, bad).toBe('/headers/x-compaction-budget')
   })
 })
 

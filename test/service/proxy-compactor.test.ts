@@ -79,7 +79,7 @@ describe('the proxy compactor over a growing session', () => {
           const proxy = compactor(withModel, precomputeAt)
           let lastSummary: string | undefined
           for (const messages of build(turns)) {
-            const outcome: ProxyOutcome = await proxy.prepare({ messages, keyName: 't', session: 's', budget })
+            const outcome: ProxyOutcome = await proxy.prepare({ messages, keyName: 't', session: 's', budgetTokens: budget })
             if (settle) await proxy.idle()
             if (outcome.kind === 'none') {
               expect(outcome.tokens).toBe(promptTokens(messages, undefined, undefined))
@@ -139,14 +139,14 @@ describe('the proxy compactor over a growing session', () => {
     let k = 0
     // every request is answered while the model has answered nothing
     while (outcomes.filter((o) => o.kind === 'compacted').length < 2)
-      outcomes.push(await proxy.prepare({ messages: requests[k++]!, keyName: 't', session: 's', budget: 6_000 }))
+      outcomes.push(await proxy.prepare({ messages: requests[k++]!, keyName: 't', session: 's', budgetTokens: 6_000 }))
     expect(calls).toBe(1)
     expect(outcomes.every((o) => o.kind !== 'compacted' || o.source === 'merged')).toBe(true)
     release()
     await proxy.idle()
     let next: ProxyOutcome | undefined
     while (next?.kind !== 'compacted' && k < requests.length)
-      next = await proxy.prepare({ messages: requests[k++]!, keyName: 't', session: 's', budget: 6_000 })
+      next = await proxy.prepare({ messages: requests[k++]!, keyName: 't', session: 's', budgetTokens: 6_000 })
     expect(next?.kind).toBe('compacted')
     if (next?.kind !== 'compacted') return
     expect(JSON.stringify(next.messages[0])).toContain('Keep the service running (model)')
@@ -183,7 +183,7 @@ describe('the proxy compactor over a growing session', () => {
     expect(newest.length).toBeGreaterThan(28_000)
     // an agent's system prompt and tools take 16,000 tokens of it
     const system = `You are a coding agent. ${'Follow the rules. '.repeat(3_550)}`
-    const outcome = await proxy.prepare({ messages: history, system, keyName: 't', session: 's', budget: 37_000 })
+    const outcome = await proxy.prepare({ messages: history, system, keyName: 't', session: 's', budgetTokens: 37_000 })
     expect(outcome.kind).toBe('compacted')
     if (outcome.kind !== 'compacted') return
     expect(outcome.clips).toEqual([])
@@ -199,7 +199,7 @@ describe('the proxy compactor over a growing session', () => {
       history.push(assistant(call(`t${i}`, 'bash', { command: `cat src/m${i}.ts` })), results(result(`t${i}`, `m${i} `.repeat(1_000))))
     // an output over the whole budget on its own, with astral characters where a clip may fall
     history.push(assistant(call('huge', 'bash', { command: 'cat dump.log' })), results(result('huge', '😀 log line\n'.repeat(4_000))))
-    const first = await proxy.prepare({ messages: history, keyName: 't', session: 's', budget: 10_000 })
+    const first = await proxy.prepare({ messages: history, keyName: 't', session: 's', budgetTokens: 10_000 })
     expect(first.kind).toBe('compacted')
     if (first.kind !== 'compacted') return
     expect(first.clips).toHaveLength(1)
@@ -210,14 +210,14 @@ describe('the proxy compactor over a growing session', () => {
     expect(JSON.stringify(first.messages)).not.toMatch(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])/)
     // the client sends the output whole again, and a new turn: the same clipped bytes go on, the clip reported
     const next = [...history, assistant('It is a log of the parser.'), user('Summarize the errors in it')]
-    const again = await proxy.prepare({ messages: next, keyName: 't', session: 's', budget: 12_000 })
+    const again = await proxy.prepare({ messages: next, keyName: 't', session: 's', budgetTokens: 12_000 })
     expect(again.kind).toBe('reused')
     if (again.kind !== 'reused') return
     expect(JSON.stringify(again.messages.slice(0, first.messages.length))).toBe(JSON.stringify(first.messages))
     expect(again.clips).toEqual(first.clips)
     // a client that changes that message gets its own message, not the clip
     const edited = next.map((m, i) => (i === next.length - 3 ? results(result('huge', 'rewritten by the client')) : m))
-    const own = await proxy.prepare({ messages: edited, keyName: 't', session: 's', budget: 12_000 })
+    const own = await proxy.prepare({ messages: edited, keyName: 't', session: 's', budgetTokens: 12_000 })
     expect(own.kind).toBe('reused')
     if (own.kind === 'reused') expect(own.clips).toEqual([])
     await proxy.close()
@@ -252,7 +252,7 @@ describe('the proxy compactor over a growing session', () => {
       ...m
     ])
     for (const messages of requests) {
-      const outcome = await proxy.prepare({ messages, keyName: 't', session: 's', budget: 8_000 })
+      const outcome = await proxy.prepare({ messages, keyName: 't', session: 's', budgetTokens: 8_000 })
       await proxy.idle()
       if (outcome.kind === 'compacted') expect(outcome.source).toBe('merged')
     }
@@ -260,7 +260,7 @@ describe('the proxy compactor over a growing session', () => {
     // a request whose newest item asks the provider to compact is forwarded as it came, over the budget too
     const last = requests.at(-1)!
     const trigger: Message[] = [...last, assistant('ok'), { role: 'user', content: [{ type: 'client_item', item_type: 'compaction_trigger' }] }]
-    expect((await proxy.prepare({ messages: trigger, keyName: 't', session: 's', budget: 8_000 })).kind).toBe('none')
+    expect((await proxy.prepare({ messages: trigger, keyName: 't', session: 's', budgetTokens: 8_000 })).kind).toBe('none')
     await proxy.close()
   })
 
@@ -280,7 +280,7 @@ describe('the proxy compactor over a growing session', () => {
     })
     const landed: number[] = []
     for (const messages of build(Array.from({ length: 120 }, (_, i) => ({ prompt: `step ${i}`, outputs: [3_000], answer: 'ok' })))) {
-      const outcome = await proxy.prepare({ messages, keyName: 't', session: 's', budget: 20_000 })
+      const outcome = await proxy.prepare({ messages, keyName: 't', session: 's', budgetTokens: 20_000 })
       if (outcome.kind === 'compacted') landed.push(outcome.tokens)
     }
     expect(landed.length).toBeGreaterThanOrEqual(3)
@@ -298,10 +298,10 @@ describe('the proxy compactor over a growing session', () => {
       { prompt: 'first task', outputs: [20_000, 20_000, 20_000], answer: 'done' },
       { prompt: 'next', outputs: [100], answer: '' }
     ]).at(-1)!
-    const first = await proxy.prepare({ messages: long, keyName: 't', session: 's', budget: 10_000 })
+    const first = await proxy.prepare({ messages: long, keyName: 't', session: 's', budgetTokens: 10_000 })
     expect(first.kind).toBe('compacted')
     const other = [user('an unrelated question')]
-    expect((await proxy.prepare({ messages: other, keyName: 't', session: 's', budget: 10_000 })).kind).toBe('none')
+    expect((await proxy.prepare({ messages: other, keyName: 't', session: 's', budgetTokens: 10_000 })).kind).toBe('none')
   })
 
   it('never shares a session across tenants', async () => {
@@ -310,8 +310,8 @@ describe('the proxy compactor over a growing session', () => {
       { prompt: 'first task', outputs: [20_000, 20_000, 20_000], answer: 'done' },
       { prompt: 'next', outputs: [100], answer: '' }
     ]).at(-1)!
-    expect((await proxy.prepare({ messages: long, keyName: 'a', session: 's', budget: 10_000 })).kind).toBe('compacted')
-    const again = await proxy.prepare({ messages: long, keyName: 'b', session: 's', budget: 10_000 })
+    expect((await proxy.prepare({ messages: long, keyName: 'a', session: 's', budgetTokens: 10_000 })).kind).toBe('compacted')
+    const again = await proxy.prepare({ messages: long, keyName: 'b', session: 's', budgetTokens: 10_000 })
     expect(again.kind).toBe('compacted')
   })
 
@@ -324,12 +324,12 @@ describe('the proxy compactor over a growing session', () => {
       { prompt: 'next', outputs: [100], answer: '' }
     ]).at(-1)!
     const proxy = compactor(false, undefined)
-    const first = await proxy.prepare({ messages: long, keyName: 't', session: 'idle', budget: 10_000 })
-    expect((await proxy.prepare({ messages: long, keyName: 't', session: 'idle', budget: 10_000 })).kind).toBe('reused')
+    const first = await proxy.prepare({ messages: long, keyName: 't', session: 'idle', budgetTokens: 10_000 })
+    expect((await proxy.prepare({ messages: long, keyName: 't', session: 'idle', budgetTokens: 10_000 })).kind).toBe('reused')
     vi.setSystemTime(Date.now() + PROXY_SESSION_IDLE_MS + 1)
-    await proxy.prepare({ messages: [user('another session')], keyName: 't', session: 'other', budget: 10_000 })
+    await proxy.prepare({ messages: [user('another session')], keyName: 't', session: 'other', budgetTokens: 10_000 })
     expect(proxy.size).toBe(1)
-    const later = await proxy.prepare({ messages: long, keyName: 't', session: 'idle', budget: 10_000 })
+    const later = await proxy.prepare({ messages: long, keyName: 't', session: 'idle', budgetTokens: 10_000 })
     expect(later.kind).toBe('compacted')
     expect(later.kind === 'compacted' && first.kind === 'compacted' && later.summaryId !== first.summaryId).toBe(true)
 
@@ -340,7 +340,7 @@ describe('the proxy compactor over a growing session', () => {
       onPrecompute: () => undefined,
       maxSessions: 3
     })
-    for (const session of ['a', 'b', 'c', 'd', 'e']) await small.prepare({ messages: [user(session)], keyName: 't', session, budget: 10_000 })
+    for (const session of ['a', 'b', 'c', 'd', 'e']) await small.prepare({ messages: [user(session)], keyName: 't', session, budgetTokens: 10_000 })
     expect(small.size).toBe(3)
   })
 })

@@ -59,7 +59,7 @@ describe('serveCompaction', () => {
         keyName: 'alpha',
         session: `sess-${via}`,
         mode: 'auto',
-        budget: 2_000,
+        budgetTokens: 2_000,
         log,
         started: performance.now(),
         ...(via === 'proxy' ? { endpoint: 'messages', source: 'merged' as const, waitMs: 7 } : {})
@@ -100,7 +100,15 @@ describe('serveCompaction', () => {
     expect(run.response.compacted).toBe(false)
     const { lines, log } = capturing()
     expect(
-      await serveCompaction(s, run, { via: 'route', keyName: 'alpha', session: 'sess-small', mode: 'auto', budget: 2_000, log, started: performance.now() })
+      await serveCompaction(s, run, {
+        via: 'route',
+        keyName: 'alpha',
+        session: 'sess-small',
+        mode: 'auto',
+        budgetTokens: 2_000,
+        log,
+        started: performance.now()
+      })
     ).toEqual({})
     expect(lines.map((l) => l.fields.event)).toEqual(['compaction_skipped'])
     expect((await s.store.listRecords('sess-small', 'alpha', { limit: 5 })).records).toEqual([])
@@ -115,7 +123,7 @@ describe('serveCompaction', () => {
       keyName: 'alpha',
       session: 'sess-file',
       mode: 'auto',
-      budget: 2_000,
+      budgetTokens: 2_000,
       log,
       started: performance.now()
     })

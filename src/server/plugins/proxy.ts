@@ -100,13 +100,13 @@ export const proxyPlugin = fp<{ config: Config }>(
         ? undefined
         : new ClearingTier(
             config.COMPACT_STRATEGY,
-            (parts, budget) => {
+            (parts, budgetTokens) => {
               const fixed = promptTokens([], parts.system, parts.tools)
-              return fixed + Math.floor(config.COMPACT_TARGET_SHARE * Math.max(0, budget - fixed))
+              return fixed + Math.floor(config.COMPACT_TARGET_SHARE * Math.max(0, budgetTokens - fixed))
             },
             CLEARED_RECALL_NOTE
           )
-    const budget = config.COMPACT_BUDGET
+    const budgetTokens = config.COMPACT_BUDGET
     // With no model of its own (and not told to stay extractive), the gateway has the client's own model write
     // its conversation's summaries, with the client's credentials (never a gateway key: there is none then).
     const clientSummaries: ClientSummaries | undefined = usesClientModel(config)
@@ -120,18 +120,18 @@ export const proxyPlugin = fp<{ config: Config }>(
       : undefined
     const policy: ProxyPolicy = {
       messages: {
-        budget,
+        budgetTokens,
         credentials: upstreamCredentials(config.ANTHROPIC_API_KEY, checksKeys),
         contextManagement: contextManagement(config),
         ...(clientSummaries ? { clientSummaries } : {})
       },
       openai: {
-        budget,
+        budgetTokens,
         credentials: openAiCredentials(config.OPENAI_API_KEY, checksKeys),
         contextManagement: openAiContextManagement(config),
         ...(clientSummaries ? { clientSummaries } : {})
       },
-      gemini: { budget, credentials: geminiCredentials(config.GEMINI_API_KEY, checksKeys) }
+      gemini: { budgetTokens, credentials: geminiCredentials(config.GEMINI_API_KEY, checksKeys) }
     }
     app.decorate('proxy', { upstream, openai, gemini, compactor, clearedKept: new SeenSet(CLEARED_KEPT), clearing, policy })
     app.addHook('preClose', async () => compactor.close())

@@ -150,7 +150,7 @@ export const compactRoutes: FastifyPluginAsync = async (app) => {
       keyName: request.keyName,
       session: body.session_id,
       mode: body.mode ?? 'auto',
-      budget: body.budget_tokens ?? deps.defaults.budgetTokens,
+      budgetTokens: body.budget_tokens ?? deps.defaults.budgetTokens,
       log: request.log,
       started
     })

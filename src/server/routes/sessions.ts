@@ -4,7 +4,7 @@ import { Type } from 'typebox'
 import { decodeCursor, encodeCursor } from '../../storage/common.js'
 import { NotFoundError } from '../../contract/errors.js'
 import { urlPartValidatorCompiler } from '../../contract/validation.js'
-import { SessionId } from '../../contract/schemas.js'
+import { SessionId, TimelinePoint } from '../../contract/schemas.js'
 import { KEYED, keyedResponses } from './security.js'
 import { deleteSession } from '../../service/sessions.js'
 import { costEstimate } from '../../service/costs.js'
@@ -123,21 +123,7 @@ const DeletedSessionSchema = Type.Object(
 const TimelineSchema = Type.Object(
   {
     session_id: Type.String(),
-    points: Type.Array(
-      Type.Object(
-        {
-          compaction_id: Type.String(),
-          created_at: Type.String({ format: 'date-time' }),
-          raw_history_tokens: Type.Integer({ description: 'The prompt before the compaction.' }),
-          context_after_compaction: Type.Integer({ description: 'The prompt after it.' }),
-          budget_tokens: Type.Union([Type.Integer(), Type.Null()], {
-            description: "The budget it was made under; null for 'off' or where the record is older than this field."
-          })
-        },
-        { additionalProperties: false }
-      ),
-      { description: 'Oldest first: the newest `limit` compactions.' }
-    ),
+    points: Type.Array(TimelinePoint, { description: 'Oldest first: the newest `limit` compactions.' }),
     complete: Type.Boolean({ description: 'Whether these are all its compactions (false: older ones were left out).' })
   },
   { additionalProperties: false, description: "A session's compactions as a chart draws them: the prompt's size before and after each, and the budget." }

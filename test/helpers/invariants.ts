@@ -32,11 +32,11 @@ const sized = (min: number, max: number): fc.Arbitrary<string> =>
   // well-formed text, and the service must keep it so)
   fc.tuple(unitText, fc.integer({ min, max })).map(([unit, n]) => unit.repeat(Math.max(1, Math.round(n / unit.length))))
 const anyText = (short: fc.Arbitrary<string>): fc.Arbitrary<string> =>
-  fc.oneof({ weight: 12, arbitrary: short }, { weight: 3, arbitrary: sized(1_000, 60_000) }, { weight: 1, arbitrary: sized(200_000, 3_000_000) })
+  fc.oneof({ weight: 48, arbitrary: short }, { weight: 12, arbitrary: sized(1_000, 60_000) }, { weight: 1, arbitrary: sized(200_000, 3_000_000) })
 const text = anyText(fc.oneof(fc.string({ minLength: 1, maxLength: 300 }), fc.string({ minLength: 1, maxLength: 300, unit: 'grapheme' })))
 const output = fc.oneof(
-  { weight: 6, arbitrary: fc.string({ maxLength: 400 }) },
-  { weight: 2, arbitrary: fc.integer({ min: 1_000, max: 20_000 }).map((n) => `${'log line\n'.repeat(n / 9)}Traceback: boom`) },
+  { weight: 20, arbitrary: fc.string({ maxLength: 400 }) },
+  { weight: 7, arbitrary: fc.integer({ min: 1_000, max: 20_000 }).map((n) => `${'log line\n'.repeat(n / 9)}Traceback: boom`) },
   { weight: 1, arbitrary: sized(50_000, 3_000_000) }
 )
 const toolCall = fc.record({
@@ -258,14 +258,43 @@ function sameExceptClips(tail: Message[], suffix: Message[], keptFrom: number, c
   })
 }
 
+/** Where a text of a history sits, as the generator writes it: what the reach of the generator is checked over. */
+const KINDS = ['assistant text', 'system text', 'thinking', 'tool input', 'tool output', 'user text'] as const
+/** A text this long is one of the megabyte texts real histories hold (the generator's large texts start here). */
+const HUGE_CHARS = 200_000
+
+/** The kinds of text of a built history that hold a text of at least HUGE_CHARS. */
+function hugeKinds(messages: readonly Message[]): Set<(typeof KINDS)[number]> {
+  const kinds = new Set<(typeof KINDS)[number]>()
+  const huge = (v: unknown): boolean =>
+    typeof v === 'string' ? v.length >= HUGE_CHARS : Array.isArray(v) ? v.some(huge) : v !== null && typeof v === 'object' && Object.values(v).some(huge)
+  for (const m of messages) {
+    for (const b of blocksIn(m)) {
+      if (b.type === 'thinking' && huge(b.thinking)) kinds.add('thinking')
+      else if (b.type === 'tool_use' && huge(b.input)) kinds.add('tool input')
+      else if (b.type === 'tool_result' && huge(b.content)) kinds.add('tool output')
+      else if (b.type === 'text' && huge(b.text)) kinds.add(m.role === 'system' ? 'system text' : m.role === 'user' ? 'user text' : 'assistant text')
+    }
+  }
+  return kinds
+}
+
 /**
  * The compaction core's invariants, checked over generated histories and settings of one mode (each mode
  * in a test file of its own, so that the two halves of PROPERTY_RUNS run on two workers at once).
  */
 export function checkCompactionInvariants(mode: 'auto' | 'manual'): void {
+  const numRuns = Math.ceil(Number(process.env.PROPERTY_RUNS ?? 300) / 2)
+  const reached = new Set<string>()
+  let histories = 0
+  let withHuge = 0
   fc.assert(
     fc.property(history, settings(mode), (h, s) => {
       const input = build(h)
+      const kinds = hugeKinds(input)
+      for (const kind of kinds) reached.add(kind)
+      histories++
+      if (kinds.size > 0) withHuge++
       expect(validateHistory(input)).toBeUndefined()
       const keepTokens = Math.floor(s.budget * s.keepShare)
       const usageInputTokens = s.calibration === null ? undefined : Math.max(1, Math.round(promptTokens(input, undefined, undefined) * s.calibration))
@@ -347,8 +376,14 @@ export function checkCompactionInvariants(mode: 'auto' | 'manual'): void {
       if (newest && out.stats.carried_context_dropped === 0) for (const b of blocksIn(newest)) expect(sentTexts.has(b.text as string)).toBe(true)
       expect(out.summary!.text).not.toContain('SYSTEM-RULE')
     }),
-    { numRuns: Math.ceil(Number(process.env.PROPERTY_RUNS ?? 300) / 2) }
+    { numRuns }
   )
+  // The generator reaches what users send: every kind of text reached megabytes in some history, and most
+  // histories held such a text (checked at the default runs and more; a handful of runs proves nothing either way).
+  if (numRuns >= 100) {
+    expect([...reached].sort()).toEqual([...KINDS])
+    expect(withHuge / histories).toBeGreaterThan(0.5)
+  }
 }
 
 /** The generated histories themselves, for the properties of other parts of the core (clearing). */

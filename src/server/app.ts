@@ -45,6 +45,7 @@ import { geminiRoutes } from './routes/gemini.js'
 import { sessionRoutes } from './routes/sessions.js'
 import { type ErrorResponseBody, SHARED_SCHEMAS } from '../contract/schemas.js'
 import { HEADERS_TIMEOUT_MS, KEEP_ALIVE_TIMEOUT_MS, LINGER_MS, MAX_PARAM_LENGTH, OVERLOADED_RETRY_AFTER_S, lingerBytes } from '../contract/defaults.js'
+import { cachedSerializers } from './serializers.js'
 
 export interface AppOptions {
   config: Config
@@ -92,7 +93,8 @@ export async function buildApp(options: AppOptions): Promise<App> {
     logController: new AnsweredRequestLog(),
     requestIdHeader: 'x-request-id',
     // Validation must never change what a client sent: no stripped fields, no coerced types.
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false } }
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false } },
+    schemaController: { compilersFactory: { buildSerializer: cachedSerializers } }
   }).withTypeProvider<TypeBoxTypeProvider>()
   app.server.headersTimeout = Math.min(HEADERS_TIMEOUT_MS, config.COMPACT_BODY_TIMEOUT_MS)
   app.decorateRequest('lineFields', null)

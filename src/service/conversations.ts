@@ -44,7 +44,9 @@ export class ConversationsText {
     /** The name the threads' tables of one app share; none: this thread's alone. */
     readonly shared?: string
   ) {
-    this.lines = new LRUCache({ max: maxLines })
+    // bounded by size, one a line, rather than by `max`, which would reserve room for every line at once
+    // (four arrays of maxLines: 25 ms and megabytes an app before it has learned anything)
+    this.lines = new LRUCache({ maxSize: maxLines, sizeCalculation: () => 1 })
     if (shared !== undefined) {
       this.channel = new BroadcastChannel(shared)
       // it never keeps a process or a worker alive

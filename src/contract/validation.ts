@@ -1,4 +1,5 @@
-import { Ajv } from 'ajv'
+import { Ajv, type ValidateFunction } from 'ajv'
+import type { TSchema } from 'typebox'
 import { KNOWN_BLOCK_TYPES } from '../compaction/validate.js'
 import { CompactRequestChecked, type CompactRequestBody, SESSION_ID_PATTERN, SHARED_SCHEMAS } from './schemas.js'
 import { at, jsonProblem } from '../compaction/index.js'
@@ -91,13 +92,32 @@ function describeAt(path: string, context: string, text: string): { message: str
 /**
  * Ajv as Fastify is set up here: no coercion, no stripping, no defaults: what a client sent is what is
  * checked; and, as Fastify's Ajv does, Infinity and NaN are no numbers (`1e400` parses to Infinity, which
- * an integer schema would otherwise take).
+ * an integer schema would otherwise take). One instance for every body schema, the shared ones added once.
  */
-export function compactRequestValidator(): { check: (data: unknown) => boolean; errors: () => AjvIssue[] } {
-  const ajv = new Ajv({ removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false, strict: false, strictNumbers: true })
-  for (const schema of SHARED_SCHEMAS) ajv.addSchema(schema as object)
-  const validate = ajv.compile(CompactRequestChecked as object)
-  return { check: (data) => validate(data) as boolean, errors: () => (validate.errors ?? []) as AjvIssue[] }
+let bodyAjv: Ajv | undefined
+function ajvForBodies(): Ajv {
+  if (!bodyAjv) {
+    bodyAjv = new Ajv({ removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false, strict: false, strictNumbers: true })
+    for (const schema of SHARED_SCHEMAS) bodyAjv.addSchema(schema as object)
+  }
+  return bodyAjv
+}
+
+/** A body checked against its route's schema: the value, typed, or the first problem in the words a client is answered with. */
+export type BodyRead<T> = { ok: true; value: T } | ({ ok: false } & RequestProblem)
+
+/**
+ * A route's body schema as the one check of what it reads, wherever that is read: the compact route's
+ * inline or in a worker, a proxy's once the body is read (a body left as bytes never meets Fastify's
+ * validation, so these routes check their own schema, compiled once, here). `context` begins the sentence.
+ */
+export function bodyReader<T>(schema: TSchema, context = 'body'): (value: unknown) => BodyRead<T> {
+  let validate: ValidateFunction | undefined
+  return (value) => {
+    validate ??= ajvForBodies().compile(schema as object)
+    if (validate(value)) return { ok: true, value: value as T }
+    return { ok: false, kind: 'invalid_request', ...describeValidation((validate.errors ?? []) as AjvIssue[], context) }
+  }
 }
 
 /**
@@ -117,7 +137,7 @@ export interface RequestProblem {
   path?: string
 }
 
-let compactValidator: ReturnType<typeof compactRequestValidator> | undefined
+const checkCompactRequest = bodyReader<CompactRequestBody>(CompactRequestChecked)
 
 /**
  * The one way a JSON body is read, wherever it goes: its bytes parsed (its history's array element by
@@ -146,8 +166,8 @@ export function readCompactRequest(bytes: Uint8Array): { ok: true; body: Compact
   const read = readJson(bytes)
   if (!read.ok) return read
   const parsed = read.value
+  const checked = checkCompactRequest(parsed)
   // a body that parsed but breaks the schema is given back too: what it says of itself labels its refusal
-  compactValidator ??= compactRequestValidator()
-  if (!compactValidator.check(parsed)) return { ok: false, kind: 'invalid_request', ...describeValidation(compactValidator.errors(), 'body'), value: parsed }
-  return { ok: true, body: parsed as CompactRequestBody }
+  if (!checked.ok) return { ...checked, value: parsed }
+  return { ok: true, body: checked.value }
 }

@@ -5,6 +5,8 @@
  */
 import type { HistoryProblem } from '../compaction/index.js'
 import { InvalidRequestError } from '../contract/errors.js'
+import { GenerateContentBody } from '../contract/proxy-bodies.js'
+import { bodyReader } from '../contract/validation.js'
 import { withMessages } from '../contract/wire.js'
 import { type Adapted, adaptHistory, givenBack, withCleared } from '../formats/index.js'
 import type { ClearedHistory } from './openai.js'
@@ -18,23 +20,23 @@ export interface GeminiHistory extends ProxyParts {
   adapted: Adapted
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
+const checkGeminiBody = bodyReader<GenerateContentBody>(GenerateContentBody)
 
 /**
- * Reads what compaction needs from a Gemini body, refusing (400, naming the place) what cannot be read
- * where it may be over the budget; under it the body goes on for the upstream to judge.
+ * Reads what compaction needs from a Gemini body, checked against its route's schema (GenerateContentBody),
+ * refusing (400, naming the place) what cannot be read where it may be over the budget; under it the body
+ * goes on for the upstream to judge.
  */
 export function readGeminiRequest(
   body: unknown,
   budgetMayPass: () => boolean
 ): { kind: 'history'; history: GeminiHistory } | { kind: 'unread'; reason: string } {
-  if (!isObject(body)) throw new InvalidRequestError('the body must be a JSON object (a Gemini generateContent request)', '')
-  const { contents, systemInstruction, tools } = body
+  const checked = checkGeminiBody(body)
+  if (!checked.ok) throw new InvalidRequestError(checked.message, checked.path ?? '/')
+  const { contents, systemInstruction, tools } = checked.value
   if (!Array.isArray(contents)) {
     if (!budgetMayPass()) return { kind: 'unread', reason: 'history_not_read' }
-    throw new InvalidRequestError('contents: an array of contents is required', '/contents')
+    throw new InvalidRequestError('body.contents must be an array of contents', '/contents')
   }
   const adapted = adaptHistory(contents as Record<string, unknown>[], geminiRules)
   if ('kind' in adapted) {
@@ -42,8 +44,6 @@ export function readGeminiRequest(
     const problem = adapted as HistoryProblem
     throw new InvalidRequestError(problem.message.replace(/^messages\[/, 'contents['), problem.path.replace(/^\/messages/, '/contents'))
   }
-  if (tools !== undefined && (!Array.isArray(tools) || tools.some((t) => !isObject(t))))
-    throw new InvalidRequestError('tools: must be an array of tools', '/tools')
   const system = systemInstructionText(systemInstruction)
   return {
     kind: 'history',

@@ -5,6 +5,8 @@
  */
 import type { Block, HistoryProblem } from '../compaction/index.js'
 import { InvalidRequestError } from '../contract/errors.js'
+import { ChatCompletionsBody, ResponsesBody } from '../contract/proxy-bodies.js'
+import { type BodyRead, bodyReader } from '../contract/validation.js'
 import { type ItemsField, withMessages } from '../contract/wire.js'
 import { type Adapted, adaptHistory, givenBack, rulesOf, withCleared } from '../formats/index.js'
 import type { FormatRules } from '../formats/history.js'
@@ -31,10 +33,6 @@ export type OpenAiRead = { kind: 'history'; history: OpenAiHistory } | { kind: '
  */
 export type OpenAiUnread = 'previous_response_id' | 'conversation' | 'single_input' | 'history_not_read'
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
-
 function invalid(message: string, path: string): InvalidRequestError {
   return new InvalidRequestError(message, path)
 }
@@ -45,34 +43,47 @@ function problemIn(field: ItemsField, problem: HistoryProblem): InvalidRequestEr
   return invalid(problem.message.replace(/^messages\[/, 'input['), problem.path.replace(/^\/messages/, '/input'))
 }
 
-const API_NAMES: Record<OpenAiApi, string> = { chat: 'a Chat Completions request', responses: 'a Responses request' }
+/** What the readers take of an OpenAI body, whichever of its routes' schemas (contract/proxy-bodies.ts) it was checked against. */
+export type OpenAiBody = Partial<ChatCompletionsBody> & Partial<ResponsesBody>
+
+/** Each API's body as its main route's schema says it (a route passes the check of its own schema). */
+const API_CHECKS: Record<OpenAiApi, (body: unknown) => BodyRead<OpenAiBody>> = {
+  chat: bodyReader<OpenAiBody>(ChatCompletionsBody),
+  responses: bodyReader<OpenAiBody>(ResponsesBody)
+}
 
 /**
- * Reads what compaction needs from a Chat Completions or Responses body: its history as the core's turns,
- * its system prompt (leading system and developer items, and the Responses `instructions`) and tools, for
- * the estimate. A body whose items cannot be read is refused (400, naming the place) where it may be over
- * the budget (`budgetMayPass`); under it nothing would be done to it, and it goes on for the upstream to judge.
+ * Reads what compaction needs from a Chat Completions or Responses body, checked by its route's schema
+ * (`check`): its history as the core's turns, its system prompt (leading system and developer items, and
+ * the Responses `instructions`) and tools, for the estimate. A body whose items cannot be read is refused
+ * (400, naming the place) where it may be over the budget (`budgetMayPass`); under it nothing would be done
+ * to it, and it goes on for the upstream to judge.
  */
-export function readOpenAiRequest(body: unknown, api: OpenAiApi, budgetMayPass: () => boolean): OpenAiRead {
-  if (!isObject(body)) throw invalid(`the body must be a JSON object (${API_NAMES[api]})`, '')
+export function readOpenAiRequest(
+  body: unknown,
+  api: OpenAiApi,
+  budgetMayPass: () => boolean,
+  check: (body: unknown) => BodyRead<OpenAiBody> = API_CHECKS[api]
+): OpenAiRead {
+  const checked = check(body)
+  if (!checked.ok) throw invalid(checked.message, checked.path ?? '/')
+  const read = checked.value
   const field: ItemsField = api === 'chat' ? 'messages' : 'input'
   if (api === 'responses') {
-    if (body.previous_response_id !== undefined && body.previous_response_id !== null) return { kind: 'unread', reason: 'previous_response_id' }
-    if (body.conversation !== undefined && body.conversation !== null) return { kind: 'unread', reason: 'conversation' }
-    if (typeof body.input === 'string') return { kind: 'unread', reason: 'single_input' }
+    if (read.previous_response_id !== undefined && read.previous_response_id !== null) return { kind: 'unread', reason: 'previous_response_id' }
+    if (read.conversation !== undefined && read.conversation !== null) return { kind: 'unread', reason: 'conversation' }
+    if (typeof read.input === 'string') return { kind: 'unread', reason: 'single_input' }
   }
-  const items = body[field]
-  if (!Array.isArray(items))
-    throw invalid(`${field}: ${api === 'chat' ? 'an array of messages' : 'a string or an array of input items'} is required`, `/${field}`)
+  const items = read[field]
+  // (the Chat Completions schema requires its messages; the Responses one leaves `input` out where the history is held upstream)
+  if (!Array.isArray(items)) throw invalid(`body needs the field \`${field}\``, '/')
   const rules = rulesOf(api === 'chat' ? 'openai-chat' : 'openai-responses')
   const adapted = adaptHistory(items as Record<string, unknown>[], rules)
   if ('kind' in adapted) {
     if (!budgetMayPass()) return { kind: 'unread', reason: 'history_not_read' }
     throw problemIn(field, adapted)
   }
-  const { tools, instructions, prompt_cache_key: cacheKey } = body
-  if (tools !== undefined && (!Array.isArray(tools) || tools.some((t) => !isObject(t)))) throw invalid('tools: must be an array of tool definitions', '/tools')
-  if (instructions !== undefined && instructions !== null && typeof instructions !== 'string') throw invalid('instructions: must be a string', '/instructions')
+  const { tools, instructions, prompt_cache_key: cacheKey } = read
   const texts = [typeof instructions === 'string' ? instructions : '', adapted.systemText].filter((t) => t !== '')
   const system: Block[] = texts.map((text) => ({ type: 'text', text }))
   return {

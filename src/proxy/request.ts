@@ -2,6 +2,8 @@ import { createHash } from 'node:crypto'
 import { CHARS_PER_TOKEN, type Message, shapeProblem } from '../compaction/index.js'
 import { InvalidRequestError } from '../contract/errors.js'
 import { type CompactRequestBody, SESSION_ID_PATTERN } from '../contract/schemas.js'
+import { MessagesBody } from '../contract/proxy-bodies.js'
+import { bodyReader } from '../contract/validation.js'
 
 /** The longest session id records keep; a longer metadata.user_id is named by its hash. */
 export const MAX_SESSION_LENGTH = 200
@@ -15,47 +17,35 @@ export interface ProxyParts {
   userId?: string
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
-
 function invalid(message: string, path: string): InvalidRequestError {
   return new InvalidRequestError(message, path)
 }
 
+const checkMessagesBody = bodyReader<MessagesBody>(MessagesBody)
+
 /**
- * Reads what compaction needs from a Messages API body, refusing (400, naming the place) what could not
- * be estimated: the Messages API's own rules are the upstream's to enforce.
+ * Reads what compaction needs from a Messages API body: checked against its route's schema (MessagesBody),
+ * then each block as the estimate reads it (the fields its type needs, a tool result's parts one level
+ * down); what could not be estimated is refused (400, naming the place). The Messages API's own rules are
+ * the upstream's to enforce.
  */
 export function readMessagesRequest(body: unknown): ProxyParts {
-  if (!isObject(body)) throw invalid('the body must be a JSON object (a Messages API request)', '')
-  const { messages, system, tools, metadata } = body
-  if (!Array.isArray(messages)) throw invalid('messages: an array of messages is required', '/messages')
-  for (let i = 0; i < messages.length; i++) {
-    const m: unknown = messages[i]
-    if (!isObject(m)) throw invalid(`messages[${i}]: a message is an object with a role and content`, `/messages/${i}`)
-    if (m.role !== 'user' && m.role !== 'assistant' && m.role !== 'system')
-      throw invalid(`messages[${i}].role: must be "user", "assistant" or "system"`, `/messages/${i}/role`)
-    if (typeof m.content !== 'string' && !Array.isArray(m.content))
-      throw invalid(`messages[${i}].content: must be a string or an array of blocks`, `/messages/${i}/content`)
-    if (Array.isArray(m.content)) {
-      // each block as the estimate reads it: the fields its type needs, a tool result's parts one level down
-      for (let j = 0; j < m.content.length; j++) {
-        const bad = shapeProblem(m.content[j], i, j)
-        if (bad) throw invalid(bad.message, bad.path)
-      }
+  const checked = checkMessagesBody(body)
+  if (!checked.ok) throw invalid(checked.message, checked.path ?? '/')
+  const { messages, system, tools, metadata } = checked.value
+  for (const [i, { content }] of messages.entries()) {
+    if (typeof content === 'string') continue
+    for (let j = 0; j < content.length; j++) {
+      const bad = shapeProblem(content[j], i, j)
+      if (bad) throw invalid(bad.message, bad.path)
     }
   }
-  if (system !== undefined && typeof system !== 'string' && !Array.isArray(system))
-    throw invalid('system: must be a string or an array of text blocks', '/system')
-  if (Array.isArray(system)) {
-    const j = system.findIndex((b: unknown) => !isObject(b))
-    if (j >= 0) throw invalid(`system[${j}]: a block is an object`, `/system/${j}`)
-  }
-  if (tools !== undefined && (!Array.isArray(tools) || tools.some((t) => !isObject(t)))) throw invalid('tools: must be an array of tool definitions', '/tools')
-  const userId = isObject(metadata) && typeof metadata.user_id === 'string' && metadata.user_id !== '' ? metadata.user_id : undefined
+  const userId =
+    typeof metadata === 'object' && metadata !== null && 'user_id' in metadata && typeof metadata.user_id === 'string' && metadata.user_id !== ''
+      ? metadata.user_id
+      : undefined
   return {
-    messages: messages as Message[],
+    messages,
     ...(system !== undefined ? { system: system as CompactRequestBody['system'] } : {}),
     ...(tools !== undefined ? { tools: tools as CompactRequestBody['tools'] } : {}),
     ...(userId !== undefined ? { userId } : {})

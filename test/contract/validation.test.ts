@@ -1,10 +1,12 @@
 import { describe, expect, it } from 'vitest'
-import { compactRequestValidator, describeValidation, urlPartValidatorCompiler } from '../../src/contract/validation.js'
+import { bodyReader, urlPartValidatorCompiler } from '../../src/contract/validation.js'
+import { CompactRequestChecked } from '../../src/contract/schemas.js'
 
-const validator = compactRequestValidator()
-function problem(body: unknown): { message: string; path: string } {
-  expect(validator.check(body)).toBe(false)
-  return describeValidation(validator.errors(), 'body')
+const read = bodyReader(CompactRequestChecked)
+function problem(body: unknown): { message: string; path?: string } {
+  const checked = read(body)
+  if (checked.ok) throw new Error('the body was taken')
+  return { message: checked.message, path: checked.path }
 }
 const history = [{ role: 'user', content: 'hi' }]
 
@@ -33,7 +35,8 @@ describe('describeValidation', () => {
   })
 
   it('accepts what the contract allows, every other field of a message or block passing through', () => {
-    expect(validator.check({ messages: [{ role: 'user', content: [{ type: 'text', text: 'x', cache_control: { type: 'ephemeral' } }], extra: 1 }] })).toBe(true)
+    const body = { messages: [{ role: 'user', content: [{ type: 'text', text: 'x', cache_control: { type: 'ephemeral' } }], extra: 1 }] }
+    expect(read(body)).toEqual({ ok: true, value: body })
   })
 })
 

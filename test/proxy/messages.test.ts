@@ -271,7 +271,7 @@ describe('POST /v1/messages: a drop-in proxy for Messages API clients', () => {
     expect(res.status).toBe(400)
     expect(await res.json()).toEqual({
       type: 'error',
-      error: { type: 'invalid_request_error', message: 'messages[1].role: must be "user", "assistant" or "system"', path: '/messages/1/role' }
+      error: { type: 'invalid_request_error', message: 'body.messages[1].role must be one of "user", "assistant", "system"', path: '/messages/1/role' }
     })
     const budget = await fetch(`${url}/v1/messages`, {
       method: 'POST',

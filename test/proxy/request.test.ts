@@ -30,8 +30,8 @@ describe('readMessagesRequest', () => {
   })
 
   it('names the place of what it cannot estimate', () => {
-    expect(refusal(() => readMessagesRequest([]))).toEqual({ status: 400, message: 'the body must be a JSON object (a Messages API request)', path: '' })
-    expect(refusal(() => readMessagesRequest({ model: 'm' })).path).toBe('/messages')
+    expect(refusal(() => readMessagesRequest([]))).toEqual({ status: 400, message: 'body must be an object', path: '/' })
+    expect(refusal(() => readMessagesRequest({ model: 'm' }))).toEqual({ status: 400, message: 'body needs the field `messages`', path: '/' })
     expect(refusal(() => readMessagesRequest({ messages: [null] })).path).toBe('/messages/0')
     expect(refusal(() => readMessagesRequest({ messages: [{ role: 'user', content: 3 }] })).path).toBe('/messages/0/content')
     expect(refusal(() => readMessagesRequest({ messages: [{ role: 'user', content: [{ text: 'no type' }] }] })).path).toBe('/messages/0/content/0')

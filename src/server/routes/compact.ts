@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import { checkedWhenRead } from '../json.js'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { type CompactRunView, runCompaction } from '../../service/compact.js'
@@ -116,7 +117,7 @@ export const compactRoutes: FastifyPluginAsync = async (app) => {
       // errors) is built from typed parts, checked against the contract in tests, and needs no schema serializer.
       serializerCompiler: () => (data) => JSON.stringify(data),
       // The body was checked as it was read (readCompactRequest), here or, left unparsed, in its worker.
-      validatorCompiler: () => () => true
+      validatorCompiler: checkedWhenRead
     },
     async (request, reply) => {
       const started = performance.now()

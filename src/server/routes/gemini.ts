@@ -1,7 +1,9 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import { checkedWhenRead } from '../json.js'
 import { Type } from 'typebox'
 import { ConfigurationError, NotFoundError } from '../../contract/errors.js'
 import { type GeminiHistory, geminiPayload, readGeminiRequest } from '../../proxy/gemini.js'
+import { GenerateContentBody } from '../../contract/proxy-bodies.js'
 import { settable } from '../../formats/index.js'
 import { clientHeaders, upstreamHeaders } from '../../proxy/upstream.js'
 import { type ProxiedApi, abortOnClose, installProxyHooks, proxyErrors, proxyHeaders, proxyRequest, upstreamAnswer } from '../proxying.js'
@@ -36,27 +38,6 @@ function withoutKey(url: string): string {
   const rest = params.toString()
   return rest === '' ? '' : `?${rest}`
 }
-
-/** Gemini's request, described for the contract; the upstream checks it whole. */
-const GenerateContentRequest = Type.Object(
-  {
-    contents: Type.Array(
-      Type.Object({ role: Type.Optional(Type.String()), parts: Type.Array(Type.Object({}, { additionalProperties: true })) }, { additionalProperties: true }),
-      {
-        description:
-          "The history: a model content's functionCall parts are answered by the next user content's functionResponse parts; it may be compacted into one user content that carries the summary, then the kept contents as sent."
-      }
-    ),
-    systemInstruction: Type.Optional(Type.Unknown({ description: 'Counted, never compacted.' })),
-    tools: Type.Optional(Type.Array(Type.Object({}, { additionalProperties: true }))),
-    generationConfig: Type.Optional(Type.Object({}, { additionalProperties: true }))
-  },
-  {
-    additionalProperties: true,
-    description:
-      'A generateContent request, as the Gemini SDKs and Gemini CLI send it. Every field passes upstream unchanged, but for `contents` when they are compacted.'
-  }
-)
 
 /**
  * Gemini's API as a drop-in proxy: `POST /v1beta/models/{model}:generateContent`, `:streamGenerateContent`
@@ -99,7 +80,7 @@ export const geminiRoutes: FastifyPluginAsync = async (app) => {
           model: Type.String({ description: 'The model and its method: `gemini-2.5-pro:generateContent`, `…:streamGenerateContent`, `…:countTokens`.' })
         }),
         headers: proxyHeaders("the session id the agent sends, else a stable id of the gateway's for the conversation"),
-        body: GenerateContentRequest,
+        body: GenerateContentBody,
         response: {
           200: upstreamAnswer(
             "The answer, as Gemini's API gave it (`text/event-stream` for `alt=sse`), with `x-compaction: none|compacted` and `x-compaction-summary-id`."
@@ -110,7 +91,7 @@ export const geminiRoutes: FastifyPluginAsync = async (app) => {
           )
         }
       },
-      validatorCompiler: () => () => true
+      validatorCompiler: checkedWhenRead
     },
     async (request, reply) => {
       const target = (request.params as { model: string }).model

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify'
-import { Type } from 'typebox'
+import { checkedWhenRead } from '../json.js'
 import { clientSummarizer } from '../../proxy/client-summaries.js'
 import { readMessagesRequest } from '../../proxy/request.js'
+import { MessagesBody } from '../../contract/proxy-bodies.js'
 import { withMessages } from '../../contract/wire.js'
 import { type ProxiedApi, installProxyHooks, proxyErrors, proxyHeaders, proxyRequest, upstreamAnswer } from '../proxying.js'
 import { KEYED } from './security.js'
@@ -25,28 +26,6 @@ const ENDPOINTS = [
 ] as const
 
 /** The Messages API's request, described for the contract; the upstream checks it whole. */
-const MessagesRequest = Type.Object(
-  {
-    model: Type.String(),
-    messages: Type.Array(
-      Type.Object({
-        role: Type.Union([Type.Literal('user'), Type.Literal('assistant'), Type.Literal('system')]),
-        content: Type.Union([Type.String(), Type.Array(Type.Object({ type: Type.String() }))])
-      })
-    ),
-    system: Type.Optional(Type.Union([Type.String(), Type.Array(Type.Object({ type: Type.String() }))])),
-    tools: Type.Optional(Type.Array(Type.Object({}))),
-    max_tokens: Type.Optional(Type.Integer()),
-    stream: Type.Optional(Type.Boolean()),
-    metadata: Type.Optional(Type.Object({ user_id: Type.Optional(Type.String({ description: 'Names the session when x-compaction-session is absent.' })) }))
-  },
-  {
-    additionalProperties: true,
-    description:
-      'A Messages API request, as the Anthropic SDKs send it. Every field passes to the upstream unchanged, but for `messages` when they are compacted.'
-  }
-)
-
 /**
  * POST /v1/messages and /v1/messages/count_tokens: the Messages API, proxied. A request over its budget
  * has its messages compacted (the pipeline, doctrine, summarizer, records and cold layer of /v1/compact);
@@ -77,7 +56,8 @@ export const messagesRoutes: FastifyPluginAsync = async (app) => {
       write: (body, _read, outcome, cleared) =>
         withMessages(body.value() as object, outcome?.messages ?? cleared?.messages ?? (body.value() as { messages: unknown[] }).messages)
     }
-    // The body is read by the proxy, not by a schema: the contract describes it, the upstream checks it.
+    // The body stays bytes until the proxy reads it (one under its budget is forwarded unread); what it reads
+    // is checked then, against this same schema (readMessagesRequest).
     app.post(
       route.path,
       {
@@ -87,7 +67,7 @@ export const messagesRoutes: FastifyPluginAsync = async (app) => {
           summary: route.summary,
           security: KEYED,
           headers: proxyHeaders('the session id the agent sends (x-claude-code-session-id, x-session-id, x-session-affinity), else metadata.user_id'),
-          body: MessagesRequest,
+          body: MessagesBody,
           response: {
             200: upstreamAnswer(
               `${route.answer}, as the Messages API gave it (status, headers and body; \`text/event-stream\` for \`stream: true\`), with \`x-compaction: none|compacted\` and \`x-compaction-summary-id\`.`
@@ -101,7 +81,7 @@ export const messagesRoutes: FastifyPluginAsync = async (app) => {
             )
           }
         },
-        validatorCompiler: () => () => true
+        validatorCompiler: checkedWhenRead
       },
       async (request, reply) => proxyRequest(app, options, api, request, reply)
     )

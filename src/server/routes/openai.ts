@@ -1,7 +1,9 @@
 import type { FastifyPluginAsync } from 'fastify'
-import { Type } from 'typebox'
+import { checkedWhenRead } from '../json.js'
 import { openAiClientSummarizer } from '../../proxy/client-summaries.js'
-import { type OpenAiApi, type OpenAiHistory, openAiPayload, readOpenAiRequest } from '../../proxy/openai.js'
+import { type OpenAiApi, type OpenAiBody, type OpenAiHistory, openAiPayload, readOpenAiRequest } from '../../proxy/openai.js'
+import { ChatCompletionsBody, ResponsesBody, ResponsesCompactBody } from '../../contract/proxy-bodies.js'
+import { type BodyRead, bodyReader } from '../../contract/validation.js'
 import { settable } from '../../formats/index.js'
 import {
   type ProxiedApi,
@@ -15,22 +17,6 @@ import {
 } from '../proxying.js'
 import { KEYED } from './security.js'
 
-/** What both Responses endpoints read: the history (`input`), where it may be held upstream instead, and the session. */
-const RESPONSES_HISTORY = {
-  model: Type.String(),
-  input: Type.Optional(
-    Type.Union([Type.String(), Type.Array(Type.Object({}, { additionalProperties: true }))], {
-      description:
-        'Leading system and developer items (of any type) are the system prompt; calls and their outputs are paired by `call_id`, reasoning items stay with their turn, items of types the gateway does not know pass untouched. A string is one message: never compacted.'
-    })
-  ),
-  instructions: Type.Optional(Type.String()),
-  previous_response_id: Type.Optional(
-    Type.String({ description: 'The history is held upstream: the request is forwarded unread (`x-compaction-not-read: previous_response_id`).' })
-  ),
-  prompt_cache_key: Type.Optional(Type.String({ description: 'Names the session when no session header does (Codex sends its thread id).' }))
-}
-
 /** The proxied endpoints: the path below OPENAI_BASE_URL upstream, below /v1 here. */
 const ENDPOINTS = [
   {
@@ -39,23 +25,7 @@ const ENDPOINTS = [
     path: '/chat/completions',
     operationId: 'createChatCompletion',
     summary: 'Chat Completions, proxied: compacted past the budget, forwarded byte for byte under it, streamed back as it arrives',
-    body: Type.Object(
-      {
-        model: Type.String(),
-        messages: Type.Array(Type.Object({ role: Type.String() }, { additionalProperties: true }), {
-          description:
-            'Leading system and developer messages are the system prompt (counted, sent as they came); the rest may be compacted into one user message that carries the summary.'
-        }),
-        tools: Type.Optional(Type.Array(Type.Object({}, { additionalProperties: true }))),
-        stream: Type.Optional(Type.Boolean()),
-        prompt_cache_key: Type.Optional(Type.String({ description: 'Names the session when no session header does.' }))
-      },
-      {
-        additionalProperties: true,
-        description:
-          'A Chat Completions request, as the OpenAI SDKs send it. Every field passes upstream unchanged, but for `messages` when they are compacted.'
-      }
-    )
+    body: ChatCompletionsBody
   },
   {
     api: 'responses',
@@ -63,21 +33,7 @@ const ENDPOINTS = [
     path: '/responses',
     operationId: 'createResponse',
     summary: 'The Responses API, proxied: compacted past the budget, forwarded byte for byte under it, streamed back as it arrives',
-    body: Type.Object(
-      {
-        ...RESPONSES_HISTORY,
-        conversation: Type.Optional(
-          Type.Unknown({ description: 'The history is held upstream: the request is forwarded unread (`x-compaction-not-read: conversation`).' })
-        ),
-        tools: Type.Optional(Type.Array(Type.Object({}, { additionalProperties: true }))),
-        stream: Type.Optional(Type.Boolean())
-      },
-      {
-        additionalProperties: true,
-        description:
-          'A Responses API request, as the OpenAI SDKs and Codex send it. Every field passes upstream unchanged, but for `input` when it is compacted.'
-      }
-    )
+    body: ResponsesBody
   },
   {
     // The agent's own compaction (Codex's remote /compact): the upstream compacts the history it is sent, and
@@ -88,11 +44,7 @@ const ENDPOINTS = [
     path: '/responses/compact',
     operationId: 'compactResponseInput',
     summary: "The Responses API's own compaction, proxied: the input compacted past the budget as for /v1/responses, forwarded byte for byte under it",
-    body: Type.Object(RESPONSES_HISTORY, {
-      additionalProperties: true,
-      description:
-        "A compaction request of the Responses API (`client.responses.compact`, Codex's remote compaction). Every field passes upstream unchanged, but for `input` when it is compacted."
-    })
+    body: ResponsesCompactBody
   }
 ] as const
 
@@ -109,6 +61,8 @@ export const openAiRoutes: FastifyPluginAsync = async (app) => {
   installProxyHooks(app, (url) => ENDPOINTS.find((e) => `/v1${e.path}` === url)?.endpoint ?? 'chat_completions')
   for (const route of ENDPOINTS) {
     const kind: OpenAiApi = route.api
+    // the route's schema, the one check of the bodies it reads
+    const check = bodyReader<OpenAiBody>(route.body)
     const api: ProxiedApi<OpenAiHistory> = {
       endpoint: route.endpoint,
       path: route.path,
@@ -117,7 +71,7 @@ export const openAiRoutes: FastifyPluginAsync = async (app) => {
       upstream,
       credentials,
       read: (body, budgetMayPass): ProxyRead<OpenAiHistory> => {
-        const read = readOpenAiRequest(body.value(kind === 'chat' ? 'messages' : 'input'), kind, budgetMayPass)
+        const read = readOpenAiRequest(body.value(kind === 'chat' ? 'messages' : 'input'), kind, budgetMayPass, check)
         return read.kind === 'unread' ? { unread: read.reason } : { parts: read.history, read: read.history }
       },
       write: (body, history, outcome, cleared) => openAiPayload(body.value() as object, history, outcome, cleared),
@@ -130,7 +84,7 @@ export const openAiRoutes: FastifyPluginAsync = async (app) => {
               const model = (body.value() as { model?: unknown }).model
               return openAiClientSummarizer(
                 settings,
-                { api: kind, after, forwarded: () => forwardedConversation(forwarded(), kind) },
+                { api: kind, after, forwarded: () => forwardedConversation(forwarded(), kind, check) },
                 typeof model === 'string' ? model : 'unknown',
                 headers
               )
@@ -140,7 +94,8 @@ export const openAiRoutes: FastifyPluginAsync = async (app) => {
       // the core's message i is the turn that starts at the client's item starts[i]
       place: (history, path) => path.replace(/^\/messages\/(\d+).*/, (_m, i: string) => `/${history.field}/${history.adapted.starts[Number(i)] ?? i}`)
     }
-    // The body is read by the proxy, not by a schema: the contract describes it, the upstream checks it.
+    // The body stays bytes until the proxy reads it (one under its budget is forwarded unread); what it reads
+    // is checked then, against this same schema (`check`).
     app.post(
       `/v1${route.path}`,
       {
@@ -164,7 +119,7 @@ export const openAiRoutes: FastifyPluginAsync = async (app) => {
             )
           }
         },
-        validatorCompiler: () => () => true
+        validatorCompiler: checkedWhenRead
       },
       // the Responses API's own compaction, answered by the gateway where the upstream has none (COMPACT_CONTEXT_MANAGEMENT)
       route.endpoint === 'responses_compact' && options.contextManagement === 'gateway'
@@ -175,9 +130,13 @@ export const openAiRoutes: FastifyPluginAsync = async (app) => {
 }
 
 /** The body a request was forwarded as, and where each of its messages starts among its items (read again from the bytes sent). */
-function forwardedConversation(bytes: Buffer | undefined, kind: OpenAiApi): { body: Record<string, unknown>; starts: readonly number[] } | undefined {
+function forwardedConversation(
+  bytes: Buffer | undefined,
+  kind: OpenAiApi,
+  check: (body: unknown) => BodyRead<OpenAiBody>
+): { body: Record<string, unknown>; starts: readonly number[] } | undefined {
   if (!bytes) return undefined
   const body = JSON.parse(bytes.toString('utf8')) as Record<string, unknown>
-  const read = readOpenAiRequest(body, kind, () => true)
+  const read = readOpenAiRequest(body, kind, () => true, check)
   return { body, starts: read.kind === 'history' ? read.history.adapted.starts : [] }
 }

@@ -31,8 +31,9 @@ import {
   readResponsesContextManagement,
   withCompactionItem
 } from '../proxy/responses-compaction.js'
-import { readCompactRequest } from '../contract/validation.js'
-import { runCompaction, summarized } from '../service/compact.js'
+import { bodyReader, readCompactRequest } from '../contract/validation.js'
+import { ResponsesCompactBody, type ResponsesBody } from '../contract/proxy-bodies.js'
+import { summarized } from '../service/compact.js'
 import {
   type ContextManagement,
   type CompactEdit,
@@ -603,14 +604,16 @@ export async function proxyRequest<R>(
  * Responses history (`mode: manual`), recorded under its session, and answered as the API answers, the input's
  * user messages then one `compaction` item that stands for the compacted input.
  */
+/** The route's own schema, the one check of its body (as the proxied Responses compaction reads it). */
+const checkResponsesCompaction = bodyReader<ResponsesBody>(ResponsesCompactBody)
+
 export async function compactResponsesHere(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
-  const value = (request.body as ProxiedBody).value('input')
-  if (typeof value !== 'object' || value === null || Array.isArray(value))
-    throw new InvalidRequestError('the body must be a JSON object (a Responses compaction request)', '')
-  const fields = value as Record<string, unknown>
-  if (typeof fields.input === 'string') fields.input = [{ type: 'message', role: 'user', content: fields.input }]
-  if (!Array.isArray(fields.input)) throw new InvalidRequestError('input: an array of input items is required', '/input')
-  const input = readBackItems(fields.input).input
+  const checked = checkResponsesCompaction((request.body as ProxiedBody).value('input'))
+  if (!checked.ok) throw new InvalidRequestError(checked.message, checked.path ?? '/')
+  const fields = checked.value
+  if (fields.input === undefined) throw new InvalidRequestError('body needs the field `input`', '/')
+  const items = typeof fields.input === 'string' ? [{ type: 'message', role: 'user', content: fields.input }] : fields.input
+  const input = readBackItems(items).input
   const session = proxySession(
     request.headers,
     typeof fields.prompt_cache_key === 'string' && fields.prompt_cache_key !== '' ? fields.prompt_cache_key : undefined
@@ -621,7 +624,7 @@ export async function compactResponsesHere(app: FastifyInstance, request: Fastif
   if (!read.ok) throw new InvalidRequestError(read.message.replace(/\bmessages\b/, 'input'), read.path?.replace(/^\/messages/, '/input'))
   const abort = abortOnClose(reply)
   const started = performance.now()
-  const run = await runCompaction(read.body, app.compaction.deps, { keyName: request.keyName, signal: abort.signal }).catch((err: unknown) => {
+  const run = await app.compaction.runProxied(read.body, { keyName: request.keyName, signal: abort.signal }).catch((err: unknown) => {
     if (err instanceof InvalidHistoryError)
       throw new InvalidRequestError(err.message.replace(/\bmessages\b/, 'input'), err.path?.replace(/^\/messages/, '/input'))
     throw err

@@ -16,7 +16,15 @@ import type { MemoryEntry } from '../memory/entries.js'
 import type { Summarizer } from '../summarizer/summarizer.js'
 import type { CompactRequestBody } from '../contract/schemas.js'
 import type { SessionOwner, Store } from '../storage/store.js'
-import { type CompactDeps, type CompactRun, type CompactRunView, type CompactedResponse, type SummarizedView, runCompaction } from './compact.js'
+import {
+  type CompactDeps,
+  type CompactRun,
+  type CompactRunView,
+  type CompactedResponse,
+  type RunContext,
+  type SummarizedView,
+  runCompaction
+} from './compact.js'
 import { type Anchor, anchorOf, anchoredTail, hashPrefix, holds, withAnchor } from '../proxy/anchors.js'
 import { derivedSession } from '../proxy/request.js'
 import { MAX_PROXY_SESSIONS, PROXY_SESSION_IDLE_MS, ANCHOR_TTL_MS } from '../contract/defaults.js'
@@ -124,6 +132,11 @@ export type PrecomputeEvent = 'started' | 'done' | 'failed' | 'skipped' | 'late'
 
 export interface ProxyCompactorOptions {
   deps: CompactDeps
+  /**
+   * How a crossing's compaction runs (its summary is the ledger's, merged with the best at hand): where the
+   * app's compactions run (a large one in a worker, app.compaction.runProxied); inline by default.
+   */
+  runCrossing?: (body: CompactRequestBody, context: RunContext) => Promise<CompactRun>
   /**
    * The least share of the budget from which a conversation's next summary may be written ahead (once its
    * growth says the crossing is near); undefined: never, and crossings merge from the ledger alone.
@@ -284,7 +297,7 @@ export class ProxyCompactor {
     const current = state.current
     const base = holds(state.refined, messages) ? state.refined : current
     const input = base ? withAnchor(base, messages) : messages
-    const run = await runCompaction(this.body(request, input, 'auto', 'extractive', this.crossingKeep(request, 0, base)), this.options.deps, {
+    const run = await this.crossing(this.body(request, input, 'auto', 'extractive', this.crossingKeep(request, 0, base)), {
       keyName: request.keyName,
       signal: request.signal,
       recallTool: false,
@@ -360,11 +373,12 @@ export class ProxyCompactor {
     // The anchored merge: the precomputed summary is the prior, the turns since come from the ledger (a
     // history under the budget but past the landing is compacted as a /compact would: manual).
     const mode = tokens > budgetTokens ? 'auto' : 'manual'
-    const run = await runCompaction(
-      this.body(request, withAnchor(pending, messages), mode, 'extractive', this.crossingKeep(request, 0, pending)),
-      this.options.deps,
-      { keyName: request.keyName, signal: request.signal, recallTool: false, clipToBudget: true }
-    )
+    const run = await this.crossing(this.body(request, withAnchor(pending, messages), mode, 'extractive', this.crossingKeep(request, 0, pending)), {
+      keyName: request.keyName,
+      signal: request.signal,
+      recallTool: false,
+      clipToBudget: true
+    })
     // Where nothing more can be compacted, the summary written ahead is taken only if it makes the prompt
     // smaller; else the history is left as it is (what must be kept, the newest item the client cannot read and
     // all after it, is more than the budget holds either way).
@@ -384,6 +398,11 @@ export class ProxyCompactor {
       memory: memory.length > 0 ? memory : undefined,
       ...forwardedTail(run.response, anchor)
     }
+  }
+
+  /** A crossing's compaction, run where the app runs them (options.runCrossing), else here. */
+  private crossing(body: CompactRequestBody, context: RunContext): Promise<CompactRun> {
+    return this.options.runCrossing ? this.options.runCrossing(body, context) : runCompaction(body, this.options.deps, context)
   }
 
   private adopt(state: ConversationState, anchor: Anchor): void {

@@ -6,9 +6,18 @@ import type { ErrorKind } from '../contract/errors.js'
  * layer's entries and the response's serialization. The main thread only routes and answers.
  */
 import type { CompactRequestBody } from '../contract/schemas.js'
-import { readCompactRequest } from '../contract/validation.js'
+import { readCompactRequest, readJson } from '../contract/validation.js'
 import { InvalidHistoryError, SummarizerUnavailableError } from '../service/errors.js'
-import { type CompactDefaults, type CompactRunView, type ResponseView, runCompaction } from '../service/compact.js'
+import {
+  type CompactDefaults,
+  type CompactDeps,
+  type CompactResponseBody,
+  type CompactRunView,
+  type ResponseView,
+  type RunContext,
+  runCompaction
+} from '../service/compact.js'
+import type { HistoryProblem, Message } from '../compaction/index.js'
 import { ConversationsText } from '../service/conversations.js'
 import { ExtractiveSummarizer } from '../summarizer/extractive.js'
 import { randomUUID } from 'node:crypto'
@@ -22,7 +31,21 @@ export interface CompactTask {
   coldLayer: boolean
   /** The name of the app's shared table of conversations' text (ConversationsText.shared). */
   conversations?: string
+  /**
+   * A proxy's compaction (a crossing, the Responses compaction answered here): the body is the gateway's
+   * own, made from a history it has read and checked already, compacted with these of its run's settings
+   * (a crossing's `recallTool`, `clipToBudget`), and answered as a ProxiedResult rather than as bytes for a client.
+   */
+  proxied?: Pick<RunContext, 'recallTool' | 'clipToBudget'>
 }
+
+/**
+ * A proxy's compaction: what the main thread counts, records and logs (the run without the response's
+ * messages), and the messages, each given as the index of the body's own message where it came back
+ * unchanged (the main thread has that object, and the bytes the client sent it as, which are forwarded as
+ * they came), else whole (a summary turn, a clipped message).
+ */
+export type ProxiedResult = { ok: true; run: CompactRunView; messages?: (number | Message)[] } | { ok: false; problem: HistoryProblem }
 
 /**
  * The answer: the response's UTF-8 bytes and what the main thread needs to count, record and log it.
@@ -46,6 +69,18 @@ function conversationsOf(name: string | undefined): ConversationsText {
   return table
 }
 
+/** What a compaction here runs with: the task's defaults, the extractive summarizer, the app's shared table. */
+function workerDeps(task: CompactTask): CompactDeps {
+  return {
+    defaults: task.defaults,
+    extractive,
+    newId: () => `cmp_${randomUUID().replace(/-/g, '')}`,
+    now: () => performance.now(),
+    coldLayer: task.coldLayer,
+    conversations: conversationsOf(task.conversations)
+  }
+}
+
 function refused(kind: ErrorKind, message: string, path?: string): CompactTaskResult {
   return { ok: false, kind, message, ...(path !== undefined ? { path } : {}) }
 }
@@ -55,25 +90,13 @@ export async function compactTask(task: CompactTask): Promise<CompactTaskResult>
   if (!read.ok) return refused(read.kind, read.message, read.path)
   const { body } = read
   try {
-    const run = await runCompaction(
-      body,
-      {
-        defaults: task.defaults,
-        extractive,
-        newId: () => `cmp_${randomUUID().replace(/-/g, '')}`,
-        now: () => performance.now(),
-        coldLayer: task.coldLayer,
-        conversations: conversationsOf(task.conversations)
-      },
-      { keyName: task.keyName }
-    )
+    const run = await runCompaction(body, workerDeps(task), { keyName: task.keyName })
     const json = jsonBytes(run.response)
     // the messages go back serialized only; the rest is what the main thread counts, records and logs
-    const view: ResponseView = run.response.compacted ? (({ messages: _messages, ...rest }) => rest)(run.response) : run.response
     return {
       ok: true,
       json,
-      run: { ...run, response: view },
+      run: { ...run, response: withoutMessages(run.response) },
       body: { mode: body.mode, session_id: body.session_id, budget_tokens: body.budget_tokens, format: body.format }
     }
   } catch (err) {
@@ -83,8 +106,30 @@ export async function compactTask(task: CompactTask): Promise<CompactTaskResult>
   }
 }
 
+/** The answer without its messages (they go back serialized, or as indexes of a proxy's own). */
+function withoutMessages(response: CompactResponseBody): ResponseView {
+  return response.compacted ? (({ messages: _messages, ...rest }) => rest)(response) : response
+}
+
+/** A proxy's compaction, run here as it would run on the main thread. */
+export async function proxiedTask(task: CompactTask, proxied: NonNullable<CompactTask['proxied']>): Promise<ProxiedResult> {
+  const read = readJson(task.body)
+  if (!read.ok) throw new Error(`a proxied compaction's body did not read back: ${read.message}`)
+  const body = read.value as CompactRequestBody
+  try {
+    const run = await runCompaction(body, workerDeps(task), { keyName: task.keyName, ...proxied })
+    const index = new Map<object, number>(body.messages.map((m, i) => [m, i]))
+    const messages = run.response.compacted ? run.response.messages.map((m) => index.get(m) ?? m) : undefined
+    return { ok: true, run: { ...run, response: withoutMessages(run.response) }, ...(messages ? { messages } : {}) }
+  } catch (err) {
+    if (err instanceof InvalidHistoryError) return { ok: false, problem: err.problem }
+    throw err
+  }
+}
+
 /** The pool's entry: the task, with the response's bytes moved to the main thread rather than copied. */
-export default async function moveResult(task: CompactTask): Promise<CompactTaskResult> {
+export default async function moveResult(task: CompactTask): Promise<CompactTaskResult | ProxiedResult> {
+  if (task.proxied) return proxiedTask(task, task.proxied)
   const result = await compactTask(task)
   if (!result.ok) return result
   const moved = { [Piscina.transferableSymbol]: [result.json.buffer], [Piscina.valueSymbol]: result }

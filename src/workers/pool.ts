@@ -1,6 +1,6 @@
 import { Piscina } from 'piscina'
 import { threadModule } from '../threads/entry.js'
-import type { CompactTask, CompactTaskResult } from './compact.js'
+import type { CompactTask, CompactTaskResult, ProxiedResult } from './compact.js'
 
 /**
  * The pool of compaction workers, sized to the cores. Threads start at `warm()` (the server, at boot)
@@ -33,6 +33,11 @@ export class CompactionPool {
     // A body that owns its whole memory moves to the worker as it is; one that shares a pool is copied once.
     const own = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength ? new Uint8Array(body.buffer) : new Uint8Array(body)
     return this.piscina.run({ ...task, body: own } satisfies CompactTask, { transferList: [own.buffer as ArrayBuffer] }) as Promise<CompactTaskResult>
+  }
+
+  /** A proxy's compaction (CompactTask.proxied), its body the gateway's own bytes, moved to the worker as run() moves a body. */
+  runProxied(task: Omit<CompactTask, 'body'> & Required<Pick<CompactTask, 'proxied'>>, body: Uint8Array): Promise<ProxiedResult> {
+    return this.run(task, Buffer.from(body.buffer, body.byteOffset, body.byteLength)) as unknown as Promise<ProxiedResult>
   }
 
   /** Starts every thread and runs a small compaction in each, so that the first requests find them warm. */

@@ -1,6 +1,11 @@
 import { randomUUID } from 'node:crypto'
 import fp from 'fastify-plugin'
-import { type CompactDeps, type CompactRunView, runCompaction } from '../../service/compact.js'
+import { type CompactDeps, type CompactResponseBody, type CompactRun, type CompactRunView, type RunContext, runCompaction } from '../../service/compact.js'
+import type { CompactRequestBody } from '../../contract/schemas.js'
+import { jsonBytes } from '../../contract/wire.js'
+import { at } from '../../compaction/index.js'
+import { InvalidHistoryError } from '../../service/errors.js'
+import type { ProxiedResult } from '../../workers/compact.js'
 import { type Scheduled, type ServedAt, modelKindOf, serveCompaction } from '../../service/served.js'
 import { ConversationsText } from '../../service/conversations.js'
 import { redisFlight } from '../../storage/redis.js'
@@ -22,6 +27,11 @@ export interface Compaction {
   workerMinBytes: number
   /** Workers for large extractive compactions (none when a model summarizer is configured). */
   pool: CompactionPool | undefined
+  /**
+   * A proxy's compaction (a crossing's, the Responses compaction answered here) where the route's run: a
+   * body of `workerMinBytes` or more in a worker where there are workers, else here; the same run either way.
+   */
+  runProxied: (body: CompactRequestBody, context: RunContext) => Promise<CompactRun>
 }
 
 declare module 'fastify' {
@@ -47,6 +57,13 @@ const WARM_HISTORY = [
   { role: 'assistant' as const, content: 'Fixed it.' },
   { role: 'user' as const, content: 'thanks' }
 ]
+
+/** A proxied compaction's run as the main thread would have made it: each message the worker gave back by its index is the body's own object (the one whose bytes the client sent). */
+function withMessagesBack(result: Extract<ProxiedResult, { ok: true }>, sent: readonly unknown[]): CompactRun {
+  const { run, messages } = result
+  if (!messages) return run as CompactRun
+  return { ...run, response: { ...run.response, messages: messages.map((m) => (typeof m === 'number' ? at(sent, m) : m)) } as CompactResponseBody }
+}
 
 export interface CompactionPluginOptions {
   config: Config
@@ -103,7 +120,22 @@ export const compactionPlugin = fp<CompactionPluginOptions>(
       coldLayer: true,
       conversations: new ConversationsText(undefined, undefined, `compaction-gateway:conversations:${randomUUID()}`)
     }
-    app.decorate('compaction', { deps, limited, pool, workerMinBytes: config.COMPACT_WORKER_MIN_KB * 1024 })
+    const workerMinBytes = config.COMPACT_WORKER_MIN_KB * 1024
+    const runProxied = async (body: CompactRequestBody, context: RunContext): Promise<CompactRun> => {
+      if (!pool) return runCompaction(body, deps, context)
+      // the body as bytes: the client's messages as the bytes they came as, the rest written once
+      const bytes = jsonBytes(body)
+      if (bytes.length < workerMinBytes) return runCompaction(body, deps, context)
+      const proxied = {
+        ...(context.recallTool !== undefined ? { recallTool: context.recallTool } : {}),
+        ...(context.clipToBudget ? { clipToBudget: true } : {})
+      }
+      const task = { defaults: deps.defaults, keyName: context.keyName, coldLayer: deps.coldLayer === true, conversations: deps.conversations?.shared, proxied }
+      const result = await pool.runProxied(task, bytes)
+      if (!result.ok) throw new InvalidHistoryError(result.problem)
+      return withMessagesBack(result, body.messages)
+    }
+    app.decorate('compaction', { deps, limited, pool, workerMinBytes, runProxied })
     app.addHook('onClose', async () => {
       await pool?.close()
       deps.conversations?.close()

@@ -72,6 +72,7 @@ export const proxyPlugin = fp<{ config: Config }>(
     const gemini = new Upstream({ baseUrl: config.GOOGLE_GEMINI_BASE_URL ?? DEFAULT_GEMINI_BASE_URL, name: "Gemini's API", ...timeouts })
     const compactor = new ProxyCompactor({
       deps,
+      runCrossing: app.compaction.runProxied,
       precomputeAt: config.COMPACT_PRECOMPUTE_AT === 'off' ? undefined : config.COMPACT_PRECOMPUTE_AT,
       targetShare: config.COMPACT_TARGET_SHARE,
       // Background summaries take a free place only: they never queue ahead of a client's.

@@ -120,3 +120,10 @@ export const MAX_SESSION_MEMORY = 50_000
 // The log
 /** How long a log line may wait in the buffer before it is written. */
 export const LOG_FLUSH_MS = 200
+
+/**
+ * The upper bounds (ms) of the crossing waits' buckets; a wait above the last is counted past it. A
+ * crossing whose summary was ready waits for the splice alone (under 10 ms); one that waited for a model,
+ * for its answer (seconds).
+ */
+export const WAIT_BOUNDS_MS = [10, 100, 1_000, 10_000] as const

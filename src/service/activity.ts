@@ -1,4 +1,5 @@
 import type { SummarizedView } from './compact.js'
+import { WAIT_BOUNDS_MS } from '../contract/defaults.js'
 import type { UpstreamUsage } from '../proxy/usage.js'
 import type { ActivityRow, ActivityTally, Store } from '../storage/store.js'
 import { type SessionCost, PRICE, legacyCost } from './costs.js'
@@ -7,13 +8,6 @@ import { type SessionCost, PRICE, legacyCost } from './costs.js'
 export const HOUR_MS = 3_600_000
 /** How often what was tallied is written to the store. */
 const FLUSH_MS = 5_000
-
-/**
- * The upper bounds (ms) of the crossing waits' buckets; a wait above the last is counted past it. A
- * crossing whose summary was ready waits for the splice alone (under 10 ms); one that waited for a model,
- * for its answer (seconds).
- */
-export const WAIT_BOUNDS_MS = [10, 100, 1_000, 10_000] as const
 
 /** A model name as a tally's name takes it (bounded, so that a client cannot grow the rows of a tally without end). */
 const MODEL_NAME = /^[\w.:@/-]{1,80}$/

@@ -11,8 +11,9 @@ import { LIST_SECTIONS, SECTION_HEADINGS } from '../compaction/sections.js'
 import { ApiFailure, api, forgetKey, keepKey, path, storedKey } from './api.js'
 import { DROP, describeTimeline, sawtooth } from './sawtooth.js'
 import type { TimelinePoint } from '../contract/schemas.js'
-import { type SessionCost, describeCost } from './cost.js'
-import { type Overview, describeRange, describeSavings, describeWriters, headline, waitRows, writerParts } from './overview.js'
+import type { Overview, SessionCost } from '../contract/reports.js'
+import { describeCost } from './cost.js'
+import { describeRange, describeSavings, describeWriters, headline, waitRows, writerParts } from './overview.js'
 
 interface SessionItem {
   session_id: string

@@ -1,11 +1,4 @@
-/** A session's cost as GET /v1/sessions/{id}/cost gives it. */
-export interface SessionCost {
-  requests: number
-  upstream: { input_tokens: number; cache_creation_input_tokens: number; cache_read_input_tokens: number; output_tokens: number }
-  tokens_kept_out: number
-  summary_calls: number
-  estimate: { billed_units: number; uncompacted_units: number; saved_units: number; saved_share: number }
-}
+import type { SessionCost } from '../contract/reports.js'
 
 const n = (x: number): string => Math.round(x).toLocaleString('en')
 const plural = (count: number, one: string, many = `${one}s`): string => `${n(count)} ${count === 1 ? one : many}`

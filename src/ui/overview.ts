@@ -1,39 +1,6 @@
 /** The overview as GET /v1/overview gives it, and the words the page says of it: no DOM here, so that they are tested on their own. */
 
-export interface Overview {
-  from: string
-  to: string
-  session_id: string | null
-  bucket: 'hour' | 'day'
-  compactions: { total: number; via_proxy: number; via_compact_route: number; tokens_before: number; tokens_after: number; tokens_removed: number }
-  clearings: { count: number; tool_results: number; tokens_cleared: number }
-  summaries: {
-    model: number
-    extractive_chosen: number
-    fallback: number
-    cache: number
-    fallback_reasons: Record<string, number>
-    models: Record<string, number>
-  }
-  crossings: { count: number; mean_wait_ms: number | null; max_wait_ms: number | null; waits: { up_to_ms: number | null; count: number }[] }
-  requests: {
-    count: number
-    tokens_kept_out: number
-    metered: number
-    metered_tokens_kept_out: number
-    metered_tokens_kept_out_cached: number
-    upstream: { input_tokens: number; cache_creation_input_tokens: number; cache_read_input_tokens: number; output_tokens: number }
-  }
-  summary_calls: { calls: number; input_tokens: number; output_tokens: number }
-  savings: {
-    prices: { currency: string; input: number; output: number; cache_write: number; cache_read: number }
-    billed: number
-    without_compaction: number
-    saved: number
-    saved_share: number | null
-  }
-  series: { at: string; compactions: number; tokens_removed: number; tokens_kept_out: number; crossings: number }[]
-}
+import type { Overview } from '../contract/reports.js'
 
 const fmt = (n: number): string => Math.round(n).toLocaleString('en-US')
 const plural = (n: number, one: string, many = `${one}s`): string => `${fmt(n)} ${n === 1 ? one : many}`

@@ -1,11 +1,16 @@
 import { describe, expect, it } from 'vitest'
-import { type SessionCost, describeCost } from '../../src/ui/cost.js'
+import { describeCost } from '../../src/ui/cost.js'
+import type { SessionCost } from '../../src/contract/reports.js'
 
 const cost = (over: Partial<SessionCost>): SessionCost => ({
+  session_id: 's-1',
   requests: 12,
   upstream: { input_tokens: 1_200, cache_creation_input_tokens: 30_000, cache_read_input_tokens: 400_000, output_tokens: 2_000 },
   tokens_kept_out: 0,
+  kept_out_units: 0,
   summary_calls: 0,
+  summary_input_tokens: 0,
+  summary_output_tokens: 0,
   estimate: { billed_units: 88_700, uncompacted_units: 88_700, saved_units: 0, saved_share: 0 },
   ...over
 })

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { type Overview, describeSavings, describeWriters, duration, headline, money, waitRows, writerParts } from '../../src/ui/overview.js'
+import type { Overview } from '../../src/contract/reports.js'
+import { describeSavings, describeWriters, duration, headline, money, waitRows, writerParts } from '../../src/ui/overview.js'
 
 const overview = (over: Partial<Overview> = {}): Overview => ({
   from: '2026-11-26T12:00:00.000Z',

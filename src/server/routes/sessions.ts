@@ -5,6 +5,7 @@ import { decodeCursor, encodeCursor } from '../../storage/common.js'
 import { NotFoundError } from '../../contract/errors.js'
 import { urlPartValidatorCompiler } from '../../contract/validation.js'
 import { SessionId, TimelinePoint } from '../../contract/schemas.js'
+import { SessionCost } from '../../contract/reports.js'
 import { KEYED, keyedResponses } from './security.js'
 import { deleteSession } from '../../service/sessions.js'
 import { costEstimate } from '../../service/costs.js'
@@ -129,46 +130,6 @@ const TimelineSchema = Type.Object(
   { additionalProperties: false, description: "A session's compactions as a chart draws them: the prompt's size before and after each, and the budget." }
 )
 
-const Tokens = (description: string) => Type.Integer({ minimum: 0, description })
-const CostSchema = Type.Object(
-  {
-    session_id: Type.String(),
-    requests: Tokens('Requests of the session the Messages API proxy answered since its cost was first kept.'),
-    upstream: Type.Object(
-      {
-        input_tokens: Tokens('Uncached input, as the upstream reported it.'),
-        cache_creation_input_tokens: Tokens('Input written to the prompt cache.'),
-        cache_read_input_tokens: Tokens('Input read from the prompt cache.'),
-        output_tokens: Tokens('Output.')
-      },
-      { additionalProperties: false, description: "The sum of the upstream's own `usage` over the session's answers (where an answer gave one)." }
-    ),
-    tokens_kept_out: Tokens("What compaction kept out of the forwarded requests: the client's history less what was sent, summed (estimated from bytes)."),
-    kept_out_units: Type.Number({
-      minimum: 0,
-      description:
-        'What those tokens would have cost, in input-token units: at the cache-read price (0.1x) where the request read from the cache, else at the input price.'
-    }),
-    summary_calls: Tokens("Model calls made for the session's summaries (the gateway's model or the client's; used or not)."),
-    summary_input_tokens: Tokens('Their input.'),
-    summary_output_tokens: Tokens('Their output.'),
-    estimate: Type.Object(
-      {
-        billed_units: Tokens(
-          'What the session was billed, in uncached-input-token units: input 1x, cache writes 1.25x, reads 0.1x, output 5x; the summary calls counted uncached.'
-        ),
-        uncompacted_units: Tokens(
-          'What it would have been billed without compaction, at least: the same answers, each request also sending what compaction kept out of it (`kept_out_units`), and no summary calls.'
-        ),
-        saved_units: Type.Integer({ description: 'The difference (negative: compaction cost more than it saved).' }),
-        saved_share: Type.Number({ description: 'saved_units over uncompacted_units.' })
-      },
-      { additionalProperties: false }
-    )
-  },
-  { additionalProperties: false, description: "A session's cost through the proxy, and the estimate of what compaction saved." }
-)
-
 export const sessionRoutes: FastifyPluginAsync = async (app) => {
   const { store } = app
   app.withTypeProvider<TypeBoxTypeProvider>().get(
@@ -216,7 +177,7 @@ export const sessionRoutes: FastifyPluginAsync = async (app) => {
         security: KEYED,
         params: Type.Object({ session_id: SessionId('The session.') }),
         response: {
-          200: CostSchema,
+          200: SessionCost,
           ...keyedResponses(),
           503: Type.Ref('ErrorResponse', { description: 'The store cannot be read.' })
         }

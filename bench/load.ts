@@ -40,7 +40,7 @@ interface Figures {
 
 async function loadRun(store: string, env: Record<string, string>): Promise<Figures> {
   // records are written as in production, to a database of the run's own; the log lines are read and dropped
-  const gateway = await startGateway(env)
+  const gateway = await startGateway(env, process.env.GW_FLAGS ? process.env.GW_FLAGS.split(' ') : [])
   const child = gateway.child
   const url = `${gateway.url}/v1/compact`
 

@@ -5,7 +5,9 @@
  *
  * `prefix`: where a match can start, matched case-insensitively by one combined scan of the text;
  * `pattern`: checked (case-sensitively, sticky) at that place; `group`: the part replaced (0: all);
- * `wordStart`: the match may not continue a word.
+ * `wordStart`: the match may not continue a word; `contains`: text every match holds, where the prefix
+ * opens with a class (a text without it is scanned without the pattern: such a prefix is tried at every
+ * word of every text).
  */
 export interface SecretPattern {
   kind: string
@@ -13,6 +15,7 @@ export interface SecretPattern {
   pattern: string
   group?: number
   wordStart?: boolean
+  contains?: string
   source: string
 }
 
@@ -134,6 +137,7 @@ export const SECRET_PATTERNS: readonly SecretPattern[] = [
     prefix: '[A-Za-z0-9]{14}\\.atlasv1\\.',
     pattern: '[A-Za-z0-9]{14}\\.atlasv1\\.[A-Za-z0-9_-]{60,}',
     wordStart: true,
+    contains: '.atlasv1.',
     source: 'HashiCorp docs: Terraform Cloud API tokens (….atlasv1.…)'
   },
   {

@@ -66,7 +66,9 @@ export function passages(text: string): string[] {
 
 /** Lines of an output worth keeping as evidence: failing tests, errors with a file:line, test-run tallies. */
 const EVIDENCE = [
-  /\S+\.\w{1,5}:\d+(?::\d+)?[:,) ]/, // an error or a frame with file:line
+  // an error or a frame with file:line (a non-blank before the dot: `\S+` there found the same lines, retried
+  // from every start of a long run of non-blanks)
+  /\S\.\w{1,5}:\d+(?::\d+)?[:,) ]/,
   /\b\d+ (?:passed|failed|errors?|skipped)\b/i, // a test run's tally
   /^(?:FAILED|PASSED|ERROR|FAIL|ok|not ok)\b|::\w+ (?:PASSED|FAILED)|--- (?:FAIL|PASS):/
 ]

@@ -15,6 +15,24 @@ describe('cold-layer entries', () => {
     expect(shared.join(' ').length).toBeGreaterThan(PASSAGE_OVERLAP / 2)
   })
 
+  it("keep a frame's file:line as evidence wherever it stands in a line, a line of thousands of characters without a blank too", () => {
+    // minified code or a base64 run: the evidence is found in one pass, and so is its absence
+    const run = 'x'.repeat(3_900)
+    const output = [`${run} at bundle.min.js:1:48213)`, run, 'see src/app.py:42, then retry', 'done'].join('\n')
+    const entries = readMemory(
+      [user('build it'), ...shellStep('a', 'node build.js', `${output}\n<returncode>1</returncode>`, true), assistant('it failed')],
+      0,
+      {
+        modified: [],
+        read: []
+      }
+    )
+    const evidence = entries.filter((e) => e.kind === 'evidence').map((e) => e.text)
+    expect(evidence).toContain('see src/app.py:42, then retry')
+    expect(evidence.some((t) => t.endsWith('bundle.min.js:1:48213)') || t.startsWith('xxxx'))).toBe(true)
+    expect(evidence).not.toContain(run)
+  })
+
   it('never keep a whole tool output: only the lines that say why and the evidence, capped', () => {
     const output = [
       ...Array.from({ length: 5_000 }, (_, i) => `noise line ${i} of a long build log`),

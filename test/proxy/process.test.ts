@@ -19,7 +19,7 @@ describe('the proxy in a real process, with an upstream slower than the idle tim
       ANTHROPIC_API_KEY: 'sk-ant-upstream-process-0000000000',
       ANTHROPIC_BASE_URL: fake.url,
       COMPACT_API_KEYS: 'me=gw-process-key-1',
-      COMPACT_IDLE_TIMEOUT_MS: '1000',
+      COMPACT_IDLE_TIMEOUT_MS: '400',
       COMPACT_PRECOMPUTE_AT: 'off'
     })
     sdk = new Anthropic({ apiKey: 'gw-process-key-1', baseURL: server.url, maxRetries: 0, timeout: 20_000 })
@@ -30,14 +30,14 @@ describe('the proxy in a real process, with an upstream slower than the idle tim
     await fake.close()
   })
 
-  it('relays an answer that takes 2.5 s to begin, past a 1 s idle timeout', async () => {
-    fake.fallback = { delayMs: 2_500, text: 'Worth the wait.' }
+  it('relays an answer that takes 2.5 times the idle timeout to begin', async () => {
+    fake.fallback = { delayMs: 1_000, text: 'Worth the wait.' }
     const message = await sdk.messages.create({ model: 'claude-test', max_tokens: 16, messages: [{ role: 'user', content: 'think hard' }] })
     expect(message.content).toEqual([{ type: 'text', text: 'Worth the wait.' }])
   }, 20_000)
 
-  it('relays a stream whose events are 1.3 s apart, past a 1 s idle timeout', async () => {
-    fake.fallback = { text: 'slow', eventDelayMs: 1_300 }
+  it('relays a stream whose events are 1.3 times the idle timeout apart', async () => {
+    fake.fallback = { text: 'slow', eventDelayMs: 520 }
     const final = await sdk.messages.stream({ model: 'claude-test', max_tokens: 16, messages: [{ role: 'user', content: 'stream slowly' }] }).finalMessage()
     expect(final.content).toEqual([{ type: 'text', text: 'slow' }])
   }, 30_000)

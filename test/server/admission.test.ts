@@ -103,6 +103,8 @@ describe('bodies arriving together past the bound', () => {
     await roundTrip()
     await older.send(0.6 * MiB, body.length) // the older body's rest, the younger's bytes still held
     expect(await older.status).toBe(200)
+    // the younger goes on sending, as a client does: its rest is read and dropped, and it reads its refusal
+    await younger.send(0.6 * MiB, body.length)
     expect(await younger.status).toBe(503)
   })
 })

@@ -97,7 +97,7 @@ export function messageCuts(bytes: Buffer, field: ItemsField = 'messages'): Mess
  * does): the next quote not escaped, that is, not preceded by an odd run of backslashes. Long strings are
  * crossed by the runtime's byte search rather than byte by byte.
  */
-function closingQuote(bytes: Buffer, from: number): number {
+export function closingQuote(bytes: Buffer, from: number): number {
   for (let q = bytes.indexOf(QUOTE, from); q !== -1; q = bytes.indexOf(QUOTE, q + 1)) {
     let k = q - 1
     while (k >= from && bytes[k] === BACKSLASH) k--

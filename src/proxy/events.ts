@@ -3,6 +3,7 @@
  * held until its blank line), or a JSON body once it is whole.
  */
 import { Transform } from 'node:stream'
+import { closingQuote } from '../contract/wire.js'
 
 /** The end of the last complete event in `bytes` (after its blank line), or -1. */
 export function lastEventEnd(bytes: Buffer): number {
@@ -109,9 +110,8 @@ function closeOf(bytes: Buffer, from: number): number {
   let depth = 0
   for (let i = from; i < bytes.length; i++) {
     const c = bytes[i] as number
-    if (c === QUOTE) {
-      for (i++; i < bytes.length && bytes[i] !== QUOTE; i++) if (bytes[i] === BACKSLASH) i++
-    } else if (OPEN.has(c)) depth++
+    if (c === QUOTE) i = closingQuote(bytes, i + 1)
+    else if (OPEN.has(c)) depth++
     else if (CLOSE.has(c)) {
       if (depth === 0) return i
       depth--
@@ -126,7 +126,7 @@ function valueEnd(bytes: Buffer, from: number): number {
   for (let i = from; i < bytes.length; i++) {
     const c = bytes[i] as number
     if (c === QUOTE) {
-      for (i++; i < bytes.length && bytes[i] !== QUOTE; i++) if (bytes[i] === BACKSLASH) i++
+      i = closingQuote(bytes, i + 1)
       if (depth === 0) return i + 1
       continue
     }

@@ -12,9 +12,33 @@ export function lastEventEnd(bytes: Buffer): number {
   return Math.max(lf < 0 ? -1 : lf + 2, crlf < 0 ? -1 : crlf + 4)
 }
 
+/** A stream's bytes cut at its events' ends: each chunk gives the whole events that came, a part of one held for the next. */
+export class EventCuts {
+  private held: Buffer = Buffer.alloc(0)
+
+  /** The whole events `chunk` completes (undefined: none yet). */
+  take(chunk: Buffer): Buffer | undefined {
+    const bytes = this.held.length > 0 ? Buffer.concat([this.held, chunk]) : chunk
+    const end = lastEventEnd(bytes)
+    if (end < 0) {
+      this.held = bytes
+      return undefined
+    }
+    this.held = bytes.subarray(end)
+    return bytes.subarray(0, end)
+  }
+
+  /** What is held at the stream's end (an event without its blank line), given up. */
+  rest(): Buffer | undefined {
+    const rest = this.held
+    this.held = Buffer.alloc(0)
+    return rest.length > 0 ? rest : undefined
+  }
+}
+
 /** Each run of whole events passed through `rewrite` (its text split at the events' blank lines), a part of one held for the next chunk. */
 export function byEvents(rewrite: (event: string) => string): Transform {
-  let held: Buffer = Buffer.alloc(0)
+  const cuts = new EventCuts()
   const events = (bytes: Buffer): Buffer =>
     Buffer.from(
       bytes
@@ -25,17 +49,12 @@ export function byEvents(rewrite: (event: string) => string): Transform {
     )
   return new Transform({
     transform(chunk: Buffer, _encoding, done) {
-      const bytes = held.length > 0 ? Buffer.concat([held, chunk]) : chunk
-      const end = lastEventEnd(bytes)
-      if (end < 0) {
-        held = bytes
-        return done()
-      }
-      held = bytes.subarray(end)
-      done(null, events(bytes.subarray(0, end)))
+      const whole = cuts.take(chunk)
+      done(null, whole ? events(whole) : undefined)
     },
     flush(done) {
-      done(null, held.length > 0 ? events(held) : undefined)
+      const rest = cuts.rest()
+      done(null, rest ? events(rest) : undefined)
     }
   })
 }

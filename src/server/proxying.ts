@@ -11,7 +11,7 @@ import { keyedResponses } from './routes/security.js'
 import type { ItemsField } from '../contract/wire.js'
 import type { ClientSummaries } from '../proxy/client-summaries.js'
 import { UsageTap, type UpstreamUsage } from '../proxy/usage.js'
-import { lastEventEnd, topLevelField } from '../proxy/events.js'
+import { EventCuts, topLevelField } from '../proxy/events.js'
 import { CHARS_PER_TOKEN, type Message } from '../compaction/index.js'
 import type { Summarizer } from '../summarizer/summarizer.js'
 import type { ProxyOutcome, ProxyRequest } from '../service/proxy-compactor.js'
@@ -245,28 +245,21 @@ function withErrorEvent(
   aborted: () => boolean,
   usage?: { tap: UsageTap; done: (usage: UpstreamUsage | undefined) => void }
 ): Readable {
-  let held: Buffer = Buffer.alloc(0)
+  const cuts = new EventCuts()
   const relay = new Transform({
     transform(chunk: Buffer, _encoding, done) {
       // the answer's usage read here too, where nothing rewrites the answer: one pass over its bytes
       usage?.tap.push(chunk)
-      const bytes = held.length > 0 ? Buffer.concat([held, chunk]) : chunk
-      const end = lastEventEnd(bytes)
-      if (end < 0) {
-        held = bytes
-        return done()
-      }
-      held = bytes.subarray(end)
-      done(null, bytes.subarray(0, end))
+      done(null, cuts.take(chunk))
     },
     flush(done) {
       usage?.done(usage.tap.end())
-      done(null, held.length > 0 ? held : undefined)
+      done(null, cuts.rest())
     }
   })
   body.on('error', (err) => {
     body.unpipe(relay)
-    held = Buffer.alloc(0) // the part of an event that came is dropped
+    cuts.rest() // the part of an event that came is dropped
     if (aborted()) return void relay.end()
     const event = errorBody('api_error', `${api} stream broke off: ${err.message}`)
     relay.end(Buffer.from(`event: error\ndata: ${JSON.stringify(event)}\n\n`))

@@ -2,7 +2,7 @@ import { Readable, type Transform } from 'node:stream'
 import { text } from 'node:stream/consumers'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { byEvents, lastEventEnd, topLevelField, wholeBody } from '../../src/proxy/events.js'
+import { EventCuts, byEvents, lastEventEnd, topLevelField, wholeBody } from '../../src/proxy/events.js'
 
 const through = async (chunks: string[], transform: Transform): Promise<string> => text(Readable.from(chunks.map((c) => Buffer.from(c))).pipe(transform))
 
@@ -11,6 +11,15 @@ describe('an answer rewritten as it passes', () => {
     expect(lastEventEnd(Buffer.from('data: a\n\ndata: b'))).toBe(9)
     expect(lastEventEnd(Buffer.from('data: a\r\n\r\n'))).toBe(11)
     expect(lastEventEnd(Buffer.from('data: a\n'))).toBe(-1)
+  })
+
+  it('cuts a stream at its events: whole events as they complete, a part held, given up at the end', () => {
+    const cuts = new EventCuts()
+    expect(cuts.take(Buffer.from('data: a\n'))).toBeUndefined()
+    expect(cuts.take(Buffer.from('\ndata: b'))?.toString()).toBe('data: a\n\n')
+    expect(cuts.take(Buffer.from('\r\n\r\ndata: c'))?.toString()).toBe('data: b\r\n\r\n')
+    expect(cuts.rest()?.toString()).toBe('data: c')
+    expect(cuts.rest()).toBeUndefined()
   })
 
   it('rewrites each whole event once, however the stream is cut (emoji and all)', async () => {

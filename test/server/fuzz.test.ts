@@ -1,5 +1,5 @@
 import fc from 'fast-check'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import type { App } from '../../src/server/app.js'
 import { testApp } from '../helpers/app.js'
 import { FakeAnthropic } from '../helpers/fake-anthropic.js'
@@ -140,6 +140,7 @@ describe('fuzzed histories', () => {
   let inline: App
   let worker: App
   let proxy: App
+  let proxyWorkers: App
   let fake: FakeAnthropic
   beforeAll(async () => {
     inline = await testApp({ COMPACT_WORKERS: '0', COMPACT_RATE_LIMIT_PER_MIN: '1000000' })
@@ -153,9 +154,17 @@ describe('fuzzed histories', () => {
       COMPACT_PRECOMPUTE_AT: 'off',
       COMPACT_RATE_LIMIT_PER_MIN: '1000000'
     })
+    // no model: the crossings' compactions go to a worker, every one of them (COMPACT_WORKER_MIN_KB 0)
+    proxyWorkers = await testApp({
+      ANTHROPIC_BASE_URL: fake.url,
+      COMPACT_PRECOMPUTE_AT: 'off',
+      COMPACT_WORKERS: '1',
+      COMPACT_WORKER_MIN_KB: '0',
+      COMPACT_RATE_LIMIT_PER_MIN: '1000000'
+    })
   })
   afterAll(async () => {
-    await Promise.all([inline.close(), worker.close(), proxy.close()])
+    await Promise.all([inline.close(), worker.close(), proxy.close(), proxyWorkers.close()])
     await fake.close()
   })
 
@@ -180,13 +189,16 @@ describe('fuzzed histories', () => {
     )
   }, 300_000)
 
-  it(`/v1/messages and count_tokens with a model: ${RUNS} bodies, forwarded with the client's messages as sent`, async () => {
+  it(`/v1/messages and count_tokens, with a model and with the crossings in a worker: ${RUNS} bodies, forwarded with the client's messages as sent`, async () => {
+    const pool = proxyWorkers.compaction.pool
+    if (!pool) throw new Error('the app has no workers')
+    const inWorker = vi.spyOn(pool, 'runProxied')
     await fc.assert(
-      fc.asyncProperty(body as Body, fc.boolean(), async (b, count) => {
+      fc.asyncProperty(body as Body, fc.boolean(), fc.boolean(), async (b, count, workers) => {
         const messages = history(b.steps, b.spaced)
         const payload = `{"model":"claude-fuzz","max_tokens":1e400,"messages":[${messages.join(',')}],"metadata":{"user_id":"fuzz"}}`
         const before = fake.requests.length
-        const res = await proxy.inject({
+        const res = await (workers ? proxyWorkers : proxy).inject({
           method: 'POST',
           url: count ? '/v1/messages/count_tokens' : '/v1/messages',
           headers: { 'content-type': 'application/json', 'x-compaction-budget': String(b.budget ?? 'off') },
@@ -204,5 +216,7 @@ describe('fuzzed histories', () => {
       }),
       { numRuns: RUNS }
     )
+    // the generated bodies reached the workers: crossings were compacted there
+    expect(inWorker.mock.calls.length).toBeGreaterThan(RUNS / 20)
   }, 300_000)
 })

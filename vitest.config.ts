@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config'
+import { BaseSequencer, type TestSpecification } from 'vitest/node'
 
 /**
  * The tests that run processes (the server, the CLI, a browser, a load run, an image's build) or wait on
@@ -25,6 +26,30 @@ const PROCESSES = [
   'test/ui/page.test.ts'
 ]
 
+/**
+ * The process tests that take longest (a CPU-bound load run, real waits), started first. Vitest runs the
+ * files it has timed longest first, but a fresh clone (CI) has no timings, and it then runs the largest
+ * files first: the load run's small file came last and ran alone at the end for half a minute.
+ */
+const LONGEST = [
+  'test/server/load.test.ts',
+  'test/server/admission.test.ts',
+  'test/server/shutdown.test.ts',
+  'test/ui/page.test.ts',
+  'test/server/timeouts.test.ts',
+  'test/server/store-faults.test.ts'
+]
+class LongestFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const rank = (f: TestSpecification): number => {
+      const i = LONGEST.findIndex((path) => f.moduleId.endsWith(path))
+      return i < 0 ? LONGEST.length : i
+    }
+    // a stable sort: the other files keep Vitest's own order
+    return (await super.sort(files)).sort((a, b) => rank(a) - rank(b))
+  }
+}
+
 /** What both projects share (globalSetup stays at the root: it runs once, whichever projects run). */
 const shared = { testTimeout: 30_000, hookTimeout: 30_000 }
 
@@ -33,6 +58,7 @@ export default defineConfig({
     globalSetup: ['test/global-setup.ts'],
     // both cores: most files wait on sockets and timers as much as they compute
     maxWorkers: 2,
+    sequence: { sequencer: LongestFirst },
     // CI also writes a JSON report, from which .ci/run prints its one-line count.
     reporters: process.env.CI ? ['default', 'json'] : ['default'],
     outputFile: { json: 'test-results/vitest.json' },

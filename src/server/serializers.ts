@@ -2,8 +2,8 @@ import { SerializerSelector, type SerializerFactory, type Serializer } from '@fa
 
 /**
  * Fastify's own response serializers (fast-json-stringify), each compiled once a process: an app compiles
- * one a response schema of each route when it starts, about 50 ms an app, and a process that builds more
- * than one app (the tests build about a hundred; a replica rebuilt in place) compiled the same code again.
+ * one a response schema of each route when it starts, most of its start's time, and a process that builds
+ * more than one app (the tests build one a file, some several) compiled the same code again.
  * The key is everything the compilation reads: the shared schemas, the options and the route's schema.
  */
 const compiled = new Map<string, Serializer>()

@@ -45,7 +45,7 @@ export class ConversationsText {
     readonly shared?: string
   ) {
     // bounded by size, one a line, rather than by `max`, which would reserve room for every line at once
-    // (four arrays of maxLines: 25 ms and megabytes an app before it has learned anything)
+    // (four arrays of maxLines, made and held by an app before it has learned anything)
     this.lines = new LRUCache({ maxSize: maxLines, sizeCalculation: () => 1 })
     if (shared !== undefined) {
       this.channel = new BroadcastChannel(shared)

@@ -8,6 +8,7 @@ import { type Config, DEFAULT_GEMINI_BASE_URL, DEFAULT_OPENAI_BASE_URL, parseApi
 import type { FastifyRequest } from 'fastify'
 import type { ClientSummaries } from '../../proxy/client-summaries.js'
 import type { ProxyContext } from '../proxying.js'
+import { ProxyService } from '../../service/proxied.js'
 import { DEFAULT_UPSTREAM_URL } from '../../contract/defaults.js'
 
 declare module 'fastify' {
@@ -22,7 +23,9 @@ declare module 'fastify' {
       compactor: ProxyCompactor
       clearedKept: SeenSet
       clearing: ClearingTier | undefined
-      policy: ProxyPolicy
+      policy: ProxyPolicies
+      /** Each proxied request made ready to forward (service/proxied.ts). */
+      service: ProxyService
     }
   }
   interface FastifyRequest {
@@ -32,7 +35,7 @@ declare module 'fastify' {
 }
 
 /** What each proxy forwards with and who performs its context management, from the settings. */
-export interface ProxyPolicy {
+export interface ProxyPolicies {
   messages: ProxyContext
   openai: ProxyContext
   gemini: ProxyContext
@@ -119,7 +122,7 @@ export const proxyPlugin = fp<{ config: Config }>(
           fallback: config.COMPACT_FALLBACK
         }
       : undefined
-    const policy: ProxyPolicy = {
+    const policy: ProxyPolicies = {
       messages: {
         budgetTokens,
         credentials: upstreamCredentials(config.ANTHROPIC_API_KEY, checksKeys),
@@ -134,7 +137,18 @@ export const proxyPlugin = fp<{ config: Config }>(
       },
       gemini: { budgetTokens, credentials: geminiCredentials(config.GEMINI_API_KEY, checksKeys) }
     }
-    app.decorate('proxy', { upstream, openai, gemini, compactor, clearedKept: new SeenSet(CLEARED_KEPT), clearing, policy })
+    const clearedKept = new SeenSet(CLEARED_KEPT)
+    const service = new ProxyService({
+      compactor,
+      clearing,
+      clearedKept,
+      serve: app.serve,
+      activity: app.activity,
+      metrics,
+      store: app.store,
+      runProxied: app.compaction.runProxied
+    })
+    app.decorate('proxy', { upstream, openai, gemini, compactor, clearedKept, clearing, policy, service })
     app.addHook('preClose', async () => compactor.close())
     app.addHook('onClose', async () => {
       await Promise.all([upstream.close(), openai.close(), gemini.close()])

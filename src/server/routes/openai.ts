@@ -5,16 +5,8 @@ import { type OpenAiApi, type OpenAiBody, type OpenAiHistory, openAiPayload, rea
 import { ChatCompletionsBody, ResponsesBody, ResponsesCompactBody } from '../../contract/proxy-bodies.js'
 import { type BodyRead, bodyReader } from '../../contract/validation.js'
 import { settable } from '../../formats/index.js'
-import {
-  type ProxiedApi,
-  type ProxyRead,
-  compactResponsesHere,
-  installProxyHooks,
-  proxyErrors,
-  proxyHeaders,
-  proxyRequest,
-  upstreamAnswer
-} from '../proxying.js'
+import type { ProxyRead } from '../../service/proxied.js'
+import { type ProxiedApi, compactResponsesHere, installProxyHooks, proxyErrors, proxyHeaders, proxyRequest, upstreamAnswer } from '../proxying.js'
 import { KEYED } from './security.js'
 
 /** The proxied endpoints: the path below OPENAI_BASE_URL upstream, below /v1 here. */

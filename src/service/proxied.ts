@@ -1,0 +1,429 @@
+/**
+ * A proxied request served (the Messages API's, Chat Completions', Responses', Gemini's): the providers' own
+ * context management performed, the body read only where it may be compacted, old tool results cleared
+ * first where that is the strategy, the history compacted by the proxy's compactor, the compaction served
+ * (service/served.ts), and the bytes to forward. Once the upstream has answered: what was done noted (the
+ * cleared outputs in the cold layer, the tallies, the request's log fields) and how its answer is relayed.
+ * The HTTP layer reads body → service → upstream → reply around it (server/proxying.ts).
+ */
+import type { IncomingHttpHeaders } from 'node:http'
+import type { Transform } from 'node:stream'
+import type { BaseLogger } from 'pino'
+import { type ClearedUse, CHARS_PER_TOKEN, type Message, redact } from '../compaction/index.js'
+import { InvalidRequestError } from '../contract/errors.js'
+import { passages } from '../memory/entries.js'
+import type { ProxiedBody } from '../proxy/body.js'
+import type { ClearingTier } from '../proxy/clearing.js'
+import type { ClientSummaries } from '../proxy/client-summaries.js'
+import { compactionBlock, pausedAnswer, withAppliedEdits, withoutConsumedBetas } from '../proxy/context-management.js'
+import { type Managed, type ManagedResponses, manageContext, manageResponses } from '../proxy/managed.js'
+import type { ClearedHistory } from '../proxy/openai.js'
+import { type ProxyParts, budgetTokensOf, derivedSession, farUnderBudget, ownSession, proxySession } from '../proxy/request.js'
+import { compactedResponse, compactionItem, readBackItems, withCompactionItem } from '../proxy/responses-compaction.js'
+import type { CompactRequestBody } from '../contract/schemas.js'
+import { bodyReader, readCompactRequest } from '../contract/validation.js'
+import { ResponsesCompactBody, type ResponsesBody } from '../contract/proxy-bodies.js'
+import type { UpstreamUsage } from '../proxy/usage.js'
+import type { Summarizer } from '../summarizer/summarizer.js'
+import type { Metrics } from '../telemetry/metrics.js'
+import type { ReadYourWrites } from '../storage/read-your-writes.js'
+import type { Activity } from './activity.js'
+import { type CompactRun, type CompactRunView, type RunContext, summarized } from './compact.js'
+import { InvalidHistoryError } from './errors.js'
+import type { ProxyCompactor, ProxyOutcome, ProxyRequest } from './proxy-compactor.js'
+import { type Scheduled, type ServedAt, keepInColdLayer } from './served.js'
+
+/** What an API's body gave the proxy: the parts its compactor reads, or nothing (forwarded unread), with why when it matters. */
+export type ProxyRead<R> = { parts: ProxyParts; read: R } | { unread: string | undefined }
+
+/** One proxied API as the service sees it: how its body is read and written back, and what it may ask for. */
+export interface ProxiedDialect<R> {
+  /** The metrics' and log's name of the endpoint. */
+  endpoint: string
+  /** The API's name, in errors ("the Messages API"). */
+  name: string
+  /** Reads the body, which is not far under the budget (or has none). */
+  read(body: ProxiedBody, budgetMayPass: () => boolean): ProxyRead<R>
+  /**
+   * The body to forward when the history was compacted or an earlier summary stands in for its start
+   * (`outcome`), or its old tool results were cleared (`cleared`: the core's messages with them, and where
+   * each is), or both.
+   */
+  write(body: ProxiedBody, read: R, outcome: Exclude<ProxyOutcome, { kind: 'none' }> | undefined, cleared?: ClearedHistory): Buffer
+  /** Whether a result the core reads at (message, block) cannot take a placeholder in the client's body (clearing leaves it). */
+  fixed?: (read: R, message: number, block: number) => boolean
+  /** Where, in the client's body, a problem the core found at one of its messages is (its path). */
+  place?(read: R, path: string): string
+  /**
+   * Where the client's own model may write the conversation's summaries (the generation endpoints): the
+   * summarizer of this request, from its body, the headers it is forwarded with, a promise settled once
+   * the upstream has begun to answer, and the bytes it was forwarded as (set by then).
+   */
+  clientSummarizer?: (
+    settings: ClientSummaries,
+    body: ProxiedBody,
+    read: R,
+    headers: Record<string, string>,
+    after: Promise<unknown>,
+    forwarded: () => Buffer | undefined
+  ) => ((messages: Message[]) => Summarizer) | undefined
+  /** Whether the answers' usage is the Messages API's, counted into the session's cost. */
+  costs?: true
+  /** Whether its requests may carry the Messages API's `context_management` edits, which the gateway performs (context-management.ts). */
+  contextManagement?: true
+  /** Whether its requests may carry the Responses API's compaction (`context_management`, the gateway's own compaction items: responses-compaction.ts). */
+  responsesCompaction?: true
+}
+
+/** A proxy's policy, from the settings. */
+export interface ProxyPolicy {
+  /** COMPACT_BUDGET: the prompt size from which a proxied request is compacted. */
+  budgetTokens: number | 'off'
+  /** Set where the gateway has no model of its own: summaries are written by the client's, with its credentials. */
+  clientSummaries?: ClientSummaries
+  /** COMPACT_CONTEXT_MANAGEMENT: the Messages API's context editing performed by the gateway, or forwarded untouched. */
+  contextManagement?: 'gateway' | 'forward'
+}
+
+/** One proxied request as it came. */
+export interface ProxiedAsk {
+  body: ProxiedBody
+  headers: IncomingHttpHeaders
+  /** The API key's name ('' without auth). */
+  keyName: string
+  policy: ProxyPolicy
+  /** The headers it is forwarded with (its credentials among them); throws where the gateway has none. */
+  forwardHeaders: () => Record<string, string>
+  /** Aborted when the client hangs up. */
+  signal: AbortSignal
+  log: Pick<BaseLogger, 'info' | 'warn' | 'error'>
+  /** When the request began (performance.now()). */
+  started: number
+}
+
+/** What the proxy's service needs, the app's own. */
+export interface ProxyServing {
+  compactor: ProxyCompactor
+  clearing: ClearingTier | undefined
+  /** The tool results cleared by context editing whose output this process has put in the cold layer (tenant, session, call). */
+  clearedKept: { has(key: string): boolean; add(key: string): void }
+  /** A compaction served: counted, logged, tallied, its record written or scheduled (service/served.ts). */
+  serve: (run: CompactRunView, at: ServedAt) => Promise<Scheduled>
+  activity: Activity
+  metrics: Metrics
+  store: ReadYourWrites
+  /** A proxy's compaction where the route's run: a large one in a worker where there are workers (app.compaction.runProxied). */
+  runProxied: (body: CompactRequestBody, context: RunContext) => Promise<CompactRun>
+}
+
+/** The Responses API's compaction answered here: the answer's body, its summary where one was written, and the record's writes (`recorded` waited for). */
+export interface CompactedInput {
+  body: Record<string, unknown>
+  summaryId: string | undefined
+  scheduled: Scheduled
+}
+
+/** Answered by the gateway itself: `compact_20260112` with `pause_after_compaction`, its compaction block alone. */
+export interface Paused {
+  kind: 'paused'
+  outcome: Exclude<ProxyOutcome, { kind: 'none' }>
+  /** The record's writes, `recorded` already waited for. */
+  scheduled: Scheduled
+  contentType: string
+  body: string
+}
+
+/** To be forwarded: the bytes and headers, what was done, and what to note once the upstream has answered. */
+export interface Forward {
+  kind: 'forward'
+  outcome: ProxyOutcome
+  /** The record's writes: `recorded` waited for before the answer, `begin` once the request is on its way. */
+  scheduled: Scheduled
+  payload: Buffer
+  headers: Record<string, string>
+  /** Why the history could not be read, where it could not (`x-compaction-not-read`). */
+  notRead: string | undefined
+  /** The history was changed though nothing was compacted (cleared tool results). */
+  changed: boolean
+  /** The upstream has begun to answer, or failed: summaries written ahead by the client's model may begin. */
+  began(): void
+  /** Once the upstream has answered (its status, when it was asked, how long it took to begin): what was done noted, and how the answer is relayed. */
+  answered(status: number, asked: number, upstreamMs: number): Relayed
+}
+
+/** How an answer is relayed, and what the request's log line says of it. */
+export interface Relayed {
+  line: Record<string, unknown>
+  /** Where the answer's usage goes, read as it passes (the Messages API's: the session's cost). */
+  onUsage?: (usage: UpstreamUsage | undefined) => void
+  /** What the gateway performed of the API's context management, written into the answer as the API gives it. */
+  rewrite?: (stream: boolean) => Transform
+}
+
+/** The Responses compaction route's own schema, the one check of its body. */
+const checkResponsesCompaction = bodyReader<ResponsesBody>(ResponsesCompactBody)
+
+/** Passages of one cleared result's output the cold layer keeps (1,200 characters each): its head, where what it says begins. */
+const MAX_EVIDENCE_PASSAGES = 12
+
+/** The proxy's requests served: one per app, over its compactor, clearing tier and records. */
+export class ProxyService {
+  constructor(private readonly serving: ProxyServing) {}
+
+  /**
+   * One proxied request made ready: compacted past its budget, forwarded byte for byte under it. Every
+   * refusal of what it holds is a 400 at its place in the client's body.
+   */
+  async prepare<R>(dialect: ProxiedDialect<R>, ask: ProxiedAsk): Promise<Paused | Forward> {
+    const { serving } = this
+    const { policy, headers, keyName, started } = ask
+    const performs = policy.contextManagement !== 'forward'
+    const managed = dialect.contextManagement && performs ? manageContext(ask.body) : undefined
+    const responses = dialect.responsesCompaction && performs ? manageResponses(ask.body) : undefined
+    const body = managed?.body ?? responses?.body ?? ask.body
+    // the gateway's own headers are checked on every request, read or not: one it cannot use is refused, named
+    const headerBudget = budgetTokensOf(headers['x-compaction-budget'], policy.budgetTokens)
+    // compact_20260112: the gateway's compaction is the one asked for, at its trigger
+    const budgetTokens = managed?.compact ? managed.compact.trigger : (responses?.threshold ?? headerBudget)
+    ownSession(headers)
+    const forwardHeaders = ask.forwardHeaders()
+    const headersUp = managed ? withoutConsumedBetas(forwardHeaders) : forwardHeaders
+
+    const named = proxySession(headers, undefined) !== undefined
+    const clientModel = policy.clientSummaries !== undefined && dialect.clientSummarizer !== undefined
+    let read = this.read(dialect, body, budgetTokens, clientModel, named)
+    // every conversation on record: one whose client names no session gets a stable id of the gateway's
+    // (a body forwarded unread has the session its headers name, if any: its cost is counted there)
+    const session = 'parts' in read ? (proxySession(headers, read.parts.userId) ?? derivedSession(read.parts)) : proxySession(headers, undefined)
+    // clearing first (COMPACT_STRATEGY): the Messages API's history, its old tool results cleared where that is enough
+    const readBody = 'parts' in read ? read : undefined
+    const fixed = dialect.fixed
+    const cleared =
+      serving.clearing && !managed?.compact && !responses && readBody
+        ? serving.clearing.apply(`${keyName}\u0000${session}`, readBody.parts, budgetTokens, fixed ? (m, b) => fixed(readBody.read, m, b) : undefined)
+        : undefined
+    if (cleared?.changed && 'parts' in read) read = { parts: { ...read.parts, messages: cleared.messages }, read: read.read }
+    // The client's own model writes summaries ahead where the gateway has none, once the upstream has begun to
+    // answer this request (its prefix is then in the cache the summary call reads).
+    let began = (): void => undefined
+    const after = new Promise<void>((resolve) => (began = resolve))
+    const forwarded: { bytes?: Buffer } = {}
+    const forClient =
+      policy.clientSummaries && dialect.clientSummarizer && 'read' in read
+        ? dialect.clientSummarizer(policy.clientSummaries, body, read.read, headersUp, after, () => forwarded.bytes)
+        : undefined
+    const instructions = managed?.compact?.instructions
+    const outcome = await this.compact(dialect, read, {
+      keyName,
+      session,
+      budgetTokens,
+      signal: ask.signal,
+      ...(forClient ? { clientSummarizer: forClient } : {}),
+      ...(instructions ? { instructions } : {})
+    }).catch((err: unknown) => {
+      began()
+      throw err
+    })
+    const at = { session, budgetTokens, started, keyName, log: ask.log, endpoint: dialect.endpoint }
+
+    // compact_20260112: the compaction (new, or an earlier one standing in) given to the client as the API gives it
+    const compaction =
+      managed?.compact && outcome.kind !== 'none'
+        ? {
+            summaryId: outcome.summaryId,
+            block: compactionBlock(outcome.messages),
+            usage:
+              outcome.kind === 'compacted'
+                ? { input_tokens: outcome.run.response.summarizer.input_tokens, output_tokens: outcome.run.response.summarizer.output_tokens }
+                : { input_tokens: 0, output_tokens: 0 }
+          }
+        : undefined
+    if (managed && compaction && managed.compact?.pauseAfterCompaction && outcome.kind !== 'none') {
+      began()
+      const scheduled = await this.serve(outcome, at)
+      await scheduled.recorded
+      const value = body.value() as Record<string, unknown>
+      const paused = pausedAnswer(value.model, value.stream === true, compaction.block, compaction.usage, managed.edited.applied)
+      return { kind: 'paused', outcome, scheduled, ...paused }
+    }
+
+    const clearedHistory = cleared?.changed ? { messages: cleared.messages, uses: cleared.uses } : undefined
+    const payload = !('read' in read)
+      ? body.bytes
+      : outcome.kind !== 'none' || clearedHistory
+        ? dialect.write(body, read.read, outcome.kind === 'none' ? undefined : outcome, clearedHistory)
+        : body.bytes
+    forwarded.bytes = payload
+    const scheduled = await this.serve(outcome, at)
+    const notRead = 'unread' in read ? read.unread : undefined
+    return {
+      kind: 'forward',
+      outcome,
+      scheduled,
+      payload,
+      headers: headersUp,
+      notRead,
+      changed: cleared?.changed === true,
+      began,
+      answered: (status, asked, upstreamMs) => {
+        serving.metrics.proxyUpstreamSeconds.observe({ endpoint: dialect.endpoint }, upstreamMs / 1_000)
+        if (outcome.kind === 'compacted') serving.metrics.crossingWait.observe((asked - started) / 1_000)
+        if (managed) this.keepClearedEvidence(ask, session, managed.edited.cleared)
+        if (cleared && cleared.newly.length > 0) {
+          this.keepClearedEvidence(ask, session, cleared.newly)
+          serving.activity.clearing(keyName, session, {
+            tokens: cleared.newly.reduce((n, c) => n + c.tokens, 0),
+            uses: cleared.newly.length,
+            waitMs: asked - started
+          })
+        }
+        // On the request's one line, written when the answer ends (a line of its own cost a write a request).
+        const line = {
+          event: 'proxied',
+          endpoint: dialect.endpoint,
+          status,
+          compaction: outcome.kind,
+          ...(notRead ? { not_read: notRead } : {}),
+          summary_id: outcome.kind === 'none' ? undefined : outcome.summaryId,
+          // a crossing's size as it crossed the budget, and what was forwarded in its place
+          estimated_tokens: outcome.kind === 'compacted' ? outcome.crossed : outcome.tokens,
+          ...(outcome.kind === 'compacted' ? { forwarded_tokens: outcome.tokens, source: outcome.source } : {}),
+          session_id: session,
+          prepare_ms: Math.round(asked - started),
+          upstream_ms: Math.round(upstreamMs)
+        }
+        // A session's cost: what the upstream says each answer cost, and what compaction kept out of the request.
+        const keptOut = outcome.kind === 'none' ? 0 : (body.bytes.length - payload.length) / CHARS_PER_TOKEN
+        const onUsage = dialect.costs
+          ? (usage: UpstreamUsage | undefined) => serving.activity.request(keyName, session, { keptOut, metered: true, usage })
+          : undefined
+        if (!dialect.costs && status === 200) serving.activity.request(keyName, session, { keptOut, metered: false })
+        return { line, ...(onUsage ? { onUsage } : {}), ...answerRewrite(managed, compaction, responses, outcome, payload) }
+      }
+    }
+  }
+
+  /**
+   * `POST /v1/responses/compact` answered here, for an upstream without the Responses API's compaction: the
+   * input (read from the gateway's newest own item on) compacted as `/v1/compact` compacts a Responses history
+   * (`mode: manual`), recorded under its session, and answered as the API answers, the input's user messages
+   * then one `compaction` item that stands for the compacted input.
+   */
+  async compactResponses(body: ProxiedBody, ask: Pick<ProxiedAsk, 'headers' | 'keyName' | 'signal' | 'log' | 'started'>): Promise<CompactedInput> {
+    const checked = checkResponsesCompaction(body.value('input'))
+    if (!checked.ok) throw new InvalidRequestError(checked.message, checked.path ?? '/')
+    const fields = checked.value
+    if (fields.input === undefined) throw new InvalidRequestError('body needs the field `input`', '/')
+    const items = typeof fields.input === 'string' ? [{ type: 'message', role: 'user', content: fields.input }] : fields.input
+    const input = readBackItems(items).input
+    const session = proxySession(
+      ask.headers,
+      typeof fields.prompt_cache_key === 'string' && fields.prompt_cache_key !== '' ? fields.prompt_cache_key : undefined
+    )
+    const read = readCompactRequest(
+      Buffer.from(JSON.stringify({ messages: input, format: 'openai-responses', mode: 'manual', ...(session !== undefined ? { session_id: session } : {}) }))
+    )
+    if (!read.ok) throw new InvalidRequestError(read.message.replace(/\bmessages\b/, 'input'), read.path?.replace(/^\/messages/, '/input'))
+    const run = await this.serving.runProxied(read.body, { keyName: ask.keyName, signal: ask.signal }).catch((err: unknown) => {
+      if (err instanceof InvalidHistoryError)
+        throw new InvalidRequestError(err.message.replace(/\bmessages\b/, 'input'), err.path?.replace(/^\/messages/, '/input'))
+      throw err
+    })
+    const { response } = run
+    const scheduled = await this.serving.serve(run, {
+      via: 'proxy',
+      keyName: ask.keyName,
+      session,
+      mode: 'manual',
+      budgetTokens: 'off',
+      log: ask.log,
+      started: ask.started,
+      endpoint: 'responses_compact',
+      waitMs: performance.now() - ask.started
+    })
+    await scheduled.recorded
+    const done = summarized(response)
+    const usage = done
+      ? { input_tokens: response.summarizer.input_tokens, output_tokens: response.summarizer.output_tokens }
+      : { input_tokens: 0, output_tokens: 0 }
+    const item = compactionItem(done ? response.messages : input)
+    return { body: compactedResponse(input, item, usage, Math.floor(Date.now() / 1_000)), summaryId: done ? response.summary.id : undefined, scheduled }
+  }
+
+  /** The body as the compactor reads it; one whose bytes alone are far under the budget is forwarded unread (nothing could be done to it). */
+  private read<R>(dialect: ProxiedDialect<R>, body: ProxiedBody, budgetTokens: number | 'off', clientModel: boolean, named: boolean): ProxyRead<R> {
+    if (budgetTokens !== 'off' && farUnderBudget(body.bytes, budgetTokens * this.serving.compactor.quietShare(clientModel, named))) return { unread: undefined }
+    return dialect.read(body, () => budgetTokens === 'off' || !farUnderBudget(body.bytes, budgetTokens))
+  }
+
+  /** What the compactor does to the history: every refusal of its content a 400, at its place in the client's body. */
+  private async compact<R>(dialect: ProxiedDialect<R>, read: ProxyRead<R>, at: Omit<ProxyRequest, 'messages' | 'system' | 'tools'>): Promise<ProxyOutcome> {
+    if (!('parts' in read)) return { kind: 'none', tokens: undefined }
+    const { messages, system, tools } = read.parts
+    try {
+      return await this.serving.compactor.prepare({ messages, system, tools, ...at })
+    } catch (err) {
+      if (err instanceof InvalidHistoryError) throw new InvalidRequestError(err.message, dialect.place ? dialect.place(read.read, err.path ?? '') : err.path)
+      throw err
+    }
+  }
+
+  /**
+   * A proxied compaction served (service/served.ts): counted, logged, tallied and recorded. The record and the
+   * cold layer never hold the forward: they are written while the model works on the forwarded request, and
+   * the answer waits for the record. With SQLite, whose indexing holds this thread, the cold layer begins once
+   * the request is on its way (`begin`), reads of the session waiting for it; with a store other replicas read,
+   * the answer waits too.
+   */
+  private async serve(outcome: ProxyOutcome, at: Pick<ServedAt, 'session' | 'budgetTokens' | 'started' | 'keyName' | 'log' | 'endpoint'>): Promise<Scheduled> {
+    if (outcome.kind !== 'compacted') return {}
+    return this.serving.serve(outcome.run, {
+      ...at,
+      via: 'proxy',
+      mode: 'auto',
+      source: outcome.source,
+      waitMs: performance.now() - at.started
+    })
+  }
+
+  /** Keeps the whole output of each cleared result in the session's cold layer, once a process (a result is cleared again at every request after). */
+  private keepClearedEvidence(ask: ProxiedAsk, session: string | undefined, cleared: readonly ClearedUse[]): void {
+    if (session === undefined || cleared.length === 0) return
+    const kept = this.serving.clearedKept
+    const fresh = cleared.filter((c) => !kept.has(`${ask.keyName}\u0000${session}\u0000${c.tool_use_id}`))
+    if (fresh.length === 0) return
+    for (const c of fresh) kept.add(`${ask.keyName}\u0000${session}\u0000${c.tool_use_id}`)
+    const rows = fresh.flatMap((c) =>
+      passages(redact(c.evidence))
+        .slice(0, MAX_EVIDENCE_PASSAGES)
+        .map((text) => ({ kind: 'evidence' as const, text, from: c.message, to: c.message }))
+    )
+    void keepInColdLayer(
+      this.serving,
+      { keyName: ask.keyName, session, log: ask.log },
+      rows,
+      "a cleared tool result's output could not be kept in the cold layer"
+    )
+  }
+}
+
+/**
+ * What the gateway performed of the API's context management, in the answer as the API gives it: the
+ * Messages API's applied edits (and a compaction asked for), or the Responses API's compaction item first
+ * in the output, standing for the input as forwarded.
+ */
+function answerRewrite(
+  managed: Managed | undefined,
+  compaction: Parameters<typeof withAppliedEdits>[2],
+  responses: ManagedResponses | undefined,
+  outcome: ProxyOutcome,
+  payload: Buffer
+): Pick<Relayed, 'rewrite'> {
+  if (managed && !(managed.quiet && !compaction))
+    return { rewrite: (stream) => withAppliedEdits(stream, { applied_edits: managed.edited.applied }, compaction) }
+  if (responses?.threshold !== undefined && outcome.kind !== 'none') {
+    const item = compactionItem((JSON.parse(payload.toString('utf8')) as { input: unknown[] }).input)
+    return { rewrite: (stream) => withCompactionItem(stream, item) }
+  }
+  return {}
+}

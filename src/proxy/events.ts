@@ -87,9 +87,10 @@ const SPACE = new Set([0x20, 0x09, 0x0a, 0x0d])
  * object's bytes without the field (its comma with it); undefined where the object has no such field (or
  * the bytes are no object). The key's bytes are looked for with a native search; an occurrence is the key
  * itself where its quote is not escaped (inside a string it would be) and a colon follows, and it is at the
- * top level where the first close after its value that leaves its object is the body's last byte. Only
- * what follows an occurrence is read, so a field near the end (as clients put `context_management`) costs
- * the bytes after it.
+ * top level where the first close after its value that leaves its object is the body's last byte. The
+ * occurrences are looked at from the last one back, and only what follows one is read, so a field near the
+ * end (where clients put `context_management`) costs the bytes after it; given twice, the field is the last
+ * one, as JSON.parse reads it.
  */
 export function topLevelField(bytes: Buffer, key: string): { value: Buffer; without: Buffer } | undefined {
   const name = Buffer.from(JSON.stringify(key))
@@ -98,7 +99,7 @@ export function topLevelField(bytes: Buffer, key: string): { value: Buffer; with
   if (bytes[first] !== 0x7b) return undefined
   let last = bytes.length - 1
   while (last > first && SPACE.has(bytes[last] as number)) last--
-  for (let at = bytes.indexOf(name, first); at >= 0; at = bytes.indexOf(name, at + 1)) {
+  for (let at = bytes.lastIndexOf(name); at > first; at = bytes.lastIndexOf(name, at - 1)) {
     let slashes = 0
     while (at - slashes - 1 >= 0 && bytes[at - slashes - 1] === BACKSLASH) slashes++
     if (slashes % 2 === 1) continue

@@ -104,4 +104,10 @@ describe('a top-level field found in the bytes', () => {
     }
     expect(topLevelField(Buffer.from(JSON.stringify(decoys)), 'context_management')).toBeUndefined()
   })
+
+  it('given twice, is the last one, as JSON.parse reads the object', () => {
+    const text = '{"context_management":{"edits":[]},"model":"m","context_management":{"x":2},"stream":true}'
+    const found = topLevelField(Buffer.from(text), 'context_management')
+    expect(JSON.parse(found!.value.toString())).toEqual((JSON.parse(text) as { context_management: unknown }).context_management)
+  })
 })

@@ -2,13 +2,20 @@ import type { Readable } from 'node:stream'
 import { type FastifyRequest, errorCodes } from 'fastify'
 
 /**
- * Reads a request body into one buffer of its own, as Fastify's reader does (the same limit, the same
- * errors), but copied chunk by chunk as it arrives into a buffer sized from Content-Length. Fastify
+ * A body of this many bytes or more (by its Content-Length) is copied as it arrives into a buffer of its
+ * own; a smaller one is joined once at the end. Writing each chunk into fresh memory costs its first touch
+ * of every page, which a join of a few hundred KiB does not repay (docs/performance.md).
+ */
+export const SPREAD_COPY_FROM_BYTES = 1024 * 1024
+
+/**
+ * Reads a request body into one buffer, as Fastify's reader does (the same limit, the same errors). Fastify
  * gathers the chunks and joins them at the end: for a body of megabytes that join is one copy of it into
- * fresh memory, long enough for /healthz to wait (docs/performance.md). Here the
- * same copy is spread over the arrival of the chunks. The buffer owns its memory, so it can be moved to
- * a worker without another copy. A body without Content-Length is gathered and joined as before. Each
- * chunk is first offered to `admit` (the in-flight bound): an error from it ends the read with that error.
+ * fresh memory, long enough for /healthz to wait (docs/performance.md). Here a body of
+ * SPREAD_COPY_FROM_BYTES or more is copied chunk by chunk as it arrives into a buffer sized from
+ * Content-Length, which owns its memory, so it can be moved to a worker without another copy; a smaller
+ * one, or one without Content-Length, is gathered and joined. Each chunk is first offered to `admit` (the
+ * in-flight bound): an error from it ends the read with that error.
  */
 export function readBody(
   payload: Readable,
@@ -23,8 +30,9 @@ export function readBody(
     return
   }
   const sized = Number.isInteger(declared) && declared >= 0
+  const most = sized ? declared : Number.POSITIVE_INFINITY
   // allocUnsafeSlow: memory of its own (never a slice of Node's shared pool), touched only as it is written
-  const whole = sized ? Buffer.allocUnsafeSlow(declared) : undefined
+  const whole = sized && declared >= SPREAD_COPY_FROM_BYTES ? Buffer.allocUnsafeSlow(declared) : undefined
   const chunks: Buffer[] = []
   let received = 0
 
@@ -37,7 +45,7 @@ export function readBody(
   }
   function onData(chunk: Buffer | string): void {
     const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk
-    if (received + bytes.length > limit || (whole !== undefined && received + bytes.length > whole.length)) {
+    if (received + bytes.length > limit || received + bytes.length > most) {
       stop()
       // more than the limit, or more than Content-Length said: the same answers Fastify gives
       done(received + bytes.length > limit ? new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE() : new errorCodes.FST_ERR_CTP_INVALID_CONTENT_LENGTH())
@@ -60,7 +68,7 @@ export function readBody(
       done(err)
       return
     }
-    if (whole !== undefined && received !== whole.length) {
+    if (sized && received !== declared) {
       done(new errorCodes.FST_ERR_CTP_INVALID_CONTENT_LENGTH())
       return
     }

@@ -1,6 +1,6 @@
 import { PassThrough } from 'node:stream'
 import { describe, expect, it } from 'vitest'
-import { readBody } from '../../src/server/body.js'
+import { SPREAD_COPY_FROM_BYTES, readBody } from '../../src/server/body.js'
 
 function read(
   chunks: (string | Buffer)[],
@@ -17,12 +17,28 @@ function read(
 }
 
 describe('readBody', () => {
-  it('reads a body with Content-Length into one buffer that owns its memory, chunk by chunk', async () => {
-    const { err, body } = await read(['{"a":', Buffer.from('1,"b":"é"}')], String(Buffer.byteLength('{"a":1,"b":"é"}')))
+  it('reads a body of megabytes with Content-Length into one buffer that owns its memory, chunk by chunk', async () => {
+    const text = `{"a":"${'é'.repeat(SPREAD_COPY_FROM_BYTES / 2)}"}`
+    const bytes = Buffer.from(text)
+    const { err, body } = await read(
+      [bytes.subarray(0, 5), bytes.subarray(5, 70_001), bytes.subarray(70_001)],
+      String(bytes.length),
+      4 * SPREAD_COPY_FROM_BYTES
+    )
     expect(err).toBeNull()
-    expect(body?.toString('utf8')).toBe('{"a":1,"b":"é"}')
+    expect(body?.toString('utf8')).toBe(text)
     expect(body?.byteOffset).toBe(0)
     expect(body?.buffer.byteLength).toBe(body?.byteLength)
+  })
+
+  it('reads a smaller body with Content-Length by joining its chunks, split anywhere', async () => {
+    const text = '{"a":1,"b":"é😀"}'
+    const bytes = Buffer.from(text)
+    for (let cut = 0; cut <= bytes.length; cut++) {
+      const { err, body } = await read([bytes.subarray(0, cut), bytes.subarray(cut)], String(bytes.length))
+      expect(err).toBeNull()
+      expect(body?.toString('utf8')).toBe(text)
+    }
   })
 
   it('reads a body without Content-Length by joining its chunks', async () => {
@@ -39,11 +55,14 @@ describe('readBody', () => {
     expect(streamed.err?.code).toBe('FST_ERR_CTP_BODY_TOO_LARGE')
   })
 
-  it('refuses a body longer or shorter than its Content-Length with Fastify’s 400', async () => {
+  it('refuses a body longer or shorter than its Content-Length with Fastify’s 400, large or small', async () => {
     expect((await read(['abcdef'], '3')).err?.code).toBe('FST_ERR_CTP_INVALID_CONTENT_LENGTH')
     const short = await read(['ab'], '3')
     expect(short.err?.code).toBe('FST_ERR_CTP_INVALID_CONTENT_LENGTH')
     expect(short.err?.statusCode).toBe(400)
+    const large = SPREAD_COPY_FROM_BYTES + 10
+    expect((await read(['x'.repeat(large + 1)], String(large), 2 * large)).err?.code).toBe('FST_ERR_CTP_INVALID_CONTENT_LENGTH')
+    expect((await read(['x'.repeat(large - 1)], String(large), 2 * large)).err?.code).toBe('FST_ERR_CTP_INVALID_CONTENT_LENGTH')
   })
 
   it('passes a stream error on as a 400 unless it has a status of its own', async () => {

@@ -5,7 +5,7 @@
  * as it arrives. An API differs only in how its body is read and written back (its dialect), where it goes,
  * and with what credentials (ProxiedApi).
  */
-import { type Readable, Transform } from 'node:stream'
+import { Readable, type Transform } from 'node:stream'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import { keyedResponses } from './routes/security.js'
@@ -44,6 +44,39 @@ export interface ProxyContext extends ProxyPolicy {
 }
 
 /**
+ * An answer's body passed on through one Readable fed from its chunks, each as `pass` gives it (undefined:
+ * nothing yet), then what `end` gives; `failed` decides what a break of the body does to it. Lighter than a
+ * Transform (a stream hop with no writable half: docs/performance.md); the body is paused while the
+ * Readable is full, so the client's pace holds the upstream as a pipe would.
+ */
+function passedOn(
+  body: Readable,
+  pass: (chunk: Buffer) => Buffer | undefined,
+  end: () => Buffer | undefined,
+  failed: (err: Error, out: Readable) => void
+): Readable {
+  const out = new Readable({ read: () => void body.resume() })
+  let over = false
+  body.on('data', (chunk: Buffer) => {
+    const bytes = pass(chunk)
+    if (bytes !== undefined && bytes.length > 0 && !out.push(bytes)) body.pause()
+  })
+  body.once('end', () => {
+    if (over) return
+    over = true
+    const rest = end()
+    if (rest !== undefined && rest.length > 0) out.push(rest)
+    out.push(null)
+  })
+  body.once('error', (err) => {
+    if (over) return
+    over = true
+    failed(err, out)
+  })
+  return out
+}
+
+/**
  * An event stream relayed event by event: bytes go on at each event's blank line, so that when the
  * upstream breaks off the gateway's error event follows a whole event (the part of one that came is
  * dropped), and an SDK client reads the error instead of a cut JSON. The event's `error` object is what
@@ -56,26 +89,26 @@ function withErrorEvent(
   usage?: { tap: UsageTap; done: (usage: UpstreamUsage | undefined) => void }
 ): Readable {
   const cuts = new EventCuts()
-  const relay = new Transform({
-    transform(chunk: Buffer, _encoding, done) {
+  return passedOn(
+    body,
+    (chunk) => {
       // the answer's usage read here too, where nothing rewrites the answer: one pass over its bytes
       usage?.tap.push(chunk)
-      done(null, cuts.take(chunk))
+      return cuts.take(chunk)
     },
-    flush(done) {
+    () => {
       usage?.done(usage.tap.end())
-      done(null, cuts.rest())
+      return cuts.rest()
+    },
+    (err, out) => {
+      cuts.rest() // the part of an event that came is dropped
+      if (!aborted()) {
+        const event = errorBody('api_error', `${api} stream broke off: ${err.message}`)
+        out.push(Buffer.from(`event: error\ndata: ${JSON.stringify(event)}\n\n`))
+      }
+      out.push(null)
     }
-  })
-  body.on('error', (err) => {
-    body.unpipe(relay)
-    cuts.rest() // the part of an event that came is dropped
-    if (aborted()) return void relay.end()
-    const event = errorBody('api_error', `${api} stream broke off: ${err.message}`)
-    relay.end(Buffer.from(`event: error\ndata: ${JSON.stringify(event)}\n\n`))
-  })
-  body.pipe(relay)
-  return relay
+  )
 }
 
 /**
@@ -118,18 +151,18 @@ export function abortOnClose(reply: FastifyReply): AbortController {
  */
 function withUsageTap(body: Readable, stream: boolean, done: (usage: UpstreamUsage | undefined) => void): Readable {
   const tap = new UsageTap(stream)
-  const tapped = new Transform({
-    transform(chunk: Buffer, _encoding, next) {
+  return passedOn(
+    body,
+    (chunk) => {
       tap.push(chunk)
-      next(null, chunk)
+      return chunk
     },
-    flush(next) {
+    () => {
       done(tap.end())
-      next()
-    }
-  })
-  body.on('error', (err) => tapped.destroy(err))
-  return body.pipe(tapped)
+      return undefined
+    },
+    (err, out) => out.destroy(err)
+  )
 }
 
 /** The upstream's answer relayed: its status and headers, what the gateway did, its body as it arrives (an event stream event by event). */

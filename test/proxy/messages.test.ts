@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
+import { createServer, request } from 'node:http'
 import { join } from 'node:path'
 import Anthropic from '@anthropic-ai/sdk'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
@@ -513,4 +514,84 @@ describe('one estimate for both routes', () => {
       await app.close()
     }
   })
+})
+
+describe('an answer larger than the client reads at once', () => {
+  const TOTAL = 24 * 1024 * 1024
+
+  /**
+   * An upstream that streams 24 MiB of events as fast as its socket takes them, noting since when a write
+   * has waited for its socket to drain: with the client not reading, the gateway must stop reading too, or
+   * it would take in (and hold) the whole answer.
+   */
+  function floodingUpstream(): { server: import('node:http').Server; waitingSince: () => number | undefined; sent: () => number; eventBytes: number } {
+    let waitingSince: number | undefined
+    let sent = 0
+    const event = Buffer.from(
+      `event: content_block_delta\ndata: ${JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'x'.repeat(8_000) } })}\n\n`
+    )
+    const server = createServer((req, res) => {
+      req.resume()
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' })
+        const more = (): void => {
+          waitingSince = undefined
+          while (sent < TOTAL) {
+            sent += event.length
+            if (!res.write(event)) {
+              waitingSince = Date.now()
+              res.once('drain', more)
+              return
+            }
+          }
+          res.end()
+        }
+        more()
+      })
+    })
+    return { server, waitingSince: () => waitingSince, sent: () => sent, eventBytes: event.length }
+  }
+
+  it('holds the upstream while the client does not read, and gives every byte in order once it does', async () => {
+    const upstream = floodingUpstream()
+    await new Promise<void>((resolve) => upstream.server.listen(0, '127.0.0.1', resolve))
+    const app = await testApp({ ANTHROPIC_API_KEY: UPSTREAM_KEY, ANTHROPIC_BASE_URL: `http://127.0.0.1:${(upstream.server.address() as AddressInfo).port}` })
+    try {
+      await app.listen({ port: 0, host: '127.0.0.1' })
+      const port = (app.server.address() as AddressInfo).port
+      const body = JSON.stringify({ model: 'm', max_tokens: 1, stream: true, messages: [{ role: 'user', content: 'hi' }] })
+      const received = await new Promise<{ bytes: number; events: number; sentUnread: number }>((resolve, reject) => {
+        const req = request({ host: '127.0.0.1', port, path: '/v1/messages', method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
+          res.pause()
+          // not read until the upstream has all gone by, or its writes have stalled (no drain for half a second)
+          const check = setInterval(() => {
+            const since = upstream.waitingSince()
+            if (upstream.sent() < TOTAL && (since === undefined || Date.now() - since < 500)) return
+            clearInterval(check)
+            const sentUnread = upstream.sent()
+            let bytes = 0
+            let tail = ''
+            let events = 0
+            res.on('data', (chunk: Buffer) => {
+              bytes += chunk.length
+              const text = tail + chunk.toString('latin1')
+              events += text.split('\n\n').length - 1
+              tail = text.slice(text.lastIndexOf('\n\n') + 2)
+            })
+            res.on('end', () => resolve({ bytes, events, sentUnread }))
+            res.resume()
+          }, 10)
+        })
+        req.on('error', reject)
+        req.end(body)
+      })
+      // what the sockets' buffers hold, not the answer: the upstream waited for the client
+      expect(received.sentUnread).toBeLessThan(TOTAL / 2)
+      expect(received.bytes).toBe(upstream.sent())
+      expect(received.events).toBe(upstream.sent() / upstream.eventBytes)
+    } finally {
+      await app.close()
+      await new Promise((resolve) => upstream.server.close(resolve))
+    }
+  }, 30_000)
 })

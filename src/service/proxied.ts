@@ -230,7 +230,6 @@ export class ProxyService {
     const compaction =
       managed?.compact && outcome.kind !== 'none'
         ? {
-            summaryId: outcome.summaryId,
             block: compactionBlock(outcome.messages),
             usage:
               outcome.kind === 'compacted'
@@ -323,10 +322,9 @@ export class ProxyService {
     const read = readCompactRequest(
       Buffer.from(JSON.stringify({ messages: input, format: 'openai-responses', mode: 'manual', ...(session !== undefined ? { session_id: session } : {}) }))
     )
-    if (!read.ok) throw new InvalidRequestError(read.message.replace(/\bmessages\b/, 'input'), read.path?.replace(/^\/messages/, '/input'))
+    if (!read.ok) throw inInput(read.message, read.path)
     const run = await this.serving.runProxied(read.body, { keyName: ask.keyName, signal: ask.signal }).catch((err: unknown) => {
-      if (err instanceof InvalidHistoryError)
-        throw new InvalidRequestError(err.message.replace(/\bmessages\b/, 'input'), err.path?.replace(/^\/messages/, '/input'))
+      if (err instanceof InvalidHistoryError) throw inInput(err.message, err.path)
       throw err
     })
     const { response } = run
@@ -405,6 +403,11 @@ export class ProxyService {
       "a cleared tool result's output could not be kept in the cold layer"
     )
   }
+}
+
+/** A problem the core found in the compacted `messages`, said of the Responses request's `input` it was read from. */
+function inInput(message: string, path: string | undefined): InvalidRequestError {
+  return new InvalidRequestError(message.replace(/\bmessages\b/, 'input'), path?.replace(/^\/messages/, '/input'))
 }
 
 /**

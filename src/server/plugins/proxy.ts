@@ -14,14 +14,12 @@ import { DEFAULT_UPSTREAM_URL } from '../../contract/defaults.js'
 declare module 'fastify' {
   interface FastifyInstance {
     /** upstream: the Messages API's; openai: the OpenAI-compatible API's (Chat Completions, Responses). */
-    /** clearedKept: the tool results cleared by context editing whose output this process has put in the cold layer (tenant, session, call). */
     /** policy: each proxy's budget, credentials and who performs context management (its routes read it here). */
     proxy: {
       upstream: Upstream
       openai: Upstream
       gemini: Upstream
       compactor: ProxyCompactor
-      clearedKept: SeenSet
       clearing: ClearingTier | undefined
       policy: ProxyPolicies
       /** Each proxied request made ready to forward (service/proxied.ts). */
@@ -137,18 +135,17 @@ export const proxyPlugin = fp<{ config: Config }>(
       },
       gemini: { budgetTokens, credentials: geminiCredentials(config.GEMINI_API_KEY, checksKeys) }
     }
-    const clearedKept = new SeenSet(CLEARED_KEPT)
     const service = new ProxyService({
       compactor,
       clearing,
-      clearedKept,
+      clearedKept: new SeenSet(CLEARED_KEPT),
       serve: app.serve,
       activity: app.activity,
       metrics,
       store: app.store,
       runProxied: app.compaction.runProxied
     })
-    app.decorate('proxy', { upstream, openai, gemini, compactor, clearedKept, clearing, policy, service })
+    app.decorate('proxy', { upstream, openai, gemini, compactor, clearing, policy, service })
     app.addHook('preClose', async () => compactor.close())
     app.addHook('onClose', async () => {
       await Promise.all([upstream.close(), openai.close(), gemini.close()])

@@ -12,14 +12,12 @@
  * Targets: core ≤ 1.0x, route ≤ 1.5x, 50k parallel calls ≤ 10x the time of 5k, the crossing ≤ 0.1x the model's
  * delay with precompute; each printed with meets or misses.
  */
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { AddressInfo } from 'node:net'
 import type { Message } from '../src/compaction/index.js'
 import { corpusDir, loadCorpus, progress, short, table } from './corpus.js'
 import { manyFiles, parallelCalls } from './scale.js'
-import { bareProcess, fromBuild, startGateway } from './servers.js'
+import { bareProcess, fromBuild, scratchDir, startGateway } from './servers.js'
 import { proxyBench } from './proxy.js'
 import { relayBench } from './relay.js'
 
@@ -170,7 +168,7 @@ const sizeSamples = [0, 0.25, 0.5, 0.75, 1].map((q) => bySize[Math.min(bySize.le
 const thresholdBodies = [...new Set(sizeSamples)].map((t) => JSON.stringify({ messages: t.messages, system: t.system, mode: 'manual' }))
 const appFor = async (env: Record<string, string>): Promise<{ url: string; close: () => Promise<unknown> }> => {
   const a = await buildApp({
-    config: loadConfig({ COMPACT_DB: join(mkdtempSync(join(tmpdir(), 'compaction-bench-')), 'compaction.db'), ...env }),
+    config: loadConfig({ COMPACT_DB: join(scratchDir('compaction-bench-'), 'compaction.db'), ...env }),
     logger: false
   })
   await a.listen({ port: 0, host: '127.0.0.1' })

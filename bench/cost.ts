@@ -13,12 +13,11 @@
  * session and in total: billed input as a share of uncompacted (summary calls included), summary calls
  * per compaction, the largest prompt; each target with "meets" or "misses".
  */
-import { mkdtempSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { type Message, readLedger } from '../src/compaction/index.js'
 import { buildApp } from '../src/server/app.js'
+import { scratchDir } from './servers.js'
 import { PRICE } from '../src/service/costs.js'
 import { loadConfig } from '../src/server/config.js'
 import { FakeAnthropic, type ReceivedRequest } from '../test/helpers/fake-anthropic.js'
@@ -151,7 +150,7 @@ async function replay(t: Transcript, mode: Mode, budget: number): Promise<Bill> 
   }
   const env: Record<string, string> = {
     ANTHROPIC_BASE_URL: fake.url,
-    COMPACT_DB: join(mkdtempSync(join(tmpdir(), 'cg-cost-')), 'cost.db'),
+    COMPACT_DB: join(scratchDir('cg-cost-'), 'cost.db'),
     COMPACT_BUDGET: String(budget),
     COMPACT_CACHE_TTL_S: '0',
     COMPACT_RATE_LIMIT_PER_MIN: '1000000',

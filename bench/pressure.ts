@@ -13,13 +13,12 @@
  * Every figure is printed beside its target with "meets" or "misses"; nothing here fails on noise.
  */
 import { execFile } from 'node:child_process'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { writeFileSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Message } from '../src/compaction/index.js'
 import { corpusDir, loadCorpus, progress, table } from './corpus.js'
-import { bareProcess, bareServer, memoryMiB, startGateway } from './servers.js'
+import { bareProcess, bareServer, memoryMiB, scratchDir, startGateway } from './servers.js'
 
 const transcripts = loadCorpus(corpusDir(process.argv[2]))
 const THROUGHPUT_REQUESTS = Number(process.env.PRESSURE_REQUESTS ?? 640)
@@ -102,7 +101,7 @@ const verdict = (ok: boolean): string => (ok ? 'meets' : 'misses')
 
 // Stall: the same 30 MB compaction, inline and in workers, the first of the process and the next. The
 // body is sent by a child process: sending 30 MB from this one stalls its own probes of /healthz.
-const bigFile = join(mkdtempSync(join(tmpdir(), 'compaction-pressure-')), 'big.json')
+const bigFile = join(scratchDir('compaction-pressure-'), 'big.json')
 writeFileSync(bigFile, big)
 const stalls: [string, number, number][] = []
 for (const workers of ['0', '2']) {

@@ -5,12 +5,11 @@
  * at the summarizer's timeout). Each crossing's wait is timed; the worst is reported against the summary's
  * time (the never-answering model's: the timeout a crossing would have waited out). Target: ≤ 0.05x at every pace.
  */
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { AddressInfo } from 'node:net'
 import { type Message, promptTokens } from '../src/compaction/index.js'
 import { buildApp } from '../src/server/app.js'
+import { scratchDir } from './servers.js'
 import { loadConfig } from '../src/server/config.js'
 import { FakeAnthropic, type FakeReply, type ReceivedRequest } from '../test/helpers/fake-anthropic.js'
 
@@ -58,7 +57,7 @@ async function atPace(pace: Pace): Promise<{ waits: number[]; summaryCalls: numb
     config: loadConfig({
       ANTHROPIC_API_KEY: 'sk-ant-bench-proxy-00000000000000',
       ANTHROPIC_BASE_URL: fake.url,
-      COMPACT_DB: join(mkdtempSync(join(tmpdir(), 'cg-bench-proxy-')), 'bench.db'),
+      COMPACT_DB: join(scratchDir('cg-bench-proxy-'), 'bench.db'),
       COMPACT_SUMMARIZER_TIMEOUT_MS: String(NEVER_TIMEOUT_MS)
     }),
     logger: false

@@ -15,11 +15,10 @@
  * write asked every 10 ms (target: none waits over 100 ms: the prune's slices hold the writer that long at
  * most), and PostgreSQL's table sizes before and after.
  */
-import { existsSync, mkdtempSync, statSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { corpusDir, loadCorpus, progress, table } from './corpus.js'
-import { fromBuild, startGateway } from './servers.js'
+import { fromBuild, scratchDir, startGateway } from './servers.js'
 
 const { SqliteStore } = await fromBuild<typeof import('../src/storage/sqlite.js')>('storage/sqlite.js')
 const { PostgresStore } = await fromBuild<typeof import('../src/storage/postgres.js')>('storage/postgres.js')
@@ -344,7 +343,7 @@ async function tableBytes(name: string): Promise<number | undefined> {
 }
 
 progress(`${POOL.length.toLocaleString()} cold-layer entries read from the corpus`)
-const sqlite = join(mkdtempSync(join(tmpdir(), 'cg-scale-')), 'compaction.db')
+const sqlite = join(scratchDir('cg-scale-'), 'compaction.db')
 if (STORES.includes('sqlite')) await measureStore('SQLite', () => new SqliteStore(sqlite), sqlite)
 if (PG_URL === 'off' || !STORES.includes('postgres')) console.log('PostgreSQL: skipped (LOAD_PG_URL=off or SCALE_STORES)')
 else {

@@ -1,6 +1,6 @@
 /** The servers benchmarks measure against: the real gateway as a process, and the bare JSON floor. */
 import { type ChildProcess, spawn } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { type Server, createServer } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -15,6 +15,16 @@ const ROOT = resolve(import.meta.dirname, '..')
  */
 export async function fromBuild<T>(module: string): Promise<T> {
   return (await import(pathToFileURL(built(module)).href)) as T
+}
+
+/**
+ * A folder of the machine's temporary one for a benchmark's files (a gateway's database, a large body),
+ * removed when the benchmark's process exits: a run leaves nothing behind it.
+ */
+export function scratchDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix))
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }))
+  return dir
 }
 
 /** A built file's path, or a clear error when the build has not run. */
@@ -76,7 +86,7 @@ export async function startGateway(env: Record<string, string> = {}, nodeFlags: 
       HOST: '127.0.0.1',
       LOG_LEVEL: 'info',
       COMPACT_RATE_LIMIT_PER_MIN: '1000000',
-      COMPACT_DB: join(mkdtempSync(join(tmpdir(), 'compaction-bench-')), 'compaction.db'),
+      COMPACT_DB: join(scratchDir('compaction-bench-'), 'compaction.db'),
       ...env
     },
     stdio: ['ignore', 'pipe', 'inherit']

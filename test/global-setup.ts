@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process'
-import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -21,9 +22,26 @@ function newest(path: string): number {
  * that run the service as `npm start` does (the server and CLI processes, the load run) need dist/, which a
  * clean clone does not have.
  */
-export default function setup(): void {
+function build(): void {
   if (existsSync(STAMP) && statSync(STAMP).mtimeMs >= Math.max(...INPUTS.map((p) => newest(join(ROOT, p))))) return
   // the Dockerfile's build command, run once here: no test rebuilds dist/ while others read it
   execFileSync('npm', ['run', 'build'], { cwd: ROOT, stdio: 'inherit' })
   writeFileSync(STAMP, '')
+}
+
+/**
+ * The build, then one temporary folder for the whole run: the test files' databases, sockets and clients'
+ * files are made under it (os.tmpdir() reads TMPDIR, which the test workers inherit), and it is removed
+ * when the run ends, whichever test made what, so a run leaves nothing in the machine's temporary folder.
+ */
+export default function setup(): () => void {
+  build()
+  const previous = process.env.TMPDIR
+  const root = mkdtempSync(join(tmpdir(), 'compaction-tests-'))
+  process.env.TMPDIR = root
+  return () => {
+    if (previous === undefined) delete process.env.TMPDIR
+    else process.env.TMPDIR = previous
+    rmSync(root, { recursive: true, force: true })
+  }
 }

@@ -1,6 +1,7 @@
 /** What the end-to-end tests of real clients share: running a client to its end, and the figures they report. */
 import { spawn } from 'node:child_process'
 import { mkdirSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { expect } from 'vitest'
 import { promptTokens } from '../../src/compaction/index.js'
@@ -8,9 +9,12 @@ import { readOpenAiRequest } from '../../src/proxy/openai.js'
 import type { OpenAiRequest } from './fake-openai.js'
 import { type LogLine, ROOT, type ServerProcess, logLines, startServer, tempDb } from './process.js'
 
-/** A client run to its end in `cwd` with only `env` (and PATH), its output (stdout and stderr) gathered. */
+/**
+ * A client run to its end in `cwd` with only `env` (and PATH, and the run's temporary folder, where the
+ * clients leave files of their own), its output (stdout and stderr) gathered.
+ */
 export async function runClient(command: string, args: string[], cwd: string, env: Record<string, string>): Promise<{ code: number | null; out: string }> {
-  const child = spawn(command, args, { cwd, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(command, args, { cwd, env: { PATH: process.env.PATH ?? '', TMPDIR: tmpdir(), ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   child.stdout.on('data', (d: Buffer) => (out += d.toString()))
   child.stderr.on('data', (d: Buffer) => (out += d.toString()))

@@ -5,7 +5,7 @@
  */
 import { ProxiedBody } from './body.js'
 import { topLevelField } from './events.js'
-import { farUnderBudget, readMessagesRequest } from './request.js'
+import { readMessagesRequest } from './request.js'
 import { OWN_ITEM_KEY, readBackItems, readResponsesContextManagement } from './responses-compaction.js'
 import {
   type CompactEdit,
@@ -48,8 +48,8 @@ export function manageContext(body: ProxiedBody): Managed | undefined {
     asked = undefined
   }
   const quick = asked === undefined ? undefined : readContextManagement({ context_management: asked })
-  if (quick && nothingToDo(quick, body.bytes))
-    return { body: new ProxiedBody(field.without), edited: { messages: [], applied: [], cleared: [] }, compact: quick.compact, quiet: true }
+  if (quick && nothingToDo(quick, body))
+    return { body: body.without(field.without), edited: { messages: [], applied: [], cleared: [] }, compact: quick.compact, quiet: true }
   const value = body.value()
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined
   const management = readContextManagement(value as Record<string, unknown>)
@@ -82,12 +82,13 @@ export function manageResponses(body: ProxiedBody): ManagedResponses | undefined
 }
 
 /** Whether no edit asked for could change this body, read from its bytes alone. */
-function nothingToDo(management: ContextManagement, bytes: Buffer): boolean {
+function nothingToDo(management: ContextManagement, body: ProxiedBody): boolean {
+  const { bytes } = body
   if (management.compact && bytes.includes(COMPACTION_TYPE)) return false
   return management.edits.every((edit) =>
     edit.type === 'clear_thinking_20251015'
       ? edit.keep === 'all' || !bytes.includes(THINKING_TYPE)
-      : edit.trigger.type === 'input_tokens' && farUnderBudget(bytes, edit.trigger.value)
+      : edit.trigger.type === 'input_tokens' && body.farUnder(edit.trigger.value)
   )
 }
 

@@ -133,14 +133,20 @@ function holdsToken(bytes: Buffer, token: { head: Buffer; tail: Buffer }): boole
   return false
 }
 
+/** Whether a body's bytes may hold a block whose estimate is a flat cost (its type's name is there). */
+export function mayHoldFlatCost(bytes: Buffer): boolean {
+  return FLAT_COST_TYPES.some((t) => holdsToken(bytes, t))
+}
+
 /**
  * Whether a body's bytes alone show it far under the budget: UTF-8 bytes are at least as many as the
  * characters they encode, and the estimate counts characters (a message's overhead fewer than its JSON
- * takes), so bytes / CHARS_PER_TOKEN bounds it from above, unless a block of a flat cost may be there.
+ * takes), so bytes / CHARS_PER_TOKEN bounds it from above, unless a block of a flat cost may be there
+ * (`flatCost`: that search, done once a body by ProxiedBody).
  */
-export function farUnderBudget(bytes: Buffer, quietTokens: number): boolean {
+export function farUnderBudget(bytes: Buffer, quietTokens: number, flatCost: (bytes: Buffer) => boolean = mayHoldFlatCost): boolean {
   if (bytes.length / CHARS_PER_TOKEN > quietTokens) return false
-  return !FLAT_COST_TYPES.some((t) => holdsToken(bytes, t))
+  return !flatCost(bytes)
 }
 
 /** The budget of a proxied request: x-compaction-budget (an integer of at least 1000, or "off"), else the server's. */

@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto'
+import { hash, timingSafeEqual } from 'node:crypto'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { AuthenticationError, GatewayError, RateLimitError } from '../contract/errors.js'
 import { at } from '../compaction/index.js'
@@ -14,8 +14,9 @@ declare module 'fastify' {
 /** Routes anyone may call, with no key and no rate limit: probes and the scrape. */
 export const OPEN_ROUTES: ReadonlySet<string> = new Set(['/', '/openapi.yaml', '/healthz', '/readyz', '/metrics', '/ui', '/ui/', '/ui/app.js', '/ui/app.css'])
 
+/** A key's SHA-256 (the one-shot hash: no Hash object a request). */
 function digest(value: string): Buffer {
-  return createHash('sha256').update(value).digest()
+  return hash('sha256', value, 'buffer')
 }
 
 /** The key a request presents, as `Authorization: Bearer KEY` or `x-api-key: KEY`, or as Gemini's clients send it (`x-goog-api-key`, `key` in the query of its routes). */

@@ -18,7 +18,7 @@ import type { ClientSummaries } from '../proxy/client-summaries.js'
 import { compactionBlock, pausedAnswer, withAppliedEdits, withoutConsumedBetas } from '../proxy/context-management.js'
 import { type Managed, type ManagedResponses, manageContext, manageResponses } from '../proxy/managed.js'
 import type { ClearedHistory } from '../proxy/openai.js'
-import { type ProxyParts, budgetTokensOf, derivedSession, farUnderBudget, ownSession, proxySession } from '../proxy/request.js'
+import { type ProxyParts, budgetTokensOf, derivedSession, ownSession, proxySession } from '../proxy/request.js'
 import { compactedResponse, compactionItem, readBackItems, withCompactionItem } from '../proxy/responses-compaction.js'
 import type { CompactRequestBody } from '../contract/schemas.js'
 import { bodyReader, readCompactRequest } from '../contract/validation.js'
@@ -350,8 +350,8 @@ export class ProxyService {
 
   /** The body as the compactor reads it; one whose bytes alone are far under the budget is forwarded unread (nothing could be done to it). */
   private read<R>(dialect: ProxiedDialect<R>, body: ProxiedBody, budgetTokens: number | 'off', clientModel: boolean, named: boolean): ProxyRead<R> {
-    if (budgetTokens !== 'off' && farUnderBudget(body.bytes, budgetTokens * this.serving.compactor.quietShare(clientModel, named))) return { unread: undefined }
-    return dialect.read(body, () => budgetTokens === 'off' || !farUnderBudget(body.bytes, budgetTokens))
+    if (budgetTokens !== 'off' && body.farUnder(budgetTokens * this.serving.compactor.quietShare(clientModel, named))) return { unread: undefined }
+    return dialect.read(body, () => budgetTokens === 'off' || !body.farUnder(budgetTokens))
   }
 
   /** What the compactor does to the history: every refusal of its content a 400, at its place in the client's body. */

@@ -174,6 +174,14 @@ export async function buildApp(options: AppOptions): Promise<App> {
  * arrival said nothing the answer's does not, and was a third of the proxy's log writes.
  */
 declare module 'fastify' {
+  interface FastifyReply {
+    /**
+     * The headers every answer carries: its request id, and `connection: close` while the server closes
+     * (so that a keep-alive socket cannot hold the shutdown open): set by an onSend hook, and by an answer
+     * written past Fastify's send (the proxy's relay).
+     */
+    stamp(): void
+  }
   interface FastifyRequest {
     /** Fields a handler adds to its request's one log line (a proxied request's upstream status and timings), instead of a line of its own. */
     lineFields: Record<string, unknown> | null
@@ -210,9 +218,12 @@ function installResponseHooks(app: FastifyInstance, metrics: Metrics): void {
   app.addHook('preClose', async () => {
     closing = true
   })
+  app.decorateReply('stamp', function stamp(this: FastifyReply) {
+    void this.header('x-request-id', this.request.id)
+    if (closing) void this.header('connection', 'close')
+  })
   app.addHook('onSend', (request, reply, payload, done) => {
-    void reply.header('x-request-id', request.id)
-    if (closing) void reply.header('connection', 'close')
+    reply.stamp()
     // A refused request is logged with why and where (the error body: small, and never message content).
     if (reply.statusCode >= 400 && reply.statusCode < 500 && typeof payload === 'string' && payload.startsWith('{"type":"error"')) {
       const { error } = JSON.parse(payload) as ErrorResponseBody

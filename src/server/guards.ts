@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { GatewayError, InvalidRequestError, UnsupportedMediaTypeError } from '../contract/errors.js'
 
@@ -18,16 +18,20 @@ function installTimeouts(app: FastifyInstance, idleTimeoutMs: number): void {
     idle(request, 0)
     done()
   })
-  app.addHook('onSend', (request, reply, payload, done) => {
+  app.decorateReply('watchClient', function watchClient(this: FastifyReply) {
+    const { request } = this
     idle(request, idleTimeoutMs)
     // An answer may be silent for as long as its source is (a model's stream: undici's body timeout bounds
     // that); its client may not: when the idle timeout finds bytes waiting for a client that does not read
     // them, the connection is dropped, whatever the route.
     const socket = request.raw.socket as Partial<Socket> | undefined
     // a listener for every timeout: without one, Node drops the connection at the first silence, a model's included
-    reply.raw.on('timeout', () => {
+    this.raw.on('timeout', () => {
       if (socket?.writableLength) socket.destroy?.()
     })
+  })
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    reply.watchClient()
     done(null, payload)
   })
 }
@@ -71,6 +75,13 @@ export interface AdmissionOptions {
 }
 
 declare module 'fastify' {
+  interface FastifyReply {
+    /**
+     * The client's idle timeout set again as its answer starts, and a client that stops reading dropped at
+     * it: every answer's (an onSend hook), and an answer written past Fastify's send (the proxy's relay).
+     */
+    watchClient(): void
+  }
   interface FastifyRequest {
     /** Bytes of this request's body received so far and counted in flight. */
     admittedBytes: number

@@ -5,7 +5,8 @@
  * as it arrives. An API differs only in how its body is read and written back (its dialect), where it goes,
  * and with what credentials (ProxiedApi).
  */
-import { Readable, type Transform } from 'node:stream'
+import type { OutgoingHttpHeaders } from 'node:http'
+import type { Readable, Transform } from 'node:stream'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import { keyedResponses } from './routes/security.js'
@@ -44,74 +45,6 @@ export interface ProxyContext extends ProxyPolicy {
 }
 
 /**
- * An answer's body passed on through one Readable fed from its chunks, each as `pass` gives it (undefined:
- * nothing yet), then what `end` gives; `failed` decides what a break of the body does to it. Lighter than a
- * Transform (a stream hop with no writable half: docs/performance.md); the body is paused while the
- * Readable is full, so the client's pace holds the upstream as a pipe would.
- */
-function passedOn(
-  body: Readable,
-  pass: (chunk: Buffer) => Buffer | undefined,
-  end: () => Buffer | undefined,
-  failed: (err: Error, out: Readable) => void
-): Readable {
-  const out = new Readable({ read: () => void body.resume() })
-  let over = false
-  body.on('data', (chunk: Buffer) => {
-    const bytes = pass(chunk)
-    if (bytes !== undefined && bytes.length > 0 && !out.push(bytes)) body.pause()
-  })
-  body.once('end', () => {
-    if (over) return
-    over = true
-    const rest = end()
-    if (rest !== undefined && rest.length > 0) out.push(rest)
-    out.push(null)
-  })
-  body.once('error', (err) => {
-    if (over) return
-    over = true
-    failed(err, out)
-  })
-  return out
-}
-
-/**
- * An event stream relayed event by event: bytes go on at each event's blank line, so that when the
- * upstream breaks off the gateway's error event follows a whole event (the part of one that came is
- * dropped), and an SDK client reads the error instead of a cut JSON. The event's `error` object is what
- * the Anthropic and OpenAI SDKs both read from an event's data.
- */
-function withErrorEvent(
-  body: Readable,
-  api: string,
-  aborted: () => boolean,
-  usage?: { tap: UsageTap; done: (usage: UpstreamUsage | undefined) => void }
-): Readable {
-  const cuts = new EventCuts()
-  return passedOn(
-    body,
-    (chunk) => {
-      // the answer's usage read here too, where nothing rewrites the answer: one pass over its bytes
-      usage?.tap.push(chunk)
-      return cuts.take(chunk)
-    },
-    () => {
-      usage?.done(usage.tap.end())
-      return cuts.rest()
-    },
-    (err, out) => {
-      cuts.rest() // the part of an event that came is dropped
-      if (!aborted()) {
-        const event = errorBody('api_error', `${api} stream broke off: ${err.message}`)
-        out.push(Buffer.from(`event: error\ndata: ${JSON.stringify(event)}\n\n`))
-      }
-      out.push(null)
-    }
-  )
-}
-
-/**
  * The hooks of a proxy plugin: bodies kept as bytes; each answer counted by endpoint, what compaction did
  * and status (a client that stops reading is dropped at the idle timeout, as on every route: timeoutsPlugin).
  * Returns where outcomes are noted.
@@ -146,23 +79,62 @@ export function abortOnClose(reply: FastifyReply): AbortController {
 }
 
 /**
- * The answer's body with its `usage` read as it passes (UsageTap), `done` given it at the end; the body's
- * errors go on to the relay as they were.
+ * An answer written to the client as its body arrives, past Fastify's send (reply.hijack): each chunk goes
+ * from the upstream's body to the socket with no stream between them, as a bare relay's does (a stream hop
+ * cost the answer about a tenth of a millisecond: docs/performance.md), the headers every answer carries
+ * set first as the onSend hooks set them (reply.stamp, reply.watchClient). The body is paused while the
+ * client does not read, so its pace holds the upstream. An event stream goes on at its events' ends, so
+ * that when the upstream breaks off the gateway's error event follows a whole event (the part of one that
+ * came is dropped) and an SDK client reads the error instead of a cut JSON (the event's `error` object is
+ * what the Anthropic and OpenAI SDKs both read from an event's data); any other body broken off closes the
+ * connection, logged. `usage` reads each chunk once it has gone on, and is told the end.
  */
-function withUsageTap(body: Readable, stream: boolean, done: (usage: UpstreamUsage | undefined) => void): Readable {
-  const tap = new UsageTap(stream)
-  return passedOn(
-    body,
-    (chunk) => {
-      tap.push(chunk)
-      return chunk
-    },
-    () => {
-      done(tap.end())
-      return undefined
-    },
-    (err, out) => out.destroy(err)
-  )
+function writeAnswer(
+  reply: FastifyReply,
+  body: Readable,
+  events: { api: string; aborted: () => boolean } | undefined,
+  usage?: { tap: UsageTap; done: (usage: UpstreamUsage | undefined) => void }
+): FastifyReply {
+  reply.stamp()
+  reply.watchClient()
+  reply.hijack()
+  const raw = reply.raw
+  // (Fastify's header values are what Node takes; its type lets a number be any header's)
+  raw.writeHead(reply.statusCode, reply.getHeaders() as OutgoingHttpHeaders)
+  const cuts = events ? new EventCuts() : undefined
+  let over = false
+  raw.on('drain', () => body.resume())
+  body.on('data', (chunk: Buffer) => {
+    const bytes = cuts ? cuts.take(chunk) : chunk
+    const full = bytes !== undefined && bytes.length > 0 && !raw.write(bytes)
+    usage?.tap.push(chunk)
+    if (full) body.pause()
+  })
+  body.once('end', () => {
+    if (over) return
+    over = true
+    usage?.done(usage.tap.end())
+    const rest = cuts?.rest()
+    if (rest) raw.end(rest)
+    else raw.end()
+  })
+  body.once('error', (err) => {
+    if (over) return
+    over = true
+    if (raw.destroyed) return
+    if (events) {
+      cuts?.rest() // the part of an event that came is dropped
+      if (!events.aborted()) {
+        const event = errorBody('api_error', `${events.api} stream broke off: ${err.message}`)
+        raw.write(`event: error\ndata: ${JSON.stringify(event)}\n\n`)
+      }
+      raw.end()
+      return
+    }
+    reply.log.warn({ err }, 'the upstream broke off its answer after its headers were sent: the connection is closed')
+    raw.destroy()
+  })
+  return reply
 }
 
 /** The upstream's answer relayed: its status and headers, what the gateway did, its body as it arrives (an event stream event by event). */
@@ -187,15 +159,19 @@ function relay(
   const tapping = onUsage !== undefined && res.status === 200
   // what the gateway performed of the API's context management, in the answer as the API gives it (its length
   // changes: sent chunked); the usage read from the upstream's own bytes, before they are rewritten
+  const events = stream ? { api: api.name, aborted } : undefined
   if (rewrite && res.status === 200) {
     reply.removeHeader('content-length')
-    const tapped = tapping ? withUsageTap(res.body, stream, onUsage) : res.body
-    const body = tapped.pipe(rewrite(stream))
-    tapped.on('error', (err) => body.destroy(err))
-    return reply.send(stream ? withErrorEvent(body, api.name, aborted) : body)
+    if (tapping) {
+      const tap = new UsageTap(stream)
+      res.body.on('data', (chunk: Buffer) => tap.push(chunk))
+      res.body.once('end', () => onUsage(tap.end()))
+    }
+    const rewritten = res.body.pipe(rewrite(stream))
+    res.body.on('error', (err) => rewritten.destroy(err))
+    return writeAnswer(reply, rewritten, events)
   }
-  if (stream) return reply.send(withErrorEvent(res.body, api.name, aborted, tapping ? { tap: new UsageTap(true), done: onUsage } : undefined))
-  return reply.send(tapping ? withUsageTap(res.body, false, onUsage) : res.body)
+  return writeAnswer(reply, res.body, events, tapping ? { tap: new UsageTap(stream), done: onUsage } : undefined)
 }
 
 /**

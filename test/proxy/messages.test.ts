@@ -1,11 +1,13 @@
 import { readFileSync } from 'node:fs'
+import { PassThrough } from 'node:stream'
 import type { AddressInfo } from 'node:net'
 import { createServer, request } from 'node:http'
 import { join } from 'node:path'
 import Anthropic from '@anthropic-ai/sdk'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { type Message, validateHistory } from '../../src/compaction/index.js'
-import type { App } from '../../src/server/app.js'
+import { type App, buildApp } from '../../src/server/app.js'
+import { loadConfig } from '../../src/server/config.js'
 import { testApp } from '../helpers/app.js'
 import { FakeAnthropic, type ReceivedRequest } from '../helpers/fake-anthropic.js'
 import { assistant, call, shellStep, user } from '../helpers/history.js'
@@ -218,6 +220,22 @@ describe('POST /v1/messages: a drop-in proxy for Messages API clients', () => {
     expect(counted.input_tokens).toBeGreaterThan(0)
     expect(fake.requests[0]?.path).toBe('/v1/messages/count_tokens')
     expect(fake.requests[0]?.headers['x-api-key']).toBe(UPSTREAM_KEY)
+  })
+
+  it('gives an answer it relays the headers every answer carries: its request id and the rate limit', async () => {
+    for (const stream of [false, true]) {
+      const res = await fetch(`${url}/v1/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': GATEWAY_KEY },
+        body: JSON.stringify({ model: 'm', max_tokens: 8, stream, messages: [{ role: 'user', content: 'hi' }] })
+      })
+      expect(res.status).toBe(200)
+      expect(res.headers.get('x-request-id'), `stream: ${stream}`).toMatch(/^[0-9a-f-]{36}$/)
+      expect(res.headers.get('x-ratelimit-limit')).toMatch(/^\d+$/)
+      expect(res.headers.get('x-compaction')).toBe('none')
+      expect(res.headers.get('content-type')).toContain(stream ? 'text/event-stream' : 'application/json')
+      expect(await res.text()).toContain(stream ? 'event: message_stop' : 'Hello from the upstream.')
+    }
   })
 
   it('ends a stream the upstream breaks off with an error event the SDK reports', async () => {
@@ -594,4 +612,69 @@ describe('an answer larger than the client reads at once', () => {
       await new Promise((resolve) => upstream.server.close(resolve))
     }
   }, 30_000)
+})
+
+describe('a JSON answer the upstream breaks off', () => {
+  /** An upstream that announces a JSON answer of 1,000 bytes, sends 40 of them, and drops the connection. */
+  function breakingUpstream(): import('node:http').Server {
+    return createServer((req, res) => {
+      req.resume()
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' })
+        res.write('{"id":"msg_cut","type":"message","conten', () => setTimeout(() => res.socket?.destroy(), 20))
+      })
+    })
+  }
+
+  it('closes the connection of a JSON answer cut short, says why in its log, and answers the next request', async () => {
+    const upstream = breakingUpstream()
+    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve))
+    const fake = await new FakeAnthropic().start()
+    fake.fallback = { text: 'Whole this time.' }
+    const logs = new PassThrough()
+    const lines: Record<string, unknown>[] = []
+    logs.on('data', (d: Buffer) =>
+      lines.push(
+        ...d
+          .toString()
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l) as Record<string, unknown>)
+      )
+    )
+    const base = (port: number): string => `http://127.0.0.1:${port}`
+    const app = await buildApp({
+      config: loadConfig({ COMPACT_DB: ':memory:', ANTHROPIC_API_KEY: UPSTREAM_KEY, ANTHROPIC_BASE_URL: base((upstream.address() as AddressInfo).port) }),
+      logStream: logs
+    })
+    const body = JSON.stringify({ model: 'm', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] })
+    try {
+      await app.listen({ port: 0, host: '127.0.0.1' })
+      const url = base((app.server.address() as AddressInfo).port)
+      const cut = await fetch(`${url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+      expect(cut.status).toBe(200)
+      // the client sees the answer end early, as it would straight from the upstream: never a shorter JSON that parses
+      await expect(cut.text()).rejects.toThrow()
+      await new Promise((r) => setImmediate(r))
+      expect(lines.find((l) => l.level === 40 && /broke off its answer/.test(String(l.msg)))).toBeDefined()
+      // the gateway goes on: a whole answer from a working upstream, through the same app
+      const other = await buildApp({
+        config: loadConfig({ COMPACT_DB: ':memory:', ANTHROPIC_API_KEY: UPSTREAM_KEY, ANTHROPIC_BASE_URL: fake.url }),
+        logger: false
+      })
+      try {
+        const whole = await other.inject({ method: 'POST', url: '/v1/messages', headers: { 'content-type': 'application/json' }, payload: body })
+        expect(whole.statusCode).toBe(200)
+        expect(whole.json()).toMatchObject({ content: [{ type: 'text', text: 'Whole this time.' }] })
+      } finally {
+        await other.close()
+      }
+      const again = await fetch(`${url}/healthz`)
+      expect(again.status).toBe(200)
+    } finally {
+      await app.close()
+      await fake.close()
+      await new Promise((resolve) => upstream.close(resolve))
+    }
+  })
 })

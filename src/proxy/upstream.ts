@@ -1,3 +1,4 @@
+import type { EventEmitter } from 'node:events'
 import type { IncomingHttpHeaders } from 'node:http'
 import type { Readable } from 'node:stream'
 import { Pool, errors } from 'undici'
@@ -105,7 +106,8 @@ export class Upstream {
     })
   }
 
-  async send(path: string, headers: Record<string, string>, body: Buffer, signal: AbortSignal): Promise<UpstreamResponse> {
+  /** `signal`: an AbortSignal, or an EventEmitter with `aborted` that emits 'abort' (undici takes either). */
+  async send(path: string, headers: Record<string, string>, body: Buffer, signal: AbortSignal | EventEmitter): Promise<UpstreamResponse> {
     try {
       const res = await this.pool.request({ method: 'POST', path: `${this.prefix}${path}`, headers, body, signal })
       return { status: res.statusCode, headers: res.headers as Record<string, string | string[]>, body: res.body }

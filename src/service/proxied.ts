@@ -94,8 +94,8 @@ export interface ProxiedAsk {
   policy: ProxyPolicy
   /** The headers it is forwarded with (its credentials among them); throws where the gateway has none. */
   forwardHeaders: () => Record<string, string>
-  /** Aborted when the client hangs up. */
-  signal: AbortSignal
+  /** The client's hang-up: its `signal` aborts what waits for the client (read only where something waits: it may be made when first read). */
+  hangUp: { readonly signal: AbortSignal }
   log: Pick<BaseLogger, 'info' | 'warn' | 'error'>
   /** When the request began (performance.now()). */
   started: number
@@ -213,11 +213,10 @@ export class ProxyService {
         ? dialect.clientSummarizer(policy.clientSummaries, body, read.read, headersUp, after, () => forwarded.bytes)
         : undefined
     const instructions = managed?.compact?.instructions
-    const outcome = await this.compact(dialect, read, {
+    const outcome = await this.compact(dialect, read, ask, {
       keyName,
       session,
       budgetTokens,
-      signal: ask.signal,
       ...(forClient ? { clientSummarizer: forClient } : {}),
       ...(instructions ? { instructions } : {})
     }).catch((err: unknown) => {
@@ -308,7 +307,7 @@ export class ProxyService {
    * (`mode: manual`), recorded under its session, and answered as the API answers, the input's user messages
    * then one `compaction` item that stands for the compacted input.
    */
-  async compactResponses(body: ProxiedBody, ask: Pick<ProxiedAsk, 'headers' | 'keyName' | 'signal' | 'log' | 'started'>): Promise<CompactedInput> {
+  async compactResponses(body: ProxiedBody, ask: Pick<ProxiedAsk, 'headers' | 'keyName' | 'hangUp' | 'log' | 'started'>): Promise<CompactedInput> {
     const checked = checkResponsesCompaction(body.value('input'))
     if (!checked.ok) throw new InvalidRequestError(checked.message, checked.path ?? '/')
     const fields = checked.value
@@ -323,7 +322,7 @@ export class ProxyService {
       Buffer.from(JSON.stringify({ messages: input, format: 'openai-responses', mode: 'manual', ...(session !== undefined ? { session_id: session } : {}) }))
     )
     if (!read.ok) throw inInput(read.message, read.path)
-    const run = await this.serving.runProxied(read.body, { keyName: ask.keyName, signal: ask.signal }).catch((err: unknown) => {
+    const run = await this.serving.runProxied(read.body, { keyName: ask.keyName, signal: ask.hangUp.signal }).catch((err: unknown) => {
       if (err instanceof InvalidHistoryError) throw inInput(err.message, err.path)
       throw err
     })
@@ -355,11 +354,16 @@ export class ProxyService {
   }
 
   /** What the compactor does to the history: every refusal of its content a 400, at its place in the client's body. */
-  private async compact<R>(dialect: ProxiedDialect<R>, read: ProxyRead<R>, at: Omit<ProxyRequest, 'messages' | 'system' | 'tools'>): Promise<ProxyOutcome> {
+  private async compact<R>(
+    dialect: ProxiedDialect<R>,
+    read: ProxyRead<R>,
+    ask: Pick<ProxiedAsk, 'hangUp'>,
+    at: Omit<ProxyRequest, 'messages' | 'system' | 'tools' | 'signal'>
+  ): Promise<ProxyOutcome> {
     if (!('parts' in read)) return { kind: 'none', tokens: undefined }
     const { messages, system, tools } = read.parts
     try {
-      return await this.serving.compactor.prepare({ messages, system, tools, ...at })
+      return await this.serving.compactor.prepare({ messages, system, tools, ...at, signal: ask.hangUp.signal })
     } catch (err) {
       if (err instanceof InvalidHistoryError) throw new InvalidRequestError(err.message, dialect.place ? dialect.place(read.read, err.path ?? '') : err.path)
       throw err

@@ -44,7 +44,7 @@ function ask(
     keyName: 'team',
     policy: app!.proxy.policy.messages,
     forwardHeaders,
-    signal: new AbortController().signal,
+    hangUp: new AbortController(),
     log: silent,
     started: performance.now()
   }

@@ -125,10 +125,11 @@ function writeAnswer(
 ): FastifyReply {
   reply.stamp()
   reply.watchClient()
-  reply.hijack()
   const raw = reply.raw
-  // (Fastify's header values are what Node takes; its type lets a number be any header's)
+  // (Fastify's header values are what Node takes; its type lets a number be any header's.) Written before the
+  // hijack, so that a header Node refuses is answered by Fastify's error handler, not left without an answer.
   raw.writeHead(reply.statusCode, reply.getHeaders() as OutgoingHttpHeaders)
+  reply.hijack()
   const cuts = events ? new EventCuts() : undefined
   let over = false
   raw.on('drain', () => body.resume())

@@ -1,5 +1,4 @@
 import { readFileSync } from 'node:fs'
-import { PassThrough } from 'node:stream'
 import type { AddressInfo } from 'node:net'
 import { createServer, request } from 'node:http'
 import { join } from 'node:path'
@@ -8,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { type Message, validateHistory } from '../../src/compaction/index.js'
 import { type App, buildApp } from '../../src/server/app.js'
 import { loadConfig } from '../../src/server/config.js'
-import { testApp } from '../helpers/app.js'
+import { capturedLog, testApp } from '../helpers/app.js'
 import { FakeAnthropic, type ReceivedRequest } from '../helpers/fake-anthropic.js'
 import { assistant, call, shellStep, user } from '../helpers/history.js'
 import { ROOT } from '../helpers/process.js'
@@ -631,17 +630,7 @@ describe('a JSON answer the upstream breaks off', () => {
     await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve))
     const fake = await new FakeAnthropic().start()
     fake.fallback = { text: 'Whole this time.' }
-    const logs = new PassThrough()
-    const lines: Record<string, unknown>[] = []
-    logs.on('data', (d: Buffer) =>
-      lines.push(
-        ...d
-          .toString()
-          .split('\n')
-          .filter(Boolean)
-          .map((l) => JSON.parse(l) as Record<string, unknown>)
-      )
-    )
+    const { stream: logs, lines } = capturedLog()
     const base = (port: number): string => `http://127.0.0.1:${port}`
     const app = await buildApp({
       config: loadConfig({ COMPACT_DB: ':memory:', ANTHROPIC_API_KEY: UPSTREAM_KEY, ANTHROPIC_BASE_URL: base((upstream.address() as AddressInfo).port) }),

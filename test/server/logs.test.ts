@@ -4,6 +4,7 @@ import { buildApp } from '../../src/server/app.js'
 import { loadConfig } from '../../src/server/config.js'
 import { assistant, call, result, results, user } from '../helpers/history.js'
 import { FakeAnthropic } from '../helpers/fake-anthropic.js'
+import { capturedLog } from '../helpers/app.js'
 
 describe('logs', () => {
   it('carry one context_compacted event with the figures, and neither message content nor keys', async () => {
@@ -59,17 +60,7 @@ describe('logs', () => {
   })
 
   it("write one line a request, when it is answered, naming the request and its status, with the query's values left out", async () => {
-    const lines: Record<string, unknown>[] = []
-    const stream = new PassThrough()
-    stream.on('data', (d: Buffer) =>
-      lines.push(
-        ...d
-          .toString()
-          .split('\n')
-          .filter(Boolean)
-          .map((l) => JSON.parse(l) as Record<string, unknown>)
-      )
-    )
+    const { stream, lines } = capturedLog()
     const app = await buildApp({ config: loadConfig({}), logStream: stream })
     await app.inject({ method: 'GET', url: '/v1/doctrine?probe=kubelet' })
     await app.inject({ method: 'GET', url: '/no-such-route' })
@@ -88,17 +79,7 @@ describe('logs', () => {
   it("write one line for a proxied request, with the upstream's status and timings on it", async () => {
     const fake = await new FakeAnthropic().start()
     fake.fallback = { text: 'ok' }
-    const lines: Record<string, unknown>[] = []
-    const stream = new PassThrough()
-    stream.on('data', (d: Buffer) =>
-      lines.push(
-        ...d
-          .toString()
-          .split('\n')
-          .filter(Boolean)
-          .map((l) => JSON.parse(l) as Record<string, unknown>)
-      )
-    )
+    const { stream, lines } = capturedLog()
     const app = await buildApp({ config: loadConfig({ ANTHROPIC_BASE_URL: fake.url, ANTHROPIC_API_KEY: 'sk-ant-logs' }), logStream: stream })
     try {
       const res = await app.inject({

@@ -74,7 +74,7 @@ export function installProxyHooks(app: FastifyInstance, endpointOf: (url: string
  * A client's hang-up, told to what is being done for it: the upstream request (undici takes an EventEmitter
  * as its signal) and, through `signal`, whatever waits on an AbortSignal (a compaction's wait). The
  * AbortController is made only when something asks for its signal: one a request (and undici's listener on
- * it) cost the proxy about a twentieth of its added latency (docs/performance.md).
+ * it) cost the proxy 5–10% of its added latency (docs/performance.md).
  */
 export class HangUp extends EventEmitter {
   aborted = false

@@ -42,6 +42,11 @@ export default function setup(): () => void {
   return () => {
     if (previous === undefined) delete process.env.TMPDIR
     else process.env.TMPDIR = previous
-    rmSync(root, { recursive: true, force: true })
+    // a process the run started may still be writing there as it exits: retried, and never the run's failure
+    try {
+      rmSync(root, { recursive: true, force: true, maxRetries: 3, retryDelay: 100 })
+    } catch (err) {
+      console.warn(`the run's temporary folder ${root} was not removed: ${String(err)}`)
+    }
   }
 }

@@ -27,7 +27,7 @@ const PROCESSES = [
 ]
 
 /**
- * The process tests that take longest (a CPU-bound load run, real waits), started first. Vitest runs the
+ * The tests that take longest (of the processes: a CPU-bound load run, real waits), started first. Vitest runs the
  * files it has timed longest first, but a fresh clone (CI) has no timings, and it then runs the largest
  * files first: the load run's small file came last and ran alone at the end for half a minute.
  */
@@ -37,7 +37,13 @@ const LONGEST = [
   'test/server/shutdown.test.ts',
   'test/ui/page.test.ts',
   'test/server/timeouts.test.ts',
-  'test/server/store-faults.test.ts'
+  'test/server/store-faults.test.ts',
+  // and the fast project's longest, so that neither of its two workers ends alone on one of them
+  'test/server/fuzz.test.ts',
+  'test/server/hostile.test.ts',
+  'test/storage/store.test.ts',
+  'test/compaction/properties.test.ts',
+  'test/compaction/properties-manual.test.ts'
 ]
 class LongestFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {

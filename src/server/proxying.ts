@@ -216,7 +216,7 @@ export async function proxyRequest<R>(
   reply: FastifyReply
 ): Promise<FastifyReply> {
   const started = performance.now()
-  const abort = abortOnClose(reply)
+  const hangUp = abortOnClose(reply)
   const prepared = await app.proxy.service.prepare(api, {
     body: request.body as ProxiedBody,
     headers: request.headers,
@@ -227,7 +227,7 @@ export async function proxyRequest<R>(
       if (!credentials) throw new ConfigurationError(`the gateway has no key for ${api.name}: set ${api.keySetting} on the gateway`)
       return upstreamHeaders(request.headers, credentials)
     },
-    hangUp: abort,
+    hangUp,
     log: request.log,
     started
   })
@@ -248,7 +248,7 @@ export async function proxyRequest<R>(
   // The query string goes on as it came (Claude Code's `?beta=true`).
   const query = request.url.indexOf('?')
   const search = api.query ? api.query(request.url) : query < 0 ? '' : request.url.slice(query)
-  const sending = api.upstream.send(`${api.path}${search}`, prepared.headers, prepared.payload, abort)
+  const sending = api.upstream.send(`${api.path}${search}`, prepared.headers, prepared.payload, hangUp)
   if (scheduled.begin) setImmediate(scheduled.begin)
   const res = await sending.finally(prepared.began)
   const upstreamMs = performance.now() - asked
@@ -256,7 +256,7 @@ export async function proxyRequest<R>(
   const relayed = prepared.answered(res.status, asked, upstreamMs)
   // (a proxied request's one line is written once, so its fields are set once)
   request.lineFields = relayed.line
-  return relay(reply, api, res, outcome, prepared.notRead, () => abort.aborted, relayed.onUsage, relayed.rewrite, prepared.changed)
+  return relay(reply, api, res, outcome, prepared.notRead, () => hangUp.aborted, relayed.onUsage, relayed.rewrite, prepared.changed)
 }
 
 /**
@@ -264,11 +264,11 @@ export async function proxyRequest<R>(
  * compaction (service/proxied.ts: ProxyService.compactResponses).
  */
 export async function compactResponsesHere(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
-  const abort = abortOnClose(reply)
+  const hangUp = abortOnClose(reply)
   const answer = await app.proxy.service.compactResponses(request.body as ProxiedBody, {
     headers: request.headers,
     keyName: request.keyName,
-    hangUp: abort,
+    hangUp,
     log: request.log,
     started: performance.now()
   })

@@ -1,9 +1,10 @@
 /**
  * `npm run load`: a bounded loopback load run against the real server process on the extractive
- * summarizer: 2,000 compactions at concurrency 32 (LOAD_REQUESTS, LOAD_CONCURRENCY), with records and the
- * cold layer in SQLite, then the same in PostgreSQL (LOAD_PG_URL, the machine's by default; `off`, or a
- * PostgreSQL that is not there, skips it with a line saying why), printed side by side. It fails (exit 1) on any error, or when
- * the server's resident memory after a run is over 1.5x what it was before.
+ * summarizer: 2,000 compactions at concurrency 32 (LOAD_REQUESTS, LOAD_CONCURRENCY) after 1,000 that warm
+ * it up, with records and the cold layer in SQLite, then the same in PostgreSQL (LOAD_PG_URL,
+ * the machine's by default; `off`, or a PostgreSQL that is not there, skips it with a line saying why),
+ * printed side by side. It fails (exit 1) on any error, or when the server's resident memory after a run
+ * is over 1.5x what it was after the warm-up.
  */
 import { corpusDir, loadCorpus, progress } from './corpus.js'
 import { randomBytes } from 'node:crypto'
@@ -132,7 +133,7 @@ else {
 }
 
 console.log(
-  `load: ${REQUESTS} compactions at concurrency ${CONCURRENCY} over loopback, extractive summarizer, ${bodies.length} corpus bodies, records and cold layer kept`
+  `load: ${REQUESTS} compactions at concurrency ${CONCURRENCY} (after ${WARMUP} to warm up) over loopback, extractive summarizer, ${bodies.length} corpus bodies, records and cold layer kept`
 )
 const rows = [
   ['store', ...runs.map((r) => r.store)],

@@ -3,16 +3,19 @@ import { describe, expect, it } from 'vitest'
 import { ROOT } from '../helpers/process.js'
 
 describe('load', () => {
-  it('2,000 compactions at concurrency 32 over loopback: no errors, memory steady (npm run load)', async () => {
+  // npm run load with half its measured compactions (2,000 there, for its figures): the whole of it was a
+  // third of this project's time. After its 1,000 to warm up the server's memory is at its working size (it
+  // grew 1.05x over the next 1,000 in two runs), so a leak of 0.2 MiB a compaction still fails it.
+  it('1,000 compactions at concurrency 32 over loopback, after 1,000 to warm up: no errors, memory steady (npm run load)', async () => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'bench/load.ts', 'test/fixtures/corpus'], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', LOAD_PG_URL: 'off' }
+      env: { PATH: process.env.PATH ?? '', LOAD_PG_URL: 'off', LOAD_REQUESTS: '1000' }
     })
     let out = ''
     child.stdout.on('data', (d: Buffer) => (out += d.toString()))
     child.stderr.on('data', (d: Buffer) => (out += d.toString()))
     const code = await new Promise<number | null>((res) => child.once('exit', res))
-    expect(out).toMatch(/statuses +\{"200":2000\}/)
+    expect(out).toMatch(/statuses +\{"200":1000\}/)
     expect(out).toMatch(/errors +0 *\n/)
     console.log(out.trim()) // the figures, for the CI log
     expect(code, out).toBe(0)

@@ -9,8 +9,10 @@
  *   growth: the core on one history repeated 1, 2, 4, 8 and 16 times, to see how time grows with size.
  *   proxy: the wait of the request that crosses a proxied session's budget, with and without precompute (bench/proxy.ts).
  *   relay: the proxy's overhead on Claude Code's recorded bodies against a bare undici relay (bench/relay.ts).
- * Targets: core ≤ 1.0x, route ≤ 1.5x, 50k parallel calls ≤ 10x the time of 5k, the crossing ≤ 0.1x the model's
- * delay with precompute; each printed with meets or misses.
+ * Targets: core ≤ 1.0x, 50k parallel calls ≤ 10x the time of 5k, redaction ≤ 10x JSON.parse, the crossing's
+ * (bench/proxy.ts) and the relay's (bench/relay.ts); each printed with meets or misses. The route has none:
+ * its ≤ 1.5x was withdrawn, since the summary work it measured is needed and what a client feels on every
+ * request is the proxy's added latency.
  */
 import { join } from 'node:path'
 import type { AddressInfo } from 'node:net'
@@ -302,7 +304,7 @@ const routeMedian = median(routeRatios)
 console.log(
   [
     `target: core median ≤ 1.0x JSON.parse + stringify: ${coreMedian.toFixed(2)}x, ${coreMedian <= 1 ? 'meets' : 'misses'} (${median(renderRatios).toFixed(2)}x with the span rendered and redacted for a model, no target)`,
-    `target: route median ≤ 1.5x the bare node:http floor: ${routeMedian.toFixed(2)}x, ${routeMedian <= 1.5 ? 'meets' : 'misses'}`
+    `route median against the bare node:http floor: ${routeMedian.toFixed(2)}x (no target)`
   ].join('\n')
 )
 

@@ -3,7 +3,9 @@
  * streamed and not) sent straight to a loopback Messages API, through a bare node:http relay (the bytes
  * piped upstream, the answer piped back, nothing else) and through the gateway's /v1/messages, in turns;
  * the gateway as `npm start` runs it, the relay and the upstream each in a process of its own, the two
- * servers pinned to one core, the client and the upstream to the other, each warmed first.
+ * servers pinned to one core, the client and the upstream to the other, each warmed first. The gateway's
+ * log lines are written as in use and read by a process of their own (servers.ts: LOG_SINK), on the
+ * client's core.
  *
  * Targets (issue 42): each body's added latency (its time through a server less its time straight to the
  * upstream, the median over turns) ≤ 1.5x the relay's; requests per second at 16 concurrent clients ≥ 0.5x
@@ -219,7 +221,8 @@ export async function relayBench(): Promise<void> {
     { ANTHROPIC_API_KEY: 'sk-ant-bench-relay', ANTHROPIC_BASE_URL: fake.url, COMPACT_API_KEYS: 'bench=gw-bench-relay-key', COMPACT_PRECOMPUTE_AT: 'off' },
     process.env.GW_FLAGS ? process.env.GW_FLAGS.split(' ') : []
   )
-  const pinned = pin({ 0: [process.pid, fake.pid], 1: [relay.pid, gateway.child.pid!] })
+  // the gateway's log reader (a collector's part) on the client's core: the servers' core is theirs alone
+  const pinned = pin({ 0: [process.pid, fake.pid, gateway.logSink.pid!], 1: [relay.pid, gateway.child.pid!] })
   const variants = bodies().flatMap(({ name, bytes }) =>
     [true, false].map((stream) => ({ name: `${name}, ${stream ? 'streamed' : 'not streamed'}`, body: variant(bytes, stream) }))
   )

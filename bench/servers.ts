@@ -71,13 +71,32 @@ export async function bareProcess(): Promise<{ url: string; child: ChildProcess;
 
 export interface GatewayProcess {
   child: ChildProcess
+  /** The process that reads the gateway's log lines (LOG_SINK), for a bench that pins its processes. */
+  logSink: ChildProcess
   /** The service's base URL. */
   url: string
   stop: () => Promise<number | null>
 }
 
-/** The gateway as `npm start` runs it (built, see fromBuild), on a free loopback port, with a database of its own; its log lines are dropped. */
+/**
+ * The gateway's log reader: a process of its own, as a deployment's log collector is, so that reading the
+ * lines is no work of the bench's own event loop (whose clients time the requests: a line read there
+ * lands in the time of whatever request the client is timing then). It says the gateway's URL once the
+ * gateway listens (`url …` on its stdout) and drops every line; should the gateway exit before it
+ * listens, what it wrote goes to stderr.
+ */
+const LOG_SINK = `let seen = '', url = false
+process.stdin.on('data', (d) => {
+  if (url) return
+  seen += d
+  const m = /Server listening at (http:[^"]+)/.exec(seen)
+  if (m) { url = true; seen = ''; process.stdout.write('url ' + m[1] + '\\n') }
+})
+process.stdin.on('end', () => { if (!url) process.stderr.write(seen) })`
+
+/** The gateway as `npm start` runs it (built, see fromBuild), on a free loopback port, with a database of its own; its log lines are read by a process of their own and dropped (LOG_SINK). */
 export async function startGateway(env: Record<string, string> = {}, nodeFlags: string[] = []): Promise<GatewayProcess> {
+  const logSink = spawn(process.execPath, ['-e', LOG_SINK], { stdio: ['pipe', 'pipe', 'inherit'] })
   const child = spawn(process.execPath, [...nodeFlags, built('server/main.js')], {
     cwd: ROOT,
     env: {
@@ -89,28 +108,36 @@ export async function startGateway(env: Record<string, string> = {}, nodeFlags: 
       COMPACT_DB: join(scratchDir('compaction-bench-'), 'compaction.db'),
       ...env
     },
-    stdio: ['ignore', 'pipe', 'inherit']
+    stdio: ['ignore', logSink.stdin!, 'inherit']
   })
-  let out = ''
+  // the sink's end of the pipe is the gateway's alone now: it reads to the end when the gateway exits
+  logSink.stdin!.destroy()
+  const sinkExited = new Promise<void>((res) => logSink.once('exit', () => res()))
   const url = await new Promise<string>((res, rej) => {
-    const onData = (d: Buffer): void => {
-      out += d.toString()
-      const m = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(out)
-      if (m) {
-        child.stdout!.off('data', onData)
-        child.stdout!.on('data', () => undefined) // the log lines are read and dropped
-        res(m[1]!)
-      }
+    let out = ''
+    const early = (): void => {
+      child.kill('SIGKILL')
+      rej(new Error("the gateway's log reader exited before the gateway listened"))
     }
-    child.stdout!.on('data', onData)
-    child.once('exit', () => rej(new Error(`server exited: ${out}`)))
+    logSink.once('exit', early)
+    logSink.stdout!.on('data', (d: Buffer) => {
+      out += d.toString()
+      const m = /^url (\S+)\n/.exec(out)
+      if (!m) return
+      logSink.off('exit', early)
+      res(m[1]!)
+    })
+    child.once('exit', (code) => rej(new Error(`the gateway exited (${code}) before it listened: its log is above`)))
   })
   return {
     child,
+    logSink,
     url,
     stop: async () => {
       child.kill('SIGTERM')
-      return new Promise<number | null>((res) => child.once('exit', res))
+      const code = await new Promise<number | null>((res) => child.once('exit', res))
+      await sinkExited
+      return code
     }
   }
 }

@@ -89,7 +89,7 @@ const LOG_SINK = `let seen = '', url = false
 process.stdin.on('data', (d) => {
   if (url) return
   seen += d
-  const m = /Server listening at (http:[^"]+)/.exec(seen)
+  const m = /Server listening at (http:[^"]+)"/.exec(seen)
   if (m) { url = true; seen = ''; process.stdout.write('url ' + m[1] + '\\n') }
 })
 process.stdin.on('end', () => { if (!url) process.stderr.write(seen) })`

@@ -15,10 +15,8 @@ COPY scripts/build-ui.mjs ./scripts/
 RUN npm run build && npm prune --omit=dev
 
 FROM node:22.14.0-bookworm-slim AS runtime
-# glibc's allocator: allocations under 4 MiB (request bodies among them) are kept on its heap, and up to 32 MiB
-# of that heap left free is kept rather than handed back to the system at each request's end (its 128 KiB
-# default), so that the next body is not written into pages faulted in anew (docs/performance.md: a proxied
-# body forwarded as it came).
+# GLIBC_TUNABLES: glibc's heap kept rather than handed back at each request's end, so that the next body is not
+# written into pages faulted in anew (why and what it costs: docs/operations.md, Image).
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=8080 \

@@ -1,5 +1,5 @@
 /**
- * `npm run bench` (the proxy at the relay's pace): Claude Code's recorded request bodies (2, 48 and 120 KiB;
+ * `npm run bench` (the proxy at the relay's pace): Claude Code's recorded request bodies (0.9, 48 and 121 KiB;
  * streamed and not) sent straight to a loopback Messages API, through a bare node:http relay (the bytes
  * piped upstream, the answer piped back, nothing else) and through the gateway's /v1/messages, in turns;
  * the gateway as `npm start` runs it, the relay and the upstream each in a process of its own, the two
@@ -128,7 +128,7 @@ function fixture(name: string): Fixture {
 
 /**
  * The bodies: Claude Code's first request (48 KiB: its system prompt and tools, a short history); a small
- * request of its own kind (2 KiB: that request's model, settings and newest prompt, without system and
+ * request of its own kind (under 1 KiB: that request's model, settings and newest prompt, without system and
  * tools, as its side requests are sent); and a later request grown to 120 KiB (the recorded request with
  * a mid-conversation system message, its tool steps repeated with ids of their own and outputs of 4 KiB, as
  * a session some turns on sends; far under the default budget, so forwarded as it came).
@@ -157,11 +157,16 @@ export function bodies(): { name: string; bytes: Buffer }[] {
   }
   grown.push(call, result)
   const large = { ...later, messages: grown }
-  return [
-    { name: '2 KiB', bytes: Buffer.from(JSON.stringify(small)) },
-    { name: '48 KiB', bytes: Buffer.from(JSON.stringify(first)) },
-    { name: '120 KiB', bytes: Buffer.from(JSON.stringify(large)) }
-  ]
+  return [small, first, large].map((body) => {
+    const bytes = Buffer.from(JSON.stringify(body))
+    return { name: size(bytes.length), bytes }
+  })
+}
+
+/** A body's size as the report names it, from its bytes (the smallest was long called 2 KiB, and is 964 bytes). */
+function size(bytes: number): string {
+  const kib = bytes / 1024
+  return `${kib < 10 ? kib.toFixed(1) : kib.toFixed(0)} KiB`
 }
 
 /** A body as sent: streamed or not. */
@@ -223,7 +228,8 @@ export async function relayBench(): Promise<void> {
   )
   // the gateway's log reader (a collector's part) on the client's core: the servers' core is theirs alone
   const pinned = pin({ 0: [process.pid, fake.pid, gateway.logSink.pid!], 1: [relay.pid, gateway.child.pid!] })
-  const variants = bodies().flatMap(({ name, bytes }) =>
+  const recorded = bodies()
+  const variants = recorded.flatMap(({ name, bytes }) =>
     [true, false].map((stream) => ({ name: `${name}, ${stream ? 'streamed' : 'not streamed'}`, body: variant(bytes, stream) }))
   )
   const clients: Record<Who, Pool> = {
@@ -274,12 +280,7 @@ export async function relayBench(): Promise<void> {
   }
 
   console.log(
-    `\nthe proxy at the relay's pace: Claude Code's recorded bodies (${variants
-      .filter((_, k) => k % 2 === 0)
-      .map((v) => `${Math.round(v.body.length / 1024)} KiB`)
-      .join(
-        ', '
-      )}), ${ROUNDS} rounds in turns (each server's request right after one straight to the upstream, which it is measured against; the bare node:http relay and the gateway first in alternate rounds) after ${WARMUP} requests each; every server in its own process (${pinned})`
+    `\nthe proxy at the relay's pace: Claude Code's recorded bodies (${recorded.map((b) => b.name).join(', ')}), ${ROUNDS} rounds in turns (each server's request right after one straight to the upstream, which it is measured against; the bare node:http relay and the gateway first in alternate rounds) after ${WARMUP} requests each; every server in its own process (${pinned})`
   )
   console.log(
     `CPU per request (all threads): gateway ${cpuPerRequest.gateway.toFixed(3)} ms, relay ${cpuPerRequest.relay.toFixed(3)} ms, ${(cpuPerRequest.gateway / cpuPerRequest.relay).toFixed(2)}x`

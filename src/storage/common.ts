@@ -5,6 +5,11 @@ import { type CompactionRecord, InvalidCursorError } from './store.js'
 
 /** What every store shares: how records are kept, cursors made and recall queries read. */
 
+/** Whether COMPACT_DB names a PostgreSQL database rather than a SQLite file. */
+export function isPostgresUrl(value: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(value)
+}
+
 /** How much a hit of each kind weighs: the user's own requests and the reasons of failures are what a search is most often for. */
 export const KIND_WEIGHT: Readonly<Record<string, number>> = { ask: 1.5, error: 1.3, answer: 0.8 }
 

@@ -89,11 +89,6 @@ const MIGRATION_LOCK = 7_318_204_551
 /** The advisory lock key under which a day's table of the cold layer is made. */
 const PARTITION_LOCK = 7_318_204_552
 
-/** Whether COMPACT_DB names a PostgreSQL database rather than a SQLite file. */
-export function isPostgresUrl(value: string): boolean {
-  return /^postgres(ql)?:\/\//i.test(value)
-}
-
 /** The URL as pg takes it, and the schema named by its `schema` parameter (public by default). */
 export function parsePostgresUrl(url: string): { connectionString: string; schema: string } {
   const parsed = new URL(url)

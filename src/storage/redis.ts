@@ -1,6 +1,6 @@
 import type { FastifyRateLimitStoreCtor } from '@fastify/rate-limit'
 import { createRequire } from 'node:module'
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
 
 /**
  * Redis, shared by the replicas for what must be counted or decided once across them: rate limits and
@@ -29,8 +29,10 @@ export function parseRedisUrl(url: string): { url: string; keyPrefix: string } {
   return { url: parsed.toString(), keyPrefix }
 }
 
-export function connectRedis(url: string, events: RedisEvents): SharedState {
+/** A client of Redis at `url`; the driver is loaded here, so that a replica without Redis does not load it at its start. */
+export async function connectRedis(url: string, events: RedisEvents): Promise<SharedState> {
   const target = parseRedisUrl(url)
+  const { Redis } = await import('ioredis')
   const redis = new Redis(target.url, {
     keyPrefix: target.keyPrefix,
     enableOfflineQueue: false,

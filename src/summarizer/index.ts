@@ -2,8 +2,6 @@ import Anthropic from '@anthropic-ai/sdk'
 import OpenAI from 'openai'
 import { AnthropicSummarizer } from './anthropic.js'
 import { OpenAiSummarizer } from './openai.js'
-import { GoogleGenAI } from '@google/genai'
-import { GeminiSummarizer } from './gemini.js'
 import { ResilientSummarizer } from './resilient.js'
 import type { Summarizer } from './summarizer.js'
 
@@ -47,9 +45,10 @@ export function summarizerProblem(config: ModelSettings): string | undefined {
 
 /**
  * The model summarizer the configuration asks for, behind the fallback: none for the extractive one.
- * `model` replaces it (tests wrap their own in the same fallback).
+ * `model` replaces it (tests wrap their own in the same fallback). Google's SDK is loaded only for a Gemini
+ * summarizer: it and what it brings (an auth library, a WebSocket client) were a tenth of every start's modules.
  */
-export function modelSummarizer(config: ModelSettings, model?: Summarizer): Summarizer | undefined {
+export async function modelSummarizer(config: ModelSettings, model?: Summarizer): Promise<Summarizer | undefined> {
   const options = { timeoutMs: config.COMPACT_SUMMARIZER_TIMEOUT_MS, fallback: config.COMPACT_FALLBACK }
   if (model) return new ResilientSummarizer(model, options)
   const kind = summarizerKind(config)
@@ -73,6 +72,7 @@ export function modelSummarizer(config: ModelSettings, model?: Summarizer): Summ
     return new ResilientSummarizer(new OpenAiSummarizer({ client: openai, ...common }), options)
   }
   if (kind === 'gemini' && config.GEMINI_API_KEY) {
+    const [{ GoogleGenAI }, { GeminiSummarizer }] = await Promise.all([import('@google/genai'), import('./gemini.js')])
     // Google's SDK retries 429 and 5xx itself: as many attempts as the other SDKs make
     const gemini = new GoogleGenAI({
       apiKey: config.GEMINI_API_KEY,

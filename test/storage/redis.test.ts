@@ -25,7 +25,7 @@ const route = (url: string): unknown => ({ routeInfo: { method: 'GET', url }, co
 describe.skipIf(redisMissing !== undefined)(`the rate limit's store${redisMissing ? ` (skipped: ${redisMissing})` : ''}`, () => {
   const opened: SharedState[] = []
   const connect = async (prefix: string): Promise<SharedState> => {
-    const shared = connectRedis(`${REDIS_URL}?prefix=${prefix}`, { onDown: () => undefined, onUp: () => undefined })
+    const shared = await connectRedis(`${REDIS_URL}?prefix=${prefix}`, { onDown: () => undefined, onUp: () => undefined })
     opened.push(shared)
     for (let i = 0; i < 100 && !shared.available(); i++) await new Promise((r) => setTimeout(r, 20))
     expect(shared.available()).toBe(true)

@@ -24,13 +24,13 @@ const settings = {
 }
 
 describe('modelSummarizer', () => {
-  it('builds no model summarizer without an API key', () => {
-    expect(modelSummarizer(settings)).toBeUndefined()
-    expect(modelSummarizer({ ...settings, ANTHROPIC_API_KEY: '' })).toBeUndefined()
+  it('builds no model summarizer without an API key', async () => {
+    expect(await modelSummarizer(settings)).toBeUndefined()
+    expect(await modelSummarizer({ ...settings, ANTHROPIC_API_KEY: '' })).toBeUndefined()
   })
 
-  it('puts a given summarizer behind the fallback, key or no key', () => {
-    const s = modelSummarizer(settings, new ExtractiveSummarizer())
+  it('puts a given summarizer behind the fallback, key or no key', async () => {
+    const s = await modelSummarizer(settings, new ExtractiveSummarizer())
     expect(s).toBeInstanceOf(ResilientSummarizer)
   })
 
@@ -38,7 +38,7 @@ describe('modelSummarizer', () => {
     const fake = await new FakeAnthropic().start()
     try {
       fake.reply({ toolInput: { objective: 'from the fake model' } })
-      const s = modelSummarizer({ ...settings, ANTHROPIC_API_KEY: 'sk-test', ANTHROPIC_BASE_URL: fake.url })
+      const s = await modelSummarizer({ ...settings, ANTHROPIC_API_KEY: 'sk-test', ANTHROPIC_BASE_URL: fake.url })
       expect(s).toBeInstanceOf(ResilientSummarizer)
       const out = await s?.summarize({ redactors: CORE_REDACTORS, plan })
       expect(out?.sections?.objective).toBe('from the fake model')

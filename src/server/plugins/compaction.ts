@@ -80,7 +80,7 @@ export interface CompactionPluginOptions {
 export const compactionPlugin = fp<CompactionPluginOptions>(
   async (app, { config, summarizer, newId, now }) => {
     const { metrics, store, redis } = app
-    const resilient = modelSummarizer(config, summarizer)
+    const resilient = await modelSummarizer(config, summarizer)
     const limited = resilient
       ? new LimitedSummarizer(resilient, {
           concurrency: config.COMPACT_MAX_SUMMARIES,

@@ -15,7 +15,7 @@ declare module 'fastify' {
 export const sharedStatePlugin = fp<{ url: string | undefined }>(
   async (app, { url }) => {
     const redis = url
-      ? connectRedis(url, {
+      ? await connectRedis(url, {
           onDown: (err) =>
             app.log.error({ err, event: 'redis_down' }, 'Redis is unavailable: rate limits and summaries in flight are per replica until it is back'),
           onUp: () => app.log.info({ event: 'redis_up' }, 'Redis is back: rate limits and summaries in flight are shared again')

@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin'
-import { PostgresStore, isPostgresUrl } from '../../storage/postgres.js'
+import { isPostgresUrl } from '../../storage/common.js'
 import { SqliteStore } from '../../storage/sqlite.js'
 import { ReadYourWrites } from '../../storage/read-your-writes.js'
 import { Activity } from '../../service/activity.js'
@@ -33,16 +33,17 @@ export interface StorePluginOptions {
 export const storePlugin = fp<StorePluginOptions>(
   async (app, { db, store: given, retentionDays, now }) => {
     const { metrics } = app
-    const opened =
-      given ??
-      (isPostgresUrl(db)
-        ? new PostgresStore(db, {
-            onPoolError: (err) => {
-              metrics.storeErrors.inc({ operation: 'connection' })
-              app.log.error({ err, event: 'store_connection_lost' }, 'a PostgreSQL connection failed; the pool reconnects')
-            }
-          })
-        : new SqliteStore(db))
+    async function postgres(url: string): Promise<import('../../storage/store.js').Store> {
+      // PostgreSQL's module (and its driver) loaded only where it is used: a start on SQLite does not pay for it
+      const { PostgresStore } = await import('../../storage/postgres.js')
+      return new PostgresStore(url, {
+        onPoolError: (err) => {
+          metrics.storeErrors.inc({ operation: 'connection' })
+          app.log.error({ err, event: 'store_connection_lost' }, 'a PostgreSQL connection failed; the pool reconnects')
+        }
+      })
+    }
+    const opened = given ?? (isPostgresUrl(db) ? await postgres(db) : new SqliteStore(db))
     const store = new ReadYourWrites(opened)
     app.decorate('store', store)
     const activity = new Activity(

@@ -46,7 +46,7 @@ export function summarizerProblem(config: ModelSettings): string | undefined {
 /**
  * The model summarizer the configuration asks for, behind the fallback: none for the extractive one.
  * `model` replaces it (tests wrap their own in the same fallback). Google's SDK is loaded only for a Gemini
- * summarizer: it and what it brings (an auth library, a WebSocket client) were a tenth of every start's modules.
+ * summarizer: it and what it brings (an auth library, a WebSocket client) are otherwise loaded at every start for nothing.
  */
 export async function modelSummarizer(config: ModelSettings, model?: Summarizer): Promise<Summarizer | undefined> {
   const options = { timeoutMs: config.COMPACT_SUMMARIZER_TIMEOUT_MS, fallback: config.COMPACT_FALLBACK }

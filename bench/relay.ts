@@ -163,7 +163,7 @@ export function bodies(): { name: string; bytes: Buffer }[] {
   })
 }
 
-/** A body's size as the report names it, from its bytes (the smallest was long called 2 KiB, and is 964 bytes). */
+/** A body's size as the report names it, from its bytes: a name typed beside a body went out of date with it. */
 function size(bytes: number): string {
   const kib = bytes / 1024
   return `${kib < 10 ? kib.toFixed(1) : kib.toFixed(0)} KiB`

@@ -10,7 +10,8 @@ import {
   isPromptMessage,
   isTextBlock,
   isToolResult,
-  isToolUse
+  isToolUse,
+  unbindThinking
 } from '../compaction/index.js'
 import type { CompactedResponse } from '../service/compact.js'
 
@@ -33,6 +34,11 @@ export interface Anchor {
    * same way while the client sends the same message, so that the prefix changes at compactions only.
    */
   clipped?: ClippedMessage[]
+  /**
+   * How many messages the client had sent when this summary was first forwarded: the thinking of the kept
+   * messages before it was produced on the prefix the summary replaced (compaction/thinking.ts).
+   */
+  bound?: number
 }
 
 export interface ClippedMessage {
@@ -89,10 +95,11 @@ export function withAnchor(anchor: Anchor, messages: readonly Message[]): Messag
 
 /**
  * What is forwarded while the anchor stands: withAnchor, with the clips its compaction made repeated where
- * the client sends the same messages, and those clips (at the client's indices) reported.
+ * the client sends the same messages, and those clips (at the client's indices) reported. `unbind`: the
+ * model checks thinking against its prefix, and the thinking of the kept messages older than the anchor goes.
  */
-export function anchoredTail(anchor: Anchor, messages: readonly Message[]): { messages: Message[]; clips: Clip[] } {
-  const tail = messages.slice(anchor.cut)
+export function anchoredTail(anchor: Anchor, messages: readonly Message[], unbind = false): { messages: Message[]; clips: Clip[] } {
+  let tail = messages.slice(anchor.cut)
   const clips: Clip[] = []
   for (const c of anchor.clipped ?? []) {
     const t = c.index - anchor.cut
@@ -101,6 +108,8 @@ export function anchoredTail(anchor: Anchor, messages: readonly Message[]): { me
     tail[t] = c.message
     clips.push(...c.clips)
   }
+  // the kept turns' thinking, stale since the summary took the place of their prefix, taken out
+  if (unbind && anchor.bound !== undefined && anchor.bound > anchor.cut) tail = unbindThinking(tail, [{ from: 0, bound: anchor.bound - anchor.cut }]).messages
   return { messages: assembleHistory(anchor.head, tail), clips }
 }
 

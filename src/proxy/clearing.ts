@@ -8,7 +8,7 @@
  * context to its target (hybrid) or under its budget (clear), the conversation is left to the compactor
  * from then on, its cleared results as they are: a summary replaces turns. Kept in this process.
  */
-import { type ClearedUse, type Message, RECALL_TOOL_NAME, clearToolUses, promptTokens } from '../compaction/index.js'
+import { type ClearedUse, type Message, RECALL_TOOL_NAME, type Rewrite, clearToolUses, promptTokens, unbindThinking } from '../compaction/index.js'
 import type { ProxyParts } from './request.js'
 
 export type Strategy = 'summarize' | 'clear' | 'hybrid'
@@ -22,6 +22,8 @@ const MAX_CONVERSATIONS = 10_000
 
 interface Conversation {
   cleared: Set<string>
+  /** Each clearing's first changed message and the client's message count then: the thinking it made stale (compaction/thinking.ts). */
+  rewrites: Rewrite[]
   /** Clearing could not do it: the compactor summarizes this conversation from now on. */
   summarizing: boolean
 }
@@ -64,7 +66,8 @@ export class ClearingTier {
       }
     }
     const tokens = promptTokens(messages, parts.system, parts.tools)
-    if (budgetTokens === 'off' || tokens <= budgetTokens || conversation.summarizing) return { messages, changed, uses, newly: [], tokens }
+    if (budgetTokens === 'off' || tokens <= budgetTokens || conversation.summarizing)
+      return { messages: changed ? this.unbound(parts, conversation, messages) : messages, changed, uses, newly: [], tokens }
     const target = this.landing(parts, budgetTokens)
     const done = clearToolUses(
       messages,
@@ -82,10 +85,16 @@ export class ClearingTier {
     const enough = this.strategy === 'hybrid' ? after <= target : after <= budgetTokens
     if (done.cleared.length === 0 || !enough) {
       conversation.summarizing = true
-      return { messages, changed, uses, newly: [], tokens }
+      return { messages: changed ? this.unbound(parts, conversation, messages) : messages, changed, uses, newly: [], tokens }
     }
     for (const c of done.cleared) conversation.cleared.add(c.tool_use_id)
-    return { messages: done.messages, changed: true, uses: [...uses, ...done.cleared], newly: done.cleared, tokens: after }
+    conversation.rewrites.push({ from: Math.min(...done.cleared.map((c) => c.message)), bound: parts.messages.length })
+    return { messages: this.unbound(parts, conversation, done.messages), changed: true, uses: [...uses, ...done.cleared], newly: done.cleared, tokens: after }
+  }
+
+  /** The cleared messages with the thinking each clearing made stale taken out, where the model checks thinking against its prefix. */
+  private unbound(parts: ProxyParts, conversation: Conversation, messages: Message[]): Message[] {
+    return parts.unbindThinking ? unbindThinking(messages, conversation.rewrites).messages : messages
   }
 
   /** Forgets a session's conversations (its deletion). */
@@ -101,7 +110,7 @@ export class ClearingTier {
       this.conversations.set(key, c)
       return c
     }
-    c = { cleared: new Set(), summarizing: false }
+    c = { cleared: new Set(), rewrites: [], summarizing: false }
     this.conversations.set(key, c)
     if (this.conversations.size > MAX_CONVERSATIONS) {
       const oldest = this.conversations.keys().next()

@@ -7,7 +7,7 @@
  */
 import type { Transform } from 'node:stream'
 import { byEvents, wholeBody } from './events.js'
-import { type ClearedUse, type Message, clearThinking, clearToolUses, promptTokens } from '../compaction/index.js'
+import { type ClearedUse, type Message, clearThinking, clearToolUses, promptTokens, unbindThinking } from '../compaction/index.js'
 import { InvalidRequestError } from '../contract/errors.js'
 import type { ProxyParts } from './request.js'
 
@@ -267,7 +267,23 @@ export function applyContextEdits(parts: ProxyParts, edits: readonly ContextEdit
     cleared.push(...done.cleared)
     applied.push({ type: edit.type, cleared_tool_uses: done.cleared.length, cleared_input_tokens: done.tokens })
   }
+  // On a model that checks thinking against its prefix, the edits (made afresh at each request) leave no
+  // thinking after their first change: what was produced after it was produced on another prefix.
+  if (parts.unbindThinking && applied.length > 0) {
+    const from = firstChange(parts.messages, messages)
+    messages = unbindThinking(messages, [{ from, bound: messages.length }]).messages
+  }
   return { messages, applied, cleared }
+}
+
+/** The first message of `after` that is not the same as in `before`. */
+function firstChange(before: readonly Message[], after: readonly Message[]): number {
+  for (let i = 0; i < after.length; i++) {
+    const a = after[i]
+    const b = before[i]
+    if (a !== b && JSON.stringify(a) !== JSON.stringify(b)) return i
+  }
+  return after.length
 }
 
 /** The `anthropic-beta` header without the values of the edits the gateway performed (absent where none is left). */

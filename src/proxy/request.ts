@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { CHARS_PER_TOKEN, type Message, shapeProblem } from '../compaction/index.js'
+import { CHARS_PER_TOKEN, type Message, hasPrefixCheck, shapeProblem } from '../compaction/index.js'
 import { InvalidRequestError } from '../contract/errors.js'
 import { type CompactRequestBody, SESSION_ID_PATTERN } from '../contract/schemas.js'
 import { MessagesBody } from '../contract/proxy-bodies.js'
@@ -15,6 +15,8 @@ export interface ProxyParts {
   tools?: CompactRequestBody['tools']
   /** metadata.user_id, when the client sent one. */
   userId?: string
+  /** The model checks each thinking block sent back against its prefix (the Messages API's preserved thinking). */
+  unbindThinking?: boolean
 }
 
 function invalid(message: string, path: string): InvalidRequestError {
@@ -33,6 +35,7 @@ export function readMessagesRequest(body: unknown): ProxyParts {
   const checked = checkMessagesBody(body)
   if (!checked.ok) throw invalid(checked.message, checked.path ?? '/')
   const { messages, system, tools, metadata } = checked.value
+  const model = (body as { model?: unknown }).model
   for (const [i, { content }] of messages.entries()) {
     if (typeof content === 'string') continue
     for (let j = 0; j < content.length; j++) {
@@ -48,7 +51,8 @@ export function readMessagesRequest(body: unknown): ProxyParts {
     messages,
     ...(system !== undefined ? { system: system as CompactRequestBody['system'] } : {}),
     ...(tools !== undefined ? { tools: tools as CompactRequestBody['tools'] } : {}),
-    ...(userId !== undefined ? { userId } : {})
+    ...(userId !== undefined ? { userId } : {}),
+    ...(hasPrefixCheck(model) ? { unbindThinking: true } : {})
   }
 }
 

@@ -361,9 +361,9 @@ export class ProxyService {
     at: Omit<ProxyRequest, 'messages' | 'system' | 'tools' | 'signal'>
   ): Promise<ProxyOutcome> {
     if (!('parts' in read)) return { kind: 'none', tokens: undefined }
-    const { messages, system, tools } = read.parts
+    const { messages, system, tools, unbindThinking } = read.parts
     try {
-      return await this.serving.compactor.prepare({ messages, system, tools, ...at, signal: ask.hangUp.signal })
+      return await this.serving.compactor.prepare({ messages, system, tools, ...at, ...(unbindThinking ? { unbindThinking } : {}), signal: ask.hangUp.signal })
     } catch (err) {
       if (err instanceof InvalidHistoryError) throw new InvalidRequestError(err.message, dialect.place ? dialect.place(read.read, err.path ?? '') : err.path)
       throw err

@@ -10,6 +10,7 @@ import {
   carriedContext,
   carriedTokens,
   compactsByItself,
+  holdsThinking,
   promptTokens
 } from '../compaction/index.js'
 import type { MemoryEntry } from '../memory/entries.js'
@@ -85,6 +86,8 @@ export interface ProxyRequest {
    * (`messages`: as they are forwarded), to write summaries ahead with.
    */
   clientSummarizer?: (messages: Message[]) => Summarizer
+  /** The model checks each thinking block against its prefix: the kept turns' stale thinking is taken out (compaction/thinking.ts). */
+  unbindThinking?: boolean
 }
 
 /** The prompt's tokens when `messages` are sent with the request's system prompt and tools. */
@@ -268,7 +271,7 @@ export class ProxyCompactor {
       this.persist(state)
     }
     const current = state.current
-    const anchored = current ? anchoredTail(current, messages) : undefined
+    const anchored = current ? anchoredTail(current, messages, request.unbindThinking) : undefined
     const effective = anchored ? anchored.messages : messages
     const tokens = requestTokens(request, effective)
     this.observe(state, tokens)
@@ -307,8 +310,7 @@ export class ProxyCompactor {
       // The model's summary of an earlier cut is shorter: sent from now on, it is all this history needs (the
       // prefix changes once, as a compaction would change it). Else nothing could be compacted.
       if (base !== undefined && base !== current) {
-        this.adopt(state, base)
-        const again = anchoredTail(base, messages)
+        const again = anchoredTail(this.adopt(state, base, messages.length), messages, request.unbindThinking)
         return {
           kind: 'reused',
           tokens: requestTokens(request, again.messages),
@@ -320,14 +322,13 @@ export class ProxyCompactor {
       }
       return unchanged
     }
-    const anchor = anchorOf(run.response, messages, base)
-    this.adopt(state, anchor)
+    const anchor = this.adopt(state, anchorOf(run.response, messages, base), messages.length)
     const forwarded = { ...run, response: { ...run.response, stats: { ...run.response.stats, raw_history_tokens: crossed } } }
     return {
       kind: 'compacted',
       tokens: run.response.stats.context_after_compaction,
       crossed,
-      messages: run.response.messages,
+      messages: this.sent(request, anchor, run.response.messages),
       summaryId: anchor.summaryId,
       source: 'merged',
       run: forwarded,
@@ -342,7 +343,7 @@ export class ProxyCompactor {
     const { messages: anchored, clips } = anchoredTail(pending, messages)
     const tokens = requestTokens(request, anchored)
     const taken = (): ProxyOutcome => {
-      this.adopt(state, pending)
+      const adopted = this.adopt(state, pending, messages.length)
       // The figures are those of what is forwarded now, not of the history the summary was written from.
       const written = pending.run.response
       const fixed = requestTokens(request, [])
@@ -358,7 +359,7 @@ export class ProxyCompactor {
         kind: 'compacted',
         tokens,
         crossed: before,
-        messages: anchored,
+        messages: this.sent(request, adopted, anchored),
         summaryId: pending.summaryId,
         source: 'precomputed',
         run,
@@ -383,15 +384,14 @@ export class ProxyCompactor {
     // smaller; else the history is left as it is (what must be kept, the newest item the client cannot read and
     // all after it, is more than the budget holds either way).
     if (!isCompacted(run)) return tokens < before ? taken() : unchanged
-    const anchor = anchorOf(run.response, messages, pending)
-    this.adopt(state, anchor)
+    const anchor = this.adopt(state, anchorOf(run.response, messages, pending), messages.length)
     const memory = [...(pending.run.memory ?? []), ...(run.memory ?? [])]
     const forwarded = { ...run, response: { ...run.response, stats: { ...run.response.stats, raw_history_tokens: before } } }
     return {
       kind: 'compacted',
       tokens: run.response.stats.context_after_compaction,
       crossed: before,
-      messages: run.response.messages,
+      messages: this.sent(request, anchor, run.response.messages),
       summaryId: anchor.summaryId,
       source: 'merged',
       run: forwarded,
@@ -405,16 +405,29 @@ export class ProxyCompactor {
     return this.options.runCrossing ? this.options.runCrossing(body, context) : runCompaction(body, this.options.deps, context)
   }
 
-  private adopt(state: ConversationState, anchor: Anchor): void {
+  /** The anchor sent from now on, first forwarded with the client's `bound` messages. */
+  private adopt(state: ConversationState, anchor: Anchor, bound: number): Anchor {
     this.reset(state)
-    state.current = {
+    const current = {
       cut: anchor.cut,
       prefixHash: anchor.prefixHash,
       head: anchor.head,
       summaryId: anchor.summaryId,
-      ...(anchor.clipped ? { clipped: anchor.clipped } : {})
+      ...(anchor.clipped ? { clipped: anchor.clipped } : {}),
+      bound
     }
+    state.current = current
     this.persist(state)
+    return current
+  }
+
+  /**
+   * A crossing's messages as forwarded: as compacted, or, where the model checks thinking against its prefix
+   * and the kept turns hold thinking, as every later request re-applies the anchor (their thinking taken out).
+   */
+  private sent(request: ProxyRequest, anchor: Anchor, compacted: Message[]): Message[] {
+    if (!request.unbindThinking || !holdsThinking(request.messages, anchor.cut)) return compacted
+    return anchoredTail(anchor, request.messages, true).messages
   }
 
   /** The conversation's saved anchors, read once here (at every request where other replicas write them too). */

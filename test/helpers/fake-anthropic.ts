@@ -3,6 +3,7 @@ import { once } from 'node:events'
 import { type IncomingHttpHeaders, type Server, createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { messagesApiRefusal } from './messages-api-rules.js'
+import { PRESERVED_THINKING_MODELS, checkThinkingPrefix, producedThinking, thinkingOn } from './preserved-thinking.js'
 
 /** What the fake answers to one request. */
 export interface FakeReply {
@@ -17,7 +18,7 @@ export interface FakeReply {
   /** ...or a plain text answer with no tool call... */
   text?: string
   /** ...or these content blocks as they are (a scripted agent's tool calls). */
-  content?: ({ type: 'text'; text: string } | { type: 'tool_use'; id: string; name: string; input: unknown })[]
+  content?: ContentBlock[]
   stopReason?: string
   /** For an error status: the error type in the body. */
   errorType?: string
@@ -163,6 +164,15 @@ export class FakeAnthropic {
    * names it): one without it refuses the field, as a model or endpoint without it does.
    */
   contextManagement = false
+  /**
+   * Whether the model checks each thinking block sent back against its prefix (preserved-thinking.ts): the
+   * documented models by default. A request to one is refused where a block's prefix changed (or its
+   * invalid blocks dropped where it asks), and its answers begin with a thinking block bound to their prefix
+   * where the request asks for thinking.
+   */
+  preservedThinking: (model: string) => boolean = (model) => (PRESERVED_THINKING_MODELS as readonly string[]).includes(model)
+  /** Thinking blocks dropped by the prefix check where a request asked for that (drop_block). */
+  thinkingDropped = 0
   /** Requests refused as the Messages API refuses them (messagesApiRefusal), with the reason. */
   readonly refused: { path: string; reason: string }[] = []
   /** GETs of the model list, as they came. */
@@ -197,8 +207,10 @@ export class FakeAnthropic {
         }
         this.requests.push(received)
         // What the real API would refuse is refused here too, before any reply is taken from the queue.
+        const checked = this.checks && this.preservedThinking(String(received.body.model)) ? checkThinkingPrefix(received.body) : undefined
+        this.thinkingDropped += checked?.dropped ?? 0
         const refusal = this.checks
-          ? (messagesApiRefusal(received.body) ?? (this.contextManagement ? undefined : contextManagementRefusal(received.body)))
+          ? (messagesApiRefusal(received.body) ?? (this.contextManagement ? undefined : contextManagementRefusal(received.body)) ?? checked?.refusal)
           : undefined
         if (refusal !== undefined) {
           this.refused.push({ path: received.path, reason: refusal })
@@ -209,7 +221,12 @@ export class FakeAnthropic {
         const cached =
           this.checks && received.path.startsWith('/v1/messages') && !received.path.includes('count_tokens') ? this.cache.take(received.body) : undefined
         if (cached) received.cache = cached
-        const next = this.queue.shift() ?? (typeof this.fallback === 'function' ? this.fallback(received) : this.fallback)
+        const scripted = this.queue.shift() ?? (typeof this.fallback === 'function' ? this.fallback(received) : this.fallback)
+        // a model with preserved thinking thinks first where asked to, bound to the answer's prefix
+        const thinks = checked !== undefined && thinkingOn(received.body) && (scripted.status ?? 200) === 200
+        const next: FakeReply = thinks
+          ? { ...scripted, content: [producedThinking(received.body), ...(message(received.body.model, scripted) as StreamedMessage).content] }
+          : scripted
         res.once('close', () => {
           if (!res.writableFinished) this.aborted++
         })
@@ -307,10 +324,17 @@ function message(model: string, reply: FakeReply, cached?: CacheUse): unknown {
   }
 }
 
+interface ThinkingBlock {
+  type: 'thinking'
+  thinking: string
+  signature: string
+}
+type ContentBlock = { type: 'text'; text: string } | { type: 'tool_use'; id: string; name: string; input: unknown } | ThinkingBlock
+
 interface StreamedMessage {
   id: string
   model: string
-  content: ({ type: 'text'; text: string } | { type: 'tool_use'; id: string; name: string; input: unknown })[]
+  content: ContentBlock[]
   stop_reason: string
   usage: { input_tokens: number; output_tokens: number; cache_creation_input_tokens?: number; cache_read_input_tokens?: number }
 }
@@ -323,6 +347,10 @@ function events(m: StreamedMessage): string[] {
     if (block.type === 'text') {
       out.push(sse('content_block_start', { index, content_block: { type: 'text', text: '' } }))
       for (const piece of block.text.match(/.{1,8}/gs) ?? []) out.push(sse('content_block_delta', { index, delta: { type: 'text_delta', text: piece } }))
+    } else if (block.type === 'thinking') {
+      out.push(sse('content_block_start', { index, content_block: { type: 'thinking', thinking: '', signature: '' } }))
+      if (block.thinking) out.push(sse('content_block_delta', { index, delta: { type: 'thinking_delta', thinking: block.thinking } }))
+      out.push(sse('content_block_delta', { index, delta: { type: 'signature_delta', signature: block.signature } }))
     } else {
       out.push(sse('content_block_start', { index, content_block: { ...block, input: {} } }))
       out.push(sse('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: JSON.stringify(block.input) } }))

@@ -144,8 +144,9 @@ describe('context editing (clear_tool_uses_20250919, clear_thinking_20251015) pe
       assistant(thinking(4), 'done'),
       user('go on')
     ]
+    // a model from before preserved thinking: the newest turn's thinking is kept as sent
     const answer = await sdk.beta.messages.create({
-      model: 'claude-any',
+      model: 'claude-sonnet-4-6',
       max_tokens: 16,
       messages: messages as Anthropic.Beta.BetaMessageParam[],
       context_management: {
@@ -170,6 +171,17 @@ describe('context editing (clear_tool_uses_20250919, clear_thinking_20251015) pe
       context_management: { edits: [{ type: 'clear_thinking_20251015', keep: 'all' }] }
     })
     expect(forwarded(fake).body.messages).toEqual(messages)
+    // a model that checks each thinking block against its prefix: once the oldest turns' thinking is cleared, the
+    // newest turns' was produced on another prefix and would be refused; no thinking goes on after the first change
+    await sdk.beta.messages.create({
+      model: 'claude-opus-5-5',
+      max_tokens: 16,
+      messages: messages as Anthropic.Beta.BetaMessageParam[],
+      context_management: { edits: [{ type: 'clear_thinking_20251015', keep: { type: 'thinking_turns', value: 1 } }] }
+    })
+    const checked = forwarded(fake).body.messages as Message[]
+    expect(checked.flatMap((m) => (typeof m.content === 'string' ? [] : m.content.filter((b) => b.type === 'thinking')))).toEqual([])
+    expect(checked.map((m) => m.role)).toEqual(messages.map((m) => m.role))
   })
 
   it('refuses what the API refuses with its 400, naming the field', async () => {

@@ -4,6 +4,7 @@ import { clientSummarizer } from '../../proxy/client-summaries.js'
 import { readMessagesRequest } from '../../proxy/request.js'
 import { MessagesBody } from '../../contract/proxy-bodies.js'
 import { withMessages } from '../../contract/wire.js'
+import { type Message, hasPrefixCheck, openLoopWithoutThinking } from '../../compaction/index.js'
 import { type ProxiedApi, installProxyHooks, proxyErrors, proxyHeaders, proxyRequest, upstreamAnswer } from '../proxying.js'
 import { KEYED } from './security.js'
 
@@ -53,8 +54,11 @@ export const messagesRoutes: FastifyPluginAsync = async (app) => {
         : {}),
       contextManagement: true,
       // a compaction's messages are built on the cleared ones where both were done
-      write: (body, _read, outcome, cleared) =>
-        withMessages(body.value() as object, outcome?.messages ?? cleared?.messages ?? (body.value() as { messages: unknown[] }).messages)
+      write: (body, _read, outcome, cleared) => {
+        const value = body.value() as Record<string, unknown>
+        const messages = outcome?.messages ?? cleared?.messages ?? (value.messages as Message[])
+        return withMessages(thinkingAsAccepted(value, messages), messages)
+      }
     }
     // The body stays bytes until the proxy reads it (one under its budget is forwarded unread); what it reads
     // is checked then, against this same schema (readMessagesRequest).
@@ -86,4 +90,15 @@ export const messagesRoutes: FastifyPluginAsync = async (app) => {
       async (request, reply) => proxyRequest(app, options, api, request, reply)
     )
   }
+}
+
+/**
+ * The request's thinking setting as the API accepts it with the rewritten history: with thinking `enabled`,
+ * the last assistant message of an open tool loop must begin with a thinking block; where the rewrite took
+ * its stale thinking out, thinking is off for the request (the API's documented way), until the loop ends.
+ */
+function thinkingAsAccepted(body: Record<string, unknown>, messages: readonly Message[]): object {
+  const thinking = body.thinking as { type?: unknown } | undefined
+  if (thinking?.type !== 'enabled' || !hasPrefixCheck(body.model) || !openLoopWithoutThinking(messages)) return body
+  return { ...body, thinking: { type: 'disabled' } }
 }

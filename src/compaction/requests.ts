@@ -125,8 +125,13 @@ export function requestTitle(text: string): string | undefined {
   const head = withoutHarnessBlocks(text)
   for (const pattern of TITLE_AFTER) {
     const m = pattern.exec(head)
-    const title = m?.[1]?.trim()
-    if (title && !/^<\/?[\w-]+>$/.test(title) && contentWords(title).size > 0) return title
+    if (!m || m[1] === undefined) continue
+    // the title is the first line after the pattern that says something: a label or a tag before it is passed over
+    const rest = head.slice(m.index + m[0].length - m[1].length, m.index + m[0].length + 2_000).split(/\r?\n/)
+    let k = 0
+    while (k < rest.length - 1 && introduces(rest[k] ?? '', rest.slice(k + 1))) k++
+    const title = (rest[k] ?? '').replace(INLINE_LABEL, '').replace(QUOTE_MARK, '').trim()
+    if (title && !TAG_LINE.test(title) && !LABEL_LINE.test(title) && contentWords(title).size > 0) return title
   }
   return undefined
 }
@@ -153,19 +158,38 @@ function hasContentWords(text: string, n: number): boolean {
   return false
 }
 
-/** A line that only labels what follows (`**Issue Text**`, `## Task`, `Problem statement:`), not a request. */
-const LABEL_LINE = /^[ \t]*(?:#{1,6}[ \t]+[^\n]{1,60}|(?:\*\*|__)[^*_\n]{1,60}(?:\*\*|__):?|[A-Z][\w ]{0,40}:)[ \t]*$/
+/** A line that only labels what follows (`**Issue Text**`, `## Task`, `Problem statement:`: four words at most), not a request. */
+const LABEL_LINE = /^[ \t]*(?:#{1,6}[ \t]+[^\n]{1,60}|(?:\*\*|__)[^*_\n]{1,60}(?:\*\*|__):?|[A-Z][\w-]*(?: [\w-]+){0,3}:)[ \t]*$/
+
+/** A line that only opens or closes a tag a harness wraps the task in (`<issue_description>`, `</pr>`). */
+const TAG_LINE = /^[ \t]*<\/?[\w-]{1,40}>[ \t]*$/
+/** A line that points at the statement that follows it ("Consider the following issue description:", "Here is the task:"). */
+const POINTER_LINE =
+  /\b(?:following|below|here is|here's)\b[^\n:]{0,40}\b(?:issue|description|task|problem|statement|pr|pull request|request|report|ticket|bug)s?\b[^\n:]{0,20}:[ \t]*$/i
+/** A label that opens a line before what it labels (`**Issue Text**`, `**Title**:`, `Issue Text:`: its words capitalized). */
+const INLINE_LABEL = /^[ \t]*(?:(?:\*\*|__)[^*_\n]{1,40}(?:\*\*|__):?|[A-Z][\w-]*(?: [A-Z][\w-]*){0,2}:)[ \t]+(?=\S)/
+/** A quotation's mark at a line's start. */
+const QUOTE_MARK = /^[ \t]*>[ \t]?/
+
+/** Whether a line only introduces what the lines after it say: blank, a label, a tag, or a pointer to them (with something after it). */
+function introduces(line: string, after: readonly string[]): boolean {
+  if (line.trim() === '' || LABEL_LINE.test(line) || TAG_LINE.test(line)) return true
+  return POINTER_LINE.test(line) && after.some((l) => l.trim() !== '' && !LABEL_LINE.test(l) && !TAG_LINE.test(l))
+}
 
 /**
- * The opening of a text as a task: its first complete instruction, on one line, at most `max` characters. Labels
- * that open it are passed over; sentences are taken until they say enough (at least 60 characters and five
+ * The opening of a text as a task: its first complete instruction, on one line, at most `max` characters. What
+ * only introduces it is passed over (labels and headings, a harness's tags, a line pointing at what follows, a
+ * label that opens its line); sentences are taken until they say enough (at least 60 characters and five
  * content words), so that "yes. add it. we should review all the stories" is not cut to "yes. add it.".
  */
 function lead(text: string, max: number): string {
-  const lines = text.split('\n')
+  const lines = text.split(/\r?\n/)
   let first = 0
-  while (first < lines.length - 1 && (LABEL_LINE.test(lines[first] ?? '') || (lines[first] ?? '').trim() === '')) first++
-  const flat = (first > 0 ? lines.slice(first).join('\n') : text)
+  while (first < lines.length - 1 && introduces(lines[first] ?? '', lines.slice(first + 1))) first++
+  const opening = (lines[first] ?? '').replace(INLINE_LABEL, '').replace(QUOTE_MARK, '')
+  const flat = [opening, ...lines.slice(first + 1)]
+    .join('\n')
     .slice(0, max * 4)
     .replace(/\s+/g, ' ')
     .trim()

@@ -1,3 +1,4 @@
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { contentWords, isChatter, requestBody, requestEntries, requestShape, requestTitle, taskStatement } from '../../src/compaction/requests.js'
 
@@ -100,5 +101,45 @@ describe('requestShape, as the three replacements it stands for', () => {
       }),
       { numRuns: 500 }
     )
+  })
+})
+
+describe('the objective is never a label', () => {
+  const word = fc.constantFrom('Issue', 'Text', 'Task', 'Problem', 'Description', 'Bug', 'Report', 'Summary', 'Details', 'Context', 'Request')
+  const label = fc.array(word, { minLength: 1, maxLength: 3 }).map((w) => w.join(' '))
+  const instruction = fc
+    .tuple(
+      fc.constantFrom('The parser', 'Saving a model', 'The login form', 'Exporting to CSV', 'The cache layer'),
+      fc.constantFrom('drops trailing commas', 'fails on empty input', 'loses the last row', 'raises a KeyError', 'hangs on large files'),
+      fc.constantFrom(' when the input ends early.', ' since the last release.', ' on Windows only.', '.')
+    )
+    .map(([a, b, c]) => `${a} ${b}${c}`)
+  /** The ways harnesses and trackers put a heading before the instruction. */
+  const shapes: ((l: string, i: string, eol: string) => string)[] = [
+    (l, i, eol) => `**${l}**${eol}${i}`,
+    (l, i, eol) => `**${l}:**${eol}${eol}${i}`,
+    (l, i, eol) => `## ${l}${eol}${eol}${i}`,
+    (l, i, eol) => `${l}:${eol}${i}`,
+    (l, i) => `**${l}** ${i}`,
+    (l, i) => `**${l}**: ${i}`,
+    (l, i, eol) => `Consider the following issue description:${eol}${eol}**${l}**${eol}${eol}${i}`,
+    (l, i, eol) => `Consider the following PR description:${eol}${eol}**${l}**${eol}${eol}${i}`,
+    (l, i, eol) => `<pr_description>${eol}**${l}**${eol}${i}${eol}</pr_description>`,
+    (l, i, eol) => `Here is the task:${eol}<issue>${eol}### **${l}**${eol}> ${i}${eol}</issue>`
+  ]
+  it('takes the instruction a heading introduces, in every shape and line ending (property)', () => {
+    fc.assert(
+      fc.property(label, instruction, fc.nat(shapes.length - 1), fc.constantFrom('\n', '\r\n'), (l, i, k, eol) => {
+        const text = (shapes[k] as (typeof shapes)[number])(l, i, eol)
+        const objective = taskStatement([text])?.objective ?? ''
+        expect(objective.startsWith(i.replace(/\.$/, '')), `${JSON.stringify(text)} → ${objective}`).toBe(true)
+        expect(objective).not.toContain('**')
+      })
+    )
+  })
+
+  it('keeps an instruction that points at what follows as the instruction', () => {
+    const objective = taskStatement(['Rename the exporter functions as follows:\nsave_rows to write_rows, load_rows to read_rows'])?.objective
+    expect(objective).toMatch(/^Rename the exporter functions as follows:/)
   })
 })

@@ -152,14 +152,54 @@ export function readContextManagement(body: Record<string, unknown>): ContextMan
   return { edits, compact }
 }
 
+/** Compaction on demand's beta. */
+export const ON_DEMAND_BETA = 'compact-2026-09-04'
+
+/** The longest `instructions` a summary call takes (the compaction request's own bound). */
+const MAX_INSTRUCTIONS = 4_000
+
+/**
+ * A request's `compaction` (compaction on demand: the whole of `messages` summarized into one `compaction`
+ * block, nothing sampled), read and checked as the API checks it: a 400 naming the field or the message where
+ * it breaks a rule. `instructions` replace the summary prompt's focus; empty or blank counts as absent.
+ */
+export function readOnDemand(body: Record<string, unknown>, beta: string | undefined): { instructions: string | undefined } {
+  const root = ['compaction']
+  const field = body.compaction
+  const betas = (beta ?? '').split(',').map((v) => v.trim())
+  if (!betas.includes(ON_DEMAND_BETA))
+    throw invalid(root, `Extra inputs are not permitted (compaction on demand takes the beta header anthropic-beta: ${ON_DEMAND_BETA})`)
+  if (!isObject(field)) throw invalid(root, 'Input should be a valid object')
+  onlyFields(field, root, ['type', 'instructions'])
+  if (field.type !== 'summarize') throw invalid([...root, 'type'], "Input should be 'summarize'")
+  const instructions = field.instructions
+  if (instructions !== undefined && instructions !== null && typeof instructions !== 'string')
+    throw invalid([...root, 'instructions'], 'Input should be a valid string')
+  if (typeof instructions === 'string' && instructions.trim().length > MAX_INSTRUCTIONS)
+    throw invalid([...root, 'instructions'], `String should have at most ${MAX_INSTRUCTIONS} characters`)
+  if (body.context_management !== undefined && body.context_management !== null) throw invalid(root, 'cannot be combined with `context_management`')
+  const messages = Array.isArray(body.messages) ? (body.messages as unknown[]) : []
+  let last = messages.length - 1
+  while (last >= 0 && isObject(messages[last]) && (messages[last] as Record<string, unknown>).role === 'system') last--
+  const final = messages[last]
+  if (isObject(final) && final.role === 'assistant' && Array.isArray(final.content) && final.content.some((b) => isObject(b) && b.type === 'tool_use'))
+    throw invalid(
+      ['messages', last],
+      'the messages to compact end in an assistant turn whose tool call has no result: put the cut where every tool call has its result'
+    )
+  return { instructions: typeof instructions === 'string' && instructions.trim() !== '' ? instructions.trim() : undefined }
+}
+
 /** How the gateway's own `encrypted_content` begins: its compacted history, which it reads back. */
 const OWN_ENCODING = 'cgw1.'
 
 /** A `compaction` block as the answer gives it: the summary to read, and the compacted history the gateway reads back. */
 export interface CompactionBlock {
   type: 'compaction'
-  content: string
-  encrypted_content: string
+  content: string | null
+  encrypted_content: string | null
+  /** Compaction on demand's: the gateway's own encoding too (the SDKs' streams keep `encrypted_content`, the API's blocks carry a signature). */
+  signature?: string
 }
 
 /** The block of a compaction whose forwarded history is `messages` (its first, the summary turn). */
@@ -177,10 +217,21 @@ export function compactionBlock(messages: readonly Message[]): CompactionBlock {
   return { type: 'compaction', content, encrypted_content: `${OWN_ENCODING}${Buffer.from(JSON.stringify(messages)).toString('base64url')}` }
 }
 
+/**
+ * Compaction on demand's block of a compaction whose compacted history is `messages`: its summary to read
+ * (null where nothing could be summarized: the API's failed compaction, a no-op), the gateway's own encoding
+ * of the history as its signature and its `encrypted_content` both.
+ */
+export function onDemandBlock(messages: readonly Message[] | undefined): CompactionBlock {
+  if (messages === undefined) return { type: 'compaction', content: null, encrypted_content: null }
+  const block = compactionBlock(messages)
+  return { ...block, signature: block.encrypted_content as string }
+}
+
 /** The history a block of the gateway's own stands for; undefined for another's (or a damaged one). */
 function ownHistory(block: Record<string, unknown>): Message[] | undefined {
-  const encoded = block.encrypted_content
-  if (typeof encoded !== 'string' || !encoded.startsWith(OWN_ENCODING)) return undefined
+  const encoded = [block.encrypted_content, block.signature].find((v) => typeof v === 'string' && v.startsWith(OWN_ENCODING))
+  if (typeof encoded !== 'string') return undefined
   try {
     const messages = JSON.parse(Buffer.from(encoded.slice(OWN_ENCODING.length), 'base64url').toString('utf8')) as unknown
     if (!Array.isArray(messages) || messages.length === 0) return undefined
@@ -341,7 +392,11 @@ function withBlock(message: Record<string, unknown>, compaction: { block: Compac
 export function compactionEvents(block: CompactionBlock): string {
   const event = (name: string, data: unknown): string => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`
   return (
-    event('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'compaction', content: null, encrypted_content: null } }) +
+    event('content_block_start', {
+      type: 'content_block_start',
+      index: 0,
+      content_block: { type: 'compaction', content: null, encrypted_content: null, ...(block.signature ? { signature: block.signature } : {}) }
+    }) +
     event('content_block_delta', {
       type: 'content_block_delta',
       index: 0,
@@ -390,9 +445,12 @@ export function pausedAnswer(
   stream: boolean,
   block: CompactionBlock,
   usage: CompactionUsage,
-  applied: AppliedEdit[]
+  applied: AppliedEdit[] | undefined
 ): { contentType: string; body: string } {
-  const id = `msg_gw${Buffer.from(block.encrypted_content.slice(-24)).toString('hex').slice(0, 24)}`
+  const id = `msg_gw${Buffer.from((block.encrypted_content ?? `${Date.now()}${Math.random()}`).slice(-24))
+    .toString('hex')
+    .slice(0, 24)}`
+  const management = applied ? { context_management: { applied_edits: applied } } : {}
   const zero = { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }
   const message = {
     id,
@@ -403,20 +461,23 @@ export function pausedAnswer(
     stop_reason: 'compaction',
     stop_sequence: null,
     usage: { ...zero, iterations: [iteration(usage)] },
-    context_management: { applied_edits: applied }
+    ...management
   }
   if (!stream) return { contentType: 'application/json', body: JSON.stringify(message) }
   const event = (name: string, data: unknown): string => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`
   return {
     contentType: 'text/event-stream; charset=utf-8',
     body:
-      event('message_start', { type: 'message_start', message: { ...message, content: [], stop_reason: null, context_management: null } }) +
+      event('message_start', {
+        type: 'message_start',
+        message: { ...message, content: [], stop_reason: null, ...(applied ? { context_management: null } : {}) }
+      }) +
       compactionEvents(block) +
       event('message_delta', {
         type: 'message_delta',
         delta: { stop_reason: 'compaction', stop_sequence: null },
         usage: { output_tokens: 0, iterations: [iteration(usage)] },
-        context_management: { applied_edits: applied }
+        ...management
       }) +
       event('message_stop', { type: 'message_stop' })
   }

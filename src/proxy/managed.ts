@@ -17,6 +17,7 @@ import {
   readContextManagement
 } from './context-management.js'
 import { jsonBytes } from '../contract/wire.js'
+import { unbindThinking } from '../compaction/index.js'
 
 /** A request whose context management the gateway performed: the body to go on with, what the edits did, and the compaction asked for. */
 export interface Managed {
@@ -95,3 +96,24 @@ function nothingToDo(management: ContextManagement, body: ProxiedBody): boolean 
 /** The bytes that say a history may hold a compaction block, or thinking. */
 const COMPACTION_TYPE = Buffer.from('"compaction"')
 const THINKING_TYPE = Buffer.from('thinking"')
+
+/** The key a `compaction` block (or compaction on demand's field) has, as its bytes: a body without it is never parsed for one. */
+export const COMPACTION_KEY = Buffer.from('"compaction"')
+
+/**
+ * A history that holds a `compaction` block (compaction on demand's, or another's), read from its newest one
+ * on as the API reads it, for an upstream without the API's compaction: the gateway's own block stands for the
+ * history it encoded, another's for its summary. On a model that checks thinking against its prefix, the turns
+ * kept after the block lose their thinking: it was produced on the history the block replaced. Undefined where
+ * the body holds no block.
+ */
+export function readBackCompaction(body: ProxiedBody): ProxiedBody | undefined {
+  if (!body.bytes.includes(COMPACTION_KEY)) return undefined
+  const value = body.value()
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined
+  const parts = readMessagesRequest(value)
+  const back = fromCompaction(parts.messages)
+  if (!back.read) return undefined
+  const messages = parts.unbindThinking ? unbindThinking(back.messages, [{ from: 0, bound: back.messages.length }]).messages : back.messages
+  return new ProxiedBody(Buffer.from(jsonBytes({ ...(value as Record<string, unknown>), messages })))
+}

@@ -236,12 +236,13 @@ export async function proxyRequest<R>(
   if (scheduled.unkept) void reply.header(RECORD_HEADER, 'not-kept')
   if (scheduled.begin) reply.raw.once('close', scheduled.begin)
   if (prepared.kind === 'paused') {
-    return reply
+    void reply
       .code(200)
       .header('content-type', prepared.contentType)
-      .header('x-compaction', 'compacted')
-      .header('x-compaction-summary-id', prepared.outcome.summaryId)
-      .send(prepared.body)
+      .header('x-compaction', prepared.outcome.kind === 'none' ? 'none' : 'compacted')
+    if (prepared.outcome.summaryId !== undefined) void reply.header('x-compaction-summary-id', prepared.outcome.summaryId)
+    if (prepared.summarizer !== undefined) void reply.header('x-compaction-summarizer', prepared.summarizer)
+    return reply.send(prepared.body)
   }
 
   const asked = performance.now()
@@ -256,7 +257,7 @@ export async function proxyRequest<R>(
   const relayed = prepared.answered(res.status, asked, upstreamMs)
   // (a proxied request's one line is written once, so its fields are set once)
   request.lineFields = relayed.line
-  return relay(reply, api, res, outcome, prepared.notRead, () => hangUp.aborted, relayed.onUsage, relayed.rewrite, prepared.changed)
+  return relay(reply, api, res, prepared.outcome, prepared.notRead, () => hangUp.aborted, relayed.onUsage, relayed.rewrite, prepared.changed)
 }
 
 /**

@@ -15,10 +15,20 @@ import { passages } from '../memory/entries.js'
 import type { ProxiedBody } from '../proxy/body.js'
 import type { ClearingTier } from '../proxy/clearing.js'
 import type { ClientSummaries } from '../proxy/client-summaries.js'
-import { compactionBlock, pausedAnswer, withAppliedEdits, withoutConsumedBetas } from '../proxy/context-management.js'
-import { type Managed, type ManagedResponses, manageContext, manageResponses } from '../proxy/managed.js'
+import {
+  compactionBlock,
+  fromCompaction,
+  onDemandBlock,
+  ON_DEMAND_BETA,
+  pausedAnswer,
+  readOnDemand,
+  withAppliedEdits,
+  withoutConsumedBetas
+} from '../proxy/context-management.js'
+import { COMPACTION_KEY, type Managed, type ManagedResponses, manageContext, manageResponses, readBackCompaction } from '../proxy/managed.js'
+import { topLevelField } from '../proxy/events.js'
 import type { ClearedHistory } from '../proxy/openai.js'
-import { type ProxyParts, budgetTokensOf, derivedSession, ownSession, proxySession } from '../proxy/request.js'
+import { type ProxyParts, budgetTokensOf, derivedSession, ownSession, proxySession, readMessagesRequest } from '../proxy/request.js'
 import { compactedResponse, compactionItem, readBackItems, withCompactionItem } from '../proxy/responses-compaction.js'
 import type { CompactRequestBody } from '../contract/schemas.js'
 import { bodyReader, readCompactRequest } from '../contract/validation.js'
@@ -123,10 +133,12 @@ export interface CompactedInput {
   scheduled: Scheduled
 }
 
-/** Answered by the gateway itself: `compact_20260112` with `pause_after_compaction`, its compaction block alone. */
+/** Answered by the gateway itself, its compaction block alone: `compact_20260112` with `pause_after_compaction`, or compaction on demand. */
 export interface Paused {
   kind: 'paused'
-  outcome: Exclude<ProxyOutcome, { kind: 'none' }>
+  outcome: { kind: 'compacted' | 'reused'; summaryId: string } | { kind: 'none'; summaryId?: undefined }
+  /** Who wrote the summary (the record's summarizer kind), where the gateway wrote one. */
+  summarizer?: string
   /** The record's writes, `recorded` already waited for. */
   scheduled: Scheduled
   contentType: string
@@ -160,6 +172,21 @@ export interface Relayed {
   rewrite?: (stream: boolean) => Transform
 }
 
+/** The tail compaction on demand keeps raw, at the most: the compaction request's least (everything else is summarized, as the API summarizes every message it is sent). */
+const ON_DEMAND_KEEP_TOKENS = 100
+
+/** The headers without one `anthropic-beta` value (absent where none is left). */
+function withoutBeta(headers: Record<string, string>, beta: string): Record<string, string> {
+  const value = headers['anthropic-beta']
+  if (value === undefined) return headers
+  const left = value
+    .split(',')
+    .map((v) => v.trim())
+    .filter((v) => v !== '' && v !== beta)
+  const { 'anthropic-beta': _dropped, ...rest } = headers
+  return left.length > 0 ? { ...rest, 'anthropic-beta': left.join(',') } : rest
+}
+
 /** The Responses compaction route's own schema, the one check of its body. */
 const checkResponsesCompaction = bodyReader<ResponsesBody>(ResponsesCompactBody)
 
@@ -178,9 +205,16 @@ export class ProxyService {
     const { serving } = this
     const { policy, headers, keyName, started } = ask
     const performs = policy.contextManagement !== 'forward'
-    const managed = dialect.contextManagement && performs ? manageContext(ask.body) : undefined
-    const responses = dialect.responsesCompaction && performs ? manageResponses(ask.body) : undefined
-    const body = managed?.body ?? responses?.body ?? ask.body
+    // compaction on demand (`compaction: {type: "summarize"}`): answered here for an upstream without it
+    const onDemand = dialect.contextManagement && performs && ask.body.bytes.includes(COMPACTION_KEY) ? topLevelField(ask.body.bytes, 'compaction') : undefined
+    if (onDemand && dialect.endpoint !== 'count_tokens') return this.compactOnDemand(dialect, ask)
+    // (a token count takes the field and ignores it: it counts the conversation as sent)
+    const asked = onDemand ? ask.body.without(onDemand.without) : ask.body
+    const managed = dialect.contextManagement && performs ? manageContext(asked) : undefined
+    const responses = dialect.responsesCompaction && performs ? manageResponses(asked) : undefined
+    const edited = managed?.body ?? responses?.body ?? asked
+    // a history that holds a compaction block is read from it on (the gateway's own stands for what it encoded)
+    const body = dialect.contextManagement && performs && !managed?.compact ? (readBackCompaction(edited) ?? edited) : edited
     // the gateway's own headers are checked on every request, read or not: one it cannot use is refused, named
     const headerBudget = budgetTokensOf(headers['x-compaction-budget'], policy.budgetTokens)
     // compact_20260112: the gateway's compaction is the one asked for, at its trigger
@@ -242,7 +276,7 @@ export class ProxyService {
       await scheduled.recorded
       const value = body.value() as Record<string, unknown>
       const paused = pausedAnswer(value.model, value.stream === true, compaction.block, compaction.usage, managed.edited.applied)
-      return { kind: 'paused', outcome, scheduled, ...paused }
+      return { kind: 'paused', outcome: { kind: outcome.kind, summaryId: outcome.summaryId }, scheduled, ...paused }
     }
 
     const clearedHistory = cleared?.changed ? { messages: cleared.messages, uses: cleared.uses } : undefined
@@ -298,6 +332,75 @@ export class ProxyService {
         if (!dialect.costs && status === 200) serving.activity.request(keyName, session, { keptOut, metered: false })
         return { line, ...(onUsage ? { onUsage } : {}), ...answerRewrite(managed, compaction, responses, outcome, payload) }
       }
+    }
+  }
+
+  /**
+   * Compaction on demand (beta compact-2026-09-04) answered here, for an upstream without it: the whole of
+   * `messages` (read from an earlier compaction block on) summarized by a model while the client waits (the
+   * gateway's, else the client's own with its own credentials, as crossings are; extractive only where neither
+   * can be reached, and said so in `x-compaction-summarizer`), under the request's `instructions`, recorded
+   * under its session, and answered as the API answers: one `compaction` block, `stop_reason: "compaction"`.
+   */
+  private async compactOnDemand<R>(dialect: ProxiedDialect<R>, ask: ProxiedAsk): Promise<Paused> {
+    const value = ask.body.value() as Record<string, unknown>
+    const beta = ask.headers['anthropic-beta']
+    const { instructions } = readOnDemand(value, Array.isArray(beta) ? beta.join(',') : beta)
+    const parts = readMessagesRequest(value)
+    const messages = fromCompaction(parts.messages).messages
+    const session = proxySession(ask.headers, parts.userId) ?? derivedSession(parts)
+    const request: CompactRequestBody = {
+      messages,
+      mode: 'manual',
+      keep_tokens: ON_DEMAND_KEEP_TOKENS,
+      ...(parts.system !== undefined ? { system: parts.system } : {}),
+      ...(parts.tools !== undefined ? { tools: parts.tools } : {}),
+      ...(instructions !== undefined ? { instructions } : {}),
+      ...(session !== undefined ? { session_id: session } : {})
+    }
+    // The client's own model, where the gateway has none: its request as sent but for the field, in its conversation.
+    const field = topLevelField(ask.body.bytes, 'compaction')
+    const settings = ask.policy.clientSummaries
+    const clientModel =
+      settings && dialect.clientSummarizer && field
+        ? dialect.clientSummarizer(
+            settings,
+            ask.body.without(field.without),
+            undefined as R,
+            withoutBeta(ask.forwardHeaders(), ON_DEMAND_BETA),
+            Promise.resolve(),
+            () => undefined
+          )?.(parts.messages)
+        : undefined
+    const context = { keyName: ask.keyName, signal: ask.hangUp.signal, recallTool: false }
+    const run = await this.serving.compactor.explicit(request, context, clientModel).catch((err: unknown) => {
+      if (err instanceof InvalidHistoryError) throw new InvalidRequestError(err.message, err.path)
+      throw err
+    })
+    const { response } = run
+    const scheduled = await this.serving.serve(run, {
+      via: 'proxy',
+      keyName: ask.keyName,
+      session,
+      mode: 'manual',
+      budgetTokens: 'off',
+      log: ask.log,
+      started: ask.started,
+      endpoint: dialect.endpoint,
+      waitMs: performance.now() - ask.started
+    })
+    await scheduled.recorded
+    const done = summarized(response)
+    const usage = done
+      ? { input_tokens: response.summarizer.input_tokens, output_tokens: response.summarizer.output_tokens }
+      : { input_tokens: 0, output_tokens: 0 }
+    const answer = pausedAnswer(value.model, value.stream === true, onDemandBlock(done ? response.messages : undefined), usage, undefined)
+    return {
+      kind: 'paused',
+      outcome: done ? { kind: 'compacted', summaryId: response.summary.id } : { kind: 'none' },
+      ...(done ? { summarizer: response.summarizer.kind } : {}),
+      scheduled,
+      ...answer
     }
   }
 

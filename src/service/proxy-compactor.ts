@@ -400,6 +400,16 @@ export class ProxyCompactor {
     }
   }
 
+  /**
+   * A compaction the client asked for and waits for (compaction on demand): with the gateway's model where
+   * it has one, else `model` (the client's own, in its own conversation), else extractive.
+   */
+  explicit(body: CompactRequestBody, context: RunContext, model?: Summarizer): Promise<CompactRun> {
+    const { deps } = this.options
+    if (!deps.modelSummarizer && model) return runCompaction(body, { ...deps, modelSummarizer: model }, context)
+    return this.crossing(body, context)
+  }
+
   /** A crossing's compaction, run where the app runs them (options.runCrossing), else here. */
   private crossing(body: CompactRequestBody, context: RunContext): Promise<CompactRun> {
     return this.options.runCrossing ? this.options.runCrossing(body, context) : runCompaction(body, this.options.deps, context)

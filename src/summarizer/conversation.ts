@@ -26,7 +26,7 @@ const SECTIONS_TEXT = [
 ].join('\n')
 
 /** The instruction appended after the conversation: the doctrine, what the summary replaces, and the answer's form. */
-export function summaryInstruction(keptMessages: number, keptOpening: string, summaryBudget: number): string {
+export function summaryInstruction(keptMessages: number, keptOpening: string, summaryBudget: number, focus?: string): string {
   const kept =
     keptMessages > 0
       ? `everything before its last ${keptMessages} message${keptMessages === 1 ? '' : 's'} is replaced by your summary; those stay verbatim after it (the first of them begins: ${JSON.stringify(keptOpening)}), so summarize what comes before them.`
@@ -36,6 +36,7 @@ export function summaryInstruction(keptMessages: number, keptOpening: string, su
     DOCTRINE_TEXT,
     '',
     `Do not continue the work and call no tool. The conversation above is being compacted: ${kept} If it opens with a summary of earlier turns, merge that summary into yours.`,
+    ...(focus ? [`The user's instructions for this compaction (follow them within the sections below): ${focus}`] : []),
     `Summary budget: at most about ${summaryBudget} tokens for the whole summary.`,
     'Answer with one JSON object and nothing else (no prose around it), with these fields, every one you can fill:',
     SECTIONS_TEXT,
@@ -93,7 +94,8 @@ export class ConversationSummarizer implements Summarizer {
     const kept = plan.cut.tail
     const opening = kept.length > 0 ? openingOf(at(kept, 0)) : ''
     const { request: sent, client } = this.conversation
-    let messages = withInstruction(this.conversation.messages, summaryInstruction(kept.length, opening, summaryBudget))
+    const focus = request.instructions?.trim() ? request.redactors.redact(request.instructions.trim()) : undefined
+    let messages = withInstruction(this.conversation.messages, summaryInstruction(kept.length, opening, summaryBudget, focus))
     const thinking = sent.thinking as { type?: string; budget_tokens?: number } | undefined
     const thinkingTokens = thinking?.type === 'enabled' && typeof thinking.budget_tokens === 'number' ? thinking.budget_tokens : 0
     const usage: Usage = { input: 0, output: 0, calls: 0 }

@@ -54,7 +54,8 @@ export class OpenAiConversationSummarizer implements Summarizer {
     const tail = plan.cut.tail
     // the kept messages, counted in the client's own items (a tool's result is an item of its own)
     const firstKept = tail.length > 0 ? (forwarded.starts[plan.cut.cut] ?? items.length) : items.length
-    const instruction = summaryInstruction(items.length - firstKept, tail.length > 0 ? openingOf(at(tail, 0)) : '', summaryBudget)
+    const focus = request.instructions?.trim() ? request.redactors.redact(request.instructions.trim()) : undefined
+    const instruction = summaryInstruction(items.length - firstKept, tail.length > 0 ? openingOf(at(tail, 0)) : '', summaryBudget, focus)
     const usage = { input: 0, cached: 0, output: 0, calls: 0 }
     let added: Record<string, unknown>[] = [{ role: 'user', content: instruction }]
     for (let attempt = 0; ; attempt++) {

@@ -22,6 +22,8 @@ import { ConfigurationError } from '../contract/errors.js'
 import { ProxiedBody } from '../proxy/body.js'
 import type { ProxiedDialect, ProxyPolicy } from '../service/proxied.js'
 import { RECORD_HEADER } from '../service/served.js'
+import type { Message } from '../compaction/index.js'
+import type { Summarizer } from '../summarizer/summarizer.js'
 
 /** One proxied API: the service's dialect of it (how its body is read and written back), where it goes and with what credentials. */
 export interface ProxiedApi<R> extends ProxiedDialect<R> {
@@ -264,15 +266,22 @@ export async function proxyRequest<R>(
  * `POST /v1/responses/compact` answered by the gateway, for an upstream without the Responses API's
  * compaction (service/proxied.ts: ProxyService.compactResponses).
  */
-export async function compactResponsesHere(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+export async function compactResponsesHere(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  clientModel?: (body: ProxiedBody, headers: Record<string, string>) => ((messages: Message[]) => Summarizer) | undefined
+): Promise<FastifyReply> {
   const hangUp = abortOnClose(reply)
-  const answer = await app.proxy.service.compactResponses(request.body as ProxiedBody, {
-    headers: request.headers,
-    keyName: request.keyName,
-    hangUp,
-    log: request.log,
-    started: performance.now()
-  })
+  const body = request.body as ProxiedBody
+  // where the gateway forwards with the client's own key, the client's own model writes the summary
+  const credentials = app.proxy.policy.openai.clientSummaries ? app.proxy.policy.openai.credentials(request) : undefined
+  const model = credentials && clientModel ? clientModel(body, upstreamHeaders(request.headers, credentials)) : undefined
+  const answer = await app.proxy.service.compactResponses(
+    body,
+    { headers: request.headers, keyName: request.keyName, hangUp, log: request.log, started: performance.now() },
+    model
+  )
   const { scheduled } = answer
   if (scheduled.unkept) void reply.header(RECORD_HEADER, 'not-kept')
   if (scheduled.begin) reply.raw.once('close', scheduled.begin)

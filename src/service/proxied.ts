@@ -247,12 +247,21 @@ export class ProxyService {
         ? dialect.clientSummarizer(policy.clientSummaries, body, read.read, headersUp, after, () => forwarded.bytes)
         : undefined
     const instructions = managed?.compact?.instructions
+    // compact_20260112: the client asked for the compaction and waits for it, written by a model (the client's own where the gateway has none)
+    const explicit = managed?.compact
+      ? {
+          ...(policy.clientSummaries && dialect.clientSummarizer && 'read' in read
+            ? { model: dialect.clientSummarizer(policy.clientSummaries, body, read.read, headersUp, Promise.resolve(), () => undefined) }
+            : {})
+        }
+      : undefined
     const outcome = await this.compact(dialect, read, ask, {
       keyName,
       session,
       budgetTokens,
       ...(forClient ? { clientSummarizer: forClient } : {}),
-      ...(instructions ? { instructions } : {})
+      ...(instructions ? { instructions } : {}),
+      ...(explicit ? { explicit } : {})
     }).catch((err: unknown) => {
       began()
       throw err
@@ -410,7 +419,11 @@ export class ProxyService {
    * (`mode: manual`), recorded under its session, and answered as the API answers, the input's user messages
    * then one `compaction` item that stands for the compacted input.
    */
-  async compactResponses(body: ProxiedBody, ask: Pick<ProxiedAsk, 'headers' | 'keyName' | 'hangUp' | 'log' | 'started'>): Promise<CompactedInput> {
+  async compactResponses(
+    body: ProxiedBody,
+    ask: Pick<ProxiedAsk, 'headers' | 'keyName' | 'hangUp' | 'log' | 'started'>,
+    clientModel?: (messages: Message[]) => Summarizer
+  ): Promise<CompactedInput> {
     const checked = checkResponsesCompaction(body.value('input'))
     if (!checked.ok) throw new InvalidRequestError(checked.message, checked.path ?? '/')
     const fields = checked.value
@@ -425,7 +438,11 @@ export class ProxyService {
       Buffer.from(JSON.stringify({ messages: input, format: 'openai-responses', mode: 'manual', ...(session !== undefined ? { session_id: session } : {}) }))
     )
     if (!read.ok) throw inInput(read.message, read.path)
-    const run = await this.serving.runProxied(read.body, { keyName: ask.keyName, signal: ask.hangUp.signal }).catch((err: unknown) => {
+    // written by a model while the client waits: the gateway's, else the client's own (its request as sent, its key)
+    const model = clientModel?.(read.body.messages as Message[])
+    const context = { keyName: ask.keyName, signal: ask.hangUp.signal }
+    const running = model ? this.serving.compactor.explicit(read.body, context, model) : this.serving.runProxied(read.body, context)
+    const run = await running.catch((err: unknown) => {
       if (err instanceof InvalidHistoryError) throw inInput(err.message, err.path)
       throw err
     })

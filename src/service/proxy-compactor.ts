@@ -88,6 +88,11 @@ export interface ProxyRequest {
   clientSummarizer?: (messages: Message[]) => Summarizer
   /** The model checks each thinking block against its prefix: the kept turns' stale thinking is taken out (compaction/thinking.ts). */
   unbindThinking?: boolean
+  /**
+   * The client asked for this compaction and waits for it (compact_20260112): a crossing is summarized by a
+   * model while it waits, the gateway's, else `model` (the client's own, given the history it summarizes).
+   */
+  explicit?: { model?: (messages: Message[]) => Summarizer }
 }
 
 /** The prompt's tokens when `messages` are sent with the request's system prompt and tools. */
@@ -300,12 +305,7 @@ export class ProxyCompactor {
     const current = state.current
     const base = holds(state.refined, messages) ? state.refined : current
     const input = base ? withAnchor(base, messages) : messages
-    const run = await this.crossing(this.body(request, input, 'auto', 'extractive', this.crossingKeep(request, 0, base)), {
-      keyName: request.keyName,
-      signal: request.signal,
-      recallTool: false,
-      clipToBudget: true
-    })
+    const run = await this.summarized(request, this.body(request, input, 'auto', 'extractive', this.crossingKeep(request, 0, base)))
     if (!isCompacted(run)) {
       // The model's summary of an earlier cut is shorter: sent from now on, it is all this history needs (the
       // prefix changes once, as a compaction would change it). Else nothing could be compacted.
@@ -374,12 +374,7 @@ export class ProxyCompactor {
     // The anchored merge: the precomputed summary is the prior, the turns since come from the ledger (a
     // history under the budget but past the landing is compacted as a /compact would: manual).
     const mode = tokens > budgetTokens ? 'auto' : 'manual'
-    const run = await this.crossing(this.body(request, withAnchor(pending, messages), mode, 'extractive', this.crossingKeep(request, 0, pending)), {
-      keyName: request.keyName,
-      signal: request.signal,
-      recallTool: false,
-      clipToBudget: true
-    })
+    const run = await this.summarized(request, this.body(request, withAnchor(pending, messages), mode, 'extractive', this.crossingKeep(request, 0, pending)))
     // Where nothing more can be compacted, the summary written ahead is taken only if it makes the prompt
     // smaller; else the history is left as it is (what must be kept, the newest item the client cannot read and
     // all after it, is more than the budget holds either way).
@@ -398,6 +393,16 @@ export class ProxyCompactor {
       memory: memory.length > 0 ? memory : undefined,
       ...forwardedTail(run.response, anchor)
     }
+  }
+
+  /**
+   * A crossing's compaction: merged from the ledger at once (a crossing waits for no model), or, where the
+   * client asked for it and waits (request.explicit), summarized by a model.
+   */
+  private summarized(request: ProxyRequest, body: CompactRequestBody): Promise<CompactRun> {
+    const context = { keyName: request.keyName, signal: request.signal, recallTool: false, clipToBudget: true }
+    if (!request.explicit) return this.crossing(body, context)
+    return this.explicit({ ...body, summarizer: 'auto' }, context, request.explicit.model?.(body.messages as Message[]))
   }
 
   /**

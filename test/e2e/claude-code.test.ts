@@ -90,6 +90,15 @@ async function runClaudeCode(baseUrl: string): Promise<{ code: number | null; ou
   })
 }
 
+/**
+ * The requests that sent thinking blocks back: the fake binds each to its prefix where the model has preserved
+ * thinking (Claude Code's default model does) and refuses a changed one, so these were checked.
+ */
+function thinkingSentBack(fake: FakeAnthropic): number {
+  return fake.requests.filter((r) => r.body.messages.some((m) => Array.isArray(m.content) && m.content.some((b: { type?: string }) => b.type === 'thinking')))
+    .length
+}
+
 /** The share of the main conversation's prompt tokens the upstream read from its cache. */
 function cacheShare(requests: ReceivedRequest[]): number {
   const main = requests.filter((r) => !isSummaryCall(r) && r.cache)
@@ -122,6 +131,7 @@ describe.skipIf(missing !== undefined)(`Claude Code ${CLAUDE_CODE_VERSION} throu
     expect(code, out).toBe(0)
     expect(out).toContain('SCRIPT-END reached.')
     expect(fake.refused).toEqual([])
+    expect(thinkingSentBack(fake), 'Claude Code sends its thinking back, checked against its prefix').toBeGreaterThan(0)
     const main = fake.requests.filter((r) => firstMessage(r).includes('Run the scripted steps'))
     uncompacted = { cache_read_share: cacheShare(fake.requests), last_prompt_tokens: main.at(-1)?.cache?.tokens ?? 0 }
     gateway.child.kill('SIGTERM')
@@ -206,6 +216,7 @@ describe.skipIf(missing !== undefined)(`Claude Code ${CLAUDE_CODE_VERSION} throu
     expect(code, out).toBe(0)
     expect(out).toContain('SCRIPT-END reached.')
     expect(fake.refused).toEqual([])
+    expect(thinkingSentBack(fake), 'Claude Code sends its thinking back, checked against its prefix').toBeGreaterThan(0)
     expect(agent.finished.get('sub')).toBeGreaterThanOrEqual(1)
     const mainSteps = new Set(agent.handed.filter(([s]) => s === 'main').map(([, n]) => n))
     expect(mainSteps.size).toBe(STEPS)
@@ -266,6 +277,7 @@ describe.skipIf(missing !== undefined)(`Claude Code ${CLAUDE_CODE_VERSION} throu
     expect(code, out).toBe(0)
     expect(out).toContain('SCRIPT-END reached.')
     expect(fake.refused).toEqual([])
+    expect(thinkingSentBack(fake), 'Claude Code sends its thinking back, checked against its prefix').toBeGreaterThan(0)
     const calls = fake.requests.filter(isClientSummaryCall)
     expect(calls.length).toBeGreaterThanOrEqual(1)
     for (const c of calls) expect(c.headers['x-api-key'] ?? c.headers.authorization).toContain(GATEWAY_KEY)
@@ -307,6 +319,7 @@ describe.skipIf(missing !== undefined)(`Claude Code ${CLAUDE_CODE_VERSION} throu
     expect(code, out).toBe(0)
     expect(out).toContain('SCRIPT-END reached.')
     expect(fake.refused).toEqual([])
+    expect(thinkingSentBack(fake), 'Claude Code sends its thinking back, checked against its prefix').toBeGreaterThan(0)
     const main = fake.requests.filter((r) => !isSummaryCall(r))
     const cleared = main.filter((r) => r.raw.includes(CLEARED_MARK.slice(1)))
     expect(cleared.length).toBeGreaterThan(0)
@@ -346,6 +359,8 @@ describe.skipIf(missing !== undefined)(`Claude Code ${CLAUDE_CODE_VERSION} throu
       expect(code, out).toBe(0)
       expect(out).toContain('SCRIPT-END reached.')
       expect(fake.refused).toEqual([])
+      expect(thinkingSentBack(fake)).toBeGreaterThan(0)
+      expect(thinkingSentBack(fake), 'Claude Code sends its thinking back, checked against its prefix').toBeGreaterThan(0)
       const run = boundedRun(gateway, budget)
       paceReport('claude-code', pace, run, fake.requests.filter(isSummaryCall).length)
       gateway.child.kill('SIGTERM')

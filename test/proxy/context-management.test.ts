@@ -308,6 +308,43 @@ describe('compaction (compact_20260112) performed by the gateway', () => {
     expect(again).toEqual([...upstreamHistory, { role: 'assistant', content: [first.content[1]] }, user('And now the exporter')])
   })
 
+  it("is written by a model while the client waits, under its instructions: the gateway's, else the client's own with its own key", async () => {
+    const instructions = 'Name every failing test; leave out the passing parts.'
+    const isSummary = (r: ReceivedRequest): boolean => (r.body.tools ?? []).some((t) => t.name === 'record_summary')
+    const isClientSummary = (r: ReceivedRequest): boolean => JSON.stringify(r.body.messages.at(-1) ?? null).includes('<compaction-request>')
+    const ask = (sdk: Anthropic) =>
+      sdk.beta.messages.create({
+        model: 'claude-any',
+        max_tokens: 16,
+        messages: work(8) as Anthropic.Beta.BetaMessageParam[],
+        context_management: { edits: [{ ...COMPACT, instructions }] }
+      })
+    // the gateway's own model
+    const own = await gateway()
+    own.fake.fallback = (r) => (isSummary(r) ? { toolInput: { objective: 'Make the importer tests pass (model)' } } : { text: 'ok' })
+    const first = await ask(own.sdk)
+    expect((first.content[0] as { content: string }).content).toContain('(model)')
+    expect(JSON.stringify(own.fake.requests.find(isSummary)?.body)).toContain(instructions)
+    // no model of its own: the client's, in its own conversation, with its own key
+    const fake = await new FakeAnthropic().start()
+    opened.push(fake)
+    fake.fallback = (r) => (isClientSummary(r) ? { text: JSON.stringify({ objective: 'Make the importer tests pass (client model)' }) } : { text: 'ok' })
+    const app = await testApp({ ANTHROPIC_BASE_URL: fake.url, COMPACT_BUDGET: 'off' })
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    opened.push(app)
+    const sdk = new Anthropic({
+      apiKey: 'sk-ant-client-own-key-000000000',
+      baseURL: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`,
+      maxRetries: 0
+    })
+    const second = await ask(sdk)
+    expect((second.content[0] as { content: string }).content).toContain('(client model)')
+    const call = fake.requests.find(isClientSummary)
+    expect(JSON.stringify(call?.body.messages.at(-1))).toContain(instructions)
+    expect(call?.body).not.toHaveProperty('context_management')
+    expect(fake.refused).toEqual([])
+  })
+
   it('streams the block as the API streams one, ahead of the upstream blocks (their indices one on), and the SDK reads it', async () => {
     const { fake, sdk } = await gateway({ COMPACT_SUMMARIZER: 'extractive' })
     const stream = sdk.beta.messages.stream({

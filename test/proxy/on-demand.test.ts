@@ -215,6 +215,21 @@ describe('compaction on demand (beta compact-2026-09-04), answered by the gatewa
     expect(fake.requests).toEqual([])
   })
 
+  it('GET /v1/models says each model has compaction on demand where the gateway answers it, and leaves the list as it came where the upstream does', async () => {
+    const { sdk } = await gateway()
+    const models = []
+    for await (const m of sdk.beta.models.list()) models.push(m)
+    expect(models.map((m) => m.id)).toEqual(['claude-test'])
+    expect((models[0] as unknown as { capabilities: { compaction: unknown } }).capabilities.compaction).toEqual({
+      supported: true,
+      summarize: { supported: true }
+    })
+    const forward = await gateway({ COMPACT_CONTEXT_MANAGEMENT: 'forward' })
+    const listed = []
+    for await (const m of forward.sdk.beta.models.list()) listed.push(m)
+    expect((listed[0] as unknown as { capabilities?: unknown }).capabilities).toBeUndefined()
+  })
+
   it('is forwarded as sent to an upstream that has it (COMPACT_CONTEXT_MANAGEMENT=forward); a token count ignores it', async () => {
     const { fake, sdk } = await gateway({ COMPACT_CONTEXT_MANAGEMENT: 'forward' })
     fake.contextManagement = true

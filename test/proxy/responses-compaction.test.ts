@@ -72,6 +72,31 @@ describe("the Responses API's compaction performed by the gateway", () => {
     expect(sent.at(-1)).toEqual(next.at(-1))
   })
 
+  it("writes responses.compact's summary with the client's own model and key where the gateway has neither model nor key", async () => {
+    const fake = await new FakeOpenAi().start()
+    fake.compaction = false
+    opened.push(fake)
+    fake.fallback = (r) =>
+      JSON.stringify(r.body).includes('<compaction-request>')
+        ? { text: JSON.stringify({ objective: 'Make the build pass: fix src/lexer.rs (client model)' }) }
+        : { text: 'Hello from the upstream.' }
+    const app = await testApp({ OPENAI_BASE_URL: `${fake.url}/v1`, COMPACT_BUDGET: 'off', COMPACT_PRECOMPUTE_AT: 'off', COMPACT_CONTEXT_MANAGEMENT: 'gateway' })
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    opened.push(app)
+    const sdk = new OpenAI({
+      apiKey: 'sk-client-own-key-0000000000',
+      baseURL: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/v1`,
+      maxRetries: 0
+    })
+    const compacted = await sdk.responses.compact({ model: 'gpt-test', input: session(20) as never })
+    const call = fake.requests.find((r) => JSON.stringify(r.body).includes('<compaction-request>'))
+    expect(call?.headers.authorization).toBe('Bearer sk-client-own-key-0000000000')
+    const item = compacted.output.at(-1) as unknown as Item
+    const encoded = Buffer.from(String(item.encrypted_content).slice('cgw1.'.length), 'base64url').toString('utf8')
+    expect(encoded).toContain('(client model)')
+    expect(fake.refused).toEqual([])
+  })
+
   it('compacts past compact_threshold, the compaction item first in the output, as JSON and as a stream', async () => {
     const { fake, sdk } = await gateway()
     const input = session(20)

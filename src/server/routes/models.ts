@@ -42,6 +42,15 @@ export const modelsRoutes: FastifyPluginAsync = async (app) => {
     const upstream = anthropic ? app.proxy.upstream : app.proxy.openai
     const abort = abortOnClose(reply)
     const res = await upstream.get(query < 0 ? path : `${path}${request.url.slice(query)}`, upstreamHeaders(request.headers, credentials), abort.signal)
+    // the Messages API's models, where the gateway serves compaction on demand: said in their capabilities
+    if (anthropic && policy.messages.contextManagement === 'gateway' && res.status === 200) {
+      const chunks: Buffer[] = []
+      for await (const chunk of res.body) chunks.push(chunk as Buffer)
+      const text = Buffer.concat(chunks).toString('utf8')
+      const headers = clientHeaders(res.headers)
+      delete headers['content-length']
+      return reply.code(200).headers(headers).send(withCompaction(text))
+    }
     return reply.code(res.status).headers(clientHeaders(res.headers)).send(res.body)
   }
 
@@ -74,4 +83,26 @@ export const modelsRoutes: FastifyPluginAsync = async (app) => {
     },
     async (request, reply) => forward(request, reply, `/${encodeURIComponent((request.params as { model: string }).model)}`)
   )
+}
+
+/** What the gateway adds to a model's capabilities: compaction on demand (`compaction: {type: "summarize"}`), which it answers itself. */
+const COMPACTION_CAPABILITY = { supported: true, summarize: { supported: true } }
+
+/** A model list's (or one model's) JSON with compaction on demand in each model's capabilities; anything else as it came. */
+function withCompaction(text: string): string {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    return text
+  }
+  const mark = (model: unknown): unknown => {
+    if (typeof model !== 'object' || model === null || Array.isArray(model)) return model
+    const own = model as Record<string, unknown>
+    const capabilities = typeof own.capabilities === 'object' && own.capabilities !== null ? own.capabilities : {}
+    return { ...own, capabilities: { ...capabilities, compaction: COMPACTION_CAPABILITY } }
+  }
+  if (typeof value !== 'object' || value === null) return text
+  const list = value as { data?: unknown }
+  return JSON.stringify(Array.isArray(list.data) ? { ...list, data: list.data.map(mark) } : mark(value))
 }

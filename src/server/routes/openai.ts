@@ -115,7 +115,19 @@ export const openAiRoutes: FastifyPluginAsync = async (app) => {
       },
       // the Responses API's own compaction, answered by the gateway where the upstream has none (COMPACT_CONTEXT_MANAGEMENT)
       route.endpoint === 'responses_compact' && options.contextManagement === 'gateway'
-        ? async (request, reply) => compactResponsesHere(app, request, reply)
+        ? async (request, reply) =>
+            compactResponsesHere(app, request, reply, (body, headers) => {
+              const settings = options.clientSummaries
+              const model = (body.value('input') as { model?: unknown }).model
+              return settings
+                ? openAiClientSummarizer(
+                    settings,
+                    { api: 'responses', after: Promise.resolve(), forwarded: () => forwardedConversation(body.bytes, 'responses', check) },
+                    typeof model === 'string' ? model : 'unknown',
+                    headers
+                  )
+                : undefined
+            })
         : async (request, reply) => proxyRequest(app, options, api, request, reply)
     )
   }

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -368,4 +368,92 @@ describe.skipIf(missing !== undefined)(`Claude Code ${CLAUDE_CODE_VERSION} throu
     },
     600_000
   )
+})
+
+/**
+ * Claude Code's tool search behind a base URL: users of other gateways report that from 2.1.70 it is off where
+ * ANTHROPIC_BASE_URL points elsewhere unless ENABLE_TOOL_SEARCH=true, putting every MCP tool's schema in every
+ * request. The real Claude Code, with an MCP server of 60 tools, through the gateway: what its first request
+ * holds by default, with ENABLE_TOOL_SEARCH=true and with it false.
+ */
+const SEARCH_GATEWAY_KEY = 'gw-e2e-tool-search-key-0001'
+const MCP_TOOLS = 60
+
+interface Sent {
+  bytes: number
+  tools: number
+  mcp_tools: number
+  tool_search: boolean
+}
+
+/** The first request of Claude Code's main conversation, as the upstream received it through the gateway. */
+async function firstRequest(gateway: ServerProcess, fake: FakeAnthropic, env: Record<string, string>): Promise<Sent> {
+  const home = mkdtempSync(join(tmpdir(), 'cg-e2e-home-'))
+  const work = mkdtempSync(join(tmpdir(), 'cg-e2e-work-'))
+  mkdirSync(join(home, '.claude'), { recursive: true })
+  const config = join(home, 'mcp.json')
+  writeFileSync(
+    config,
+    JSON.stringify({ mcpServers: { tracker: { type: 'stdio', command: process.execPath, args: [join(ROOT, 'test/fixtures/mcp/many-tools.mjs')] } } })
+  )
+  const before = fake.requests.length
+  const { code, out } = await runClient(BIN, ['-p', 'Say done.', '--mcp-config', config], work, {
+    HOME: home,
+    ANTHROPIC_BASE_URL: gateway.url,
+    ANTHROPIC_API_KEY: SEARCH_GATEWAY_KEY,
+    DISABLE_TELEMETRY: '1',
+    DISABLE_AUTOUPDATER: '1',
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+    ...env
+  })
+  expect(code, out).toBe(0)
+  const main = fake.requests.slice(before).find((r: ReceivedRequest) => r.path.startsWith('/v1/messages') && !r.path.includes('count_tokens'))
+  expect(main, 'Claude Code sent its request through the gateway').toBeDefined()
+  const tools = (main?.body.tools ?? []) as { name?: string }[]
+  return {
+    bytes: main?.raw.length ?? 0,
+    tools: tools.length,
+    mcp_tools: tools.filter((t) => t.name?.startsWith('mcp__')).length,
+    tool_search: tools.some((t) => t.name === 'ToolSearch')
+  }
+}
+
+describe.skipIf(missing !== undefined)(`Claude Code ${CLAUDE_CODE_VERSION}'s tool search through the gateway`, () => {
+  const servers: ServerProcess[] = []
+  const fakes: FakeAnthropic[] = []
+  afterAll(async () => {
+    for (const s of servers) s.child.kill('SIGKILL')
+    for (const f of fakes) await f.close()
+  })
+
+  it('keeps its tool search on behind the base URL by default: its MCP tools are found on demand, not sent in every request', async () => {
+    const fake = await new FakeAnthropic().start()
+    fakes.push(fake)
+    fake.fallback = { content: [{ type: 'text', text: 'done' }] }
+    const gateway = await startServer({
+      ANTHROPIC_API_KEY: 'sk-ant-e2e-upstream-000000000000',
+      ANTHROPIC_BASE_URL: fake.url,
+      COMPACT_API_KEYS: `e2e=${SEARCH_GATEWAY_KEY}`
+    })
+    servers.push(gateway)
+    const unset = await firstRequest(gateway, fake, {})
+    const on = await firstRequest(gateway, fake, { ENABLE_TOOL_SEARCH: 'true' })
+    const off = await firstRequest(gateway, fake, { ENABLE_TOOL_SEARCH: 'false' })
+    writeReport('claude-code-tool-search', {
+      client: `claude-code ${CLAUDE_CODE_VERSION}`,
+      mcp_tools_offered: MCP_TOOLS,
+      unset,
+      on,
+      off,
+      off_vs_unset_bytes: off.bytes / unset.bytes
+    })
+    // unset: as with the setting on, the tool search and none of the MCP server's schemas
+    expect(unset.tool_search).toBe(true)
+    expect(unset.mcp_tools).toBe(0)
+    expect(on).toEqual(unset)
+    // off: every one of the MCP server's tools in the request, several times its size
+    expect(off.tool_search).toBe(false)
+    expect(off.mcp_tools).toBe(MCP_TOOLS)
+    expect(off.bytes).toBeGreaterThan(2 * unset.bytes)
+  }, 300_000)
 })

@@ -9,7 +9,8 @@
  *   growth: the core on one history repeated 1, 2, 4, 8 and 16 times, to see how time grows with size.
  *   proxy: the wait of the request that crosses a proxied session's budget, with and without precompute (bench/proxy.ts).
  *   relay: the proxy's overhead on Claude Code's recorded bodies against a bare undici relay (bench/relay.ts).
- * Targets: core ≤ 1.0x, 50k parallel calls ≤ 10x the time of 5k, redaction ≤ 10x JSON.parse, the crossing's
+ * Targets: core ≤ 1.0x, 50k parallel calls ≤ 10x the time of 5k, redaction ≤ 10x JSON.parse (the corpus's texts, and
+ * adversarial lines, which must also grow linearly), the crossing's
  * (bench/proxy.ts) and the relay's (bench/relay.ts); each printed with meets or misses. The route has none:
  * its ≤ 1.5x was withdrawn, since the summary work it measured is needed and what a client feels on every
  * request is the proxy's added latency.
@@ -22,6 +23,7 @@ import { manyFiles, parallelCalls } from './scale.js'
 import { bareProcess, fromBuild, scratchDir, startGateway } from './servers.js'
 import { proxyBench } from './proxy.js'
 import { relayBench } from './relay.js'
+import { ADVERSARIAL_LINES } from '../test/helpers/adversarial.js'
 
 // The service's code as `npm start` runs it: built (npm run bench builds first).
 const { findSecrets, finishCompaction, isToolResult, planCompaction, renderedSpan, spanText, toolResultText } =
@@ -281,6 +283,26 @@ const redactRows = [
 ])
 const redactRatio = Number(redactRows[2]![3]!.replace('x', ''))
 
+// Redaction of lines built to make its patterns work hard: a quadratic pattern shows as 16x from 256 KiB to 1 MiB.
+progress('redaction of adversarial lines')
+const serviceRedact = (text: string): string[] => compactionRedactors().redactParts([text])
+const adversarial = Object.entries(ADVERSARIAL_LINES).map(([name, make]) => {
+  const [small, large] = [make(262_144), make(1_048_576)]
+  const json = JSON.stringify(large)
+  const smallMs = timeIt(() => serviceRedact(small), 3)
+  const largeMs = timeIt(() => serviceRedact(large), 3)
+  return { name, smallMs, largeMs, parseMs: timeIt(() => JSON.parse(json), 3) }
+})
+const adversarialRows = adversarial.map((a) => [
+  a.name,
+  a.smallMs.toFixed(1),
+  a.largeMs.toFixed(1),
+  `${(a.largeMs / a.smallMs).toFixed(1)}x`,
+  `${(a.largeMs / a.parseMs).toFixed(0)}x`
+])
+const worstGrowth = Math.max(...adversarial.map((a) => a.largeMs / a.smallMs))
+const worstParse = Math.max(...adversarial.map((a) => a.largeMs / a.parseMs))
+
 console.log(`corpus: ${dir} (${transcripts.length} transcripts); medians of ${CORE_RUNS} core runs and ${HTTP_RUNS} HTTP requests; node ${process.version}\n`)
 console.log(table(['transcript', 'body', 'JSON ms', 'core ms', 'core/JSON', '+render ms', '+render/JSON', 'route ms', 'bare ms', 'route/bare'], rows))
 console.log('\nwhere a body goes: one compaction at a time, inline against in a worker\n')
@@ -298,6 +320,12 @@ console.log(
 console.log(`\nredaction of every text of the corpus (${(textChars / 1e6).toFixed(1)} MB), against JSON.parse of the same texts (${parseMs.toFixed(0)} ms)\n`)
 console.log(table(['detector', 'ms', 'MB/s', 'x JSON.parse'], redactRows))
 console.log(`redaction target: service redaction ≤ 10x JSON.parse of the same texts: ${redactRatio.toFixed(1)}x, ${redactRatio <= 10 ? 'meets' : 'misses'}`)
+console.log('\nredaction of adversarial lines (test/helpers/adversarial.ts): the service redaction of one line of 256 KiB and 1 MiB\n')
+console.log(table(['line', '256 KiB ms', '1 MiB ms', '1 MiB / 256 KiB', 'x JSON.parse'], adversarialRows))
+console.log(
+  `adversarial targets: linear (1 MiB ≤ 5x the time of 256 KiB, 4x being linear) in every kind: worst ${worstGrowth.toFixed(1)}x, ${worstGrowth <= 5 ? 'meets' : 'misses'}; ` +
+    `≤ 10x JSON.parse of the same bytes: worst ${worstParse.toFixed(0)}x, ${worstParse <= 10 ? 'meets' : 'misses'}`
+)
 console.log(`\ntime grows as size^${slope.toFixed(2)} (1.00 is linear); rss ${(process.memoryUsage().rss / 1024 / 1024).toFixed(0)} MiB`)
 const coreMedian = median(coreRatios)
 const routeMedian = median(routeRatios)

@@ -24,19 +24,24 @@ export type Redact = (text: string) => string
 export type RedactMany = (texts: readonly string[]) => string[]
 
 interface Compiled {
+  /** Its place in SECRET_PATTERNS. */
+  index: number
   kind: string
   prefix: RegExp
   pattern: RegExp
   group: number
   wordStart: boolean
+  lineScan: boolean
 }
 
-const COMPILED: readonly Compiled[] = SECRET_PATTERNS.map((p) => ({
+const COMPILED: readonly Compiled[] = SECRET_PATTERNS.map((p, index) => ({
+  index,
   kind: p.kind,
   prefix: new RegExp(p.prefix, 'iy'),
   pattern: new RegExp(p.pattern, 'y'),
   group: p.group ?? 0,
-  wordStart: p.wordStart ?? false
+  wordStart: p.wordStart ?? false,
+  lineScan: p.lineScan ?? false
 }))
 
 /**
@@ -63,6 +68,8 @@ const BY_FIRST_CHAR = byFirstChar(
 
 const NAME = new RegExp(SECRET_NAMES, 'iy')
 const ASSIGNED = new RegExp(ASSIGNED_VALUE, 'y')
+/** The rest of a name ASSIGNED reads before its separator. */
+const NAME_RUN = /[A-Za-z0-9_.-]*/y
 /**
  * Where a secret may start: any prefix or name. A pattern that may not continue a word is no candidate
  * inside one (the loop below would skip it anyway): a prefix that opens with a class,
@@ -158,18 +165,29 @@ export function findSecrets(text: string): SecretRange[] {
   let covered = 0
   const candidate = GATED.some((p) => text.includes(p.contains ?? '')) ? CANDIDATE : CANDIDATE_UNGATED
   candidate.lastIndex = 0
+  // Linear in the text: a line-scanning pattern that failed is not tried again on its line (failedTo: where
+  // that line ends), nor a name's assignment inside the run of name characters it already read (assignFailTo).
+  const failedTo: number[] = []
+  let assignFailTo = -1
   let c: RegExpExecArray | null
   while ((c = candidate.exec(text)) !== null) {
     const at = c.index
     if (at < covered) continue
     let matched = false
     for (const p of BY_FIRST_CHAR[text.charAt(at).toLowerCase()] ?? BY_FIRST_CHAR[''] ?? []) {
+      if (p.lineScan && at < (failedTo[p.index] ?? -1)) continue
       p.prefix.lastIndex = at
       if (!p.prefix.test(text)) continue
       if (p.wordStart && at > 0 && WORD_CHAR.test(text.charAt(at - 1))) continue
       p.pattern.lastIndex = at
       const m = p.pattern.exec(text)
-      if (!m) continue
+      if (!m) {
+        if (p.lineScan) {
+          const eol = text.indexOf('\n', at)
+          failedTo[p.index] = eol < 0 ? text.length : eol
+        }
+        continue
+      }
       const part = elementAt(m, p.group)
       if (p.kind === 'basic_auth' && !isBasicCredential(part)) continue
       const start = at + (p.group === 0 ? 0 : m[0].lastIndexOf(part))
@@ -185,9 +203,16 @@ export function findSecrets(text: string): SecretRange[] {
     const name = NAME.exec(text)
     if (!name) continue
     const end = at + name[0].length
+    if (end <= assignFailTo) continue
     ASSIGNED.lastIndex = end
     const v = ASSIGNED.exec(text)
-    if (!v) continue
+    if (!v) {
+      // every name that ends inside the same run of name characters reads the same rest, and fails the same way
+      NAME_RUN.lastIndex = end
+      NAME_RUN.exec(text)
+      assignFailTo = NAME_RUN.lastIndex
+      continue
+    }
     const value = v[2] ?? elementAt(v, 3)
     const valueEnd = end + v[0].length - (v[1] ?? '').length
     // a bare "value" that is itself assigned to (`secret:\nSECRET_KEY = '…'`, a line flattened into the one

@@ -16,6 +16,12 @@ export interface SecretPattern {
   group?: number
   wordStart?: boolean
   contains?: string
+  /**
+   * The pattern scans the rest of its line for a flag after a command (`curl … -u user:pass`): where it fails
+   * at a place, it fails at every later place on that line (the flags it could reach are fewer), so it is not
+   * tried again there. That keeps a line of the command repeated linear instead of quadratic.
+   */
+  lineScan?: true
   source: string
 }
 
@@ -213,6 +219,7 @@ export const SECRET_PATTERNS: readonly SecretPattern[] = [
     pattern: `curl\\b[^\\n]*?\\s(?:-u|--user)[ =]?['"]?[^\\s'":]+:([^\\s'"]+)`,
     group: 1,
     wordStart: true,
+    lineScan: true,
     source: 'curl manual: -u, --user <user:password>'
   },
   {
@@ -228,6 +235,7 @@ export const SECRET_PATTERNS: readonly SecretPattern[] = [
     pattern: `(?:mysql|mysqldump|mysqladmin|mariadb)\\b[^\\n]*?\\s-p(${VALUE}{3,})`,
     group: 1,
     wordStart: true,
+    lineScan: true,
     source: 'MySQL manual: -pPASSWORD'
   },
   {
@@ -244,6 +252,7 @@ export const SECRET_PATTERNS: readonly SecretPattern[] = [
     pattern: `redis-cli\\b[^\\n]*?\\s(?:-a|--pass)\\s+(['"]?)(${VALUE}{3,})\\1`,
     group: 2,
     wordStart: true,
+    lineScan: true,
     source: 'redis-cli manual: -a <password>'
   },
   {
@@ -252,6 +261,7 @@ export const SECRET_PATTERNS: readonly SecretPattern[] = [
     pattern: `az\\s+login\\b[^\\n]*?\\s(?:-p|--password)[ =](['"]?)(${VALUE}{3,})\\1`,
     group: 2,
     wordStart: true,
+    lineScan: true,
     source: 'Azure CLI: az login -p'
   },
   {

@@ -1,5 +1,7 @@
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { redactSecrets } from '../../src/compaction/index.js'
+import { redact, redactSecrets } from '../../src/compaction/index.js'
+import { ADVERSARIAL_LINES } from '../helpers/adversarial.js'
 import { serviceRedact } from '../../src/secrets/index.js'
 import { PLANTED_SECRETS, plantedText } from '../helpers/planted.js'
 
@@ -162,4 +164,38 @@ describe('credentials by their kind, wherever text goes', () => {
       }
     }
   })
+})
+
+describe('redaction in time linear in its input', () => {
+  /** What completes each kind of line into a secret the redaction must find after all the work before it. */
+  const tails: [RegExp, string][] = [
+    [/^curl/, ' -u admin:Sup3rSecretPassw0rd'],
+    [/^mysql/, ' -pSup3rSecretPassw0rd'],
+    [/^redis-cli/, ' -a Sup3rSecretPassw0rd'],
+    [/^az login/, ' -p Sup3rSecretPassw0rd'],
+    [/^a name run/, '=Sup3rSecretPassw0rd']
+  ]
+
+  it("finds the secret at the end of a line that repeats a pattern's start many times (property)", () => {
+    fc.assert(
+      fc.property(fc.constantFrom(...tails), fc.integer({ min: 1, max: 400 }), ([kind, tail], repeats) => {
+        const name = Object.keys(ADVERSARIAL_LINES).find((k) => kind.test(k)) as string
+        const line = ADVERSARIAL_LINES[name]!(repeats * 12)
+        const out = redact(`${line}${tail}`)
+        expect(out).not.toContain('Sup3rSecretPassw0rd')
+        // everything before the secret is as it was
+        expect(out.startsWith(line.slice(0, Math.max(0, line.length - 40)))).toBe(true)
+      })
+    )
+  })
+
+  it('redacts 1 MiB of each adversarial line (npm run bench times them against JSON.parse of the same bytes)', () => {
+    for (const [name, make] of Object.entries(ADVERSARIAL_LINES)) {
+      const line = make(1_048_576)
+      const out = redact(line)
+      // a key's lines (a key body, a key never ended) are one; and what was redacted holds nothing more to redact
+      if (/key body|PRIVATE KEY/.test(name)) expect(out, name).toContain('[REDACTED:private_key]')
+      expect(redact(out) === out, name).toBe(true)
+    }
+  }, 60_000)
 })

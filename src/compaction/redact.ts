@@ -97,12 +97,25 @@ const CANDIDATE_UNGATED = candidates(SECRET_PATTERNS.filter((p) => p.contains ==
 const KEY_BODY = new RegExp(KEY_BODY_LINE, 'gm')
 const WORD_CHAR = /[A-Za-z0-9_]/
 
+/** A value that is a placeholder or a reference to one, whole (a random value may begin with `$` or `%` too). */
+const PLACEHOLDER =
+  /^(?:\$\{[A-Za-z_][A-Za-z0-9_]*(?::?[-=?+][^}]*)?\}|\$[A-Za-z_][A-Za-z0-9_]*|\$\(.*\)|<[^<>]*>|\{\{.*\}\}|\{%.*%\}|\{[A-Za-z_][\w.]*\}|%\(?[A-Za-z_]\w*\)?s?|%[A-Za-z_]\w*%)$/
+
+/** A bare value read on past brackets: up to a blank, a quote or a separator. */
+const VALUE_REST = /[^\s"'`,;]*/y
+/** A value's least length; one read on past a bracket must be longer. */
+const MIN_VALUE = 6
+const MIN_BRACKETED = 16
+/** Code, not a secret: a call or a subscript on a name, its arguments names and literals (`get_token(user)`, `config.get(`). */
+const CODE_SHAPE = /^[A-Za-z_][\w.]*(?:\([\w.,:=-]*\)?|\[[\w.,:=-]*\]?)$/
+
 /** A value after a secret's name that is code or a placeholder, not a secret. */
 function notASecret(value: string): boolean {
   return (
     /^[\d.]+$/.test(value) ||
     value.startsWith('[REDACTED') ||
-    /^[$<{%]/.test(value) ||
+    // a placeholder or a reference, whole: ${API_KEY}, $TOKEN, <your-key>, {{ secret }}, %(password)s, {token}
+    PLACEHOLDER.test(value) ||
     // an identifier or attribute path without digits: `self.token`, `None`, `os.environ`
     /^[A-Za-z_][A-Za-z_.-]*$/.test(value) ||
     /^(.)\1+$/.test(value)
@@ -125,6 +138,34 @@ function passphrase(text: string, at: number, name: string, value: string, quote
   let to = at + name.length
   while (to < text.length && /[A-Za-z0-9_]/.test(text.charAt(to))) to++
   return /^[A-Z][A-Z0-9_]*$/.test(text.slice(from, to))
+}
+
+/** An assignment whose separator is a call's comma after a quoted name (its quote, group 1). */
+const CALL_PAIR = /^[A-Za-z0-9_.-]*(["'])\s*,/
+
+/** Where the run of name characters that holds the name at `at` begins. */
+function runStart(text: string, at: number): number {
+  let from = at
+  while (from > 0 && /[A-Za-z0-9_]/.test(text.charAt(from - 1))) from--
+  return from
+}
+
+/**
+ * The value of an environment line (`NAME=value` at a line's start, `export` allowed, the name in capitals),
+ * read to its first blank: what follows `=` is the value whatever it begins with. Undefined where the name is
+ * not such a line's, or the value is a placeholder or too short.
+ */
+function envValue(text: string, at: number, end: number): { start: number; end: number } | undefined {
+  const from = runStart(text, at)
+  let to = end
+  while (to < text.length && /[A-Za-z0-9_]/.test(text.charAt(to))) to++
+  if (text.charAt(to) !== '=' || !/^[A-Z][A-Z0-9_]*$/.test(text.slice(from, to))) return undefined
+  const lineStart = text.lastIndexOf('\n', from - 1) + 1
+  if (!/^[ \t]*(?:export[ \t]+)?$/.test(text.slice(lineStart, from))) return undefined
+  VALUE_REST.lastIndex = to + 1
+  const value = VALUE_REST.exec(text)?.[0] ?? ''
+  if (value.length < MIN_VALUE || PLACEHOLDER.test(value) || /^(.)\1+$/.test(value)) return undefined
+  return { start: to + 1, end: to + 1 + value.length }
 }
 
 /** Basic credentials are base64 of `user:password`; anything else after the word "basic" is prose. */
@@ -207,21 +248,40 @@ export function findSecrets(text: string): SecretRange[] {
     ASSIGNED.lastIndex = end
     const v = ASSIGNED.exec(text)
     if (!v) {
+      // an environment line's value may begin with what reads as a comparison (`SECRET_KEY==x…`: the value is `=x…`)
+      const env = envValue(text, at, end)
+      if (env) {
+        found.push({ ...env, kind: 'secret' })
+        covered = env.end
+        candidate.lastIndex = covered
+        continue
+      }
       // every name that ends inside the same run of name characters reads the same rest, and fails the same way
       NAME_RUN.lastIndex = end
       NAME_RUN.exec(text)
       assignFailTo = NAME_RUN.lastIndex
       continue
     }
+    // a call's pair (`setdefault("SECRET_KEY", "…")`) is a name that is a whole quoted string, then its value
+    const pair = CALL_PAIR.exec(v[0])
+    if (pair && text.charAt(runStart(text, at) - 1) !== pair[1]) continue
     const value = v[2] ?? elementAt(v, 3)
     const valueEnd = end + v[0].length - (v[1] ?? '').length
+    const start = valueEnd - value.length
     // a bare "value" that is itself assigned to (`secret:\nSECRET_KEY = '…'`, a line flattened into the one
     // before) is the next name, not a value: the scan goes on to it
     if (v[2] === undefined && ASSIGNED_NEXT.test(text.slice(valueEnd, valueEnd + 8))) continue
-    if (notASecret(value) && !passphrase(text, at, name[0], value, v[2] !== undefined)) continue
-    const start = valueEnd - value.length
-    found.push({ start, end: start + value.length, kind: 'secret' })
-    covered = start + value.length
+    // a bare value that goes on past a bracket: a random secret holds brackets too (Django's `(`, `)`), a call does not read as one
+    VALUE_REST.lastIndex = start
+    const whole = v[2] === undefined ? (VALUE_REST.exec(text)?.[0] ?? value) : value
+    if (whole.length > value.length && whole.length >= MIN_BRACKETED && !CODE_SHAPE.test(whole) && !PLACEHOLDER.test(whole)) {
+      found.push({ start, end: start + whole.length, kind: 'secret' })
+      covered = start + whole.length
+    } else {
+      if (value.length < MIN_VALUE || (notASecret(value) && !passphrase(text, at, name[0], value, v[2] !== undefined))) continue
+      found.push({ start, end: valueEnd, kind: 'secret' })
+      covered = valueEnd
+    }
     candidate.lastIndex = covered
   }
   // Bare key bodies (a PEM or OpenSSH key whose BEGIN line is elsewhere): runs of two or more base64-only

@@ -148,10 +148,10 @@ export const SECRET_PATTERNS: readonly SecretPattern[] = [
   },
   {
     kind: 'discord_token',
-    prefix: '[MNO][A-Za-z0-9_-]{23,31}\\.',
-    pattern: '[MNO][A-Za-z0-9_-]{23,31}\\.[A-Za-z0-9_-]{6,7}\\.[A-Za-z0-9_-]{27,45}(?![A-Za-z0-9_-])',
+    prefix: '[MNO][A-Za-z0-9_-]{22,31}\\.',
+    pattern: '[MNO][A-Za-z0-9_-]{22,31}\\.[A-Za-z0-9_-]{6,7}\\.[A-Za-z0-9_-]{27,45}(?![A-Za-z0-9_-])',
     wordStart: true,
-    source: 'Discord developer docs: bot tokens (three base64url parts: the bot id, a timestamp, an HMAC)'
+    source: 'Discord developer docs: bot tokens (three base64url parts: the bot id, a snowflake of 17 to 20 digits, 23 to 27 characters; a timestamp; an HMAC)'
   },
   {
     kind: 'discord_webhook',
@@ -285,10 +285,11 @@ export const SECRET_NAMES =
   'password|passwd|passphrase|pwd|(?<![A-Za-z])pass(?![A-Za-z])|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|(?:signing|encryption|master|hmac|session|jwt)[_-]?key|client[_-]key[_-]data|(?<![A-Za-z])_auth(?![A-Za-z])|credentials?|client[_-]?secret'
 
 /**
- * What follows a secret's name: the rest of the name, a separator (`=`, `:`, `=>`, Go's `:=`), then a
- * quoted value, spaces allowed (group 2, its quote group 1), or a bare one (group 3).
+ * What follows a secret's name: the rest of the name, a separator (`=`, `:`, `=>`, Go's `:=`; after a quoted
+ * name, a subscript's `"] =` or a call's `", "`), then a quoted value, spaces allowed (group 2, its quote
+ * group 1), or a bare one (group 3: the caller decides how long one must be, and reads on past brackets).
  */
-export const ASSIGNED_VALUE = `[A-Za-z0-9_.-]*["']?\\s*(?::=|=>|=|:)(?![=:])\\s*(?:(["'])([^"'\\n\\\\]{6,}?)\\1|(${VALUE}{6,}))`
+export const ASSIGNED_VALUE = `[A-Za-z0-9_.-]*(?:["']\\]?\\s*(?::=|=>|=|:|,)|\\s*(?::=|=>|=|:))(?![=:])\\s*(?:(["'])([^"'\\n\\\\]{6,}?)\\1|(${VALUE}*))`
 
 /**
  * Lines that are only base64, as the body of a PEM or OpenSSH key is (64 or 70 characters a line),

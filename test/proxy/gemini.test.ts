@@ -127,6 +127,15 @@ describe("Gemini's API, proxied", () => {
     expect(await unknown.json()).toEqual({
       error: { code: 404, message: expect.stringContaining('generateContent, streamGenerateContent and countTokens'), status: 'NOT_FOUND' }
     })
+    // an action named after what every object inherits is no action either
+    for (const inherited of ['constructor', 'toString', '__proto__', 'hasOwnProperty']) {
+      const res = await fetch(`${url}/v1beta/models/gemini-test:${inherited}?key=${GATEWAY_KEY}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{}'
+      })
+      expect(res.status, inherited).toBe(404)
+    }
   })
 
   it("passes the API's refusal back as it gave it, and refuses a history it cannot compact, naming the content", async () => {

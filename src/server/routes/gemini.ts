@@ -98,7 +98,7 @@ export const geminiRoutes: FastifyPluginAsync = async (app) => {
       const colon = target.lastIndexOf(':')
       const model = colon < 0 ? target : target.slice(0, colon)
       const action = colon < 0 ? '' : target.slice(colon + 1)
-      const endpoint = ACTIONS[action]
+      const endpoint = Object.hasOwn(ACTIONS, action) ? ACTIONS[action] : undefined
       if (!endpoint || model === '')
         throw new NotFoundError(`no method "${action}" of models here: the gateway serves generateContent, streamGenerateContent and countTokens`, '/model')
       const api: ProxiedApi<GeminiHistory> = {

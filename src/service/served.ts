@@ -146,6 +146,44 @@ export interface Serving {
   activity: Activity
   /** The configured model summarizer's kind (a fallback is counted under it). */
   modelKind: 'anthropic' | 'openai' | 'gemini'
+  /** The summarizer's faults warned of once a burst. */
+  faults: FaultWarnings
+}
+
+/** How long a burst of one fault is: its first is warned of at once, the rest counted into the next warning. */
+export const FAULT_BURST_MS = 60_000
+
+/**
+ * A summarizer's faults warned of once a burst (a model answering 429 fails every summary of a minute): the
+ * first of each reason at once, the next one after FAULT_BURST_MS, with how many came between.
+ */
+export class FaultWarnings {
+  private readonly seen = new Map<string, { at: number; since: number }>()
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  /** Whether a fault of this reason is warned of now, and how many of it went unwarned since the last warning. */
+  take(reason: string): { warn: boolean; since: number } {
+    const at = this.now()
+    const last = this.seen.get(reason)
+    if (last && at - last.at < FAULT_BURST_MS) {
+      last.since++
+      return { warn: false, since: 0 }
+    }
+    this.seen.set(reason, { at, since: 0 })
+    return { warn: true, since: last?.since ?? 0 }
+  }
+}
+
+/** A summary that fell back: warned of (at warn, with its kind) once a burst, beside the metric that counts each. */
+export function warnSummarizerFault(faults: FaultWarnings, log: Log, reason: string | null | undefined, fields: Record<string, unknown>): void {
+  if (!reason || reason === 'no_api_key') return
+  const { warn, since } = faults.take(reason)
+  if (!warn) return
+  log.warn(
+    { event: 'summarizer_fault', reason, ...fields, ...(since > 0 ? { since_last_warning: since } : {}) },
+    `model summary failed (${reason}); the extractive summary stood in${since > 0 ? ` (${since} more since the last warning)` : ''}`
+  )
 }
 
 /** Where, for whom and how a compaction was asked for. */
@@ -183,14 +221,12 @@ export async function serveCompaction(serving: Serving, run: CompactRunView, at:
   const { response } = run
   countCompaction(metrics, run, serving.modelKind)
   if (at.source) metrics.proxyCompactions.inc({ source: at.source })
-  const fault = response.summarizer?.fallback_reason
-  if (fault && fault !== 'no_api_key') {
-    // The compaction was answered, but an operator must see that the model is failing.
-    at.log.warn(
-      { event: 'summarizer_fault', reason: fault, key_name: at.keyName || undefined, session_id: at.session, summarizer_calls: response.summarizer?.calls },
-      `model summary failed (${fault}); the extractive summary stood in`
-    )
-  }
+  // The compaction was answered, but an operator must see that the model is failing.
+  warnSummarizerFault(serving.faults, at.log, response.summarizer?.fallback_reason, {
+    key_name: at.keyName || undefined,
+    session_id: at.session,
+    summarizer_calls: response.summarizer?.calls
+  })
   // One event per compaction, with its figures and never its content.
   const event = response.compacted ? 'context_compacted' : 'compaction_skipped'
   at.log.info(

@@ -2,8 +2,9 @@ import type { AddressInfo } from 'node:net'
 import Anthropic from '@anthropic-ai/sdk'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type Message, promptTokens, validateHistory } from '../../src/compaction/index.js'
-import type { App } from '../../src/server/app.js'
-import { testApp } from '../helpers/app.js'
+import { type App, buildApp } from '../../src/server/app.js'
+import { loadConfig } from '../../src/server/config.js'
+import { capturedLog, testApp } from '../helpers/app.js'
 import { FakeAnthropic, type ReceivedRequest } from '../helpers/fake-anthropic.js'
 import { assistant, shellStep, user } from '../helpers/history.js'
 import { until } from '../helpers/wait.js'
@@ -182,5 +183,51 @@ describe('a summary model that never answers at all', () => {
     await app.close() // resolves: the test's own time limit is what a hung close would fail on
     expect(await counter(app, 'compaction_proxy_precomputes_total', 'event="done"')).toBe(0)
     await fake.close()
+  })
+})
+
+describe('a summary model that fails the summaries written ahead', () => {
+  it('is warned of at LOG_LEVEL=warn, with its kind, once a burst, though no compaction waits for it', async () => {
+    const fake = await new FakeAnthropic().start()
+    // the model is rate limited: every summary call answers 429 (retried at once, then the extractive summary stands in)
+    fake.fallback = (r) => (isSummaryCall(r) ? { status: 429, errorType: 'rate_limit_error' } : { text: 'ok' })
+    const log = capturedLog()
+    const app = await buildApp({
+      config: loadConfig({
+        COMPACT_DB: ':memory:',
+        LOG_LEVEL: 'warn',
+        ANTHROPIC_API_KEY: 'sk-ant-upstream-precompute-000000',
+        ANTHROPIC_BASE_URL: fake.url,
+        COMPACT_API_KEYS: `bob=${GATEWAY_KEY}`,
+        COMPACT_PRECOMPUTE_AT: '0.5'
+      }),
+      logStream: log.stream
+    })
+    try {
+      await app.listen({ port: 0, host: '127.0.0.1' })
+      const sdk = new Anthropic({ apiKey: GATEWAY_KEY, baseURL: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, maxRetries: 0 })
+      for (let steps = stepsFor(0.55); steps < stepsFor(1.0) + 6; steps++) {
+        await sdk.messages.create(
+          { model: 'claude-test', max_tokens: 16, messages: grow(steps) as Anthropic.MessageParam[], metadata: { user_id: 'session-fault-1' } },
+          { headers: { 'x-compaction-budget': String(BUDGET) } }
+        )
+        // each turn's background work settles before the next
+        await until(
+          'no summary in flight',
+          async () =>
+            (await counter(app, 'compaction_proxy_precomputes_total', 'event="started"')) <=
+            (await counter(app, 'compaction_proxy_precomputes_total', 'event="done"')) +
+              (await counter(app, 'compaction_proxy_precomputes_total', 'event="late"')) +
+              (await counter(app, 'compaction_proxy_precomputes_total', 'event="failed"'))
+        )
+      }
+      expect(fake.requests.filter(isSummaryCall).length).toBeGreaterThan(0)
+      const warns = log.lines.filter((l) => l.event === 'summarizer_fault')
+      expect(warns).toHaveLength(1)
+      expect(warns[0]).toMatchObject({ level: 40, reason: 'rate_limited', session_id: 'session-fault-1' })
+    } finally {
+      await app.close()
+      await fake.close()
+    }
   })
 })

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { type CompactDeps, runCompaction, summarized } from '../../src/service/compact.js'
 import { Activity } from '../../src/service/activity.js'
-import { type ServedAt, type Serving, serveCompaction } from '../../src/service/served.js'
+import { FAULT_BURST_MS, FaultWarnings, type ServedAt, type Serving, serveCompaction, warnSummarizerFault } from '../../src/service/served.js'
 import { ReadYourWrites } from '../../src/storage/read-your-writes.js'
 import { SqliteStore } from '../../src/storage/sqlite.js'
 import { createMetrics } from '../../src/telemetry/metrics.js'
@@ -43,7 +43,7 @@ function serving(path = ':memory:'): Serving & { activity: Activity } {
     throw err
   })
   opened.push(activity, store)
-  return { store, metrics: createMetrics(), activity, modelKind: 'anthropic' }
+  return { store, metrics: createMetrics(), activity, modelKind: 'anthropic', faults: new FaultWarnings() }
 }
 
 describe('serveCompaction', () => {
@@ -132,5 +132,23 @@ describe('serveCompaction', () => {
     const listed = s.store.listRecords('sess-file', 'alpha', { limit: 5 })
     scheduled.begin?.()
     expect((await listed).records).toHaveLength(1)
+  })
+})
+
+describe('a summarizer fault warned of once a burst', () => {
+  it('warns of the first of each reason at once, then of the next past the burst with how many came between', () => {
+    let now = 0
+    const faults = new FaultWarnings(() => now)
+    const warned: Record<string, unknown>[] = []
+    const log = { warn: (fields: Record<string, unknown>) => void warned.push(fields), info: () => undefined, error: () => undefined }
+    for (let i = 0; i < 5; i++) warnSummarizerFault(faults, log as never, 'rate_limited', { session_id: 's' })
+    warnSummarizerFault(faults, log as never, 'overloaded', {})
+    warnSummarizerFault(faults, log as never, 'no_api_key', {})
+    warnSummarizerFault(faults, log as never, null, {})
+    expect(warned.map((w) => w.reason)).toEqual(['rate_limited', 'overloaded'])
+    expect(warned[0]).toMatchObject({ event: 'summarizer_fault', session_id: 's' })
+    now += FAULT_BURST_MS
+    warnSummarizerFault(faults, log as never, 'rate_limited', {})
+    expect(warned.at(-1)).toMatchObject({ reason: 'rate_limited', since_last_warning: 4 })
   })
 })

@@ -6,7 +6,7 @@ import { jsonBytes } from '../../contract/wire.js'
 import { at } from '../../compaction/index.js'
 import { InvalidHistoryError } from '../../service/errors.js'
 import type { ProxiedResult } from '../../workers/compact.js'
-import { type Scheduled, type ServedAt, modelKindOf, serveCompaction } from '../../service/served.js'
+import { FaultWarnings, type Scheduled, type ServedAt, modelKindOf, serveCompaction } from '../../service/served.js'
 import { ConversationsText } from '../../service/conversations.js'
 import { redisFlight } from '../../storage/redis.js'
 import { CachingSummarizer } from '../../summarizer/cache.js'
@@ -32,6 +32,8 @@ export interface Compaction {
    * body of `workerMinBytes` or more in a worker where there are workers, else here; the same run either way.
    */
   runProxied: (body: CompactRequestBody, context: RunContext) => Promise<CompactRun>
+  /** The summarizer's faults, warned of once a burst wherever a summary fell back. */
+  faults: FaultWarnings
 }
 
 declare module 'fastify' {
@@ -135,12 +137,13 @@ export const compactionPlugin = fp<CompactionPluginOptions>(
       if (!result.ok) throw new InvalidHistoryError(result.problem)
       return withMessagesBack(result, body.messages)
     }
-    app.decorate('compaction', { deps, limited, pool, workerMinBytes, runProxied })
+    const faults = new FaultWarnings()
+    app.decorate('compaction', { deps, limited, pool, workerMinBytes, runProxied, faults })
     app.addHook('onClose', async () => {
       await pool?.close()
       deps.conversations?.close()
     })
-    const serving = { store: app.store, metrics: app.metrics, activity: app.activity, modelKind: modelKindOf(deps.modelSummarizer?.kind) }
+    const serving = { store: app.store, metrics: app.metrics, activity: app.activity, modelKind: modelKindOf(deps.modelSummarizer?.kind), faults }
     app.decorate('serve', (run: CompactRunView, at: ServedAt) => serveCompaction(serving, run, at))
     app.decorate('warm', async () => {
       // extractive: warming never calls (or pays for) a model

@@ -9,6 +9,7 @@ import type { FastifyRequest } from 'fastify'
 import type { ClientSummaries } from '../../proxy/client-summaries.js'
 import type { ProxyContext } from '../proxying.js'
 import { ProxyService } from '../../service/proxied.js'
+import { warnSummarizerFault } from '../../service/served.js'
 import { DEFAULT_UPSTREAM_URL } from '../../contract/defaults.js'
 
 declare module 'fastify' {
@@ -90,6 +91,13 @@ export const proxyPlugin = fp<{ config: Config }>(
       anchors: storedAnchors(app.store),
       onSummary: (request, report) => {
         app.activity.summary(request.keyName, request.session, report)
+        // a summary written ahead that fell back: the model fails, and the crossings will merge without it
+        warnSummarizerFault(app.compaction.faults, app.log, report.fallback_reason, {
+          key_name: request.keyName || undefined,
+          session_id: request.session,
+          summarizer_calls: report.calls,
+          via: 'write_ahead'
+        })
       },
       onAnchorFault: (err) => {
         metrics.storeErrors.inc({ operation: 'anchors' })

@@ -38,7 +38,7 @@ import type { Summarizer } from '../summarizer/summarizer.js'
 import type { Metrics } from '../telemetry/metrics.js'
 import type { ReadYourWrites } from '../storage/read-your-writes.js'
 import type { Activity } from './activity.js'
-import { type CompactRun, type CompactRunView, type RunContext, summarized } from './compact.js'
+import { type CompactRun, type CompactRunView, summarized } from './compact.js'
 import { InvalidHistoryError } from './errors.js'
 import type { ProxyCompactor, ProxyOutcome, ProxyRequest } from './proxy-compactor.js'
 import { type Scheduled, type ServedAt, keepInColdLayer } from './served.js'
@@ -122,8 +122,6 @@ export interface ProxyServing {
   activity: Activity
   metrics: Metrics
   store: ReadYourWrites
-  /** A proxy's compaction where the route's run: a large one in a worker where there are workers (app.compaction.runProxied). */
-  runProxied: (body: CompactRequestBody, context: RunContext) => Promise<CompactRun>
 }
 
 /** The Responses API's compaction answered here: the answer's body, its summary where one was written, and the record's writes (`recorded` waited for). */
@@ -171,6 +169,9 @@ export interface Relayed {
   /** What the gateway performed of the API's context management, written into the answer as the API gives it. */
   rewrite?: (stream: boolean) => Transform
 }
+
+/** A compaction's response with its summary (summarized). */
+type Summarized = Extract<CompactRun['response'], { summarizer: object }>
 
 /** The tail compaction on demand keeps raw, at the most: the compaction request's least (everything else is summarized, as the API summarizes every message it is sent). */
 const ON_DEMAND_KEEP_TOKENS = 100
@@ -381,33 +382,14 @@ export class ProxyService {
             () => undefined
           )?.(parts.messages)
         : undefined
-    const context = { keyName: ask.keyName, signal: ask.hangUp.signal, recallTool: false }
-    const run = await this.serving.compactor.explicit(request, context, clientModel).catch((err: unknown) => {
-      if (err instanceof InvalidHistoryError) throw new InvalidRequestError(err.message, err.path)
-      throw err
-    })
-    const { response } = run
-    const scheduled = await this.serving.serve(run, {
-      via: 'proxy',
-      keyName: ask.keyName,
-      session,
-      mode: 'manual',
-      budgetTokens: 'off',
-      log: ask.log,
-      started: ask.started,
-      endpoint: dialect.endpoint,
-      waitMs: performance.now() - ask.started
-    })
-    await scheduled.recorded
-    const done = summarized(response)
-    const usage = done
-      ? { input_tokens: response.summarizer.input_tokens, output_tokens: response.summarizer.output_tokens }
-      : { input_tokens: 0, output_tokens: 0 }
-    const answer = pausedAnswer(value.model, value.stream === true, onDemandBlock(done ? response.messages : undefined), usage, undefined)
+    const { scheduled, done, usage } = await this.explicit(request, ask, { session, endpoint: dialect.endpoint, recallTool: false }, clientModel, (err) =>
+      err instanceof InvalidHistoryError ? new InvalidRequestError(err.message, err.path) : err
+    )
+    const answer = pausedAnswer(value.model, value.stream === true, onDemandBlock(done?.messages), usage, undefined)
     return {
       kind: 'paused',
-      outcome: done ? { kind: 'compacted', summaryId: response.summary.id } : { kind: 'none' },
-      ...(done ? { summarizer: response.summarizer.kind } : {}),
+      outcome: done ? { kind: 'compacted', summaryId: done.summary.id } : { kind: 'none' },
+      ...(done ? { summarizer: done.summarizer.kind } : {}),
       scheduled,
       ...answer
     }
@@ -440,31 +422,45 @@ export class ProxyService {
     if (!read.ok) throw inInput(read.message, read.path)
     // written by a model while the client waits: the gateway's, else the client's own (its request as sent, its key)
     const model = clientModel?.(read.body.messages as Message[])
-    const context = { keyName: ask.keyName, signal: ask.hangUp.signal }
-    const running = model ? this.serving.compactor.explicit(read.body, context, model) : this.serving.runProxied(read.body, context)
-    const run = await running.catch((err: unknown) => {
-      if (err instanceof InvalidHistoryError) throw inInput(err.message, err.path)
-      throw err
+    const { scheduled, done, usage } = await this.explicit(read.body, ask, { session, endpoint: 'responses_compact' }, model, (err) =>
+      err instanceof InvalidHistoryError ? inInput(err.message, err.path) : err
+    )
+    const item = compactionItem(done ? done.messages : input)
+    return { body: compactedResponse(input, item, usage, Math.floor(Date.now() / 1_000)), summaryId: done?.summary.id, scheduled }
+  }
+
+  /**
+   * A compaction the client asked for and waits for (compaction on demand, the Responses API's): run by a model
+   * (service/proxy-compactor.ts: explicit), served and recorded under its session, the record waited for.
+   * `refusal`: what a problem in the history is said as, in the client's request.
+   */
+  private async explicit(
+    request: CompactRequestBody,
+    ask: Pick<ProxiedAsk, 'keyName' | 'hangUp' | 'log' | 'started'>,
+    at: { session: string | undefined; endpoint: string; recallTool?: false },
+    model: Summarizer | undefined,
+    refusal: (err: unknown) => unknown
+  ): Promise<{ scheduled: Scheduled; done: Summarized | undefined; usage: { input_tokens: number; output_tokens: number } }> {
+    const context = { keyName: ask.keyName, signal: ask.hangUp.signal, ...(at.recallTool === false ? { recallTool: false } : {}) }
+    const run = await this.serving.compactor.explicit(request, context, model).catch((err: unknown) => {
+      throw refusal(err)
     })
     const { response } = run
     const scheduled = await this.serving.serve(run, {
       via: 'proxy',
       keyName: ask.keyName,
-      session,
+      session: at.session,
       mode: 'manual',
       budgetTokens: 'off',
       log: ask.log,
       started: ask.started,
-      endpoint: 'responses_compact',
+      endpoint: at.endpoint,
       waitMs: performance.now() - ask.started
     })
     await scheduled.recorded
-    const done = summarized(response)
-    const usage = done
-      ? { input_tokens: response.summarizer.input_tokens, output_tokens: response.summarizer.output_tokens }
-      : { input_tokens: 0, output_tokens: 0 }
-    const item = compactionItem(done ? response.messages : input)
-    return { body: compactedResponse(input, item, usage, Math.floor(Date.now() / 1_000)), summaryId: done ? response.summary.id : undefined, scheduled }
+    const done = summarized(response) ? response : undefined
+    const usage = done ? { input_tokens: done.summarizer.input_tokens, output_tokens: done.summarizer.output_tokens } : { input_tokens: 0, output_tokens: 0 }
+    return { scheduled, done, usage }
   }
 
   /** The body as the compactor reads it; one whose bytes alone are far under the budget is forwarded unread (nothing could be done to it). */

@@ -150,8 +150,7 @@ export const proxyPlugin = fp<{ config: Config }>(
       serve: app.serve,
       activity: app.activity,
       metrics,
-      store: app.store,
-      runProxied: app.compaction.runProxied
+      store: app.store
     })
     app.decorate('proxy', { upstream, openai, gemini, compactor, clearing, policy, service })
     app.addHook('preClose', async () => compactor.close())

@@ -276,6 +276,12 @@ export class ProxyCompactor {
       this.persist(state)
     }
     const current = state.current
+    // an anchor kept before its bound was (an earlier build's): every kept turn sent so far is taken as stale,
+    // which the check accepts, and the thinking from now on stays
+    if (current && current.bound === undefined && request.unbindThinking) {
+      current.bound = messages.length
+      this.persist(state)
+    }
     const anchored = current ? anchoredTail(current, messages, request.unbindThinking) : undefined
     const effective = anchored ? anchored.messages : messages
     const tokens = requestTokens(request, effective)

@@ -1,7 +1,8 @@
 import fc from 'fast-check'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { type Message, emptySections, promptTokens, validateHistory } from '../../src/compaction/index.js'
-import { ProxyCompactor, type ProxyOutcome } from '../../src/service/proxy-compactor.js'
+import { type AnchorStore, ProxyCompactor, type ProxyOutcome, type SavedConversation } from '../../src/service/proxy-compactor.js'
+import { checkThinkingPrefix, producedThinking } from '../helpers/preserved-thinking.js'
 import { PROXY_SESSION_IDLE_MS } from '../../src/contract/defaults.js'
 import { ExtractiveSummarizer } from '../../src/summarizer/extractive.js'
 import type { Summarizer } from '../../src/summarizer/summarizer.js'
@@ -342,5 +343,47 @@ describe('the proxy compactor over a growing session', () => {
     })
     for (const session of ['a', 'b', 'c', 'd', 'e']) await small.prepare({ messages: [user(session)], keyName: 't', session, budgetTokens: 10_000 })
     expect(small.size).toBe(3)
+  })
+})
+
+describe('thinking bound to its prefix, across a restart', () => {
+  it('takes an anchor saved before its bound was kept (an earlier build) as staling every kept turn sent so far: every request accepted', async () => {
+    const saved = new Map<string, SavedConversation>()
+    const anchors: AnchorStore = {
+      shared: false,
+      load: async (key) => saved.get(key),
+      save: async (key, value) => void saved.set(key, JSON.parse(JSON.stringify(value)) as SavedConversation)
+    }
+    const make = (): ProxyCompactor =>
+      new ProxyCompactor({
+        deps: {
+          defaults: { budgetTokens: 45_000, keepTurns: 8 },
+          extractive: new ExtractiveSummarizer(),
+          newId: () => `cmp_${Math.random()}`,
+          now: () => performance.now()
+        },
+        precomputeAt: undefined,
+        canPrecompute: () => true,
+        onPrecompute: () => undefined,
+        anchors
+      })
+    let proxy = make()
+    const client: Message[] = [user('Fix the failing parser test in src/parse.ts')]
+    let crossings = 0
+    for (let step = 0; step < 40; step++) {
+      const outcome = await proxy.prepare({ messages: [...client], keyName: '', session: 's-restart', budgetTokens: 6_000, unbindThinking: true })
+      if (outcome.kind === 'compacted') crossings++
+      const forwarded = outcome.kind === 'none' ? client : outcome.messages
+      const body = { model: 'claude-opus-5-5', thinking: { type: 'adaptive' }, messages: forwarded }
+      expect(checkThinkingPrefix(body).refusal, `step ${step}`).toBeUndefined()
+      const id = `toolu_r_${step}`
+      client.push(assistant(producedThinking(body), call(id, 'bash', { command: `cat src/m${step}.ts` })), results(result(id, `m${step} `.repeat(300))))
+      if (crossings === 1 && step % 10 === 9) {
+        // the process restarts, and what it finds was saved by a build that kept no bound
+        for (const value of saved.values()) for (const anchor of [value.current, value.refined, value.pending]) if (anchor) delete anchor.bound
+        proxy = make()
+      }
+    }
+    expect(crossings).toBeGreaterThanOrEqual(2)
   })
 })

@@ -207,7 +207,9 @@ export class ProxyService {
     const { policy, headers, keyName, started } = ask
     const performs = policy.contextManagement !== 'forward'
     // compaction on demand (`compaction: {type: "summarize"}`): answered here for an upstream without it
-    const onDemand = dialect.contextManagement && performs && ask.body.bytes.includes(COMPACTION_KEY) ? topLevelField(ask.body.bytes, 'compaction') : undefined
+    // (one search of the bytes: a body without the key holds neither the field nor a block, nor does what is made of it)
+    const holdsCompaction = dialect.contextManagement === true && performs && ask.body.bytes.includes(COMPACTION_KEY)
+    const onDemand = holdsCompaction ? topLevelField(ask.body.bytes, 'compaction') : undefined
     if (onDemand && dialect.endpoint !== 'count_tokens') return this.compactOnDemand(dialect, ask)
     // (a token count takes the field and ignores it: it counts the conversation as sent)
     const asked = onDemand ? ask.body.without(onDemand.without) : ask.body
@@ -215,7 +217,7 @@ export class ProxyService {
     const responses = dialect.responsesCompaction && performs ? manageResponses(asked) : undefined
     const edited = managed?.body ?? responses?.body ?? asked
     // a history that holds a compaction block is read from it on (the gateway's own stands for what it encoded)
-    const body = dialect.contextManagement && performs && !managed?.compact ? (readBackCompaction(edited) ?? edited) : edited
+    const body = holdsCompaction && !managed?.compact ? (readBackCompaction(edited) ?? edited) : edited
     // the gateway's own headers are checked on every request, read or not: one it cannot use is refused, named
     const headerBudget = budgetTokensOf(headers['x-compaction-budget'], policy.budgetTokens)
     // compact_20260112: the gateway's compaction is the one asked for, at its trigger

@@ -106,7 +106,7 @@ function record(id: string, session: string, at: number) {
 let compactions = 0
 /** Writes `entries` cold-layer entries of a session, a compaction's worth at a time, `IN_FLIGHT` writes at once. */
 async function fillSession(store: Store, session: string, entries: number, at = Date.now()): Promise<void> {
-  const writes: Promise<void>[] = []
+  const writes: Promise<unknown>[] = []
   for (let done = 0; done < entries; done += PER_COMPACTION) {
     const n = Math.min(PER_COMPACTION, entries - done)
     const id = `cmp_seed_${compactions++}`

@@ -116,6 +116,12 @@ export const MAX_WRITE_BACKLOG = 16
 // The cold layer
 /** Most cold-layer entries one session keeps; past it the oldest go. */
 export const MAX_SESSION_MEMORY = 50_000
+/**
+ * Most bytes of text one session's cold layer keeps (COMPACT_MEMORY_SESSION_MB); past it the oldest
+ * entries go. A long day's session removes some tens of megabytes of text (a compaction of a 200,000-token
+ * window removes about 600 KB; the tool outputs a clearing removes come on top).
+ */
+export const MAX_SESSION_MEMORY_BYTES = 64 * 1024 * 1024
 
 // The log
 /** How long a log line may wait in the buffer before it is written. */

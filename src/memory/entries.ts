@@ -1,6 +1,7 @@
 import { sliceHead } from '../compaction/clip.js'
 import {
   type Clip,
+  type ClipKind,
   type Message,
   type Redact,
   type RedactMany,
@@ -20,13 +21,14 @@ import { at } from '../compaction/index.js'
 
 /**
  * The cold layer's pure part: what a compaction removed, as entries a search can find again, each
- * citing the messages it came from. Asks and answers verbatim (long ones as overlapping passages, so a
- * search ranks the passage that matches), commands with their outcome, errors by the lines that say
- * why, evidence (failing tests, error lines with file:line, test-run tallies) capped, files touched.
- * Whole tool outputs are never kept: not a stdout landfill.
+ * citing the messages (and the lines) it came from. Everything removed is kept whole, in passages of
+ * bounded size cut at line ends: asks, answers, every tool output (`output`) and every long tool input
+ * (`call`). Beside them, a digest that ranks well because each entry is short and says one thing:
+ * commands with their outcome, errors by the lines that say why, evidence (failing tests, error lines
+ * with file:line, test-run tallies), files touched. A session's store bounds what it keeps by bytes.
  */
 
-export const MEMORY_KINDS = ['ask', 'answer', 'command', 'error', 'evidence', 'file'] as const
+export const MEMORY_KINDS = ['ask', 'answer', 'output', 'call', 'command', 'error', 'evidence', 'file'] as const
 export type MemoryKind = (typeof MEMORY_KINDS)[number]
 
 export interface MemoryEntry {
@@ -35,6 +37,8 @@ export interface MemoryEntry {
   /** Indices, in the history as the request sent it, of the first and last message the entry came from. */
   from: number
   to: number
+  /** Lines (1-based, inclusive) of the text the entry is a passage of: a passage of a long text only. */
+  lines?: [number, number]
 }
 
 /** A passage of a long text: this many characters, the next one starting this much earlier than the end. */
@@ -43,7 +47,60 @@ export const PASSAGE_OVERLAP = 200
 /** Caps: one evidence line, the evidence of one output, and all entries of one compaction. */
 export const EVIDENCE_LINE_CHARS = 300
 export const EVIDENCE_PER_OUTPUT = 8
-export const MAX_ENTRIES = 2_000
+export const MAX_ENTRIES = 50_000
+/** A tool input's field kept whole (as `call` passages) when it is at least this long: a file written, an edit. */
+const CALL_FIELD_CHARS = 200
+
+const isHighSurrogate = (c: number): boolean => c >= 0xd800 && c <= 0xdbff
+const isLowSurrogate = (c: number): boolean => c >= 0xdc00 && c <= 0xdfff
+
+/** A passage of a text: its exact characters and the lines (1-based, inclusive) they are. */
+export interface Passage {
+  text: string
+  lines: [number, number]
+}
+
+/**
+ * A text as passages of at most `max` characters cut at line ends, each citing its lines; where a text
+ * must be cut, the next passage begins with the last lines (at most `overlap` characters) of the one
+ * before, so a fact on the edge is whole in one of them. A line longer than `max` is cut in pieces of its
+ * own (never inside a surrogate pair), overlapping by `overlap` characters. Passages of blanks only are
+ * left out; every other character of the text is in some passage, as it was.
+ */
+export function linePassages(text: string, max = PASSAGE_CHARS, overlap = PASSAGE_OVERLAP): Passage[] {
+  const lines = text.split('\n')
+  const out: Passage[] = []
+  const push = (t: string, first: number, last: number): void => {
+    if (t.trim() !== '') out.push({ text: t, lines: [first, last] })
+  }
+  let start = 0
+  while (start < lines.length) {
+    const line = lines[start] ?? ''
+    if (line.length > max) {
+      for (let pos = 0; pos < line.length;) {
+        const piece = sliceHead(line.slice(pos), max)
+        push(piece, start + 1, start + 1)
+        if (pos + piece.length >= line.length) break
+        pos += Math.max(1, piece.length - overlap)
+        // never begin inside a surrogate pair
+        if (isLowSurrogate(line.charCodeAt(pos)) && isHighSurrogate(line.charCodeAt(pos - 1))) pos++
+      }
+      start++
+      continue
+    }
+    let end = start
+    let chars = line.length
+    while (end + 1 < lines.length && chars + 1 + (lines[end + 1] ?? '').length <= max) chars += 1 + (lines[++end] ?? '').length
+    push(lines.slice(start, end + 1).join('\n'), start + 1, end + 1)
+    if (end + 1 >= lines.length) break
+    // the next passage takes back the last lines of this one, within `overlap`, and moves on by one at least
+    let back = end + 1
+    let shared = 0
+    while (back - 1 > start && shared + (lines[back - 1] ?? '').length + 1 <= overlap) shared += (lines[--back] ?? '').length + 1
+    start = (lines[end + 1] ?? '').length > max ? end + 1 : back
+  }
+  return out
+}
 
 /** A long text as overlapping passages, cut at line or word ends where one is near. */
 export function passages(text: string): string[] {
@@ -94,6 +151,12 @@ function commandText(input: unknown, name: string): string {
   return name
 }
 
+/** The long string fields of a tool's input (a file's new content, an edit's text), whole, in their order. */
+function longFields(input: unknown): string[] {
+  if (input === null || typeof input !== 'object') return []
+  return Object.values(input as Record<string, unknown>).filter((v): v is string => typeof v === 'string' && v.length >= CALL_FIELD_CHARS)
+}
+
 /** The most of a command an entry keeps (a heredoc or an inline script runs long). */
 const COMMAND_CHARS = 2_000
 /** An output that says something went wrong, whatever the command's status. */
@@ -128,19 +191,26 @@ export function readMemory(
   const add = (kind: MemoryKind, text: string, from: number, to = from): void => {
     for (const p of passages(redactFirst(text))) out.push({ kind, text: p, from, to })
   }
+  /** A text kept whole, as passages that cite their lines. */
+  const whole = (kind: MemoryKind, text: string, from: number, to = from): void => {
+    for (const p of linePassages(redactFirst(text))) out.push({ kind, text: p.text, from, to, lines: p.lines })
+  }
   const calls = new Map<string, { command: string; index: number }>()
   messages.forEach((m, k) => {
     const i = offset + k
     if (isPromptMessage(m)) {
-      add('ask', userText(m), i)
+      whole('ask', userText(m), i)
       return
     }
     for (const b of blocksOf(m)) {
-      if (m.role === 'assistant' && isTextBlock(b) && b.text.trim() !== '') add('answer', b.text, i)
-      else if (isToolUse(b)) calls.set(b.id, { command: commandText(b.input, b.name), index: i })
-      else if (isToolResult(b)) {
+      if (m.role === 'assistant' && isTextBlock(b) && b.text.trim() !== '') whole('answer', b.text, i)
+      else if (isToolUse(b)) {
+        calls.set(b.id, { command: commandText(b.input, b.name), index: i })
+        for (const field of longFields(b.input)) whole('call', field, i)
+      } else if (isToolResult(b)) {
         const call = calls.get(b.tool_use_id)
         const output = toolResultText(b)
+        whole('output', output, call?.index ?? i, i)
         const exit = exitCodeOf(output)
         const failed = b.is_error === true || (exit !== undefined && exit !== 0)
         const from = call?.index ?? i
@@ -166,7 +236,16 @@ export function readMemory(
   return dedupeAdjacent(out).slice(-MAX_ENTRIES)
 }
 
-/** What the hard bound clipped from the kept tail: a clipped prompt whole (as an ask), a clipped output's evidence; redacted before it is cut, as readMemory's. */
+/** The cold layer's kind of each clipped text (a thinking block is the model's own, not kept). */
+const CLIP_KIND: Readonly<Record<ClipKind, MemoryKind | undefined>> = {
+  prompt: 'ask',
+  text: 'answer',
+  tool_result: 'output',
+  tool_input: 'call',
+  thinking: undefined
+}
+
+/** What the hard bound clipped from the kept tail, whole (a clipped output's evidence beside it); redacted before it is cut, as readMemory's. */
 export function clippedMemory(original: readonly Message[], clips: readonly Clip[], redactFirst: Redact = redact): MemoryEntry[] {
   const out: MemoryEntry[] = []
   for (const c of clips) {
@@ -175,10 +254,10 @@ export function clippedMemory(original: readonly Message[], clips: readonly Clip
     for (const k of keys) node = (node as Record<string, unknown> | undefined)?.[k]
     if (typeof node !== 'string') continue
     const text = redactFirst(node)
-    if (c.kind === 'prompt') for (const p of passages(text)) out.push({ kind: 'ask', text: p, from: c.message_index, to: c.message_index })
-    else if (c.kind === 'tool_result')
-      for (const line of evidenceLines(text)) out.push({ kind: 'evidence', text: line, from: c.message_index, to: c.message_index })
-    else if (c.kind === 'text') for (const p of passages(text)) out.push({ kind: 'answer', text: p, from: c.message_index, to: c.message_index })
+    const kind = CLIP_KIND[c.kind]
+    if (kind === undefined) continue
+    for (const p of linePassages(text)) out.push({ kind, text: p.text, from: c.message_index, to: c.message_index, lines: p.lines })
+    if (c.kind === 'tool_result') for (const line of evidenceLines(text)) out.push({ kind: 'evidence', text: line, from: c.message_index, to: c.message_index })
   }
   return out
 }
@@ -212,6 +291,16 @@ function dedupeAdjacent(entries: MemoryEntry[]): MemoryEntry[] {
   }
   for (const { entry, times } of byText.values()) if (times > 1) entry.text = `${entry.text} (seen ${times} times)`
   return out
+}
+
+/**
+ * What a clearing removed, as the cold layer keeps it: each cleared call's line and whole output (its
+ * `evidence`), redacted before it is cut, in passages citing their lines (the call's line is line 1).
+ */
+export function clearedEntries(uses: readonly { message: number; evidence: string }[], redactFirst: Redact = redact): MemoryEntry[] {
+  return uses.flatMap((u) =>
+    linePassages(redactFirst(u.evidence)).map((p) => ({ kind: 'output' as const, text: p.text, from: u.message, to: u.message, lines: p.lines }))
+  )
 }
 
 /** The entries with every text redacted at once. */

@@ -107,6 +107,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
   await app.register(storePlugin, {
     db: config.COMPACT_DB,
     retentionDays: config.COMPACT_RETENTION_DAYS,
+    sessionBytes: Math.floor(config.COMPACT_MEMORY_SESSION_MB * 1_048_576),
     now,
     ...(options.store ? { store: options.store } : {})
   })

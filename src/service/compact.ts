@@ -18,7 +18,7 @@ import {
   validateHistory
 } from '../compaction/index.js'
 import { DOCTRINE_VERSION } from '../prompts/doctrine.js'
-import { type MemoryEntry, clippedMemory, passages, readMemory, redactMemory } from '../memory/entries.js'
+import { type MemoryEntry, clearedEntries, clippedMemory, readMemory, redactMemory } from '../memory/entries.js'
 import { compactionRedactors } from '../secrets/index.js'
 import { DEFAULT_BUDGET_TOKENS } from '../contract/defaults.js'
 import { ConversationsText } from './conversations.js'
@@ -240,12 +240,9 @@ function clearFirst(body: MessagesRequest, deps: CompactDeps, strategy: 'clear' 
 }
 
 /** The cleared outputs as the cold layer keeps them: the call and its whole output, redacted, a passage at a time. */
-function clearedMemory(uses: readonly ClearedUse[]): MemoryEntry[] {
+export function clearedMemory(uses: readonly ClearedUse[]): MemoryEntry[] {
   const redactors = compactionRedactors()
-  return redactMemory(
-    uses.flatMap((u) => passages(u.evidence).map((text) => ({ kind: 'evidence' as const, text, from: u.message, to: u.message }))),
-    redactors.redactParts
-  )
+  return redactMemory(clearedEntries(uses, redactors.redactBeforeClip), redactors.redactParts)
 }
 
 /** The whole path of one compaction of a Messages API history: validate, plan, summarize (or not), finish. */

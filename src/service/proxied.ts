@@ -9,9 +9,8 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import type { Transform } from 'node:stream'
 import type { BaseLogger } from 'pino'
-import { type ClearedUse, CHARS_PER_TOKEN, type Message, redact } from '../compaction/index.js'
+import { type ClearedUse, CHARS_PER_TOKEN, type Message } from '../compaction/index.js'
 import { InvalidRequestError } from '../contract/errors.js'
-import { passages } from '../memory/entries.js'
 import type { ProxiedBody } from '../proxy/body.js'
 import type { ClearingTier } from '../proxy/clearing.js'
 import type { ClientSummaries } from '../proxy/client-summaries.js'
@@ -38,7 +37,7 @@ import type { Summarizer } from '../summarizer/summarizer.js'
 import type { Metrics } from '../telemetry/metrics.js'
 import type { ReadYourWrites } from '../storage/read-your-writes.js'
 import type { Activity } from './activity.js'
-import { type CompactRun, type CompactRunView, summarized } from './compact.js'
+import { type CompactRun, type CompactRunView, clearedMemory, summarized } from './compact.js'
 import { InvalidHistoryError } from './errors.js'
 import type { ProxyCompactor, ProxyOutcome, ProxyRequest } from './proxy-compactor.js'
 import { type Scheduled, type ServedAt, keepInColdLayer } from './served.js'
@@ -190,9 +189,6 @@ function withoutBeta(headers: Record<string, string>, beta: string): Record<stri
 
 /** The Responses compaction route's own schema, the one check of its body. */
 const checkResponsesCompaction = bodyReader<ResponsesBody>(ResponsesCompactBody)
-
-/** Passages of one cleared result's output the cold layer keeps (1,200 characters each): its head, where what it says begins. */
-const MAX_EVIDENCE_PASSAGES = 12
 
 /** The proxy's requests served: one per app, over its compactor, clearing tier and records. */
 export class ProxyService {
@@ -513,11 +509,7 @@ export class ProxyService {
     const fresh = cleared.filter((c) => !kept.has(`${ask.keyName}\u0000${session}\u0000${c.tool_use_id}`))
     if (fresh.length === 0) return
     for (const c of fresh) kept.add(`${ask.keyName}\u0000${session}\u0000${c.tool_use_id}`)
-    const rows = fresh.flatMap((c) =>
-      passages(redact(c.evidence))
-        .slice(0, MAX_EVIDENCE_PASSAGES)
-        .map((text) => ({ kind: 'evidence' as const, text, from: c.message, to: c.message }))
-    )
+    const rows = clearedMemory(fresh)
     void keepInColdLayer(
       this.serving,
       { keyName: ask.keyName, session, log: ask.log },

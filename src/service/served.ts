@@ -97,8 +97,10 @@ function recordWrites(
     coldLayer: async () => {
       if (!memory || body.session_id === undefined) return
       try {
-        await store.saveMemory({ compaction_id: response.summary.id, session_id: body.session_id, key_name: keyName, created_at }, memory)
+        const saved = await store.saveMemory({ compaction_id: response.summary.id, session_id: body.session_id, key_name: keyName, created_at }, memory)
         metrics.memoryEntries.inc(memory.length)
+        if (saved.evicted > 0)
+          log.info({ summary_id: response.summary.id, cold_evicted: saved.evicted }, "the session's cold layer passed its bound: its oldest entries went")
       } catch (err) {
         metrics.storeErrors.inc({ operation: 'memory_write' })
         log.error({ err, summary_id: response.summary.id }, 'cold layer not saved')
@@ -293,7 +295,10 @@ export async function keepInColdLayer(
     created_at: new Date().toISOString()
   }
   await serving.store.saveMemory(owner, rows).then(
-    () => serving.metrics.memoryEntries.inc(rows.length),
+    (saved) => {
+      serving.metrics.memoryEntries.inc(rows.length)
+      if (saved.evicted > 0) at.log.info({ cold_evicted: saved.evicted }, "the session's cold layer passed its bound: its oldest entries went")
+    },
     (err: unknown) => {
       serving.metrics.storeErrors.inc({ operation: 'memory_write' })
       at.log.error({ err }, failure)

@@ -10,9 +10,6 @@ export function isPostgresUrl(value: string): boolean {
   return /^postgres(ql)?:\/\//i.test(value)
 }
 
-/** How much a hit of each kind weighs: the user's own requests and the reasons of failures are what a search is most often for. */
-export const KIND_WEIGHT: Readonly<Record<string, number>> = { ask: 1.5, error: 1.3, answer: 0.8 }
-
 /** A record as kept: the sections parse back out of the summary text, so only the text is kept. */
 export type StoredRecord = Omit<CompactionRecord, 'summary'> & { summary: { text: string } }
 

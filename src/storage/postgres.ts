@@ -18,9 +18,10 @@ import type {
   CompactionDetail
 } from './store.js'
 import type { TimelinePoint } from '../contract/schemas.js'
-import { StoreError, sessionSummary } from './store.js'
-import { KIND_WEIGHT, type StoredRecord, activityScope, decodeCursor, encodeCursor, openRecord } from './common.js'
-import { MAX_SESSION_MEMORY } from '../contract/defaults.js'
+import { type ColdSaved, StoreError, sessionSummary } from './store.js'
+import { type StoredRecord, activityScope, decodeCursor, encodeCursor, openRecord } from './common.js'
+import { MAX_SESSION_MEMORY, MAX_SESSION_MEMORY_BYTES } from '../contract/defaults.js'
+import { rankBm25 } from './rank.js'
 import { at } from '../compaction/index.js'
 import { Terms, newKey, ownerOf, seal, unseal } from './sealing.js'
 
@@ -76,7 +77,12 @@ export const MIGRATIONS: readonly (string | ((client: pg.PoolClient) => Promise<
      value DOUBLE PRECISION NOT NULL,
      PRIMARY KEY (key_name, scope, hour_ms, name)
    );
-   CREATE INDEX activity_by_age ON activity (hour_ms);`
+   CREATE INDEX activity_by_age ON activity (hour_ms);`,
+  // 5: the cold layer keeps whole texts: a passage's lines, its size in words (a recall's bm25 takes its
+  // session's own figures) and in bytes (a session's bound), and an index that gives a session's figures
+  // without reading its rows.
+  `ALTER TABLE cold ADD COLUMN line_from INT, ADD COLUMN line_to INT, ADD COLUMN words INT, ADD COLUMN bytes INT;
+   CREATE INDEX cold_sizes ON cold (owner, id) INCLUDE (words, bytes);`
 ]
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length
@@ -112,6 +118,10 @@ export function redactedUrl(url: string): string {
 export interface PostgresOptions {
   /** Connections in the pool at most. */
   maxConnections?: number
+  /** Most cold-layer entries kept a session (MAX_SESSION_MEMORY). */
+  maxSessionMemory?: number
+  /** Most bytes of text a session's cold layer keeps (MAX_SESSION_MEMORY_BYTES). */
+  maxSessionBytes?: number
   /** Told when an idle connection fails (the server went away); the pool makes new ones when it is back. */
   onPoolError?: (err: Error) => void
 }
@@ -126,6 +136,8 @@ export class PostgresStore implements Store {
   private readonly pool: pg.Pool
   private readonly schema: string
   private readonly onPoolError: ((err: Error) => void) | undefined
+  private readonly maxSessionMemory: number
+  private readonly maxSessionBytes: number
   private migrated: Promise<void> | undefined
   private closed = false
 
@@ -145,6 +157,8 @@ export class PostgresStore implements Store {
       application_name: 'compaction-gateway'
     })
     this.onPoolError = options.onPoolError
+    this.maxSessionMemory = options.maxSessionMemory ?? MAX_SESSION_MEMORY
+    this.maxSessionBytes = options.maxSessionBytes ?? MAX_SESSION_MEMORY_BYTES
     this.pool.on('error', (err) => options.onPoolError?.(err))
   }
 
@@ -177,7 +191,7 @@ export class PostgresStore implements Store {
   }
 
   /** Runs `work` in one transaction on one connection: committed when it returns, rolled back when it throws. */
-  private async transaction(work: (client: pg.PoolClient) => Promise<void>): Promise<void> {
+  private async transaction<T = void>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     const client = await this.pool.connect()
     // A checked-out client is the pool's no longer: a connection reset while it is out is emitted on the
     // client, and an 'error' event nobody listens to ends the process. Heard here, it fails the work and
@@ -190,8 +204,9 @@ export class PostgresStore implements Store {
     client.on('error', onError)
     try {
       await client.query('BEGIN')
-      await work(client)
+      const done = await work(client)
       await client.query('COMMIT')
+      return done
     } catch (err) {
       if (!broken) await client.query('ROLLBACK').catch(() => undefined)
       throw err
@@ -443,18 +458,21 @@ export class PostgresStore implements Store {
     return rows.map((r) => ({ hour_ms: Number(r.hour_ms), name: r.name, value: r.value }))
   }
 
-  async saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): Promise<void> {
-    if (rows.length === 0) return
+  async saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): Promise<ColdSaved> {
+    if (rows.length === 0) return { evicted: 0 }
     const createdMs = Date.parse(owner.created_at)
     const id = ownerOf(owner.key_name, owner.session_id)
     await this.ensureDay(createdMs)
-    // One statement for all the entries, and the cap, in one transaction.
-    await this.transaction(async (client) => {
+    // One statement for all the entries, and the bounds, in one transaction.
+    return this.transaction(async (client) => {
       const key = await this.sessionKey(client, id)
       const terms = new Terms(key)
+      const indexed = rows.map((r) => terms.counted(r.text))
       await client.query(
-        `INSERT INTO cold (owner, compaction_id, kind, body, msg_from, msg_to, created_ms, terms)
-         SELECT $1, $2, kind, body, msg_from, msg_to, $3, to_tsvector('simple', terms) FROM unnest($4::text[], $5::bytea[], $6::int[], $7::int[], $8::text[]) AS e(kind, body, msg_from, msg_to, terms)`,
+        `INSERT INTO cold (owner, compaction_id, kind, body, msg_from, msg_to, created_ms, terms, line_from, line_to, words, bytes)
+         SELECT $1, $2, kind, body, msg_from, msg_to, $3, to_tsvector('simple', terms), line_from, line_to, words, bytes
+           FROM unnest($4::text[], $5::bytea[], $6::int[], $7::int[], $8::text[], $9::int[], $10::int[], $11::int[], $12::int[])
+             AS e(kind, body, msg_from, msg_to, terms, line_from, line_to, words, bytes)`,
         [
           id,
           owner.compaction_id,
@@ -463,13 +481,22 @@ export class PostgresStore implements Store {
           rows.map((r) => seal(key, r.text)),
           rows.map((r) => r.from),
           rows.map((r) => r.to),
-          rows.map((r) => terms.of(r.text))
+          indexed.map((t) => t.terms),
+          rows.map((r) => r.lines?.[0] ?? null),
+          rows.map((r) => r.lines?.[1] ?? null),
+          indexed.map((t) => t.words),
+          rows.map((r) => Buffer.byteLength(r.text))
         ]
       )
-      await client.query('DELETE FROM cold WHERE owner = $1 AND id <= (SELECT id FROM cold WHERE owner = $1 ORDER BY id DESC LIMIT 1 OFFSET $2)', [
-        id,
-        MAX_SESSION_MEMORY
-      ])
+      // past either bound (entries, bytes), the oldest entries go
+      const evicted = await client.query(
+        `DELETE FROM cold WHERE owner = $1 AND id <= GREATEST(
+           (SELECT id FROM cold WHERE owner = $1 ORDER BY id DESC LIMIT 1 OFFSET $2),
+           (SELECT id FROM (SELECT id, sum(coalesce(bytes, length(body))) OVER (ORDER BY id DESC) AS total FROM cold WHERE owner = $1) t
+             WHERE total > $3 ORDER BY id DESC LIMIT 1))`,
+        [id, this.maxSessionMemory, this.maxSessionBytes]
+      )
+      return { evicted: evicted.rowCount ?? 0 }
     })
   }
 
@@ -479,33 +506,59 @@ export class PostgresStore implements Store {
     const terms = new Terms(s.key).query(query.text)
     if (terms.length === 0) return []
     const kinds = query.kinds && query.kinds.length > 0 ? [...query.kinds] : undefined
-    const weights = Object.entries(KIND_WEIGHT)
-      .map(([kind, w]) => `WHEN '${kind}' THEN ${w}`)
-      .join(' ')
-    // The session's terms are its own (HMACs under its key): the index finds its entries only.
+    // The session's terms are its own (HMACs under its key): the index finds its entries only. How often
+    // each term occurs in each (its positions), the session's own figures, and BM25 over those (rank.ts).
+    const [found, figures] = await Promise.all([
+      this.query<{ id: string; words: number | null; lexeme: string; tf: number }>(
+        `SELECT c.id, c.words, u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf
+           FROM cold c, unnest(c.terms) u
+          WHERE c.terms @@ to_tsquery('simple', $1) AND c.owner = $2 AND ($3::text[] IS NULL OR c.kind = ANY($3::text[])) AND u.lexeme = ANY($4::text[])`,
+        [terms.join(' | '), s.owner, kinds ?? null, terms]
+      ),
+      this.query<{ n: string; mean: number | null }>('SELECT count(*) AS n, avg(words)::float8 AS mean FROM cold WHERE owner = $1', [s.owner])
+    ])
+    const position = new Map(terms.map((t, q) => [t, q]))
+    const byId = new Map<number, { id: number; words: number | null; tf: Map<number, number> }>()
+    for (const r of found.rows) {
+      const id = Number(r.id)
+      let c = byId.get(id)
+      if (!c) byId.set(id, (c = { id, words: r.words, tf: new Map() }))
+      const q = position.get(r.lexeme)
+      if (q !== undefined) c.tf.set(q, Number(r.tf))
+    }
+    const figure = figures.rows[0]
+    const ranked = rankBm25([...byId.values()], { entries: Number(figure?.n ?? 0), meanWords: figure?.mean ?? 0 }, terms.length, query.limit)
+    if (ranked.length === 0) return []
     const { rows } = await this.query<{
+      id: string
       kind: string
       body: Buffer
       compaction_id: string
       msg_from: number
       msg_to: number
       created_ms: string
-      rank: number
-    }>(
-      `SELECT kind, body, compaction_id, msg_from, msg_to, created_ms, ts_rank(terms, q) * CASE kind ${weights} ELSE 1.0 END AS rank
-        FROM cold, to_tsquery('simple', $1) AS q
-        WHERE terms @@ q AND owner = $2 AND ($3::text[] IS NULL OR kind = ANY($3::text[]))
-        ORDER BY rank DESC, id DESC LIMIT $4`,
-      [terms.join(' | '), s.owner, kinds ?? null, query.limit]
-    )
-    return rows.map((r) => ({
-      kind: r.kind,
-      text: unseal(s.key, r.body),
-      compaction_id: r.compaction_id,
-      messages: [r.msg_from, r.msg_to],
-      score: Number(Number(r.rank).toFixed(4)),
-      created_at: new Date(Number(r.created_ms)).toISOString()
-    }))
+      line_from: number | null
+      line_to: number | null
+    }>('SELECT id, kind, body, compaction_id, msg_from, msg_to, created_ms, line_from, line_to FROM cold WHERE owner = $1 AND id = ANY($2::bigint[])', [
+      s.owner,
+      ranked.map((r) => r.id)
+    ])
+    const rowOf = new Map(rows.map((r) => [Number(r.id), r]))
+    return ranked.flatMap(({ id, score }) => {
+      const r = rowOf.get(id)
+      if (!r) return []
+      return [
+        {
+          kind: r.kind,
+          text: unseal(s.key, r.body),
+          compaction_id: r.compaction_id,
+          messages: [r.msg_from, r.msg_to] as [number, number],
+          ...(r.line_from !== null && r.line_to !== null ? { lines: [r.line_from, r.line_to] as [number, number] } : {}),
+          score: Number(score.toFixed(4)),
+          created_at: new Date(Number(r.created_ms)).toISOString()
+        }
+      ]
+    })
   }
 
   async compaction(sessionId: string, keyName: string, compactionId: string): Promise<CompactionDetail | undefined> {

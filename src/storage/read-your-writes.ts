@@ -2,6 +2,7 @@ import {
   type ActivityRow,
   type ActivityTally,
   type CachedSummary,
+  type ColdSaved,
   type CompactionDetail,
   type CompactionRecord,
   type DeletedSession,
@@ -132,7 +133,7 @@ export class ReadYourWrites implements Store {
   activity(keyName: string, sessionId: string | null, range: { fromMs: number; toMs: number }): Promise<ActivityRow[]> {
     return this.read(keyName, sessionId, () => this.inner.activity(keyName, sessionId, range))
   }
-  saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): Promise<void> {
+  saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): Promise<ColdSaved> {
     return this.inner.saveMemory(owner, rows)
   }
   recall(sessionId: string, keyName: string, query: RecallQuery): Promise<RecallHit[]> {

@@ -1,5 +1,6 @@
 import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from 'node:crypto'
 import { stemmer } from 'stemmer'
+import { QUESTION_WORDS } from './rank.js'
 
 /**
  * What the stores keep of a session is sealed with a key of its own, so that deleting the session is
@@ -57,10 +58,10 @@ const SEPARATORS = /[^\p{L}\p{N}]+/u
  * letter or a digit (so `parse_config` is `parse` and `config`), two characters at least, each stemmed
  * (English, Porter's): `failing` and `failed` are one word, `fail`.
  */
-export function wordsOf(text: string): string[] {
+export function wordsOf(text: string, skip?: ReadonlySet<string>): string[] {
   const out: string[] = []
   for (const raw of text.normalize('NFKD').replace(COMBINING, '').toLowerCase().split(SEPARATORS)) {
-    if (raw.length < 2) continue
+    if (raw.length < 2 || skip?.has(raw)) continue
     const word = raw.length > MAX_WORD ? raw.slice(0, MAX_WORD) : raw
     out.push(/^[a-z]+$/.test(word) ? stemmer(word) : word)
   }
@@ -96,14 +97,19 @@ export class Terms {
 
   /** The text's terms, in order, separated by spaces (its first MAX_TERMS words): what the index is given for it. */
   of(text: string): string {
-    return wordsOf(text)
-      .slice(0, MAX_TERMS)
-      .map((w) => this.term(w))
-      .join(' ')
+    return this.counted(text).terms
   }
 
-  /** A query's distinct terms (at most MAX_QUERY_TERMS): any of them matches. */
+  /** The text's terms as `of` gives them, and how many they are (the entry's length, for ranking). */
+  counted(text: string): { terms: string; words: number } {
+    const words = wordsOf(text).slice(0, MAX_TERMS)
+    return { terms: words.map((w) => this.term(w)).join(' '), words: words.length }
+  }
+
+  /** A query's distinct terms (at most MAX_QUERY_TERMS), question words left out where it holds anything else: any of them matches. */
   query(text: string): string[] {
-    return [...new Set(wordsOf(text))].slice(0, MAX_QUERY_TERMS).map((w) => this.term(w))
+    const asked = wordsOf(text, QUESTION_WORDS)
+    const words = asked.length > 0 ? asked : wordsOf(text)
+    return [...new Set(words)].slice(0, MAX_QUERY_TERMS).map((w) => this.term(w))
   }
 }

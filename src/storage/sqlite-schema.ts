@@ -67,7 +67,16 @@ export const MIGRATIONS: readonly (string | ((db: Database.Database) => void))[]
      value REAL NOT NULL,
      PRIMARY KEY (key_name, scope, hour_ms, name)
    ) WITHOUT ROWID;
-   CREATE INDEX activity_by_age ON activity (hour_ms);`
+   CREATE INDEX activity_by_age ON activity (hour_ms);`,
+  // 7: the cold layer keeps whole texts: a passage's lines, its size in words (a recall's bm25 takes its
+  // session's own figures) and in bytes (a session's bound); a covering index that gives a session's
+  // figures without reading its rows; the index's instances, for the terms' frequencies in each entry.
+  `ALTER TABLE cold ADD COLUMN line_from INTEGER;
+   ALTER TABLE cold ADD COLUMN line_to INTEGER;
+   ALTER TABLE cold ADD COLUMN words INTEGER;
+   ALTER TABLE cold ADD COLUMN bytes INTEGER;
+   CREATE INDEX cold_sizes ON cold (owner, id, kind, words, bytes);
+   CREATE VIRTUAL TABLE cold_vocab USING fts5vocab(cold_terms, instance);`
 ]
 
 /** The tables of the sealed schema (migration 5). */

@@ -8,10 +8,15 @@ import type { ThreadAnswer, ThreadRequest } from './sqlite-threads.js'
 
 if (!parentPort) throw new Error('sqlite-thread runs as a worker thread')
 const port: MessagePort = parentPort
-const { role, path, maxSessionMemory } = workerData as { role: 'write' | 'read'; path: string; maxSessionMemory?: number }
+const { role, path, maxSessionMemory, maxSessionBytes } = workerData as {
+  role: 'write' | 'read'
+  path: string
+  maxSessionMemory?: number
+  maxSessionBytes?: number
+}
 const db = openConnection(path)
 if (role === 'read') db.pragma('query_only = 1')
-const target: object = role === 'write' ? new SqliteWrites(db, maxSessionMemory) : new SqliteReads(db)
+const target: object = role === 'write' ? new SqliteWrites(db, maxSessionMemory, maxSessionBytes) : new SqliteReads(db)
 
 port.on('message', (request: ThreadRequest) => {
   if (request.id === -1) {

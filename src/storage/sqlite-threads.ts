@@ -67,8 +67,8 @@ export class StoreThread<T> implements SqliteRunner<T> {
   private stopped: Error | undefined
   private readonly exited: Promise<void>
 
-  constructor(role: 'write' | 'read', path: string, maxSessionMemory?: number) {
-    this.worker = startThread(import.meta.url, 'sqlite-thread', { workerData: { role, path, maxSessionMemory } })
+  constructor(role: 'write' | 'read', path: string, caps: { maxSessionMemory?: number | undefined; maxSessionBytes?: number | undefined } = {}) {
+    this.worker = startThread(import.meta.url, 'sqlite-thread', { workerData: { role, path, ...caps } })
     this.worker.unref()
     this.worker.on('message', (answer: ThreadAnswer) => this.answer(answer))
     this.worker.on('error', (err) => this.stop(new Error(`the SQLite ${role === 'write' ? 'writer' : 'reader'} thread failed: ${err.message}`)))

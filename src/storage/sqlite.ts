@@ -21,9 +21,10 @@ import type {
   CompactionDetail
 } from './store.js'
 import type { TimelinePoint } from '../contract/schemas.js'
-import { StoreError, sessionSummary } from './store.js'
-import { KIND_WEIGHT, type StoredRecord, activityScope, decodeCursor, encodeCursor, openRecord } from './common.js'
-import { MAX_SESSION_MEMORY } from '../contract/defaults.js'
+import { type ColdSaved, StoreError, sessionSummary } from './store.js'
+import { type StoredRecord, activityScope, decodeCursor, encodeCursor, openRecord } from './common.js'
+import { MAX_SESSION_MEMORY, MAX_SESSION_MEMORY_BYTES } from '../contract/defaults.js'
+import { type Candidate, rankBm25 } from './rank.js'
 import { at } from '../compaction/at.js'
 import { type Reads, ReaderPool, type SqliteRunner, StoreThread, type Writes, inlineRunner } from './sqlite-threads.js'
 import { MIGRATIONS, recordFigures, sessionKey } from './sqlite-schema.js'
@@ -59,11 +60,6 @@ export function openConnection(path: string): Database.Database {
   return db
 }
 
-/** The kind weights of a recall's rank, as SQL (bm25 is negative, lower is better). */
-const KIND_RANK = `CASE c.kind ${Object.entries(KIND_WEIGHT)
-  .map(([kind, w]) => `WHEN '${kind}' THEN ${w}`)
-  .join(' ')} ELSE 1.0 END`
-
 /**
  * How long one slice of a deletion, a prune or a reclaim holds the writer: it works in small steps and
  * commits once this has passed, so that a write asked meanwhile waits about this long at most
@@ -91,7 +87,9 @@ export class SqliteWrites {
   constructor(
     private readonly db: Database.Database,
     /** Most cold-layer entries kept a session (the oldest go first). */
-    private readonly maxSessionMemory = MAX_SESSION_MEMORY
+    private readonly maxSessionMemory = MAX_SESSION_MEMORY,
+    /** Most bytes of text a session's cold layer keeps (the oldest entries go first). */
+    private readonly maxSessionBytes = MAX_SESSION_MEMORY_BYTES
   ) {
     this.statements = {
       insertRecord: db.prepare('INSERT INTO records (id, owner, key_name, created_ms, raw, after, budget, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
@@ -109,7 +107,16 @@ export class SqliteWrites {
       deleteKey: db.prepare('DELETE FROM session_keys WHERE owner = ?'),
       coldOf: db.prepare('SELECT count(*) AS n, max(id) AS through FROM cold WHERE owner = ?'),
       coldSlice: db.prepare('SELECT id FROM cold WHERE owner = ? AND id <= ? ORDER BY id LIMIT ?').pluck(),
-      insertCold: db.prepare('INSERT INTO cold (owner, compaction_id, kind, body, msg_from, msg_to, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?)'),
+      insertCold: db.prepare(
+        'INSERT INTO cold (owner, compaction_id, kind, body, msg_from, msg_to, created_ms, line_from, line_to, words, bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'
+      ),
+      // the newest entry past the session's bound in bytes: it and every older one go
+      bytesFrom: db
+        .prepare(
+          'SELECT id FROM (SELECT id, sum(coalesce(bytes, length(body))) OVER (ORDER BY id DESC) AS total FROM cold WHERE owner = ?) WHERE total > ? LIMIT 1'
+        )
+        .pluck(),
+      sessionBytes: db.prepare('SELECT sum(coalesce(bytes, length(body))) FROM cold WHERE owner = ?').pluck(),
       insertTerms: db.prepare('INSERT INTO cold_terms (rowid, terms) VALUES (?, ?)'),
       capFrom: db.prepare('SELECT id FROM cold WHERE owner = ? ORDER BY id DESC LIMIT 1 OFFSET ?').pluck(),
       deleteTerms: db.prepare('DELETE FROM cold_terms WHERE rowid = ?'),
@@ -222,20 +229,40 @@ export class SqliteWrites {
     return { done: true, busy: checkpoint?.busy !== 0 }
   }
 
-  saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): void {
+  saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): ColdSaved {
     const createdMs = Date.parse(owner.created_at)
     const id = ownerOf(owner.key_name, owner.session_id)
-    this.db.transaction(() => {
+    return this.db.transaction((): ColdSaved => {
       const key = sessionKey(this.db, id)
       const terms = new Terms(key)
       for (const r of rows) {
-        const rowid = this.statements.insertCold.run(id, owner.compaction_id, r.kind, seal(key, r.text), r.from, r.to, createdMs).lastInsertRowid
-        this.statements.insertTerms.run(rowid, terms.of(r.text))
+        const { terms: indexed, words } = terms.counted(r.text)
+        const bytes = Buffer.byteLength(r.text)
+        const lines = r.lines ?? [null, null]
+        const rowid = this.statements.insertCold.run(
+          id,
+          owner.compaction_id,
+          r.kind,
+          seal(key, r.text),
+          r.from,
+          r.to,
+          createdMs,
+          ...lines,
+          words,
+          bytes
+        ).lastInsertRowid
+        this.statements.insertTerms.run(rowid, indexed)
       }
-      // past the cap, the oldest entries go (their terms are tombstoned in the index, which a merge drops)
-      const capFrom = this.statements.capFrom.get(id, this.maxSessionMemory) as number | undefined
-      if (capFrom === undefined) return
-      for (const old of this.statements.coldSlice.all(id, capFrom, Number.MAX_SAFE_INTEGER) as number[]) this.dropEntry(old)
+      // past either bound, the oldest entries go (their terms are tombstoned in the index, which a merge drops)
+      const byCount = this.statements.capFrom.get(id, this.maxSessionMemory) as number | undefined
+      const total = this.statements.sessionBytes.get(id) as number | null
+      const byBytes =
+        total !== null && total > this.maxSessionBytes ? (this.statements.bytesFrom.get(id, this.maxSessionBytes) as number | undefined) : undefined
+      const capFrom = Math.max(byCount ?? -1, byBytes ?? -1)
+      if (capFrom < 0) return { evicted: 0 }
+      const old = this.statements.coldSlice.all(id, capFrom, Number.MAX_SAFE_INTEGER) as number[]
+      for (const entry of old) this.dropEntry(entry)
+      return { evicted: old.length }
     })()
   }
 
@@ -278,7 +305,7 @@ export class SqliteWrites {
 export class SqliteReads {
   private readonly statements
 
-  constructor(private readonly db: Database.Database) {
+  constructor(db: Database.Database) {
     this.statements = {
       key: db.prepare('SELECT key FROM session_keys WHERE owner = ?').pluck(),
       page: db.prepare('SELECT seq, body FROM records WHERE owner = ? AND seq < ? ORDER BY seq DESC LIMIT ?'),
@@ -294,7 +321,10 @@ export class SqliteReads {
       timeline: db.prepare('SELECT id, created_ms, raw, after, budget FROM records WHERE owner = ? ORDER BY seq DESC LIMIT ?'),
       kinds: db.prepare('SELECT kind, count(*) AS n FROM cold WHERE owner = ? AND compaction_id = ? GROUP BY kind'),
       entries: db.prepare('SELECT id, kind, body, msg_from, msg_to FROM cold WHERE owner = ? AND compaction_id = ? AND id > ? ORDER BY id LIMIT ?'),
-      activity: db.prepare('SELECT hour_ms, name, value FROM activity WHERE key_name = ? AND scope = ? AND hour_ms >= ? AND hour_ms < ?')
+      activity: db.prepare('SELECT hour_ms, name, value FROM activity WHERE key_name = ? AND scope = ? AND hour_ms >= ? AND hour_ms < ?'),
+      instances: db.prepare('SELECT doc, count(*) AS n FROM cold_vocab WHERE term = ? GROUP BY doc'),
+      sizes: db.prepare('SELECT id, kind, words FROM cold INDEXED BY cold_sizes WHERE owner = ?'),
+      entry: db.prepare('SELECT kind, body, compaction_id, msg_from, msg_to, created_ms, line_from, line_to FROM cold WHERE id = ?')
     }
   }
 
@@ -349,31 +379,59 @@ export class SqliteReads {
     if (!s) return []
     const terms = new Terms(s.key).query(query.text)
     if (terms.length === 0) return []
-    const kinds = query.kinds && query.kinds.length > 0 ? query.kinds : undefined
-    // The session's terms are its own (HMACs under its key): the index finds its entries only, and bm25
-    // scores only them. The user's own requests and the reasons of failures weigh a little more than the
-    // agent's prose; among equals, newest first.
-    const sql = `SELECT c.kind, c.body, c.compaction_id, c.msg_from, c.msg_to, c.created_ms, bm25(cold_terms) * ${KIND_RANK} AS rank
-       FROM cold_terms JOIN cold c ON c.id = cold_terms.rowid
-       WHERE cold_terms MATCH ? AND c.owner = ?${kinds ? ` AND c.kind IN (${kinds.map(() => '?').join(', ')})` : ''}
-       ORDER BY rank, c.id DESC LIMIT ?`
-    const rows = this.db.prepare(sql).all(terms.join(' OR '), s.owner, ...(kinds ?? []), query.limit) as {
-      kind: string
-      body: Buffer
-      compaction_id: string
-      msg_from: number
-      msg_to: number
-      created_ms: number
-      rank: number
-    }[]
-    return rows.map((r) => ({
-      kind: r.kind,
-      text: unseal(s.key, r.body),
-      compaction_id: r.compaction_id,
-      messages: [r.msg_from, r.msg_to],
-      score: Number((-r.rank).toFixed(4)),
-      created_at: new Date(r.created_ms).toISOString()
-    }))
+    const kinds = query.kinds && query.kinds.length > 0 ? new Set(query.kinds) : undefined
+    // The session's terms are its own (HMACs under its key): each term's instances are the session's. How
+    // often each occurs in each entry, then the session's figures and its entries' lengths and kinds from
+    // one pass over its covering index; BM25 over those alone (rank.ts).
+    const tf = new Map<number, Map<number, number>>()
+    terms.forEach((term, q) => {
+      for (const { doc, n } of this.statements.instances.all(term) as { doc: number; n: number }[]) {
+        let of = tf.get(doc)
+        if (!of) tf.set(doc, (of = new Map()))
+        of.set(q, n)
+      }
+    })
+    if (tf.size === 0) return []
+    let entries = 0
+    let words = 0
+    let measured = 0
+    const candidates: Candidate[] = []
+    for (const row of this.statements.sizes.iterate(s.owner) as Iterable<{ id: number; kind: string; words: number | null }>) {
+      entries++
+      if (row.words !== null) {
+        words += row.words
+        measured++
+      }
+      const found = tf.get(row.id)
+      if (found && (!kinds || kinds.has(row.kind))) candidates.push({ id: row.id, words: row.words, tf: found })
+    }
+    const ranked = rankBm25(candidates, { entries, meanWords: measured > 0 ? words / measured : 0 }, terms.length, query.limit)
+    return ranked.flatMap(({ id, score }) => {
+      const r = this.statements.entry.get(id) as
+        | {
+            kind: string
+            body: Buffer
+            compaction_id: string
+            msg_from: number
+            msg_to: number
+            created_ms: number
+            line_from: number | null
+            line_to: number | null
+          }
+        | undefined
+      if (!r) return []
+      return [
+        {
+          kind: r.kind,
+          text: unseal(s.key, r.body),
+          compaction_id: r.compaction_id,
+          messages: [r.msg_from, r.msg_to] as [number, number],
+          ...(r.line_from !== null && r.line_to !== null ? { lines: [r.line_from, r.line_to] as [number, number] } : {}),
+          score: Number(score.toFixed(4)),
+          created_at: new Date(r.created_ms).toISOString()
+        }
+      ]
+    })
   }
 
   compaction(sessionId: string, keyName: string, compactionId: string): CompactionDetail | undefined {
@@ -431,6 +489,8 @@ export interface SqliteStoreOptions {
   writer?: 'thread' | 'inline'
   /** Most cold-layer entries kept a session (MAX_SESSION_MEMORY). */
   maxSessionMemory?: number
+  /** Most bytes of text a session's cold layer keeps (MAX_SESSION_MEMORY_BYTES). */
+  maxSessionBytes?: number
 }
 
 /** Reader threads of a store in a file: a slow recall holds one, the other answers the proxy's look-ups. */
@@ -461,8 +521,8 @@ export class SqliteStore implements Store {
       this.journal = (record) => this.append(fd, record)
     }
     this.writer = inline
-      ? inlineRunner<Writes>(new SqliteWrites(this.db, options.maxSessionMemory))
-      : new StoreThread<Writes>('write', path, options.maxSessionMemory)
+      ? inlineRunner<Writes>(new SqliteWrites(this.db, options.maxSessionMemory, options.maxSessionBytes))
+      : new StoreThread<Writes>('write', path, { maxSessionMemory: options.maxSessionMemory, maxSessionBytes: options.maxSessionBytes })
     this.reader = path === ':memory:' ? inlineRunner<Reads>(new SqliteReads(this.db)) : new ReaderPool(path, READER_THREADS)
   }
 
@@ -618,9 +678,9 @@ export class SqliteStore implements Store {
     return this.reader.run('activity', [keyName, sessionId, range.fromMs, range.toMs])
   }
 
-  async saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): Promise<void> {
-    if (rows.length === 0) return
-    await this.writer.run('saveMemory', [owner, rows])
+  async saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): Promise<ColdSaved> {
+    if (rows.length === 0) return { evicted: 0 }
+    return this.writer.run('saveMemory', [owner, rows])
   }
 
   async recall(sessionId: string, keyName: string, query: RecallQuery): Promise<RecallHit[]> {

@@ -43,6 +43,13 @@ export interface MemoryRow {
   text: string
   from: number
   to: number
+  /** Lines (1-based, inclusive) of the text this row is a passage of. */
+  lines?: [number, number]
+}
+
+/** What keeping a compaction's entries did to its session's cold layer: how many of the oldest entries its bounds took out. */
+export interface ColdSaved {
+  evicted: number
 }
 
 /** Whose and which compaction's entries these are. */
@@ -64,7 +71,9 @@ export interface RecallHit {
   text: string
   compaction_id: string
   messages: [number, number]
-  /** Higher is better (the negated bm25 of the full-text index). */
+  /** Lines (1-based, inclusive) of the text the entry is a passage of, where it is one. */
+  lines?: [number, number]
+  /** Higher is better: BM25 over the session's own entries. */
   score: number
   created_at: string
 }
@@ -194,7 +203,7 @@ export interface Store {
   /** A tenant's tallies from `fromMs` (inclusive) to `toMs` (exclusive) by hour: its total, or one session's. */
   activity(keyName: string, sessionId: string | null, range: { fromMs: number; toMs: number }): Promise<ActivityRow[]>
   /** Keeps a compaction's cold-layer entries (already redacted), within the per-session cap. */
-  saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): Promise<void>
+  saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): Promise<ColdSaved>
   /** A tenant's entries of one session that match the query, best first. Someone else's session finds nothing. */
   recall(sessionId: string, keyName: string, query: RecallQuery): Promise<RecallHit[]>
   /**

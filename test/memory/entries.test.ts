@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { EVIDENCE_PER_OUTPUT, PASSAGE_CHARS, PASSAGE_OVERLAP, passages, readMemory } from '../../src/memory/entries.js'
+import fc from 'fast-check'
+import { EVIDENCE_PER_OUTPUT, PASSAGE_CHARS, PASSAGE_OVERLAP, linePassages, passages, readMemory } from '../../src/memory/entries.js'
 import { SqliteStore } from '../../src/storage/sqlite.js'
 import { assistant, shellStep, user } from '../helpers/history.js'
 
@@ -33,23 +34,64 @@ describe('cold-layer entries', () => {
     expect(evidence).not.toContain(run)
   })
 
-  it('never keep a whole tool output: only the lines that say why and the evidence, capped', () => {
-    const output = [
-      ...Array.from({ length: 5_000 }, (_, i) => `noise line ${i} of a long build log`),
-      'src/app.py:42: error: name "x" is not defined',
-      '3 failed, 10 passed in 1.2s'
-    ].join('\n')
+  it('keep a whole tool output as passages citing their lines, and beside it the lines that say why and the evidence, capped', () => {
+    const noise = Array.from({ length: 5_000 }, (_, i) => `noise line ${i} of a long build log`)
+    const output = [...noise, 'src/app.py:42: error: name "x" is not defined', '3 failed, 10 passed in 1.2s'].join('\n')
     const entries = readMemory([user('build it'), ...shellStep('a', 'make build', `${output}\n<returncode>2</returncode>`, true), assistant('it failed')], 0, {
       modified: [],
       read: []
     })
-    const kept = entries.map((e) => e.text).join('\n')
-    expect(kept.length).toBeLessThan(5_000)
-    expect(kept).not.toContain('noise line 2500')
+    const outputs = entries.filter((e) => e.kind === 'output')
+    // every line of the output is in a passage, at the lines the passage cites
+    const lines = `${output}\n<returncode>2</returncode>`.split('\n')
+    for (const p of outputs) {
+      expect(p.text.length).toBeLessThanOrEqual(PASSAGE_CHARS)
+      expect(p.text).toBe(lines.slice(p.lines![0] - 1, p.lines![1]).join('\n'))
+      expect(p).toMatchObject({ from: 1, to: 2 })
+    }
+    const covered = new Set(outputs.flatMap((p) => Array.from({ length: p.lines![1] - p.lines![0] + 1 }, (_, k) => p.lines![0] + k)))
+    expect(covered.size).toBe(lines.length)
+    expect(outputs.find((p) => p.text.includes('noise line 2500 of'))).toBeDefined()
+    // the digest beside it
     expect(entries.filter((e) => e.kind === 'evidence').length).toBeLessThanOrEqual(EVIDENCE_PER_OUTPUT)
     expect(entries).toContainEqual({ kind: 'evidence', text: '3 failed, 10 passed in 1.2s', from: 1, to: 2 })
     expect(entries.find((e) => e.kind === 'error')?.text).toContain('src/app.py:42: error: name "x" is not defined')
     expect(entries.find((e) => e.kind === 'command')).toEqual({ kind: 'command', text: 'make build → failed (exit 2)', from: 1, to: 2 })
+  })
+
+  it('cut any text at line ends into passages of at most the bound that hold each of its characters, cite their lines, and never split a surrogate pair', () => {
+    const piece = fc.oneof(
+      fc.constantFrom('\n', '\n\n', ' ', '😀', '\u0000', 'é', '𝔘'),
+      fc.string({ maxLength: 40 }),
+      fc.string({ minLength: 100, maxLength: 700 })
+    )
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 60 }), fc.integer({ min: 20, max: 400 }), (parts, max) => {
+        const text = parts.join('')
+        const overlap = Math.floor(max / 5)
+        const out = linePassages(text, max, overlap)
+        const lines = text.split('\n')
+        const seen = lines.map(() => '')
+        for (const p of out) {
+          expect(p.text.length).toBeLessThanOrEqual(max)
+          expect(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(p.text)).toBe(false)
+          const [first, last] = p.lines
+          if (first === last && lines[first - 1]!.length > max) {
+            expect(lines[first - 1]).toContain(p.text)
+            seen[first - 1] += p.text
+          } else {
+            expect(p.text).toBe(lines.slice(first - 1, last).join('\n'))
+            for (let l = first; l <= last; l++) seen[l - 1] = lines[l - 1]!
+          }
+        }
+        // every line that is not blanks only is whole in the passages (a long one, piece by piece)
+        lines.forEach((line, i) => {
+          if (line.trim() === '') return
+          for (const ch of line) expect(seen[i]).toContain(ch)
+        })
+      }),
+      { numRuns: 300 }
+    )
   })
 
   it('keep what a successful run printed of an error, and a multi-line command whole', () => {

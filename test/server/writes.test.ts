@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { ReadYourWrites, WritesAfterAnswers } from '../../src/storage/read-your-writes.js'
 import { SqliteStore } from '../../src/storage/sqlite.js'
-import type { CompactionRecord, MemoryOwner, MemoryRow } from '../../src/storage/store.js'
+import type { ColdSaved, CompactionRecord, MemoryOwner, MemoryRow } from '../../src/storage/store.js'
 import { testApp } from '../helpers/app.js'
 import { tempDb } from '../helpers/process.js'
 import { assistant, shellStep, user } from '../helpers/history.js'
@@ -77,7 +77,7 @@ describe('ReadYourWrites', () => {
 
   it("reads a session, and deletes it, only after that session's reserved writes have landed; the key's list after all of its own", async () => {
     const store = new ReadYourWrites(new SqliteStore(':memory:'))
-    const begin = store.reserve('alpha', 's1', () => store.saveMemory(owner('s1'), rows))
+    const begin = store.reserve('alpha', 's1', async () => void (await store.saveMemory(owner('s1'), rows)))
     const hits = store.recall('s1', 'alpha', { text: 'flaky retry', limit: 5 })
     const listed = store.listSessions('alpha', { limit: 10 })
     let settled = false
@@ -88,7 +88,7 @@ describe('ReadYourWrites', () => {
     begin()
     expect((await hits).map((h) => h.text)).toEqual(['fix the flaky retry test'])
     await listed
-    const gone = store.reserve('alpha', 's1', () => store.saveMemory(owner('s1', 'cmp_2'), rows))
+    const gone = store.reserve('alpha', 's1', async () => void (await store.saveMemory(owner('s1', 'cmp_2'), rows)))
     const deletion = store.deleteSession('s1', 'alpha')
     gone()
     expect((await deletion).cold_layer).toBe(2)
@@ -123,7 +123,7 @@ class HeldStore extends SqliteStore {
     }
     return super.saveRecord(record)
   }
-  override async saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): Promise<void> {
+  override async saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): Promise<ColdSaved> {
     if (this.hold === 'cold layer') {
       this.saves.release()
       await this.gate.promise

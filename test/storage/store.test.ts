@@ -48,9 +48,21 @@ function record(id: string, session: string, key: string, at = '2026-11-30T00:00
   }
 }
 
-const backends: { name: string; missing: string | undefined; open: () => Store }[] = [
-  { name: 'SQLite', missing: undefined, open: () => new SqliteStore(tempDb()) },
-  { name: 'PostgreSQL', missing: pgMissing, open: () => new PostgresStore(freshPgUrl()) }
+const backends: { name: string; missing: string | undefined; open: (sessionBytes?: number) => Store }[] = [
+  { name: 'SQLite', missing: undefined, open: (bytes) => new SqliteStore(tempDb(), bytes ? { maxSessionBytes: bytes } : {}) },
+  { name: 'PostgreSQL', missing: pgMissing, open: (bytes) => new PostgresStore(freshPgUrl(), bytes ? { maxSessionBytes: bytes } : {}) }
+]
+
+/** Entries of a session of its own words: what the ranking tests search. */
+const MINE = [
+  'the rollout codename is bluefin, keep it out of the changelog',
+  'deploy the canary to eu-west first, then the rest of the fleet',
+  'pytest tests/test_parser.py::test_nested_quotes FAILED: assert 3 == 4',
+  'the cache is kept for five minutes, the hour-long one costs twice as much to write',
+  'what did we do when it failed? we retried twice and it went through',
+  'src/parser.py:42: error: unexpected indent in the tokenizer loop',
+  'npm run build → ok',
+  'the release branch is cut on thursdays; the freeze starts a day before'
 ]
 
 /** The same behaviour from every store: the contract of the Store interface. */
@@ -61,6 +73,73 @@ for (const backend of backends) {
       stores.push(s)
       return s
     }
+
+    it("ranks a session's entries by plain BM25 over its own: the same scores alone and beside sessions holding far more", async () => {
+      const s = open()
+      const at = '2026-11-30T00:00:00.000Z'
+      await s.saveMemory(
+        { compaction_id: 'c_mine', session_id: 'mine', key_name: 'alpha', created_at: at },
+        MINE.map((text, i) => ({ kind: i % 2 ? 'output' : 'answer', text, from: i, to: i }))
+      )
+      const queries = ['rollout codename', 'parser failed', 'cache write costs', 'deploy the fleet first', 'freeze before release']
+      const search = (): Promise<unknown[]> => Promise.all(queries.map((text) => s.recall('mine', 'alpha', { text, limit: 10 })))
+      const alone = await search()
+      // nine other sessions, each with 200 long entries of the same words: a table-wide figure would move every score
+      const filler = (k: number): string => `${'the parser rollout cache release fleet deploy codename freeze '.repeat(8)} filler ${k}`
+      for (let o = 0; o < 9; o++)
+        await s.saveMemory(
+          { compaction_id: `c_other${o}`, session_id: `other${o}`, key_name: 'alpha', created_at: at },
+          Array.from({ length: 200 }, (_, k) => ({ kind: 'output', text: filler(k), from: k, to: k }))
+        )
+      expect(await search()).toEqual(alone)
+      expect((alone[0] as { text: string }[])[0]?.text).toBe(MINE[0])
+    })
+
+    it('leaves question words out of a query and favours no kind: equal texts rank equal, the newer first', async () => {
+      const s = open()
+      const at = '2026-11-30T00:00:00.000Z'
+      await s.saveMemory({ compaction_id: 'c1', session_id: 'q', key_name: 'alpha', created_at: at }, [
+        ...MINE.map((text, i) => ({ kind: 'output', text, from: i, to: i })),
+        { kind: 'ask', text: 'the staging database is called orca', from: 20, to: 20 },
+        { kind: 'answer', text: 'the staging database is called orca', from: 21, to: 21 }
+      ])
+      // "what did we … when" are in MINE[4]: only "cache" counts
+      expect((await s.recall('q', 'alpha', { text: 'what did we do about the cache when', limit: 10 })).map((h) => h.text)).toEqual([MINE[3]])
+      const twins = await s.recall('q', 'alpha', { text: 'staging database', limit: 10 })
+      expect(twins.map((h) => h.kind)).toEqual(['answer', 'ask'])
+      expect(twins[0]!.score).toBe(twins[1]!.score)
+      // a query of question words alone still searches them
+      expect((await s.recall('q', 'alpha', { text: 'what did we do', limit: 10 })).map((h) => h.text)).toEqual([MINE[4]])
+    })
+
+    it("keeps a session's cold layer within its bound in bytes, the oldest going first and counted; other sessions untouched", async () => {
+      const s = backend.open(2_000)
+      stores.push(s)
+      const at = '2026-11-30T00:00:00.000Z'
+      const text = (c: number, k: number): string => `compaction ${c} passage ${k} marker${c}x${k} ${'x'.repeat(180)}`
+      const saved: number[] = []
+      for (let c = 0; c < 4; c++) {
+        const rows = Array.from({ length: 4 }, (_, k) => ({
+          kind: 'output',
+          text: text(c, k),
+          from: k,
+          to: k,
+          lines: [k * 3 + 1, k * 3 + 3] as [number, number]
+        }))
+        saved.push((await s.saveMemory({ compaction_id: `c${c}`, session_id: 'capped', key_name: 'alpha', created_at: at }, rows)).evicted)
+        await s.saveMemory({ compaction_id: `o${c}`, session_id: 'other', key_name: 'alpha', created_at: at }, [
+          { kind: 'ask', text: `other ${c}`, from: 0, to: 0 }
+        ])
+      }
+      // each passage is 212 bytes: nine fit in 2,000; the 10th and later pushed the oldest out
+      expect(saved).toEqual([0, 0, 3, 4])
+      expect(await s.recall('capped', 'alpha', { text: 'marker0x2', limit: 5 })).toEqual([])
+      const newest = await s.recall('capped', 'alpha', { text: 'marker3x1', limit: 5 })
+      expect(newest.map((h) => [h.text, h.lines, h.messages])).toEqual([[text(3, 1), [4, 6], [1, 1]]])
+      expect(await s.recall('capped', 'alpha', { text: 'marker1x2', limit: 5 })).toEqual([])
+      expect(await s.recall('capped', 'alpha', { text: 'marker1x3', limit: 5 })).toHaveLength(1)
+      expect(await s.recall('other', 'alpha', { text: 'other', limit: 10 })).toHaveLength(4)
+    })
 
     it("lists a key's session newest first, in pages", async () => {
       const s = open()

@@ -22,6 +22,8 @@ export interface StorePluginOptions {
   /** A store made by the caller instead (tests); the app closes it all the same. */
   store?: import('../../storage/store.js').Store
   retentionDays: number
+  /** COMPACT_MEMORY_SESSION_MB in bytes: most text one session's cold layer keeps. */
+  sessionBytes?: number
   now: () => number
 }
 
@@ -31,19 +33,20 @@ export interface StorePluginOptions {
  * begun after their answers).
  */
 export const storePlugin = fp<StorePluginOptions>(
-  async (app, { db, store: given, retentionDays, now }) => {
+  async (app, { db, store: given, retentionDays, sessionBytes, now }) => {
     const { metrics } = app
     async function postgres(url: string): Promise<import('../../storage/store.js').Store> {
       // PostgreSQL's module (and its driver) loaded only where it is used: a start on SQLite does not pay for it
       const { PostgresStore } = await import('../../storage/postgres.js')
       return new PostgresStore(url, {
+        ...(sessionBytes !== undefined ? { maxSessionBytes: sessionBytes } : {}),
         onPoolError: (err) => {
           metrics.storeErrors.inc({ operation: 'connection' })
           app.log.error({ err, event: 'store_connection_lost' }, 'a PostgreSQL connection failed; the pool reconnects')
         }
       })
     }
-    const opened = given ?? (isPostgresUrl(db) ? await postgres(db) : new SqliteStore(db))
+    const opened = given ?? (isPostgresUrl(db) ? await postgres(db) : new SqliteStore(db, sessionBytes !== undefined ? { maxSessionBytes: sessionBytes } : {}))
     const store = new ReadYourWrites(opened)
     app.decorate('store', store)
     const activity = new Activity(

@@ -11,7 +11,7 @@ import { DEFAULT_RECALL_LIMIT, MAX_RECALL_LIMIT } from '../../contract/defaults.
 const SessionParams = Type.Object({ session_id: SessionId('The session.') })
 const Kind = Type.Enum([...MEMORY_KINDS], {
   description:
-    'ask: a user request; answer: assistant text; command: a command and its outcome; error: why a call failed; evidence: failing tests, error lines with file:line, test tallies; file: a file read or modified.'
+    "ask: a user request; answer: assistant text; output: a tool's output, whole; call: a tool input's long text (a file written, an edit); command: a command and its outcome; error: why a call failed; evidence: failing tests, error lines with file:line, test tallies; file: a file read or modified."
 })
 
 export const RecallRequest = Type.Object(
@@ -26,14 +26,21 @@ export const RecallRequest = Type.Object(
 const RecallResult = Type.Object(
   {
     kind: Kind,
-    text: Type.String({ description: 'The entry as kept: verbatim (a passage of a long text), redacted.' }),
+    text: Type.String({ description: 'The entry as kept: the exact text (a passage of a long one), redacted.' }),
     compaction_id: Type.String({ description: 'The compaction that removed it.' }),
     messages: Type.Array(Type.Integer(), {
       minItems: 2,
       maxItems: 2,
       description: "[from, to]: indices of the messages it came from, in the history as that compaction's request sent it."
     }),
-    score: Type.Number({ description: 'Relevance (bm25, higher is better).' }),
+    lines: Type.Optional(
+      Type.Array(Type.Integer({ minimum: 1 }), {
+        minItems: 2,
+        maxItems: 2,
+        description: '[first, last]: the lines (1-based) of the text this entry is a passage of; absent for an entry of the digest.'
+      })
+    ),
+    score: Type.Number({ description: "Relevance: BM25 over the session's own entries (higher is better)." }),
     created_at: Type.String({ format: 'date-time' })
   },
   { additionalProperties: false }
@@ -55,7 +62,7 @@ const RecapResponse = Type.Object(
 export const RECALL_TOOL = {
   name: RECALL_TOOL_NAME,
   description:
-    'Search the turns of this session that were compacted away (older requests, assistant answers, commands and their outcomes, errors, failing tests, files). Use it when the summary mentions something whose exact text you need. Returns the best matching entries, each citing the messages it came from.',
+    "Search what was compacted away or cleared from this session: older requests, assistant answers, whole tool outputs (a log's lines, a file's contents), commands and their outcomes, errors, failing tests, files. Use it when you need the exact text of something no longer in the conversation. Returns the best matching passages, exact, each citing the messages and lines it came from.",
   input_schema: {
     type: 'object',
     properties: {

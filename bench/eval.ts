@@ -353,7 +353,7 @@ for (const t of transcripts) {
     redactors
   )
   if (!plan.summarize) continue
-  const out = finishCompaction(plan, { id: 'cmp_recall', recallTool: true }, redactors)
+  const out = finishCompaction(plan, { id: 'cmp_recall', recallTool: { tool: 'recall' } }, redactors)
   const store = new SqliteStore(':memory:')
   await store.saveMemory(
     { compaction_id: 'cmp_recall', session_id: 's', key_name: '', created_at: new Date().toISOString() },

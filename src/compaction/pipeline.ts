@@ -9,7 +9,7 @@ import { DEFAULT_RENDER, type RenderedSpan, findPriorSummaries, renderSpan } fro
 import { LIST_SECTIONS, type SummarySections } from './sections.js'
 import { type SummaryHeader, formatSummary, oneLine } from './summary-text.js'
 import { CHARS_PER_TOKEN, MESSAGE_OVERHEAD_TOKENS, estimateScale, rawMessageTokens, rawSystemTokens, scaled, textTokens } from './tokens.js'
-import { assembledHead, summaryBlocks, summaryNote } from './turn.js'
+import { type RecallNaming, assembledHead, summaryBlocks, summaryNote } from './turn.js'
 import { type CarriedContext, NO_CONTEXT, carriedContext, carriedTokens } from './context.js'
 import { type Block, type Message, type SystemPrompt, blocksOf, isPromptMessage, isTextBlock } from './types.js'
 import { newestOpaque } from './opaque.js'
@@ -304,8 +304,8 @@ export interface FinishOptions {
   /** The summary's id, made by the caller (the core has no clock and no randomness). */
   id: string
   recallHint?: string
-  /** The session has a cold layer: the summary turn names the recall tool. */
-  recallTool?: boolean
+  /** The recall tool the model has (the session has a cold layer): the summary turn names it; absent, it names none. */
+  recallTool?: RecallNaming
   /** Sections a model wrote; undefined for the extractive summary. */
   modelSections?: SummarySections
 }

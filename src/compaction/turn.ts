@@ -3,26 +3,52 @@ import { type Block, type Message, type TextBlock, blocksOf } from './types.js'
 
 /** The name of the tool (GET /v1/tools/recall) that searches a session's compacted turns. */
 export const RECALL_TOOL_NAME = 'recall'
+/** The recall tool the proxy offers the model and answers itself: a name a client's own tools are unlikely to have. */
+export const PROXY_RECALL_TOOL = 'gateway_recall'
+/** The MCP server's name, as the README has clients add it, and its tool's. */
+export const MCP_SERVER_NAME = 'compaction-gateway'
+export const MCP_RECALL_TOOL = 'recall'
 
 /**
- * The server-owned note that follows the summary in the summary turn. With `recallTool`, the session
- * has a cold layer and the note says the compacted turns can be searched with the recall tool.
+ * The tool a conversation's model searches its compacted turns with, as the texts it reads name it: a
+ * tool of its own (`tool`), or the MCP server's (`mcp`: its tool takes the session, which the texts give).
+ * Absent where the model has none: then no text names one.
  */
-export function summaryNote(recallHint: string | undefined, recallTool = false): string {
-  const tool = recallTool
-    ? ` The compacted turns are kept and searchable: call the \`${RECALL_TOOL_NAME}\` tool with a few words of what you need (an error, a file, a request) to get the exact text back.`
+export type RecallNaming = { tool: string } | { mcp: { session: string } }
+
+/** How a text tells the model to call its recall tool for `what` ("a few words of what you need"). */
+function howToRecall(naming: RecallNaming, what: string): string {
+  return 'tool' in naming
+    ? `call the \`${naming.tool}\` tool with ${what}`
+    : `call the \`${MCP_RECALL_TOOL}\` tool of the \`${MCP_SERVER_NAME}\` MCP server with session ${JSON.stringify(naming.mcp.session)} and ${what}`
+}
+
+/**
+ * The server-owned note that follows the summary in the summary turn. With a recall tool (`recall`), the
+ * note says the compacted turns are kept whole and how to search them; without one it names none.
+ */
+export function summaryNote(recallHint: string | undefined, recall?: RecallNaming): string {
+  const tool = recall
+    ? ` The compacted turns are kept whole and searchable: ${howToRecall(recall, 'a few words of what you need (an error, a file, a value a command printed)')} to get the exact text back.`
     : ''
-  const recall = recallHint?.trim() ? ` To search the raw older turns: ${recallHint.trim()}` : ''
+  const hint = recallHint?.trim() ? ` To search the raw older turns: ${recallHint.trim()}` : ''
   return (
     `${NOTE_PREFIX} Earlier turns of this conversation were compacted: their facts are in the summary above, ` +
-    `and the messages after it are the most recent turns, kept as they were.${tool}${recall}`
+    `and the messages after it are the most recent turns, kept as they were.${tool}${hint}`
   )
 }
 
-export function summaryBlocks(summaryText: string, recallHint: string | undefined, recallTool = false): TextBlock[] {
+/** What a cleared tool result's placeholder says of its output: where it is kept and how to get it back, only where the model has a tool for it. */
+export function clearedNote(recall: RecallNaming | undefined, toolUseId: string): string {
+  return recall
+    ? `Its whole output is kept: ${howToRecall(recall, `the query ${JSON.stringify(toolUseId)}`)} to get it back.`
+    : 'Its output is no longer in the conversation.'
+}
+
+export function summaryBlocks(summaryText: string, recallHint: string | undefined, recall?: RecallNaming): TextBlock[] {
   return [
     { type: 'text', text: summaryText },
-    { type: 'text', text: summaryNote(recallHint, recallTool) }
+    { type: 'text', text: summaryNote(recallHint, recall) }
   ]
 }
 

@@ -8,7 +8,17 @@
  * context to its target (hybrid) or under its budget (clear), the conversation is left to the compactor
  * from then on, its cleared results as they are: a summary replaces turns. Kept in this process.
  */
-import { type ClearedUse, type Message, RECALL_TOOL_NAME, type Rewrite, clearToolUses, promptTokens, unbindThinking } from '../compaction/index.js'
+import {
+  type ClearedUse,
+  type Message,
+  PROXY_RECALL_TOOL,
+  RECALL_TOOL_NAME,
+  type Rewrite,
+  clearToolUses,
+  clearedNote,
+  promptTokens,
+  unbindThinking
+} from '../compaction/index.js'
 import type { ProxyParts } from './request.js'
 
 export type Strategy = 'summarize' | 'clear' | 'hybrid'
@@ -43,12 +53,18 @@ export class ClearingTier {
   constructor(
     readonly strategy: Exclude<Strategy, 'summarize'>,
     /** Where a crossing lands: the compactor's target for this request's budget. */
-    private readonly landing: (parts: ProxyParts, budgetTokens: number) => number,
-    private readonly recallNote: (toolUseId: string) => string
+    private readonly landing: (parts: ProxyParts, budgetTokens: number) => number
   ) {}
 
   /** The request's messages with its conversation's clearing applied, and, past its budget, new clearing where that is enough. */
-  apply(key: string, parts: ProxyParts, budgetTokens: number | 'off', fixed?: (message: number, block: number) => boolean): Cleared {
+  apply(
+    key: string,
+    parts: ProxyParts,
+    budgetTokens: number | 'off',
+    fixed?: (message: number, block: number) => boolean,
+    /** What a placeholder says of where the output is kept (the tool the conversation's model has to get it back, or none). */
+    recallNote: (toolUseId: string) => string = (id) => clearedNote(undefined, id)
+  ): Cleared {
     const conversation = this.conversation(key)
     let messages = parts.messages
     let changed = false
@@ -57,7 +73,7 @@ export class ClearingTier {
       const again = clearToolUses(
         messages,
         { keep: 0, excludeTools: [], clearInputs: false, clearAtLeast: 0, only: conversation.cleared, ...(fixed ? { fixed } : {}) },
-        this.recallNote
+        recallNote
       )
       if (again.cleared.length > 0) {
         messages = again.messages
@@ -73,13 +89,13 @@ export class ClearingTier {
       messages,
       {
         keep: CLEAR_KEEP_TOOL_USES,
-        excludeTools: [RECALL_TOOL_NAME],
+        excludeTools: [RECALL_TOOL_NAME, PROXY_RECALL_TOOL],
         clearInputs: false,
         clearAtLeast: Math.ceil(CLEAR_AT_LEAST_SHARE * budgetTokens),
         enough: tokens - target,
         ...(fixed ? { fixed } : {})
       },
-      this.recallNote
+      recallNote
     )
     const after = tokens - done.tokens
     const enough = this.strategy === 'hybrid' ? after <= target : after <= budgetTokens

@@ -12,7 +12,6 @@ import { InvalidRequestError } from '../contract/errors.js'
 import type { ProxyParts } from './request.js'
 
 /** How a cleared result's placeholder says its output can be found again (the gateway keeps it in the session's cold layer). */
-export const CLEARED_RECALL_NOTE = (toolUseId: string): string => `Its whole output is in the gateway's cold layer of this session: recall "${toolUseId}".`
 
 /** The beta values of the edits the gateway performs: taken out of `anthropic-beta` when it performs them. */
 export const CONTEXT_MANAGEMENT_BETAS = ['context-management-2025-06-27', 'compact-2026-01-12'] as const

@@ -36,6 +36,7 @@ import { doctrineRoutes } from './routes/doctrine.js'
 import { readContract, siteRoutes } from './routes/site.js'
 import { healthRoutes } from './routes/health.js'
 import { memoryRoutes } from './routes/memory.js'
+import { mcpRoutes } from './routes/mcp.js'
 import { messagesRoutes } from './routes/messages.js'
 import { modelsRoutes } from './routes/models.js'
 import { openAiRoutes } from './routes/openai.js'
@@ -161,6 +162,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
   app.decorate('prices', prices)
   await app.register(routes(overviewRoutes, 'store'))
   await app.register(routes(memoryRoutes, 'store', 'metrics'))
+  if (config.COMPACT_RECALL !== 'off') await app.register(routes(mcpRoutes, 'store'), { version: SERVICE_VERSION })
   await app.register(routes(compactRoutes, 'compaction', 'store', 'metrics'))
   // the proxies' policy (budget, credentials, who performs context management) is the proxy plugin's (app.proxy.policy)
   await app.register(routes(messagesRoutes, 'proxy', 'store', 'metrics'))

@@ -5,6 +5,8 @@ import {
   type CompactionStats,
   type Compacted,
   RECALL_TOOL_NAME,
+  type RecallNaming,
+  clearedNote,
   clearToolUses,
   promptTokens,
   type NotCompacted,
@@ -115,12 +117,18 @@ export interface RunContext {
   /** Aborted when the client goes away. */
   signal?: AbortSignal
   /**
-   * Whether the summary turn names the recall tool when the session has a cold layer (the default). A
-   * proxied client has no such tool: its cold layer is kept all the same, for the recall routes.
+   * The recall tool the summary turn names when the session has a cold layer: by default the `recall` tool
+   * a client of /v1/compact adds (GET /v1/tools/recall); false where the model has none (its cold layer is
+   * kept all the same, for the recall routes).
    */
-  recallTool?: boolean
+  recallTool?: RecallNaming | false
   /** keep_tokens is where the cut is aimed, and the newest step is clipped only to fit the budget (a proxy's crossing). */
   clipToBudget?: boolean
+}
+
+/** The tool a compaction's summary note names: the one the run was given, `recall` by default, none where it was told none. */
+function recallNamed(given: RecallNaming | false | undefined): RecallNaming | undefined {
+  return given === undefined ? { tool: RECALL_TOOL_NAME } : given || undefined
 }
 
 /** What the compaction removed (and what the bound clipped from the tail), redacted like everything the service keeps. */
@@ -205,7 +213,7 @@ function clearFirst(body: MessagesRequest, deps: CompactDeps, strategy: 'clear' 
       clearAtLeast: manual || budget === 'off' ? 0 : Math.ceil(budget / 10),
       ...(target !== undefined && !manual ? { enough: tokens - target } : {})
     },
-    (id) => `Its whole output is in the gateway's cold layer${body.session_id !== undefined ? ' of this session' : ' (with a session_id)'}: recall "${id}".`
+    (id) => clearedNote(body.session_id !== undefined ? { tool: RECALL_TOOL_NAME } : undefined, id)
   )
   if (done.cleared.length === 0) return undefined
   const after = tokens - done.tokens
@@ -320,7 +328,7 @@ async function compactMessages(body: MessagesRequest, deps: CompactDeps, context
   const coldLayer = deps.coldLayer === true && body.session_id !== undefined
   const outcome = finishCompaction(
     plan,
-    { id: deps.newId(), recallHint: body.recall_hint, modelSections: result.sections, recallTool: coldLayer && context.recallTool !== false },
+    { id: deps.newId(), recallHint: body.recall_hint, modelSections: result.sections, recallTool: coldLayer ? recallNamed(context.recallTool) : undefined },
     redactors
   )
   const t3 = deps.now()

@@ -9,7 +9,7 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import type { Transform } from 'node:stream'
 import type { BaseLogger } from 'pino'
-import { type ClearedUse, CHARS_PER_TOKEN, type Message } from '../compaction/index.js'
+import { type ClearedUse, CHARS_PER_TOKEN, type Message, PROXY_RECALL_TOOL, type RecallNaming, clearedNote } from '../compaction/index.js'
 import { InvalidRequestError } from '../contract/errors.js'
 import type { ProxiedBody } from '../proxy/body.js'
 import type { ClearingTier } from '../proxy/clearing.js'
@@ -37,7 +37,7 @@ import type { Summarizer } from '../summarizer/summarizer.js'
 import type { Metrics } from '../telemetry/metrics.js'
 import type { ReadYourWrites } from '../storage/read-your-writes.js'
 import type { Activity } from './activity.js'
-import { type CompactRun, type CompactRunView, clearedMemory, summarized } from './compact.js'
+import { type CompactRun, type CompactRunView, type RunContext, clearedMemory, summarized } from './compact.js'
 import { InvalidHistoryError } from './errors.js'
 import type { ProxyCompactor, ProxyOutcome, ProxyRequest } from './proxy-compactor.js'
 import { type Scheduled, type ServedAt, keepInColdLayer } from './served.js'
@@ -82,6 +82,8 @@ export interface ProxiedDialect<R> {
   contextManagement?: true
   /** Whether its requests may carry the Responses API's compaction (`context_management`, the gateway's own compaction items: responses-compaction.ts). */
   responsesCompaction?: true
+  /** The dialect offers the gateway's recall tool and answers the model's calls of it (proxy/recall-loop.ts). */
+  recallTool?: true
 }
 
 /** A proxy's policy, from the settings. */
@@ -92,6 +94,8 @@ export interface ProxyPolicy {
   clientSummaries?: ClientSummaries
   /** COMPACT_CONTEXT_MANAGEMENT: the Messages API's context editing performed by the gateway, or forwarded untouched. */
   contextManagement?: 'gateway' | 'forward'
+  /** COMPACT_RECALL: the recall tool the model is given (the gateway's own, where the dialect answers it), the MCP server's alone, or none. */
+  recall?: 'auto' | 'mcp' | 'off'
 }
 
 /** One proxied request as it came. */
@@ -209,7 +213,9 @@ export class ProxyService {
     if (onDemand && dialect.endpoint !== 'count_tokens') return this.compactOnDemand(dialect, ask)
     // (a token count takes the field and ignores it: it counts the conversation as sent)
     const asked = onDemand ? ask.body.without(onDemand.without) : ask.body
-    const managed = dialect.contextManagement && performs ? manageContext(asked) : undefined
+    // (the edits run before the body is read: their placeholders name the MCP tool with the session the headers name)
+    const headerNaming = recallNaming(policy.recall, dialect, proxySession(headers, undefined), undefined)
+    const managed = dialect.contextManagement && performs ? manageContext(asked, (id) => clearedNote(headerNaming, id)) : undefined
     const responses = dialect.responsesCompaction && performs ? manageResponses(asked) : undefined
     const edited = managed?.body ?? responses?.body ?? asked
     // a history that holds a compaction block is read from it on (the gateway's own stands for what it encoded)
@@ -228,12 +234,15 @@ export class ProxyService {
     // every conversation on record: one whose client names no session gets a stable id of the gateway's
     // (a body forwarded unread has the session its headers name, if any: its cost is counted there)
     const session = 'parts' in read ? (proxySession(headers, read.parts.userId) ?? derivedSession(read.parts)) : proxySession(headers, undefined)
+    const naming = recallNaming(policy.recall, dialect, session, 'parts' in read ? read.parts.tools : undefined)
     // clearing first (COMPACT_STRATEGY): the Messages API's history, its old tool results cleared where that is enough
     const readBody = 'parts' in read ? read : undefined
     const fixed = dialect.fixed
     const cleared =
       serving.clearing && !managed?.compact && !responses && readBody
-        ? serving.clearing.apply(`${keyName}\u0000${session}`, readBody.parts, budgetTokens, fixed ? (m, b) => fixed(readBody.read, m, b) : undefined)
+        ? serving.clearing.apply(`${keyName}\u0000${session}`, readBody.parts, budgetTokens, fixed ? (m, b) => fixed(readBody.read, m, b) : undefined, (id) =>
+            clearedNote(naming, id)
+          )
         : undefined
     if (cleared?.changed && 'parts' in read) read = { parts: { ...read.parts, messages: cleared.messages }, read: read.read }
     // The client's own model writes summaries ahead where the gateway has none, once the upstream has begun to
@@ -258,6 +267,7 @@ export class ProxyService {
       keyName,
       session,
       budgetTokens,
+      ...(naming ? { recall: naming } : {}),
       ...(forClient ? { clientSummarizer: forClient } : {}),
       ...(instructions ? { instructions } : {}),
       ...(explicit ? { explicit } : {})
@@ -435,11 +445,11 @@ export class ProxyService {
   private async explicit(
     request: CompactRequestBody,
     ask: Pick<ProxiedAsk, 'keyName' | 'hangUp' | 'log' | 'started'>,
-    at: { session: string | undefined; endpoint: string; recallTool?: false },
+    at: { session: string | undefined; endpoint: string; recallTool?: RecallNaming | false },
     model: Summarizer | undefined,
     refusal: (err: unknown) => unknown
   ): Promise<{ scheduled: Scheduled; done: Summarized | undefined; usage: { input_tokens: number; output_tokens: number } }> {
-    const context = { keyName: ask.keyName, signal: ask.hangUp.signal, ...(at.recallTool === false ? { recallTool: false } : {}) }
+    const context: RunContext = { keyName: ask.keyName, signal: ask.hangUp.signal, ...(at.recallTool !== undefined ? { recallTool: at.recallTool } : {}) }
     const run = await this.serving.compactor.explicit(request, context, model).catch((err: unknown) => {
       throw refusal(err)
     })
@@ -517,6 +527,23 @@ export class ProxyService {
       "a cleared tool result's output could not be kept in the cold layer"
     )
   }
+}
+
+/**
+ * The recall tool a conversation's model has, as the texts it reads name it: the MCP server's (its session
+ * given) where COMPACT_RECALL is `mcp`; the gateway's own where it is `auto` and the dialect answers the
+ * tool's calls (unless the client has a tool of that name); none without a session, or with `off`.
+ */
+export function recallNaming<R>(
+  mode: ProxyPolicy['recall'],
+  dialect: Pick<ProxiedDialect<R>, 'recallTool'>,
+  session: string | undefined,
+  tools: readonly unknown[] | undefined
+): RecallNaming | undefined {
+  if (session === undefined || mode === 'off') return undefined
+  if (mode === 'mcp') return { mcp: { session } }
+  const taken = tools?.some((t) => (t as { name?: unknown } | null)?.name === PROXY_RECALL_TOOL) === true
+  return dialect.recallTool && !taken ? { tool: PROXY_RECALL_TOOL } : undefined
 }
 
 /** A problem the core found in the compacted `messages`, said of the Responses request's `input` it was read from. */

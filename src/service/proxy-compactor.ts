@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto'
 import {
+  type RecallNaming,
   CARRIED_SHARE,
   type Clip,
   type Message,
@@ -93,6 +94,8 @@ export interface ProxyRequest {
    * model while it waits, the gateway's, else `model` (the client's own, given the history it summarizes).
    */
   explicit?: { model?: (messages: Message[]) => Summarizer }
+  /** The recall tool the conversation's model has (COMPACT_RECALL): the summary note names it, else none. */
+  recall?: RecallNaming
 }
 
 /** The prompt's tokens when `messages` are sent with the request's system prompt and tools. */
@@ -406,7 +409,7 @@ export class ProxyCompactor {
    * client asked for it and waits (request.explicit), summarized by a model.
    */
   private summarized(request: ProxyRequest, body: CompactRequestBody): Promise<CompactRun> {
-    const context = { keyName: request.keyName, signal: request.signal, recallTool: false, clipToBudget: true }
+    const context: RunContext = { keyName: request.keyName, signal: request.signal, recallTool: request.recall ?? false, clipToBudget: true }
     if (!request.explicit) return this.crossing(body, context)
     return this.explicit({ ...body, summarizer: 'auto' }, context, request.explicit.model?.(body.messages as Message[]))
   }
@@ -592,7 +595,7 @@ export class ProxyCompactor {
       const run = await runCompaction(
         this.body(request, input, 'manual', 'auto', keep),
         { ...deps, modelSummarizer: model },
-        { keyName: request.keyName, recallTool: false, signal: this.closing.signal, clipToBudget: true }
+        { keyName: request.keyName, recallTool: request.recall ?? false, signal: this.closing.signal, clipToBudget: true }
       )
       this.summaryMs = average(this.summaryMs, performance.now() - started)
       const report = run.response.summarizer

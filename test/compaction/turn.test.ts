@@ -4,6 +4,7 @@ import {
   NOTE_PREFIX,
   RECALL_TOOL_NAME,
   assembleHistory,
+  clearedNote,
   at,
   headOf,
   isServiceText,
@@ -19,7 +20,12 @@ describe('the summary turn', () => {
     const plain = summaryNote(undefined)
     expect(plain.startsWith(NOTE_PREFIX)).toBe(true)
     expect(plain).not.toContain(RECALL_TOOL_NAME)
-    expect(summaryNote(undefined, true)).toContain(`\`${RECALL_TOOL_NAME}\` tool`)
+    expect(summaryNote(undefined, { tool: RECALL_TOOL_NAME })).toContain(`\`${RECALL_TOOL_NAME}\` tool`)
+    // the MCP server's tool, with the session it takes
+    const mcp = summaryNote(undefined, { mcp: { session: 'sess-42' } })
+    expect(mcp).toContain('`recall` tool of the `compaction-gateway` MCP server with session "sess-42"')
+    expect(clearedNote(undefined, 'toolu_1')).not.toMatch(/recall|tool/)
+    expect(clearedNote({ tool: 'gateway_recall' }, 'toolu_1')).toContain('call the `gateway_recall` tool with the query "toolu_1"')
     expect(summaryNote('  grep ~/.agent/log  ')).toContain('To search the raw older turns: grep ~/.agent/log')
     expect(summaryNote('   ')).toBe(plain)
   })

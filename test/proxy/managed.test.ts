@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { ProxiedBody } from '../../src/proxy/body.js'
 import { manageContext, manageResponses } from '../../src/proxy/managed.js'
+import { clearedNote } from '../../src/compaction/index.js'
 import { compactionItem } from '../../src/proxy/responses-compaction.js'
 
 const history = [
@@ -19,9 +20,12 @@ function messagesBody(contextManagement: unknown): string {
   return `${head},"temperature":1e400,"context_management":${JSON.stringify(contextManagement)}}`
 }
 
+/** Placeholders that name no tool (the conversation's model has none). */
+const noTool = (id: string): string => clearedNote(undefined, id)
+
 describe('manageContext', () => {
   it('leaves a body without the field to the proxy', () => {
-    expect(manageContext(new ProxiedBody(Buffer.from(JSON.stringify({ model: 'm', messages: history }))))).toBeUndefined()
+    expect(manageContext(new ProxiedBody(Buffer.from(JSON.stringify({ model: 'm', messages: history }))), noTool)).toBeUndefined()
   })
 
   it('takes out of the bytes edits that could do nothing, the rest of the body byte for byte as it came', () => {
@@ -32,7 +36,7 @@ describe('manageContext', () => {
       ]
     }
     const text = messagesBody(asked)
-    const managed = manageContext(new ProxiedBody(Buffer.from(text)))
+    const managed = manageContext(new ProxiedBody(Buffer.from(text)), noTool)
     expect(managed?.quiet).toBe(true)
     expect(managed?.edited.applied).toEqual([])
     expect(managed?.body.bytes.toString()).toBe(text.replace(`,"context_management":${JSON.stringify(asked)}`, ''))
@@ -40,7 +44,7 @@ describe('manageContext', () => {
 
   it('performs edits whose trigger the body passes: the old tool results cleared, what was applied said, the field gone', () => {
     const asked = { edits: [{ type: 'clear_tool_uses_20250919', trigger: { type: 'input_tokens', value: 100 }, keep: { type: 'tool_uses', value: 1 } }] }
-    const managed = manageContext(new ProxiedBody(Buffer.from(messagesBody(asked))))
+    const managed = manageContext(new ProxiedBody(Buffer.from(messagesBody(asked))), noTool)
     expect(managed?.quiet).toBeUndefined()
     expect(managed?.edited.applied).toEqual([expect.objectContaining({ type: 'clear_tool_uses_20250919', cleared_tool_uses: 1 })])
     expect(managed?.edited.cleared.map((c) => c.tool_use_id)).toEqual(['toolu_1'])
@@ -54,12 +58,12 @@ describe('manageContext', () => {
     const asked = {
       edits: [{ type: 'compact_20260112', trigger: { type: 'input_tokens', value: 60_000 }, pause_after_compaction: true, instructions: 'Keep the file list.' }]
     }
-    const managed = manageContext(new ProxiedBody(Buffer.from(messagesBody(asked))))
+    const managed = manageContext(new ProxiedBody(Buffer.from(messagesBody(asked))), noTool)
     expect(managed?.compact).toEqual({ trigger: 60_000, pauseAfterCompaction: true, instructions: 'Keep the file list.' })
   })
 
   it('refuses a field it cannot read, at its place', () => {
-    expect(() => manageContext(new ProxiedBody(Buffer.from(messagesBody({ edits: [{ type: 'clear_tool_uses_20250919', trigger: 5 }] }))))).toThrow(
+    expect(() => manageContext(new ProxiedBody(Buffer.from(messagesBody({ edits: [{ type: 'clear_tool_uses_20250919', trigger: 5 }] }))), noTool)).toThrow(
       expect.objectContaining({ options: expect.objectContaining({ path: '/context_management/edits/0/trigger' }) })
     )
   })

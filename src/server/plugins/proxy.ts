@@ -1,7 +1,6 @@
 import fp from 'fastify-plugin'
 import { ProxyCompactor, type ProxyOutcome, storedAnchors } from '../../service/proxy-compactor.js'
 import { ClearingTier } from '../../proxy/clearing.js'
-import { CLEARED_RECALL_NOTE } from '../../proxy/context-management.js'
 import { promptTokens } from '../../compaction/index.js'
 import { Upstream } from '../../proxy/upstream.js'
 import { type Config, DEFAULT_GEMINI_BASE_URL, DEFAULT_OPENAI_BASE_URL, parseApiKeys, usesClientModel } from '../config.js'
@@ -108,14 +107,10 @@ export const proxyPlugin = fp<{ config: Config }>(
     const clearing =
       config.COMPACT_STRATEGY === 'summarize'
         ? undefined
-        : new ClearingTier(
-            config.COMPACT_STRATEGY,
-            (parts, budgetTokens) => {
-              const fixed = promptTokens([], parts.system, parts.tools)
-              return fixed + Math.floor(config.COMPACT_TARGET_SHARE * Math.max(0, budgetTokens - fixed))
-            },
-            CLEARED_RECALL_NOTE
-          )
+        : new ClearingTier(config.COMPACT_STRATEGY, (parts, budgetTokens) => {
+            const fixed = promptTokens([], parts.system, parts.tools)
+            return fixed + Math.floor(config.COMPACT_TARGET_SHARE * Math.max(0, budgetTokens - fixed))
+          })
     const budgetTokens = config.COMPACT_BUDGET
     // With no model of its own (and not told to stay extractive), the gateway has the client's own model write
     // its conversation's summaries, with the client's credentials (never a gateway key: there is none then).
@@ -133,15 +128,17 @@ export const proxyPlugin = fp<{ config: Config }>(
         budgetTokens,
         credentials: upstreamCredentials(config.ANTHROPIC_API_KEY, checksKeys),
         contextManagement: contextManagement(config),
+        recall: config.COMPACT_RECALL,
         ...(clientSummaries ? { clientSummaries } : {})
       },
       openai: {
         budgetTokens,
         credentials: openAiCredentials(config.OPENAI_API_KEY, checksKeys),
         contextManagement: openAiContextManagement(config),
+        recall: config.COMPACT_RECALL,
         ...(clientSummaries ? { clientSummaries } : {})
       },
-      gemini: { budgetTokens, credentials: geminiCredentials(config.GEMINI_API_KEY, checksKeys) }
+      gemini: { budgetTokens, recall: config.COMPACT_RECALL, credentials: geminiCredentials(config.GEMINI_API_KEY, checksKeys) }
     }
     const service = new ProxyService({
       compactor,

@@ -63,7 +63,9 @@ export class ClearingTier {
     budgetTokens: number | 'off',
     fixed?: (message: number, block: number) => boolean,
     /** What a placeholder says of where the output is kept (the tool the conversation's model has to get it back, or none). */
-    recallNote: (toolUseId: string) => string = (id) => clearedNote(undefined, id)
+    recallNote: (toolUseId: string) => string = (id) => clearedNote(undefined, id),
+    /** A first clearing adds the recall tool to the request: every thinking block before it was made on another prefix. */
+    toolAdded = false
   ): Cleared {
     const conversation = this.conversation(key)
     let messages = parts.messages
@@ -104,7 +106,8 @@ export class ClearingTier {
       return { messages: changed ? this.unbound(parts, conversation, messages) : messages, changed, uses, newly: [], tokens }
     }
     for (const c of done.cleared) conversation.cleared.add(c.tool_use_id)
-    conversation.rewrites.push({ from: Math.min(...done.cleared.map((c) => c.message)), bound: parts.messages.length })
+    const from = toolAdded && conversation.rewrites.length === 0 ? 0 : Math.min(...done.cleared.map((c) => c.message))
+    conversation.rewrites.push({ from, bound: parts.messages.length })
     return { messages: this.unbound(parts, conversation, done.messages), changed: true, uses: [...uses, ...done.cleared], newly: done.cleared, tokens: after }
   }
 

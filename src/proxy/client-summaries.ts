@@ -1,6 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk'
 import OpenAI from 'openai'
 import type { Message } from '../compaction/index.js'
+import { topLevelField } from './events.js'
 import { ConversationSummarizer } from '../summarizer/conversation.js'
 import { type OpenAiConversation, OpenAiConversationSummarizer } from '../summarizer/openai-conversation.js'
 import { SDK_MAX_RETRIES } from '../summarizer/index.js'
@@ -31,11 +32,15 @@ export function clientSummarizer(
   settings: ClientSummaries,
   body: Record<string, unknown>,
   headers: Record<string, string>,
-  after: Promise<unknown>
+  after: Promise<unknown>,
+  /** The request as it was forwarded, once it was: its tools (the gateway's recall tool among them) are the summary call's. */
+  forwarded?: () => Buffer | undefined
 ): (messages: Message[]) => Summarizer {
-  const { messages: _sent, stream: _stream, ...request } = body
+  const { messages: _sent, stream: _stream, ...asked } = body
   const own = Object.fromEntries(Object.entries(headers).filter(([name]) => !SDK_OWN.has(name.toLowerCase())))
   return (messages) => {
+    // read when the summary call is made (after the client's request has gone): its tools as they went
+    const request = forwarded ? withToolsAsSent(asked, forwarded) : asked
     const client = new Anthropic({
       apiKey: null,
       authToken: null,
@@ -80,4 +85,24 @@ export function openAiClientSummarizer(
       fallback: settings.fallback
     })
   }
+}
+
+/** The request with its `tools` read from the forwarded bytes when it is read (at the summary call), where they were forwarded. */
+function withToolsAsSent(asked: Record<string, unknown>, forwarded: () => Buffer | undefined): Record<string, unknown> {
+  const out = { ...asked }
+  let tools: unknown = asked.tools
+  let read = false
+  Object.defineProperty(out, 'tools', {
+    enumerable: true,
+    get: () => {
+      const sent = read ? undefined : forwarded()
+      if (sent) {
+        read = true
+        const field = topLevelField(sent, 'tools')
+        tools = field ? (JSON.parse(field.value.toString('utf8')) as unknown) : asked.tools
+      }
+      return tools
+    }
+  })
+  return out
 }

@@ -290,7 +290,13 @@ export interface EditedMessages {
  * The edits applied in order to the request's messages, each only when its trigger is reached (on the
  * request as the edits before it left it). `recallNote` names, for a cleared use, where its output is kept.
  */
-export function applyContextEdits(parts: ProxyParts, edits: readonly ContextEdit[], recallNote: (toolUseId: string) => string): EditedMessages {
+export function applyContextEdits(
+  parts: ProxyParts,
+  edits: readonly ContextEdit[],
+  recallNote: (toolUseId: string) => string,
+  /** A clearing adds the recall tool to the request: every thinking block before it was made on another prefix. */
+  toolAdded = false
+): EditedMessages {
   let messages = parts.messages
   const applied: AppliedEdit[] = []
   const cleared: ClearedUse[] = []
@@ -320,7 +326,7 @@ export function applyContextEdits(parts: ProxyParts, edits: readonly ContextEdit
   // On a model that checks thinking against its prefix, the edits (made afresh at each request) leave no
   // thinking after their first change: what was produced after it was produced on another prefix.
   if (parts.unbindThinking && applied.length > 0) {
-    const from = firstChange(parts.messages, messages)
+    const from = toolAdded && cleared.length > 0 ? 0 : firstChange(parts.messages, messages)
     messages = unbindThinking(messages, [{ from, bound: messages.length }]).messages
   }
   return { messages, applied, cleared }

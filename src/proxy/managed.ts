@@ -35,7 +35,7 @@ const CONTEXT_MANAGEMENT_KEY = Buffer.from('"context_management"')
  * edited and without the field, or undefined where there is nothing to perform (no field; a
  * `compact_20260112` edit, forwarded untouched).
  */
-export function manageContext(body: ProxiedBody, recallNote: (toolUseId: string) => string): Managed | undefined {
+export function manageContext(body: ProxiedBody, recallNote: (toolUseId: string) => string, toolAdded = false): Managed | undefined {
   // Most requests ask for edits that can do nothing to them (Claude Code's keep-all thinking, a trigger far
   // above the body): the field is taken out of the bytes, the rest goes on as it came, unparsed. (The
   // search for it is the one scan of a body without it.)
@@ -58,7 +58,7 @@ export function manageContext(body: ProxiedBody, recallNote: (toolUseId: string)
   const parts = readMessagesRequest(value)
   // with compaction asked for, a history is read from its newest compaction block on, as the API reads it
   const read = management.compact ? { ...parts, messages: fromCompaction(parts.messages).messages } : parts
-  const edited = applyContextEdits(read, management.edits, recallNote)
+  const edited = applyContextEdits(read, management.edits, recallNote, toolAdded)
   return { body: new ProxiedBody(Buffer.from(jsonBytes({ ...rest, messages: edited.messages }))), edited, compact: management.compact }
 }
 

@@ -22,7 +22,8 @@ import { ConfigurationError } from '../contract/errors.js'
 import { ProxiedBody } from '../proxy/body.js'
 import type { ProxiedDialect, ProxyPolicy } from '../service/proxied.js'
 import { RECORD_HEADER } from '../service/served.js'
-import type { Message } from '../compaction/index.js'
+import { type RecallTurn, relayRecallJson, relayRecallStream } from './recall-relay.js'
+import { type Message, PROXY_RECALL_TOOL } from '../compaction/index.js'
 import type { Summarizer } from '../summarizer/summarizer.js'
 
 /** One proxied API: the service's dialect of it (how its body is read and written back), where it goes and with what credentials. */
@@ -179,12 +180,15 @@ function relay(
   onUsage?: (usage: UpstreamUsage | undefined) => void,
   rewrite?: (stream: boolean) => Transform,
   /** The history was changed though nothing was compacted (cleared tool results). */
-  changed = false
+  changed = false,
+  /** The gateway's recall tool was added to the request's tools (its name). */
+  recallTool?: string
 ): FastifyReply {
   void reply.code(res.status).headers(clientHeaders(res.headers))
   void reply.header('x-compaction', outcome.kind === 'none' && !changed ? 'none' : 'compacted')
   if (notRead) void reply.header('x-compaction-not-read', notRead)
   if (outcome.kind !== 'none') void reply.header('x-compaction-summary-id', outcome.summaryId)
+  if (recallTool) void reply.header('x-compaction-recall-tool', recallTool)
   const contentType = res.headers['content-type']
   const stream = typeof contentType === 'string' && contentType.startsWith('text/event-stream')
   const tapping = onUsage !== undefined && res.status === 200
@@ -259,7 +263,37 @@ export async function proxyRequest<R>(
   const relayed = prepared.answered(res.status, asked, upstreamMs)
   // (a proxied request's one line is written once, so its fields are set once)
   request.lineFields = relayed.line
-  return relay(reply, api, res, prepared.outcome, prepared.notRead, () => hangUp.aborted, relayed.onUsage, relayed.rewrite, prepared.changed)
+  const recall = prepared.recall
+  if (recall && res.status === 200) {
+    void reply.code(res.status).headers(clientHeaders(res.headers)).header('x-compaction', 'compacted').header('x-compaction-recall-tool', PROXY_RECALL_TOOL)
+    if (prepared.outcome.kind !== 'none') void reply.header('x-compaction-summary-id', prepared.outcome.summaryId)
+    const turn: RecallTurn = {
+      search: (call) => recall.search(call),
+      send: (added) => api.upstream.send(`${api.path}${search}`, prepared.headers, recall.continuation(added), hangUp),
+      keep: (exchange) => recall.keep(exchange),
+      ...(relayed.onUsage ? { onUsage: relayed.onUsage } : {}),
+      ...(relayed.rewrite ? { rewrite: relayed.rewrite } : {}),
+      aborted: () => hangUp.aborted
+    }
+    const contentType = res.headers['content-type']
+    if (typeof contentType === 'string' && contentType.startsWith('text/event-stream')) {
+      await relayRecallStream(reply, res, turn, api.name)
+      return reply
+    }
+    return relayRecallJson(reply, res, turn)
+  }
+  return relay(
+    reply,
+    api,
+    res,
+    prepared.outcome,
+    prepared.notRead,
+    () => hangUp.aborted,
+    relayed.onUsage,
+    relayed.rewrite,
+    prepared.changed,
+    prepared.recallTool
+  )
 }
 
 /**

@@ -38,8 +38,11 @@ import type { Metrics } from '../telemetry/metrics.js'
 import type { ReadYourWrites } from '../storage/read-your-writes.js'
 import type { Activity } from './activity.js'
 import { type CompactRun, type CompactRunView, type RunContext, clearedMemory, summarized } from './compact.js'
+import { type RecallCall, type RecallExchange, restoreExchanges } from '../proxy/recall-tool.js'
+import type { RecallExchanges } from './recall-exchanges.js'
+import { answerRecall, recallLimit } from './recall.js'
 import { InvalidHistoryError } from './errors.js'
-import type { ProxyCompactor, ProxyOutcome, ProxyRequest } from './proxy-compactor.js'
+import { type ProxyCompactor, type ProxyOutcome, type ProxyRequest, conversationKey } from './proxy-compactor.js'
 import { type Scheduled, type ServedAt, keepInColdLayer } from './served.js'
 
 /** What an API's body gave the proxy: the parts its compactor reads, or nothing (forwarded unread), with why when it matters. */
@@ -58,7 +61,7 @@ export interface ProxiedDialect<R> {
    * (`outcome`), or its old tool results were cleared (`cleared`: the core's messages with them, and where
    * each is), or both.
    */
-  write(body: ProxiedBody, read: R, outcome: Exclude<ProxyOutcome, { kind: 'none' }> | undefined, cleared?: ClearedHistory): Buffer
+  write(body: ProxiedBody, read: R, outcome: Exclude<ProxyOutcome, { kind: 'none' }> | undefined, cleared?: ClearedHistory, offerRecall?: boolean): Buffer
   /** Whether a result the core reads at (message, block) cannot take a placeholder in the client's body (clearing leaves it). */
   fixed?: (read: R, message: number, block: number) => boolean
   /** Where, in the client's body, a problem the core found at one of its messages is (its path). */
@@ -125,6 +128,8 @@ export interface ProxyServing {
   activity: Activity
   metrics: Metrics
   store: ReadYourWrites
+  /** What the upstream saw in place of answers the client got, where the model called the recall tool (recall-exchanges.ts). */
+  exchanges?: RecallExchanges
 }
 
 /** The Responses API's compaction answered here: the answer's body, its summary where one was written, and the record's writes (`recorded` waited for). */
@@ -162,6 +167,18 @@ export interface Forward {
   began(): void
   /** Once the upstream has answered (its status, when it was asked, how long it took to begin): what was done noted, and how the answer is relayed. */
   answered(status: number, asked: number, upstreamMs: number): Relayed
+  /** The gateway's recall tool was added to the request's tools (its name: `x-compaction-recall-tool`). */
+  recallTool?: string
+  /** The model was offered the gateway's recall tool: how its calls are answered and the turn continued (server/recall-relay.ts). */
+  recall?: OfferedRecall
+}
+
+/** The recall tool offered in a forwarded request: its calls' answers, the continuation's body, and where a turn's exchange is kept. */
+export interface OfferedRecall {
+  search(call: RecallCall): Promise<string>
+  /** The forwarded body with `added` after its messages. */
+  continuation(added: readonly Message[]): Buffer
+  keep(exchange: RecallExchange): void
 }
 
 /** How an answer is relayed, and what the request's log line says of it. */
@@ -215,7 +232,9 @@ export class ProxyService {
     const asked = onDemand ? ask.body.without(onDemand.without) : ask.body
     // (the edits run before the body is read: their placeholders name the MCP tool with the session the headers name)
     const headerNaming = recallNaming(policy.recall, dialect, proxySession(headers, undefined), undefined)
-    const managed = dialect.contextManagement && performs ? manageContext(asked, (id) => clearedNote(headerNaming, id)) : undefined
+    // where the gateway's recall tool would come with a rewrite, the rewrite leaves no thinking made before it
+    const toolMayCome = policy.recall === 'auto' && dialect.recallTool === true
+    const managed = dialect.contextManagement && performs ? manageContext(asked, (id) => clearedNote(headerNaming, id), toolMayCome) : undefined
     const responses = dialect.responsesCompaction && performs ? manageResponses(asked) : undefined
     const edited = managed?.body ?? responses?.body ?? asked
     // a history that holds a compaction block is read from it on (the gateway's own stands for what it encoded)
@@ -235,13 +254,25 @@ export class ProxyService {
     // (a body forwarded unread has the session its headers name, if any: its cost is counted there)
     const session = 'parts' in read ? (proxySession(headers, read.parts.userId) ?? derivedSession(read.parts)) : proxySession(headers, undefined)
     const naming = recallNaming(policy.recall, dialect, session, 'parts' in read ? read.parts.tools : undefined)
+    // answers the model got with the recall tool's help, put back as the upstream saw them
+    // (a session holds several conversations: an agent's main loop and each of its subagents)
+    const conversation = 'parts' in read ? conversationKey({ keyName, session, messages: read.parts.messages, system: read.parts.system }) : ''
+    const recallState = naming && 'tool' in naming && serving.exchanges && 'parts' in read ? await serving.exchanges.load(conversation) : undefined
+    const restored =
+      recallState && recallState.exchanges.length > 0 && 'parts' in read ? restoreExchanges(read.parts.messages, recallState.exchanges) : undefined
+    if (restored && restored.restored > 0 && 'parts' in read) read = { parts: { ...read.parts, messages: restored.messages }, read: read.read }
     // clearing first (COMPACT_STRATEGY): the Messages API's history, its old tool results cleared where that is enough
     const readBody = 'parts' in read ? read : undefined
     const fixed = dialect.fixed
     const cleared =
       serving.clearing && !managed?.compact && !responses && readBody
-        ? serving.clearing.apply(`${keyName}\u0000${session}`, readBody.parts, budgetTokens, fixed ? (m, b) => fixed(readBody.read, m, b) : undefined, (id) =>
-            clearedNote(naming, id)
+        ? serving.clearing.apply(
+            `${keyName}\u0000${session}`,
+            readBody.parts,
+            budgetTokens,
+            fixed ? (m, b) => fixed(readBody.read, m, b) : undefined,
+            (id) => clearedNote(naming, id),
+            toolMayCome
           )
         : undefined
     if (cleared?.changed && 'parts' in read) read = { parts: { ...read.parts, messages: cleared.messages }, read: read.read }
@@ -297,11 +328,21 @@ export class ProxyService {
       return { kind: 'paused', outcome: { kind: outcome.kind, summaryId: outcome.summaryId }, scheduled, ...paused }
     }
 
-    const clearedHistory = cleared?.changed ? { messages: cleared.messages, uses: cleared.uses } : undefined
+    const restoredAny = restored !== undefined && restored.restored > 0
+    const clearedHistory = cleared?.changed
+      ? { messages: cleared.messages, uses: cleared.uses }
+      : restoredAny && 'parts' in read
+        ? { messages: read.parts.messages, uses: [] }
+        : undefined
+    // the recall tool, from the conversation's first rewrite on (its request changes the prompt anyway)
+    const rewritten = outcome.kind !== 'none' || clearedHistory !== undefined || (managed?.edited.cleared.length ?? 0) > 0
+    const offer =
+      naming !== undefined && 'tool' in naming && dialect.recallTool === true && session !== undefined && (rewritten || recallState?.offered === true)
+    if (offer && recallState?.offered !== true) await serving.exchanges?.offer(conversation, { key_name: keyName, session_id: session })
     const payload = !('read' in read)
       ? body.bytes
-      : outcome.kind !== 'none' || clearedHistory
-        ? dialect.write(body, read.read, outcome.kind === 'none' ? undefined : outcome, clearedHistory)
+      : outcome.kind !== 'none' || clearedHistory || offer
+        ? dialect.write(body, read.read, outcome.kind === 'none' ? undefined : outcome, clearedHistory, offer)
         : body.bytes
     forwarded.bytes = payload
     const scheduled = await this.serve(outcome, at)
@@ -315,6 +356,8 @@ export class ProxyService {
       notRead,
       changed: cleared?.changed === true,
       began,
+      ...(offer ? { recallTool: PROXY_RECALL_TOOL } : {}),
+      ...(offer && session !== undefined && dialect.endpoint === 'messages' ? { recall: this.offered(keyName, session, conversation, payload) } : {}),
       answered: (status, asked, upstreamMs) => {
         serving.metrics.proxyUpstreamSeconds.observe({ endpoint: dialect.endpoint }, upstreamMs / 1_000)
         if (outcome.kind === 'compacted') serving.metrics.crossingWait.observe((asked - started) / 1_000)
@@ -510,6 +553,23 @@ export class ProxyService {
       source: outcome.source,
       waitMs: performance.now() - at.started
     })
+  }
+
+  /** The recall tool offered in `payload`: its calls searched in the session's cold layer, its exchanges kept with the conversation. */
+  private offered(keyName: string, session: string, conversation: string, payload: Buffer): OfferedRecall {
+    const { store, exchanges, metrics } = this.serving
+    return {
+      search: async (call) => {
+        const text = await answerRecall(store, keyName, session, call.query, recallLimit(call.limit))
+        metrics.recallRequests.inc({ outcome: text.startsWith('[1]') ? 'hits' : 'empty' })
+        return text
+      },
+      continuation: (added) => {
+        const value = JSON.parse(payload.toString('utf8')) as { messages: Message[] }
+        return Buffer.from(JSON.stringify({ ...value, messages: [...value.messages, ...added] }))
+      },
+      keep: (exchange) => void exchanges?.add(conversation, exchange, { key_name: keyName, session_id: session })
+    }
   }
 
   /** Keeps the whole output of each cleared result in the session's cold layer, once a process (a result is cleared again at every request after). */

@@ -179,6 +179,7 @@ export const KNOWN_LABELS = {
     'recap',
     'record_read',
     'anchors',
+    'recall_exchanges',
     'activity'
   ]
 } as const

@@ -90,8 +90,12 @@ describe('context editing (clear_tool_uses_20250919, clear_thinking_20251015) pe
     expect(failed).toContain('bash(npm test -- part 1)')
     expect(failed).toContain('it failed')
     expect(failed).toContain('FAIL test/importer.test.ts > parses rows')
-    // (the Messages dialect offers no recall tool of the gateway's here: no text names one)
-    expect(failed).toContain('Its output is no longer in the conversation.')
+    // the placeholder names the recall tool the gateway gave the model, after the client's own tools
+    expect(failed).toContain('call the `gateway_recall` tool with the query "toolu_w_1" to get it back')
+    expect((sent.body.tools as { name: string }[]).map((t) => t.name)).toEqual([
+      ...((messages as unknown as { tools?: { name: string }[] }).tools ?? []).map((t) => t.name),
+      'gateway_recall'
+    ])
     // every call still has its result, every other message as sent
     const sentMessages = sent.body.messages as Message[]
     expect(sentMessages).toHaveLength(messages.length)

@@ -4,6 +4,7 @@ import { createServer, request } from 'node:http'
 import { join } from 'node:path'
 import Anthropic from '@anthropic-ai/sdk'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { RECALL_TOOL_DEFINITION } from '../../src/proxy/recall-tool.js'
 import { type Message, validateHistory } from '../../src/compaction/index.js'
 import { type App, buildApp } from '../../src/server/app.js'
 import { loadConfig } from '../../src/server/config.js'
@@ -412,7 +413,8 @@ describe('POST /v1/messages: a drop-in proxy for Messages API clients', () => {
       expect(summary).not.toContain('<system-reminder>')
       expect(summary).toContain('Run the scripted steps.')
       expect(forwarded.body.system).toEqual(body.system)
-      expect(forwarded.body.tools).toEqual(body.tools)
+      // the client's tools as sent, the gateway's recall tool after them
+      expect(forwarded.body.tools).toEqual([...(body.tools as unknown[]), RECALL_TOOL_DEFINITION])
     })
   })
 })

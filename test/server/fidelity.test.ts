@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
+import { RECALL_TOOL_DEFINITION } from '../../src/proxy/recall-tool.js'
 import type { App } from '../../src/server/app.js'
 import { testApp } from '../helpers/app.js'
 import { FakeAnthropic } from '../helpers/fake-anthropic.js'
@@ -66,7 +67,9 @@ describe("the client's own messages", () => {
       expect(res.headers['x-compaction']).toBe('compacted')
       const forwarded = fake.requests.filter((r) => !(r.body.tools ?? []).some((t) => t.name === 'record_summary')).at(-1)!
       expect(forwarded.raw.startsWith('{"model":"claude-test","max_tokens":1e400,"temperature":1.0,"messages":[')).toBe(true)
-      expect(forwarded.raw.endsWith('],"metadata":{"user_id":"fidelity"}}')).toBe(true)
+      // the gateway's recall tool after the body's last field, said in the answer's headers
+      expect(forwarded.raw.endsWith(`],"metadata":{"user_id":"fidelity"},"tools":[${JSON.stringify(RECALL_TOOL_DEFINITION)}]}`)).toBe(true)
+      expect(res.headers['x-compaction-recall-tool']).toBe('gateway_recall')
       const sent = forwarded.body.messages.length
       const kept = messages.slice(messages.length - (sent - 2)) // the summary turn and its reply go first
       expect(kept.length).toBeGreaterThan(4)

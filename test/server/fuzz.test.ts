@@ -1,5 +1,6 @@
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { RECALL_TOOL_DEFINITION } from '../../src/proxy/recall-tool.js'
 import type { App } from '../../src/server/app.js'
 import { testApp } from '../helpers/app.js'
 import { FakeAnthropic } from '../helpers/fake-anthropic.js'
@@ -218,9 +219,12 @@ describe('fuzzed histories', () => {
         const raw = forwarded[0]!.raw
         expect(raw.startsWith('{"model":"claude-fuzz","max_tokens":1e400,"messages":[')).toBe(true)
         if (!loneSurrogate(payload)) expect(strings(forwarded[0]!.body).some(loneSurrogate)).toBe(false)
-        // every byte but the messages as the client sent them; the whole body when nothing was compacted
-        if (res.headers['x-compaction'] === 'none') expect(raw).toBe(payload)
-        else expect(raw.endsWith('],"metadata":{"user_id":"fuzz"}}')).toBe(true)
+        // every byte but the messages as the client sent them (and the gateway's recall tool after them where it
+        // says it added it); the whole body when nothing was done
+        const tool = res.headers['x-compaction-recall-tool'] === 'gateway_recall'
+        const end = tool ? `],"metadata":{"user_id":"fuzz"},"tools":[${JSON.stringify(RECALL_TOOL_DEFINITION)}]}` : '],"metadata":{"user_id":"fuzz"}}'
+        if (res.headers['x-compaction'] === 'none' && !tool) expect(raw).toBe(payload)
+        else expect(raw.endsWith(end)).toBe(true)
       }),
       { numRuns: RUNS }
     )

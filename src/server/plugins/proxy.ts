@@ -8,6 +8,7 @@ import type { FastifyRequest } from 'fastify'
 import type { ClientSummaries } from '../../proxy/client-summaries.js'
 import type { ProxyContext } from '../proxying.js'
 import { ProxyService } from '../../service/proxied.js'
+import { RecallExchanges } from '../../service/recall-exchanges.js'
 import { warnSummarizerFault } from '../../service/served.js'
 import { DEFAULT_UPSTREAM_URL } from '../../contract/defaults.js'
 
@@ -24,6 +25,8 @@ declare module 'fastify' {
       policy: ProxyPolicies
       /** Each proxied request made ready to forward (service/proxied.ts). */
       service: ProxyService
+      /** What the upstream saw in place of answers where the model called the recall tool. */
+      exchanges: RecallExchanges
     }
   }
   interface FastifyRequest {
@@ -140,6 +143,10 @@ export const proxyPlugin = fp<{ config: Config }>(
       },
       gemini: { budgetTokens, recall: config.COMPACT_RECALL, credentials: geminiCredentials(config.GEMINI_API_KEY, checksKeys) }
     }
+    const exchanges = new RecallExchanges(app.store, (err: unknown) => {
+      metrics.storeErrors.inc({ operation: 'recall_exchanges' })
+      app.log.error({ err, event: 'recall_exchanges_not_kept' }, "a conversation's recall exchanges could not be read or kept; the proxy goes on from memory")
+    })
     const service = new ProxyService({
       compactor,
       clearing,
@@ -147,9 +154,10 @@ export const proxyPlugin = fp<{ config: Config }>(
       serve: app.serve,
       activity: app.activity,
       metrics,
-      store: app.store
+      store: app.store,
+      exchanges
     })
-    app.decorate('proxy', { upstream, openai, gemini, compactor, clearing, policy, service })
+    app.decorate('proxy', { upstream, openai, gemini, compactor, clearing, policy, service, exchanges })
     app.addHook('preClose', async () => compactor.close())
     app.addHook('onClose', async () => {
       await Promise.all([upstream.close(), openai.close(), gemini.close()])

@@ -2,6 +2,7 @@ import type { FastifyPluginAsync } from 'fastify'
 import { checkedWhenRead } from '../json.js'
 import { clientSummarizer } from '../../proxy/client-summaries.js'
 import { readMessagesRequest } from '../../proxy/request.js'
+import { withRecallToolBytes } from '../../proxy/recall-tool.js'
 import { MessagesBody } from '../../contract/proxy-bodies.js'
 import { withMessages } from '../../contract/wire.js'
 import { type Message, hasPrefixCheck, openLoopWithoutThinking } from '../../compaction/index.js'
@@ -48,16 +49,19 @@ export const messagesRoutes: FastifyPluginAsync = async (app) => {
       read: (body) => ({ parts: readMessagesRequest(body.value()), read: undefined }),
       ...(route.endpoint === 'messages'
         ? {
-            clientSummarizer: (settings, body, _read, headers, after) => clientSummarizer(settings, body.value() as Record<string, unknown>, headers, after),
+            clientSummarizer: (settings, body, _read, headers, after, forwarded) =>
+              clientSummarizer(settings, body.value() as Record<string, unknown>, headers, after, forwarded),
             costs: true as const
           }
         : {}),
       contextManagement: true,
-      // a compaction's messages are built on the cleared ones where both were done
-      write: (body, _read, outcome, cleared) => {
+      recallTool: true,
+      // a compaction's messages are built on the cleared ones where both were done; the recall tool after the client's own
+      write: (body, _read, outcome, cleared, offerRecall) => {
         const value = body.value() as Record<string, unknown>
         const messages = outcome?.messages ?? cleared?.messages ?? (value.messages as Message[])
-        return withMessages(thinkingAsAccepted(value, messages), messages)
+        const bytes = withMessages(thinkingAsAccepted(value, messages), messages)
+        return offerRecall ? withRecallToolBytes(bytes) : bytes
       }
     }
     // The body stays bytes until the proxy reads it (one under its budget is forwarded unread); what it reads
@@ -74,7 +78,7 @@ export const messagesRoutes: FastifyPluginAsync = async (app) => {
           body: MessagesBody,
           response: {
             200: upstreamAnswer(
-              `${route.answer}, as the Messages API gave it (status, headers and body; \`text/event-stream\` for \`stream: true\`), with \`x-compaction: none|compacted\` and \`x-compaction-summary-id\`.`
+              `${route.answer}, as the Messages API gave it (status, headers and body; \`text/event-stream\` for \`stream: true\`), with \`x-compaction: none|compacted\`, \`x-compaction-summary-id\`, and \`x-compaction-recall-tool\` where the gateway added its recall tool to the request (its calls are answered by the gateway and never reach the client).`
             ),
             ...proxyErrors(
               'The body is not a Messages API request the gateway can estimate, or an over-budget history breaks the rules of a conversation; `error.path` names the place.',

@@ -218,6 +218,7 @@ export const sessionRoutes: FastifyPluginAsync = async (app) => {
           forgetConversations: async (key, session) => {
             await app.activity.forget(key, session)
             proxy.clearing?.forget(`${key}\u0000${session}`)
+            proxy.exchanges.forget(`${key}\u0000s:${session}\u0000`)
             return proxy.compactor.forget(key, session)
           },
           ...(redis ? { dropLocks: (keys: readonly string[]) => dropFlights(redis, keys) } : {}),

@@ -9,6 +9,7 @@
  *   growth: the core on one history repeated 1, 2, 4, 8 and 16 times, to see how time grows with size.
  *   proxy: the wait of the request that crosses a proxied session's budget, with and without precompute (bench/proxy.ts).
  *   relay: the proxy's overhead on Claude Code's recorded bodies against a bare undici relay (bench/relay.ts).
+ *   recall tool: the gateway's own time in a recall round, and the cache-read share with the tool offered and without (bench/recall-tool.ts).
  * Targets: core ≤ 1.0x, 50k parallel calls ≤ 10x the time of 5k, redaction ≤ 10x JSON.parse (the corpus's texts, and
  * adversarial lines, which must also grow linearly), the crossing's
  * (bench/proxy.ts) and the relay's (bench/relay.ts); each printed with meets or misses. The route has none:
@@ -23,6 +24,7 @@ import { manyFiles, parallelCalls } from './scale.js'
 import { bareProcess, fromBuild, scratchDir, startGateway } from './servers.js'
 import { proxyBench } from './proxy.js'
 import { relayBench } from './relay.js'
+import { recallToolBench } from './recall-tool.js'
 import { ADVERSARIAL_LINES } from '../test/helpers/adversarial.js'
 
 // The service's code as `npm start` runs it: built (npm run bench builds first).
@@ -340,3 +342,5 @@ progress('the proxy: the request that crosses its budget')
 await proxyBench()
 progress('the proxy against a bare relay (about a minute)')
 await relayBench()
+
+await recallToolBench()

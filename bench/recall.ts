@@ -6,7 +6,13 @@
 import { type Message, isPromptMessage, isToolResult, isToolUse, toolResultText, userText } from '../src/compaction/index.js'
 
 export interface Fact {
-  kind: 'late sentence of a request' | 'exception line' | 'command' | 'signal line of a command that succeeded' | 'later line of a multi-line command'
+  kind:
+    | 'late sentence of a request'
+    | 'exception line'
+    | 'command'
+    | 'signal line of a command that succeeded'
+    | 'later line of a multi-line command'
+    | 'plain output line'
   text: string
   /**
    * The hit must hold the text itself (a part of an entry, not only its message); any entry that does
@@ -102,6 +108,21 @@ export function recallFacts(span: readonly Message[]): Fact[] {
   if (multi) {
     const second = (multi.command.split('\n')[1] ?? '').trim()
     facts.push({ kind: 'later line of a multi-line command', text: second, query: query(second, counts), message: multi.index, inText: true })
+  }
+  // Plain lines a command printed or a file read held (a value, a line of code): one from the middle of each
+  // of up to three outputs spread over the span, the kind a task needs back later and no digest keeps.
+  const outputs: { text: string; message: number }[] = []
+  span.forEach((m, i) => {
+    if (typeof m.content === 'string') return
+    for (const b of m.content) if (isToolResult(b)) outputs.push({ text: toolResultText(b), message: i })
+  })
+  for (const share of [0.25, 0.5, 0.75]) {
+    const out = outputs[Math.floor(outputs.length * share)]
+    if (!out) continue
+    const lines = out.text.split('\n').filter((l) => l.trim().length <= 200 && words(l).length >= 4 && !SIGNAL.test(l))
+    const line = lines[Math.floor(lines.length / 2)]
+    if (!line || facts.some((f) => f.text === line.trim())) continue
+    facts.push({ kind: 'plain output line', text: line.trim(), query: query(line, counts), message: out.message, inText: true })
   }
   const commands = [...calls.values()].filter((c) => words(c.command).length >= 3)
   const cmd = commands[Math.floor(commands.length / 2)]

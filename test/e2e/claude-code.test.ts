@@ -1,8 +1,8 @@
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { CLEARED_MARK, promptTokens } from '../../src/compaction/index.js'
+import { CLEARED_MARK, PROXY_RECALL_TOOL, promptTokens } from '../../src/compaction/index.js'
 import { FakeAnthropic, type ReceivedRequest } from '../helpers/fake-anthropic.js'
 import { OTHER_PACES, boundedRun, crossingFigures, paceReport, runClient, summaryTiming, writeReport } from '../helpers/e2e.js'
 import { ROOT, type ServerProcess, installedClient, logLines, startServer, tempDb } from '../helpers/process.js'
@@ -32,6 +32,8 @@ const TURN_MS = Number(process.env.E2E_TURN_MS ?? 1_500)
 /** The room between Claude Code's system prompt and tools and the budget. */
 const ROOM = 60_000
 const STEPS = 56
+/** The line an early step prints that the model needs at the end (the recall test). */
+const CODENAME_LINE = 'INFO the rollout codename is bluefin-7'
 const SUBAGENT_AT = 24
 const SWITCH_AT = 32
 const RESTART_AT = 44
@@ -75,9 +77,8 @@ function scriptedAgent(): ScriptedAgent {
   ])
 }
 
-/** Claude Code run to its end in print mode against `baseUrl`, with a home and a work folder of its own. */
-async function runClaudeCode(baseUrl: string): Promise<{ code: number | null; out: string }> {
-  const home = mkdtempSync(join(tmpdir(), 'cg-e2e-home-'))
+/** Claude Code run to its end in print mode against `baseUrl`, with a home (`home`, else one of its own) and a work folder of its own. */
+async function runClaudeCode(baseUrl: string, home = mkdtempSync(join(tmpdir(), 'cg-e2e-home-'))): Promise<{ code: number | null; out: string }> {
   const work = mkdtempSync(join(tmpdir(), 'cg-e2e-work-'))
   mkdirSync(join(home, '.claude'), { recursive: true })
   return runClient(BIN, ['-p', 'Run the scripted steps one by one.', '--allowedTools', 'Bash,Agent'], work, {
@@ -297,6 +298,63 @@ describe.skipIf(missing !== undefined)(`Claude Code ${CLAUDE_CODE_VERSION} throu
       summary_cache_read_share: calls.reduce((n, r) => n + (r.cache?.read ?? 0), 0) / Math.max(1, tokens),
       summary_billed_input_per_call: billed(calls) / calls.length
     })
+    gateway.child.kill('SIGTERM')
+    await fake.close()
+  }, 600_000)
+
+  it("lets its model get back a line the compaction removed: the gateway's recall tool called, answered, the value used; the transcript holds no recall call", async () => {
+    const fake = await new FakeAnthropic().start()
+    // an early step prints the line the task needs at the end, among hundreds of others
+    const steps = Array.from({ length: 30 }, (_, i) => ({
+      tool: 'Bash',
+      input: {
+        command: i === 1 ? `seq 1 300 | sed 's/^/deploy log line /'; echo '${CODENAME_LINE}'` : `seq 1 700 | sed 's/^/step ${i} output line /'`,
+        description: `Print step ${i}`
+      }
+    }))
+    const agent = new ScriptedAgent([{ name: 'main', match: () => true, steps, final: 'SCRIPT-END reached.' }])
+    const offered = (r: ReceivedRequest): boolean => (r.body.tools ?? []).some((t) => t.name === PROXY_RECALL_TOOL)
+    const recallResult = (r: ReceivedRequest): string | undefined => {
+      const last = r.body.messages.at(-1)?.content
+      const found = Array.isArray(last)
+        ? last.find((b: { type?: string; tool_use_id?: string }) => b.type === 'tool_result' && b.tool_use_id === 'toolu_recall_e2e')
+        : undefined
+      return found === undefined ? undefined : JSON.stringify(found)
+    }
+    let askedWithout: boolean | undefined
+    fake.fallback = (r) => {
+      if (isSummaryCall(r)) return { toolInput: { objective: 'Run the scripted steps (SCRIPT-MAIN)' } }
+      const found = recallResult(r)
+      if (found !== undefined)
+        return { content: [{ type: 'text', text: `SCRIPT-END reached. The codename is ${/codename is ([\w-]+)/.exec(found)?.[1] ?? 'unknown'}.` }] }
+      const reply = agent.reply(r)
+      if (reply.content?.[0]?.type === 'text' && offered(r)) {
+        // the script is done: the model needs the codename, which the compactions took out of its prompt
+        askedWithout = !r.raw.includes('bluefin-7')
+        return { content: [{ type: 'tool_use', id: 'toolu_recall_e2e', name: PROXY_RECALL_TOOL, input: { query: 'rollout codename' } }], delayMs: TURN_MS }
+      }
+      return { ...reply, delayMs: TURN_MS }
+    }
+    const gateway = await startServer({
+      ANTHROPIC_API_KEY: UPSTREAM_KEY,
+      ANTHROPIC_BASE_URL: fake.url,
+      COMPACT_API_KEYS: `e2e=${GATEWAY_KEY}`,
+      COMPACT_DB: tempDb(),
+      COMPACT_BUDGET: String(fixedTokens() + ROOM)
+    })
+    servers.push(gateway)
+    const home = mkdtempSync(join(tmpdir(), 'cg-e2e-home-'))
+    const { code, out } = await runClaudeCode(gateway.url, home)
+    expect(code, out).toBe(0)
+    expect(fake.refused).toEqual([])
+    expect(askedWithout, 'the line was compacted out of the prompt before the model asked').toBe(true)
+    expect(out).toContain('SCRIPT-END reached. The codename is bluefin-7.')
+    // Claude Code's own record of the session: the answer, and no call or result of the gateway's tool
+    const transcripts = readdirSync(join(home, '.claude'), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.jsonl'))
+    expect(transcripts.length).toBeGreaterThan(0)
+    const text = transcripts.map((f) => readFileSync(join(home, '.claude', f), 'utf8')).join('\n')
+    expect(text).toContain('The codename is bluefin-7.')
+    expect(text).not.toContain(PROXY_RECALL_TOOL)
     gateway.child.kill('SIGTERM')
     await fake.close()
   }, 600_000)

@@ -23,7 +23,7 @@ import { type StoredRecord, activityScope, decodeCursor, encodeCursor, openRecor
 import { MAX_SESSION_MEMORY, MAX_SESSION_MEMORY_BYTES } from '../contract/defaults.js'
 import { rankBm25 } from './rank.js'
 import { at } from '../compaction/index.js'
-import { Terms, newKey, ownerOf, seal, unseal } from './sealing.js'
+import { Terms, compactionOwner, newKey, ownerOf, seal, unseal } from './sealing.js'
 
 /**
  * Schema migrations, versioned in code: migration N is recorded in schema_migrations as version N.
@@ -82,7 +82,9 @@ export const MIGRATIONS: readonly (string | ((client: pg.PoolClient) => Promise<
   // session's own figures) and in bytes (a session's bound), and an index that gives a session's figures
   // without reading its rows.
   `ALTER TABLE cold ADD COLUMN line_from INT, ADD COLUMN line_to INT, ADD COLUMN words INT, ADD COLUMN bytes INT;
-   CREATE INDEX cold_sizes ON cold (owner, id) INCLUDE (words, bytes);`
+   CREATE INDEX cold_sizes ON cold (owner, id) INCLUDE (words, bytes);`,
+  // 6: compactions made without a session, kept in clear until now, sealed under a key of their own.
+  sealSessionless
 ]
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length
@@ -247,7 +249,13 @@ export class PostgresStore implements Store {
     const insert = 'INSERT INTO records (id, owner, key_name, created_ms, raw, after, budget, body) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING seq'
     const sessionId = record.session_id
     if (sessionId === null) {
-      await this.query(insert, [record.id, null, record.key_name, createdMs, ...figures, Buffer.from(json)])
+      // a compaction without a session: sealed under a key of its own, deleted with it by its id
+      const owner = compactionOwner(record.key_name, record.id)
+      await this.migrate()
+      await this.transaction(async (client) => {
+        const key = await this.sessionKey(client, owner)
+        await client.query(insert, [record.id, owner, record.key_name, createdMs, ...figures, seal(key, json)])
+      })
       return
     }
     const owner = ownerOf(record.key_name, sessionId)
@@ -403,6 +411,17 @@ export class PostgresStore implements Store {
     } catch (err) {
       return { ...deleted, space_reclaimed: false, reclaim_failure: err instanceof Error ? err.message : String(err) }
     }
+  }
+
+  async deleteCompaction(compactionId: string, keyName: string): Promise<boolean> {
+    const owner = compactionOwner(keyName, compactionId)
+    let deleted = false
+    await this.migrate()
+    await this.transaction(async (client) => {
+      deleted = ((await client.query('DELETE FROM records WHERE owner = $1', [owner])).rowCount ?? 0) > 0
+      await client.query('DELETE FROM session_keys WHERE owner = $1', [owner])
+    })
+    return deleted
   }
 
   /** The cold layer's tables of days this process knows exist. */
@@ -684,6 +703,12 @@ export class PostgresStore implements Store {
         [owners]
       )
       await client.query('DELETE FROM sessions s WHERE s.owner = ANY($1::text[]) AND NOT EXISTS (SELECT 1 FROM records r WHERE r.owner = s.owner)', [owners])
+      // the last of an owner's data gone at retention: its key goes too
+      await client.query(
+        `DELETE FROM session_keys k WHERE k.owner = ANY($1::text[]) AND NOT EXISTS (SELECT 1 FROM records r WHERE r.owner = k.owner)
+           AND NOT EXISTS (SELECT 1 FROM cold c WHERE c.owner = k.owner) AND NOT EXISTS (SELECT 1 FROM cache x WHERE x.owner = k.owner)`,
+        [owners]
+      )
     })
     return count
   }
@@ -753,6 +778,24 @@ const SEALED_SCHEMA = `
 const MOVE_BATCH = 2_000
 
 /** Migration 3: the rows of the clear schema moved, sealed, into the sealed one; the old tables dropped. */
+/** Migration 6: each record without a session sealed under its compaction's own key (compactionOwner). */
+async function sealSessionless(client: pg.PoolClient): Promise<void> {
+  for (let after = 0; ;) {
+    const { rows } = await client.query<{ seq: string; id: string; key_name: string; body: Buffer }>(
+      'SELECT seq, id, key_name, body FROM records WHERE owner IS NULL AND seq > $1 ORDER BY seq LIMIT $2',
+      [after, MOVE_BATCH]
+    )
+    for (const r of rows) {
+      const owner = compactionOwner(r.key_name, r.id)
+      await client.query('INSERT INTO session_keys (owner, key) VALUES ($1, $2) ON CONFLICT (owner) DO NOTHING', [owner, newKey()])
+      const key = (await client.query<{ key: Buffer }>('SELECT key FROM session_keys WHERE owner = $1', [owner])).rows[0]?.key ?? newKey()
+      await client.query('UPDATE records SET owner = $1, body = $2 WHERE seq = $3', [owner, seal(key, r.body.toString('utf8')), r.seq])
+    }
+    if (rows.length < MOVE_BATCH) return
+    after = Number(rows.at(-1)?.seq ?? after)
+  }
+}
+
 async function sealSessions(client: pg.PoolClient): Promise<void> {
   await client.query(SEALED_SCHEMA)
   const keys = new Map<string, { key: Buffer; terms: Terms }>()

@@ -152,6 +152,10 @@ export class ReadYourWrites implements Store {
     return this.read(keyName, sessionId, () => this.inner.recap(sessionId, keyName))
   }
   /** Deletes a session once the writes reserved for it have landed, so that none lands after. */
+  deleteCompaction(compactionId: string, keyName: string): Promise<boolean> {
+    return this.inner.deleteCompaction(compactionId, keyName)
+  }
+
   deleteSession(sessionId: string, keyName: string): Promise<DeletedSession> {
     return this.read(keyName, sessionId, () => this.inner.deleteSession(sessionId, keyName), 'written')
   }

@@ -48,6 +48,14 @@ export function ownerOf(keyName: string, sessionId: string): string {
   return createHash('sha256').update(keyName).update('\u0000').update(sessionId).digest('hex').slice(0, 32)
 }
 
+/**
+ * How rows name a compaction made without a session: an owner of its own (no session id begins with NUL),
+ * so that it is sealed under a key of its own like a session's, and deleting it by its id deletes that key.
+ */
+export function compactionOwner(keyName: string, compactionId: string): string {
+  return ownerOf(keyName, `\u0000${compactionId}`)
+}
+
 /** Longest word indexed whole; past it, its first characters stand for it. */
 const MAX_WORD = 64
 const COMBINING = /\p{M}+/gu

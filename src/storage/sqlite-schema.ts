@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3'
-import { Terms, newKey, ownerOf, seal } from './sealing.js'
+import { Terms, compactionOwner, newKey, ownerOf, seal } from './sealing.js'
 
 /**
  * The SQLite store's schema migrations, versioned in code: migration N brings `user_version` from N-1 to
@@ -76,7 +76,9 @@ export const MIGRATIONS: readonly (string | ((db: Database.Database) => void))[]
    ALTER TABLE cold ADD COLUMN words INTEGER;
    ALTER TABLE cold ADD COLUMN bytes INTEGER;
    CREATE INDEX cold_sizes ON cold (owner, id, kind, words, bytes);
-   CREATE VIRTUAL TABLE cold_vocab USING fts5vocab(cold_terms, instance);`
+   CREATE VIRTUAL TABLE cold_vocab USING fts5vocab(cold_terms, instance);`,
+  // 8: compactions made without a session, kept in clear until now, sealed under a key of their own.
+  sealSessionless
 ]
 
 /** The tables of the sealed schema (migration 5). */
@@ -215,6 +217,20 @@ function sealSessions(db: Database.Database): void {
     insertCache.run(c.key, owner, seal(key, c.value), c.expires_ms)
   }
   db.exec(`DROP TABLE memory_fts; DROP TABLE memory; DROP TABLE memory_evicted; DROP TABLE compactions; DROP TABLE summary_cache;`)
+}
+
+/** Migration 8: each record without a session sealed under its compaction's own key (compactionOwner). */
+function sealSessionless(db: Database.Database): void {
+  const update = db.prepare('UPDATE records SET owner = ?, body = ? WHERE seq = ?')
+  for (const r of batches(db, 'SELECT seq AS at, seq, id, key_name, body FROM records WHERE owner IS NULL AND seq > ? ORDER BY seq LIMIT ?') as Iterable<{
+    seq: number
+    id: string
+    key_name: string
+    body: Buffer
+  }>) {
+    const owner = compactionOwner(r.key_name, r.id)
+    update.run(owner, seal(sessionKey(db, owner), r.body.toString('utf8')), r.seq)
+  }
 }
 
 /** The rows a keyset query gives (`at` its key, `?` the last key, then the batch's size), a batch at a time: rows are written between (a connection cannot write while it iterates). */

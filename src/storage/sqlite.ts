@@ -28,7 +28,7 @@ import { type Candidate, rankBm25 } from './rank.js'
 import { at } from '../compaction/at.js'
 import { type Reads, ReaderPool, type SqliteRunner, StoreThread, type Writes, inlineRunner } from './sqlite-threads.js'
 import { MIGRATIONS, recordFigures, sessionKey } from './sqlite-schema.js'
-import { Terms, ownerOf, seal, unseal } from './sealing.js'
+import { Terms, compactionOwner, ownerOf, seal, unseal } from './sealing.js'
 
 export const SCHEMA_VERSION = MIGRATIONS.length
 
@@ -145,7 +145,9 @@ export class SqliteWrites {
     const { raw, after, budget } = recordFigures(row.record)
     this.db.transaction(() => {
       if (row.session_id === null) {
-        this.statements.insertRecord.run(row.id, null, row.key_name, createdMs, raw, after, budget, Buffer.from(row.record))
+        // a compaction without a session: sealed under a key of its own, deleted with it by its id
+        const owner = compactionOwner(row.key_name, row.id)
+        this.statements.insertRecord.run(row.id, owner, row.key_name, createdMs, raw, after, budget, seal(sessionKey(this.db, owner), row.record))
         return
       }
       const owner = ownerOf(row.key_name, row.session_id)
@@ -188,6 +190,16 @@ export class SqliteWrites {
       this.statements.deleteKey.run(owner)
       this.statements.deleteActivity.run(keyName, owner)
       return { compactions, cold_layer: cold.n, cached, cache_keys: keys, through: cold.through ?? 0 }
+    })()
+  }
+
+  /** A compaction made without a session deleted by its id: its record and its key; whether there was one. */
+  deleteCompaction(compactionId: string, keyName: string): boolean {
+    const owner = compactionOwner(keyName, compactionId)
+    return this.db.transaction(() => {
+      const deleted = this.statements.deleteRecords.run(owner).changes
+      this.statements.deleteKey.run(owner)
+      return deleted > 0
     })()
   }
 
@@ -282,8 +294,14 @@ export class SqliteWrites {
         for (const owner of new Set(records.map((r) => r.owner))) {
           if (owner === null) continue
           const { n, first_ms } = this.statements.sessionFigures.get(owner) as { n: number; first_ms: number | null }
-          if (n === 0) this.statements.deleteSessionRow.run(owner)
-          else this.statements.refreshSession.run(n, first_ms, owner)
+          if (n > 0) {
+            this.statements.refreshSession.run(n, first_ms, owner)
+            continue
+          }
+          this.statements.deleteSessionRow.run(owner)
+          // the last of its data gone at retention: its key goes too
+          if ((this.statements.coldOf.get(owner) as { n: number }).n === 0 && (this.statements.ownedKeys.all(owner) as string[]).length === 0)
+            this.statements.deleteKey.run(owner)
         }
         const cache = this.statements.pruneCache.run(nowMs, STEP_ROWS).changes
         const tallies = this.statements.pruneActivity.run(beforeMs, STEP_ROWS).changes
@@ -640,6 +658,13 @@ export class SqliteStore implements Store {
    * once, then its cold layer in slices (SLICE_MS) that other writes come between, then the freed pages given back
    * and the WAL emptied; taken out of the records' journal too.
    */
+  async deleteCompaction(compactionId: string, keyName: string): Promise<boolean> {
+    const deleted = await this.writer.run('deleteCompaction', [compactionId, keyName])
+    if (this.journalFd !== undefined)
+      this.rewriteJournal(this.journalFd, `${this.path}-records.journal`, (r) => r.key_name === keyName && r.id === compactionId && r.session_id === null)
+    return deleted
+  }
+
   async deleteSession(sessionId: string, keyName: string): Promise<DeletedSession> {
     const { through, ...deleted } = await this.writer.run('deleteSession', [sessionId, keyName])
     if (this.journalFd !== undefined)

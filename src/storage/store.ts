@@ -223,6 +223,8 @@ export interface Store {
    * deletes nothing: deleting is idempotent.
    */
   deleteSession(sessionId: string, keyName: string): Promise<DeletedSession>
+  /** Deletes a compaction made without a session (its record and its key), by its id; whether there was one of the tenant's. */
+  deleteCompaction(compactionId: string, keyName: string): Promise<boolean>
   /** Drops records, cold-layer entries and tallies of hours before `beforeMs`, and expired cache rows. */
   prune(beforeMs: number, nowMs: number): Promise<{ records: number; cache: number; memory: number }>
   /** Throws when the store cannot be written. */

@@ -141,6 +141,27 @@ for (const backend of backends) {
       expect(await s.recall('other', 'alpha', { text: 'other', limit: 10 })).toHaveLength(4)
     })
 
+    it("seals a compaction made without a session under a key of its own, deletes it by its id (the tenant's only), and drops its key at retention", async () => {
+      const s = open()
+      const sessionless = (id: string, key: string, at = '2026-11-30T00:00:00.000Z'): CompactionRecord => ({
+        ...record(id, 'x', key, at),
+        session_id: null,
+        summary: { text: `summary of ${id} zqxloose${id}vv`, sections: emptySections() }
+      })
+      await s.saveRecord(sessionless('cmp_loose_1', 'alpha'))
+      await s.saveRecord(sessionless('cmp_loose_2', 'alpha', '2026-01-01T00:00:00.000Z'))
+      expect(await s.deleteCompaction('cmp_loose_1', 'beta')).toBe(false)
+      expect(await s.deleteCompaction('cmp_loose_1', 'alpha')).toBe(true)
+      expect(await s.deleteCompaction('cmp_loose_1', 'alpha')).toBe(false)
+      // a compaction of a session is not deleted this way
+      await s.saveRecord(record('cmp_in_session', 'sess', 'alpha'))
+      expect(await s.deleteCompaction('cmp_in_session', 'alpha')).toBe(false)
+      expect((await s.listRecords('sess', 'alpha', { limit: 5 })).records.map((r) => r.id)).toEqual(['cmp_in_session'])
+      // the older one pruned at retention
+      expect((await s.prune(Date.parse('2026-06-01T00:00:00.000Z'), 0)).records).toBe(1)
+      expect(await s.deleteCompaction('cmp_loose_2', 'alpha')).toBe(false)
+    })
+
     it("lists a key's session newest first, in pages", async () => {
       const s = open()
       for (let i = 1; i <= 5; i++) await s.saveRecord(record(`c${i}`, 'sess', 'alpha'))
@@ -399,6 +420,46 @@ describe('SqliteStore', () => {
     expect(db.prepare('SELECT COUNT(*) AS n FROM records').get()).toEqual({ n: 20 })
     db.close()
     await expect(s.saveRecord(record('cmp_late', 'sess', 'k'))).rejects.toThrow(/thread has stopped/)
+  })
+
+  it('never writes a compaction made without a session in clear, and leaves no key of it once it is deleted or pruned', async () => {
+    const path = tempDb()
+    const s = new SqliteStore(path)
+    stores.push(s)
+    const loose = (id: string, at: string): CompactionRecord => ({
+      ...record(id, 'x', 'alpha', at),
+      session_id: null,
+      summary: { text: `zqxloose${id}vv ${'padding words for pages '.repeat(50)}`, sections: emptySections() }
+    })
+    await s.saveRecord(loose('l1', '2026-11-30T00:00:00.000Z'))
+    await s.saveRecord(loose('l2', '2026-01-01T00:00:00.000Z'))
+    s.connection.pragma('wal_checkpoint(TRUNCATE)')
+    expect(sqliteFiles(path)).not.toContain('zqxloosel1vv')
+    const keys = (): number => s.connection.prepare('SELECT count(*) FROM session_keys').pluck().get() as number
+    expect(keys()).toBe(2)
+    await s.deleteCompaction('l1', 'alpha')
+    await s.prune(Date.parse('2026-06-01T00:00:00.000Z'), 0)
+    expect(keys()).toBe(0)
+  })
+
+  it('seals, at its first start, the compactions an earlier build kept in clear without a session', () => {
+    const path = tempDb()
+    const old = new Database(path)
+    for (const [v, m] of SQLITE_MIGRATIONS.slice(0, 7).entries()) {
+      if (typeof m === 'string') old.exec(m)
+      else m(old)
+      old.pragma(`user_version = ${v + 1}`)
+    }
+    const body = JSON.stringify({ ...record('cmp_old', 'x', 'alpha'), session_id: null, summary: { text: 'zqxoldloosevv' } })
+    old
+      .prepare('INSERT INTO records (id, owner, key_name, created_ms, raw, after, budget, body) VALUES (?, NULL, ?, ?, 1, 1, NULL, ?)')
+      .run('cmp_old', 'alpha', 0, Buffer.from(body))
+    old.close()
+    const s = new SqliteStore(path)
+    stores.push(s)
+    s.connection.pragma('wal_checkpoint(TRUNCATE)')
+    expect(s.connection.prepare('SELECT count(*) FROM records WHERE owner IS NULL').pluck().get()).toBe(0)
+    expect(sqliteFiles(path)).not.toContain('zqxoldloosevv')
   })
 
   it("never writes a session's words in clear; deleting it deletes its key (zeroed in the file, gone from the WAL), its rows, its journaled records, and gives the pages back", async () => {

@@ -191,6 +191,33 @@ export const sessionRoutes: FastifyPluginAsync = async (app) => {
   )
 
   app.withTypeProvider<TypeBoxTypeProvider>().delete(
+    '/v1/compactions/:compaction_id',
+    {
+      validatorCompiler: urlPartValidatorCompiler,
+      schema: {
+        tags: ['compaction'],
+        operationId: 'deleteCompaction',
+        summary: 'Deletes a compaction made without a session_id (its record, sealed under a key of its own, and that key), by its id',
+        description: "Only the caller's own; a compaction of a session is deleted with its session (DELETE /v1/sessions/{session_id}).",
+        security: KEYED,
+        params: Type.Object({ compaction_id: Type.String({ minLength: 1, maxLength: 200, description: 'The compaction (its summary id, `cmp_…`).' }) }),
+        response: {
+          200: Type.Object({ compaction_id: Type.String(), deleted: Type.Boolean() }, { additionalProperties: false }),
+          ...keyedResponses(),
+          404: Type.Ref('ErrorResponse', { description: "No compaction of that id without a session is the caller's." }),
+          503: Type.Ref('ErrorResponse', { description: 'The store cannot be written right now: delete again.' })
+        }
+      }
+    },
+    async (request) => {
+      const id = request.params.compaction_id
+      if (!(await store.deleteCompaction(id, request.keyName))) throw new NotFoundError(`no compaction "${id}" made without a session`, '/compaction_id')
+      request.log.info({ event: 'compaction_deleted', summary_id: id }, 'compaction deleted')
+      return { compaction_id: id, deleted: true }
+    }
+  )
+
+  app.withTypeProvider<TypeBoxTypeProvider>().delete(
     '/v1/sessions/:session_id',
     {
       validatorCompiler: urlPartValidatorCompiler,

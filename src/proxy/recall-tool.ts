@@ -105,7 +105,9 @@ export function spentResult(call: RecallCall): Block {
 
 /** What the upstream saw in place of one answer the client got. */
 export interface RecallExchange {
-  /** The client's answer, as visibleFingerprint reads it. */
+  /** Where the client's answer stands in its history (its index: a client's history only grows). */
+  at: number
+  /** The client's answer, as visibleFingerprint reads it (two answers of the same text stand at different places). */
   visible: string
   /** The rounds as the upstream saw them: assistant, user (the recall results), assistant… */
   rounds: Message[]
@@ -140,18 +142,18 @@ export function visibleFingerprint(content: readonly unknown[]): string {
  */
 export function restoreExchanges(messages: readonly Message[], exchanges: readonly RecallExchange[]): { messages: Message[]; restored: number } {
   if (exchanges.length === 0) return { messages: [...messages], restored: 0 }
-  const byVisible = new Map(exchanges.map((e) => [e.visible, e]))
+  const byPlace = new Map(exchanges.map((e) => [`${e.at}\u0000${e.visible}`, e]))
   const out: Message[] = []
   let restored = 0
   let pending: Block[] = []
-  for (const m of messages) {
+  for (const [i, m] of messages.entries()) {
     if (pending.length > 0 && m.role === 'user') {
       out.push({ ...m, content: [...pending, ...blocksOf(m)] })
       pending = []
       continue
     }
     pending = []
-    const exchange = m.role === 'assistant' ? byVisible.get(visibleFingerprint(blocksOf(m))) : undefined
+    const exchange = m.role === 'assistant' ? byPlace.get(`${i}\u0000${visibleFingerprint(blocksOf(m))}`) : undefined
     if (!exchange) {
       out.push(m)
       continue

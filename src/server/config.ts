@@ -164,8 +164,11 @@ function describe(variable: string): string {
 /** The keys a client may present, by name. `name=key` names a client; a bare key is named by its position. */
 /** A tenant's name in COMPACT_API_KEYS: what records, logs and metrics show, never the key. */
 const KEY_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/
-/** The shortest key taken: anything shorter is a typo or the tail of a key split at its `=`. */
-export const MIN_KEY_CHARS = 8
+/**
+ * The shortest key taken: a shorter one can be guessed (or is a typo, or the tail of a key split at its `=`);
+ * `openssl rand -hex 16` makes one of 32.
+ */
+export const MIN_KEY_CHARS = 16
 
 /**
  * COMPACT_API_KEYS as a map from key to tenant. An entry is `name=key`, or a key alone, whose tenant is
@@ -196,7 +199,7 @@ export function parseApiKeys(raw: string | undefined): Map<string, string> {
           i,
           isNamed
             ? `has a key shorter than ${MIN_KEY_CHARS} characters; if the whole entry is one key (a base64 key ends in "="), give it a name: NAME=KEY`
-            : `is shorter than ${MIN_KEY_CHARS} characters`
+            : `is shorter than ${MIN_KEY_CHARS} characters (a key that short can be guessed: \`openssl rand -hex 16\` makes one of 32)`
         )
       }
       const name = isNamed ? prefix : `key-${createHash('sha256').update(key).digest('hex').slice(0, 12)}`

@@ -41,7 +41,7 @@ export interface RecallTurn {
   /** The turn continued upstream: the request as forwarded, with these messages after its own. */
   send(added: readonly Message[]): Promise<UpstreamResponse>
   /** What the upstream saw in place of the client's answer, for the next request. */
-  keep(exchange: RecallExchange): void
+  keep(exchange: Omit<RecallExchange, 'at'>): void
   /** Each round's usage (each round is billed). */
   onUsage?: (usage: Usage) => void
   /** What the gateway performed of the API's context management, written into the client's answer as the API gives it. */
@@ -64,7 +64,7 @@ async function answer(turn: RecallTurn, calls: readonly RecallCall[], round: num
 }
 
 /** The kept exchange of a turn that took more than one round, or left results pending. */
-function exchangeOf(rounds: Message[], visible: unknown[], pending: Block[]): RecallExchange | undefined {
+function exchangeOf(rounds: Message[], visible: unknown[], pending: Block[]): Omit<RecallExchange, 'at'> | undefined {
   if (rounds.length <= 1 && pending.length === 0) return undefined
   return { visible: visibleFingerprint(visible), rounds, pending }
 }

@@ -178,7 +178,8 @@ export interface OfferedRecall {
   search(call: RecallCall): Promise<string>
   /** The forwarded body with `added` after its messages. */
   continuation(added: readonly Message[]): Buffer
-  keep(exchange: RecallExchange): void
+  /** Kept where the client's answer will stand: after the messages it sent. */
+  keep(exchange: Omit<RecallExchange, 'at'>): void
 }
 
 /** How an answer is relayed, and what the request's log line says of it. */
@@ -258,6 +259,8 @@ export class ProxyService {
     // (a session holds several conversations: an agent's main loop and each of its subagents)
     const conversation = 'parts' in read ? conversationKey({ keyName, session, messages: read.parts.messages, system: read.parts.system }) : ''
     const recallState = naming && 'tool' in naming && serving.exchanges && 'parts' in read ? await serving.exchanges.load(conversation) : undefined
+    // (the client's answer to this request will stand after the messages it sent)
+    const answerAt = 'parts' in read ? read.parts.messages.length : 0
     const restored =
       recallState && recallState.exchanges.length > 0 && 'parts' in read ? restoreExchanges(read.parts.messages, recallState.exchanges) : undefined
     if (restored && restored.restored > 0 && 'parts' in read) read = { parts: { ...read.parts, messages: restored.messages }, read: read.read }
@@ -357,7 +360,7 @@ export class ProxyService {
       changed: cleared?.changed === true,
       began,
       ...(offer ? { recallTool: PROXY_RECALL_TOOL } : {}),
-      ...(offer && session !== undefined && dialect.endpoint === 'messages' ? { recall: this.offered(keyName, session, conversation, payload) } : {}),
+      ...(offer && session !== undefined && dialect.endpoint === 'messages' ? { recall: this.offered(keyName, session, conversation, payload, answerAt) } : {}),
       answered: (status, asked, upstreamMs) => {
         serving.metrics.proxyUpstreamSeconds.observe({ endpoint: dialect.endpoint }, upstreamMs / 1_000)
         if (outcome.kind === 'compacted') serving.metrics.crossingWait.observe((asked - started) / 1_000)
@@ -556,7 +559,7 @@ export class ProxyService {
   }
 
   /** The recall tool offered in `payload`: its calls searched in the session's cold layer, its exchanges kept with the conversation. */
-  private offered(keyName: string, session: string, conversation: string, payload: Buffer): OfferedRecall {
+  private offered(keyName: string, session: string, conversation: string, payload: Buffer, answerAt: number): OfferedRecall {
     const { store, exchanges, metrics } = this.serving
     return {
       search: async (call) => {
@@ -566,9 +569,9 @@ export class ProxyService {
       },
       continuation: (added) => {
         const value = JSON.parse(payload.toString('utf8')) as { messages: Message[] }
-        return Buffer.from(JSON.stringify({ ...value, messages: [...value.messages, ...added] }))
+        return Buffer.from(JSON.stringify({ ...value, messages: [...value.messages, ...withBreakpoint(value, added)] }))
       },
-      keep: (exchange) => void exchanges?.add(conversation, exchange, { key_name: keyName, session_id: session })
+      keep: (exchange) => void exchanges?.add(conversation, { at: answerAt, ...exchange }, { key_name: keyName, session_id: session })
     }
   }
 
@@ -587,6 +590,22 @@ export class ProxyService {
       "a cleared tool result's output could not be kept in the cold layer"
     )
   }
+}
+
+/** Cache breakpoints a Messages API request may carry. */
+const MAX_BREAKPOINTS = 4
+
+/**
+ * A continuation's added messages with a cache breakpoint on their last block, where the request has room for
+ * one: the rounds are then in the cache when the client's next request reads through them. (Only the request
+ * sent: the exchange kept for the next request is as the upstream saw its content, without the mark.)
+ */
+function withBreakpoint(value: object, added: readonly Message[]): readonly Message[] {
+  const last = added.at(-1)
+  if (!last || !Array.isArray(last.content) || last.content.length === 0) return added
+  if ((JSON.stringify(value).match(/"cache_control":/g) ?? []).length >= MAX_BREAKPOINTS) return added
+  const content = last.content.map((b, k) => (k === last.content.length - 1 ? { ...b, cache_control: { type: 'ephemeral' } } : b))
+  return [...added.slice(0, -1), { ...last, content }]
 }
 
 /**

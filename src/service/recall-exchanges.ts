@@ -60,7 +60,7 @@ export class RecallExchanges {
   /** Adds one, at once in memory (the client's next request may come at once), then in the store. */
   async add(conversation: string, exchange: RecallExchange, owner: SessionOwner): Promise<void> {
     const state = this.known.get(conversation) ?? NONE
-    const exchanges = [...state.exchanges.filter((e) => e.visible !== exchange.visible), exchange].slice(-MAX_EXCHANGES)
+    const exchanges = [...state.exchanges.filter((e) => e.at !== exchange.at), exchange].slice(-MAX_EXCHANGES)
     await this.save(conversation, { offered: true, exchanges }, owner)
   }
 

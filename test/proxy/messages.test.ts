@@ -447,10 +447,10 @@ describe('the proxy as configured', () => {
   })
 
   it('with gateway keys but no Anthropic key, says what is missing and calls nothing', async () => {
-    const app = await testApp({ ANTHROPIC_BASE_URL: fake.url, COMPACT_API_KEYS: 'k=gw-key-x' })
+    const app = await testApp({ ANTHROPIC_BASE_URL: fake.url, COMPACT_API_KEYS: 'k=gw-key-x-000000000' })
     try {
       fake.requests.length = 0
-      const res = await post(app, { 'x-api-key': 'gw-key-x' })
+      const res = await post(app, { 'x-api-key': 'gw-key-x-000000000' })
       expect(res.statusCode).toBe(500)
       expect(res.json()).toEqual({
         type: 'error',
@@ -461,7 +461,12 @@ describe('the proxy as configured', () => {
       expect(res.headers['x-should-retry']).toBe('false')
       const address = await app.listen({ port: 0, host: '127.0.0.1' })
       let calls = 0
-      const client = new Anthropic({ apiKey: 'gw-key-x', baseURL: address, maxRetries: 2, fetch: (input, init) => ((calls += 1), fetch(input, init)) })
+      const client = new Anthropic({
+        apiKey: 'gw-key-x-000000000',
+        baseURL: address,
+        maxRetries: 2,
+        fetch: (input, init) => ((calls += 1), fetch(input, init))
+      })
       await expect(client.messages.create({ model: 'm', max_tokens: 1, messages: [{ role: 'user', content: 'x' }] })).rejects.toMatchObject({ status: 500 })
       expect(calls).toBe(1)
     } finally {
@@ -473,12 +478,12 @@ describe('the proxy as configured', () => {
     const app = await testApp({
       ANTHROPIC_API_KEY: 'sk-ant-upstream-x',
       ANTHROPIC_BASE_URL: fake.url,
-      COMPACT_API_KEYS: 'k=gw-key-y',
+      COMPACT_API_KEYS: 'k=gw-key-y-000000000',
       COMPACT_RATE_LIMIT_PER_MIN: '2'
     })
     try {
       const statuses = []
-      for (let i = 0; i < 3; i++) statuses.push((await post(app, { 'x-api-key': 'gw-key-y' })).statusCode)
+      for (let i = 0; i < 3; i++) statuses.push((await post(app, { 'x-api-key': 'gw-key-y-000000000' })).statusCode)
       expect(statuses).toEqual([200, 200, 429])
     } finally {
       await app.close()

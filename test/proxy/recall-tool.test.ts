@@ -143,6 +143,7 @@ describe("a turn's exchange on the next request", () => {
       { type: 'tool_use', id: 'toolu_c', name: 'bash', input: { command: 'ls' } }
     ]
     const exchange: RecallExchange = {
+      at: 1,
       visible: visibleFingerprint(answer),
       rounds: [{ role: 'assistant', content: [answer[0]!, answer[1]!, recall] as Message['content'] }],
       pending: [result]
@@ -171,6 +172,7 @@ describe("a turn's exchange on the next request", () => {
   it('puts back rounds whole: the answer becomes the rounds the upstream saw', () => {
     const final = { type: 'text', text: 'Found it.' }
     const exchange: RecallExchange = {
+      at: 1,
       visible: visibleFingerprint([{ type: 'text', text: 'Looking.' }, final]),
       rounds: [
         { role: 'assistant', content: [{ type: 'text', text: 'Looking.' }, recall] as Message['content'] },
@@ -185,6 +187,10 @@ describe("a turn's exchange on the next request", () => {
       { role: 'user', content: 'next' }
     ]
     expect(restoreExchanges(messages, [exchange]).messages).toEqual([messages[0], ...exchange.rounds, messages[2]])
+    // the same answer at another place (a later turn that said the same) is another answer
+    const later: Message[] = [...messages, { role: 'assistant', content: [{ type: 'text', text: 'Looking.' }, final] as Message['content'] }]
+    expect(restoreExchanges(later, [exchange]).messages.at(-1)).toEqual(later.at(-1))
+    expect(restoreExchanges(later, [exchange]).restored).toBe(1)
   })
 })
 

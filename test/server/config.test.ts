@@ -53,8 +53,8 @@ describe('parseApiKeys', () => {
   const hashName = (key: string): string => `key-${createHash('sha256').update(key).digest('hex').slice(0, 12)}`
 
   it('names keys by name=key, and a key alone by its hash, wherever it stands in the list', () => {
-    expect([...parseApiKeys(' ci=abcdefgh1234 , unnamed-key-5678 ,')]).toEqual([
-      ['abcdefgh1234', 'ci'],
+    expect([...parseApiKeys(' ci=abcdefgh12345678 , unnamed-key-5678 ,')]).toEqual([
+      ['abcdefgh12345678', 'ci'],
       ['unnamed-key-5678', hashName('unnamed-key-5678')]
     ])
     // dropping the first key leaves the second's tenant as it was
@@ -64,17 +64,19 @@ describe('parseApiKeys', () => {
 
   it('takes a key with = in it (base64) when named, and never reads its tail as name=key', () => {
     expect(parseApiKeys('team=QUJDREVGR0hJSktM==').get('QUJDREVGR0hJSktM==')).toBe('team')
-    expect(() => parseApiKeys('QUJDREVGR0hJSktM==')).toThrow(/entry 1 has a key shorter than 8 characters; .*give it a name: NAME=KEY/)
+    expect(() => parseApiKeys('QUJDREVGR0hJSktM==')).toThrow(/entry 1 has a key shorter than 16 characters; .*give it a name: NAME=KEY/)
     // a prefix that is no name: the whole entry is the key
-    expect(parseApiKeys('a/b=cdefghijkl').get('a/b=cdefghijkl')).toBe(hashName('a/b=cdefghijkl'))
+    expect(parseApiKeys('a/b=cdefghijklmnop').get('a/b=cdefghijklmnop')).toBe(hashName('a/b=cdefghijklmnop'))
   })
 
   it('refuses what would make two tenants one or one key two, naming the entry and never the key', () => {
     expect(() => parseApiKeys('ci=')).toThrow(/entry 1 has an empty key/)
-    expect(() => parseApiKeys('a=first-key-0001,a=second-key-0002')).toThrow(/entry 2 names a tenant "a" another key has/)
-    expect(() => parseApiKeys('a=same-key-0001,b=same-key-0001')).toThrow(/entry 2 repeats a key/)
-    expect(() => parseApiKeys('short')).toThrow(/entry 1 is shorter than 8 characters/)
-    for (const raw of ['a=first-key-0001,a=second-key-0002', 'a=same-key-0001,b=same-key-0001', 'QUJDREVGR0hJSktM==']) {
+    expect(() => parseApiKeys('a=first-key-000001,a=second-key-00002')).toThrow(/entry 2 names a tenant "a" another key has/)
+    expect(() => parseApiKeys('a=same-key-00000001,b=same-key-00000001')).toThrow(/entry 2 repeats a key/)
+    expect(() => parseApiKeys('short')).toThrow(/entry 1 is shorter than 16 characters \(a key that short can be guessed/)
+    expect(() => parseApiKeys('ci=sixteen-chars-16')).not.toThrow()
+    expect(() => parseApiKeys('ci=fifteen-chars-5')).toThrow(/entry 1 has a key shorter than 16 characters/)
+    for (const raw of ['a=first-key-000001,a=second-key-00002', 'a=same-key-00000001,b=same-key-00000001', 'QUJDREVGR0hJSktM==']) {
       try {
         parseApiKeys(raw)
       } catch (err) {

@@ -45,7 +45,14 @@ describe('Dockerfile', () => {
 
     const port = String(20_000 + Math.floor(Math.random() * 20_000))
     // The image listens on all interfaces, which needs a key; nothing but loopback talks to it here.
-    const env = { PATH: process.env.PATH ?? '', ...imageEnv(), PORT: port, COMPACT_DB: ':memory:', COMPACT_API_KEYS: 'ci=test-key-123', LOG_LEVEL: 'warn' }
+    const env = {
+      PATH: process.env.PATH ?? '',
+      ...imageEnv(),
+      PORT: port,
+      COMPACT_DB: ':memory:',
+      COMPACT_API_KEYS: 'ci=test-key-0000000123',
+      LOG_LEVEL: 'warn'
+    }
     const child = spawn(cmd[0] === 'node' ? process.execPath : cmd[0]!, cmd.slice(1), { cwd: ROOT, env })
     const exited = new Promise<number | null>((res) => child.once('exit', (code) => res(code)))
     try {

@@ -22,7 +22,7 @@ function history(repo: string, task: string) {
 describe("text the key's other conversations sent", () => {
   let app: FastifyInstance
   beforeAll(async () => {
-    app = await testApp({ COMPACT_WORKERS: '0', COMPACT_API_KEYS: 'acme=key-acme-1,other=key-other-1' })
+    app = await testApp({ COMPACT_WORKERS: '0', COMPACT_API_KEYS: 'acme=key-acme-0000000001,other=key-other-000000001' })
   })
   afterAll(async () => app.close())
 
@@ -38,18 +38,18 @@ describe("text the key's other conversations sent", () => {
   }
 
   it('is left out of a summary once two other conversations of the key sent it, and never for another key', async () => {
-    const first = await compact('key-acme-1', 'sess-h-1', '/work/alpha', 'The importer drops the last row of every CSV file it reads.')
+    const first = await compact('key-acme-0000000001', 'sess-h-1', '/work/alpha', 'The importer drops the last row of every CSV file it reads.')
     expect(first).toContain('make the minimal changes to non-test files')
     // the same conversation again (a retry, a resume) is not another one
-    await compact('key-acme-1', 'sess-h-1', '/work/alpha', 'The importer drops the last row of every CSV file it reads.')
-    const second = await compact('key-acme-1', 'sess-h-2', '/work/beta', 'Dates in UTC+14 parse one day early in the report view.')
+    await compact('key-acme-0000000001', 'sess-h-1', '/work/alpha', 'The importer drops the last row of every CSV file it reads.')
+    const second = await compact('key-acme-0000000001', 'sess-h-2', '/work/beta', 'Dates in UTC+14 parse one day early in the report view.')
     expect(second).toContain('make the minimal changes to non-test files')
-    const third = await compact('key-acme-1', 'sess-h-3', '/work/gamma', 'Retries never cap their wait at sixty seconds.')
+    const third = await compact('key-acme-0000000001', 'sess-h-3', '/work/gamma', 'Retries never cap their wait at sixty seconds.')
     expect(third).toContain('Retries never cap their wait at sixty seconds.')
     expect(third).not.toContain('make the minimal changes to non-test files')
     expect(third).toMatch(/\[harness text left out \(other sessions sent it too\), "I've uploaded a code repository/)
     // another key has seen none of it
-    const elsewhere = await compact('key-other-1', 'sess-h-4', '/work/delta', 'Exports lose the header row.')
+    const elsewhere = await compact('key-other-000000001', 'sess-h-4', '/work/delta', 'Exports lose the header row.')
     expect(elsewhere).toContain('make the minimal changes to non-test files')
   })
 })

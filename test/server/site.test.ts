@@ -7,7 +7,7 @@ import { OPENAPI_PATH } from '../helpers/openapi.js'
 describe('the front door', () => {
   let app: App
   beforeAll(async () => {
-    app = await testApp({ COMPACT_API_KEYS: 'acme=key-site-1' })
+    app = await testApp({ COMPACT_API_KEYS: 'acme=key-site-000000001' })
   })
   afterAll(async () => app.close())
 

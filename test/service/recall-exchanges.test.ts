@@ -10,7 +10,8 @@ afterEach(async () => {
 })
 
 const owner = { key_name: 'k', session_id: 's' }
-const exchange = (visible: string): RecallExchange => ({
+const exchange = (visible: string, at = 1): RecallExchange => ({
+  at,
   visible,
   rounds: [{ role: 'assistant', content: [{ type: 'text', text: visible }] }],
   pending: []
@@ -26,8 +27,8 @@ describe("a conversation's recall state", () => {
     expect(await here.load('k\u0000s:s\u0000a')).toEqual({ offered: false, exchanges: [] })
     await here.offer('k\u0000s:s\u0000a', owner)
     await here.add('k\u0000s:s\u0000a', exchange('one'), owner)
-    await here.add('k\u0000s:s\u0000a', exchange('two'), owner)
-    // the same answer again replaces its exchange
+    await here.add('k\u0000s:s\u0000a', exchange('two', 2), owner)
+    // an answer at the same place again replaces its exchange
     await here.add('k\u0000s:s\u0000a', exchange('one'), owner)
     await first.close()
     stores.splice(0)

@@ -346,7 +346,7 @@ sessionsEval(transcripts)
 // store of its own and all of them in one store (a session ranks alone as beside others), and recall@10 against
 // plain BM25 computed here over the same passages (the bench's own, from the entries' texts).
 const recallRows: (string | number)[][] = []
-const tally = { facts: 0, found: 0, plain: 0, plainFound: 0, shared: 0, at10: 0, bm25at10: 0 }
+const tally = { facts: 0, found: 0, plain: 0, plainFound: 0, shared: 0, at10: 0, bm25at10: 0, bytes: 0, digestBytes: 0 }
 const shared = new SqliteStore(':memory:')
 const sessions: { name: string; facts: ReturnType<typeof recallFacts>; entries: { text: string; messages: [number, number] }[] }[] = []
 const answers = (f: ReturnType<typeof recallFacts>[number], r: { text: string; messages: [number, number] }): boolean =>
@@ -364,6 +364,11 @@ for (const t of transcripts) {
   const owner = { compaction_id: 'cmp_recall', session_id: 's', key_name: '', created_at: new Date().toISOString() }
   await store.saveMemory(owner, memory)
   await shared.saveMemory({ ...owner, session_id: t.name }, memory)
+  for (const e of memory) {
+    const bytes = Buffer.byteLength(e.text)
+    tally.bytes += bytes
+    if (e.kind !== 'output' && e.kind !== 'call') tally.digestBytes += bytes
+  }
   const facts = recallFacts(plan.span)
   sessions.push({ name: t.name, facts, entries: memory.map((e) => ({ text: e.text, messages: [e.from, e.to] })) })
   const found: typeof facts = []
@@ -401,7 +406,10 @@ console.log(
   `target: a session's recall@5 the same alone and beside the other ${sessions.length - 1} sessions: ${pct(tally.found, tally.facts)} alone, ${pct(tally.shared, tally.facts)} beside them, ${verdict(tally.found === tally.shared)}`
 )
 console.log(
-  `target: recall@10 at least plain BM25's over the same passages: ${pct(tally.at10, tally.facts)} against ${pct(tally.bm25at10, tally.facts)}, ${verdict(tally.at10 >= tally.bm25at10)}`
+  `stored: the cold layer of the ${sessions.length} spans holds ${(tally.bytes / 1024).toFixed(0)} KiB of text whole, against ${(tally.digestBytes / 1024).toFixed(0)} KiB for the asks, answers and digest alone (${(tally.bytes / Math.max(1, tally.digestBytes)).toFixed(1)}x)`
+)
+console.log(
+  `target: recall@10 at least plain BM25's over the same passages: ${pct(tally.at10, tally.facts)} (${tally.at10}/${tally.facts}) against ${pct(tally.bm25at10, tally.facts)} (${tally.bm25at10}/${tally.facts}), ${verdict(tally.at10 >= tally.bm25at10)}`
 )
 
 console.log('\nfalse positives: characters the redaction (own patterns + secretlint preset) would replace; the corpus holds no real secrets\n')

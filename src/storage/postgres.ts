@@ -21,7 +21,7 @@ import type { TimelinePoint } from '../contract/schemas.js'
 import { type ColdSaved, StoreError, sessionSummary } from './store.js'
 import { type StoredRecord, activityScope, decodeCursor, encodeCursor, openRecord } from './common.js'
 import { MAX_SESSION_MEMORY, MAX_SESSION_MEMORY_BYTES } from '../contract/defaults.js'
-import { rankBm25 } from './rank.js'
+import { BM25_B, BM25_K1 } from './rank.js'
 import { at } from '../compaction/index.js'
 import { Terms, compactionOwner, newKey, ownerOf, seal, unseal } from './sealing.js'
 
@@ -525,28 +525,27 @@ export class PostgresStore implements Store {
     const terms = new Terms(s.key).query(query.text)
     if (terms.length === 0) return []
     const kinds = query.kinds && query.kinds.length > 0 ? [...query.kinds] : undefined
-    // The session's terms are its own (HMACs under its key): the index finds its entries only. How often
-    // each term occurs in each (its positions), the session's own figures, and BM25 over those (rank.ts).
-    const [found, figures] = await Promise.all([
-      this.query<{ id: string; words: number | null; lexeme: string; tf: number }>(
-        `SELECT c.id, c.words, u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf
-           FROM cold c, unnest(c.terms) u
-          WHERE c.terms @@ to_tsquery('simple', $1) AND c.owner = $2 AND ($3::text[] IS NULL OR c.kind = ANY($3::text[])) AND u.lexeme = ANY($4::text[])`,
-        [terms.join(' | '), s.owner, kinds ?? null, terms]
-      ),
-      this.query<{ n: string; mean: number | null }>('SELECT count(*) AS n, avg(words)::float8 AS mean FROM cold WHERE owner = $1', [s.owner])
-    ])
-    const position = new Map(terms.map((t, q) => [t, q]))
-    const byId = new Map<number, { id: number; words: number | null; tf: Map<number, number> }>()
-    for (const r of found.rows) {
-      const id = Number(r.id)
-      let c = byId.get(id)
-      if (!c) byId.set(id, (c = { id, words: r.words, tf: new Map() }))
-      const q = position.get(r.lexeme)
-      if (q !== undefined) c.tf.set(q, Number(r.tf))
-    }
-    const figure = figures.rows[0]
-    const ranked = rankBm25([...byId.values()], { entries: Number(figure?.n ?? 0), meanWords: figure?.mean ?? 0 }, terms.length, query.limit)
+    // The session's terms are its own (HMACs under its key): the index finds its entries only. BM25 over the
+    // session's own figures (rank.ts's, the same in SQL so that only the best rows leave the database): how
+    // often each term occurs in each entry (its positions; the entry's vector cut to the query's terms in C,
+    // by weighting them and keeping that weight, rather than unnested whole), how many entries hold it, the
+    // session's count and mean length.
+    const { rows: ranked } = await this.query<{ id: string; score: number }>(
+      `WITH hits AS (
+         SELECT c.id, c.words, u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf
+           FROM cold c, unnest(ts_filter(setweight(c.terms, 'A', $4::text[]), '{a}')) u
+          WHERE c.terms @@ to_tsquery('simple', $1) AND c.owner = $2 AND ($3::text[] IS NULL OR c.kind = ANY($3::text[]))
+       ),
+       figures AS (SELECT count(*)::float8 AS n, CASE WHEN avg(words) > 0 THEN avg(words) ELSE 1 END::float8 AS mean FROM cold WHERE owner = $2),
+       df AS (SELECT lexeme, count(*)::float8 AS d FROM hits GROUP BY lexeme)
+       SELECT h.id, sum(
+           ln(1 + (greatest(f.n, 1) - df.d + 0.5) / (df.d + 0.5)) * h.tf * ($6::float8 + 1)
+           / (h.tf + $6::float8 * (1 - $7::float8 + $7::float8 * coalesce(h.words, f.mean) / f.mean))
+         ) AS score
+         FROM hits h JOIN df ON df.lexeme = h.lexeme CROSS JOIN figures f
+        GROUP BY h.id ORDER BY score DESC, h.id DESC LIMIT $5`,
+      [terms.join(' | '), s.owner, kinds ?? null, terms, query.limit, BM25_K1, BM25_B]
+    )
     if (ranked.length === 0) return []
     const { rows } = await this.query<{
       id: string
@@ -560,11 +559,11 @@ export class PostgresStore implements Store {
       line_to: number | null
     }>('SELECT id, kind, body, compaction_id, msg_from, msg_to, created_ms, line_from, line_to FROM cold WHERE owner = $1 AND id = ANY($2::bigint[])', [
       s.owner,
-      ranked.map((r) => r.id)
+      ranked.map((r) => Number(r.id))
     ])
     const rowOf = new Map(rows.map((r) => [Number(r.id), r]))
     return ranked.flatMap(({ id, score }) => {
-      const r = rowOf.get(id)
+      const r = rowOf.get(Number(id))
       if (!r) return []
       return [
         {

@@ -62,6 +62,12 @@ export async function everyOperation(): Promise<void> {
   await client.GET('/ui/')
   await client.GET('/ui/{file}', { params: { path: { file: 'app.js' } } })
   const gone = await client.DELETE('/v1/sessions/{session_id}', { params: { path: { session_id: 's' } } })
+  const loose = await client.DELETE('/v1/compactions/{compaction_id}', { params: { path: { compaction_id: 'cmp_1' } } })
+  const mcp = await client.POST('/mcp', { body: { jsonrpc: '2.0', id: 1, method: 'tools/list' } })
+  const mcpStream = await client.GET('/mcp')
+  const mcpEnd = await client.DELETE('/mcp')
+  if (loose.data) void [loose.data.compaction_id, loose.data.deleted]
+  void [mcp.response.status, mcpStream.response.status, mcpEnd.response.status]
   if (gone.data) void [gone.data.deleted.compactions, gone.data.space_reclaimed]
   const timeline = await client.GET('/v1/sessions/{session_id}/timeline', { params: { path: { session_id: 's' }, query: { limit: 1000 } } })
   if (timeline.data) for (const p of timeline.data.points) void [p.raw_history_tokens, p.context_after_compaction, p.budget_tokens]

@@ -62,6 +62,7 @@ describe('the cold layer', () => {
       'exception line',
       'late sentence of a request',
       'later line of a multi-line command',
+      'plain output line',
       'signal line of a command that succeeded'
     ])
     await app.close()

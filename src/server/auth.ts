@@ -45,11 +45,19 @@ export interface AuthOptions {
 }
 
 const WINDOW_MS = 60_000
+/**
+ * How many times an address's limit the connection's own peer may fail, where a trusted proxy names another
+ * address (COMPACT_TRUST_PROXY): every client behind that proxy shares it, and a client that writes its own
+ * X-Forwarded-For (a proxy trusted whole takes the first address, the client's to write) still comes from it.
+ */
+const PEER_SHARE = 10
 
 /**
- * Failed authentications per client address in fixed one-minute windows: past the limit an address
- * is answered 429 before its key is even looked at, so keys cannot be guessed at the request rate.
- * The table is dropped whole at each new window, so it holds at most one minute of addresses.
+ * Failed authentications in fixed one-minute windows, by what they came from: the client's address, the
+ * connection's peer, and the wrong key itself (by a hash, kept in memory for the minute): past a limit the
+ * request is answered 429 before its key is even looked at, so keys cannot be guessed at the request rate,
+ * nor a leaked key tried from many addresses. The table is dropped whole at each new window, so it holds at
+ * most one minute of them.
  */
 class FailureLimit {
   private counts = new Map<string, number>()
@@ -65,16 +73,16 @@ class FailureLimit {
     }
   }
 
-  /** Seconds until the address may try again, or 0 when it may now. */
-  blockedFor(address: string): number {
+  /** Seconds until what `source` names may try again (`share`: times the limit it has), or 0 when it may now. */
+  blockedFor(source: string, share = 1): number {
     this.roll()
-    if ((this.counts.get(address) ?? 0) < this.options.failuresPerMinute) return 0
+    if ((this.counts.get(source) ?? 0) < this.options.failuresPerMinute * share) return 0
     return Math.max(1, Math.ceil((this.windowEnds - this.options.now()) / 1_000))
   }
 
-  fail(address: string): void {
+  fail(sources: readonly string[]): void {
     this.roll()
-    this.counts.set(address, (this.counts.get(address) ?? 0) + 1)
+    for (const source of sources) this.counts.set(source, (this.counts.get(source) ?? 0) + 1)
   }
 }
 
@@ -97,7 +105,10 @@ function installAuth(app: FastifyInstance, keys: ReadonlyMap<string, string>, op
   /** Names the request's key (request.keyName), or says why it is refused. */
   function authenticate(request: FastifyRequest): GatewayError | undefined {
     if (OPEN_ROUTES.has(request.url.split('?', 1)[0] ?? '')) return undefined
-    const wait = failures.blockedFor(request.ip)
+    const address = `ip:${request.ip}`
+    const peerAddress = request.socket.remoteAddress
+    const peer = peerAddress !== undefined && peerAddress !== request.ip ? `peer:${peerAddress}` : undefined
+    const wait = Math.max(failures.blockedFor(address), peer ? failures.blockedFor(peer, PEER_SHARE) : 0)
     if (wait > 0) {
       return new RateLimitError(`too many failed authentications from this address; retry in ${wait} s`, wait)
     }
@@ -110,7 +121,10 @@ function installAuth(app: FastifyInstance, keys: ReadonlyMap<string, string>, op
     let name: string | undefined
     for (const k of known) if (timingSafeEqual(presented, k.digest) && name === undefined) name = k.name
     if (name === undefined) {
-      failures.fail(request.ip)
+      const fingerprint = `key:${presented.toString('base64url', 0, 12)}`
+      const keyWait = failures.blockedFor(fingerprint)
+      failures.fail(peer ? [address, peer, fingerprint] : [address, fingerprint])
+      if (keyWait > 0) return new RateLimitError(`too many failed authentications with this key; retry in ${keyWait} s`, keyWait)
       return new AuthenticationError('invalid API key')
     }
     request.keyName = name

@@ -27,6 +27,26 @@ describe('keys under attack', () => {
     await app.close()
   })
 
+  it('counts a wrong key and the connection it comes on too: a client that writes its own X-Forwarded-For, or one key tried from many addresses, is held all the same', async () => {
+    const app = await testApp({ COMPACT_API_KEYS: KEYS, COMPACT_AUTH_FAILURES_PER_MIN: '2', COMPACT_TRUST_PROXY: 'true' })
+    const from = (ip: string, key: string) =>
+      app.inject({ method: 'POST', url: '/v1/compact', headers: { 'x-api-key': key, 'x-forwarded-for': ip }, payload: history })
+    // one leaked key tried from addresses of its own: the third try is held, whatever the address
+    expect([(await from('10.1.0.1', 'leaked-key-0000001')).statusCode, (await from('10.1.0.2', 'leaked-key-0000001')).statusCode]).toEqual([401, 401])
+    const third = await from('10.1.0.3', 'leaked-key-0000001')
+    expect(third.statusCode).toBe(429)
+    expect(third.json().error.message).toContain('with this key')
+    // a guesser that names a new address each time: the connection's own peer has ten times an address's room
+    const statuses: number[] = []
+    for (let i = 0; i < 24; i++) statuses.push((await from(`10.2.0.${i}`, `guess-${i}-00000000`)).statusCode)
+    // (the three tries above came on the same connection's peer)
+    expect(statuses.filter((s) => s === 401)).toHaveLength(17)
+    expect(statuses.slice(17).every((s) => s === 429)).toBe(true)
+    // the right key from that peer waits too; the limits are the minute's
+    expect((await from('10.3.0.1', 'key-team-1234567890abcdef')).statusCode).toBe(429)
+    await app.close()
+  })
+
   it("counts only wrong keys: keyless requests and probes (a client's HEAD at start) are answered 401 and never lock the address out", async () => {
     const app = await testApp({ COMPACT_API_KEYS: KEYS, COMPACT_AUTH_FAILURES_PER_MIN: '3' })
     for (let i = 0; i < 30; i++) {

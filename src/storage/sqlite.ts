@@ -1,4 +1,4 @@
-import { closeSync, existsSync, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs'
+import { closeSync, existsSync, fchmodSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
 import type {
@@ -534,9 +534,10 @@ export class SqliteStore implements Store {
     }
     const inline = path === ':memory:' || options.writer === 'inline'
     if (path !== ':memory:') {
-      const fd = this.replayJournal(`${path}-records.journal`)
-      this.journalFd = fd
-      this.journal = (record) => this.append(fd, record)
+      this.journalFd = this.replayJournal(`${path}-records.journal`)
+      this.journal = (record) => {
+        if (this.journalFd !== undefined) this.append(this.journalFd, record)
+      }
     }
     this.writer = inline
       ? inlineRunner<Writes>(new SqliteWrites(this.db, options.maxSessionMemory, options.maxSessionBytes))
@@ -544,8 +545,8 @@ export class SqliteStore implements Store {
     this.reader = path === ':memory:' ? inlineRunner<Reads>(new SqliteReads(this.db)) : new ReaderPool(path, READER_THREADS)
   }
 
-  /** The journal's file, open for appending; undefined for `:memory:`. */
-  private readonly journalFd: number | undefined
+  /** The journal's file, open for appending (its owner's alone); undefined for `:memory:`. A rewrite puts a new file in its place. */
+  private journalFd: number | undefined
   /** Records journaled and not yet written; once none are, the journal is emptied. */
   private readonly unwritten = new Set<string>()
   private journaledBytes = 0
@@ -556,7 +557,8 @@ export class SqliteStore implements Store {
    * the writer thread starts: this connection is the only writer then.
    */
   private replayJournal(file: string): number {
-    const fd = openSync(file, 'a+')
+    const fd = openSync(file, 'a+', 0o600)
+    fchmodSync(fd, 0o600) // (a journal made by an earlier build took the process's umask)
     const writes = new SqliteWrites(this.db)
     const known = this.db.prepare('SELECT 1 FROM records WHERE id = ?')
     for (const line of readFileSync(fd, 'utf8').split('\n')) {
@@ -659,16 +661,21 @@ export class SqliteStore implements Store {
    * and the WAL emptied; taken out of the records' journal too.
    */
   async deleteCompaction(compactionId: string, keyName: string): Promise<boolean> {
+    const drop = (r: StoredRecord): boolean => r.key_name === keyName && r.id === compactionId && r.session_id === null
+    // out of the journal first: a kill after the deletion's commit then replays nothing of it
+    this.rewriteJournal(drop)
     const deleted = await this.writer.run('deleteCompaction', [compactionId, keyName])
-    if (this.journalFd !== undefined)
-      this.rewriteJournal(this.journalFd, `${this.path}-records.journal`, (r) => r.key_name === keyName && r.id === compactionId && r.session_id === null)
+    this.rewriteJournal(drop)
     return deleted
   }
 
   async deleteSession(sessionId: string, keyName: string): Promise<DeletedSession> {
+    const drop = (r: StoredRecord): boolean => r.key_name === keyName && r.session_id === sessionId
+    // out of the journal first: a kill after the deletion's commit then replays nothing of it; and again after,
+    // for a record journaled meanwhile (its write, asked for before the deletion, is deleted by it)
+    this.rewriteJournal(drop)
     const { through, ...deleted } = await this.writer.run('deleteSession', [sessionId, keyName])
-    if (this.journalFd !== undefined)
-      this.rewriteJournal(this.journalFd, `${this.path}-records.journal`, (r) => r.key_name === keyName && r.session_id === sessionId)
+    this.rewriteJournal(drop)
     if (deleted.compactions + deleted.cold_layer + deleted.cached === 0) return { ...deleted, space_reclaimed: true }
     while ((await this.writer.run('deleteCold', [sessionId, keyName, through])).more);
     let reclaimed = await this.writer.run('reclaim', [])
@@ -676,8 +683,14 @@ export class SqliteStore implements Store {
     return { ...deleted, space_reclaimed: !reclaimed.busy, ...(reclaimed.busy ? { reclaim_failure: 'a reader kept the WAL from being emptied' } : {}) }
   }
 
-  /** The journal without the records `drop` picks (in this thread, where appends are made: none comes between). */
-  private rewriteJournal(fd: number, file: string, drop: (record: StoredRecord) => boolean): void {
+  /**
+   * The journal without the records `drop` picks (in this thread, where appends are made: none comes between),
+   * atomically: the records kept written to a new file of its owner's alone, flushed, and renamed over the old,
+   * so that a kill at any moment leaves the old journal or the new one, never a part of either.
+   */
+  private rewriteJournal(drop: (record: StoredRecord) => boolean): void {
+    if (this.journalFd === undefined) return
+    const file = `${this.path}-records.journal`
     // (read by its name: the appending descriptor's offset is at its end)
     const kept = readFileSync(file, 'utf8')
       .split('\n')
@@ -689,9 +702,20 @@ export class SqliteStore implements Store {
           return false // a line cut by a kill: no record, and no answer was given for it
         }
       })
-    ftruncateSync(fd, 0)
     const text = kept.map((line) => `${line}\n`).join('')
-    if (text !== '') writeSync(fd, text)
+    const next = `${file}.next`
+    const fd = openSync(next, 'w', 0o600)
+    try {
+      if (text !== '') writeSync(fd, text)
+      fsyncSync(fd)
+    } catch (err) {
+      closeSync(fd)
+      throw err
+    }
+    closeSync(fd)
+    renameSync(next, file)
+    closeSync(this.journalFd)
+    this.journalFd = openSync(file, 'a+', 0o600)
     this.journaledBytes = Buffer.byteLength(text)
   }
 

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import Database from 'better-sqlite3'
 import pg from 'pg'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
@@ -376,6 +376,32 @@ describe('SqliteStore', () => {
     db.pragma(`user_version = ${SCHEMA_VERSION + 1}`)
     db.close()
     expect(() => new SqliteStore(path)).toThrow(/newer than this build knows/)
+  })
+
+  it("rewrites its journal whole or not at all, its owner's alone, and out of it goes a deleted session's record before the deletion commits", async () => {
+    const path = tempDb()
+    const journal = `${path}-records.journal`
+    const s = new SqliteStore(path, { writer: 'inline' })
+    stores.push(s)
+    expect(statSync(journal).mode & 0o777).toBe(0o600)
+    s.journal!({ ...record('cmp_doomed', 'doomed', 'alpha'), summary: { text: 'zqxdoomedjournalvv', sections: emptySections() } })
+    s.journal!({ ...record('cmp_kept', 'kept', 'alpha'), summary: { text: 'zqxkeptjournalvv', sections: emptySections() } })
+    const before = statSync(journal).ino
+    // the deletion's own write fails: the record is out of the journal all the same, and no restart brings it back
+    s.connection.pragma('query_only = 1')
+    await expect(s.deleteSession('doomed', 'alpha')).rejects.toThrow(/readonly|read-only/i)
+    const text = readFileSync(journal, 'utf8')
+    expect(text).not.toContain('zqxdoomedjournalvv')
+    expect(text).toContain('zqxkeptjournalvv')
+    expect(statSync(journal).ino).not.toBe(before) // a new file renamed over the old
+    expect(statSync(journal).mode & 0o777).toBe(0o600)
+    s.connection.pragma('query_only = 0')
+    await s.close()
+    stores.splice(stores.indexOf(s), 1)
+    const again = new SqliteStore(path)
+    stores.push(again)
+    expect((await again.listRecords('doomed', 'alpha', { limit: 5 })).records).toEqual([])
+    expect((await again.listRecords('kept', 'alpha', { limit: 5 })).records.map((r) => r.id)).toEqual(['cmp_kept'])
   })
 
   it('says when it cannot be written', async () => {

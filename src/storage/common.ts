@@ -1,7 +1,7 @@
 import { emptySections } from '../compaction/sections.js'
 import { parseSummary } from '../compaction/summary-text.js'
 import { ownerOf, unseal } from './sealing.js'
-import { type CompactionRecord, InvalidCursorError } from './store.js'
+import { type CompactionRecord, InvalidCursorError, type RecallHit } from './store.js'
 
 /** What every store shares: how records are kept, cursors made and recall queries read. */
 
@@ -36,4 +36,29 @@ export function decodeCursor(cursor: string): number {
 /** The scope of a tally: '' for the tenant's total, else the session's owner (a keyed hash: no session's id in the row). */
 export function activityScope(keyName: string, sessionId: string | null): string {
   return sessionId === null ? '' : ownerOf(keyName, sessionId)
+}
+
+/** A cold-layer row as both stores read it for a recall's answer. */
+export interface ColdRow {
+  kind: string
+  body: Uint8Array
+  compaction_id: string
+  msg_from: number
+  msg_to: number
+  created_ms: number | string
+  line_from: number | null
+  line_to: number | null
+}
+
+/** A recall's hit: the row opened under its session's key, with its score. */
+export function recallHit(key: Buffer, r: ColdRow, score: number): RecallHit {
+  return {
+    kind: r.kind,
+    text: unseal(key, r.body),
+    compaction_id: r.compaction_id,
+    messages: [r.msg_from, r.msg_to],
+    ...(r.line_from !== null && r.line_to !== null ? { lines: [r.line_from, r.line_to] as [number, number] } : {}),
+    score: Number(score.toFixed(4)),
+    created_at: new Date(Number(r.created_ms)).toISOString()
+  }
 }

@@ -19,7 +19,7 @@ import type {
 } from './store.js'
 import type { TimelinePoint } from '../contract/schemas.js'
 import { type ColdSaved, StoreError, sessionSummary } from './store.js'
-import { type StoredRecord, activityScope, decodeCursor, encodeCursor, openRecord } from './common.js'
+import { type StoredRecord, activityScope, decodeCursor, encodeCursor, openRecord, recallHit } from './common.js'
 import { MAX_SESSION_MEMORY, MAX_SESSION_MEMORY_BYTES } from '../contract/defaults.js'
 import { BM25_B, BM25_K1 } from './rank.js'
 import { at } from '../compaction/index.js'
@@ -564,18 +564,7 @@ export class PostgresStore implements Store {
     const rowOf = new Map(rows.map((r) => [Number(r.id), r]))
     return ranked.flatMap(({ id, score }) => {
       const r = rowOf.get(Number(id))
-      if (!r) return []
-      return [
-        {
-          kind: r.kind,
-          text: unseal(s.key, r.body),
-          compaction_id: r.compaction_id,
-          messages: [r.msg_from, r.msg_to] as [number, number],
-          ...(r.line_from !== null && r.line_to !== null ? { lines: [r.line_from, r.line_to] as [number, number] } : {}),
-          score: Number(score.toFixed(4)),
-          created_at: new Date(Number(r.created_ms)).toISOString()
-        }
-      ]
+      return r ? [recallHit(s.key, r, score)] : []
     })
   }
 

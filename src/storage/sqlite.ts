@@ -22,7 +22,7 @@ import type {
 } from './store.js'
 import type { TimelinePoint } from '../contract/schemas.js'
 import { type ColdSaved, StoreError, sessionSummary } from './store.js'
-import { type StoredRecord, activityScope, decodeCursor, encodeCursor, openRecord } from './common.js'
+import { type ColdRow, type StoredRecord, activityScope, decodeCursor, encodeCursor, openRecord, recallHit } from './common.js'
 import { MAX_SESSION_MEMORY, MAX_SESSION_MEMORY_BYTES } from '../contract/defaults.js'
 import { type Candidate, rankBm25 } from './rank.js'
 import { at } from '../compaction/at.js'
@@ -425,30 +425,8 @@ export class SqliteReads {
     }
     const ranked = rankBm25(candidates, { entries, meanWords: measured > 0 ? words / measured : 0 }, terms.length, query.limit)
     return ranked.flatMap(({ id, score }) => {
-      const r = this.statements.entry.get(id) as
-        | {
-            kind: string
-            body: Buffer
-            compaction_id: string
-            msg_from: number
-            msg_to: number
-            created_ms: number
-            line_from: number | null
-            line_to: number | null
-          }
-        | undefined
-      if (!r) return []
-      return [
-        {
-          kind: r.kind,
-          text: unseal(s.key, r.body),
-          compaction_id: r.compaction_id,
-          messages: [r.msg_from, r.msg_to] as [number, number],
-          ...(r.line_from !== null && r.line_to !== null ? { lines: [r.line_from, r.line_to] as [number, number] } : {}),
-          score: Number(score.toFixed(4)),
-          created_at: new Date(r.created_ms).toISOString()
-        }
-      ]
+      const r = this.statements.entry.get(id) as ColdRow | undefined
+      return r ? [recallHit(s.key, r, score)] : []
     })
   }
 

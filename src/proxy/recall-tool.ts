@@ -11,7 +11,7 @@
  *   its own prefix again byte for byte (thinking signatures and the prompt cache hold).
  */
 import { createHash } from 'node:crypto'
-import { type Block, type Message, PROXY_RECALL_TOOL, blocksOf } from '../compaction/index.js'
+import { type Block, type Message, PROXY_RECALL_TOOL, type ToolResultBlock, blocksOf } from '../compaction/index.js'
 import { topLevelField } from './events.js'
 
 /** Recall rounds answered in one turn; a call past them is told the budget is spent. */
@@ -32,13 +32,18 @@ export const RECALL_TOOL_DEFINITION = {
   }
 } as const
 
-const TOOL_BYTES = JSON.stringify(RECALL_TOOL_DEFINITION)
+/** The same tool as Chat Completions takes one (a function). */
+export const CHAT_RECALL_TOOL_DEFINITION = {
+  type: 'function',
+  function: { name: RECALL_TOOL_DEFINITION.name, description: RECALL_TOOL_DEFINITION.description, parameters: RECALL_TOOL_DEFINITION.input_schema }
+} as const
 
 /**
- * A request body's bytes with the recall tool after the client's own tools, every other byte as it was
- * (the caller offers it only where the client has no tool of that name).
+ * A request body's bytes with `tool` after the client's own tools, every other byte as it was (the caller
+ * offers it only where the client has no tool of that name).
  */
-export function withRecallToolBytes(bytes: Buffer): Buffer {
+export function withRecallToolBytes(bytes: Buffer, tool: object = RECALL_TOOL_DEFINITION): Buffer {
+  const json = JSON.stringify(tool)
   const tools = topLevelField(bytes, 'tools')
   if (tools && tools.value[0] === 0x5b) {
     const start = tools.value.byteOffset - bytes.byteOffset
@@ -48,7 +53,7 @@ export function withRecallToolBytes(bytes: Buffer): Buffer {
         .subarray(1, tools.value.length - 1)
         .toString('utf8')
         .trim() === ''
-    return Buffer.concat([bytes.subarray(0, close), Buffer.from(`${empty ? '' : ','}${TOOL_BYTES}`), bytes.subarray(close)])
+    return Buffer.concat([bytes.subarray(0, close), Buffer.from(`${empty ? '' : ','}${json}`), bytes.subarray(close)])
   }
   const base = tools ? tools.without : bytes
   const close = base.lastIndexOf(0x7d)
@@ -57,7 +62,7 @@ export function withRecallToolBytes(bytes: Buffer): Buffer {
       .subarray(base.indexOf(0x7b) + 1, close)
       .toString('utf8')
       .trim() === ''
-  return Buffer.concat([base.subarray(0, close), Buffer.from(`${empty ? '' : ','}"tools":[${TOOL_BYTES}]`), base.subarray(close)])
+  return Buffer.concat([base.subarray(0, close), Buffer.from(`${empty ? '' : ','}"tools":[${json}]`), base.subarray(close)])
 }
 
 /** One call of the recall tool in an answer. */
@@ -89,13 +94,13 @@ export function callsClientTools(content: readonly unknown[]): boolean {
 }
 
 /** A recall result as the model reads it, the last round's saying the budget is spent. */
-export function recallResult(call: RecallCall, text: string, round: number): Block {
+export function recallResult(call: RecallCall, text: string, round: number): ToolResultBlock {
   const last = round >= RECALL_ROUNDS ? `\n\n(That was the last ${PROXY_RECALL_TOOL} this turn: answer with what you have.)` : ''
   return { type: 'tool_result', tool_use_id: call.id, content: `${text}${last}` }
 }
 
 /** What a call past the turn's budget is answered with. */
-export function spentResult(call: RecallCall): Block {
+export function spentResult(call: RecallCall): ToolResultBlock {
   return {
     type: 'tool_result',
     tool_use_id: call.id,

@@ -277,10 +277,10 @@ export async function proxyRequest<R>(
     }
     const contentType = res.headers['content-type']
     if (typeof contentType === 'string' && contentType.startsWith('text/event-stream')) {
-      await relayRecallStream(reply, res, turn, api.name)
+      await relayRecallStream(reply, res, turn, api.name, recall.format)
       return reply
     }
-    return relayRecallJson(reply, res, turn)
+    return relayRecallJson(reply, res, turn, recall.format)
   }
   return relay(
     reply,

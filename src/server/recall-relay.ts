@@ -1,8 +1,9 @@
 /**
- * The Messages API's answer relayed where the gateway offered the model its recall tool: a stream goes on
- * event by event as it comes (proxy/recall-tool.ts: only a recall block and the closing events wait); a
- * recall call is answered by the gateway and the turn continued upstream, into the same answer; what the
- * upstream saw in place of the client's answer is kept for the conversation's next request.
+ * An answer relayed where the gateway offered the model its recall tool (the Messages API's, Chat
+ * Completions'): a stream goes on as it comes (only a recall call and the closing events wait); a recall call
+ * is answered by the gateway and the turn continued upstream, into the same answer; what the upstream saw in
+ * place of the client's answer is kept for the conversation's next request. One driver; each API's format
+ * (proxy/recall-tool.ts, proxy/recall-chat.ts) says how its rounds are read and written.
  */
 import type { OutgoingHttpHeaders } from 'node:http'
 import type { Readable, Transform } from 'node:stream'
@@ -12,7 +13,6 @@ import { EventCuts } from '../proxy/events.js'
 import {
   RECALL_ROUNDS,
   type RecallCall,
-  type RecallExchange,
   StreamRound,
   type Usage,
   addUsage,
@@ -27,21 +27,30 @@ import {
   visibleBlocks,
   visibleFingerprint
 } from '../proxy/recall-tool.js'
+import { ChatRound, chatClosing, chatFingerprint, chatRecallCalls, chatResult, chatUsage, chatVisible, parseChunks } from '../proxy/recall-chat.js'
 import type { UpstreamResponse } from '../proxy/upstream.js'
 import { errorBody } from './errors.js'
 
-/** How often a keep-alive event goes while the gateway searches and the continuation has not begun. */
+/** How often a keep-alive goes while the gateway searches and the continuation has not begun. */
 const KEEPALIVE_MS = 5_000
-const PING = eventText({ event: 'ping', data: { type: 'ping' } })
+/** What the client reads where the search could not be completed and nothing else was said. */
+const NOT_COMPLETED = '(The search of earlier turns could not be completed.)'
+
+/** What the upstream saw in place of the client's answer, without its place (the service knows it). */
+export interface KeptExchange {
+  visible: string
+  rounds: unknown[]
+  pending: unknown[]
+}
 
 /** What the relay of a turn with the recall tool needs of the service and the upstream. */
 export interface RecallTurn {
   /** One call answered: the session's best passages as the tool result's text. */
   search(call: RecallCall): Promise<string>
   /** The turn continued upstream: the request as forwarded, with these messages after its own. */
-  send(added: readonly Message[]): Promise<UpstreamResponse>
+  send(added: readonly unknown[]): Promise<UpstreamResponse>
   /** What the upstream saw in place of the client's answer, for the next request. */
-  keep(exchange: Omit<RecallExchange, 'at'>): void
+  keep(exchange: KeptExchange): void
   /** Each round's usage (each round is billed). */
   onUsage?: (usage: Usage) => void
   /** What the gateway performed of the API's context management, written into the client's answer as the API gives it. */
@@ -49,42 +58,210 @@ export interface RecallTurn {
   aborted(): boolean
 }
 
+/** One round of a stream, in one API's format. */
+interface Round {
+  /** The client's text for a run of the upstream's whole events. */
+  take(text: string): string
+  /** The stream said it was done; or it said it failed. */
+  readonly complete: boolean
+  readonly failed: boolean
+  /** The round's assistant item as the upstream gave it (every call, the recall's too). */
+  message(): unknown
+  usage(): Usage
+  /** Where the next round's client-side numbering starts. */
+  readonly next: number
+  /** The turn's close from this round: its usage summed, its reason where the turn ends otherwise. */
+  closing(total: Usage, reason?: 'ended'): string
+  /** What the client is told where the turn ended early and it has had nothing to read. */
+  note(): string
+}
+
+/** How one API's answers are read and its continuations written. */
+interface Format {
+  round(first: boolean, offset: number, textBefore: boolean): Round
+  calls(message: unknown): RecallCall[]
+  callsClient(message: unknown): boolean
+  /** The parts of a message the client sees. */
+  visible(message: unknown): unknown[]
+  result(call: RecallCall, text: string, round: number): unknown
+  spent(call: RecallCall): unknown
+  /** The items a round's results are, after its assistant item. */
+  answered(results: unknown[]): unknown[]
+  fingerprint(visible: unknown[]): string
+  keepAlive: string
+  /** A JSON answer: its message, to read and to give back. */
+  json: {
+    message(body: Record<string, unknown>): unknown
+    usage(body: Record<string, unknown>): Usage
+    /** The client's answer: the last round's body with every round's visible parts and the usage summed. */
+    answer(last: Record<string, unknown>, visible: unknown[], total: Usage, ended: boolean, clientCalls: boolean): Record<string, unknown>
+  }
+}
+
+/** The Messages API's rounds: content blocks, a user message of tool results, events. */
+const MESSAGES: Format = {
+  round: (first, offset) => {
+    const r = new StreamRound(first, offset)
+    return {
+      take: (text) =>
+        parseEvents(text)
+          .flatMap(({ event, raw }) => r.take(event, raw))
+          .join(''),
+      get complete() {
+        return r.stopped
+      },
+      get failed() {
+        return r.failed
+      },
+      message: () => ({ role: 'assistant', content: r.content() }),
+      usage: () => r.usage(),
+      get next() {
+        return r.clientBlocks
+      },
+      closing: (total, reason) => closingEvents(r.closing, total, reason ? 'end_turn' : undefined),
+      note: () => {
+        const index = r.clientBlocks
+        return (
+          eventText({ event: 'content_block_start', data: { type: 'content_block_start', index, content_block: { type: 'text', text: '' } } }) +
+          eventText({ event: 'content_block_delta', data: { type: 'content_block_delta', index, delta: { type: 'text_delta', text: NOT_COMPLETED } } }) +
+          eventText({ event: 'content_block_stop', data: { type: 'content_block_stop', index } })
+        )
+      }
+    }
+  },
+  calls: (m) => recallCalls((m as Message).content as Block[]),
+  callsClient: (m) => callsClientTools((m as Message).content as Block[]),
+  visible: (m) => visibleBlocks((m as Message).content as Block[]),
+  result: (call, text, round) => recallResult(call, text, round),
+  spent: (call) => spentResult(call),
+  answered: (results) => [{ role: 'user', content: results }],
+  fingerprint: (visible) => visibleFingerprint(visible),
+  keepAlive: eventText({ event: 'ping', data: { type: 'ping' } }),
+  json: {
+    message: (body) => (Array.isArray(body.content) ? { role: 'assistant', content: body.content } : undefined),
+    usage: (body) => addUsage(emptyUsage(), body.usage as object | undefined),
+    answer: (last, visible, total, ended, clientCalls) => ({
+      ...last,
+      content: visible.length > 0 ? visible : [{ type: 'text', text: NOT_COMPLETED }],
+      stop_reason: ended && !clientCalls ? 'end_turn' : last.stop_reason,
+      usage: { ...(last.usage as object), ...total }
+    })
+  }
+}
+
+/** The parts a Chat Completions answer shows the client: its text, then its calls. */
+function chatParts(m: Record<string, unknown>): unknown[] {
+  const visible = chatVisible(m)
+  return [...(typeof visible.content === 'string' && visible.content !== '' ? [{ text: visible.content }] : []), ...((visible.tool_calls as unknown[]) ?? [])]
+}
+
+/** The message the client holds for parts of several rounds: their texts joined by a blank line, the calls after. */
+function chatMessage(parts: unknown[]): Record<string, unknown> {
+  const texts = parts.filter((p): p is { text: string } => typeof (p as { text?: unknown }).text === 'string').map((p) => p.text)
+  const calls = parts.filter((p) => (p as { function?: unknown }).function !== undefined)
+  return { role: 'assistant', content: texts.length > 0 ? texts.join('\n\n') : null, ...(calls.length > 0 ? { tool_calls: calls } : {}) }
+}
+
+/** Chat Completions' rounds: an assistant message with tool calls, tool messages, chunks. */
+const CHAT: Format = {
+  round: (_first, offset, textBefore) => {
+    const r = new ChatRound(offset, textBefore)
+    return {
+      take: (text) =>
+        parseChunks(text)
+          .flatMap((chunk) => r.take(chunk))
+          .join(''),
+      get complete() {
+        return r.done || r.finish !== undefined
+      },
+      get failed() {
+        return r.failed
+      },
+      message: () => r.message(),
+      usage: () => r.usage(),
+      get next() {
+        return r.clientCalls
+      },
+      closing: (total, reason) =>
+        chatClosing(
+          r.finish,
+          r.usageChunk,
+          {
+            prompt: total.input_tokens + total.cache_read_input_tokens,
+            completion: total.output_tokens,
+            cached: total.cache_read_input_tokens
+          },
+          reason ? 'stop' : undefined
+        ),
+      note: () =>
+        `data: ${JSON.stringify({ object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: NOT_COMPLETED }, finish_reason: null }] })}\n\n`
+    }
+  },
+  calls: (m) => chatRecallCalls(m as Record<string, unknown>),
+  callsClient: (m) => ((chatVisible(m as Record<string, unknown>).tool_calls as unknown[] | undefined) ?? []).length > 0,
+  visible: (m) => chatParts(m as Record<string, unknown>),
+  result: (call, text, round) => chatResult(call.id, String(recallResult(call, text, round).content)),
+  spent: (call) => chatResult(call.id, String(spentResult(call).content)),
+  answered: (results) => results,
+  fingerprint: (visible) => chatFingerprint(chatMessage(visible)),
+  keepAlive: ': keep-alive\n\n',
+  json: {
+    message: (body) => ((body.choices as { message?: unknown }[] | undefined)?.[0]?.message as unknown) ?? undefined,
+    usage: (body) => chatUsage(body.usage),
+    answer: (last, visible, total, ended, clientCalls) => {
+      const choice = ((last.choices as Record<string, unknown>[] | undefined)?.[0] ?? {}) as Record<string, unknown>
+      const message = visible.length > 0 ? chatMessage(visible) : { role: 'assistant', content: NOT_COMPLETED }
+      return {
+        ...last,
+        choices: [{ ...choice, message: { ...(choice.message as object), ...message }, finish_reason: ended && !clientCalls ? 'stop' : choice.finish_reason }],
+        usage: {
+          ...(last.usage as object),
+          prompt_tokens: total.input_tokens + total.cache_read_input_tokens,
+          completion_tokens: total.output_tokens,
+          total_tokens: total.input_tokens + total.cache_read_input_tokens + total.output_tokens
+        }
+      }
+    }
+  }
+}
+
+export const RECALL_FORMATS = { messages: MESSAGES, chat: CHAT } as const
+export type RecallFormat = keyof typeof RECALL_FORMATS
+
 /** The results of a round's recall calls: searched in the first RECALL_ROUNDS rounds, the budget said spent after. */
-async function answer(turn: RecallTurn, calls: readonly RecallCall[], round: number): Promise<Block[]> {
-  if (round > RECALL_ROUNDS) return calls.map(spentResult)
+async function answer(format: Format, turn: RecallTurn, calls: readonly RecallCall[], round: number): Promise<unknown[]> {
+  if (round > RECALL_ROUNDS) return calls.map((c) => format.spent(c))
   return Promise.all(
     calls.map(async (c) => {
       try {
-        return recallResult(c, await turn.search(c), round)
+        return format.result(c, await turn.search(c), round)
       } catch {
-        return recallResult(c, `The ${PROXY_RECALL_TOOL} search could not be done just now.`, round)
+        return format.result(c, `The ${PROXY_RECALL_TOOL} search could not be done just now.`, round)
       }
     })
   )
 }
 
 /** The kept exchange of a turn that took more than one round, or left results pending. */
-function exchangeOf(rounds: Message[], visible: unknown[], pending: Block[]): Omit<RecallExchange, 'at'> | undefined {
+function exchangeOf(format: Format, rounds: unknown[], visible: unknown[], pending: unknown[]): KeptExchange | undefined {
   if (rounds.length <= 1 && pending.length === 0) return undefined
-  return { visible: visibleFingerprint(visible), rounds, pending }
+  return { visible: format.fingerprint(visible), rounds, pending }
 }
 
-/** The events of one upstream stream, each passed through `round`, written as they come; resolves at its end. */
-function pump(body: Readable, round: StreamRound, write: (text: string) => boolean): Promise<void> {
+/** The events of one upstream stream, passed through `take` a run of whole events at a time and written as they come; resolves at its end. */
+function pump(body: Readable, take: (text: string) => string, write: (text: string) => boolean): Promise<void> {
   return new Promise((resolve, reject) => {
     const cuts = new EventCuts()
-    const take = (bytes: Buffer | undefined): boolean => {
+    const run = (bytes: Buffer | undefined): boolean => {
       if (!bytes || bytes.length === 0) return true
-      const out = parseEvents(bytes.toString('utf8'))
-        .flatMap(({ event, raw }) => round.take(event, raw))
-        .join('')
+      const out = take(bytes.toString('utf8'))
       return out === '' || write(out)
     }
     body.on('data', (chunk: Buffer) => {
-      if (!take(cuts.take(chunk))) body.pause()
+      if (!run(cuts.take(chunk))) body.pause()
     })
     body.once('end', () => {
-      take(cuts.rest())
+      run(cuts.rest())
       resolve()
     })
     body.once('error', reject)
@@ -92,7 +269,8 @@ function pump(body: Readable, round: StreamRound, write: (text: string) => boole
 }
 
 /** A stream's turn: rounds until the model answers without a recall call, the client's tools are called, or the budget ends it. */
-export async function relayRecallStream(reply: FastifyReply, res: UpstreamResponse, turn: RecallTurn, api: string): Promise<void> {
+export async function relayRecallStream(reply: FastifyReply, res: UpstreamResponse, turn: RecallTurn, api: string, kind: RecallFormat): Promise<void> {
+  const format = RECALL_FORMATS[kind]
   const raw = reply.raw
   reply.removeHeader('content-length')
   reply.stamp()
@@ -113,56 +291,51 @@ export async function relayRecallStream(reply: FastifyReply, res: UpstreamRespon
     rewrite.on('drain', () => body.resume())
   } else raw.on('drain', () => body.resume())
   const write = (text: string): boolean => (raw.destroyed ? true : rewrite ? rewrite.write(text) : raw.write(text))
-  const end = (text: string): void => {
-    if (rewrite) rewrite.end(text)
-    else if (!raw.destroyed) raw.end(text)
-  }
   let usage = emptyUsage()
   let offset = 0
-  const rounds: Message[] = []
+  const rounds: unknown[] = []
   const visible: unknown[] = []
-  const finish = (text: string, pending: Block[] = []): void => {
-    end(text)
-    const exchange = exchangeOf(rounds, visible, pending)
+  const finish = (text: string, pending: unknown[] = []): void => {
+    if (rewrite) rewrite.end(text)
+    else if (!raw.destroyed) raw.end(text)
+    const exchange = exchangeOf(format, rounds, visible, pending)
     if (exchange) turn.keep(exchange)
   }
   for (let round = 1; ; round++) {
-    const r = new StreamRound(round === 1, offset)
+    const r = format.round(round === 1, offset, visible.length > 0)
     try {
-      await pump(body, r, write)
+      await pump(body, (text) => r.take(text), write)
     } catch (err) {
-      if (!turn.aborted() && !raw.destroyed)
+      if (!turn.aborted() && !raw.destroyed && kind === 'messages')
         write(eventText({ event: 'error', data: errorBody('api_error', `${api} stream broke off: ${(err as Error).message}`) }))
-      finish('')
-      return
+      return finish('')
     }
     const roundUsage = r.usage()
     usage = addUsage(usage, roundUsage)
     turn.onUsage?.(roundUsage)
-    if (r.failed || !r.stopped) {
-      finish('')
-      return
-    }
-    const content = r.content()
-    rounds.push({ role: 'assistant', content: content as Block[] })
-    visible.push(...visibleBlocks(content))
-    const calls = recallCalls(content)
-    if (calls.length === 0) return finish(closingEvents(r.closing, usage))
+    if (r.failed || !r.complete) return finish('')
+    const message = r.message()
+    rounds.push(message)
+    visible.push(...format.visible(message))
+    const calls = format.calls(message)
+    if (calls.length === 0) return finish(r.closing(usage))
     // a keep-alive while the gateway searches and the continuation has not begun to answer
-    write(PING)
-    const alive = setInterval(() => write(PING), KEEPALIVE_MS)
+    write(format.keepAlive)
+    const alive = setInterval(() => write(format.keepAlive), KEEPALIVE_MS)
     try {
-      const results = await answer(turn, calls, round)
+      const results = await answer(format, turn, calls, round)
       // the client's own calls go to the client; the recall's results wait for its next request
-      if (callsClientTools(content)) return finish(closingEvents(r.closing, usage), results)
-      if (round > RECALL_ROUNDS + 1 || turn.aborted()) return finish(closingEvents(r.closing, usage, 'end_turn'), results)
-      const next = await turn.send(continuation(rounds, results)).catch(() => undefined)
+      if (format.callsClient(message)) return finish(r.closing(usage), results)
+      if (round > RECALL_ROUNDS + 1 || turn.aborted()) return finish(r.closing(usage, 'ended'), results)
+      const next = await turn.send([...rounds, ...format.answered(results)]).catch(() => undefined)
       if (!next || next.status !== 200) {
         next?.body.resume()
-        return finish(endedEarly(r, usage, offset, visible), results)
+        const note = visible.length === 0 ? r.note() : ''
+        if (note) visible.push({ type: 'text', text: NOT_COMPLETED })
+        return finish(note + r.closing(usage, 'ended'), results)
       }
-      rounds.push({ role: 'user', content: results })
-      offset = r.clientBlocks
+      rounds.push(...format.answered(results))
+      offset = r.next
       body = next.body
     } finally {
       clearInterval(alive)
@@ -170,79 +343,62 @@ export async function relayRecallStream(reply: FastifyReply, res: UpstreamRespon
   }
 }
 
-/** The messages a continuation adds after the forwarded request's own: every round so far, and the last one's results. */
-function continuation(rounds: readonly Message[], results: Block[]): Message[] {
-  return [...rounds, { role: 'user', content: results }]
-}
-
-/** The close of a turn whose continuation failed: a normal answer (a line said where the client saw nothing), never an error. */
-function endedEarly(round: StreamRound, usage: Usage, offset: number, visible: unknown[]): string {
-  let text = ''
-  if (visible.length === 0) {
-    const note = { type: 'text', text: `(The search of earlier turns could not be completed.)` }
-    const index = Math.max(offset, round.clientBlocks)
-    text +=
-      eventText({ event: 'content_block_start', data: { type: 'content_block_start', index, content_block: { type: 'text', text: '' } } }) +
-      eventText({ event: 'content_block_delta', data: { type: 'content_block_delta', index, delta: { type: 'text_delta', text: note.text } } }) +
-      eventText({ event: 'content_block_stop', data: { type: 'content_block_stop', index } })
-    visible.push(note)
-  }
-  return text + closingEvents(round.closing, usage, 'end_turn')
-}
-
-/** A JSON answer's turn: the same rounds, the client given one message (the last round's, with every round's visible blocks and usage). */
-export async function relayRecallJson(reply: FastifyReply, res: UpstreamResponse, turn: RecallTurn): Promise<FastifyReply> {
+/** A JSON answer's turn: the same rounds, the client given one answer (the last round's, with every round's visible parts and usage). */
+export async function relayRecallJson(reply: FastifyReply, res: UpstreamResponse, turn: RecallTurn, kind: RecallFormat): Promise<FastifyReply> {
+  const format = RECALL_FORMATS[kind]
   reply.removeHeader('content-length')
   let current = res
   let usage = emptyUsage()
-  const rounds: Message[] = []
+  const rounds: unknown[] = []
   const visible: unknown[] = []
   let last: Record<string, unknown> | undefined
-  let pending: Block[] = []
-  let stopReason: unknown
+  let pending: unknown[] = []
+  let ended = false
+  let clientCalls = false
   for (let round = 1; ; round++) {
     const bytes = await readAll(current.body)
-    let message: Record<string, unknown>
+    let body: Record<string, unknown>
     try {
-      message = JSON.parse(bytes.toString('utf8')) as Record<string, unknown>
+      body = JSON.parse(bytes.toString('utf8')) as Record<string, unknown>
     } catch {
-      message = {}
+      body = {}
     }
-    const content = Array.isArray(message.content) ? (message.content as Block[]) : undefined
-    if (!content) {
+    const message = format.json.message(body)
+    if (message === undefined) {
       // not an answer the gateway can read: the first as it came, a later one ends the turn with what the client has
       if (round === 1) return reply.send(bytes)
+      ended = true
       break
     }
-    const roundUsage = addUsage(emptyUsage(), message.usage as Record<string, unknown> | undefined)
+    const roundUsage = format.json.usage(body)
     usage = addUsage(usage, roundUsage)
     turn.onUsage?.(roundUsage)
-    last = message
-    stopReason = message.stop_reason
-    rounds.push({ role: 'assistant', content })
-    visible.push(...visibleBlocks(content))
-    const calls = recallCalls(content)
+    last = body
+    rounds.push(message)
+    visible.push(...format.visible(message))
+    const calls = format.calls(message)
     if (calls.length === 0) break
-    const results = await answer(turn, calls, round)
-    if (callsClientTools(content) || round > RECALL_ROUNDS + 1 || turn.aborted()) {
+    const results = await answer(format, turn, calls, round)
+    clientCalls = format.callsClient(message)
+    if (clientCalls || round > RECALL_ROUNDS + 1 || turn.aborted()) {
       pending = results
-      if (!callsClientTools(content)) stopReason = 'end_turn'
+      ended = !clientCalls
       break
     }
-    const next = await turn.send(continuation(rounds, results)).catch(() => undefined)
+    const next = await turn.send([...rounds, ...format.answered(results)]).catch(() => undefined)
     if (!next || next.status !== 200) {
       next?.body.resume()
       pending = results
-      stopReason = 'end_turn'
+      ended = true
       break
     }
-    rounds.push({ role: 'user', content: results })
+    rounds.push(...format.answered(results))
     current = next
   }
-  if (visible.length === 0) visible.push({ type: 'text', text: '(The search of earlier turns could not be completed.)' })
-  const exchange = exchangeOf(rounds, visible, pending)
+  if (visible.length === 0) visible.push(kind === 'messages' ? { type: 'text', text: NOT_COMPLETED } : { text: NOT_COMPLETED })
+  const exchange = exchangeOf(format, rounds, visible, pending)
   if (exchange) turn.keep(exchange)
-  const whole = Buffer.from(JSON.stringify({ ...last, content: visible, stop_reason: stopReason, usage: { ...(last?.usage as object), ...usage } }))
+  const whole = Buffer.from(JSON.stringify(format.json.answer(last ?? {}, visible, usage, ended, clientCalls)))
   const rewrite = turn.rewrite?.(false)
   if (!rewrite) return reply.type('application/json').send(whole)
   const rewritten = readAll(rewrite)

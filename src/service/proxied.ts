@@ -39,6 +39,7 @@ import type { ReadYourWrites } from '../storage/read-your-writes.js'
 import type { Activity } from './activity.js'
 import { type CompactRun, type CompactRunView, type RunContext, clearedMemory, summarized } from './compact.js'
 import { type RecallCall, type RecallExchange, restoreExchanges } from '../proxy/recall-tool.js'
+import type { StoredExchange } from './recall-exchanges.js'
 import type { RecallExchanges } from './recall-exchanges.js'
 import { answerRecall, recallLimit } from './recall.js'
 import { InvalidHistoryError } from './errors.js'
@@ -85,8 +86,14 @@ export interface ProxiedDialect<R> {
   contextManagement?: true
   /** Whether its requests may carry the Responses API's compaction (`context_management`, the gateway's own compaction items: responses-compaction.ts). */
   responsesCompaction?: true
-  /** The dialect offers the gateway's recall tool and answers the model's calls of it (proxy/recall-loop.ts). */
-  recallTool?: true
+  /** The dialect offers the gateway's recall tool and answers the model's calls of it, in this API's format (server/recall-relay.ts). */
+  recallTool?: 'messages' | 'chat'
+  /**
+   * Where the client's items map to the core's turns through the read (Chat Completions): the body with the
+   * exchanges put back in its own items, to be read again; and where the client's answer will stand.
+   */
+  restoreItems?: (body: ProxiedBody, read: R, exchanges: readonly StoredExchange[]) => ProxiedBody | undefined
+  answerAt?: (read: R) => number
 }
 
 /** A proxy's policy, from the settings. */
@@ -175,11 +182,13 @@ export interface Forward {
 
 /** The recall tool offered in a forwarded request: its calls' answers, the continuation's body, and where a turn's exchange is kept. */
 export interface OfferedRecall {
+  /** The API's format of the rounds. */
+  format: 'messages' | 'chat'
   search(call: RecallCall): Promise<string>
   /** The forwarded body with `added` after its messages. */
-  continuation(added: readonly Message[]): Buffer
+  continuation(added: readonly unknown[]): Buffer
   /** Kept where the client's answer will stand: after the messages it sent. */
-  keep(exchange: Omit<RecallExchange, 'at'>): void
+  keep(exchange: Omit<StoredExchange, 'at'>): void
 }
 
 /** How an answer is relayed, and what the request's log line says of it. */
@@ -234,12 +243,12 @@ export class ProxyService {
     // (the edits run before the body is read: their placeholders name the MCP tool with the session the headers name)
     const headerNaming = recallNaming(policy.recall, dialect, proxySession(headers, undefined), undefined)
     // where the gateway's recall tool would come with a rewrite, the rewrite leaves no thinking made before it
-    const toolMayCome = policy.recall === 'auto' && dialect.recallTool === true
+    const toolMayCome = policy.recall === 'auto' && dialect.recallTool !== undefined
     const managed = dialect.contextManagement && performs ? manageContext(asked, (id) => clearedNote(headerNaming, id), toolMayCome) : undefined
     const responses = dialect.responsesCompaction && performs ? manageResponses(asked) : undefined
     const edited = managed?.body ?? responses?.body ?? asked
     // a history that holds a compaction block is read from it on (the gateway's own stands for what it encoded)
-    const body = holdsCompaction && !managed?.compact ? (readBackCompaction(edited) ?? edited) : edited
+    let body = holdsCompaction && !managed?.compact ? (readBackCompaction(edited) ?? edited) : edited
     // the gateway's own headers are checked on every request, read or not: one it cannot use is refused, named
     const headerBudget = budgetTokensOf(headers['x-compaction-budget'], policy.budgetTokens)
     // compact_20260112: the gateway's compaction is the one asked for, at its trigger
@@ -260,10 +269,23 @@ export class ProxyService {
     const conversation = 'parts' in read ? conversationKey({ keyName, session, messages: read.parts.messages, system: read.parts.system }) : ''
     const recallState = naming && 'tool' in naming && serving.exchanges && 'parts' in read ? await serving.exchanges.load(conversation) : undefined
     // (the client's answer to this request will stand after the messages it sent)
-    const answerAt = 'parts' in read ? read.parts.messages.length : 0
-    const restored =
-      recallState && recallState.exchanges.length > 0 && 'parts' in read ? restoreExchanges(read.parts.messages, recallState.exchanges) : undefined
-    if (restored && restored.restored > 0 && 'parts' in read) read = { parts: { ...read.parts, messages: restored.messages }, read: read.read }
+    const answerAt = 'read' in read ? (dialect.answerAt?.(read.read) ?? read.parts.messages.length) : 0
+    let restored: { restored: number } | undefined
+    if (recallState && recallState.exchanges.length > 0 && 'read' in read) {
+      if (dialect.restoreItems) {
+        // the client's own items put back, then read again: the way back to its items goes through the read
+        const again = dialect.restoreItems(body, read.read, recallState.exchanges)
+        if (again) {
+          body = again
+          read = this.read(dialect, body, budgetTokens, clientModel, named)
+          restored = { restored: 1 }
+        }
+      } else {
+        const done = restoreExchanges(read.parts.messages, recallState.exchanges as RecallExchange[])
+        restored = done
+        if (done.restored > 0) read = { parts: { ...read.parts, messages: done.messages }, read: read.read }
+      }
+    }
     // clearing first (COMPACT_STRATEGY): the Messages API's history, its old tool results cleared where that is enough
     const readBody = 'parts' in read ? read : undefined
     const fixed = dialect.fixed
@@ -331,7 +353,7 @@ export class ProxyService {
       return { kind: 'paused', outcome: { kind: outcome.kind, summaryId: outcome.summaryId }, scheduled, ...paused }
     }
 
-    const restoredAny = restored !== undefined && restored.restored > 0
+    const restoredAny = restored !== undefined && restored.restored > 0 && !dialect.restoreItems
     const clearedHistory = cleared?.changed
       ? { messages: cleared.messages, uses: cleared.uses }
       : restoredAny && 'parts' in read
@@ -340,7 +362,7 @@ export class ProxyService {
     // the recall tool, from the conversation's first rewrite on (its request changes the prompt anyway)
     const rewritten = outcome.kind !== 'none' || clearedHistory !== undefined || (managed?.edited.cleared.length ?? 0) > 0
     const offer =
-      naming !== undefined && 'tool' in naming && dialect.recallTool === true && session !== undefined && (rewritten || recallState?.offered === true)
+      naming !== undefined && 'tool' in naming && dialect.recallTool !== undefined && session !== undefined && (rewritten || recallState?.offered === true)
     if (offer && recallState?.offered !== true) await serving.exchanges?.offer(conversation, { key_name: keyName, session_id: session })
     const payload = !('read' in read)
       ? body.bytes
@@ -360,7 +382,9 @@ export class ProxyService {
       changed: cleared?.changed === true,
       began,
       ...(offer ? { recallTool: PROXY_RECALL_TOOL } : {}),
-      ...(offer && session !== undefined && dialect.endpoint === 'messages' ? { recall: this.offered(keyName, session, conversation, payload, answerAt) } : {}),
+      ...(offer && session !== undefined && dialect.recallTool !== undefined && (dialect.endpoint === 'messages' || dialect.endpoint === 'chat_completions')
+        ? { recall: this.offered(keyName, session, conversation, payload, answerAt, dialect.recallTool) }
+        : {}),
       answered: (status, asked, upstreamMs) => {
         serving.metrics.proxyUpstreamSeconds.observe({ endpoint: dialect.endpoint }, upstreamMs / 1_000)
         if (outcome.kind === 'compacted') serving.metrics.crossingWait.observe((asked - started) / 1_000)
@@ -559,9 +583,10 @@ export class ProxyService {
   }
 
   /** The recall tool offered in `payload`: its calls searched in the session's cold layer, its exchanges kept with the conversation. */
-  private offered(keyName: string, session: string, conversation: string, payload: Buffer, answerAt: number): OfferedRecall {
+  private offered(keyName: string, session: string, conversation: string, payload: Buffer, answerAt: number, format: 'messages' | 'chat'): OfferedRecall {
     const { store, exchanges, metrics } = this.serving
     return {
+      format,
       search: async (call) => {
         const text = await answerRecall(store, keyName, session, call.query, recallLimit(call.limit))
         metrics.recallRequests.inc({ outcome: text.startsWith('[1]') ? 'hits' : 'empty' })
@@ -569,7 +594,8 @@ export class ProxyService {
       },
       continuation: (added) => {
         const value = JSON.parse(payload.toString('utf8')) as { messages: Message[] }
-        return Buffer.from(JSON.stringify({ ...value, messages: [...value.messages, ...withBreakpoint(value, added)] }))
+        const after = format === 'messages' ? withBreakpoint(value, added as Message[]) : added
+        return Buffer.from(JSON.stringify({ ...value, messages: [...value.messages, ...after] }))
       },
       keep: (exchange) => void exchanges?.add(conversation, { at: answerAt, ...exchange }, { key_name: keyName, session_id: session })
     }
@@ -621,7 +647,11 @@ export function recallNaming<R>(
 ): RecallNaming | undefined {
   if (session === undefined || mode === 'off') return undefined
   if (mode === 'mcp') return { mcp: { session } }
-  const taken = tools?.some((t) => (t as { name?: unknown } | null)?.name === PROXY_RECALL_TOOL) === true
+  const taken =
+    tools?.some((t) => {
+      const tool = t as { name?: unknown; function?: { name?: unknown } } | null
+      return tool?.name === PROXY_RECALL_TOOL || tool?.function?.name === PROXY_RECALL_TOOL
+    }) === true
   return dialect.recallTool && !taken ? { tool: PROXY_RECALL_TOOL } : undefined
 }
 

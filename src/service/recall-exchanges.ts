@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
-import type { RecallExchange } from '../proxy/recall-tool.js'
 import type { SessionOwner, Store } from '../storage/store.js'
 import { ANCHOR_TTL_MS } from '../contract/defaults.js'
 
@@ -14,10 +13,18 @@ const MAX_CONVERSATIONS = 2_000
  * session's state: in memory, and in the store, sealed under the session's key and deleted with it, so
  * that the next process, or another replica where the store is shared, puts them back the same way.
  */
+/** An exchange as kept, whichever API's items it holds (recall-tool.ts's, recall-chat.ts's). */
+export interface StoredExchange {
+  at: number
+  visible: string
+  rounds: unknown[]
+  pending: unknown[]
+}
+
 /** A conversation's recall state: whether the tool has been offered (from then on it always is), and its exchanges, oldest first. */
 export interface RecallState {
   offered: boolean
-  exchanges: RecallExchange[]
+  exchanges: StoredExchange[]
 }
 
 const NONE: RecallState = { offered: false, exchanges: [] }
@@ -58,7 +65,7 @@ export class RecallExchanges {
   }
 
   /** Adds one, at once in memory (the client's next request may come at once), then in the store. */
-  async add(conversation: string, exchange: RecallExchange, owner: SessionOwner): Promise<void> {
+  async add(conversation: string, exchange: StoredExchange, owner: SessionOwner): Promise<void> {
     const state = this.known.get(conversation) ?? NONE
     const exchanges = [...state.exchanges.filter((e) => e.at !== exchange.at), exchange].slice(-MAX_EXCHANGES)
     await this.save(conversation, { offered: true, exchanges }, owner)

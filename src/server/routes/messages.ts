@@ -55,7 +55,7 @@ export const messagesRoutes: FastifyPluginAsync = async (app) => {
           }
         : {}),
       contextManagement: true,
-      recallTool: true,
+      recallTool: 'messages',
       // a compaction's messages are built on the cleared ones where both were done; the recall tool after the client's own
       write: (body, _read, outcome, cleared, offerRecall) => {
         const value = body.value() as Record<string, unknown>

@@ -8,6 +8,11 @@ import { settable } from '../../formats/index.js'
 import type { ProxyRead } from '../../service/proxied.js'
 import { type ProxiedApi, compactResponsesHere, installProxyHooks, proxyErrors, proxyHeaders, proxyRequest, upstreamAnswer } from '../proxying.js'
 import { KEYED } from './security.js'
+import { CHAT_RECALL_TOOL_DEFINITION, withRecallToolBytes } from '../../proxy/recall-tool.js'
+import { type ChatExchange, restoreChat } from '../../proxy/recall-chat.js'
+import { ProxiedBody } from '../../proxy/body.js'
+import { withMessages } from '../../contract/wire.js'
+import type { StoredExchange } from '../../service/recall-exchanges.js'
 
 /** The proxied endpoints: the path below OPENAI_BASE_URL upstream, below /v1 here. */
 const ENDPOINTS = [
@@ -66,7 +71,21 @@ export const openAiRoutes: FastifyPluginAsync = async (app) => {
         const read = readOpenAiRequest(body.value(kind === 'chat' ? 'messages' : 'input'), kind, budgetMayPass, check)
         return read.kind === 'unread' ? { unread: read.reason } : { parts: read.history, read: read.history }
       },
-      write: (body, history, outcome, cleared) => openAiPayload(body.value() as object, history, outcome, cleared),
+      write: (body, history, outcome, cleared, offerRecall) => {
+        const bytes = openAiPayload(body.value() as object, history, outcome, cleared)
+        return offerRecall ? withRecallToolBytes(bytes, CHAT_RECALL_TOOL_DEFINITION) : bytes
+      },
+      // the gateway's recall tool, on Chat Completions: its exchanges put back in the client's own items
+      ...(route.endpoint === 'chat_completions'
+        ? {
+            recallTool: 'chat' as const,
+            answerAt: (history: OpenAiHistory) => history.items.length,
+            restoreItems: (body: ProxiedBody, history: OpenAiHistory, exchanges: readonly StoredExchange[]) => {
+              const { items, restored } = restoreChat(history.items, exchanges as ChatExchange[])
+              return restored === 0 ? undefined : new ProxiedBody(withMessages(body.value() as object, items, 'messages'))
+            }
+          }
+        : {}),
       fixed: (history, message, block) => !settable(history.adapted, message, block),
       // the client's own model writes summaries in its own conversation (not behind the upstream's own compaction)
       ...(route.endpoint === 'responses_compact'

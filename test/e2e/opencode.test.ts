@@ -1,7 +1,9 @@
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
+import { PROXY_RECALL_TOOL } from '../../src/compaction/index.js'
+import { CHAT_RECALL_TOOL_DEFINITION } from '../../src/proxy/recall-tool.js'
 import { FakeOpenAi, type FakeOpenAiReply, type OpenAiRequest } from '../helpers/fake-openai.js'
 import {
   boundedRun,
@@ -84,8 +86,11 @@ function workFolder(): { work: string; file: string } {
 }
 
 /** opencode run to its end (`opencode run`) against `baseUrl`, with a home of its own and its provider configured. */
-async function runOpencode(baseUrl: string, work: string): Promise<{ code: number | null; out: string }> {
-  const home = mkdtempSync(join(tmpdir(), 'cg-e2e-opencode-home-'))
+async function runOpencode(
+  baseUrl: string,
+  work: string,
+  home = mkdtempSync(join(tmpdir(), 'cg-e2e-opencode-home-'))
+): Promise<{ code: number | null; out: string }> {
   const config = {
     $schema: 'https://opencode.ai/config.json',
     provider: {
@@ -159,12 +164,15 @@ describe.skipIf(missing !== undefined)(`opencode ${OPENCODE_VERSION} through the
 
     const agent = fake.requests.filter((r) => !isSummaryCall(r) && !isTitleCall(r))
     const { proxied, compactions } = boundedRun(gateway, budget)
-    // opencode's system prompt and tools go on as it sent them, every turn.
+    // opencode's system prompt and tools go on as it sent them, every turn (the gateway's recall tool after
+    // its own from the first crossing on, in every request after)
     const [first] = agent
-    for (const r of agent) {
+    const since = agent.findIndex((r) => (r.body.tools ?? []).some((t) => t.function.name === PROXY_RECALL_TOOL))
+    expect(since).toBeGreaterThan(0)
+    agent.forEach((r, i) => {
       expect(messagesOf(r)[0]).toEqual(messagesOf(first as OpenAiRequest)[0])
-      expect(r.body.tools).toEqual(first?.body.tools)
-    }
+      expect(r.body.tools).toEqual(i < since ? first?.body.tools : [...(first?.body.tools ?? []), CHAT_RECALL_TOOL_DEFINITION])
+    })
     // Once compacted, the last request holds the summary and not every step; its newest steps are there as opencode sent them.
     const last = messagesOf(agent.at(-1) as OpenAiRequest)
     expect(last.filter((m) => m.role === 'tool').length).toBeLessThan(STEPS)
@@ -188,6 +196,49 @@ describe.skipIf(missing !== undefined)(`opencode ${OPENCODE_VERSION} through the
       ...crossingFigures(proxied, compactions, MODEL_MS),
       summary_message_changes: summaryChanges
     })
+    gateway.child.kill('SIGTERM')
+    await fake.close()
+  }, 600_000)
+
+  it("lets its model get back a line the compactions removed: the gateway's recall tool called, answered, the value used; its session holds no call of it", async () => {
+    expect(fixed, 'the first run measured what opencode sends every turn').toBeGreaterThan(0)
+    const fake = await new FakeOpenAi().start()
+    const { work, file } = workFolder()
+    // the log's first lines hold the line the task needs at the end
+    writeFileSync(file, `INFO the rollout codename is bluefin-7\n${readFileSync(file, 'utf8')}`)
+    const script = scripted(file)
+    const recallResult = (r: OpenAiRequest): string | undefined => {
+      const last = messagesOf(r).at(-1)
+      return last?.role === 'tool' && last.tool_call_id === 'call_recall_e2e' ? String(last.content) : undefined
+    }
+    let askedWithout: boolean | undefined
+    fake.fallback = (r) => {
+      const found = recallResult(r)
+      if (found !== undefined) return { text: `SCRIPT-END reached. The codename is ${/codename is ([\w-]+)/.exec(found)?.[1] ?? 'unknown'}.` }
+      const reply = script.reply(r)
+      if (reply.text === 'SCRIPT-END reached.' && (r.body.tools ?? []).some((t) => t.function.name === PROXY_RECALL_TOOL)) {
+        askedWithout = !JSON.stringify(r.body.messages).includes('bluefin-7')
+        return { toolCalls: [{ id: 'call_recall_e2e', name: PROXY_RECALL_TOOL, arguments: JSON.stringify({ query: 'rollout codename' }) }] }
+      }
+      return reply
+    }
+    const budget = fixed + ROOM
+    const gateway = await openAiGateway(fake.url, UPSTREAM_KEY, GATEWAY_KEY, { budget, summaryModel: SUMMARY_MODEL })
+    servers.push(gateway)
+    const home = mkdtempSync(join(tmpdir(), 'cg-e2e-opencode-home-'))
+    const { code, out } = await runOpencode(gateway.url, work, home)
+    expect(code, out).toBe(0)
+    expect(fake.refused).toEqual([])
+    expect(askedWithout, 'the line was compacted out of the prompt before the model asked').toBe(true)
+    expect(out).toContain('The codename is bluefin-7.')
+    // opencode's own record of the session: the answer, and no call of the gateway's tool
+    const stored = readdirSync(home, { recursive: true, encoding: 'utf8' })
+      .map((f) => join(home, f))
+      .filter((f) => statSync(f).isFile())
+      .map((f) => readFileSync(f, 'latin1'))
+      .join('\n')
+    expect(stored).toContain('bluefin-7')
+    expect(stored).not.toContain(PROXY_RECALL_TOOL)
     gateway.child.kill('SIGTERM')
     await fake.close()
   }, 600_000)

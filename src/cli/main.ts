@@ -79,10 +79,10 @@ ${Object.values(OPTIONS).join('\n')}
 
 /** One command's usage and its options (serve's settings are the environment's). */
 function commandHelp(command: string): string {
-  const usage = COMMANDS[command]
+  const usage = Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined
   if (!usage) return USAGE
   if (command === 'serve') return `usage:\n${usage}\n  (PORT, HOST, COMPACT_DB, COMPACT_API_KEYS, ANTHROPIC_API_KEY…: see docs/configuration.md)`
-  return [`usage:\n${usage}`, SERVICE_HELP, OPTIONS[command]].filter((x) => x !== undefined).join('\n')
+  return [`usage:\n${usage}`, SERVICE_HELP, Object.hasOwn(OPTIONS, command) ? OPTIONS[command] : undefined].filter((x) => x !== undefined).join('\n')
 }
 
 class UsageError extends Error {}
@@ -427,7 +427,7 @@ export async function run(argv: string[]): Promise<void> {
     if (command === '--version' || command === '-v' || command === 'version') return void process.stdout.write(`compaction-gateway ${CLI_VERSION}\n`)
     // Help for any command prints its own usage and does nothing else (serve --help starts no server).
     if (rest.includes('--help') || rest.includes('-h'))
-      return void process.stdout.write(`${command !== undefined && COMMANDS[command] ? commandHelp(command) : USAGE}\n`)
+      return void process.stdout.write(`${command !== undefined && Object.hasOwn(COMMANDS, command) ? commandHelp(command) : USAGE}\n`)
     if (command === 'serve') {
       if (rest.length > 0) throw new UsageError(`serve takes no arguments (its settings come from the environment); got ${rest.join(' ')}`)
       // the service's modules are loaded only to serve: every other command starts without them
@@ -450,7 +450,7 @@ export async function run(argv: string[]): Promise<void> {
       // (Node's own words for an unknown option leave a quote open: said here in full)
       const unknown = code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /'(-[^']*)'/.exec((err as Error).message)?.[1] : undefined
       const message = unknown ? `${command ?? ''} has no option ${unknown}`.trim() : (err as Error).message
-      const help = command !== undefined && COMMANDS[command] ? `compaction-gateway ${command} --help` : 'compaction-gateway --help'
+      const help = command !== undefined && Object.hasOwn(COMMANDS, command) ? `compaction-gateway ${command} --help` : 'compaction-gateway --help'
       fail(`${message} (${help} for usage)`, EXIT_USAGE)
     }
     throw err

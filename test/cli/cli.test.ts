@@ -179,6 +179,10 @@ describe('compaction-gateway itself', () => {
     const sessions = await cli(['sessions', '-h'])
     expect(sessions.stdout).toContain('--cursor C')
     expect(sessions.stdout).not.toContain('--dry-run')
+    // a word an object has by inheritance is no command: the general usage, not a function's text
+    const inherited = await cli(['constructor', '--help'])
+    expect(inherited.stdout).toContain('compaction-gateway COMMAND --help')
+    expect(inherited.stdout).not.toContain('[native code]')
   })
 
   it("names an unknown option and the command, every quote closed, and points at the command's help", async () => {

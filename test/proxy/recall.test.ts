@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net'
 import Anthropic from '@anthropic-ai/sdk'
+import fc from 'fast-check'
 import { afterEach, describe, expect, it } from 'vitest'
 import { type Message, PROXY_RECALL_TOOL } from '../../src/compaction/index.js'
 import { RECALL_TOOL_DEFINITION } from '../../src/proxy/recall-tool.js'
@@ -52,6 +53,9 @@ const recallResultOf = (r: ReceivedRequest): string | undefined => {
   const found = blocks(r.body.messages.at(-1)).find((b) => b.type === 'tool_result' && String(b.tool_use_id).startsWith('toolu_recall'))
   return found === undefined ? undefined : JSON.stringify(found.content)
 }
+
+/** A value without its cache marks. */
+const withoutMarks = (value: unknown): unknown => JSON.parse(JSON.stringify(value, (key, v: unknown) => (key === 'cache_control' ? undefined : v)))
 
 let calls = 0
 const recallCall = (query = 'rollout codename'): Record<string, unknown> => ({
@@ -203,6 +207,62 @@ describe("the proxy's recall tool (Messages API)", () => {
     expect(sent.body.tools).toEqual([own])
     expect(JSON.stringify(sent.body.messages[0])).not.toContain('tool with a few words')
   })
+
+  it('sends the upstream, turn after turn, its own last request and answer as the next prefix, whatever the model calls (property)', async () => {
+    // each turn the model answers, calls the recall tool, calls it beside a client's tool, or calls it twice
+    const turn = fc.constantFrom('text', 'recall', 'beside', 'twice')
+    let compared = 0
+    await fc.assert(
+      fc.asyncProperty(fc.array(turn, { minLength: 2, maxLength: 5 }), fc.boolean(), async (turns, stream) => {
+        const { fake, sdk } = await gateway()
+        let kind = 'text'
+        let rounds = 0
+        const answers = new Map<ReceivedRequest, unknown>()
+        fake.fallback = (r) => {
+          const done = recallResultOf(r) !== undefined && rounds >= (kind === 'twice' ? 2 : 1)
+          let content: Record<string, unknown>[]
+          if (!offered(r) || kind === 'text' || done) content = [{ type: 'text', text: `Turn done after ${rounds} rounds.` }]
+          else {
+            rounds++
+            content = [...(kind === 'beside' ? [{ type: 'tool_use', id: `toolu_client_${calls}`, name: 'bash', input: { command: 'ls' } }] : []), recallCall()]
+          }
+          answers.set(r, content)
+          return { content: content as FakeReply['content'] }
+        }
+        const tools: Anthropic.Messages.Tool[] = [{ name: 'bash', description: 'Runs a command', input_schema: { type: 'object', properties: {} } }]
+        const messages = history()
+        let last: { messages: unknown[]; answer: unknown } | undefined
+        for (const next of turns) {
+          kind = next
+          rounds = 0
+          const before = fake.requests.length
+          const request = { model: 'claude-test', max_tokens: 256, messages, tools }
+          const answer = stream
+            ? await sdk.messages.stream(request, { headers: SESSION }).finalMessage()
+            : await sdk.messages.create(request, { headers: SESSION })
+          expect(fake.refused).toEqual([])
+          const sent = fake.requests.slice(before)
+          const first = sent[0]!.body.messages
+          // what the upstream last saw and the answer it gave, byte for byte but for where the cache marks stand, which
+          // clients move every turn (unless a crossing rewrote the prefix)
+          if (last && JSON.stringify(first[0]) === JSON.stringify(last.messages[0])) {
+            expect(withoutMarks(first.slice(0, last.messages.length + 1))).toEqual(withoutMarks([...last.messages, last.answer]))
+            compared++
+          }
+          const final = sent.at(-1)!
+          last = { messages: final.body.messages, answer: { role: 'assistant', content: answers.get(final) } }
+          expect(JSON.stringify(answer.content)).not.toContain(PROXY_RECALL_TOOL)
+          messages.push({ role: 'assistant', content: answer.content as Anthropic.Messages.ContentBlockParam[] })
+          const client = answer.content.find((b) => b.type === 'tool_use')
+          messages.push({ role: 'user', content: client ? [{ type: 'tool_result', tool_use_id: client.id, content: 'a.ts' }] : `Go on (${messages.length}).` })
+        }
+        for (const o of opened.splice(0).reverse()) await o.close()
+      }),
+      { numRuns: 8 }
+    )
+    // (turns after a crossing compare against the turn before them: most do)
+    expect(compared).toBeGreaterThan(8)
+  }, 120_000)
 
   it('keeps thinking blocks and their signatures exactly as they came: every round and the next request pass the prefix check', async () => {
     const { fake, sdk } = await gateway()

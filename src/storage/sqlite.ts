@@ -106,6 +106,9 @@ export class SqliteWrites {
       deleteSessionRow: db.prepare('DELETE FROM sessions WHERE owner = ?'),
       deleteKey: db.prepare('DELETE FROM session_keys WHERE owner = ?'),
       coldOf: db.prepare('SELECT count(*) AS n, max(id) AS through FROM cold WHERE owner = ?'),
+      // whether an owner has any entry, any cache row left (one look in the index, not a count of a capped session's 50,000)
+      anyCold: db.prepare('SELECT 1 FROM cold WHERE owner = ? LIMIT 1').pluck(),
+      anyCached: db.prepare('SELECT 1 FROM cache WHERE owner = ? LIMIT 1').pluck(),
       coldSlice: db.prepare('SELECT id FROM cold WHERE owner = ? AND id <= ? ORDER BY id LIMIT ?').pluck(),
       insertCold: db.prepare(
         'INSERT INTO cold (owner, compaction_id, kind, body, msg_from, msg_to, created_ms, line_from, line_to, words, bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'
@@ -300,8 +303,7 @@ export class SqliteWrites {
           }
           this.statements.deleteSessionRow.run(owner)
           // the last of its data gone at retention: its key goes too
-          if ((this.statements.coldOf.get(owner) as { n: number }).n === 0 && (this.statements.ownedKeys.all(owner) as string[]).length === 0)
-            this.statements.deleteKey.run(owner)
+          if (this.statements.anyCold.get(owner) === undefined && this.statements.anyCached.get(owner) === undefined) this.statements.deleteKey.run(owner)
         }
         const cache = this.statements.pruneCache.run(nowMs, STEP_ROWS).changes
         const tallies = this.statements.pruneActivity.run(beforeMs, STEP_ROWS).changes

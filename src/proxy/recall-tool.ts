@@ -65,6 +65,9 @@ export function withRecallToolBytes(bytes: Buffer, tool: object = RECALL_TOOL_DE
   return Buffer.concat([base.subarray(0, close), Buffer.from(`${empty ? '' : ','}"tools":[${json}]`), base.subarray(close)])
 }
 
+/** The APIs whose rounds the proxy answers the recall tool in (server/recall-relay.ts has a format each). */
+export type RecallFormat = 'messages' | 'chat' | 'responses' | 'gemini'
+
 /** One call of the recall tool in an answer. */
 export interface RecallCall {
   id: string

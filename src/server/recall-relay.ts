@@ -1,9 +1,9 @@
 /**
- * An answer relayed where the gateway offered the model its recall tool (the Messages API's, Chat
- * Completions'): a stream goes on as it comes (only a recall call and the closing events wait); a recall call
+ * An answer relayed where the gateway offered the model its recall tool (the Messages API, Chat Completions,
+ * the Responses API, Gemini's API): a stream goes on as it comes (only a recall call and the closing events wait); a recall call
  * is answered by the gateway and the turn continued upstream, into the same answer; what the upstream saw in
  * place of the client's answer is kept for the conversation's next request. One driver; each API's format
- * (proxy/recall-tool.ts, proxy/recall-chat.ts) says how its rounds are read and written.
+ * (proxy/recall-tool.ts, recall-chat.ts, recall-responses.ts, recall-gemini.ts) says how its rounds are read and written.
  */
 import type { OutgoingHttpHeaders } from 'node:http'
 import type { Readable, Transform } from 'node:stream'
@@ -28,6 +28,29 @@ import {
   visibleFingerprint
 } from '../proxy/recall-tool.js'
 import { ChatRound, chatClosing, chatFingerprint, chatRecallCalls, chatResult, chatUsage, chatVisible, parseChunks } from '../proxy/recall-chat.js'
+import {
+  type ResponsesCursor,
+  ResponsesRound,
+  parseResponsesEvents,
+  responsesCallsClient,
+  responsesFingerprint,
+  responsesRecallCalls,
+  responsesResult,
+  responsesUsage,
+  responsesUsageOf,
+  responsesVisible
+} from '../proxy/recall-responses.js'
+import {
+  GeminiRound,
+  geminiCallsClient,
+  geminiFingerprint,
+  geminiRecallCalls,
+  geminiResult,
+  geminiUsage,
+  geminiUsageOf,
+  geminiVisible,
+  parseGeminiChunks
+} from '../proxy/recall-gemini.js'
 import type { UpstreamResponse } from '../proxy/upstream.js'
 import { errorBody } from './errors.js'
 
@@ -68,17 +91,18 @@ interface Round {
   /** The round's assistant item as the upstream gave it (every call, the recall's too). */
   message(): unknown
   usage(): Usage
-  /** Where the next round's client-side numbering starts. */
-  readonly next: number
-  /** The turn's close from this round: its usage summed, its reason where the turn ends otherwise. */
-  closing(total: Usage, reason?: 'ended'): string
-  /** What the client is told where the turn ended early and it has had nothing to read. */
-  note(): string
+  /** Where the next round's client-side numbering starts (the API's own state of it, where it has more). */
+  readonly next: unknown
+  /** The turn's close from this round: its usage summed, every round's visible parts, its reason where the turn ends otherwise. */
+  closing(total: Usage, visible: readonly unknown[], reason?: 'ended'): string
+  /** What the client is told where the turn ended early and it has had nothing to read: its events, and the part they add. */
+  note(): { text: string; part: unknown }
 }
 
 /** How one API's answers are read and its continuations written. */
 interface Format {
-  round(first: boolean, offset: number, textBefore: boolean): Round
+  /** A round after `previous` (none: the turn's first), `textBefore` where the client has had text. */
+  round(previous: Round | undefined, textBefore: boolean): Round
   calls(message: unknown): RecallCall[]
   callsClient(message: unknown): boolean
   /** The parts of a message the client sees. */
@@ -88,7 +112,12 @@ interface Format {
   /** The items a round's results are, after its assistant item. */
   answered(results: unknown[]): unknown[]
   fingerprint(visible: unknown[]): string
+  /** What keeps a stream alive while the gateway searches, where the API's clients take one. */
   keepAlive: string
+  /** The part a JSON answer holds where the turn ended early with nothing said. */
+  notCompleted: unknown
+  /** Whether a visible part says something to the client (a thought or a reasoning item does not). */
+  says(part: unknown): boolean
   /** A JSON answer: its message, to read and to give back. */
   json: {
     message(body: Record<string, unknown>): unknown
@@ -100,8 +129,8 @@ interface Format {
 
 /** The Messages API's rounds: content blocks, a user message of tool results, events. */
 const MESSAGES: Format = {
-  round: (first, offset) => {
-    const r = new StreamRound(first, offset)
+  round: (previous) => {
+    const r = new StreamRound(previous === undefined, (previous?.next as number | undefined) ?? 0)
     return {
       take: (text) =>
         parseEvents(text)
@@ -118,14 +147,16 @@ const MESSAGES: Format = {
       get next() {
         return r.clientBlocks
       },
-      closing: (total, reason) => closingEvents(r.closing, total, reason ? 'end_turn' : undefined),
+      closing: (total, _visible, reason) => closingEvents(r.closing, total, reason ? 'end_turn' : undefined),
       note: () => {
         const index = r.clientBlocks
-        return (
-          eventText({ event: 'content_block_start', data: { type: 'content_block_start', index, content_block: { type: 'text', text: '' } } }) +
-          eventText({ event: 'content_block_delta', data: { type: 'content_block_delta', index, delta: { type: 'text_delta', text: NOT_COMPLETED } } }) +
-          eventText({ event: 'content_block_stop', data: { type: 'content_block_stop', index } })
-        )
+        return {
+          text:
+            eventText({ event: 'content_block_start', data: { type: 'content_block_start', index, content_block: { type: 'text', text: '' } } }) +
+            eventText({ event: 'content_block_delta', data: { type: 'content_block_delta', index, delta: { type: 'text_delta', text: NOT_COMPLETED } } }) +
+            eventText({ event: 'content_block_stop', data: { type: 'content_block_stop', index } }),
+          part: { type: 'text', text: NOT_COMPLETED }
+        }
       }
     }
   },
@@ -137,6 +168,8 @@ const MESSAGES: Format = {
   answered: (results) => [{ role: 'user', content: results }],
   fingerprint: (visible) => visibleFingerprint(visible),
   keepAlive: eventText({ event: 'ping', data: { type: 'ping' } }),
+  notCompleted: { type: 'text', text: NOT_COMPLETED },
+  says: (part) => !['thinking', 'redacted_thinking'].includes(String((part as { type?: unknown }).type)),
   json: {
     message: (body) => (Array.isArray(body.content) ? { role: 'assistant', content: body.content } : undefined),
     usage: (body) => addUsage(emptyUsage(), body.usage as object | undefined),
@@ -164,8 +197,8 @@ function chatMessage(parts: unknown[]): Record<string, unknown> {
 
 /** Chat Completions' rounds: an assistant message with tool calls, tool messages, chunks. */
 const CHAT: Format = {
-  round: (_first, offset, textBefore) => {
-    const r = new ChatRound(offset, textBefore)
+  round: (previous, textBefore) => {
+    const r = new ChatRound((previous?.next as number | undefined) ?? 0, textBefore)
     return {
       take: (text) =>
         parseChunks(text)
@@ -182,7 +215,7 @@ const CHAT: Format = {
       get next() {
         return r.clientCalls
       },
-      closing: (total, reason) =>
+      closing: (total, _visible, reason) =>
         chatClosing(
           r.finish,
           r.usageChunk,
@@ -193,8 +226,10 @@ const CHAT: Format = {
           },
           reason ? 'stop' : undefined
         ),
-      note: () =>
-        `data: ${JSON.stringify({ object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: NOT_COMPLETED }, finish_reason: null }] })}\n\n`
+      note: () => ({
+        text: `data: ${JSON.stringify({ object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: NOT_COMPLETED }, finish_reason: null }] })}\n\n`,
+        part: { text: NOT_COMPLETED }
+      })
     }
   },
   calls: (m) => chatRecallCalls(m as Record<string, unknown>),
@@ -205,6 +240,8 @@ const CHAT: Format = {
   answered: (results) => results,
   fingerprint: (visible) => chatFingerprint(chatMessage(visible)),
   keepAlive: ': keep-alive\n\n',
+  notCompleted: { text: NOT_COMPLETED },
+  says: () => true,
   json: {
     message: (body) => ((body.choices as { message?: unknown }[] | undefined)?.[0]?.message as unknown) ?? undefined,
     usage: (body) => chatUsage(body.usage),
@@ -225,7 +262,110 @@ const CHAT: Format = {
   }
 }
 
-export const RECALL_FORMATS = { messages: MESSAGES, chat: CHAT } as const
+/** The Responses API's rounds: a list of output items, function_call_output items, numbered events. */
+const RESPONSES: Format = {
+  round: (previous) => {
+    const cursor = (previous?.next as ResponsesCursor | undefined) ?? { items: 0, sequence: 0, response: undefined }
+    const r = new ResponsesRound(previous === undefined, cursor)
+    return {
+      take: (text) =>
+        parseResponsesEvents(text)
+          .flatMap((event) => r.take(event))
+          .join(''),
+      get complete() {
+        return r.end !== undefined
+      },
+      get failed() {
+        return r.failed
+      },
+      message: () => r.items(),
+      usage: () => r.usage(),
+      get next() {
+        return { ...cursor, items: r.clientItems }
+      },
+      closing: (total, visible, reason) => r.closing(total, visible, reason),
+      note: () => {
+        const { events, item } = r.note(NOT_COMPLETED)
+        return { text: events, part: item }
+      }
+    }
+  },
+  calls: (m) => responsesRecallCalls(m as Record<string, unknown>[]),
+  callsClient: (m) => responsesCallsClient(m as Record<string, unknown>[]),
+  visible: (m) => responsesVisible(m as Record<string, unknown>[]),
+  result: (call, text, round) => responsesResult(call.id, String(recallResult(call, text, round).content)),
+  spent: (call) => responsesResult(call.id, String(spentResult(call).content)),
+  answered: (results) => results,
+  fingerprint: (visible) => responsesFingerprint(visible),
+  keepAlive: ': keep-alive\n\n',
+  notCompleted: {
+    type: 'message',
+    id: 'msg_gateway_note',
+    status: 'completed',
+    role: 'assistant',
+    content: [{ type: 'output_text', text: NOT_COMPLETED, annotations: [] }]
+  },
+  says: (part) => (part as { type?: unknown }).type !== 'reasoning',
+  json: {
+    message: (body) => (Array.isArray(body.output) ? body.output : undefined),
+    usage: (body) => responsesUsage(body.usage),
+    answer: (last, visible, total) => ({ ...last, output: visible, usage: responsesUsageOf(last.usage, total) })
+  }
+}
+
+/** Gemini's rounds: a model content, a user content of function responses, chunks. */
+const GEMINI: Format = {
+  round: () => {
+    const r = new GeminiRound()
+    return {
+      take: (text) =>
+        parseGeminiChunks(text)
+          .flatMap((chunk) => r.take(chunk))
+          .join(''),
+      get complete() {
+        return r.complete
+      },
+      get failed() {
+        return r.failed
+      },
+      message: () => r.message(),
+      usage: () => r.usage(),
+      next: undefined,
+      closing: (total, _visible, reason) => r.closing(total, reason),
+      note: () => ({ text: r.note(NOT_COMPLETED), part: { text: NOT_COMPLETED } })
+    }
+  },
+  calls: (m) => geminiRecallCalls(m as Record<string, unknown>),
+  callsClient: (m) => geminiCallsClient(m as Record<string, unknown>),
+  visible: (m) => geminiVisible(m as Record<string, unknown>),
+  result: (call, text, round) => geminiResult(call, String(recallResult(call, text, round).content)),
+  spent: (call) => geminiResult(call, String(spentResult(call).content)),
+  answered: (results) => [{ role: 'user', parts: results }],
+  fingerprint: (visible) => geminiFingerprint({ role: 'model', parts: visible }),
+  // (Google's SDK reads a stream's chunks from its first byte on: a comment would stop it)
+  keepAlive: '',
+  notCompleted: { text: NOT_COMPLETED },
+  says: (part) => (part as { thought?: unknown }).thought !== true,
+  json: {
+    message: (body) => {
+      const content = (body.candidates as { content?: unknown }[] | undefined)?.[0]?.content as Record<string, unknown> | undefined
+      return content && Array.isArray(content.parts) ? content : undefined
+    },
+    usage: (body) => geminiUsage(body.usageMetadata),
+    answer: (last, visible, total, ended, clientCalls) => {
+      const candidate = ((last.candidates as Record<string, unknown>[] | undefined)?.[0] ?? {}) as Record<string, unknown>
+      return {
+        ...last,
+        candidates: [
+          { ...candidate, content: { ...(candidate.content as object), parts: visible }, finishReason: ended && !clientCalls ? 'STOP' : candidate.finishReason }
+        ],
+        usageMetadata: geminiUsageOf(last.usageMetadata, total)
+      }
+    }
+  }
+}
+
+export const RECALL_FORMATS = { messages: MESSAGES, chat: CHAT, responses: RESPONSES, gemini: GEMINI } as const
 export type RecallFormat = keyof typeof RECALL_FORMATS
 
 /** The results of a round's recall calls: searched in the first RECALL_ROUNDS rounds, the budget said spent after. */
@@ -292,7 +432,7 @@ export async function relayRecallStream(reply: FastifyReply, res: UpstreamRespon
   } else raw.on('drain', () => body.resume())
   const write = (text: string): boolean => (raw.destroyed ? true : rewrite ? rewrite.write(text) : raw.write(text))
   let usage = emptyUsage()
-  let offset = 0
+  let previous: Round | undefined
   const rounds: unknown[] = []
   const visible: unknown[] = []
   const finish = (text: string, pending: unknown[] = []): void => {
@@ -302,7 +442,7 @@ export async function relayRecallStream(reply: FastifyReply, res: UpstreamRespon
     if (exchange) turn.keep(exchange)
   }
   for (let round = 1; ; round++) {
-    const r = format.round(round === 1, offset, visible.length > 0)
+    const r = format.round(previous, visible.length > 0)
     try {
       await pump(body, (text) => r.take(text), write)
     } catch (err) {
@@ -318,24 +458,24 @@ export async function relayRecallStream(reply: FastifyReply, res: UpstreamRespon
     rounds.push(message)
     visible.push(...format.visible(message))
     const calls = format.calls(message)
-    if (calls.length === 0) return finish(r.closing(usage))
+    if (calls.length === 0) return finish(r.closing(usage, visible))
     // a keep-alive while the gateway searches and the continuation has not begun to answer
     write(format.keepAlive)
     const alive = setInterval(() => write(format.keepAlive), KEEPALIVE_MS)
     try {
       const results = await answer(format, turn, calls, round)
       // the client's own calls go to the client; the recall's results wait for its next request
-      if (format.callsClient(message)) return finish(r.closing(usage), results)
-      if (round > RECALL_ROUNDS + 1 || turn.aborted()) return finish(r.closing(usage, 'ended'), results)
+      if (format.callsClient(message)) return finish(r.closing(usage, visible), results)
+      if (round > RECALL_ROUNDS + 1 || turn.aborted()) return finish(r.closing(usage, visible, 'ended'), results)
       const next = await turn.send([...rounds, ...format.answered(results)]).catch(() => undefined)
       if (!next || next.status !== 200) {
         next?.body.resume()
-        const note = visible.length === 0 ? r.note() : ''
-        if (note) visible.push({ type: 'text', text: NOT_COMPLETED })
-        return finish(note + r.closing(usage, 'ended'), results)
+        const note = visible.some(format.says) ? undefined : r.note()
+        if (note) visible.push(note.part)
+        return finish((note?.text ?? '') + r.closing(usage, visible, 'ended'), results)
       }
       rounds.push(...format.answered(results))
-      offset = r.next
+      previous = r
       body = next.body
     } finally {
       clearInterval(alive)
@@ -395,7 +535,7 @@ export async function relayRecallJson(reply: FastifyReply, res: UpstreamResponse
     rounds.push(...format.answered(results))
     current = next
   }
-  if (visible.length === 0) visible.push(kind === 'messages' ? { type: 'text', text: NOT_COMPLETED } : { text: NOT_COMPLETED })
+  if (!visible.some(format.says)) visible.push(format.notCompleted)
   const exchange = exchangeOf(format, rounds, visible, pending)
   if (exchange) turn.keep(exchange)
   const whole = Buffer.from(JSON.stringify(format.json.answer(last ?? {}, visible, usage, ended, clientCalls)))

@@ -38,7 +38,8 @@ import type { Metrics } from '../telemetry/metrics.js'
 import type { ReadYourWrites } from '../storage/read-your-writes.js'
 import type { Activity } from './activity.js'
 import { type CompactRun, type CompactRunView, type RunContext, clearedMemory, summarized } from './compact.js'
-import { type RecallCall, type RecallExchange, restoreExchanges } from '../proxy/recall-tool.js'
+import { type RecallCall, type RecallExchange, type RecallFormat, restoreExchanges } from '../proxy/recall-tool.js'
+import { continuationItems } from '../proxy/recall-responses.js'
 import type { StoredExchange } from './recall-exchanges.js'
 import type { RecallExchanges } from './recall-exchanges.js'
 import { answerRecall, recallLimit } from './recall.js'
@@ -87,13 +88,15 @@ export interface ProxiedDialect<R> {
   /** Whether its requests may carry the Responses API's compaction (`context_management`, the gateway's own compaction items: responses-compaction.ts). */
   responsesCompaction?: true
   /** The dialect offers the gateway's recall tool and answers the model's calls of it, in this API's format (server/recall-relay.ts). */
-  recallTool?: 'messages' | 'chat'
+  recallTool?: RecallFormat
   /**
    * Where the client's items map to the core's turns through the read (Chat Completions): the body with the
    * exchanges put back in its own items, to be read again; and where the client's answer will stand.
    */
   restoreItems?: (body: ProxiedBody, read: R, exchanges: readonly StoredExchange[]) => ProxiedBody | undefined
   answerAt?: (read: R) => number
+  /** Tools the client declares elsewhere than in `tools` (Codex's `additional_tools` input items), for the recall tool's name. */
+  declaredTools?: (read: R) => readonly unknown[]
 }
 
 /** A proxy's policy, from the settings. */
@@ -183,7 +186,7 @@ export interface Forward {
 /** The recall tool offered in a forwarded request: its calls' answers, the continuation's body, and where a turn's exchange is kept. */
 export interface OfferedRecall {
   /** The API's format of the rounds. */
-  format: 'messages' | 'chat'
+  format: RecallFormat
   search(call: RecallCall): Promise<string>
   /** The forwarded body with `added` after its messages. */
   continuation(added: readonly unknown[]): Buffer
@@ -263,7 +266,12 @@ export class ProxyService {
     // every conversation on record: one whose client names no session gets a stable id of the gateway's
     // (a body forwarded unread has the session its headers name, if any: its cost is counted there)
     const session = 'parts' in read ? (proxySession(headers, read.parts.userId) ?? derivedSession(read.parts)) : proxySession(headers, undefined)
-    const naming = recallNaming(policy.recall, dialect, session, 'parts' in read ? read.parts.tools : undefined)
+    const naming = recallNaming(
+      policy.recall,
+      dialect,
+      session,
+      'read' in read ? [...(read.parts.tools ?? []), ...(dialect.declaredTools?.(read.read) ?? [])] : undefined
+    )
     // answers the model got with the recall tool's help, put back as the upstream saw them
     // (a session holds several conversations: an agent's main loop and each of its subagents)
     const conversation = 'parts' in read ? conversationKey({ keyName, session, messages: read.parts.messages, system: read.parts.system }) : ''
@@ -382,7 +390,7 @@ export class ProxyService {
       changed: cleared?.changed === true,
       began,
       ...(offer ? { recallTool: PROXY_RECALL_TOOL } : {}),
-      ...(offer && session !== undefined && dialect.recallTool !== undefined && (dialect.endpoint === 'messages' || dialect.endpoint === 'chat_completions')
+      ...(offer && session !== undefined && dialect.recallTool !== undefined && GENERATION.has(dialect.endpoint)
         ? { recall: this.offered(keyName, session, conversation, payload, answerAt, dialect.recallTool) }
         : {}),
       answered: (status, asked, upstreamMs) => {
@@ -583,7 +591,7 @@ export class ProxyService {
   }
 
   /** The recall tool offered in `payload`: its calls searched in the session's cold layer, its exchanges kept with the conversation. */
-  private offered(keyName: string, session: string, conversation: string, payload: Buffer, answerAt: number, format: 'messages' | 'chat'): OfferedRecall {
+  private offered(keyName: string, session: string, conversation: string, payload: Buffer, answerAt: number, format: RecallFormat): OfferedRecall {
     const { store, exchanges, metrics } = this.serving
     return {
       format,
@@ -593,9 +601,17 @@ export class ProxyService {
         return text
       },
       continuation: (added) => {
-        const value = JSON.parse(payload.toString('utf8')) as { messages: Message[] }
-        const after = format === 'messages' ? withBreakpoint(value, added as Message[]) : added
-        return Buffer.from(JSON.stringify({ ...value, messages: [...value.messages, ...after] }))
+        const value = JSON.parse(payload.toString('utf8')) as { messages: Message[]; input: unknown[]; contents: unknown[] }
+        switch (format) {
+          case 'responses':
+            return Buffer.from(JSON.stringify({ ...value, input: [...value.input, ...continuationItems(added)] }))
+          case 'gemini':
+            return Buffer.from(JSON.stringify({ ...value, contents: [...value.contents, ...added] }))
+          default: {
+            const after = format === 'messages' ? withBreakpoint(value, added as Message[]) : added
+            return Buffer.from(JSON.stringify({ ...value, messages: [...value.messages, ...after] }))
+          }
+        }
       },
       keep: (exchange) => void exchanges?.add(conversation, { at: answerAt, ...exchange }, { key_name: keyName, session_id: session })
     }
@@ -617,6 +633,9 @@ export class ProxyService {
     )
   }
 }
+
+/** The endpoints whose answers are a model's turn (a recall call in them is answered; a token count has none). */
+const GENERATION = new Set(['messages', 'chat_completions', 'responses', 'gemini_generate', 'gemini_stream'])
 
 /** Cache breakpoints a Messages API request may carry. */
 const MAX_BREAKPOINTS = 4
@@ -647,12 +666,18 @@ export function recallNaming<R>(
 ): RecallNaming | undefined {
   if (session === undefined || mode === 'off') return undefined
   if (mode === 'mcp') return { mcp: { session } }
-  const taken =
-    tools?.some((t) => {
-      const tool = t as { name?: unknown; function?: { name?: unknown } } | null
-      return tool?.name === PROXY_RECALL_TOOL || tool?.function?.name === PROXY_RECALL_TOOL
-    }) === true
+  const taken = tools !== undefined && declares(tools, PROXY_RECALL_TOOL)
   return dialect.recallTool && !taken ? { tool: PROXY_RECALL_TOOL } : undefined
+}
+
+/** Whether tool declarations name `name`, in any API's shape: `name`, `function.name`, Gemini's `functionDeclarations`, a namespace's `tools`. */
+function declares(tools: readonly unknown[], name: string): boolean {
+  return tools.some((t) => {
+    if (typeof t !== 'object' || t === null) return false
+    const tool = t as { name?: unknown; function?: { name?: unknown }; functionDeclarations?: unknown; tools?: unknown }
+    if (tool.name === name || tool.function?.name === name) return true
+    return [tool.functionDeclarations, tool.tools].some((inner) => Array.isArray(inner) && declares(inner, name))
+  })
 }
 
 /** A problem the core found in the compacted `messages`, said of the Responses request's `input` it was read from. */

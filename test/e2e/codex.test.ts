@@ -1,7 +1,8 @@
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, readFileSync, readdirSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
+import { PROXY_RECALL_TOOL } from '../../src/compaction/index.js'
 import { FakeOpenAi, type FakeOpenAiReply, type OpenAiRequest } from '../helpers/fake-openai.js'
 import {
   boundedRun,
@@ -42,12 +43,19 @@ const STEPS = 36
 /** Each step's output: about 4,000 tokens of text, made by the exec tool's own JavaScript (no shell needed). */
 const OUTPUT_LINES = 230
 
+const CODENAME_LINE = 'INFO the rollout codename is bluefin-7'
 const isSummaryCall = (r: OpenAiRequest): boolean => r.path === '/v1/chat/completions'
 type Item = Record<string, unknown>
 const inputOf = (r: OpenAiRequest): Item[] => (Array.isArray(r.body.input) ? (r.body.input as Item[]) : [])
 
-/** The script: each answer is the next step (reasoning, then an exec call), found from the last call's output; then the end. */
-function scripted(pace: Pace = { name: 'own', turnMs: TURN_MS, summaryMs: MODEL_MS }): { reply: (r: OpenAiRequest) => FakeOpenAiReply; handed: Set<number> } {
+/**
+ * The script: each answer is the next step (reasoning, then an exec call), found from the last call's output;
+ * then the end. With `codename`, the first step's output opens with the line the end needs.
+ */
+function scripted(
+  pace: Pace = { name: 'own', turnMs: TURN_MS, summaryMs: MODEL_MS },
+  codename = false
+): { reply: (r: OpenAiRequest) => FakeOpenAiReply; handed: Set<number> } {
   const handed = new Set<number>()
   const reply = (r: OpenAiRequest): FakeOpenAiReply => {
     if (isSummaryCall(r)) return { ...summaryTiming(pace), toolInput: { objective: 'Run the scripted steps (SCRIPT-MAIN)' } }
@@ -68,7 +76,8 @@ function scripted(pace: Pace = { name: 'own', turnMs: TURN_MS, summaryMs: MODEL_
         ]
       }
     handed.add(step)
-    const code = `text("step ${step} output\\n" + Array.from({ length: ${OUTPUT_LINES} }, (_, i) => "step ${step} line " + i + " of the build log, with some words to read").join("\\n"))`
+    const opening = codename && step === 0 ? `${CODENAME_LINE}\\n` : ''
+    const code = `text("${opening}step ${step} output\\n" + Array.from({ length: ${OUTPUT_LINES} }, (_, i) => "step ${step} line " + i + " of the build log, with some words to read").join("\\n"))`
     return {
       delayMs: pace.turnMs,
       output: [
@@ -81,8 +90,7 @@ function scripted(pace: Pace = { name: 'own', turnMs: TURN_MS, summaryMs: MODEL_
 }
 
 /** Codex run to its end (`codex exec`) against `baseUrl`, with a home and a work folder of its own. */
-async function runCodex(baseUrl: string): Promise<{ code: number | null; out: string }> {
-  const home = mkdtempSync(join(tmpdir(), 'cg-e2e-codex-home-'))
+async function runCodex(baseUrl: string, home = mkdtempSync(join(tmpdir(), 'cg-e2e-codex-home-'))): Promise<{ code: number | null; out: string }> {
   const work = mkdtempSync(join(tmpdir(), 'cg-e2e-codex-work-'))
   const provider = `{ name = "gateway", base_url = "${baseUrl}/v1", env_key = "GATEWAY_KEY", wire_api = "responses" }`
   return runClient(
@@ -160,6 +168,62 @@ describe.skipIf(missing !== undefined)(`Codex CLI ${CODEX_VERSION} through the g
       ...crossingFigures(proxied, compactions, MODEL_MS),
       summary_item_changes: summaryChanges
     })
+    gateway.child.kill('SIGTERM')
+    await fake.close()
+  }, 600_000)
+
+  it("lets its model get back a line the compactions removed: the gateway's recall tool called, answered, the value used; its session holds no call of it", async () => {
+    expect(fixed, 'the first run measured what Codex sends every turn').toBeGreaterThan(0)
+    const fake = await new FakeOpenAi().start()
+    const script = scripted(undefined, true)
+    const recallOutput = (r: OpenAiRequest): string | undefined => {
+      const last = inputOf(r).at(-1)
+      return last?.type === 'function_call_output' && last.call_id === 'call_recall_e2e' ? String(last.output) : undefined
+    }
+    let askedWithout: boolean | undefined
+    fake.fallback = (r) => {
+      const found = recallOutput(r)
+      const end = (text: string): FakeOpenAiReply => ({
+        output: [{ type: 'message', id: 'msg_end', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text, annotations: [] }] }]
+      })
+      if (found !== undefined) return end(`SCRIPT-END reached. The codename is ${/codename is ([\w-]+)/.exec(found)?.[1] ?? 'unknown'}.`)
+      const reply = script.reply(r)
+      const offered = ((r.body.tools ?? []) as unknown as { name?: string }[]).some((t) => t.name === PROXY_RECALL_TOOL)
+      if (!isSummaryCall(r) && JSON.stringify(reply.output ?? '').includes('SCRIPT-END') && offered) {
+        askedWithout = !JSON.stringify(inputOf(r)).includes('bluefin-7')
+        return {
+          output: [
+            { type: 'reasoning', id: 'rs_recall_e2e', summary: [], encrypted_content: `gAAAAB${'q'.repeat(200)}` },
+            {
+              type: 'function_call',
+              id: 'fc_recall_e2e',
+              status: 'completed',
+              call_id: 'call_recall_e2e',
+              name: PROXY_RECALL_TOOL,
+              arguments: JSON.stringify({ query: 'rollout codename' })
+            }
+          ]
+        }
+      }
+      return reply
+    }
+    const budget = fixed + ROOM
+    const gateway = await openAiGateway(fake.url, UPSTREAM_KEY, GATEWAY_KEY, { budget, summaryModel: 'gpt-summarizer' })
+    servers.push(gateway)
+    const home = mkdtempSync(join(tmpdir(), 'cg-e2e-codex-home-'))
+    const { code, out } = await runCodex(gateway.url, home)
+    expect(code, out).toBe(0)
+    expect(fake.refused).toEqual([])
+    expect(askedWithout, 'the line was compacted out of the prompt before the model asked').toBe(true)
+    expect(out).toContain('The codename is bluefin-7.')
+    // Codex's own record of the session: the answer, and no call of the gateway's tool
+    const stored = readdirSync(home, { recursive: true, encoding: 'utf8' })
+      .map((f) => join(home, f))
+      .filter((f) => statSync(f).isFile())
+      .map((f) => readFileSync(f, 'latin1'))
+      .join('\n')
+    expect(stored).toContain('bluefin-7')
+    expect(stored).not.toContain(PROXY_RECALL_TOOL)
     gateway.child.kill('SIGTERM')
     await fake.close()
   }, 600_000)

@@ -1,7 +1,8 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
+import { PROXY_RECALL_TOOL } from '../../src/compaction/index.js'
 import { FakeGemini, type GeminiRequest } from '../helpers/fake-gemini.js'
 import { OTHER_PACES, type Pace, boundedRun, crossingFigures, paceReport, runClient, writeReport } from '../helpers/e2e.js'
 import { type ServerProcess, installedClient, startServer, tempDb } from '../helpers/process.js'
@@ -21,6 +22,7 @@ const UPSTREAM_KEY = 'gemini-e2e-upstream-0000000000'
 const TURN_MS = Number(process.env.E2E_TURN_MS ?? 500)
 const STEPS = 30
 const BUDGET = 70_000
+const CODENAME_LINE = 'INFO the rollout codename is bluefin-7'
 
 /** The script: each answer runs the next step's command (found from the newest output), then the end. */
 function script(body: GeminiRequest['body']): Record<string, unknown>[] {
@@ -30,17 +32,18 @@ function script(body: GeminiRequest['body']): Record<string, unknown>[] {
   const done = [...outputs.join('\n').matchAll(/step (\d+) output line/g)].map((m) => Number(m[1]))
   const next = done.length === 0 ? 0 : Math.max(...done) + 1
   if (next >= STEPS) return [{ text: 'SCRIPT-END reached.' }]
+  // (the first step's output opens with a line the recall test's end needs)
+  const command = `${next === 0 ? `echo '${CODENAME_LINE}'; ` : ''}seq 1 700 | sed 's/^/step ${next} output line /'`
   return [
     {
-      functionCall: { name: 'run_shell_command', args: { command: `seq 1 700 | sed 's/^/step ${next} output line /'`, description: `Print step ${next}` } },
+      functionCall: { name: 'run_shell_command', args: { command, description: `Print step ${next}` } },
       thoughtSignature: Buffer.from(`signature of step ${next}`).toString('base64')
     }
   ]
 }
 
 /** Gemini CLI run to its end in non-interactive mode against `baseUrl`, with a home (its settings: API-key auth, no folder trust prompt) and a work folder of its own. */
-async function runGeminiCli(baseUrl: string): Promise<{ code: number | null; out: string }> {
-  const home = mkdtempSync(join(tmpdir(), 'cg-e2e-gemini-home-'))
+async function runGeminiCli(baseUrl: string, home = mkdtempSync(join(tmpdir(), 'cg-e2e-gemini-home-'))): Promise<{ code: number | null; out: string }> {
   const work = mkdtempSync(join(tmpdir(), 'cg-e2e-gemini-work-'))
   mkdirSync(join(home, '.gemini'), { recursive: true })
   writeFileSync(
@@ -100,6 +103,54 @@ describe.skipIf(missing !== undefined)(`Gemini CLI ${GEMINI_CLI_VERSION} through
       turns: turns.length,
       ...crossingFigures(bounded.proxied, bounded.compactions, TURN_MS)
     })
+    gateway.child.kill('SIGTERM')
+    await fake.close()
+  }, 600_000)
+
+  it("lets its model get back a line the compactions removed: the gateway's recall tool called, answered, the value used; its session holds no call of it", async () => {
+    const fake = await new FakeGemini().start()
+    fake.key = UPSTREAM_KEY
+    fake.requireSignatures = true
+    fake.delayMs = TURN_MS
+    let askedWithout: boolean | undefined
+    fake.script = (body) => {
+      const last = (body.contents ?? []).at(-1)
+      const found = last?.parts.find((p) => (p.functionResponse as { name?: unknown } | undefined)?.name === PROXY_RECALL_TOOL)
+      if (found) return [{ text: `SCRIPT-END reached. The codename is ${/codename is ([\w-]+)/.exec(JSON.stringify(found))?.[1] ?? 'unknown'}.` }]
+      const parts = script(body)
+      if (parts[0]?.text === 'SCRIPT-END reached.' && JSON.stringify(body.tools ?? []).includes(`"${PROXY_RECALL_TOOL}"`)) {
+        askedWithout = !JSON.stringify(body.contents).includes('bluefin-7')
+        return [
+          {
+            functionCall: { name: PROXY_RECALL_TOOL, args: { query: 'rollout codename' } },
+            thoughtSignature: Buffer.from('signature of the recall').toString('base64')
+          }
+        ]
+      }
+      return parts
+    }
+    const gateway = await startServer({
+      GEMINI_API_KEY: UPSTREAM_KEY,
+      GOOGLE_GEMINI_BASE_URL: fake.url,
+      COMPACT_API_KEYS: `e2e=${GATEWAY_KEY}`,
+      COMPACT_DB: tempDb(),
+      COMPACT_BUDGET: String(BUDGET)
+    })
+    servers.push(gateway)
+    const home = mkdtempSync(join(tmpdir(), 'cg-e2e-gemini-home-'))
+    const run = await runGeminiCli(gateway.url, home)
+    expect(run.code, run.out).toBe(0)
+    expect(fake.refused).toEqual([])
+    expect(askedWithout, 'the line was compacted out of the prompt before the model asked').toBe(true)
+    expect(run.out).toContain('The codename is bluefin-7.')
+    // Gemini CLI's own record of the session: the answer, and no call of the gateway's tool
+    const stored = readdirSync(home, { recursive: true, encoding: 'utf8' })
+      .map((f) => join(home, f))
+      .filter((f) => statSync(f).isFile())
+      .map((f) => readFileSync(f, 'latin1'))
+      .join('\n')
+    expect(stored).toContain('bluefin-7')
+    expect(stored).not.toContain(PROXY_RECALL_TOOL)
     gateway.child.kill('SIGTERM')
     await fake.close()
   }, 600_000)

@@ -5,7 +5,8 @@ import { type Server, createServer } from 'node:http'
  * `:streamGenerateContent?alt=sse`, `:countTokens`, `/v1beta/models`), as Google's SDK and Gemini CLI call it.
  * It refuses what the API refuses, in its error shape: a content with no parts or an empty part, a role
  * other than user and model, a history that does not open with the user, a function response whose call
- * the model content before it did not make (by id, or by name and order), and, for a model that requires
+ * the model content before it did not make (by id, or by name and order), a call of the model's that the
+ * content after it leaves unanswered, and, for a model that requires
  * them (`requireSignatures`), a function call of the model's without its thought signature.
  */
 export interface GeminiRequest {
@@ -55,6 +56,8 @@ export function geminiRefusal(body: unknown, requireSignatures: boolean): string
       if (!open.includes(id)) return `Please ensure that function response turn comes immediately after a function call turn. (contents[${i}])`
       open = open.filter((o) => o !== id)
     }
+    if (open.length > 0)
+      return `Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn. (contents[${i}])`
     open = []
   }
   return undefined

@@ -252,13 +252,14 @@ function completion(model: string, reply: FakeOpenAiReply, cache: OpenAiRequest[
 
 /**
  * What the Responses API refuses in `input`, as its answers state: an item that is not an object, a
- * message without a role, an output that answers no earlier call (by call_id), a reasoning item that is
- * not followed by the item it belongs to, two calls with one call_id.
+ * message without a role, an output that answers no earlier call (by call_id), a call that no output
+ * answers, a reasoning item that is not followed by the item it belongs to, two calls with one call_id.
  */
 export function responsesInputRefusal(input: unknown): string | undefined {
   if (typeof input === 'string') return undefined
   if (!Array.isArray(input)) return "Invalid type for 'input': expected a string or an array"
   const calls = new Set<string>()
+  const answered = new Set<string>()
   for (const [i, raw] of input.entries()) {
     if (typeof raw !== 'object' || raw === null) return `Invalid type for 'input[${i}]'`
     const item = raw as { type?: string; role?: string; call_id?: string }
@@ -269,12 +270,15 @@ export function responsesInputRefusal(input: unknown): string | undefined {
     if (typeof item.call_id === 'string') {
       if (type.endsWith('_output')) {
         if (!calls.has(item.call_id)) return `No tool call found for function call output with call_id ${item.call_id}.`
+        answered.add(item.call_id)
       } else {
         if (calls.has(item.call_id)) return `Duplicate call_id ${item.call_id}.`
         calls.add(item.call_id)
       }
     }
   }
+  const open = [...calls].find((id) => !answered.has(id))
+  if (open !== undefined) return `No tool output found for function call ${open}.`
   return undefined
 }
 
@@ -370,6 +374,18 @@ function responseEvents(model: string, reply: FakeOpenAiReply, cache: OpenAiRequ
   const events: Record<string, unknown>[] = [{ type: 'response.created', response: { ...done, status: 'in_progress', output: [] } }]
   for (const [k, item] of (done.output as { type: string; id: string; content?: { text: string }[] }[]).entries()) {
     const at = { output_index: k, item_id: item.id, content_index: 0 }
+    if (item.type === 'function_call') {
+      // a call's arguments stream as deltas after the item is added without them
+      const args = String((item as { arguments?: unknown }).arguments ?? '')
+      const call = { output_index: k, item_id: item.id }
+      events.push(
+        { type: 'response.output_item.added', output_index: k, item: { ...item, status: 'in_progress', arguments: '' } },
+        { type: 'response.function_call_arguments.delta', ...call, delta: args },
+        { type: 'response.function_call_arguments.done', ...call, arguments: args },
+        { type: 'response.output_item.done', output_index: k, item }
+      )
+      continue
+    }
     if (item.type !== 'message') {
       events.push({ type: 'response.output_item.added', output_index: k, item }, { type: 'response.output_item.done', output_index: k, item })
       continue

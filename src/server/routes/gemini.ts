@@ -8,6 +8,10 @@ import { settable } from '../../formats/index.js'
 import { clientHeaders, upstreamHeaders } from '../../proxy/upstream.js'
 import { type ProxiedApi, abortOnClose, installProxyHooks, proxyErrors, proxyHeaders, proxyRequest, upstreamAnswer } from '../proxying.js'
 import { KEYED, keyedResponses } from './security.js'
+import { withRecallToolBytes } from '../../proxy/recall-tool.js'
+import { GEMINI_RECALL_TOOL_DEFINITION, type GeminiExchange, restoreGemini } from '../../proxy/recall-gemini.js'
+import { ProxiedBody } from '../../proxy/body.js'
+import { withMessages } from '../../contract/wire.js'
 
 /** The methods of a model the proxy serves, and the endpoint each is counted under. */
 const ACTIONS: Record<string, string> = { generateContent: 'gemini_generate', streamGenerateContent: 'gemini_stream', countTokens: 'gemini_count_tokens' }
@@ -83,7 +87,7 @@ export const geminiRoutes: FastifyPluginAsync = async (app) => {
         body: GenerateContentBody,
         response: {
           200: upstreamAnswer(
-            "The answer, as Gemini's API gave it (`text/event-stream` for `alt=sse`), with `x-compaction: none|compacted` and `x-compaction-summary-id`."
+            "The answer, as Gemini's API gave it (`text/event-stream` for `alt=sse`), with `x-compaction: none|compacted`, `x-compaction-summary-id`, and `x-compaction-recall-tool` where the gateway added its recall tool to the request (its calls are answered by the gateway and never reach the client)."
           ),
           ...proxyErrors(
             'The body is not a Gemini request the gateway can read while it may be over the budget, or its history breaks the rules of a conversation; `error.path` names the place.',
@@ -113,7 +117,17 @@ export const geminiRoutes: FastifyPluginAsync = async (app) => {
           const read = readGeminiRequest(body.value('contents'), budgetMayPass)
           return read.kind === 'unread' ? { unread: read.reason } : { parts: read.history, read: read.history }
         },
-        write: (body, history, outcome, cleared) => geminiPayload(body.value() as object, history, outcome, cleared),
+        write: (body, history, outcome, cleared, offerRecall) => {
+          const bytes = geminiPayload(body.value() as object, history, outcome, cleared)
+          return offerRecall ? withRecallToolBytes(bytes, GEMINI_RECALL_TOOL_DEFINITION) : bytes
+        },
+        // the gateway's recall tool: its exchanges put back in the client's own contents
+        recallTool: 'gemini',
+        answerAt: (history) => history.items.length,
+        restoreItems: (body, history, exchanges) => {
+          const { items, restored } = restoreGemini(history.items, exchanges as GeminiExchange[])
+          return restored === 0 ? undefined : new ProxiedBody(withMessages(body.value() as object, items, 'contents'))
+        },
         fixed: (history, message, block) => !settable(history.adapted, message, block),
         place: (history, path) => path.replace(/^\/messages\/(\d+).*/, (_m, i: string) => `/contents/${history.adapted.starts[Number(i)] ?? i}`)
       }

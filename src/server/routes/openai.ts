@@ -10,6 +10,7 @@ import { type ProxiedApi, compactResponsesHere, installProxyHooks, proxyErrors, 
 import { KEYED } from './security.js'
 import { CHAT_RECALL_TOOL_DEFINITION, withRecallToolBytes } from '../../proxy/recall-tool.js'
 import { type ChatExchange, restoreChat } from '../../proxy/recall-chat.js'
+import { RESPONSES_RECALL_TOOL_DEFINITION, type ResponsesExchange, restoreResponses } from '../../proxy/recall-responses.js'
 import { ProxiedBody } from '../../proxy/body.js'
 import { withMessages } from '../../contract/wire.js'
 import type { StoredExchange } from '../../service/recall-exchanges.js'
@@ -73,19 +74,23 @@ export const openAiRoutes: FastifyPluginAsync = async (app) => {
       },
       write: (body, history, outcome, cleared, offerRecall) => {
         const bytes = openAiPayload(body.value() as object, history, outcome, cleared)
-        return offerRecall ? withRecallToolBytes(bytes, CHAT_RECALL_TOOL_DEFINITION) : bytes
+        if (!offerRecall) return bytes
+        return withRecallToolBytes(bytes, kind === 'chat' ? CHAT_RECALL_TOOL_DEFINITION : RESPONSES_RECALL_TOOL_DEFINITION)
       },
-      // the gateway's recall tool, on Chat Completions: its exchanges put back in the client's own items
-      ...(route.endpoint === 'chat_completions'
-        ? {
-            recallTool: 'chat' as const,
+      // the gateway's recall tool: its exchanges put back in the client's own items (not on the upstream's own compaction)
+      ...(route.endpoint === 'responses_compact'
+        ? {}
+        : {
+            recallTool: kind,
             answerAt: (history: OpenAiHistory) => history.items.length,
             restoreItems: (body: ProxiedBody, history: OpenAiHistory, exchanges: readonly StoredExchange[]) => {
-              const { items, restored } = restoreChat(history.items, exchanges as ChatExchange[])
-              return restored === 0 ? undefined : new ProxiedBody(withMessages(body.value() as object, items, 'messages'))
-            }
-          }
-        : {}),
+              const { items, restored } =
+                kind === 'chat' ? restoreChat(history.items, exchanges as ChatExchange[]) : restoreResponses(history.items, exchanges as ResponsesExchange[])
+              return restored === 0 ? undefined : new ProxiedBody(withMessages(body.value() as object, items, history.field))
+            },
+            // Codex declares its tools in `additional_tools` input items
+            declaredTools: (history: OpenAiHistory) => history.items.filter((i) => i.type === 'additional_tools')
+          }),
       fixed: (history, message, block) => !settable(history.adapted, message, block),
       // the client's own model writes summaries in its own conversation (not behind the upstream's own compaction)
       ...(route.endpoint === 'responses_compact'
@@ -119,7 +124,7 @@ export const openAiRoutes: FastifyPluginAsync = async (app) => {
           body: route.body,
           response: {
             200: upstreamAnswer(
-              'The answer, as the OpenAI-compatible API gave it (status, headers and body; `text/event-stream` for `stream: true`), with `x-compaction: none|compacted`, `x-compaction-summary-id`, and `x-compaction-not-read` (previous_response_id, conversation, single_input, history_not_read) where the history could not be read.'
+              'The answer, as the OpenAI-compatible API gave it (status, headers and body; `text/event-stream` for `stream: true`), with `x-compaction: none|compacted`, `x-compaction-summary-id`, `x-compaction-not-read` (previous_response_id, conversation, single_input, history_not_read) where the history could not be read, and `x-compaction-recall-tool` where the gateway added its recall tool to the request (its calls are answered by the gateway and never reach the client).'
             ),
             ...proxyErrors(
               'The body is not a request the gateway can read while it may be over the budget, or its history breaks the rules of a conversation; `error.path` names the place.',

@@ -15,7 +15,7 @@
  */
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
-import { type Message, readLedger } from '../src/compaction/index.js'
+import { type Message, isToolResult, readLedger, toolResultText } from '../src/compaction/index.js'
 import { buildApp } from '../src/server/app.js'
 import { scratchDir } from './servers.js'
 import { PRICE } from '../src/service/costs.js'
@@ -71,6 +71,8 @@ interface Bill {
   crossings: number
   /** The transcript's facts (files changed, commands run, failing tests, the user's requests) at its last turn: in the prompt sent, or found by recall in the cold layer. */
   facts: { total: number; inPrompt: number; recalled: number }
+  /** Plain lines of its tool outputs, the same way. */
+  lines: { total: number; inPrompt: number; recalled: number }
   /** Billed input units: uncached 1x, writes 1.25x, reads 0.1x (the summary calls' included). */
   input: number
   /** Billed output units (5x a token). */
@@ -83,8 +85,8 @@ interface Bill {
   refused: number
 }
 
-function bill(requests: ReceivedRequest[], compactions: number, refused: number, facts: Bill['facts']): Bill {
-  const b: Bill = { crossings: 0, facts, input: 0, output: 0, summaryCalls: 0, compactions, largestPrompt: 0, lastPrompt: 0, refused }
+function bill(requests: ReceivedRequest[], compactions: number, refused: number, facts: Bill['facts'], lines: Bill['lines']): Bill {
+  const b: Bill = { crossings: 0, facts, lines, input: 0, output: 0, summaryCalls: 0, compactions, largestPrompt: 0, lastPrompt: 0, refused }
   let previous = 0
   for (const r of requests) {
     if (!isSummaryCall(r) && r.cache) {
@@ -119,6 +121,23 @@ function factsOf(messages: Message[]): string[] {
     ...ledger.userRequests.map((r) => r.text.slice(0, 60))
   ]
   return [...new Set(facts.map((f) => f.trim()).filter((f) => f.length >= 4))]
+}
+
+/**
+ * Plain lines of the transcript's tool outputs (a value a command printed, a line of a file read), which no
+ * ledger reads: the middle line of four words or more of every fifth output, as a task would need one back.
+ */
+function outputLinesOf(messages: Message[]): string[] {
+  const outputs = messages.flatMap((m) =>
+    typeof m.content === 'string' ? [] : m.content.flatMap((b) => (isToolResult(b) ? [toolResultText(b)] : []))
+  )
+  const lines = outputs
+    .filter((_, k) => k % 5 === 2)
+    .map((out) => {
+      const candidates = out.split('\n').map((l) => l.trim()).filter((l) => l.length <= 200 && l.split(/\W+/).filter((w) => w.length >= 2).length >= 4)
+      return candidates[Math.floor(candidates.length / 2)]
+    })
+  return [...new Set(lines.filter((l): l is string => l !== undefined))]
 }
 
 /** Which facts the last prompt holds (its JSON), and which of the others a recall of the session finds (its five best passages). */
@@ -167,6 +186,7 @@ async function replay(t: Transcript, mode: Mode, budget: number): Promise<Bill> 
   let compactions = 0
   let lastSummary: string | null = null
   let facts: Bill['facts'] = { total: 0, inPrompt: 0, recalled: 0 }
+  let lines: Bill['lines'] = { total: 0, inPrompt: 0, recalled: 0 }
   try {
     for (const turn of turns(t)) {
       const res = await fetch(url, {
@@ -188,11 +208,12 @@ async function replay(t: Transcript, mode: Mode, budget: number): Promise<Bill> 
     const last = fake.requests.filter((r) => !isSummaryCall(r)).at(-1)
     await app?.store.drain()
     facts = await factsKept(app, `cost-${t.name}`, factsOf(t.messages), last?.raw ?? '')
+    lines = await factsKept(app, `cost-${t.name}`, outputLinesOf(t.messages), last?.raw ?? '')
   } finally {
     await app?.close()
     await fake.close()
   }
-  return bill(fake.requests, compactions, fake.refused.length, facts)
+  return bill(fake.requests, compactions, fake.refused.length, facts, lines)
 }
 const verdict = (ok: boolean): string => (ok ? 'meets' : 'misses')
 const pct = (x: number): string => `${(100 * x).toFixed(0)}%`
@@ -249,10 +270,20 @@ for (const budget of BUDGETS) {
       (a, b) => ({ total: a.total + b.facts.total, inPrompt: a.inPrompt + b.facts.inPrompt, recalled: a.recalled + b.facts.recalled }),
       { total: 0, inPrompt: 0, recalled: 0 }
     )
+    const l = [...bills.values()].reduce(
+      (a, b) => ({ total: a.total + b.lines.total, inPrompt: a.inPrompt + b.lines.inPrompt, recalled: a.recalled + b.lines.recalled }),
+      { total: 0, inPrompt: 0, recalled: 0 }
+    )
     const tokensAfter = [...bills.values()].reduce((n, b) => n + b.lastPrompt, 0)
     console.log(
       `${mode}: billed input ${pct(share)} of uncompacted (${pct(withOutput)} with output); ${crossings} compactions, ${calls} summary calls, ${crossed} crossings (${(crossed / transcripts.length).toFixed(2)} a session); largest prompt ${largest.toLocaleString('en')} tokens; last prompts ${tokensAfter.toLocaleString('en')} tokens in all (${pct(tokensAfter / [...base.values()].reduce((n, b) => n + b.lastPrompt, 0))} of uncompacted); facts at the last turn: ${pct(f.inPrompt / Math.max(1, f.total))} in the prompt, ${pct((f.inPrompt + f.recalled) / Math.max(1, f.total))} in the prompt or recalled (${f.total} facts)${refused ? `; ${refused} requests refused` : ''}`
     )
+    {
+      const reached = (f.inPrompt + f.recalled + l.inPrompt + l.recalled) / Math.max(1, f.total + l.total)
+      console.log(
+        `target: facts reachable (in the prompt or in one recall's five best passages), plain output lines counted: ${pct(reached)} (${f.total} facts, ${l.total} output lines: ${pct((l.inPrompt + l.recalled) / Math.max(1, l.total))} of the lines), ${verdict(reached >= 0.99)}`
+      )
+    }
     console.log(
       `target: no session above 100%: ${over.length === 0 ? 'none' : over.map((t) => `${short(t.name, 30)} ${pct(bills.get(t.name)!.input / base.get(t.name)!.input)}`).join(', ')}, ${verdict(over.length === 0)}`
     )

@@ -22,6 +22,7 @@ import { type ColdSaved, StoreError, sessionSummary } from './store.js'
 import { type StoredRecord, activityScope, decodeCursor, encodeCursor, openRecord, recallHit } from './common.js'
 import { MAX_SESSION_MEMORY, MAX_SESSION_MEMORY_BYTES } from '../contract/defaults.js'
 import { BM25_B, BM25_K1 } from './rank.js'
+import { byLines, candidatesFor } from './lines.js'
 import { at } from '../compaction/index.js'
 import { Terms, compactionOwner, newKey, ownerOf, seal, unseal } from './sealing.js'
 
@@ -544,7 +545,7 @@ export class PostgresStore implements Store {
          ) AS score
          FROM hits h JOIN df ON df.lexeme = h.lexeme CROSS JOIN figures f
         GROUP BY h.id ORDER BY score DESC, h.id DESC LIMIT $5`,
-      [terms.join(' | '), s.owner, kinds ?? null, terms, query.limit, BM25_K1, BM25_B]
+      [terms.join(' | '), s.owner, kinds ?? null, terms, candidatesFor(query.limit), BM25_K1, BM25_B]
     )
     if (ranked.length === 0) return []
     const { rows } = await this.query<{
@@ -562,10 +563,11 @@ export class PostgresStore implements Store {
       ranked.map((r) => Number(r.id))
     ])
     const rowOf = new Map(rows.map((r) => [Number(r.id), r]))
-    return ranked.flatMap(({ id, score }) => {
+    const hits = ranked.flatMap(({ id, score }) => {
       const r = rowOf.get(Number(id))
       return r ? [recallHit(s.key, r, score)] : []
     })
+    return byLines(hits, query.text, query.limit)
   }
 
   async compaction(sessionId: string, keyName: string, compactionId: string): Promise<CompactionDetail | undefined> {

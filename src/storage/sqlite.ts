@@ -25,6 +25,7 @@ import { type ColdSaved, StoreError, sessionSummary } from './store.js'
 import { type ColdRow, type StoredRecord, activityScope, decodeCursor, encodeCursor, openRecord, recallHit } from './common.js'
 import { MAX_SESSION_MEMORY, MAX_SESSION_MEMORY_BYTES } from '../contract/defaults.js'
 import { type Candidate, rankBm25 } from './rank.js'
+import { byLines, candidatesFor } from './lines.js'
 import { at } from '../compaction/at.js'
 import { type Reads, ReaderPool, type SqliteRunner, StoreThread, type Writes, inlineRunner } from './sqlite-threads.js'
 import { MIGRATIONS, recordFigures, sessionKey } from './sqlite-schema.js'
@@ -425,11 +426,12 @@ export class SqliteReads {
       const found = tf.get(row.id)
       if (found && (!kinds || kinds.has(row.kind))) candidates.push({ id: row.id, words: row.words, tf: found })
     }
-    const ranked = rankBm25(candidates, { entries, meanWords: measured > 0 ? words / measured : 0 }, terms.length, query.limit)
-    return ranked.flatMap(({ id, score }) => {
+    const ranked = rankBm25(candidates, { entries, meanWords: measured > 0 ? words / measured : 0 }, terms.length, candidatesFor(query.limit))
+    const hits = ranked.flatMap(({ id, score }) => {
       const r = this.statements.entry.get(id) as ColdRow | undefined
       return r ? [recallHit(s.key, r, score)] : []
     })
+    return byLines(hits, query.text, query.limit)
   }
 
   compaction(sessionId: string, keyName: string, compactionId: string): CompactionDetail | undefined {

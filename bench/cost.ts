@@ -128,13 +128,14 @@ function factsOf(messages: Message[]): string[] {
  * ledger reads: the middle line of four words or more of every fifth output, as a task would need one back.
  */
 function outputLinesOf(messages: Message[]): string[] {
-  const outputs = messages.flatMap((m) =>
-    typeof m.content === 'string' ? [] : m.content.flatMap((b) => (isToolResult(b) ? [toolResultText(b)] : []))
-  )
+  const outputs = messages.flatMap((m) => (typeof m.content === 'string' ? [] : m.content.flatMap((b) => (isToolResult(b) ? [toolResultText(b)] : []))))
   const lines = outputs
     .filter((_, k) => k % 5 === 2)
     .map((out) => {
-      const candidates = out.split('\n').map((l) => l.trim()).filter((l) => l.length <= 200 && l.split(/\W+/).filter((w) => w.length >= 2).length >= 4)
+      const candidates = out
+        .split('\n')
+        .map((l) => l.trim())
+        .filter((l) => l.length <= 200 && l.split(/\W+/).filter((w) => w.length >= 2).length >= 4)
       return candidates[Math.floor(candidates.length / 2)]
     })
   return [...new Set(lines.filter((l): l is string => l !== undefined))]

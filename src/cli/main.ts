@@ -22,6 +22,9 @@ export const DEFAULT_URL = 'http://127.0.0.1:8080'
 /** Each command's usage line(s). */
 const COMMANDS: Record<string, string> = {
   serve: `  compaction-gateway serve                 start the service (settings from the environment: docs/configuration.md)`,
+  rewrap: `  compaction-gateway rewrap                wrap every session key of COMPACT_DB under COMPACT_MASTER_KEY (after a
+                                           rotation, with the old key as COMPACT_MASTER_KEY_PREVIOUS); safe while
+                                           the service runs`,
   compact: `  compaction-gateway compact FILE [options]
                                            compact the history in FILE (- for stdin): a JSON object
                                            with "messages" and optionally "system" and "tools"`,
@@ -82,6 +85,8 @@ function commandHelp(command: string): string {
   const usage = Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined
   if (!usage) return USAGE
   if (command === 'serve') return `usage:\n${usage}\n  (PORT, HOST, COMPACT_DB, COMPACT_API_KEYS, ANTHROPIC_API_KEY…: see docs/configuration.md)`
+  if (command === 'rewrap')
+    return `usage:\n${usage}\n  (COMPACT_DB, COMPACT_MASTER_KEY or _FILE or _COMMAND, COMPACT_MASTER_KEY_PREVIOUS: see docs/operations.md)`
   return [`usage:\n${usage}`, SERVICE_HELP, Object.hasOwn(OPTIONS, command) ? OPTIONS[command] : undefined].filter((x) => x !== undefined).join('\n')
 }
 
@@ -432,6 +437,10 @@ export async function run(argv: string[]): Promise<void> {
       if (rest.length > 0) throw new UsageError(`serve takes no arguments (its settings come from the environment); got ${rest.join(' ')}`)
       // the service's modules are loaded only to serve: every other command starts without them
       return await (await import('../server/serve.js')).serve()
+    }
+    if (command === 'rewrap') {
+      if (rest.length > 0) throw new UsageError(`rewrap takes no arguments (its settings come from the environment); got ${rest.join(' ')}`)
+      return await (await import('../server/rewrap.js')).rewrap()
     }
     if (command === 'compact') return await compact(rest)
     if (command === 'recall') return await recall(rest)

@@ -11,6 +11,8 @@ import Fastify, {
 } from 'fastify'
 import fp from 'fastify-plugin'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { masterKeys } from './master-key.js'
+import type { KeyMaterial } from '../storage/keyring.js'
 import type { DestinationStream, LoggerOptions } from 'pino'
 import { rateLimitStore } from '../storage/redis.js'
 import type { Store } from '../storage/store.js'
@@ -62,6 +64,8 @@ export interface AppOptions {
   openapi?: boolean
   /** The store for records and the summary cache; by default SQLite at COMPACT_DB. The app closes it. */
   store?: Store
+  /** The master keys, read already from COMPACT_MASTER_KEY… (the server reads them before it builds the app). */
+  masterKeys?: KeyMaterial
   /** The clock for records, the cache and retention (tests move it). */
   now?: () => number
 }
@@ -109,6 +113,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
     db: config.COMPACT_DB,
     retentionDays: config.COMPACT_RETENTION_DAYS,
     sessionBytes: Math.floor(config.COMPACT_MEMORY_SESSION_MB * 1_048_576),
+    keys: options.masterKeys ?? masterKeys(config),
     now,
     ...(options.store ? { store: options.store } : {})
   })

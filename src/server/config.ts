@@ -64,6 +64,10 @@ export const ConfigSchema = Type.Object({
   COMPACT_REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
   COMPACT_CACHE_TTL_S: Type.Integer({ minimum: 0, maximum: 31_536_000, default: DEFAULT_CACHE_TTL_S }),
   COMPACT_RETENTION_DAYS: Type.Integer({ minimum: 1, maximum: 36_500, default: DEFAULT_RETENTION_DAYS }),
+  COMPACT_MASTER_KEY: Type.Optional(Type.String({ minLength: 1 })),
+  COMPACT_MASTER_KEY_FILE: Type.Optional(Type.String({ minLength: 1 })),
+  COMPACT_MASTER_KEY_COMMAND: Type.Optional(Type.String({ minLength: 1 })),
+  COMPACT_MASTER_KEY_PREVIOUS: Type.Optional(Type.String({ minLength: 1 })),
   COMPACT_MEMORY_SESSION_MB: Type.Number({ exclusiveMinimum: 0, maximum: 1_048_576, default: MAX_SESSION_MEMORY_BYTES / 1_048_576 }),
   COMPACT_RECALL: Type.Union([Type.Literal('auto'), Type.Literal('mcp'), Type.Literal('off')], { default: 'auto' }),
   COMPACT_SUMMARIZER_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600_000, default: DEFAULT_SUMMARIZER_TIMEOUT_MS }),
@@ -245,7 +249,7 @@ export function usesClientModel(config: Pick<Config, 'COMPACT_SUMMARIZER' | 'ANT
   return config.COMPACT_SUMMARIZER === 'auto' && !config.ANTHROPIC_API_KEY
 }
 
-export function setupLine(config: Config, keys: number): string {
+export function setupLine(config: Config, keys: number, masterKeyId?: string): string {
   const store = /^postgres(?:ql)?:\/\//.test(config.COMPACT_DB) ? `postgresql ${place(config.COMPACT_DB)}` : `sqlite ${config.COMPACT_DB}`
   const redis = config.COMPACT_REDIS_URL ? `redis ${place(config.COMPACT_REDIS_URL)}` : 'redis off'
   const kind = summarizerKind(config)
@@ -262,5 +266,6 @@ export function setupLine(config: Config, keys: number): string {
       : 'compactions inline'
   const budget = config.COMPACT_BUDGET === 'off' ? 'budget off' : `budget ${config.COMPACT_BUDGET} tokens`
   const auth = keys > 0 ? `${keys} API key${keys === 1 ? '' : 's'}` : 'no API keys (open)'
-  return `${store}, ${redis}, ${summarizer}, ${workers}, ${budget}, ${auth}`
+  const sealing = masterKeyId ? `session keys wrapped (master key ${masterKeyId})` : 'session keys not wrapped (no COMPACT_MASTER_KEY)'
+  return `${store}, ${redis}, ${summarizer}, ${workers}, ${budget}, ${auth}, ${sealing}`
 }

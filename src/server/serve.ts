@@ -3,6 +3,7 @@ import { logDestination } from '../telemetry/logger.js'
 import { StoreError } from '../storage/store.js'
 import { SERVICE_VERSION, buildApp } from './app.js'
 import { ConfigError, loadConfig, parseApiKeys, setupLine } from './config.js'
+import { masterKeys } from './master-key.js'
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/
 
@@ -13,9 +14,11 @@ const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/
 export async function serve(): Promise<void> {
   let config
   let keys
+  let master
   try {
     config = loadConfig()
     keys = parseApiKeys(config.COMPACT_API_KEYS)
+    master = masterKeys(config)
     if (keys.size === 0 && !LOOPBACK.test(config.HOST) && config.COMPACT_ALLOW_NO_AUTH !== '1') {
       throw new ConfigError('HOST', `refusing to listen on ${config.HOST} without COMPACT_API_KEYS (set COMPACT_ALLOW_NO_AUTH=1 to allow it)`)
     }
@@ -29,7 +32,7 @@ export async function serve(): Promise<void> {
 
   let app
   try {
-    app = await buildApp({ config, logStream: logDestination() })
+    app = await buildApp({ config, logStream: logDestination(), masterKeys: master })
   } catch (err) {
     if (err instanceof StoreError) {
       process.stderr.write(`compaction-gateway: COMPACT_DB: ${err.message}\n`)
@@ -57,7 +60,15 @@ export async function serve(): Promise<void> {
   // Warm before taking traffic: the first compactions would otherwise pay for compiling the pipeline.
   await app.warm()
   const address = await app.listen({ port: config.PORT, host: config.HOST })
-  app.log.info({ event: 'started', version: SERVICE_VERSION }, `compaction-gateway ${SERVICE_VERSION} at ${address}: ${setupLine(config, keys.size)}`)
+  app.log.info(
+    { event: 'started', version: SERVICE_VERSION },
+    `compaction-gateway ${SERVICE_VERSION} at ${address}: ${setupLine(config, keys.size, app.masterKeyId)}`
+  )
+  if (app.masterKeyId === undefined)
+    app.log.warn(
+      { event: 'keys_not_wrapped' },
+      'session keys are kept beside the data they lock (no COMPACT_MASTER_KEY): a copy of the database opens every session; docs/operations.md says what a master key protects'
+    )
 }
 
 /** Runs serve() as a process entry point. */

@@ -23,6 +23,7 @@ import { type StoredRecord, activityScope, decodeCursor, encodeCursor, openRecor
 import { MAX_SESSION_MEMORY, MAX_SESSION_MEMORY_BYTES } from '../contract/defaults.js'
 import { BM25_B, BM25_K1 } from './rank.js'
 import { byLines, candidatesFor } from './lines.js'
+import { type KeyMaterial, KeyRing } from './keyring.js'
 import { at } from '../compaction/index.js'
 import { Terms, compactionOwner, newKey, ownerOf, seal, unseal } from './sealing.js'
 
@@ -127,6 +128,8 @@ export interface PostgresOptions {
   maxSessionBytes?: number
   /** Told when an idle connection fails (the server went away); the pool makes new ones when it is back. */
   onPoolError?: (err: Error) => void
+  /** The master keys its session keys are wrapped under (none: kept as they are). */
+  keys?: KeyMaterial
 }
 
 /**
@@ -141,6 +144,8 @@ export class PostgresStore implements Store {
   private readonly onPoolError: ((err: Error) => void) | undefined
   private readonly maxSessionMemory: number
   private readonly maxSessionBytes: number
+  /** How its session keys are wrapped and opened. */
+  readonly ring: KeyRing
   private migrated: Promise<void> | undefined
   private closed = false
 
@@ -162,6 +167,7 @@ export class PostgresStore implements Store {
     this.onPoolError = options.onPoolError
     this.maxSessionMemory = options.maxSessionMemory ?? MAX_SESSION_MEMORY
     this.maxSessionBytes = options.maxSessionBytes ?? MAX_SESSION_MEMORY_BYTES
+    this.ring = new KeyRing(options.keys)
     this.pool.on('error', (err) => options.onPoolError?.(err))
   }
 
@@ -228,10 +234,10 @@ export class PostgresStore implements Store {
   /** The session's key, made the first time one of its rows is written (by whichever replica is first). */
   private async sessionKey(client: pg.PoolClient | pg.Pool, owner: string): Promise<Buffer> {
     for (;;) {
-      await client.query('INSERT INTO session_keys (owner, key) VALUES ($1, $2) ON CONFLICT (owner) DO NOTHING', [owner, newKey()])
+      await client.query('INSERT INTO session_keys (owner, key) VALUES ($1, $2) ON CONFLICT (owner) DO NOTHING', [owner, this.ring.fresh(owner)])
       const { rows } = await client.query<{ key: Buffer }>('SELECT key FROM session_keys WHERE owner = $1', [owner])
       // (none only where another replica deleted the session in between: a new key, then)
-      if (rows[0]) return rows[0].key
+      if (rows[0]) return this.ring.open(owner, rows[0].key)
     }
   }
 
@@ -239,7 +245,7 @@ export class PostgresStore implements Store {
   private async session(sessionId: string, keyName: string): Promise<{ owner: string; key: Buffer } | undefined> {
     const owner = ownerOf(keyName, sessionId)
     const { rows } = await this.query<{ key: Buffer }>('SELECT key FROM session_keys WHERE owner = $1', [owner])
-    return rows[0] ? { owner, key: rows[0].key } : undefined
+    return rows[0] ? { owner, key: this.ring.open(owner, rows[0].key) } : undefined
   }
 
   /** A record, sealed under its session's key (a record without a session is kept as it is: no deletion names it). */
@@ -292,6 +298,7 @@ export class PostgresStore implements Store {
   async listSessions(keyName: string, options: { limit: number; cursor?: string }): Promise<SessionPage> {
     const before = options.cursor ? decodeCursor(options.cursor) : Number.MAX_SAFE_INTEGER
     const { rows } = await this.query<{
+      owner: string
       session: Buffer
       n: number
       first_ms: string
@@ -303,7 +310,7 @@ export class PostgresStore implements Store {
       after: string
     }>(
       // (each key looked up by its owner: a join would read every part of the keys' table)
-      `SELECT s.session, s.n, s.first_ms, s.last_seq, (SELECT k.key FROM session_keys k WHERE k.owner = s.owner) AS key, r.id, r.created_ms, r.raw, r.after
+      `SELECT s.owner, s.session, s.n, s.first_ms, s.last_seq, (SELECT k.key FROM session_keys k WHERE k.owner = s.owner) AS key, r.id, r.created_ms, r.raw, r.after
          FROM sessions s JOIN records r ON r.seq = s.last_seq
         WHERE s.key_name = $1 AND s.last_seq < $2 ORDER BY s.last_seq DESC LIMIT $3`,
       [keyName, before, options.limit + 1]
@@ -315,7 +322,7 @@ export class PostgresStore implements Store {
         r.key
           ? [
               sessionSummary({
-                session_id: unseal(r.key, r.session),
+                session_id: unseal(this.ring.open(r.owner, r.key), r.session),
                 n: Number(r.n),
                 first_ms: Number(r.first_ms),
                 id: r.id,
@@ -343,7 +350,7 @@ export class PostgresStore implements Store {
     if (!row) return undefined
     if (row.owner === null) return JSON.parse(row.value.toString('utf8')) as unknown
     // a row of a session being deleted (its key gone first) reads as none
-    return row.key ? (JSON.parse(unseal(row.key, row.value)) as unknown) : undefined
+    return row.key ? (JSON.parse(unseal(this.ring.open(row.owner, row.key), row.value)) as unknown) : undefined
   }
 
   async putState(key: string, value: unknown, expiresAtMs: number, owner?: SessionOwner): Promise<void> {

@@ -1,6 +1,7 @@
 import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from 'node:crypto'
 import { stemmer } from 'stemmer'
 import { QUESTION_WORDS } from './rank.js'
+import { indexKey, sealingKey } from './keyring.js'
 
 /**
  * What the stores keep of a session is sealed with a key of its own, so that deleting the session is
@@ -14,8 +15,9 @@ import { QUESTION_WORDS } from './rank.js'
  *   session by itself, and scores only them), and once the key is gone what the index and freed pages
  *   still hold of the session are hashes nobody can match or read.
  *
- * The key itself is one row, deleted where its bytes are overwritten (SQLite's secure_delete and an
- * emptied WAL; PostgreSQL's rewrite of that small table alone).
+ * The key itself is one row, wrapped under the operator's master key where one is given (keyring.ts), and
+ * deleted where its bytes are overwritten (SQLite's secure_delete and an emptied WAL; PostgreSQL's rewrite of
+ * that small table alone, though its WAL, standbys and backups keep the old pages until they expire).
  */
 
 export const KEY_BYTES = 32
@@ -30,7 +32,7 @@ export function newKey(): Buffer {
 /** `text` encrypted under `key`: its nonce, its tag, then the ciphertext. */
 export function seal(key: Buffer, text: string): Buffer {
   const iv = randomBytes(IV_BYTES)
-  const cipher = createCipheriv('aes-256-gcm', key, iv)
+  const cipher = createCipheriv('aes-256-gcm', sealingKey(key), iv)
   const body = Buffer.concat([cipher.update(text, 'utf8'), cipher.final()])
   return Buffer.concat([iv, cipher.getAuthTag(), body])
 }
@@ -38,7 +40,7 @@ export function seal(key: Buffer, text: string): Buffer {
 /** The text `seal` sealed; throws where the key is not the one it was sealed with, or the bytes were changed. */
 export function unseal(key: Buffer, sealed: Uint8Array): string {
   const bytes = Buffer.from(sealed.buffer, sealed.byteOffset, sealed.byteLength)
-  const decipher = createDecipheriv('aes-256-gcm', key, bytes.subarray(0, IV_BYTES))
+  const decipher = createDecipheriv('aes-256-gcm', sealingKey(key), bytes.subarray(0, IV_BYTES))
   decipher.setAuthTag(bytes.subarray(IV_BYTES, IV_BYTES + TAG_BYTES))
   return Buffer.concat([decipher.update(bytes.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8')
 }
@@ -90,7 +92,11 @@ export const MAX_QUERY_TERMS = 32
 export class Terms {
   private readonly known = new Map<string, string>()
 
-  constructor(private readonly key: Buffer) {}
+  private readonly key: Buffer
+
+  constructor(key: Buffer) {
+    this.key = indexKey(key)
+  }
 
   private term(word: string): string {
     let term = this.known.get(word)

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3'
-import { Terms, compactionOwner, newKey, ownerOf, seal } from './sealing.js'
+import { Terms, compactionOwner, ownerOf, seal } from './sealing.js'
+import { KeyRing } from './keyring.js'
 
 /**
  * The SQLite store's schema migrations, versioned in code: migration N brings `user_version` from N-1 to
@@ -128,10 +129,13 @@ const SEALED_SCHEMA = `
   CREATE INDEX cache_by_owner ON cache (owner) WHERE owner IS NOT NULL;`
 
 /** A session's key, made the first time one of its rows is written. */
-export function sessionKey(db: Database.Database, owner: string): Buffer {
-  db.prepare('INSERT OR IGNORE INTO session_keys (owner, key) VALUES (?, ?)').run(owner, newKey())
-  return db.prepare('SELECT key FROM session_keys WHERE owner = ?').pluck().get(owner) as Buffer
+export function sessionKey(db: Database.Database, owner: string, ring: KeyRing = PLAIN_RING): Buffer {
+  db.prepare('INSERT OR IGNORE INTO session_keys (owner, key) VALUES (?, ?)').run(owner, ring.fresh(owner))
+  return ring.open(owner, db.prepare('SELECT key FROM session_keys WHERE owner = ?').pluck().get(owner) as Buffer)
 }
+
+/** The ring of a store given no master key (the migrations' too: they run before any key is wrapped). */
+const PLAIN_RING = new KeyRing()
 
 /** The numbers of a record a list and a chart read without opening it. */
 export function recordFigures(json: string): { raw: number; after: number; budget: number | null } {

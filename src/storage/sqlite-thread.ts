@@ -5,18 +5,21 @@
 import { type MessagePort, parentPort, workerData } from 'node:worker_threads'
 import { SqliteReads, SqliteWrites, openConnection } from './sqlite.js'
 import type { ThreadAnswer, ThreadRequest } from './sqlite-threads.js'
+import { type KeyMaterial, KeyRing } from './keyring.js'
 
 if (!parentPort) throw new Error('sqlite-thread runs as a worker thread')
 const port: MessagePort = parentPort
-const { role, path, maxSessionMemory, maxSessionBytes } = workerData as {
+const { role, path, maxSessionMemory, maxSessionBytes, keys } = workerData as {
   role: 'write' | 'read'
   path: string
   maxSessionMemory?: number
   maxSessionBytes?: number
+  keys?: KeyMaterial
 }
 const db = openConnection(path)
 if (role === 'read') db.pragma('query_only = 1')
-const target: object = role === 'write' ? new SqliteWrites(db, maxSessionMemory, maxSessionBytes) : new SqliteReads(db)
+const ring = new KeyRing(keys)
+const target: object = role === 'write' ? new SqliteWrites(db, maxSessionMemory, maxSessionBytes, ring) : new SqliteReads(db, ring)
 
 port.on('message', (request: ThreadRequest) => {
   if (request.id === -1) {

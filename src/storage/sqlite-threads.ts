@@ -1,4 +1,5 @@
 import type { Worker } from 'node:worker_threads'
+import type { KeyMaterial } from './keyring.js'
 import { startThread } from '../threads/entry.js'
 import type { SqliteReads, SqliteWrites } from './sqlite.js'
 import { MAX_WRITE_BACKLOG } from '../contract/defaults.js'
@@ -67,7 +68,11 @@ export class StoreThread<T> implements SqliteRunner<T> {
   private stopped: Error | undefined
   private readonly exited: Promise<void>
 
-  constructor(role: 'write' | 'read', path: string, caps: { maxSessionMemory?: number | undefined; maxSessionBytes?: number | undefined } = {}) {
+  constructor(
+    role: 'write' | 'read',
+    path: string,
+    caps: { maxSessionMemory?: number | undefined; maxSessionBytes?: number | undefined; keys?: KeyMaterial | undefined } = {}
+  ) {
     this.worker = startThread(import.meta.url, 'sqlite-thread', { workerData: { role, path, ...caps } })
     this.worker.unref()
     this.worker.on('message', (answer: ThreadAnswer) => this.answer(answer))
@@ -134,7 +139,8 @@ export class ReaderPool implements SqliteRunner<Reads> {
 
   constructor(
     private readonly path: string,
-    private readonly size: number
+    private readonly size: number,
+    private readonly keys: KeyMaterial = {}
   ) {}
 
   run<K extends Method<Reads>>(name: K, args: Args<Reads, K>): Promise<Result<Reads, K>> {
@@ -143,7 +149,7 @@ export class ReaderPool implements SqliteRunner<Reads> {
     for (const t of this.threads) if (t.backlog < (idlest as StoreThread<Reads>).backlog) idlest = t
     // one more thread only when every one started is busy: a store read now and then keeps one
     if (!idlest || (idlest.backlog > 0 && this.threads.length < this.size)) {
-      idlest = new StoreThread<Reads>('read', this.path)
+      idlest = new StoreThread<Reads>('read', this.path, { keys: this.keys })
       this.threads.push(idlest)
     }
     return idlest.run(name, args)

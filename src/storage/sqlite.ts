@@ -26,6 +26,7 @@ import { type ColdRow, type StoredRecord, activityScope, decodeCursor, encodeCur
 import { MAX_SESSION_MEMORY, MAX_SESSION_MEMORY_BYTES } from '../contract/defaults.js'
 import { type Candidate, rankBm25 } from './rank.js'
 import { byLines, candidatesFor } from './lines.js'
+import { type KeyMaterial, KeyRing } from './keyring.js'
 import { at } from '../compaction/at.js'
 import { type Reads, ReaderPool, type SqliteRunner, StoreThread, type Writes, inlineRunner } from './sqlite-threads.js'
 import { MIGRATIONS, recordFigures, sessionKey } from './sqlite-schema.js'
@@ -90,7 +91,9 @@ export class SqliteWrites {
     /** Most cold-layer entries kept a session (the oldest go first). */
     private readonly maxSessionMemory = MAX_SESSION_MEMORY,
     /** Most bytes of text a session's cold layer keeps (the oldest entries go first). */
-    private readonly maxSessionBytes = MAX_SESSION_MEMORY_BYTES
+    private readonly maxSessionBytes = MAX_SESSION_MEMORY_BYTES,
+    /** How its session keys are wrapped and opened. */
+    private readonly ring = new KeyRing()
   ) {
     this.statements = {
       insertRecord: db.prepare('INSERT INTO records (id, owner, key_name, created_ms, raw, after, budget, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
@@ -151,11 +154,11 @@ export class SqliteWrites {
       if (row.session_id === null) {
         // a compaction without a session: sealed under a key of its own, deleted with it by its id
         const owner = compactionOwner(row.key_name, row.id)
-        this.statements.insertRecord.run(row.id, owner, row.key_name, createdMs, raw, after, budget, seal(sessionKey(this.db, owner), row.record))
+        this.statements.insertRecord.run(row.id, owner, row.key_name, createdMs, raw, after, budget, seal(sessionKey(this.db, owner, this.ring), row.record))
         return
       }
       const owner = ownerOf(row.key_name, row.session_id)
-      const key = sessionKey(this.db, owner)
+      const key = sessionKey(this.db, owner, this.ring)
       const seq = this.statements.insertRecord.run(row.id, owner, row.key_name, createdMs, raw, after, budget, seal(key, row.record)).lastInsertRowid
       this.statements.upsertSession.run(owner, row.key_name, seal(key, row.session_id), createdMs, seq)
     })()
@@ -168,7 +171,7 @@ export class SqliteWrites {
       return
     }
     const id = ownerOf(owner.key_name, owner.session_id)
-    this.db.transaction(() => this.statements.putCache.run(key, id, seal(sessionKey(this.db, id), json), expiresAtMs))()
+    this.db.transaction(() => this.statements.putCache.run(key, id, seal(sessionKey(this.db, id, this.ring), json), expiresAtMs))()
   }
 
   /** Tallies added (or raised, for `max:` names), in one transaction. */
@@ -249,7 +252,7 @@ export class SqliteWrites {
     const createdMs = Date.parse(owner.created_at)
     const id = ownerOf(owner.key_name, owner.session_id)
     return this.db.transaction((): ColdSaved => {
-      const key = sessionKey(this.db, id)
+      const key = sessionKey(this.db, id, this.ring)
       const terms = new Terms(key)
       for (const r of rows) {
         const { terms: indexed, words } = terms.counted(r.text)
@@ -326,12 +329,16 @@ export class SqliteWrites {
 export class SqliteReads {
   private readonly statements
 
-  constructor(db: Database.Database) {
+  constructor(
+    db: Database.Database,
+    /** How its session keys are opened. */
+    private readonly ring = new KeyRing()
+  ) {
     this.statements = {
       key: db.prepare('SELECT key FROM session_keys WHERE owner = ?').pluck(),
       page: db.prepare('SELECT seq, body FROM records WHERE owner = ? AND seq < ? ORDER BY seq DESC LIMIT ?'),
       sessions: db.prepare(
-        `SELECT s.session, s.n, s.first_ms, s.last_seq, k.key, r.id, r.created_ms, r.raw, r.after
+        `SELECT s.owner, s.session, s.n, s.first_ms, s.last_seq, k.key, r.id, r.created_ms, r.raw, r.after
            FROM sessions s JOIN session_keys k ON k.owner = s.owner JOIN records r ON r.seq = s.last_seq
           WHERE s.key_name = ? AND s.last_seq < ? ORDER BY s.last_seq DESC LIMIT ?`
       ),
@@ -353,7 +360,7 @@ export class SqliteReads {
   private session(sessionId: string, keyName: string): { owner: string; key: Buffer } | undefined {
     const owner = ownerOf(keyName, sessionId)
     const key = this.statements.key.get(owner) as Buffer | undefined
-    return key ? { owner, key } : undefined
+    return key ? { owner, key: this.ring.open(owner, key) } : undefined
   }
 
   activity(keyName: string, sessionId: string | null, fromMs: number, toMs: number): ActivityRow[] {
@@ -370,6 +377,7 @@ export class SqliteReads {
 
   listSessions(keyName: string, before: number, limit: number): { sessions: SessionSummary[]; last: number | null } {
     const rows = this.statements.sessions.all(keyName, before, limit + 1) as {
+      owner: string
       session: Buffer
       n: number
       first_ms: number
@@ -382,7 +390,7 @@ export class SqliteReads {
     }[]
     const page = rows.slice(0, limit)
     return {
-      sessions: page.map((r) => sessionSummary({ ...r, session_id: unseal(r.key, r.session) })),
+      sessions: page.map((r) => sessionSummary({ ...r, session_id: unseal(this.ring.open(r.owner, r.key), r.session) })),
       last: rows.length > limit ? at(page, page.length - 1).last_seq : null
     }
   }
@@ -392,7 +400,7 @@ export class SqliteReads {
     if (!row) return undefined
     if (row.owner === null) return JSON.parse(row.value.toString('utf8')) as unknown
     // a row of a session being deleted (its key gone first) reads as none
-    return row.key ? (JSON.parse(unseal(row.key, row.value)) as unknown) : undefined
+    return row.key ? (JSON.parse(unseal(this.ring.open(row.owner, row.key), row.value)) as unknown) : undefined
   }
 
   recall(sessionId: string, keyName: string, query: RecallQuery): RecallHit[] {
@@ -491,6 +499,8 @@ export interface SqliteStoreOptions {
   maxSessionMemory?: number
   /** Most bytes of text a session's cold layer keeps (MAX_SESSION_MEMORY_BYTES). */
   maxSessionBytes?: number
+  /** The master keys its session keys are wrapped under (none: kept as they are). */
+  keys?: KeyMaterial
 }
 
 /** Reader threads of a store in a file: a slow recall holds one, the other answers the proxy's look-ups. */
@@ -499,6 +509,8 @@ export const READER_THREADS = 2
 /** SQLite through better-sqlite3, in WAL mode: reads and writes in threads of their own, or inline. */
 export class SqliteStore implements Store {
   private readonly db: Database.Database
+  /** How its session keys are wrapped and opened (the threads hold rings of the same keys). */
+  readonly ring: KeyRing
   private readonly writer: SqliteRunner<Writes>
   private readonly reader: SqliteRunner<Reads>
 
@@ -521,10 +533,12 @@ export class SqliteStore implements Store {
         if (this.journalFd !== undefined) this.append(this.journalFd, record)
       }
     }
+    const keys = options.keys ?? {}
+    this.ring = new KeyRing(keys)
     this.writer = inline
-      ? inlineRunner<Writes>(new SqliteWrites(this.db, options.maxSessionMemory, options.maxSessionBytes))
-      : new StoreThread<Writes>('write', path, { maxSessionMemory: options.maxSessionMemory, maxSessionBytes: options.maxSessionBytes })
-    this.reader = path === ':memory:' ? inlineRunner<Reads>(new SqliteReads(this.db)) : new ReaderPool(path, READER_THREADS)
+      ? inlineRunner<Writes>(new SqliteWrites(this.db, options.maxSessionMemory, options.maxSessionBytes, this.ring))
+      : new StoreThread<Writes>('write', path, { maxSessionMemory: options.maxSessionMemory, maxSessionBytes: options.maxSessionBytes, keys })
+    this.reader = path === ':memory:' ? inlineRunner<Reads>(new SqliteReads(this.db, this.ring)) : new ReaderPool(path, READER_THREADS, keys)
   }
 
   /** The journal's file, open for appending (its owner's alone); undefined for `:memory:`. A rewrite puts a new file in its place. */
@@ -541,7 +555,7 @@ export class SqliteStore implements Store {
   private replayJournal(file: string): number {
     const fd = openSync(file, 'a+', 0o600)
     fchmodSync(fd, 0o600) // (a journal made by an earlier build took the process's umask)
-    const writes = new SqliteWrites(this.db)
+    const writes = new SqliteWrites(this.db, undefined, undefined, this.ring)
     const known = this.db.prepare('SELECT 1 FROM records WHERE id = ?')
     for (const line of readFileSync(fd, 'utf8').split('\n')) {
       if (line === '') continue

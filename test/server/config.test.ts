@@ -95,19 +95,21 @@ describe('setupLine', () => {
         ANTHROPIC_API_KEY: 'sk-ant-not-in-the-line',
         COMPACT_MODEL: 'claude-haiku-4-5',
         COMPACT_WORKERS: '2',
-        COMPACT_BUDGET: '120000'
+        COMPACT_BUDGET: '120000',
+        COMPACT_MASTER_KEY: 'a master key that never shows in the line'
       }),
-      3
+      3,
+      'c0ffee0123456789'
     )
     expect(line).toBe(
-      'postgresql db.internal:5432/compaction, redis cache.internal:6379/0, summarizer anthropic claude-haiku-4-5 (fallback extractive), compactions inline, budget 120000 tokens, 3 API keys'
+      'postgresql db.internal:5432/compaction, redis cache.internal:6379/0, summarizer anthropic claude-haiku-4-5 (fallback extractive), compactions inline, budget 120000 tokens, 3 API keys, session keys wrapped (master key c0ffee0123456789)'
     )
-    for (const secret of ['pg-secret-pass', 'redis-secret-pass', 'sk-ant-not-in-the-line', 'sslmode']) expect(line).not.toContain(secret)
+    for (const secret of ['pg-secret-pass', 'redis-secret-pass', 'sk-ant-not-in-the-line', 'sslmode', 'never shows']) expect(line).not.toContain(secret)
   })
 
   it('says so when there is no key for the model, no Redis and no API keys', () => {
     expect(setupLine(loadConfig({ COMPACT_DB: './data/c.db', COMPACT_WORKERS: '2', COMPACT_WORKER_MIN_KB: '256', COMPACT_BUDGET: 'off' }), 0)).toBe(
-      "sqlite ./data/c.db, redis off, summarizer extractive (no ANTHROPIC_API_KEY; proxied conversations summarized by the client's own model, COMPACT_SUMMARIZER=extractive to turn off), 2 workers (bodies from 256 KB), budget off, no API keys (open)"
+      "sqlite ./data/c.db, redis off, summarizer extractive (no ANTHROPIC_API_KEY; proxied conversations summarized by the client's own model, COMPACT_SUMMARIZER=extractive to turn off), 2 workers (bodies from 256 KB), budget off, no API keys (open), session keys not wrapped (no COMPACT_MASTER_KEY)"
     )
   })
 })

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { FIXTURE_DIR, loadTranscripts } from '../helpers/corpus.js'
-import { runToExit, startServer } from '../helpers/process.js'
+import { CLI_ENTRY, ROOT, runToExit, startServer, tempDb } from '../helpers/process.js'
+import { spawnSync } from 'node:child_process'
+import { join } from 'node:path'
 
 /** Polls until `read` returns something, for output a child process writes asynchronously. */
 async function eventually<T>(read: () => T | undefined, ms = 5_000): Promise<T | undefined> {
@@ -46,13 +48,75 @@ describe('the real server process', () => {
         .find((l) => l.event === 'started')
       expect(started?.msg).toMatch(
         new RegExp(
-          `^compaction-gateway \\S+ at ${server.url.replace(/\./g, '\\.')}: sqlite \\S+, redis off, summarizer extractive \\(no ANTHROPIC_API_KEY; proxied conversations summarized by the client's own model, COMPACT_SUMMARIZER=extractive to turn off\\), (?:\\d+ workers \\(bodies from \\d+ KB\\)|compactions inline), budget \\d+ tokens, no API keys \\(open\\)$`
+          `^compaction-gateway \\S+ at ${server.url.replace(/\./g, '\\.')}: sqlite \\S+, redis off, summarizer extractive \\(no ANTHROPIC_API_KEY; proxied conversations summarized by the client's own model, COMPACT_SUMMARIZER=extractive to turn off\\), (?:\\d+ workers \\(bodies from \\d+ KB\\)|compactions inline), budget \\d+ tokens, no API keys \\(open\\), session keys not wrapped \\(no COMPACT_MASTER_KEY\\)$`
         )
       )
     } finally {
       server.child.kill('SIGTERM')
     }
     expect(await server.exited).toBe(0)
+  })
+
+  it('wraps its session keys under a master key a command gives: said at start and in /readyz; a restart without it reads nothing; `rewrap` rotates it', async () => {
+    const db = tempDb()
+    const OLD = 'the master key a vault gives, 32 characters at least'
+    const NEW = 'the master key of the rotation, 32 characters at least'
+    const recall = async (url: string): Promise<{ status: number; text: string }> => {
+      const res = await fetch(`${url}/v1/sessions/mk-proc/recall`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ query: 'the', limit: 1 })
+      })
+      return { status: res.status, text: await res.text() }
+    }
+    const first = await startServer({ COMPACT_DB: db, COMPACT_MASTER_KEY_COMMAND: `printf %s '${OLD}'` })
+    let found: string
+    try {
+      expect(await (await fetch(`${first.url}/readyz`)).json()).toEqual({ status: 'ready', checks: { store: 'ok', keys: 'wrapped under a master key' } })
+      const t = loadTranscripts(FIXTURE_DIR)[0]!
+      const res = await fetch(`${first.url}/v1/compact`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ messages: t.messages, mode: 'manual', session_id: 'mk-proc' })
+      })
+      expect(res.status).toBe(200)
+      const hits = await recall(first.url)
+      expect(hits.status).toBe(200)
+      found = hits.text
+      expect(JSON.parse(found).results.length).toBe(1)
+      expect(first.stdout()).toMatch(/session keys wrapped \(master key [0-9a-f]{16}\)/)
+      expect(first.stdout()).not.toContain(OLD)
+    } finally {
+      first.child.kill('SIGTERM')
+    }
+    expect(await first.exited).toBe(0)
+    // without the master key: a warning at start, and the session does not open
+    const bare = await startServer({ COMPACT_DB: db })
+    try {
+      expect(await (await fetch(`${bare.url}/readyz`)).json()).toMatchObject({ checks: { keys: 'not wrapped (no COMPACT_MASTER_KEY)' } })
+      expect(bare.stdout()).toContain('"event":"keys_not_wrapped"')
+      const hits = await recall(bare.url)
+      expect(hits.status).toBeGreaterThanOrEqual(500)
+      expect(hits.text).not.toContain(JSON.parse(found).results[0].text)
+    } finally {
+      bare.child.kill('SIGTERM')
+    }
+    await bare.exited
+    // the rotation: rewrap under the new key, the old one given as previous; then the new key alone reads
+    const rewrap = spawnSync(process.execPath, [join(ROOT, CLI_ENTRY), 'rewrap'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', COMPACT_DB: db, COMPACT_MASTER_KEY: NEW, COMPACT_MASTER_KEY_PREVIOUS: OLD },
+      encoding: 'utf8'
+    })
+    expect(rewrap.status, rewrap.stderr).toBe(0)
+    expect(rewrap.stdout).toMatch(/^1 session keys; 1 wrapped anew under master key [0-9a-f]{16}\n$/)
+    const after = await startServer({ COMPACT_DB: db, COMPACT_MASTER_KEY: NEW })
+    try {
+      expect(await recall(after.url)).toEqual({ status: 200, text: found })
+    } finally {
+      after.child.kill('SIGTERM')
+    }
+    await after.exited
   })
 
   it('refuses to start on a bad setting, naming it', async () => {

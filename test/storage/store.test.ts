@@ -521,7 +521,9 @@ describe('SqliteStore', () => {
     for (const n of [4, 6]) expect(before).toContain(secret(n))
     for (const n of [1, 2, 3, 5, 7]) expect(before).not.toContain(secret(n))
     expect(readFileSync(path).toString('latin1')).not.toContain('doomed')
-    const keyOf = (owner: string): Buffer => s.connection.prepare('SELECT key FROM session_keys WHERE owner = ?').pluck().get(owner) as Buffer
+    const storedOf = (owner: string): Buffer => s.connection.prepare('SELECT key FROM session_keys WHERE owner = ?').pluck().get(owner) as Buffer
+    const keyOf = (owner: string): Buffer => s.ring.open(owner, storedOf(owner))
+    const doomedStored = storedOf(ownerOf('alpha', 'doomed'))
     const doomedKey = keyOf(ownerOf('alpha', 'doomed'))
     // what the file holds of the session opens with its key, and only with it
     const sealedCache = s.connection.prepare('SELECT value FROM cache WHERE key = ?').pluck().get('cached-key') as Buffer
@@ -532,7 +534,7 @@ describe('SqliteStore', () => {
     const deleted = await s.deleteSession('doomed', 'alpha')
     expect(deleted).toMatchObject({ compactions: 31, cold_layer: 30, cached: 1, space_reclaimed: true })
     const after = sqliteFiles(path)
-    expect(after).not.toContain(doomedKey.toString('latin1'))
+    expect(after).not.toContain(doomedStored.toString('latin1'))
     expect(after).not.toContain(secret(4))
     expect(after).toContain(secret(6)) // another session's journaled record stays journaled
     for (const table of ['records', 'cold', 'cache', 'sessions', 'session_keys']) {

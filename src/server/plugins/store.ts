@@ -4,6 +4,7 @@ import { SqliteStore } from '../../storage/sqlite.js'
 import { ReadYourWrites } from '../../storage/read-your-writes.js'
 import { Activity } from '../../service/activity.js'
 import { PRUNE_INTERVAL_MS } from '../../contract/defaults.js'
+import { type KeyMaterial, KeyRing } from '../../storage/keyring.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -13,6 +14,8 @@ declare module 'fastify' {
     activity: Activity
     /** Resolves when the prune under way (at start, then hourly) is done; at once where none is. */
     pruned: () => Promise<void>
+    /** The id of the master key the session keys are wrapped under; undefined where none is given. */
+    masterKeyId: string | undefined
   }
 }
 
@@ -24,6 +27,8 @@ export interface StorePluginOptions {
   retentionDays: number
   /** COMPACT_MEMORY_SESSION_MB in bytes: most text one session's cold layer keeps. */
   sessionBytes?: number
+  /** The master keys the session keys are wrapped under (COMPACT_MASTER_KEY…). */
+  keys?: KeyMaterial
   now: () => number
 }
 
@@ -33,20 +38,24 @@ export interface StorePluginOptions {
  * begun after their answers).
  */
 export const storePlugin = fp<StorePluginOptions>(
-  async (app, { db, store: given, retentionDays, sessionBytes, now }) => {
+  async (app, { db, store: given, retentionDays, sessionBytes, keys = {}, now }) => {
     const { metrics } = app
     async function postgres(url: string): Promise<import('../../storage/store.js').Store> {
       // PostgreSQL's module (and its driver) loaded only where it is used: a start on SQLite does not pay for it
       const { PostgresStore } = await import('../../storage/postgres.js')
       return new PostgresStore(url, {
         ...(sessionBytes !== undefined ? { maxSessionBytes: sessionBytes } : {}),
+        keys,
         onPoolError: (err) => {
           metrics.storeErrors.inc({ operation: 'connection' })
           app.log.error({ err, event: 'store_connection_lost' }, 'a PostgreSQL connection failed; the pool reconnects')
         }
       })
     }
-    const opened = given ?? (isPostgresUrl(db) ? await postgres(db) : new SqliteStore(db, sessionBytes !== undefined ? { maxSessionBytes: sessionBytes } : {}))
+    const opened =
+      given ??
+      (isPostgresUrl(db) ? await postgres(db) : new SqliteStore(db, { ...(sessionBytes !== undefined ? { maxSessionBytes: sessionBytes } : {}), keys }))
+    app.decorate('masterKeyId', new KeyRing(keys).id)
     const store = new ReadYourWrites(opened)
     app.decorate('store', store)
     const activity = new Activity(

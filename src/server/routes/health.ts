@@ -8,6 +8,8 @@ export const PROBE_LOG_LEVEL = 'warn'
 /** Liveness answers while the process does; readiness checks the store can be written, never the model. */
 export const healthRoutes: FastifyPluginAsync = async (app) => {
   const { store } = app
+  // whether a copy of the database alone opens its sessions (said, never the key or its id: this route is open)
+  const keysCheck = app.masterKeyId !== undefined ? 'wrapped under a master key' : 'not wrapped (no COMPACT_MASTER_KEY)'
   app.get(
     '/healthz',
     {
@@ -29,7 +31,7 @@ export const healthRoutes: FastifyPluginAsync = async (app) => {
       schema: {
         tags: ['health'],
         operationId: 'getReadiness',
-        summary: 'Readiness: the store can be written (the model is never called)',
+        summary: 'Readiness: the store can be written (the model is never called); `checks.keys` says whether the session keys are wrapped under a master key',
         security: OPEN,
         response: { 200: Ready, 503: { ...Ready, description: 'Not ready: a check failed; `checks` says which.' }, ...openResponses() }
       }
@@ -37,12 +39,12 @@ export const healthRoutes: FastifyPluginAsync = async (app) => {
     async (request, reply) => {
       try {
         await store.checkWritable()
-        return { status: 'ready', checks: { store: 'ok' } }
+        return { status: 'ready', checks: { store: 'ok', keys: keysCheck } }
       } catch (err) {
         request.log.warn({ err }, 'readiness: store not writable')
         void reply.code(503)
         // the reason stays in the log: this route is open to anyone
-        return { status: 'not_ready', checks: { store: 'not writable (the server log says why)' } }
+        return { status: 'not_ready', checks: { store: 'not writable (the server log says why)', keys: keysCheck } }
       }
     }
   )

@@ -45,7 +45,7 @@ import type { RecallExchanges } from './recall-exchanges.js'
 import { answerRecall, recallLimit } from './recall.js'
 import { InvalidHistoryError } from './errors.js'
 import { type ProxyCompactor, type ProxyOutcome, type ProxyRequest, conversationKey } from './proxy-compactor.js'
-import { type Scheduled, type ServedAt, keepInColdLayer } from './served.js'
+import { type Scheduled, type ServedAt, keepInColdLayer, wallClock } from './served.js'
 
 /** What an API's body gave the proxy: the parts its compactor reads, or nothing (forwarded unread), with why when it matters. */
 export type ProxyRead<R> = { parts: ProxyParts; read: R } | { unread: string | undefined }
@@ -371,7 +371,8 @@ export class ProxyService {
     const rewritten = outcome.kind !== 'none' || clearedHistory !== undefined || (managed?.edited.cleared.length ?? 0) > 0
     const offer =
       naming !== undefined && 'tool' in naming && dialect.recallTool !== undefined && session !== undefined && (rewritten || recallState?.offered === true)
-    if (offer && recallState?.offered !== true) await serving.exchanges?.offer(conversation, { key_name: keyName, session_id: session })
+    if (offer && recallState?.offered !== true)
+      await serving.exchanges?.offer(conversation, { key_name: keyName, session_id: session, since_ms: wallClock(started) })
     const payload = !('read' in read)
       ? body.bytes
       : outcome.kind !== 'none' || clearedHistory || offer
@@ -391,7 +392,7 @@ export class ProxyService {
       began,
       ...(offer ? { recallTool: PROXY_RECALL_TOOL } : {}),
       ...(offer && session !== undefined && dialect.recallTool !== undefined && GENERATION.has(dialect.endpoint)
-        ? { recall: this.offered(keyName, session, conversation, payload, answerAt, dialect.recallTool) }
+        ? { recall: this.offered(keyName, session, conversation, payload, answerAt, dialect.recallTool, wallClock(started)) }
         : {}),
       answered: (status, asked, upstreamMs) => {
         serving.metrics.proxyUpstreamSeconds.observe({ endpoint: dialect.endpoint }, upstreamMs / 1_000)
@@ -591,7 +592,15 @@ export class ProxyService {
   }
 
   /** The recall tool offered in `payload`: its calls searched in the session's cold layer, its exchanges kept with the conversation. */
-  private offered(keyName: string, session: string, conversation: string, payload: Buffer, answerAt: number, format: RecallFormat): OfferedRecall {
+  private offered(
+    keyName: string,
+    session: string,
+    conversation: string,
+    payload: Buffer,
+    answerAt: number,
+    format: RecallFormat,
+    since: number
+  ): OfferedRecall {
     const { store, exchanges, metrics } = this.serving
     return {
       format,
@@ -613,7 +622,7 @@ export class ProxyService {
           }
         }
       },
-      keep: (exchange) => void exchanges?.add(conversation, { at: answerAt, ...exchange }, { key_name: keyName, session_id: session })
+      keep: (exchange) => void exchanges?.add(conversation, { at: answerAt, ...exchange }, { key_name: keyName, session_id: session, since_ms: since })
     }
   }
 
@@ -627,7 +636,7 @@ export class ProxyService {
     const rows = clearedMemory(fresh)
     void keepInColdLayer(
       this.serving,
-      { keyName: ask.keyName, session, log: ask.log },
+      { keyName: ask.keyName, session, log: ask.log, started: ask.started },
       rows,
       "a cleared tool result's output could not be kept in the cold layer"
     )

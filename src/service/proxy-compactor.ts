@@ -483,7 +483,8 @@ export class ProxyCompactor {
     const saved: SavedConversation = { current: state.current, refined: state.refined, pending: state.pending }
     // One write at a time per conversation, in the order they were made.
     const job = (state.saving ?? Promise.resolve())
-      .then(() => store.save(state.key, saved, state.owner))
+      // (the conversation's last request its time: a deletion of its session since refuses what work begun before it keeps)
+      .then(() => store.save(state.key, saved, state.owner ? { ...state.owner, since_ms: state.seenAt } : undefined))
       .catch((err: unknown) => this.options.onAnchorFault?.(err))
       .finally(() => {
         this.writes.delete(job)

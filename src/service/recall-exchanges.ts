@@ -31,6 +31,8 @@ const NONE: RecallState = { offered: false, exchanges: [] }
 
 export class RecallExchanges {
   private readonly known = new LRUCache<string, RecallState>({ max: MAX_CONVERSATIONS })
+  /** Each conversation's write under way, which a read of the store waits for. */
+  private readonly saving = new Map<string, Promise<void>>()
 
   constructor(
     private readonly store: Pick<Store, 'shared' | 'getState' | 'putState'>,
@@ -47,8 +49,11 @@ export class RecallExchanges {
     const here = this.known.get(conversation)
     if (here && this.store.shared !== true) return here
     try {
+      await this.saving.get(conversation) // this process's own last write lands first
       const text = await this.store.getState(RecallExchanges.key(conversation), this.now())
-      const saved = typeof text === 'string' ? (JSON.parse(text) as RecallState) : (here ?? NONE)
+      // where replicas share the store, a state held here that the store has not (every one held here was
+      // saved: this process's own write landed above) was deleted with its session on another replica
+      const saved = typeof text === 'string' ? (JSON.parse(text) as RecallState) : this.store.shared === true ? NONE : (here ?? NONE)
       this.known.set(conversation, saved)
       return saved
     } catch (err) {
@@ -73,11 +78,12 @@ export class RecallExchanges {
 
   private async save(conversation: string, state: RecallState, owner: SessionOwner): Promise<void> {
     this.known.set(conversation, state)
-    try {
-      await this.store.putState(RecallExchanges.key(conversation), JSON.stringify(state), this.now() + ANCHOR_TTL_MS, owner)
-    } catch (err) {
+    const write = this.store.putState(RecallExchanges.key(conversation), JSON.stringify(state), this.now() + ANCHOR_TTL_MS, owner).catch((err: unknown) => {
       this.onFault(err)
-    }
+    })
+    this.saving.set(conversation, write)
+    await write
+    if (this.saving.get(conversation) === write) this.saving.delete(conversation)
   }
 
   /** Forgets the conversations held here whose key begins with `prefix` (a session's deletion; the store's rows go with the session). */

@@ -50,6 +50,8 @@ function countCompaction(metrics: Metrics, run: CompactRunView, modelKind: 'anth
 /** A compaction's record, and its two writes: the record, and its cold layer (what it removed, indexed for recall). */
 interface RecordWrites {
   compaction: CompactionRecord
+  /** When the compaction began (ms since the epoch): a deletion of its session after that refuses both writes. */
+  since: number
   record: () => Promise<void>
   coldLayer: () => Promise<void>
   /** The record could not be journaled (a full disk): counted and logged; the answer says so. */
@@ -64,7 +66,8 @@ function recordWrites(
   body: Pick<CompactRequestBody, 'mode' | 'session_id'> & { budgetTokens: number | 'off' },
   keyName: string,
   response: SummarizedView,
-  memory: CompactRunView['memory']
+  memory: CompactRunView['memory'],
+  since: number
 ): RecordWrites {
   const created_at = new Date().toISOString()
   const compaction: CompactionRecord = {
@@ -82,13 +85,14 @@ function recordWrites(
   }
   return {
     compaction,
+    since,
     unjournaled: (err) => {
       metrics.storeErrors.inc({ operation: 'journal' })
       log.error({ err, summary_id: response.summary.id }, 'compaction record not journaled: answered all the same, kept only if its write succeeds')
     },
     record: async () => {
       try {
-        await store.saveRecord(compaction)
+        await store.saveRecord(compaction, since)
       } catch (err) {
         metrics.storeErrors.inc({ operation: 'record_write' })
         log.error({ err, summary_id: response.summary.id }, 'compaction record not saved')
@@ -97,7 +101,10 @@ function recordWrites(
     coldLayer: async () => {
       if (!memory || body.session_id === undefined) return
       try {
-        const saved = await store.saveMemory({ compaction_id: response.summary.id, session_id: body.session_id, key_name: keyName, created_at }, memory)
+        const saved = await store.saveMemory(
+          { compaction_id: response.summary.id, session_id: body.session_id, key_name: keyName, created_at, since_ms: since },
+          memory
+        )
         metrics.memoryEntries.inc(memory.length)
         if (saved.evicted > 0)
           log.info({ summary_id: response.summary.id, cold_evicted: saved.evicted }, "the session's cold layer passed its bound: its oldest entries went")
@@ -123,7 +130,7 @@ async function scheduleRecord(
   store: ReadYourWrites,
   keyName: string,
   sessionId: string | undefined,
-  { compaction, record, coldLayer, unjournaled }: RecordWrites
+  { compaction, since, record, coldLayer, unjournaled }: RecordWrites
 ): Promise<{ recorded?: Promise<void>; begin?: () => void; unkept?: true }> {
   if (store.shared) return { recorded: record().then(coldLayer) }
   await store.room?.()
@@ -131,7 +138,7 @@ async function scheduleRecord(
     // A journal that cannot be written (a full disk) never fails the compaction: it is answered, flagged.
     let journaled = true
     try {
-      store.journal(compaction)
+      store.journal(compaction, since)
     } catch (err) {
       journaled = false
       unjournaled(err)
@@ -263,7 +270,8 @@ export async function serveCompaction(serving: Serving, run: CompactRunView, at:
       { mode: at.mode, session_id: at.session, budgetTokens: at.budgetTokens },
       at.keyName,
       response,
-      run.memory
+      run.memory,
+      wallClock(at.started)
     )
     return scheduleRecord(store, at.keyName, at.session, keep)
   }
@@ -280,10 +288,15 @@ export async function serveCompaction(serving: Serving, run: CompactRunView, at:
   return {}
 }
 
+/** The wall-clock time (ms since the epoch) of a moment of performance.now(): when a request or a piece of work began. */
+export function wallClock(started: number): number {
+  return Date.now() - (performance.now() - started)
+}
+
 /** Rows kept in a session's cold layer under an id of their own (not a compaction's: cleared outputs); a failure counted and logged. */
 export async function keepInColdLayer(
   serving: Pick<Serving, 'store' | 'metrics'>,
-  at: Pick<ServedAt, 'keyName' | 'session' | 'log'>,
+  at: Pick<ServedAt, 'keyName' | 'session' | 'log'> & { started?: number },
   rows: Parameters<Store['saveMemory']>[1],
   failure: string
 ): Promise<void> {
@@ -292,7 +305,9 @@ export async function keepInColdLayer(
     compaction_id: `clr_${randomUUID().replace(/-/g, '').slice(0, 24)}`,
     session_id: at.session,
     key_name: at.keyName,
-    created_at: new Date().toISOString()
+    created_at: new Date().toISOString(),
+    // (cleared outputs of a request begun before its session's deletion are not kept after it)
+    ...(at.started !== undefined ? { since_ms: wallClock(at.started) } : {})
   }
   await serving.store.saveMemory(owner, rows).then(
     (saved) => {

@@ -1,6 +1,7 @@
 import { emptySections } from '../compaction/sections.js'
 import { parseSummary } from '../compaction/summary-text.js'
 import { ownerOf, unseal } from './sealing.js'
+import { ANCHOR_TTL_MS } from '../contract/defaults.js'
 import { type CompactionRecord, InvalidCursorError, type RecallHit } from './store.js'
 
 /** What every store shares: how records are kept, cursors made and recall queries read. */
@@ -34,6 +35,12 @@ export function decodeCursor(cursor: string): number {
 }
 
 /** The scope of a tally: '' for the tenant's total, else the session's owner (a keyed hash: no session's id in the row). */
+/**
+ * How long a deleted session's tombstone is kept: longer than any work begun before the deletion runs (a
+ * summary, a write ahead, an anchor's life); a write begun after it is a new session's.
+ */
+export const TOMBSTONE_MS = ANCHOR_TTL_MS
+
 export function activityScope(keyName: string, sessionId: string | null): string {
   return sessionId === null ? '' : ownerOf(keyName, sessionId)
 }

@@ -19,7 +19,7 @@ import type {
 } from './store.js'
 import type { TimelinePoint } from '../contract/schemas.js'
 import { type ColdSaved, StoreError, sessionSummary } from './store.js'
-import { type StoredRecord, activityScope, decodeCursor, encodeCursor, openRecord, recallHit } from './common.js'
+import { type StoredRecord, TOMBSTONE_MS, activityScope, decodeCursor, encodeCursor, openRecord, recallHit } from './common.js'
 import { MAX_SESSION_MEMORY, MAX_SESSION_MEMORY_BYTES } from '../contract/defaults.js'
 import { BM25_B, BM25_K1 } from './rank.js'
 import { byLines, candidatesFor } from './lines.js'
@@ -86,7 +86,10 @@ export const MIGRATIONS: readonly (string | ((client: pg.PoolClient) => Promise<
   `ALTER TABLE cold ADD COLUMN line_from INT, ADD COLUMN line_to INT, ADD COLUMN words INT, ADD COLUMN bytes INT;
    CREATE INDEX cold_sizes ON cold (owner, id) INCLUDE (words, bytes);`,
   // 6: compactions made without a session, kept in clear until now, sealed under a key of their own.
-  sealSessionless
+  sealSessionless,
+  // 7: a deletion is final: a tombstone a session (or a session-less compaction) keeps for a day, which every
+  // write of it checks inside its transaction, under a lock the deletion takes alone (writes share it).
+  `CREATE TABLE tombstones (owner text PRIMARY KEY, deleted_ms bigint NOT NULL);`
 ]
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length
@@ -241,6 +244,26 @@ export class PostgresStore implements Store {
     }
   }
 
+  /**
+   * Whether a write of `owner` begun at `since` may go on: inside its transaction, under the owner's lock
+   * shared with other writes and taken alone by a deletion (so a deletion waits for the writes under way and
+   * they for it), the owner not deleted at or after `since`.
+   */
+  private async admitted(client: pg.PoolClient, owner: string, since: number): Promise<boolean> {
+    await client.query('SELECT pg_advisory_xact_lock_shared(hashtextextended($1, 0))', [owner])
+    const { rows } = await client.query<{ deleted_ms: string }>('SELECT deleted_ms FROM tombstones WHERE owner = $1', [owner])
+    return rows[0] === undefined || Number(rows[0].deleted_ms) < since
+  }
+
+  /** The owner deleted now: its lock taken alone (the writes under way finish first), its tombstone laid. */
+  private async bury(client: pg.PoolClient, owner: string): Promise<void> {
+    await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [owner])
+    await client.query(
+      'INSERT INTO tombstones (owner, deleted_ms) VALUES ($1, $2) ON CONFLICT (owner) DO UPDATE SET deleted_ms = greatest(tombstones.deleted_ms, excluded.deleted_ms)',
+      [owner, Date.now()]
+    )
+  }
+
   /** The session's owner and key; undefined for a session the tenant has nothing of. */
   private async session(sessionId: string, keyName: string): Promise<{ owner: string; key: Buffer } | undefined> {
     const owner = ownerOf(keyName, sessionId)
@@ -249,9 +272,10 @@ export class PostgresStore implements Store {
   }
 
   /** A record, sealed under its session's key (a record without a session is kept as it is: no deletion names it). */
-  async saveRecord(record: CompactionRecord): Promise<void> {
+  async saveRecord(record: CompactionRecord, since?: number): Promise<void> {
     const json = JSON.stringify({ ...record, summary: { text: record.summary.text } })
     const createdMs = Date.parse(record.created_at)
+    const begun = since ?? createdMs
     const figures = [record.stats.raw_history_tokens, record.stats.context_after_compaction, record.budget_tokens ?? null]
     const insert = 'INSERT INTO records (id, owner, key_name, created_ms, raw, after, budget, body) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING seq'
     const sessionId = record.session_id
@@ -260,6 +284,7 @@ export class PostgresStore implements Store {
       const owner = compactionOwner(record.key_name, record.id)
       await this.migrate()
       await this.transaction(async (client) => {
+        if (!(await this.admitted(client, owner, begun))) return
         const key = await this.sessionKey(client, owner)
         await client.query(insert, [record.id, owner, record.key_name, createdMs, ...figures, seal(key, json)])
       })
@@ -268,6 +293,7 @@ export class PostgresStore implements Store {
     const owner = ownerOf(record.key_name, sessionId)
     await this.migrate()
     await this.transaction(async (client) => {
+      if (!(await this.admitted(client, owner, begun))) return
       const key = await this.sessionKey(client, owner)
       const { rows } = await client.query<{ seq: string }>(insert, [record.id, owner, record.key_name, createdMs, ...figures, seal(key, json)])
       await client.query(
@@ -364,6 +390,7 @@ export class PostgresStore implements Store {
     const id = ownerOf(owner.key_name, owner.session_id)
     await this.migrate()
     await this.transaction(async (client) => {
+      if (!(await this.admitted(client, id, owner.since_ms ?? Date.now()))) return
       await client.query(upsert, [key, id, seal(await this.sessionKey(client, id), json), expiresAtMs])
     })
   }
@@ -387,6 +414,7 @@ export class PostgresStore implements Store {
     let through = 0
     let keyPart: string | undefined
     await this.transaction(async (client) => {
+      await this.bury(client, owner)
       const keys = await client.query<{ key: string }>('DELETE FROM cache WHERE owner = $1 RETURNING key', [owner])
       const records = await client.query('DELETE FROM records WHERE owner = $1', [owner])
       await client.query('DELETE FROM sessions WHERE owner = $1', [owner])
@@ -426,6 +454,7 @@ export class PostgresStore implements Store {
     let deleted = false
     await this.migrate()
     await this.transaction(async (client) => {
+      await this.bury(client, owner)
       deleted = ((await client.query('DELETE FROM records WHERE owner = $1', [owner])).rowCount ?? 0) > 0
       await client.query('DELETE FROM session_keys WHERE owner = $1', [owner])
     })
@@ -467,13 +496,19 @@ export class PostgresStore implements Store {
                 ? 1
                 : a.hour_ms - b.hour_ms || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)
       )
-    await this.query(
-      `INSERT INTO activity (key_name, scope, hour_ms, name, value)
-         SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::float8[])
-         ON CONFLICT (key_name, scope, hour_ms, name) DO UPDATE
-           SET value = CASE WHEN activity.name LIKE 'max:%' THEN GREATEST(activity.value, excluded.value) ELSE activity.value + excluded.value END`,
-      [rows.map((r) => r.key_name), rows.map((r) => r.scope), rows.map((r) => r.hour_ms), rows.map((r) => r.name), rows.map((r) => r.value)]
-    )
+    // a session's tallies are not added where it was deleted since their hour began (under the locks its deletion waits for)
+    const sessions = [...new Set(rows.filter((r) => r.session_id !== null).map((r) => r.scope))].sort()
+    await this.transaction(async (client) => {
+      for (const owner of sessions) await client.query('SELECT pg_advisory_xact_lock_shared(hashtextextended($1, 0))', [owner])
+      await client.query(
+        `INSERT INTO activity (key_name, scope, hour_ms, name, value)
+           SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::float8[]) AS u(key_name, scope, hour_ms, name, value)
+            WHERE u.scope = '' OR NOT EXISTS (SELECT 1 FROM tombstones t WHERE t.owner = u.scope AND t.deleted_ms >= u.hour_ms)
+           ON CONFLICT (key_name, scope, hour_ms, name) DO UPDATE
+             SET value = CASE WHEN activity.name LIKE 'max:%' THEN GREATEST(activity.value, excluded.value) ELSE activity.value + excluded.value END`,
+        [rows.map((r) => r.key_name), rows.map((r) => r.scope), rows.map((r) => r.hour_ms), rows.map((r) => r.name), rows.map((r) => r.value)]
+      )
+    })
   }
 
   async activity(keyName: string, sessionId: string | null, range: { fromMs: number; toMs: number }): Promise<ActivityRow[]> {
@@ -492,6 +527,7 @@ export class PostgresStore implements Store {
     await this.ensureDay(createdMs)
     // One statement for all the entries, and the bounds, in one transaction.
     return this.transaction(async (client) => {
+      if (!(await this.admitted(client, id, owner.since_ms ?? createdMs))) return { evicted: 0 }
       const key = await this.sessionKey(client, id)
       const terms = new Terms(key)
       const indexed = rows.map((r) => terms.counted(r.text))
@@ -665,6 +701,8 @@ export class PostgresStore implements Store {
             [beforeMs, PG_SLICE_ROWS]
           )
         ).rowCount ?? 0
+      // (a tombstone outlives any work begun before its deletion: a day)
+      await this.query('DELETE FROM tombstones WHERE deleted_ms < $1', [nowMs - TOMBSTONE_MS])
       total.memory += memory
       total.records += records
       total.cache += cache

@@ -93,12 +93,12 @@ export class ReadYourWrites implements Store {
   private readonly writes = new WritesAfterAnswers()
   readonly shared: boolean | undefined
   readonly room?: () => Promise<void>
-  readonly journal?: (record: CompactionRecord) => void
+  readonly journal?: (record: CompactionRecord, since?: number) => void
 
   constructor(readonly inner: Store) {
     this.shared = inner.shared
     if (inner.room) this.room = () => (inner.room as () => Promise<void>).call(inner)
-    if (inner.journal) this.journal = (record) => (inner.journal as (r: CompactionRecord) => void).call(inner, record)
+    if (inner.journal) this.journal = (record, since) => (inner.journal as (r: CompactionRecord, since?: number) => void).call(inner, record, since)
   }
 
   /** Reserves a write of a tenant's session, begun by what this returns (WritesAfterAnswers.reserve). */
@@ -106,8 +106,8 @@ export class ReadYourWrites implements Store {
     return this.writes.reserve(keyName, sessionId, write)
   }
 
-  saveRecord(record: CompactionRecord): Promise<void> {
-    return this.inner.saveRecord(record)
+  saveRecord(record: CompactionRecord, since?: number): Promise<void> {
+    return this.inner.saveRecord(record, since)
   }
   listRecords(sessionId: string, keyName: string, options: { limit: number; cursor?: string }): Promise<RecordPage> {
     return this.read(keyName, sessionId, () => this.inner.listRecords(sessionId, keyName, options))

@@ -79,7 +79,10 @@ export const MIGRATIONS: readonly (string | ((db: Database.Database) => void))[]
    CREATE INDEX cold_sizes ON cold (owner, id, kind, words, bytes);
    CREATE VIRTUAL TABLE cold_vocab USING fts5vocab(cold_terms, instance);`,
   // 8: compactions made without a session, kept in clear until now, sealed under a key of their own.
-  sealSessionless
+  sealSessionless,
+  // 9: a deletion is final: a tombstone a session (or a session-less compaction) keeps for a day, which every
+  // write of it checks inside its transaction (work begun before the deletion writes nothing after it).
+  `CREATE TABLE tombstones (owner TEXT PRIMARY KEY, deleted_ms INTEGER NOT NULL) WITHOUT ROWID;`
 ]
 
 /** The tables of the sealed schema (migration 5). */

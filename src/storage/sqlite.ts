@@ -22,7 +22,7 @@ import type {
 } from './store.js'
 import type { TimelinePoint } from '../contract/schemas.js'
 import { type ColdSaved, StoreError, sessionSummary } from './store.js'
-import { type ColdRow, type StoredRecord, activityScope, decodeCursor, encodeCursor, openRecord, recallHit } from './common.js'
+import { type ColdRow, type StoredRecord, TOMBSTONE_MS, activityScope, decodeCursor, encodeCursor, openRecord, recallHit } from './common.js'
 import { MAX_SESSION_MEMORY, MAX_SESSION_MEMORY_BYTES } from '../contract/defaults.js'
 import { type Candidate, rankBm25 } from './rank.js'
 import { byLines, candidatesFor } from './lines.js'
@@ -142,22 +142,36 @@ export class SqliteWrites {
       pruneActivity: db.prepare(
         'DELETE FROM activity WHERE (key_name, scope, hour_ms, name) IN (SELECT key_name, scope, hour_ms, name FROM activity WHERE hour_ms < ? LIMIT ?)'
       ),
-      health: db.prepare('INSERT INTO health (id, checked_ms) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET checked_ms = excluded.checked_ms')
+      health: db.prepare('INSERT INTO health (id, checked_ms) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET checked_ms = excluded.checked_ms'),
+      tombstone: db.prepare('SELECT deleted_ms FROM tombstones WHERE owner = ?').pluck(),
+      bury: db.prepare(
+        'INSERT INTO tombstones (owner, deleted_ms) VALUES (?, ?) ON CONFLICT(owner) DO UPDATE SET deleted_ms = max(deleted_ms, excluded.deleted_ms)'
+      ),
+      pruneTombstones: db.prepare('DELETE FROM tombstones WHERE deleted_ms < ?')
     }
+  }
+
+  /** Whether the owner was deleted at or after `since` (the write's work began before the deletion): then nothing of it is written. */
+  private buried(owner: string, since: number): boolean {
+    const deleted = this.statements.tombstone.get(owner) as number | undefined
+    return deleted !== undefined && deleted >= since
   }
 
   /** A record, sealed under its session's key (a record without a session is kept as it is: no deletion names it). */
   saveRecord(row: RecordRow): void {
     const createdMs = Date.parse(row.created_at)
+    const since = row.since ?? createdMs
     const { raw, after, budget } = recordFigures(row.record)
     this.db.transaction(() => {
       if (row.session_id === null) {
         // a compaction without a session: sealed under a key of its own, deleted with it by its id
         const owner = compactionOwner(row.key_name, row.id)
+        if (this.buried(owner, since)) return
         this.statements.insertRecord.run(row.id, owner, row.key_name, createdMs, raw, after, budget, seal(sessionKey(this.db, owner, this.ring), row.record))
         return
       }
       const owner = ownerOf(row.key_name, row.session_id)
+      if (this.buried(owner, since)) return
       const key = sessionKey(this.db, owner, this.ring)
       const seq = this.statements.insertRecord.run(row.id, owner, row.key_name, createdMs, raw, after, budget, seal(key, row.record)).lastInsertRowid
       this.statements.upsertSession.run(owner, row.key_name, seal(key, row.session_id), createdMs, seq)
@@ -171,13 +185,19 @@ export class SqliteWrites {
       return
     }
     const id = ownerOf(owner.key_name, owner.session_id)
-    this.db.transaction(() => this.statements.putCache.run(key, id, seal(sessionKey(this.db, id, this.ring), json), expiresAtMs))()
+    this.db.transaction(() => {
+      if (this.buried(id, owner.since_ms ?? Date.now())) return
+      this.statements.putCache.run(key, id, seal(sessionKey(this.db, id, this.ring), json), expiresAtMs)
+    })()
   }
 
-  /** Tallies added (or raised, for `max:` names), in one transaction. */
+  /** Tallies added (or raised, for `max:` names), in one transaction; none of a session deleted since its hour began. */
   addActivity(tallies: readonly ActivityTally[]): void {
     this.db.transaction(() => {
-      for (const t of tallies) this.statements.addActivity.run(t.key_name, activityScope(t.key_name, t.session_id), t.hour_ms, t.name, t.value)
+      for (const t of tallies) {
+        if (t.session_id !== null && this.buried(ownerOf(t.key_name, t.session_id), t.hour_ms)) continue
+        this.statements.addActivity.run(t.key_name, activityScope(t.key_name, t.session_id), t.hour_ms, t.name, t.value)
+      }
     })()
   }
 
@@ -196,6 +216,7 @@ export class SqliteWrites {
       this.statements.deleteSessionRow.run(owner)
       this.statements.deleteKey.run(owner)
       this.statements.deleteActivity.run(keyName, owner)
+      this.statements.bury.run(owner, Date.now())
       return { compactions, cold_layer: cold.n, cached, cache_keys: keys, through: cold.through ?? 0 }
     })()
   }
@@ -206,6 +227,7 @@ export class SqliteWrites {
     return this.db.transaction(() => {
       const deleted = this.statements.deleteRecords.run(owner).changes
       this.statements.deleteKey.run(owner)
+      if (deleted > 0) this.statements.bury.run(owner, Date.now())
       return deleted > 0
     })()
   }
@@ -252,6 +274,7 @@ export class SqliteWrites {
     const createdMs = Date.parse(owner.created_at)
     const id = ownerOf(owner.key_name, owner.session_id)
     return this.db.transaction((): ColdSaved => {
+      if (this.buried(id, owner.since_ms ?? createdMs)) return { evicted: 0 }
       const key = sessionKey(this.db, id, this.ring)
       const terms = new Terms(key)
       for (const r of rows) {
@@ -311,6 +334,8 @@ export class SqliteWrites {
         }
         const cache = this.statements.pruneCache.run(nowMs, STEP_ROWS).changes
         const tallies = this.statements.pruneActivity.run(beforeMs, STEP_ROWS).changes
+        // (a tombstone outlives any work begun before its deletion: a day)
+        this.statements.pruneTombstones.run(nowMs - TOMBSTONE_MS)
         total.memory += entries.length
         total.records += records.length
         total.cache += cache
@@ -527,14 +552,19 @@ export class SqliteStore implements Store {
       throw new StoreError(`cannot open the database ${path}: ${err instanceof Error ? err.message : String(err)}`, { cause: err })
     }
     const inline = path === ':memory:' || options.writer === 'inline'
+    const keys = options.keys ?? {}
+    this.ring = new KeyRing(keys)
     if (path !== ':memory:') {
       this.journalFd = this.replayJournal(`${path}-records.journal`)
-      this.journal = (record) => {
+      const tombstone = this.db.prepare('SELECT deleted_ms FROM tombstones WHERE owner = ?').pluck()
+      this.journal = (record, since) => {
+        // (a compaction begun before its session's deletion is not journaled after it: a replay would bring it back)
+        const owner = record.session_id === null ? compactionOwner(record.key_name, record.id) : ownerOf(record.key_name, record.session_id)
+        const deleted = tombstone.get(owner) as number | undefined
+        if (deleted !== undefined && deleted >= (since ?? Date.parse(record.created_at))) return
         if (this.journalFd !== undefined) this.append(this.journalFd, record)
       }
     }
-    const keys = options.keys ?? {}
-    this.ring = new KeyRing(keys)
     this.writer = inline
       ? inlineRunner<Writes>(new SqliteWrites(this.db, options.maxSessionMemory, options.maxSessionBytes, this.ring))
       : new StoreThread<Writes>('write', path, { maxSessionMemory: options.maxSessionMemory, maxSessionBytes: options.maxSessionBytes, keys })
@@ -571,7 +601,7 @@ export class SqliteStore implements Store {
   }
 
   /** Store.journal: only for a file (`:memory:` keeps nothing through a kill anyway). */
-  readonly journal?: (record: CompactionRecord) => void
+  readonly journal?: (record: CompactionRecord, since?: number) => void
 
   /** Records journaled, as the JSON the journal holds: their write sends it as it is. */
   private readonly serialized = new WeakMap<CompactionRecord, string>()
@@ -610,10 +640,10 @@ export class SqliteStore implements Store {
     }
   }
 
-  async saveRecord(record: CompactionRecord): Promise<void> {
+  async saveRecord(record: CompactionRecord, since?: number): Promise<void> {
     try {
       // a string crosses to the writer thread as one copy, where the record's objects were cloned one by one
-      await this.writer.run('saveRecord', [recordRow(record, this.serialized.get(record) ?? JSON.stringify(stored(record)))])
+      await this.writer.run('saveRecord', [recordRow(record, this.serialized.get(record) ?? JSON.stringify(stored(record)), since)])
     } finally {
       // once every journaled record is in the file (or has failed, and was counted), the journal can go
       if (this.unwritten.delete(record.id) && this.unwritten.size === 0 && this.journalFd !== undefined && this.journaledBytes > JOURNAL_KEEP_BYTES) {
@@ -800,10 +830,19 @@ export interface RecordRow {
   key_name: string
   created_at: string
   record: string
+  /** When the compaction began (its created_at where not given): a deletion after it refuses the record. */
+  since?: number
 }
 
-function recordRow(record: Pick<StoredRecord, 'id' | 'session_id' | 'key_name' | 'created_at'>, json: string): RecordRow {
-  return { id: record.id, session_id: record.session_id, key_name: record.key_name, created_at: record.created_at, record: json }
+function recordRow(record: Pick<StoredRecord, 'id' | 'session_id' | 'key_name' | 'created_at'>, json: string, since?: number): RecordRow {
+  return {
+    id: record.id,
+    session_id: record.session_id,
+    key_name: record.key_name,
+    created_at: record.created_at,
+    record: json,
+    ...(since !== undefined ? { since } : {})
+  }
 }
 
 /** The journal is emptied once nothing in it is unwritten and it has grown past this. */

@@ -58,6 +58,8 @@ export interface MemoryOwner {
   session_id: string
   key_name: string
   created_at: string
+  /** When the work that made them began (ms since the epoch; created_at where not given): a deletion of the session after it refuses them. */
+  since_ms?: number
 }
 
 export interface RecallQuery {
@@ -130,6 +132,8 @@ export function sessionSummary(row: SessionRow): SessionSummary {
 export interface SessionOwner {
   key_name: string
   session_id: string
+  /** When the work that made it began (ms since the epoch; the write's own time where not given): a deletion of the session after it refuses it. */
+  since_ms?: number
 }
 
 /** What deleting a session deleted. */
@@ -187,7 +191,11 @@ export interface ActivityRow {
 export interface Store {
   /** Read by other processes too (replicas sharing PostgreSQL): a write must be done before the answer that tells of it. */
   readonly shared?: boolean
-  saveRecord(record: CompactionRecord): Promise<void>
+  /**
+   * Keeps a compaction's record, unless its session (or, without one, the compaction) was deleted at or after
+   * `since` (when the compaction began; its created_at where not given): a deletion is final (a tombstone).
+   */
+  saveRecord(record: CompactionRecord, since?: number): Promise<void>
   /** A tenant's records of one session, newest first. Someone else's session reads as an empty one. */
   listRecords(sessionId: string, keyName: string, options: { limit: number; cursor?: string }): Promise<RecordPage>
   /** A tenant's sessions (those with a session id), the one with the newest compaction first. */
@@ -239,7 +247,7 @@ export interface Store {
    * the file, replayed at the next start), so that an answer need not wait for the write itself.
    * Absent where records are written before the answer anyway, or kept nowhere (`:memory:`).
    */
-  journal?(record: CompactionRecord): void
+  journal?(record: CompactionRecord, since?: number): void
   close(): Promise<void>
 }
 

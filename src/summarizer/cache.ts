@@ -121,6 +121,8 @@ export class CachingSummarizer implements Summarizer {
       const other = await this.awaitOther(flight, key)
       if (other) return { sections: other.sections, report: this.cacheReport(other.model, started) }
     }
+    // (when the summary began: a deletion of its session meanwhile refuses its cached copy)
+    const begun = Date.now()
     try {
       // the call itself does not follow the clients (a retry finds it done); its queue place does
       const result = await this.inner.summarize({ ...request, signal: undefined })
@@ -129,7 +131,7 @@ export class CachingSummarizer implements Summarizer {
         // The model's answer is redacted before it is stored: a model may repeat a secret back.
         const sections = redactSections(result.sections, request.redactors.redactParts)
         try {
-          const owner = request.session === undefined ? undefined : { key_name: request.keyName ?? '', session_id: request.session }
+          const owner = request.session === undefined ? undefined : { key_name: request.keyName ?? '', session_id: request.session, since_ms: begun }
           await this.options.store.putCached(key, { sections, model: result.report.model }, this.options.now() + this.options.ttlMs, owner)
         } catch (err) {
           this.options.onStoreError('cache_write', err)

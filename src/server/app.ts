@@ -36,7 +36,8 @@ import { storePlugin } from './plugins/store.js'
 import { compactRoutes } from './routes/compact.js'
 import { doctrineRoutes } from './routes/doctrine.js'
 import { readContract, siteRoutes } from './routes/site.js'
-import { healthRoutes } from './routes/health.js'
+import { healthRoutes, keysCheck } from './routes/health.js'
+import { probesPlugin } from './plugins/probes.js'
 import { memoryRoutes } from './routes/memory.js'
 import { mcpRoutes } from './routes/mcp.js'
 import { messagesRoutes } from './routes/messages.js'
@@ -153,6 +154,12 @@ export async function buildApp(options: AppOptions): Promise<App> {
 
   await app.register(routes(healthRoutes, 'store'))
   await app.register(routes(metricsRoutes, 'metrics'))
+  // the probes on a listener and a thread of their own too, where a flood cannot hold them up (COMPACT_PROBE_PORT)
+  await app.register(probesPlugin, {
+    host: config.HOST,
+    ...(config.COMPACT_PROBE_PORT !== undefined ? { port: config.COMPACT_PROBE_PORT } : {}),
+    keys: keysCheck(app.masterKeyId)
+  })
   await app.register(doctrineRoutes)
   await app.register(siteRoutes, { version: SERVICE_VERSION, contract: readContract() })
   await app.register(uiRoutes, { files: readUi() })

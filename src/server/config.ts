@@ -42,6 +42,7 @@ const LogLevel = Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace',
 export const ConfigSchema = Type.Object({
   PORT: Type.Integer({ minimum: 0, maximum: 65_535, default: DEFAULT_PORT }),
   HOST: Type.String({ minLength: 1, default: DEFAULT_HOST }),
+  COMPACT_PROBE_PORT: Type.Optional(Type.Integer({ minimum: 0, maximum: 65_535 })),
   LOG_LEVEL: Type.Unsafe<'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'>({ ...LogLevel, default: 'info' }),
   ANTHROPIC_API_KEY: Type.Optional(Type.String({ minLength: 1 })),
   ANTHROPIC_BASE_URL: Type.Optional(Type.String({ pattern: '^https?://' })),

@@ -49,15 +49,19 @@ describe('deploy/kubernetes', () => {
     expect(env.COMPACT_API_KEYS, 'a non-loopback HOST needs keys').toBeTruthy()
     expect(config.COMPACT_DB).toMatch(/^postgres:\/\//)
     // The keys and the database password live in the Secret, never in the ConfigMap.
-    for (const name of ['COMPACT_API_KEYS', 'ANTHROPIC_API_KEY', 'COMPACT_DB']) expect(configMap.data[name]).toBeUndefined()
+    for (const name of ['COMPACT_API_KEYS', 'ANTHROPIC_API_KEY', 'COMPACT_DB', 'COMPACT_MASTER_KEY']) expect(configMap.data[name]).toBeUndefined()
   })
 
-  it('probes readiness on /readyz and liveness on /healthz, on the port the server listens on', () => {
+  it("probes readiness on /readyz and liveness on /healthz, on the probes' own port (a flood on the main one cannot hold them up)", () => {
     expect(container.readinessProbe.httpGet.path).toBe('/readyz')
     expect(container.livenessProbe.httpGet.path).toBe('/healthz')
-    const http = container.ports.find((p) => p.name === container.readinessProbe.httpGet.port)
-    expect(http?.containerPort).toBe(Number(configMap.data.PORT))
-    expect(container.livenessProbe.httpGet.port).toBe(http?.name)
+    const probes = container.ports.find((p) => p.name === container.readinessProbe.httpGet.port)
+    expect(probes?.containerPort).toBe(Number(configMap.data.COMPACT_PROBE_PORT))
+    expect(container.ports.map((p) => p.containerPort)).toContain(Number(configMap.data.PORT))
+    expect(container.livenessProbe.httpGet.port).toBe(probes?.name)
+    expect((deployment.spec.template.metadata as { annotations?: Record<string, string> }).annotations?.['prometheus.io/port']).toBe(
+      configMap.data.COMPACT_PROBE_PORT
+    )
     const refs = container.envFrom.map((e) => ('configMapRef' in e ? e.configMapRef.name : e.secretRef.name))
     expect(refs.sort()).toEqual([configMap.metadata.name, secret.metadata.name].sort())
   })

@@ -394,7 +394,7 @@ describe("the proxy's recall tool (Responses API): budget, names, prefixes", () 
         }
         for (const o of opened.splice(0).reverse()) await o.close()
       }),
-      { numRuns: 8 }
+      { numRuns: 16 }
     )
     // (turns after a crossing compare against the turn before them: most do)
     expect(compared).toBeGreaterThan(4)

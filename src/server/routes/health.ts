@@ -5,11 +5,15 @@ import { OPEN, openResponses } from './security.js'
 /** Probes and scrapes come every few seconds: their request lines are logged only at warn and above. */
 export const PROBE_LOG_LEVEL = 'warn'
 
+/** What readiness says of the session keys: whether a copy of the database alone opens its sessions (never the key or its id: the route is open). */
+export function keysCheck(masterKeyId: string | undefined): string {
+  return masterKeyId !== undefined ? 'wrapped under a master key' : 'not wrapped (no COMPACT_MASTER_KEY)'
+}
+
 /** Liveness answers while the process does; readiness checks the store can be written, never the model. */
 export const healthRoutes: FastifyPluginAsync = async (app) => {
   const { store } = app
-  // whether a copy of the database alone opens its sessions (said, never the key or its id: this route is open)
-  const keysCheck = app.masterKeyId !== undefined ? 'wrapped under a master key' : 'not wrapped (no COMPACT_MASTER_KEY)'
+  const keys = keysCheck(app.masterKeyId)
   app.get(
     '/healthz',
     {
@@ -39,12 +43,12 @@ export const healthRoutes: FastifyPluginAsync = async (app) => {
     async (request, reply) => {
       try {
         await store.checkWritable()
-        return { status: 'ready', checks: { store: 'ok', keys: keysCheck } }
+        return { status: 'ready', checks: { store: 'ok', keys } }
       } catch (err) {
         request.log.warn({ err }, 'readiness: store not writable')
         void reply.code(503)
         // the reason stays in the log: this route is open to anyone
-        return { status: 'not_ready', checks: { store: 'not writable (the server log says why)', keys: keysCheck } }
+        return { status: 'not_ready', checks: { store: 'not writable (the server log says why)', keys } }
       }
     }
   )

@@ -107,14 +107,18 @@ export const DERIVED_SESSION_PREFIX = 'conv-'
 
 /**
  * A stable session id for a conversation whose client names none: from what tells the conversation apart
- * (its system prompt and first message; records are per key already), so that every request of it finds
- * the same id, and it is listed, recorded, recalled and shown like any other.
+ * (its system prompt, its first message, and the model's first answer once there is one: two runs of the
+ * same automated task under one key ask the same and are answered apart; records are per key already), so
+ * that every request of it after its first finds the same id, and it is listed, recorded, recalled and
+ * shown like any other. (A conversation's first request has no answer yet: it is under any budget.)
  */
 export function derivedSession(parts: Pick<ProxyParts, 'system' | 'messages'>): string {
+  const answer = parts.messages[1]
   const hash = createHash('sha256')
     .update(JSON.stringify(parts.system ?? null))
     .update('\n')
     .update(JSON.stringify(parts.messages[0] ?? null))
+  if (answer?.role === 'assistant') hash.update('\n').update(JSON.stringify(answer.content))
   return `${DERIVED_SESSION_PREFIX}${hash.digest('hex').slice(0, 32)}`
 }
 

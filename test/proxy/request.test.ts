@@ -1,7 +1,15 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { GatewayError } from '../../src/contract/errors.js'
-import { MAX_SESSION_LENGTH, farUnderBudget, budgetTokensOf, proxySession, readMessagesRequest } from '../../src/proxy/request.js'
+import {
+  MAX_SESSION_LENGTH,
+  type ProxyParts,
+  farUnderBudget,
+  budgetTokensOf,
+  derivedSession,
+  proxySession,
+  readMessagesRequest
+} from '../../src/proxy/request.js'
 import { type Message, promptTokens } from '../../src/compaction/index.js'
 import { assistant, user } from '../helpers/history.js'
 
@@ -97,5 +105,26 @@ describe('farUnderBudget', () => {
     expect(farUnderBudget(Buffer.from(JSON.stringify({ model: 'm', messages: image }, null, 2)), 1_000_000)).toBe(false)
     expect(farUnderBudget(Buffer.from('"image"'), 1_000_000)).toBe(false)
     expect(farUnderBudget(body([user('paste an image'), assistant('a "document" in quotes: \\"document\\"')]), 1_000_000)).toBe(true)
+  })
+})
+
+describe('derivedSession', () => {
+  const system = [{ type: 'text' as const, text: 'You are a release bot.' }]
+  const ask = { role: 'user' as const, content: 'Cut the release' }
+  const run = (answer: string): ProxyParts['messages'][] => {
+    const first: ProxyParts['messages'] = [ask]
+    const second: ProxyParts['messages'] = [...first, { role: 'assistant', content: answer }, { role: 'user', content: 'go on' }]
+    const third: ProxyParts['messages'] = [...second, { role: 'assistant', content: 'done' }, { role: 'user', content: 'and the notes' }]
+    return [first, second, third]
+  }
+
+  it('keeps one id for every request of a conversation after its first, and tells two runs of the same task apart by their first answers', () => {
+    const [, a2, a3] = run('Cutting 1.4.0 from main.').map((messages) => derivedSession({ system, messages }))
+    const [, b2] = run('Cutting 1.4.0 from the release branch.').map((messages) => derivedSession({ system, messages }))
+    expect(a3).toBe(a2)
+    expect(b2).not.toBe(a2)
+    expect(a2).toMatch(/^conv-[0-9a-f]{32}$/)
+    // the same run, sent again, is the same conversation
+    expect(derivedSession({ system, messages: run('Cutting 1.4.0 from main.')[2]! })).toBe(a3)
   })
 })

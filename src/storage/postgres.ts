@@ -122,6 +122,9 @@ export function redactedUrl(url: string): string {
   }
 }
 
+/** How often a deletion's key-table rewrite that failed is tried again. */
+const RECLAIM_RETRY_MS = 5_000
+
 export interface PostgresOptions {
   /** Connections in the pool at most. */
   maxConnections?: number
@@ -439,14 +442,47 @@ export class PostgresStore implements Store {
         ])
       ).rowCount ?? 0) === PG_SLICE_ROWS
     );
-    if (keyPart === undefined) return { ...deleted, space_reclaimed: true }
+    if (keyPart === undefined) {
+      // (nothing of it here: space is reclaimed unless an earlier deletion's rewrite is still being retried)
+      const pending = this.unreclaimed.size > 0
+      return { ...deleted, space_reclaimed: !pending, ...(pending ? { reclaim_failure: "an earlier deletion's key table is still to be rewritten" } : {}) }
+    }
     try {
-      if (!/^session_keys_\d+$/.test(keyPart)) throw new Error(`the key was in ${keyPart}, not a part of session_keys`)
-      await this.pool.query({ text: `VACUUM (FULL) ${keyPart}`, query_timeout: VACUUM_TIMEOUT_MS } as pg.QueryConfig)
+      await this.rewriteKeys(keyPart)
       return { ...deleted, space_reclaimed: true }
     } catch (err) {
-      return { ...deleted, space_reclaimed: false, reclaim_failure: err instanceof Error ? err.message : String(err) }
+      this.unreclaimed.add(keyPart)
+      this.retryReclaim()
+      return { ...deleted, space_reclaimed: false, reclaim_failure: `${err instanceof Error ? err.message : String(err)}: retried until it is done` }
     }
+  }
+
+  /** The part of the keys' table that held a deleted key, rewritten so that its bytes are in no page. */
+  private async rewriteKeys(part: string): Promise<void> {
+    if (!/^session_keys_\d+$/.test(part)) throw new Error(`the key was in ${part}, not a part of session_keys`)
+    await this.pool.query({ text: `VACUUM (FULL) ${part}`, query_timeout: VACUUM_TIMEOUT_MS } as pg.QueryConfig)
+  }
+
+  /** Parts of the keys' table whose rewrite failed, retried (every RECLAIM_RETRY_MS) until each is done or the store closes. */
+  private readonly unreclaimed = new Set<string>()
+  private reclaiming: NodeJS.Timeout | undefined
+  private retryReclaim(): void {
+    if (this.reclaiming) return
+    this.reclaiming = setInterval(() => {
+      for (const part of [...this.unreclaimed])
+        void this.rewriteKeys(part).then(
+          () => {
+            this.unreclaimed.delete(part)
+            if (this.unreclaimed.size === 0) this.stopReclaiming()
+          },
+          () => undefined
+        )
+    }, RECLAIM_RETRY_MS)
+    this.reclaiming.unref()
+  }
+  private stopReclaiming(): void {
+    clearInterval(this.reclaiming)
+    this.reclaiming = undefined
   }
 
   async deleteCompaction(compactionId: string, keyName: string): Promise<boolean> {
@@ -755,6 +791,7 @@ export class PostgresStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return
     this.closed = true
+    this.stopReclaiming()
     await this.pool.end()
   }
 }

@@ -702,11 +702,39 @@ export class SqliteStore implements Store {
     this.rewriteJournal(drop)
     const { through, ...deleted } = await this.writer.run('deleteSession', [sessionId, keyName])
     this.rewriteJournal(drop)
-    if (deleted.compactions + deleted.cold_layer + deleted.cached === 0) return { ...deleted, space_reclaimed: true }
+    // (nothing of it here: space is reclaimed unless an earlier deletion's reclaiming is still being retried)
+    if (deleted.compactions + deleted.cold_layer + deleted.cached === 0)
+      return { ...deleted, space_reclaimed: this.reclaiming === undefined, ...(this.reclaiming ? { reclaim_failure: RECLAIM_PENDING } : {}) }
     while ((await this.writer.run('deleteCold', [sessionId, keyName, through])).more);
+    if (await this.reclaimOnce()) return { ...deleted, space_reclaimed: true }
+    this.retryReclaim()
+    return { ...deleted, space_reclaimed: false, reclaim_failure: 'a reader kept the WAL from being emptied: retried until it is' }
+  }
+
+  /** A deletion's freed pages given back and the WAL emptied; whether both were (a reader's snapshot may keep the WAL). */
+  private async reclaimOnce(): Promise<boolean> {
     let reclaimed = await this.writer.run('reclaim', [])
     while (!reclaimed.done) reclaimed = await this.writer.run('reclaim', [])
-    return { ...deleted, space_reclaimed: !reclaimed.busy, ...(reclaimed.busy ? { reclaim_failure: 'a reader kept the WAL from being emptied' } : {}) }
+    return !reclaimed.busy
+  }
+
+  /** Reclaiming that could not finish, retried (every RECLAIM_RETRY_MS) until it does or the store closes. */
+  private reclaiming: NodeJS.Timeout | undefined
+  private retryReclaim(): void {
+    if (this.reclaiming) return
+    this.reclaiming = setInterval(() => {
+      void this.reclaimOnce().then(
+        (done) => {
+          if (done) this.stopReclaiming()
+        },
+        () => undefined
+      )
+    }, RECLAIM_RETRY_MS)
+    this.reclaiming.unref()
+  }
+  private stopReclaiming(): void {
+    clearInterval(this.reclaiming)
+    this.reclaiming = undefined
   }
 
   /**
@@ -810,6 +838,7 @@ export class SqliteStore implements Store {
 
   /** Closes after every write asked for so far is done. */
   async close(): Promise<void> {
+    this.stopReclaiming()
     await this.writer.close()
     await this.reader.close()
     if (this.journalFd !== undefined && this.unwritten.size === 0) ftruncateSync(this.journalFd, 0)
@@ -844,6 +873,11 @@ function recordRow(record: Pick<StoredRecord, 'id' | 'session_id' | 'key_name' |
     ...(since !== undefined ? { since } : {})
   }
 }
+
+/** How often a deletion's reclaiming that could not finish is tried again. */
+const RECLAIM_RETRY_MS = 1_000
+/** What a deletion says while an earlier one's reclaiming is still being retried. */
+const RECLAIM_PENDING = "an earlier deletion's space is still being reclaimed (a reader keeps the WAL)"
 
 /** The journal is emptied once nothing in it is unwritten and it has grown past this. */
 const JOURNAL_KEEP_BYTES = 1 << 20

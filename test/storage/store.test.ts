@@ -10,6 +10,7 @@ import { MAX_WRITE_BACKLOG } from '../../src/contract/defaults.js'
 import { type CompactionRecord, InvalidCursorError, type MemoryOwner, type Store } from '../../src/storage/store.js'
 import { ownerOf, unseal } from '../../src/storage/sealing.js'
 import { tempDb } from '../helpers/process.js'
+import { until } from '../helpers/wait.js'
 import { PG_URL, dropSchemas, freshPgUrl, pgMissing } from '../helpers/services.js'
 
 const stores: Store[] = []
@@ -486,6 +487,28 @@ describe('SqliteStore', () => {
     s.connection.pragma('wal_checkpoint(TRUNCATE)')
     expect(s.connection.prepare('SELECT count(*) FROM records WHERE owner IS NULL').pluck().get()).toBe(0)
     expect(sqliteFiles(path)).not.toContain('zqxoldloosevv')
+  })
+
+  it('says when a deletion could not reclaim its space (a reader kept the WAL), retries until it has, and says so meanwhile', async () => {
+    const path = tempDb()
+    const s = new SqliteStore(path)
+    stores.push(s)
+    await s.saveRecord(record('cmp_wal', 'walled', 'alpha'))
+    await s.saveMemory({ compaction_id: 'cmp_wal', session_id: 'walled', key_name: 'alpha', created_at: '2026-11-30T00:00:00.000Z' }, [
+      { kind: 'output', text: 'zqxwalled '.repeat(200), from: 0, to: 0 }
+    ])
+    // another connection's read transaction holds a snapshot: the WAL cannot be emptied past it
+    const reader = new Database(path)
+    reader.prepare('BEGIN').run()
+    reader.prepare('SELECT count(*) FROM records').pluck().get()
+    const first = await s.deleteSession('walled', 'alpha')
+    expect(first).toMatchObject({ compactions: 1, space_reclaimed: false, reclaim_failure: expect.stringContaining('retried') })
+    // a second deletion finds nothing of it, and does not claim what is still pending
+    expect(await s.deleteSession('walled', 'alpha')).toMatchObject({ compactions: 0, space_reclaimed: false })
+    reader.prepare('COMMIT').run()
+    reader.close()
+    // once the reader is gone, the retry empties the WAL, and a deletion says the space is reclaimed
+    await until('the retried reclaim finished', async () => (await s.deleteSession('walled', 'alpha')).space_reclaimed)
   })
 
   it("never writes a session's words in clear; deleting it deletes its key (zeroed in the file, gone from the WAL), its rows, its journaled records, and gives the pages back", async () => {

@@ -87,7 +87,9 @@ export async function buildApp(options: AppOptions): Promise<App> {
     // Slow clients are bounded while they send (headers, then the whole body) and while they read the
     // answer (the idle timeout); no timeout runs while a compaction is being worked on (timeoutsPlugin).
     connectionTimeout: config.COMPACT_IDLE_TIMEOUT_MS,
-    keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+    // (an answer the kernel's buffers took whole is finished for the server, read or not: a connection kept
+    // alive after it is idle, and goes at the idle timeout like any other)
+    keepAliveTimeout: Math.min(KEEP_ALIVE_TIMEOUT_MS, config.COMPACT_IDLE_TIMEOUT_MS),
     requestTimeout: config.COMPACT_BODY_TIMEOUT_MS,
     // Node looks for requests over their time at this interval (30 s by default): a quarter of the body timeout.
     http: { connectionsCheckingInterval: Math.max(100, Math.min(30_000, Math.floor(config.COMPACT_BODY_TIMEOUT_MS / 4))) },

@@ -18,7 +18,7 @@ import { at } from './at.js'
 import type { CommonText } from './harness.js'
 
 export type Mode = 'auto' | 'manual'
-export type Reason = 'over_budget' | 'under_budget' | 'manual' | 'disabled' | 'nothing_to_compact' | 'dry_run' | 'cleared'
+export type Reason = 'over_budget' | 'under_budget' | 'manual' | 'disabled' | 'nothing_to_compact' | 'dry_run' | 'cleared' | 'cache_lapsed'
 
 /** The summary may take at most this share of the budget. */
 export const SUMMARY_SHARE = 10

@@ -43,6 +43,13 @@ export const DEFAULT_UPSTREAM_CONNECTIONS = 128
 export const DEFAULT_PRECOMPUTE_AT = 0.75
 /** After a proxied compaction the context lands at this share of the room between system + tools and the budget. */
 export const DEFAULT_TARGET_SHARE = 0.5
+/** How long the upstream's prompt cache lasts without a request (the APIs' default: five minutes). */
+export const DEFAULT_PROMPT_CACHE_S = 300
+/**
+ * The share of the budget past which a conversation that comes back after its prompt cache lapsed is
+ * compacted then: its whole prefix is written to the cache again anyway, so the rewrite costs nothing extra.
+ */
+export const LAPSED_CACHE_SHARE = 0.6
 /**
  * The prices (per million tokens) the overview's estimate of what compaction saved is made at: Claude
  * Sonnet's list prices in USD (cache writes of 5 minutes at 1.25x input, reads at 0.1x).

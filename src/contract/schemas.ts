@@ -205,8 +205,9 @@ export const SummarizerReport = Type.Object(
 
 export type SummarizerReportBody = Static<typeof SummarizerReport>
 
-export const Reason = Type.Enum(['over_budget', 'under_budget', 'manual', 'disabled', 'nothing_to_compact', 'dry_run', 'cleared'], {
-  description: 'Why the history was or was not compacted; `cleared`: its old tool results were cleared (strategy clear or hybrid) and nothing was summarized.'
+export const Reason = Type.Enum(['over_budget', 'under_budget', 'manual', 'disabled', 'nothing_to_compact', 'dry_run', 'cleared', 'cache_lapsed'], {
+  description:
+    'Why the history was or was not compacted; `cleared`: its old tool results were cleared (strategy clear or hybrid) and nothing was summarized; `cache_lapsed`: a proxied conversation past a share of its budget came back after its prompt cache lapsed, and was compacted then (its prefix was written to the cache again anyway).'
 })
 
 export const CompactResponse = Type.Object(

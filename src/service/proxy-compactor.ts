@@ -29,7 +29,7 @@ import {
 } from './compact.js'
 import { type Anchor, anchorOf, anchoredTail, hashPrefix, holds, withAnchor } from '../proxy/anchors.js'
 import { derivedSession } from '../proxy/request.js'
-import { MAX_PROXY_SESSIONS, PROXY_SESSION_IDLE_MS, ANCHOR_TTL_MS } from '../contract/defaults.js'
+import { MAX_PROXY_SESSIONS, PROXY_SESSION_IDLE_MS, ANCHOR_TTL_MS, LAPSED_CACHE_SHARE } from '../contract/defaults.js'
 
 /** How far past the target share of the room a crossing may land with a summary written ahead, taken as it is. */
 const LANDING_SLACK = 0.1
@@ -159,6 +159,15 @@ export interface ProxyCompactorOptions {
   maxSessions?: number
   /** After a crossing the context lands at this share of the room between system + tools and the budget; undefined: keep_tokens' default. */
   targetShare?: number
+  /**
+   * How long the upstream's prompt cache lasts without a request (COMPACT_PROMPT_CACHE_S); undefined: never
+   * compacted for it. A conversation past LAPSED_CACHE_SHARE of its budget that comes back later than this is
+   * compacted then, its prefix being written again anyway (one replica's own requests only: where replicas
+   * share the anchors, another may have kept the cache warm).
+   */
+  promptCacheMs?: number
+  /** The clock of the conversations' pace (tests move it). */
+  clock?: () => number
   /** Where anchors outlive the process; only in memory without. */
   anchors?: AnchorStore
   /** A store fault while anchors were read or written (the proxy goes on from memory). */
@@ -196,8 +205,9 @@ interface ConversationState {
   forgotten?: boolean
   /** Whether its saved anchors were read in this process. */
   loaded: boolean
-  /** When a request of the session was last seen. */
+  /** When a request of the session was last seen, and the one before (this process's). */
   seenAt: number
+  previousAt?: number
   /** The summary sent now in place of the first turns. */
   current?: Anchor
   /** A model's summary of the history's first `cut` messages (at most the current cut): the base the next crossing merges from. */
@@ -209,6 +219,12 @@ interface ConversationState {
   /** The write of its anchors in flight. */
   saving?: Promise<void>
   pace?: Pace
+}
+
+/** A crossing made because the prompt cache lapsed: recorded with that reason. */
+function cacheLapsed(outcome: ProxyOutcome): ProxyOutcome {
+  if (outcome.kind !== 'compacted') return outcome
+  return { ...outcome, run: { ...outcome.run, response: { ...outcome.run.response, reason: 'cache_lapsed' } } }
 }
 
 /** A compaction's tail in the client's indices: it compacted the client's messages, or them behind an earlier summary (the anchor knows the cut). */
@@ -295,26 +311,36 @@ export class ProxyCompactor {
       current && anchored
         ? { kind: 'reused', tokens, messages: effective, summaryId: current.summaryId, keptFrom: current.cut, clips: anchored.clips }
         : { kind: 'none', tokens }
-    if (budgetTokens === 'off' || tokens <= budgetTokens) {
+    const lapsed = budgetTokens !== 'off' && tokens <= budgetTokens && this.cacheLapsed(state, tokens, budgetTokens)
+    if ((budgetTokens === 'off' || tokens <= budgetTokens) && !lapsed) {
       this.maybeWriteAhead(state, request, tokens, effective)
       return unchanged
     }
-    // Over the budget: a summary written ahead is taken at once; one still being written is not waited for.
+    // Over the budget (or back after the cache lapsed): a summary written ahead is taken at once; one still
+    // being written is not waited for.
     const pending = pendingFor(state, messages)
-    if (pending) return this.fromPending(state, request, pending, tokens, unchanged)
-    return this.merge(state, request, tokens, unchanged)
+    const crossing = pending ? this.fromPending(state, request, pending, tokens, unchanged) : this.merge(state, request, tokens, unchanged, lapsed)
+    return lapsed ? crossing.then(cacheLapsed) : crossing
+  }
+
+  /** Whether the conversation, past LAPSED_CACHE_SHARE of its budget, comes back after the prompt cache's life: compacted now, at no extra cache write. */
+  private cacheLapsed(state: ConversationState, tokens: number, budget: number): boolean {
+    const { promptCacheMs, anchors } = this.options
+    if (promptCacheMs === undefined || state.previousAt === undefined || anchors?.shared) return false
+    return tokens > LAPSED_CACHE_SHARE * budget && state.seenAt - state.previousAt > promptCacheMs
   }
 
   /**
    * The crossing with no summary written ahead: the best summary at hand (a model's of an earlier cut, or the
    * current one) merged with the turns since from the ledger, at once.
    */
-  private async merge(state: ConversationState, request: ProxyRequest, crossed: number, unchanged: ProxyOutcome): Promise<ProxyOutcome> {
+  private async merge(state: ConversationState, request: ProxyRequest, crossed: number, unchanged: ProxyOutcome, underBudget = false): Promise<ProxyOutcome> {
     const { messages } = request
     const current = state.current
     const base = holds(state.refined, messages) ? state.refined : current
     const input = base ? withAnchor(base, messages) : messages
-    const run = await this.summarized(request, this.body(request, input, 'auto', 'extractive', this.crossingKeep(request, 0, base)))
+    // (a history under its budget is compacted only where it is asked to be: the cache lapsed)
+    const run = await this.summarized(request, this.body(request, input, underBudget ? 'manual' : 'auto', 'extractive', this.crossingKeep(request, 0, base)))
     if (!isCompacted(run)) {
       // The model's summary of an earlier cut is shorter: sent from now on, it is all this history needs (the
       // prefix changes once, as a compaction would change it). Else nothing could be compacted.
@@ -633,10 +659,12 @@ export class ProxyCompactor {
 
   private state(request: ProxyRequest): ConversationState {
     const key = conversationKey(request)
-    const now = Date.now()
+    const now = (this.options.clock ?? Date.now)()
     let state = this.conversations.get(key)
-    if (state) this.conversations.delete(key)
-    else
+    if (state) {
+      this.conversations.delete(key)
+      state.previousAt = state.seenAt
+    } else
       state = {
         key,
         loaded: false,

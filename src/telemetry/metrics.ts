@@ -153,6 +153,7 @@ export const KNOWN_LABELS = {
   outcomes: [
     'over_budget',
     'under_budget',
+    'cache_lapsed',
     'manual',
     'disabled',
     'nothing_to_compact',
@@ -186,7 +187,7 @@ export const KNOWN_LABELS = {
 
 /** Outcomes a mode can have: a manual compaction is one whatever the budget; an automatic one never is "manual". */
 function possible(mode: (typeof KNOWN_LABELS.modes)[number], outcome: (typeof KNOWN_LABELS.outcomes)[number]): boolean {
-  return mode === 'manual' ? !['over_budget', 'under_budget', 'disabled'].includes(outcome) : outcome !== 'manual'
+  return mode === 'manual' ? !['over_budget', 'under_budget', 'disabled', 'cache_lapsed'].includes(outcome) : outcome !== 'manual'
 }
 
 /** Creates every series that can happen at 0: a rate over a counter that has never moved is 0, not "no data". */

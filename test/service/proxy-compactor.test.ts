@@ -387,3 +387,75 @@ describe('thinking bound to its prefix, across a restart', () => {
     expect(crossings).toBeGreaterThanOrEqual(2)
   })
 })
+
+describe('a crossing timed by the prompt cache', () => {
+  /** A conversation of `steps` tool steps of 4,000 characters, then a new prompt. */
+  const session = (steps: number): Message[] => {
+    const history: Message[] = [user('Refactor the importer')]
+    for (let i = 0; i < steps; i++)
+      history.push(assistant(call(`toolu_${i}`, 'bash', { command: `cat f${i}.ts` })), results(result(`toolu_${i}`, 'o'.repeat(4_000))))
+    history.push(assistant('Done.'), user('Now the exporter'))
+    return history
+  }
+  const withClock = (promptCacheMs: number | undefined, shared = false): { proxy: ProxyCompactor; at: (ms: number) => void } => {
+    let now = 1_000_000
+    let n = 0
+    const saved = new Map<string, SavedConversation>()
+    const anchors: AnchorStore = {
+      shared,
+      load: async (key) => saved.get(key),
+      save: async (key, value) => void saved.set(key, value)
+    }
+    const proxy = new ProxyCompactor({
+      deps: {
+        defaults: { budgetTokens: 45_000, keepTurns: 8 },
+        extractive: new ExtractiveSummarizer(),
+        newId: () => `cmp_${++n}`,
+        now: () => performance.now()
+      },
+      precomputeAt: undefined,
+      canPrecompute: () => true,
+      onPrecompute: () => undefined,
+      targetShare: 0.5,
+      ...(promptCacheMs !== undefined ? { promptCacheMs } : {}),
+      clock: () => now,
+      anchors
+    })
+    return { proxy, at: (ms) => (now = ms) }
+  }
+  const ask = (proxy: ProxyCompactor, messages: Message[]): Promise<ProxyOutcome> =>
+    proxy.prepare({ messages, keyName: 'k', session: 's', budgetTokens: 10_000 })
+
+  it('compacts a conversation past 60% of its budget that comes back after the cache lapsed, recorded as such; not one back in time, nor one under that share', async () => {
+    const { proxy, at } = withClock(300_000)
+    const grown = session(7) // about 7,000 tokens of a budget of 10,000
+    expect(promptTokens(grown, undefined, undefined)).toBeGreaterThan(6_000)
+    expect(promptTokens(grown, undefined, undefined)).toBeLessThan(10_000)
+    at(1_000_000)
+    expect((await ask(proxy, grown)).kind).toBe('none')
+    at(1_000_000 + 60_000) // a minute later: the cache holds
+    expect((await ask(proxy, grown)).kind).toBe('none')
+    at(1_000_000 + 60_000 + 301_000) // past the cache's five minutes
+    const lapsed = await ask(proxy, grown)
+    expect(lapsed.kind).toBe('compacted')
+    if (lapsed.kind !== 'compacted') return
+    expect(lapsed.run.response.reason).toBe('cache_lapsed')
+    expect(lapsed.tokens).toBeLessThan(promptTokens(grown, undefined, undefined))
+    expect(validateHistory(lapsed.messages)).toBeUndefined()
+    // a small conversation after the same pause is left alone
+    const small = withClock(300_000)
+    small.at(0)
+    expect((await ask(small.proxy, session(3))).kind).toBe('none')
+    small.at(400_000)
+    expect((await ask(small.proxy, session(3))).kind).toBe('none')
+  })
+
+  it('is not used where it is off, nor where replicas share the anchors (another may have kept the cache warm)', async () => {
+    for (const { proxy, at } of [withClock(undefined), withClock(300_000, true)]) {
+      at(0)
+      expect((await ask(proxy, session(7))).kind).toBe('none')
+      at(400_000)
+      expect((await ask(proxy, session(7))).kind).toBe('none')
+    }
+  })
+})

@@ -14,7 +14,7 @@ describe('metrics', () => {
     const metrics = createMetrics()
     initializeSeries(metrics)
     const text = await metrics.registry.metrics()
-    const cannot = { manual: ['over_budget', 'under_budget', 'disabled'], auto: ['manual'] }
+    const cannot = { manual: ['over_budget', 'under_budget', 'disabled', 'cache_lapsed'], auto: ['manual'] }
     for (const mode of KNOWN_LABELS.modes) {
       for (const outcome of KNOWN_LABELS.outcomes) {
         for (const format of KNOWN_LABELS.formats) {

@@ -79,6 +79,7 @@ export const proxyPlugin = fp<{ config: Config }>(
       runCrossing: app.compaction.runProxied,
       precomputeAt: config.COMPACT_PRECOMPUTE_AT === 'off' ? undefined : config.COMPACT_PRECOMPUTE_AT,
       targetShare: config.COMPACT_TARGET_SHARE,
+      ...(config.COMPACT_PROMPT_CACHE_S === 'off' ? {} : { promptCacheMs: config.COMPACT_PROMPT_CACHE_S * 1_000 }),
       // Background summaries take a free place only: they never queue ahead of a client's.
       canPrecompute: (inFlight) => {
         // the client's own model (no limiter of the gateway's): as many at once as the gateway's would take

@@ -22,7 +22,7 @@ export async function everyOperation(): Promise<void> {
   const compacted = await client.POST('/v1/compact', { body: { messages: [{ role: 'user', content: 'hi' }], mode: 'manual', budget_tokens: 'off', session_id: 's' } })
   if (compacted.data) {
     const kept: number = compacted.data.kept_from
-    const reason: 'over_budget' | 'under_budget' | 'manual' | 'disabled' | 'nothing_to_compact' | 'dry_run' | 'cleared' = compacted.data.reason
+    const reason: 'over_budget' | 'under_budget' | 'manual' | 'disabled' | 'nothing_to_compact' | 'dry_run' | 'cleared' | 'cache_lapsed' = compacted.data.reason
     for (const c of compacted.data.cleared ?? []) void [c.tool_use_id, c.tokens]
     void kept
     void reason

@@ -159,3 +159,28 @@ function valueEnd(bytes: Buffer, from: number): number {
   }
   return depth === 0 ? bytes.length : -1
 }
+
+/** One event of a stream, whole: its data (JSON) where it has any, and its raw text (what goes on where it is passed as it came). */
+export interface DataEvent {
+  data: Record<string, unknown> | undefined
+  raw: string
+}
+
+/** The whole events of `text` (a run of them, cut at their blank lines), each with its `data:` lines read as JSON. */
+export function dataEvents(text: string): DataEvent[] {
+  return text
+    .split(/(?<=\r?\n\r?\n)/)
+    .filter((raw) => raw.trim() !== '')
+    .map((raw) => {
+      const data = raw
+        .split(/\r?\n/)
+        .filter((l) => l.startsWith('data:'))
+        .map((l) => l.slice(5).trim())
+        .join('\n')
+      try {
+        return { data: data === '' ? undefined : (JSON.parse(data) as Record<string, unknown>), raw }
+      } catch {
+        return { data: undefined, raw }
+      }
+    })
+}

@@ -10,6 +10,7 @@
 import { createHash } from 'node:crypto'
 import { PROXY_RECALL_TOOL } from '../compaction/index.js'
 import { RECALL_TOOL_DEFINITION, type RecallCall, type Usage, addUsage, emptyUsage } from './recall-tool.js'
+import { type DataEvent, dataEvents } from './events.js'
 
 type Item = Record<string, unknown>
 type Part = Record<string, unknown>
@@ -148,26 +149,10 @@ export function geminiUsageOf(last: unknown, total: Usage): Item {
   }
 }
 
-/** One chunk of a Gemini stream (`alt=sse`): its data, and its raw text. */
-type Chunk = { data: Item | undefined; raw: string }
+type Chunk = DataEvent
 
-export function parseGeminiChunks(text: string): Chunk[] {
-  return text
-    .split(/(?<=\r?\n\r?\n)/)
-    .filter((raw) => raw.trim() !== '')
-    .map((raw) => {
-      const data = raw
-        .split(/\r?\n/)
-        .filter((l) => l.startsWith('data:'))
-        .map((l) => l.slice(5).trim())
-        .join('\n')
-      try {
-        return { data: data === '' ? undefined : (JSON.parse(data) as Item), raw }
-      } catch {
-        return { data: undefined, raw }
-      }
-    })
-}
+/** A Gemini stream's chunks (`alt=sse`). */
+export const parseGeminiChunks = dataEvents
 
 export const geminiChunkText = (data: Item): string => `data: ${JSON.stringify(data)}\r\n\r\n`
 

@@ -10,6 +10,7 @@
 import { createHash } from 'node:crypto'
 import { PROXY_RECALL_TOOL } from '../compaction/index.js'
 import { RECALL_TOOL_DEFINITION, type RecallCall, type Usage, addUsage, emptyUsage } from './recall-tool.js'
+import { type DataEvent, dataEvents } from './events.js'
 
 type Item = Record<string, unknown>
 
@@ -147,26 +148,10 @@ export function responsesUsageOf(last: unknown, total: Usage): Item {
   }
 }
 
-/** One event of a Responses stream: its data, and its raw text. */
-type Event = { data: Item | undefined; raw: string }
+type Event = DataEvent
 
-export function parseResponsesEvents(text: string): Event[] {
-  return text
-    .split(/(?<=\r?\n\r?\n)/)
-    .filter((raw) => raw.trim() !== '')
-    .map((raw) => {
-      const data = raw
-        .split(/\r?\n/)
-        .filter((l) => l.startsWith('data:'))
-        .map((l) => l.slice(5).trim())
-        .join('\n')
-      try {
-        return { data: data === '' ? undefined : (JSON.parse(data) as Item), raw }
-      } catch {
-        return { data: undefined, raw }
-      }
-    })
-}
+/** A Responses stream's events. */
+export const parseResponsesEvents = dataEvents
 
 /** An event as the API writes one: its type named, its data numbered. */
 export function responsesEventText(data: Item): string {

@@ -69,3 +69,38 @@ export function recallHit(key: Buffer, r: ColdRow, score: number): RecallHit {
     created_at: new Date(Number(r.created_ms)).toISOString()
   }
 }
+
+/**
+ * Work that could not be finished, tried again every `ms` until an attempt says it is done (or `stop`):
+ * a deletion's reclaiming a reader held up. `pending` while it is being retried.
+ */
+export class Retried {
+  private timer: NodeJS.Timeout | undefined
+
+  constructor(
+    private readonly ms: number,
+    private readonly attempt: () => Promise<boolean>
+  ) {}
+
+  get pending(): boolean {
+    return this.timer !== undefined
+  }
+
+  start(): void {
+    if (this.timer) return
+    this.timer = setInterval(() => {
+      void this.attempt().then(
+        (done) => {
+          if (done) this.stop()
+        },
+        () => undefined
+      )
+    }, this.ms)
+    this.timer.unref()
+  }
+
+  stop(): void {
+    clearInterval(this.timer)
+    this.timer = undefined
+  }
+}

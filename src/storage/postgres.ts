@@ -19,7 +19,7 @@ import type {
 } from './store.js'
 import type { TimelinePoint } from '../contract/schemas.js'
 import { type ColdSaved, StoreError, sessionSummary } from './store.js'
-import { type StoredRecord, TOMBSTONE_MS, activityScope, decodeCursor, encodeCursor, openRecord, recallHit } from './common.js'
+import { Retried, type StoredRecord, TOMBSTONE_MS, activityScope, decodeCursor, encodeCursor, openRecord, recallHit } from './common.js'
 import { MAX_SESSION_MEMORY, MAX_SESSION_MEMORY_BYTES } from '../contract/defaults.js'
 import { BM25_B, BM25_K1 } from './rank.js'
 import { byLines, candidatesFor } from './lines.js'
@@ -444,7 +444,7 @@ export class PostgresStore implements Store {
     );
     if (keyPart === undefined) {
       // (nothing of it here: space is reclaimed unless an earlier deletion's rewrite is still being retried)
-      const pending = this.unreclaimed.size > 0
+      const pending = this.reclaiming.pending
       return { ...deleted, space_reclaimed: !pending, ...(pending ? { reclaim_failure: "an earlier deletion's key table is still to be rewritten" } : {}) }
     }
     try {
@@ -452,7 +452,7 @@ export class PostgresStore implements Store {
       return { ...deleted, space_reclaimed: true }
     } catch (err) {
       this.unreclaimed.add(keyPart)
-      this.retryReclaim()
+      this.reclaiming.start()
       return { ...deleted, space_reclaimed: false, reclaim_failure: `${err instanceof Error ? err.message : String(err)}: retried until it is done` }
     }
   }
@@ -465,25 +465,13 @@ export class PostgresStore implements Store {
 
   /** Parts of the keys' table whose rewrite failed, retried (every RECLAIM_RETRY_MS) until each is done or the store closes. */
   private readonly unreclaimed = new Set<string>()
-  private reclaiming: NodeJS.Timeout | undefined
-  private retryReclaim(): void {
-    if (this.reclaiming) return
-    this.reclaiming = setInterval(() => {
-      for (const part of [...this.unreclaimed])
-        void this.rewriteKeys(part).then(
-          () => {
-            this.unreclaimed.delete(part)
-            if (this.unreclaimed.size === 0) this.stopReclaiming()
-          },
-          () => undefined
-        )
-    }, RECLAIM_RETRY_MS)
-    this.reclaiming.unref()
-  }
-  private stopReclaiming(): void {
-    clearInterval(this.reclaiming)
-    this.reclaiming = undefined
-  }
+  private readonly reclaiming = new Retried(RECLAIM_RETRY_MS, async () => {
+    for (const part of [...this.unreclaimed]) {
+      await this.rewriteKeys(part)
+      this.unreclaimed.delete(part)
+    }
+    return true
+  })
 
   async deleteCompaction(compactionId: string, keyName: string): Promise<boolean> {
     const owner = compactionOwner(keyName, compactionId)
@@ -791,7 +779,7 @@ export class PostgresStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return
     this.closed = true
-    this.stopReclaiming()
+    this.reclaiming.stop()
     await this.pool.end()
   }
 }

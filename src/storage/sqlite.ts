@@ -22,7 +22,7 @@ import type {
 } from './store.js'
 import type { TimelinePoint } from '../contract/schemas.js'
 import { type ColdSaved, StoreError, sessionSummary } from './store.js'
-import { type ColdRow, type StoredRecord, TOMBSTONE_MS, activityScope, decodeCursor, encodeCursor, openRecord, recallHit } from './common.js'
+import { type ColdRow, Retried, type StoredRecord, TOMBSTONE_MS, activityScope, decodeCursor, encodeCursor, openRecord, recallHit } from './common.js'
 import { MAX_SESSION_MEMORY, MAX_SESSION_MEMORY_BYTES } from '../contract/defaults.js'
 import { type Candidate, rankBm25 } from './rank.js'
 import { byLines, candidatesFor } from './lines.js'
@@ -704,10 +704,10 @@ export class SqliteStore implements Store {
     this.rewriteJournal(drop)
     // (nothing of it here: space is reclaimed unless an earlier deletion's reclaiming is still being retried)
     if (deleted.compactions + deleted.cold_layer + deleted.cached === 0)
-      return { ...deleted, space_reclaimed: this.reclaiming === undefined, ...(this.reclaiming ? { reclaim_failure: RECLAIM_PENDING } : {}) }
+      return { ...deleted, space_reclaimed: !this.reclaiming.pending, ...(this.reclaiming.pending ? { reclaim_failure: RECLAIM_PENDING } : {}) }
     while ((await this.writer.run('deleteCold', [sessionId, keyName, through])).more);
     if (await this.reclaimOnce()) return { ...deleted, space_reclaimed: true }
-    this.retryReclaim()
+    this.reclaiming.start()
     return { ...deleted, space_reclaimed: false, reclaim_failure: 'a reader kept the WAL from being emptied: retried until it is' }
   }
 
@@ -719,23 +719,7 @@ export class SqliteStore implements Store {
   }
 
   /** Reclaiming that could not finish, retried (every RECLAIM_RETRY_MS) until it does or the store closes. */
-  private reclaiming: NodeJS.Timeout | undefined
-  private retryReclaim(): void {
-    if (this.reclaiming) return
-    this.reclaiming = setInterval(() => {
-      void this.reclaimOnce().then(
-        (done) => {
-          if (done) this.stopReclaiming()
-        },
-        () => undefined
-      )
-    }, RECLAIM_RETRY_MS)
-    this.reclaiming.unref()
-  }
-  private stopReclaiming(): void {
-    clearInterval(this.reclaiming)
-    this.reclaiming = undefined
-  }
+  private readonly reclaiming = new Retried(RECLAIM_RETRY_MS, () => this.reclaimOnce())
 
   /**
    * The journal without the records `drop` picks (in this thread, where appends are made: none comes between),
@@ -838,7 +822,7 @@ export class SqliteStore implements Store {
 
   /** Closes after every write asked for so far is done. */
   async close(): Promise<void> {
-    this.stopReclaiming()
+    this.reclaiming.stop()
     await this.writer.close()
     await this.reader.close()
     if (this.journalFd !== undefined && this.unwritten.size === 0) ftruncateSync(this.journalFd, 0)

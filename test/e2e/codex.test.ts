@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, readdirSync, statSync } from 'node:fs'
+import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -17,7 +17,8 @@ import {
   paceReport,
   runClient,
   summaryTiming,
-  writeReport
+  writeReport,
+  clientFiles
 } from '../helpers/e2e.js'
 import { type ServerProcess, installedClient } from '../helpers/process.js'
 
@@ -217,11 +218,7 @@ describe.skipIf(missing !== undefined)(`Codex CLI ${CODEX_VERSION} through the g
     expect(askedWithout, 'the line was compacted out of the prompt before the model asked').toBe(true)
     expect(out).toContain('The codename is bluefin-7.')
     // Codex's own record of the session: the answer, and no call of the gateway's tool
-    const stored = readdirSync(home, { recursive: true, encoding: 'utf8' })
-      .map((f) => join(home, f))
-      .filter((f) => statSync(f).isFile())
-      .map((f) => readFileSync(f, 'latin1'))
-      .join('\n')
+    const stored = clientFiles(home)
     expect(stored).toContain('bluefin-7')
     expect(stored).not.toContain(PROXY_RECALL_TOOL)
     gateway.child.kill('SIGTERM')

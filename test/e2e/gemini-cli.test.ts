@@ -1,10 +1,10 @@
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { PROXY_RECALL_TOOL } from '../../src/compaction/index.js'
 import { FakeGemini, type GeminiRequest } from '../helpers/fake-gemini.js'
-import { OTHER_PACES, type Pace, boundedRun, crossingFigures, paceReport, runClient, writeReport } from '../helpers/e2e.js'
+import { OTHER_PACES, type Pace, boundedRun, clientFiles, crossingFigures, paceReport, runClient, writeReport } from '../helpers/e2e.js'
 import { type ServerProcess, installedClient, startServer, tempDb } from '../helpers/process.js'
 
 /**
@@ -144,11 +144,7 @@ describe.skipIf(missing !== undefined)(`Gemini CLI ${GEMINI_CLI_VERSION} through
     expect(askedWithout, 'the line was compacted out of the prompt before the model asked').toBe(true)
     expect(run.out).toContain('The codename is bluefin-7.')
     // Gemini CLI's own record of the session: the answer, and no call of the gateway's tool
-    const stored = readdirSync(home, { recursive: true, encoding: 'utf8' })
-      .map((f) => join(home, f))
-      .filter((f) => statSync(f).isFile())
-      .map((f) => readFileSync(f, 'latin1'))
-      .join('\n')
+    const stored = clientFiles(home)
     expect(stored).toContain('bluefin-7')
     expect(stored).not.toContain(PROXY_RECALL_TOOL)
     gateway.child.kill('SIGTERM')

@@ -1,6 +1,6 @@
 /** What the end-to-end tests of real clients share: running a client to its end, and the figures they report. */
 import { spawn } from 'node:child_process'
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { expect } from 'vitest'
@@ -142,4 +142,13 @@ export function paceReport(name: string, pace: Pace, run: { proxied: LogLine[]; 
     summary_calls: summaryCalls,
     ...crossingFigures(run.proxied, run.compactions, modelMs)
   })
+}
+
+/** Every file a client wrote under `home` (its own record of its sessions), as one text. */
+export function clientFiles(home: string): string {
+  return readdirSync(home, { recursive: true, encoding: 'utf8' })
+    .map((f) => join(home, f))
+    .filter((f) => statSync(f).isFile())
+    .map((f) => readFileSync(f, 'latin1'))
+    .join('\n')
 }

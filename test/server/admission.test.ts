@@ -212,9 +212,9 @@ describe('an answer nobody reads', () => {
     await until('no connection is left open', async () => (await connections()) === 0)
   })
 
-  it("loses its connection at the idle timeout when the whole answer fits in the sockets' buffers (the answer finished, the client never read it)", async () => {
+  /** A manual compaction whose kept tail is one message of `size` bytes (an answer of as much), asked for on a socket that never reads it: the connection is gone soon after the idle timeout. */
+  async function unreadCompaction(size: number, ms?: number): Promise<void> {
     const { app, port } = await listening({ COMPACT_IDLE_TIMEOUT_MS: '300' })
-    // an answer of 2 MiB: all of it leaves the process into the kernel's buffers, and the connection is then idle
     const body = JSON.stringify({
       mode: 'manual',
       budget_tokens: 'off',
@@ -222,7 +222,7 @@ describe('an answer nobody reads', () => {
       messages: [
         { role: 'user', content: 'a' },
         { role: 'assistant', content: 'b' },
-        { role: 'user', content: 'y'.repeat(2 * MiB) }
+        { role: 'user', content: 'y'.repeat(size) }
       ]
     })
     const socket = connect(port, '127.0.0.1')
@@ -233,32 +233,16 @@ describe('an answer nobody reads', () => {
     socket.write(`POST /v1/compact HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
     const connections = (): Promise<number> => new Promise((r, j) => app.server.getConnections((err, n) => (err ? j(err) : r(n))))
     await until('the answer is under way', async () => (await connections()) === 1)
-    // far sooner than a keep-alive timeout of its own (72 s behind some load balancers)
-    await until('no connection is left open', async () => (await connections()) === 0, 10_000)
+    // far sooner than a keep-alive timeout of its own (72 s)
+    await until('no connection is left open', async () => (await connections()) === 0, ms)
+  }
+
+  it("loses its connection at the idle timeout when the whole answer fits in the sockets' buffers (the answer finished, the client never read it)", async () => {
+    // 2 MiB: all of it leaves the process into the kernel's buffers, and the connection is then idle
+    await unreadCompaction(2 * MiB, 10_000)
   })
 
   it("loses its connection at the idle timeout on the compaction route too (the gateway's own answer)", async () => {
-    const { app, port } = await listening({ COMPACT_IDLE_TIMEOUT_MS: '300' })
-    // a manual compaction whose kept tail is a 24 MiB message: an answer of as much
-    const body = JSON.stringify({
-      mode: 'manual',
-      budget_tokens: 'off',
-      keep_tokens: 10_000_000,
-      messages: [
-        { role: 'user', content: 'a' },
-        { role: 'assistant', content: 'b' },
-        { role: 'user', content: 'y'.repeat(24 * MiB) }
-      ]
-    })
-    const socket = connect(port, '127.0.0.1')
-    await new Promise((r) => socket.once('connect', r))
-    socket.on('error', () => undefined)
-    opened.push({ close: () => socket.destroy() })
-    socket.pause() // never reads
-    socket.write(`POST /v1/compact HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
-    const connections = (): Promise<number> => new Promise((r, j) => app.server.getConnections((err, n) => (err ? j(err) : r(n))))
-    await until('the answer is under way', async () => (await connections()) === 1)
-    // far sooner than the keep-alive timeout (72 s)
-    await until('no connection is left open', async () => (await connections()) === 0)
+    await unreadCompaction(24 * MiB)
   })
 })

@@ -3,7 +3,6 @@ import { dirname, join } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import Database from 'better-sqlite3'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
-import { emptySections } from '../../src/compaction/index.js'
 import { KeyRing, KeyUnavailableError, indexKey, sealingKey } from '../../src/storage/keyring.js'
 import { PostgresStore } from '../../src/storage/postgres.js'
 import { rewrapKeys } from '../../src/storage/rewrap.js'
@@ -13,6 +12,7 @@ import type { CompactionRecord, Store } from '../../src/storage/store.js'
 import { masterKeys } from '../../src/server/master-key.js'
 import { ConfigError } from '../../src/server/config.js'
 import { tempDb } from '../helpers/process.js'
+import { compactionRecord } from '../helpers/records.js'
 import { dropSchemas, freshPgUrl, pgMissing } from '../helpers/services.js'
 
 /**
@@ -32,33 +32,7 @@ afterAll(async () => {
   if (!pgMissing) await dropSchemas()
 })
 
-function record(id: string, session: string): CompactionRecord {
-  return {
-    id,
-    session_id: session,
-    key_name: 'tenant',
-    created_at: '2026-12-06T00:00:00.000Z',
-    mode: 'manual',
-    reason: 'manual',
-    stats: {
-      raw_history_tokens: 1,
-      summary_tokens: 1,
-      compacted_turns: 1,
-      compacted_messages: 1,
-      kept_messages: 1,
-      kept_tokens: 1,
-      context_after_compaction: 1,
-      clipped_tool_results: 0,
-      guard_added: 0,
-      estimate_scale: 1,
-      carried_context_tokens: 0,
-      carried_context_dropped: 0
-    },
-    summarizer: { kind: 'extractive', model: null, input_tokens: 0, output_tokens: 0, calls: 0, fallback_reason: null, duration_ms: 1 },
-    doctrine_version: 'v',
-    summary: { text: `summary: ${CANARY}`, sections: emptySections() }
-  }
-}
+const record = (id: string, session: string): CompactionRecord => compactionRecord(id, session, 'tenant', '2026-12-06T00:00:00.000Z', `summary: ${CANARY}`)
 
 async function fill(store: Store, session = 's1'): Promise<void> {
   await store.saveRecord(record(`cmp_${session}`, session))

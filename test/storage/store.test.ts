@@ -10,6 +10,7 @@ import { MAX_WRITE_BACKLOG } from '../../src/contract/defaults.js'
 import { type CompactionRecord, InvalidCursorError, type MemoryOwner, type Store } from '../../src/storage/store.js'
 import { ownerOf, unseal } from '../../src/storage/sealing.js'
 import { tempDb } from '../helpers/process.js'
+import { compactionRecord } from '../helpers/records.js'
 import { until } from '../helpers/wait.js'
 import { PG_URL, dropSchemas, freshPgUrl, pgMissing } from '../helpers/services.js'
 
@@ -21,33 +22,7 @@ afterAll(async () => {
   if (!pgMissing) await dropSchemas()
 })
 
-function record(id: string, session: string, key: string, at = '2026-11-30T00:00:00.000Z'): CompactionRecord {
-  return {
-    id,
-    session_id: session,
-    key_name: key,
-    created_at: at,
-    mode: 'manual',
-    reason: 'manual',
-    stats: {
-      raw_history_tokens: 1,
-      summary_tokens: 1,
-      compacted_turns: 1,
-      compacted_messages: 1,
-      kept_messages: 1,
-      kept_tokens: 1,
-      context_after_compaction: 1,
-      clipped_tool_results: 0,
-      guard_added: 0,
-      estimate_scale: 1,
-      carried_context_tokens: 0,
-      carried_context_dropped: 0
-    },
-    summarizer: { kind: 'extractive', model: null, input_tokens: 0, output_tokens: 0, calls: 0, fallback_reason: null, duration_ms: 1 },
-    doctrine_version: 'v',
-    summary: { text: `summary ${id}`, sections: emptySections() }
-  }
-}
+const record = (id: string, session: string, key: string, at?: string): CompactionRecord => compactionRecord(id, session, key, at)
 
 const backends: { name: string; missing: string | undefined; open: (sessionBytes?: number) => Store }[] = [
   { name: 'SQLite', missing: undefined, open: (bytes) => new SqliteStore(tempDb(), bytes ? { maxSessionBytes: bytes } : {}) },

@@ -64,7 +64,7 @@ export const probesPlugin = fp<ProbesOptions>(
     }
     app.addHook('onReady', async () => {
       every(BEAT_MS, () => (times[BEAT] = Date.now()))
-      const started = startThread(new URL('../serve.js', import.meta.url).href, 'probe-thread', { workerData: { host, listen: port, shared, keys } })
+      const started = startThread(import.meta.url, '../probe-thread', { workerData: { host, listen: port, shared, keys } })
       thread = started
       started.unref()
       app.probePort = await new Promise<number>((resolve, reject) => {

@@ -10,6 +10,7 @@ import { byEvents, wholeBody } from './events.js'
 import { type ClearedUse, type Message, clearThinking, clearToolUses, promptTokens, unbindThinking } from '../compaction/index.js'
 import { InvalidRequestError } from '../contract/errors.js'
 import type { ProxyParts } from './request.js'
+import { SEALED_ITEM, type TenantSeal } from './item-seal.js'
 
 /** How a cleared result's placeholder says its output can be found again (the gateway keeps it in the session's cold layer). */
 
@@ -189,20 +190,17 @@ export function readOnDemand(body: Record<string, unknown>, beta: string | undef
   return { instructions: typeof instructions === 'string' && instructions.trim() !== '' ? instructions.trim() : undefined }
 }
 
-/** How the gateway's own `encrypted_content` begins: its compacted history, which it reads back. */
-const OWN_ENCODING = 'cgw1.'
-
 /** A `compaction` block as the answer gives it: the summary to read, and the compacted history the gateway reads back. */
 export interface CompactionBlock {
   type: 'compaction'
   content: string | null
   encrypted_content: string | null
-  /** Compaction on demand's: the gateway's own encoding too (the SDKs' streams keep `encrypted_content`, the API's blocks carry a signature). */
+  /** Compaction on demand's: the gateway's sealed history too (the SDKs' streams keep `encrypted_content`, the API's blocks carry a signature). */
   signature?: string
 }
 
-/** The block of a compaction whose forwarded history is `messages` (its first, the summary turn). */
-export function compactionBlock(messages: readonly Message[]): CompactionBlock {
+/** The block of a compaction whose forwarded history is `messages` (its first, the summary turn), the history sealed for its tenant. */
+export function compactionBlock(messages: readonly Message[], seal: TenantSeal): CompactionBlock {
   const first = messages[0]
   const content =
     first === undefined
@@ -213,35 +211,44 @@ export function compactionBlock(messages: readonly Message[]): CompactionBlock {
             .map((b) => (b.type === 'text' && typeof b.text === 'string' ? b.text : ''))
             .filter(Boolean)
             .join('\n\n')
-  return { type: 'compaction', content, encrypted_content: `${OWN_ENCODING}${Buffer.from(JSON.stringify(messages)).toString('base64url')}` }
+  return { type: 'compaction', content, encrypted_content: seal.seal(JSON.stringify(messages)) }
 }
 
 /**
  * Compaction on demand's block of a compaction whose compacted history is `messages`: its summary to read
- * (null where nothing could be summarized: the API's failed compaction, a no-op), the gateway's own encoding
- * of the history as its signature and its `encrypted_content` both.
+ * (null where nothing could be summarized: the API's failed compaction, a no-op), the gateway's sealed
+ * history as its signature and its `encrypted_content` both.
  */
-export function onDemandBlock(messages: readonly Message[] | undefined): CompactionBlock {
+export function onDemandBlock(messages: readonly Message[] | undefined, seal: TenantSeal): CompactionBlock {
   if (messages === undefined) return { type: 'compaction', content: null, encrypted_content: null }
-  const block = compactionBlock(messages)
+  const block = compactionBlock(messages, seal)
   return { ...block, signature: block.encrypted_content as string }
 }
 
-/** The history a block of the gateway's own stands for; undefined for another's (or a damaged one). */
-function ownHistory(block: Record<string, unknown>): Message[] | undefined {
-  const encoded = [block.encrypted_content, block.signature].find((v) => typeof v === 'string' && v.startsWith(OWN_ENCODING))
-  if (typeof encoded !== 'string') return undefined
+/**
+ * The history a block of the gateway's own stands for (sealed, in its `encrypted_content` or `signature`);
+ * undefined for another's, and for an earlier build's unsealed one (read by its summary, as another's is).
+ * One that says it is sealed by the gateway but does not open is refused, naming its field.
+ */
+function ownHistory(block: Record<string, unknown>, seal: TenantSeal, path: (string | number)[]): Message[] | undefined {
+  const field = (['encrypted_content', 'signature'] as const).find((f) => typeof block[f] === 'string' && (block[f] as string).startsWith(SEALED_ITEM))
+  if (field === undefined) return undefined
+  const text = seal.open(block[field] as string)
+  let messages: unknown
   try {
-    const messages = JSON.parse(Buffer.from(encoded.slice(OWN_ENCODING.length), 'base64url').toString('utf8')) as unknown
-    if (!Array.isArray(messages) || messages.length === 0) return undefined
-    const valid = messages.every(
+    messages = text === undefined ? undefined : (JSON.parse(text) as unknown)
+  } catch {
+    messages = undefined
+  }
+  const valid =
+    Array.isArray(messages) &&
+    messages.length > 0 &&
+    messages.every(
       (m: unknown) =>
         isObject(m) && (m.role === 'user' || m.role === 'assistant' || m.role === 'system') && (typeof m.content === 'string' || Array.isArray(m.content))
     )
-    return valid ? (messages as Message[]) : undefined
-  } catch {
-    return undefined
-  }
+  if (!valid) throw invalid([...path, field], 'not a compaction block this gateway sealed for this API key (changed, or sealed by another key or gateway)')
+  return messages as Message[]
 }
 
 /**
@@ -250,7 +257,7 @@ function ownHistory(block: Record<string, unknown>): Message[] | undefined {
  * another's, by its summary as a user turn; one with no content is a no-op and only goes). A history without
  * one is as it came. No block ever goes upstream.
  */
-export function fromCompaction(messages: readonly Message[]): { messages: Message[]; read: boolean } {
+export function fromCompaction(messages: readonly Message[], seal: TenantSeal): { messages: Message[]; read: boolean } {
   let at = -1
   let block = -1
   for (let i = messages.length - 1; i >= 0 && at < 0; i--) {
@@ -270,7 +277,7 @@ export function fromCompaction(messages: readonly Message[]): { messages: Messag
   const found = blocks[block] as Record<string, unknown>
   const rest = (blocks.slice(block + 1) as Message['content'] & unknown[]).filter((b) => (b as { type?: unknown }).type !== 'compaction')
   const after = [...(rest.length > 0 ? [{ ...holder, content: rest } as Message] : []), ...messages.slice(at + 1)]
-  const own = ownHistory(found)
+  const own = ownHistory(found, seal, ['messages', at, 'content', block])
   if (own) return { messages: [...own, ...after], read: true }
   if (typeof found.content === 'string' && found.content !== '')
     return { messages: [{ role: 'user', content: [{ type: 'text', text: found.content }] }, ...after], read: true }

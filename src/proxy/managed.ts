@@ -16,6 +16,7 @@ import {
   readContextManagement
 } from './context-management.js'
 import { jsonBytes } from '../contract/wire.js'
+import type { TenantSeal } from './item-seal.js'
 import { unbindThinking } from '../compaction/index.js'
 
 /** A request whose context management the gateway performed: the body to go on with, what the edits did, and the compaction asked for. */
@@ -28,14 +29,14 @@ export interface Managed {
 }
 
 /** The key of the field, as its bytes: a body without it is never parsed for it. */
-const CONTEXT_MANAGEMENT_KEY = Buffer.from('"context_management"')
+export const CONTEXT_MANAGEMENT_KEY = Buffer.from('"context_management"')
 
 /**
  * The Messages API's context editing, performed by the gateway where the request asks for it: the body
  * edited and without the field, or undefined where there is nothing to perform (no field; a
  * `compact_20260112` edit, forwarded untouched).
  */
-export function manageContext(body: ProxiedBody, recallNote: (toolUseId: string) => string, toolAdded = false): Managed | undefined {
+export function manageContext(body: ProxiedBody, seal: TenantSeal, recallNote: (toolUseId: string) => string, toolAdded = false): Managed | undefined {
   // Most requests ask for edits that can do nothing to them (Claude Code's keep-all thinking, a trigger far
   // above the body): the field is taken out of the bytes, the rest goes on as it came, unparsed. (The
   // search for it is the one scan of a body without it.)
@@ -57,7 +58,7 @@ export function manageContext(body: ProxiedBody, recallNote: (toolUseId: string)
   const { context_management: _performed, ...rest } = value as Record<string, unknown>
   const parts = readMessagesRequest(value)
   // with compaction asked for, a history is read from its newest compaction block on, as the API reads it
-  const read = management.compact ? { ...parts, messages: fromCompaction(parts.messages).messages } : parts
+  const read = management.compact ? { ...parts, messages: fromCompaction(parts.messages, seal).messages } : parts
   const edited = applyContextEdits(read, management.edits, recallNote, toolAdded)
   return { body: new ProxiedBody(Buffer.from(jsonBytes({ ...rest, messages: edited.messages }))), edited, compact: management.compact }
 }
@@ -69,13 +70,13 @@ export interface ManagedResponses {
 }
 
 /** The Responses API's compaction, performed by the gateway where asked for or where the input holds its own item; undefined where neither. */
-export function manageResponses(body: ProxiedBody): ManagedResponses | undefined {
+export function manageResponses(body: ProxiedBody, seal: TenantSeal): ManagedResponses | undefined {
   if (!body.bytes.includes(OWN_ITEM_KEY) && !body.bytes.includes(CONTEXT_MANAGEMENT_KEY)) return undefined
   const value = body.value('input')
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined
   const fields = value as Record<string, unknown>
   const asked = readResponsesContextManagement(fields)
-  const back = Array.isArray(fields.input) ? readBackItems(fields.input) : { input: fields.input, read: false }
+  const back = Array.isArray(fields.input) ? readBackItems(fields.input, seal) : { input: fields.input, read: false }
   if (!asked && !back.read) return undefined
   const { context_management: _performed, ...rest } = fields
   return { body: new ProxiedBody(Buffer.from(JSON.stringify({ ...rest, input: back.input }))), threshold: asked?.threshold }
@@ -106,12 +107,12 @@ export const COMPACTION_KEY = Buffer.from('"compaction"')
  * kept after the block lose their thinking: it was produced on the history the block replaced. Undefined where
  * the body holds no block.
  */
-export function readBackCompaction(body: ProxiedBody): ProxiedBody | undefined {
+export function readBackCompaction(body: ProxiedBody, seal: TenantSeal): ProxiedBody | undefined {
   if (!body.bytes.includes(COMPACTION_KEY)) return undefined
   const value = body.value()
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined
   const parts = readMessagesRequest(value)
-  const back = fromCompaction(parts.messages)
+  const back = fromCompaction(parts.messages, seal)
   if (!back.read) return undefined
   const messages = parts.unbindThinking ? unbindThinking(back.messages, [{ from: 0, bound: back.messages.length }]).messages : back.messages
   return new ProxiedBody(Buffer.from(jsonBytes({ ...(value as Record<string, unknown>), messages })))

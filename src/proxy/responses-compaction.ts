@@ -3,7 +3,7 @@
  * `context_management: [{type: "compaction", compact_threshold}]` on `POST /v1/responses` (past the
  * threshold the input is compacted and the answer's output opens with a `compaction` item), and
  * `POST /v1/responses/compact` answered by the gateway (the input's user messages, then one `compaction`
- * item). The item's `encrypted_content` is the gateway's own encoding of the compacted input, which it reads
+ * item). The item's `encrypted_content` is the compacted input sealed by the gateway (item-seal.ts), which it reads
  * back on the next request (the items before the newest such item are dropped, as the API's latency tip
  * allows, and the item stands for them); it never reaches an upstream.
  */
@@ -11,11 +11,10 @@ import { createHash } from 'node:crypto'
 import type { Transform } from 'node:stream'
 import { byEvents, wholeBody } from './events.js'
 import { InvalidRequestError } from '../contract/errors.js'
+import { SEALED_ITEM, type TenantSeal, UNSEALED_ITEM } from './item-seal.js'
 
-/** How the gateway's own `encrypted_content` begins. */
-export const OWN_ITEM_ENCODING = 'cgw1.'
-/** The key of the gateway's encoding, as its bytes: a body without it is never searched for an item. */
-export const OWN_ITEM_KEY = Buffer.from(`"${OWN_ITEM_ENCODING}`)
+/** The key of the gateway's encodings, as its bytes (sealed or an earlier build's): a body without it is never searched for an item. */
+export const OWN_ITEM_KEY = Buffer.from('"cgw')
 
 export interface CompactionItem {
   type: 'compaction'
@@ -27,34 +26,52 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
-/** The item standing for a compacted input (`items`: the input as it was forwarded, compacted). */
-export function compactionItem(items: readonly unknown[]): CompactionItem {
-  const encoded = Buffer.from(JSON.stringify(items)).toString('base64url')
+/** The item standing for a compacted input (`items`: the input as it was forwarded, compacted), sealed for its tenant. */
+export function compactionItem(items: readonly unknown[], seal: TenantSeal): CompactionItem {
+  const encrypted = seal.seal(JSON.stringify(items))
   return {
     type: 'compaction',
-    id: `cmp_gw${createHash('sha256').update(encoded).digest('hex').slice(0, 24)}`,
-    encrypted_content: `${OWN_ITEM_ENCODING}${encoded}`
+    id: `cmp_gw${createHash('sha256').update(encrypted).digest('hex').slice(0, 24)}`,
+    encrypted_content: encrypted
   }
 }
 
-/** The input an item of the gateway's own stands for; undefined for another's or a damaged one. */
-function itemsOf(item: Record<string, unknown>): unknown[] | undefined {
+/**
+ * The input an item of the gateway's own stands for; undefined for another's (the API's own). One that says
+ * it is the gateway's but does not open (changed, sealed for another tenant or by another key, an earlier
+ * build's unsealed one) is refused, naming its field.
+ */
+function itemsOf(item: Record<string, unknown>, seal: TenantSeal, index: number): unknown[] | undefined {
   const encoded = item.encrypted_content
-  if (item.type !== 'compaction' || typeof encoded !== 'string' || !encoded.startsWith(OWN_ITEM_ENCODING)) return undefined
+  if (item.type !== 'compaction' || typeof encoded !== 'string') return undefined
+  const path = `/input/${index}/encrypted_content`
+  if (encoded.startsWith(UNSEALED_ITEM))
+    throw new InvalidRequestError(
+      `input[${index}].encrypted_content: an unsealed compaction item of an earlier build of the gateway, no longer read; compact the conversation again`,
+      path
+    )
+  if (!encoded.startsWith(SEALED_ITEM)) return undefined
+  const text = seal.open(encoded)
+  let items: unknown
   try {
-    const items = JSON.parse(Buffer.from(encoded.slice(OWN_ITEM_ENCODING.length), 'base64url').toString('utf8')) as unknown
-    return Array.isArray(items) && items.every(isObject) ? items : undefined
+    items = text === undefined ? undefined : (JSON.parse(text) as unknown)
   } catch {
-    return undefined
+    items = undefined
   }
+  if (!Array.isArray(items) || !items.every(isObject))
+    throw new InvalidRequestError(
+      `input[${index}].encrypted_content: not a compaction item this gateway sealed for this API key (changed, or sealed by another key or gateway)`,
+      path
+    )
+  return items
 }
 
 /** An input read from the gateway's newest compaction item on: the item and what precedes it replaced by the input it stands for. */
-export function readBackItems(input: readonly unknown[]): { input: unknown[]; read: boolean } {
+export function readBackItems(input: readonly unknown[], seal: TenantSeal): { input: unknown[]; read: boolean } {
   for (let i = input.length - 1; i >= 0; i--) {
     const item = input[i]
     if (!isObject(item) || item.type !== 'compaction') continue
-    const items = itemsOf(item)
+    const items = itemsOf(item, seal, i)
     if (items) return { input: [...items, ...input.slice(i + 1)], read: true }
     break
   }

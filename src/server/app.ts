@@ -111,12 +111,13 @@ export async function buildApp(options: AppOptions): Promise<App> {
   const now = options.now ?? Date.now
 
   const summarizer = summarizerKind(config)
+  const keys = options.masterKeys ?? masterKeys(config)
   await app.register(metricsPlugin, { modelKind: summarizer === 'openai' || summarizer === 'gemini' ? summarizer : 'anthropic' })
   await app.register(storePlugin, {
     db: config.COMPACT_DB,
     retentionDays: config.COMPACT_RETENTION_DAYS,
     sessionBytes: Math.floor(config.COMPACT_MEMORY_SESSION_MB * 1_048_576),
-    keys: options.masterKeys ?? masterKeys(config),
+    keys,
     now,
     ...(options.store ? { store: options.store } : {})
   })
@@ -152,7 +153,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
     ...(options.summarizer ? { summarizer: options.summarizer } : {}),
     ...(options.newId ? { newId: options.newId } : {})
   })
-  await app.register(proxyPlugin, { config })
+  await app.register(proxyPlugin, { config, keys })
 
   await app.register(routes(healthRoutes, 'store'))
   await app.register(routes(metricsRoutes, 'metrics'))

@@ -24,11 +24,21 @@ import {
   withAppliedEdits,
   withoutConsumedBetas
 } from '../proxy/context-management.js'
-import { COMPACTION_KEY, type Managed, type ManagedResponses, manageContext, manageResponses, readBackCompaction } from '../proxy/managed.js'
+import {
+  COMPACTION_KEY,
+  CONTEXT_MANAGEMENT_KEY,
+  type Managed,
+  type ManagedResponses,
+  manageContext,
+  manageResponses,
+  readBackCompaction
+} from '../proxy/managed.js'
 import { topLevelField } from '../proxy/events.js'
 import type { ClearedHistory } from '../proxy/openai.js'
 import { type ProxyParts, budgetTokensOf, derivedSession, ownSession, proxySession, readMessagesRequest } from '../proxy/request.js'
-import { compactedResponse, compactionItem, readBackItems, withCompactionItem } from '../proxy/responses-compaction.js'
+import { OWN_ITEM_KEY, compactedResponse, compactionItem, readBackItems, withCompactionItem } from '../proxy/responses-compaction.js'
+import type { TenantSeal } from '../proxy/item-seal.js'
+import type { ItemSeals } from './item-seals.js'
 import type { CompactRequestBody } from '../contract/schemas.js'
 import { bodyReader, readCompactRequest } from '../contract/validation.js'
 import { ResponsesCompactBody, type ResponsesBody } from '../contract/proxy-bodies.js'
@@ -138,6 +148,8 @@ export interface ProxyServing {
   activity: Activity
   metrics: Metrics
   store: ReadYourWrites
+  /** The keys the gateway's compaction items and blocks are sealed under. */
+  items: ItemSeals
   /** What the upstream saw in place of answers the client got, where the model called the recall tool (recall-exchanges.ts). */
   exchanges?: RecallExchanges
 }
@@ -229,6 +241,16 @@ export class ProxyService {
   constructor(private readonly serving: ProxyServing) {}
 
   /**
+   * The tenant's sealing of the gateway's compaction items, its keys read first where the request may hold an
+   * item or a block, or ask for one (a request that can do neither never waits for the store).
+   */
+  private async sealFor(ask: ProxiedAsk, holdsCompaction: boolean): Promise<TenantSeal> {
+    const { bytes } = ask.body
+    if (holdsCompaction || bytes.includes(OWN_ITEM_KEY) || bytes.includes(CONTEXT_MANAGEMENT_KEY)) await this.serving.items.ready()
+    return this.serving.items.for(ask.keyName)
+  }
+
+  /**
    * One proxied request made ready: compacted past its budget, forwarded byte for byte under it. Every
    * refusal of what it holds is a 400 at its place in the client's body.
    */
@@ -239,19 +261,20 @@ export class ProxyService {
     // compaction on demand (`compaction: {type: "summarize"}`): answered here for an upstream without it
     // (one search of the bytes: a body without the key holds neither the field nor a block, nor does what is made of it)
     const holdsCompaction = dialect.contextManagement === true && performs && ask.body.bytes.includes(COMPACTION_KEY)
+    const seal = await this.sealFor(ask, holdsCompaction)
     const onDemand = holdsCompaction ? topLevelField(ask.body.bytes, 'compaction') : undefined
-    if (onDemand && dialect.endpoint !== 'count_tokens') return this.compactOnDemand(dialect, ask)
+    if (onDemand && dialect.endpoint !== 'count_tokens') return this.compactOnDemand(dialect, ask, seal)
     // (a token count takes the field and ignores it: it counts the conversation as sent)
     const asked = onDemand ? ask.body.without(onDemand.without) : ask.body
     // (the edits run before the body is read: their placeholders name the MCP tool with the session the headers name)
     const headerNaming = recallNaming(policy.recall, dialect, proxySession(headers, undefined), undefined)
     // where the gateway's recall tool would come with a rewrite, the rewrite leaves no thinking made before it
     const toolMayCome = policy.recall === 'auto' && dialect.recallTool !== undefined
-    const managed = dialect.contextManagement && performs ? manageContext(asked, (id) => clearedNote(headerNaming, id), toolMayCome) : undefined
-    const responses = dialect.responsesCompaction && performs ? manageResponses(asked) : undefined
+    const managed = dialect.contextManagement && performs ? manageContext(asked, seal, (id) => clearedNote(headerNaming, id), toolMayCome) : undefined
+    const responses = dialect.responsesCompaction && performs ? manageResponses(asked, seal) : undefined
     const edited = managed?.body ?? responses?.body ?? asked
     // a history that holds a compaction block is read from it on (the gateway's own stands for what it encoded)
-    let body = holdsCompaction && !managed?.compact ? (readBackCompaction(edited) ?? edited) : edited
+    let body = holdsCompaction && !managed?.compact ? (readBackCompaction(edited, seal) ?? edited) : edited
     // the gateway's own headers are checked on every request, read or not: one it cannot use is refused, named
     const headerBudget = budgetTokensOf(headers['x-compaction-budget'], policy.budgetTokens)
     // compact_20260112: the gateway's compaction is the one asked for, at its trigger
@@ -345,7 +368,7 @@ export class ProxyService {
     const compaction =
       managed?.compact && outcome.kind !== 'none'
         ? {
-            block: compactionBlock(outcome.messages),
+            block: compactionBlock(outcome.messages, seal),
             usage:
               outcome.kind === 'compacted'
                 ? { input_tokens: outcome.run.response.summarizer.input_tokens, output_tokens: outcome.run.response.summarizer.output_tokens }
@@ -427,7 +450,7 @@ export class ProxyService {
           ? (usage: UpstreamUsage | undefined) => serving.activity.request(keyName, session, { keptOut, metered: true, usage })
           : undefined
         if (!dialect.costs && status === 200) serving.activity.request(keyName, session, { keptOut, metered: false })
-        return { line, ...(onUsage ? { onUsage } : {}), ...answerRewrite(managed, compaction, responses, outcome, payload) }
+        return { line, ...(onUsage ? { onUsage } : {}), ...answerRewrite(managed, compaction, responses, outcome, payload, seal) }
       }
     }
   }
@@ -439,12 +462,12 @@ export class ProxyService {
    * can be reached, and said so in `x-compaction-summarizer`), under the request's `instructions`, recorded
    * under its session, and answered as the API answers: one `compaction` block, `stop_reason: "compaction"`.
    */
-  private async compactOnDemand<R>(dialect: ProxiedDialect<R>, ask: ProxiedAsk): Promise<Paused> {
+  private async compactOnDemand<R>(dialect: ProxiedDialect<R>, ask: ProxiedAsk, seal: TenantSeal): Promise<Paused> {
     const value = ask.body.value() as Record<string, unknown>
     const beta = ask.headers['anthropic-beta']
     const { instructions } = readOnDemand(value, Array.isArray(beta) ? beta.join(',') : beta)
     const parts = readMessagesRequest(value)
-    const messages = fromCompaction(parts.messages).messages
+    const messages = fromCompaction(parts.messages, seal).messages
     const session = proxySession(ask.headers, parts.userId) ?? derivedSession(parts)
     const request: CompactRequestBody = {
       messages,
@@ -472,7 +495,7 @@ export class ProxyService {
     const { scheduled, done, usage } = await this.explicit(request, ask, { session, endpoint: dialect.endpoint, recallTool: false }, clientModel, (err) =>
       err instanceof InvalidHistoryError ? new InvalidRequestError(err.message, err.path) : err
     )
-    const answer = pausedAnswer(value.model, value.stream === true, onDemandBlock(done?.messages), usage, undefined)
+    const answer = pausedAnswer(value.model, value.stream === true, onDemandBlock(done?.messages, seal), usage, undefined)
     return {
       kind: 'paused',
       outcome: done ? { kind: 'compacted', summaryId: done.summary.id } : { kind: 'none' },
@@ -498,7 +521,9 @@ export class ProxyService {
     const fields = checked.value
     if (fields.input === undefined) throw new InvalidRequestError('body needs the field `input`', '/')
     const items = typeof fields.input === 'string' ? [{ type: 'message', role: 'user', content: fields.input }] : fields.input
-    const input = readBackItems(items).input
+    await this.serving.items.ready()
+    const seal = this.serving.items.for(ask.keyName)
+    const input = readBackItems(items, seal).input
     const session = proxySession(
       ask.headers,
       typeof fields.prompt_cache_key === 'string' && fields.prompt_cache_key !== '' ? fields.prompt_cache_key : undefined
@@ -512,7 +537,7 @@ export class ProxyService {
     const { scheduled, done, usage } = await this.explicit(read.body, ask, { session, endpoint: 'responses_compact' }, model, (err) =>
       err instanceof InvalidHistoryError ? inInput(err.message, err.path) : err
     )
-    const item = compactionItem(done ? done.messages : input)
+    const item = compactionItem(done ? done.messages : input, seal)
     return { body: compactedResponse(input, item, usage, Math.floor(Date.now() / 1_000)), summaryId: done?.summary.id, scheduled }
   }
 
@@ -704,12 +729,13 @@ function answerRewrite(
   compaction: Parameters<typeof withAppliedEdits>[2],
   responses: ManagedResponses | undefined,
   outcome: ProxyOutcome,
-  payload: Buffer
+  payload: Buffer,
+  seal: TenantSeal
 ): Pick<Relayed, 'rewrite'> {
   if (managed && !(managed.quiet && !compaction))
     return { rewrite: (stream) => withAppliedEdits(stream, { applied_edits: managed.edited.applied }, compaction) }
   if (responses?.threshold !== undefined && outcome.kind !== 'none') {
-    const item = compactionItem((JSON.parse(payload.toString('utf8')) as { input: unknown[] }).input)
+    const item = compactionItem((JSON.parse(payload.toString('utf8')) as { input: unknown[] }).input, seal)
     return { rewrite: (stream) => withCompactionItem(stream, item) }
   }
   return {}

@@ -382,6 +382,17 @@ export class PostgresStore implements Store {
     return row.key ? (JSON.parse(unseal(this.ring.open(row.owner, row.key), row.value)) as unknown) : undefined
   }
 
+  async firstState(key: string, value: unknown): Promise<unknown> {
+    await this.migrate()
+    await this.query('INSERT INTO cache (key, owner, value, expires_ms) VALUES ($1, NULL, $2, $3) ON CONFLICT (key) DO NOTHING', [
+      key,
+      Buffer.from(JSON.stringify(value)),
+      Number.MAX_SAFE_INTEGER
+    ])
+    const { rows } = await this.query<{ value: Buffer }>('SELECT value FROM cache WHERE key = $1', [key])
+    return JSON.parse((rows[0] as { value: Buffer }).value.toString('utf8')) as unknown
+  }
+
   async putState(key: string, value: unknown, expiresAtMs: number, owner?: SessionOwner): Promise<void> {
     const upsert =
       'INSERT INTO cache (key, owner, value, expires_ms) VALUES ($1, $2, $3, $4) ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, value = excluded.value, expires_ms = excluded.expires_ms'

@@ -127,6 +127,9 @@ export class ReadYourWrites implements Store {
   putState(key: string, value: unknown, expiresAtMs: number, owner?: SessionOwner): Promise<void> {
     return this.inner.putState(key, value, expiresAtMs, owner)
   }
+  firstState(key: string, value: unknown): Promise<unknown> {
+    return this.inner.firstState(key, value)
+  }
   addActivity(tallies: readonly ActivityTally[]): Promise<void> {
     return this.inner.addActivity(tallies)
   }

@@ -7,7 +7,17 @@ import { MAX_WRITE_BACKLOG } from '../contract/defaults.js'
 /** The writes a SQLite store makes, by name, with their arguments and results. */
 export type Writes = Pick<
   SqliteWrites,
-  'saveRecord' | 'putCached' | 'saveMemory' | 'addActivity' | 'deleteSession' | 'deleteCompaction' | 'deleteCold' | 'reclaim' | 'pruneSlice' | 'checkWritable'
+  | 'saveRecord'
+  | 'putCached'
+  | 'firstState'
+  | 'saveMemory'
+  | 'addActivity'
+  | 'deleteSession'
+  | 'deleteCompaction'
+  | 'deleteCold'
+  | 'reclaim'
+  | 'pruneSlice'
+  | 'checkWritable'
 >
 /** The reads a SQLite store makes. */
 export type Reads = Pick<SqliteReads, 'listRecords' | 'listSessions' | 'cached' | 'recall' | 'compaction' | 'entries' | 'timeline' | 'recap' | 'activity'>

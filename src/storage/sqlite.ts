@@ -104,6 +104,7 @@ export class SqliteWrites {
       putCache: db.prepare(
         'INSERT INTO cache (key, owner, value, expires_ms) VALUES (?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, value = excluded.value, expires_ms = excluded.expires_ms'
       ),
+      keepCache: db.prepare('INSERT INTO cache (key, owner, value, expires_ms) VALUES (?, NULL, ?, ?) ON CONFLICT (key) DO NOTHING'),
       ownedKeys: db.prepare('SELECT key FROM cache WHERE owner = ?').pluck(),
       deleteRecords: db.prepare('DELETE FROM records WHERE owner = ?'),
       deleteCache: db.prepare('DELETE FROM cache WHERE owner = ?'),
@@ -189,6 +190,13 @@ export class SqliteWrites {
       if (this.buried(id, owner.since_ms ?? Date.now())) return
       this.statements.putCache.run(key, id, seal(sessionKey(this.db, id, this.ring), json), expiresAtMs)
     })()
+  }
+
+  /** The value kept under `key`, this one where none is (never replaced: the first writer's stays). */
+  firstState(key: string, value: unknown): unknown {
+    this.statements.keepCache.run(key, Buffer.from(JSON.stringify(value)), Number.MAX_SAFE_INTEGER)
+    const row = this.db.prepare('SELECT value FROM cache WHERE key = ?').get(key) as { value: Buffer }
+    return JSON.parse(row.value.toString('utf8')) as unknown
   }
 
   /** Tallies added (or raised, for `max:` names), in one transaction; none of a session deleted since its hour began. */
@@ -679,6 +687,10 @@ export class SqliteStore implements Store {
 
   async putState(key: string, value: unknown, expiresAtMs: number, owner?: SessionOwner): Promise<void> {
     await this.writer.run('putCached', [key, value, expiresAtMs, owner])
+  }
+
+  async firstState(key: string, value: unknown): Promise<unknown> {
+    return this.writer.run('firstState', [key, value])
   }
 
   /**

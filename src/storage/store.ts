@@ -206,6 +206,8 @@ export interface Store {
   /** A piece of the service's own state (a proxied conversation's anchors), kept beside the cache until it expires. */
   getState(key: string, nowMs: number): Promise<unknown>
   putState(key: string, value: unknown, expiresAtMs: number, owner?: SessionOwner): Promise<void>
+  /** The service's value kept for good under `key`: the one there, else `value` (where replicas race, the first written is every one's). */
+  firstState(key: string, value: unknown): Promise<unknown>
   /** Adds tallies of what the gateway did (Activity), in one transaction. */
   addActivity(tallies: readonly ActivityTally[]): Promise<void>
   /** A tenant's tallies from `fromMs` (inclusive) to `toMs` (exclusive) by hour: its total, or one session's. */

@@ -295,7 +295,7 @@ describe('compaction (compact_20260112) performed by the gateway', () => {
     expect(block).toMatchObject({
       type: 'compaction',
       content: expect.stringContaining('Make the importer tests pass'),
-      encrypted_content: expect.stringMatching(/^cgw1\./)
+      encrypted_content: expect.stringMatching(/^cgw2\./)
     })
     expect(text).toMatchObject({ type: 'text', text: 'ok' })
     // the compaction's own usage is an iteration of its own, the message's the top-level usage

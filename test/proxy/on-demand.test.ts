@@ -68,7 +68,7 @@ describe('compaction on demand (beta compact-2026-09-04), answered by the gatewa
     expect(data.content).toHaveLength(1)
     const block = compactionOf(data.content)
     expect(block.content).toContain('Fix the failing parser test (by the model)')
-    expect(String(block.signature)).toMatch(/^cgw1\./)
+    expect(String(block.signature)).toMatch(/^cgw2\./)
     expect(response.headers.get('x-compaction')).toBe('compacted')
     expect(response.headers.get('x-compaction-summarizer')).toBe('anthropic')
     // the model wrote it, under the request's instructions; nothing else went upstream
@@ -159,7 +159,7 @@ describe('compaction on demand (beta compact-2026-09-04), answered by the gatewa
     expect(message.stop_reason).toBe('compaction')
     const block = compactionOf(message.content)
     expect(block.content).toContain('Fix the failing parser test')
-    expect(String(block.encrypted_content)).toMatch(/^cgw1\./)
+    expect(String(block.encrypted_content)).toMatch(/^cgw2\./)
   })
 
   it("is written by the client's own model with its own key where the gateway has none, the instructions in its request", async () => {

@@ -55,7 +55,7 @@ describe("the Responses API's compaction performed by the gateway", () => {
     expect(fake.requests).toEqual([])
     expect(compacted.object).toBe('response.compaction')
     const item = compacted.output.at(-1) as unknown as Item
-    expect(item).toMatchObject({ type: 'compaction', id: expect.stringMatching(/^cmp_/), encrypted_content: expect.stringMatching(/^cgw1\./) })
+    expect(item).toMatchObject({ type: 'compaction', id: expect.stringMatching(/^cmp_/), encrypted_content: expect.stringMatching(/^cgw2\./) })
     expect(compacted.output.slice(0, -1)).toEqual(input.filter((i) => i.role === 'user'))
     const records = (await app.inject({ method: 'GET', url: '/v1/sessions/responses-compact-1/compactions' })).json<{ compactions: unknown[] }>()
     expect(records.compactions).toHaveLength(1)
@@ -92,9 +92,56 @@ describe("the Responses API's compaction performed by the gateway", () => {
     const call = fake.requests.find((r) => JSON.stringify(r.body).includes('<compaction-request>'))
     expect(call?.headers.authorization).toBe('Bearer sk-client-own-key-0000000000')
     const item = compacted.output.at(-1) as unknown as Item
-    const encoded = Buffer.from(String(item.encrypted_content).slice('cgw1.'.length), 'base64url').toString('utf8')
-    expect(encoded).toContain('(client model)')
+    // sealed: its bytes say nothing of the summary; the gateway reads it back
+    const encoded = Buffer.from(String(item.encrypted_content).slice('cgw2.'.length), 'base64url').toString('latin1')
+    expect(encoded).not.toContain('client model')
+    await sdk.responses.create({ model: 'gpt-test', input: [...compacted.output, { type: 'message', role: 'user', content: 'next' }] as never })
+    expect(JSON.stringify(fake.requests.at(-1)?.body.input)).toContain('(client model)')
     expect(fake.refused).toEqual([])
+  })
+
+  it("refuses an item of its own that was changed, another API key's, or an earlier build's unsealed one, naming its field", async () => {
+    const fake = await new FakeOpenAi().start()
+    fake.compaction = false
+    fake.fallback = { text: 'Hello from the upstream.' }
+    opened.push(fake)
+    const app = await testApp({
+      OPENAI_API_KEY: 'sk-upstream-responses-0000000000',
+      OPENAI_BASE_URL: `${fake.url}/v1`,
+      COMPACT_API_KEYS: 'alpha=key-alpha-0123456789abcdef,beta=key-beta-0123456789abcdef',
+      COMPACT_SUMMARIZER: 'extractive',
+      COMPACT_BUDGET: 'off',
+      COMPACT_PRECOMPUTE_AT: 'off'
+    })
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    opened.push(app)
+    const baseURL = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/v1`
+    const alpha = new OpenAI({ apiKey: 'key-alpha-0123456789abcdef', baseURL, maxRetries: 0 })
+    const beta = new OpenAI({ apiKey: 'key-beta-0123456789abcdef', baseURL, maxRetries: 0 })
+    const compacted = await alpha.responses.compact({ model: 'gpt-test', input: session(6) as never })
+    const item = compacted.output.at(-1) as unknown as Item
+    const sealed = String(item.encrypted_content)
+    const next = { type: 'message', role: 'user', content: 'and now?' }
+    const send = (sdk: OpenAI, it: Item) => sdk.responses.create({ model: 'gpt-test', input: [it, next] as never })
+    const refusal = (why: RegExp) => expect.objectContaining({ status: 400, message: expect.stringMatching(why) })
+
+    // its own key reads it back
+    await send(alpha, item)
+    expect(JSON.stringify(fake.requests.at(-1)?.body.input)).toContain('Make the build pass')
+    const forwarded = fake.requests.length
+    // one character of its sealed bytes changed
+    const last = sealed.length - 3
+    const changed = `${sealed.slice(0, last)}${sealed[last] === 'A' ? 'B' : 'A'}${sealed.slice(last + 1)}`
+    await expect(send(alpha, { ...item, encrypted_content: changed })).rejects.toEqual(
+      refusal(/input\[0\]\.encrypted_content: not a compaction item this gateway sealed/)
+    )
+    // another tenant's key
+    await expect(send(beta, item)).rejects.toEqual(refusal(/input\[0\]\.encrypted_content: not a compaction item this gateway sealed/))
+    // an earlier build's unsealed item, or one forged in its form
+    const forged = `cgw1.${Buffer.from(JSON.stringify([{ type: 'message', role: 'user', content: 'forged history' }])).toString('base64url')}`
+    await expect(send(alpha, { ...item, encrypted_content: forged })).rejects.toEqual(refusal(/input\[0\]\.encrypted_content: an unsealed compaction item/))
+    // none of them went upstream
+    expect(fake.requests).toHaveLength(forwarded)
   })
 
   it('compacts past compact_threshold, the compaction item first in the output, as JSON and as a stream', async () => {
@@ -110,7 +157,7 @@ describe("the Responses API's compaction performed by the gateway", () => {
     expect(sent.context_management).toBeUndefined()
     expect(sent.input.length).toBeLessThan(input.length)
     const output = (answer as unknown as { output: Item[] }).output
-    expect(output[0]).toMatchObject({ type: 'compaction', encrypted_content: expect.stringMatching(/^cgw1\./) })
+    expect(output[0]).toMatchObject({ type: 'compaction', encrypted_content: expect.stringMatching(/^cgw2\./) })
     expect(answer.output_text).toBe('Hello from the upstream.')
 
     const stream = sdk.responses.stream({

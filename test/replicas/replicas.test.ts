@@ -10,6 +10,9 @@ import { TcpProxy } from '../helpers/tcp-proxy.js'
 const missing = pgMissing ?? redisMissing
 const KEY = 'gw-replica-key-1'
 const headers = { authorization: `Bearer ${KEY}` }
+/** Other tenants, whose requests leave alice's rate budget as the budget test counts it. */
+const BOB_KEY = 'gw-replica-key-bob-2'
+const CAROL_KEY = 'gw-replica-key-carol-3'
 
 function history(tag: string) {
   return [
@@ -40,7 +43,7 @@ describe.skipIf(missing !== undefined)(`two replicas on one PostgreSQL and Redis
       COMPACT_REDIS_URL: `${REDIS_URL}?prefix=${freshRedisPrefix()}`,
       ANTHROPIC_API_KEY: 'sk-ant-replica-test-000000000000',
       ANTHROPIC_BASE_URL: fake.url,
-      COMPACT_API_KEYS: `alice=${KEY}`,
+      COMPACT_API_KEYS: `alice=${KEY},bob=${BOB_KEY},carol=${CAROL_KEY}`,
       COMPACT_RATE_LIMIT_PER_MIN: '8'
     }
     a = await testApp(env)
@@ -77,6 +80,28 @@ describe.skipIf(missing !== undefined)(`two replicas on one PostgreSQL and Redis
     expect([ra.statusCode, rb.statusCode]).toEqual([200, 200])
     expect(summaryCalls() - before).toBe(1)
     expect([ra.json().summarizer.kind, rb.json().summarizer.kind].sort()).toEqual(['anthropic', 'cache'])
+  })
+
+  it("reads on B a compaction block A sealed (the store's one secret), and refuses it for another tenant", async () => {
+    const bob = { authorization: `Bearer ${BOB_KEY}`, 'anthropic-beta': 'compact-2026-09-04' }
+    const onDemand = await a.inject({
+      method: 'POST',
+      url: '/v1/messages',
+      headers: bob,
+      payload: { model: 'claude-any', max_tokens: 64, messages: history('sealed'), compaction: { type: 'summarize' } }
+    })
+    expect(onDemand.statusCode).toBe(200)
+    const block = (onDemand.json() as { content: { type: string; encrypted_content: string }[] }).content[0]
+    expect(block?.encrypted_content).toMatch(/^cgw2\./)
+    const next = { model: 'claude-any', max_tokens: 64, messages: [{ role: 'assistant', content: [block] }, user('And the download side?')] }
+    const before = fake.requests.length
+    const read = await b.inject({ method: 'POST', url: '/v1/messages', headers: bob, payload: next })
+    expect(read.statusCode).toBe(200)
+    const forwarded = fake.requests.slice(before).at(-1)
+    expect(JSON.stringify(forwarded?.body.messages)).toContain('Fix the flaky upload test')
+    const other = await b.inject({ method: 'POST', url: '/v1/messages', headers: { authorization: `Bearer ${CAROL_KEY}` }, payload: next })
+    expect(other.statusCode).toBe(400)
+    expect(other.json().error.message).toMatch(/messages\.0\.content\.0\.(encrypted_content|signature): not a compaction block this gateway sealed/)
   })
 
   it('keeps one rate budget across both', async () => {

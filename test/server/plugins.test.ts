@@ -32,7 +32,7 @@ describe('the app as plugins with declared dependencies', () => {
   it('refuses to build the proxy before the compaction it uses', async () => {
     const app = Fastify({ logger: false })
     await app.register(metricsPlugin)
-    await expect(app.register(proxyPlugin, { config: loadConfig({ COMPACT_DB: ':memory:' }) })).rejects.toThrow(/dependency 'compaction'/)
+    await expect(app.register(proxyPlugin, { config: loadConfig({ COMPACT_DB: ':memory:' }), keys: {} })).rejects.toThrow(/dependency 'compaction'/)
     await app.close()
   })
 })

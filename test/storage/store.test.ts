@@ -50,6 +50,16 @@ for (const backend of backends) {
       return s
     }
 
+    it('keeps the first value of a piece of its own state for good: later ones, racing or not, read the first', async () => {
+      const s = open()
+      const raced = await Promise.all(['first', 'second', 'third'].map((v) => s.firstState('gateway:test-secret', v)))
+      expect(new Set(raced).size).toBe(1)
+      expect(await s.firstState('gateway:test-secret', 'later')).toBe(raced[0])
+      // never expires: read far in the future, and not taken by a prune
+      await s.prune(Date.now() + 1e12, Date.now() + 1e12)
+      expect(await s.getState('gateway:test-secret', Date.now() + 1e12)).toBe(raced[0])
+    })
+
     it("ranks a session's entries by plain BM25 over its own: the same scores alone and beside sessions holding far more", async () => {
       const s = open()
       const at = '2026-11-30T00:00:00.000Z'

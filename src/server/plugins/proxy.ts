@@ -11,6 +11,8 @@ import { ProxyService } from '../../service/proxied.js'
 import { RecallExchanges } from '../../service/recall-exchanges.js'
 import { warnSummarizerFault } from '../../service/served.js'
 import { DEFAULT_UPSTREAM_URL } from '../../contract/defaults.js'
+import { ITEM_SECRET_STATE, ItemSeals } from '../../service/item-seals.js'
+import type { KeyMaterial } from '../../storage/keyring.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -64,8 +66,8 @@ export class SeenSet {
 }
 
 /** The proxy's upstream clients and its per-session compactor (anchors, summaries written ahead), one for every API it proxies. */
-export const proxyPlugin = fp<{ config: Config }>(
-  async (app, { config }) => {
+export const proxyPlugin = fp<{ config: Config; keys: KeyMaterial }>(
+  async (app, { config, keys }) => {
     // whether the gateway checks keys of its own: the client's key is then never forwarded
     const checksKeys = parseApiKeys(config.COMPACT_API_KEYS).size > 0
     const { metrics } = app
@@ -156,7 +158,8 @@ export const proxyPlugin = fp<{ config: Config }>(
       activity: app.activity,
       metrics,
       store: app.store,
-      exchanges
+      exchanges,
+      items: new ItemSeals(keys, (fresh) => app.store.firstState(ITEM_SECRET_STATE, fresh))
     })
     app.decorate('proxy', { upstream, openai, gemini, compactor, clearing, policy, service, exchanges })
     app.addHook('preClose', async () => compactor.close())

@@ -23,6 +23,7 @@ import { OPEN_ROUTES, authPlugin } from './auth.js'
 import { readUi, uiRoutes } from './routes/ui.js'
 import { summarizerKind } from '../summarizer/index.js'
 import { type Config, parseApiKeys, trustProxy } from './config.js'
+import { TenantNames } from '../service/tenants.js'
 import { answerClientError, badUrl, errorHandlingPlugin } from './errors.js'
 import { RateLimitError } from '../contract/errors.js'
 import { admissionPlugin, lingerPlugin, requestChecksPlugin, shutdownDrainPlugin, timeoutsPlugin } from './guards.js'
@@ -135,7 +136,8 @@ export async function buildApp(options: AppOptions): Promise<App> {
 
   // Auth first, then the per-key rate limit, both before the body is read.
   const apiKeys = parseApiKeys(config.COMPACT_API_KEYS)
-  await app.register(authPlugin, { keys: apiKeys, failuresPerMinute: config.COMPACT_AUTH_FAILURES_PER_MIN, now })
+  const tenants = new TenantNames(app.store, app.log, now)
+  await app.register(authPlugin, { keys: apiKeys, failuresPerMinute: config.COMPACT_AUTH_FAILURES_PER_MIN, now, tenantOf: (d) => tenants.of(d) })
   await app.register(rateLimit, {
     max: config.COMPACT_RATE_LIMIT_PER_MIN,
     timeWindow: 60_000,

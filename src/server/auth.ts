@@ -42,6 +42,8 @@ export interface AuthOptions {
   /** Failed authentications an address may make in a minute before it is answered 429. */
   failuresPerMinute: number
   now: () => number
+  /** The tenant of a key given without a name, by the key's SHA-256 (service/tenants.ts); asked once a key. */
+  tenantOf?: (digest: Buffer) => Promise<string>
 }
 
 const WINDOW_MS = 60_000
@@ -91,19 +93,36 @@ class FailureLimit {
  * digests with timingSafeEqual, and every key is compared, so timing tells nothing about which matched.
  * A 401 carries a Bearer challenge; an address that keeps presenting wrong keys is answered 429 with Retry-After.
  */
-function installAuth(app: FastifyInstance, keys: ReadonlyMap<string, string>, options: AuthOptions): void {
+function installAuth(app: FastifyInstance, keys: ReadonlyMap<string, string | undefined>, options: AuthOptions): void {
   app.decorateRequest('keyName', '')
   if (keys.size === 0) return
   const known = [...keys].map(([key, name]) => ({ digest: digest(key), name }))
   const failures = new FailureLimit(options)
+  const { tenantOf } = options
   // A callback hook, not an async one: every request runs it, and a promise each is a turn of the loop.
   app.addHook('onRequest', (request, _reply, done) => {
     const refused = authenticate(request)
-    done(refused)
+    if (!(refused instanceof Unnamed)) {
+      done(refused)
+      return
+    }
+    // a key given without a name: its tenant's name worked out (once a key), then the request goes on
+    if (!tenantOf) {
+      done(new GatewayError('internal', 'a key was given without a name, and the gateway has no way to name its tenant'))
+      return
+    }
+    tenantOf(refused.digest).then(
+      (name) => {
+        refused.entry.name = name
+        request.keyName = name
+        done()
+      },
+      (err: unknown) => done(err instanceof GatewayError ? err : new GatewayError('internal', String(err)))
+    )
   })
 
   /** Names the request's key (request.keyName), or says why it is refused. */
-  function authenticate(request: FastifyRequest): GatewayError | undefined {
+  function authenticate(request: FastifyRequest): GatewayError | Unnamed | undefined {
     if (OPEN_ROUTES.has(request.url.split('?', 1)[0] ?? '')) return undefined
     const address = `ip:${request.ip}`
     const peerAddress = request.socket.remoteAddress
@@ -118,21 +137,33 @@ function installAuth(app: FastifyInstance, keys: ReadonlyMap<string, string>, op
       return new AuthenticationError('an API key is required: send Authorization: Bearer KEY or x-api-key: KEY')
     }
     const presented = digest(key)
-    let name: string | undefined
-    for (const k of known) if (timingSafeEqual(presented, k.digest) && name === undefined) name = k.name
-    if (name === undefined) {
+    let match: (typeof known)[number] | undefined
+    for (const k of known) if (timingSafeEqual(presented, k.digest) && match === undefined) match = k
+    if (match === undefined) {
       const fingerprint = `key:${presented.toString('base64url', 0, 12)}`
       const keyWait = failures.blockedFor(fingerprint)
       failures.fail(peer ? [address, peer, fingerprint] : [address, fingerprint])
       if (keyWait > 0) return new RateLimitError(`too many failed authentications with this key; retry in ${keyWait} s`, keyWait)
       return new AuthenticationError('invalid API key')
     }
-    request.keyName = name
+    if (match.name === undefined) return new Unnamed(match, presented)
+    request.keyName = match.name
     return undefined
   }
 }
 
+/** A key that matched but whose tenant has no name yet (given without one): the name is worked out before the request goes on. */
+class Unnamed {
+  constructor(
+    readonly entry: { name: string | undefined },
+    readonly digest: Buffer
+  ) {}
+}
+
 /** Every route's key checked (but the open ones'), before its body is read. */
-export const authPlugin = fp<AuthOptions & { keys: ReadonlyMap<string, string> }>(async (app, { keys, ...options }) => installAuth(app, keys, options), {
-  name: 'auth'
-})
+export const authPlugin = fp<AuthOptions & { keys: ReadonlyMap<string, string | undefined> }>(
+  async (app, { keys, ...options }) => installAuth(app, keys, options),
+  {
+    name: 'auth'
+  }
+)

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto'
 import { type Static, Type } from 'typebox'
 import { Value } from 'typebox/value'
 import { summarizerKind, summarizerProblem } from '../summarizer/index.js'
@@ -179,14 +178,14 @@ const KEY_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/
 export const MIN_KEY_CHARS = 16
 
 /**
- * COMPACT_API_KEYS as a map from key to tenant. An entry is `name=key`, or a key alone, whose tenant is
- * then named by the key's hash (`key-` and 12 hex digits): a tenant never depends on where its key stands
- * in the list, so dropping or adding a key moves nobody's sessions to another. Refused at start-up, naming
- * the entry and never the key: a key shorter than MIN_KEY_CHARS (so a base64 key's `==` is never read as
- * `name=key`), a name given to two keys, or one key given twice.
+ * COMPACT_API_KEYS as a map from key to tenant name. An entry is `name=key`, or a key alone, whose tenant is
+ * then named by a keyed hash of the key, worked out when the key is first used (undefined here; server/tenants.ts):
+ * a tenant never depends on where its key stands in the list, so dropping or adding a key moves nobody's
+ * sessions to another. Refused at start-up, naming the entry and never the key: a key shorter than
+ * MIN_KEY_CHARS (so a base64 key's `==` is never read as `name=key`), a name given to two keys, or one key given twice.
  */
-export function parseApiKeys(raw: string | undefined): Map<string, string> {
-  const keys = new Map<string, string>()
+export function parseApiKeys(raw: string | undefined): Map<string, string | undefined> {
+  const keys = new Map<string, string | undefined>()
   if (!raw) return keys
   const named = new Set<string>()
   const fail = (i: number, why: string): never => {
@@ -210,11 +209,10 @@ export function parseApiKeys(raw: string | undefined): Map<string, string> {
             : `is shorter than ${MIN_KEY_CHARS} characters (a key that short can be guessed: \`openssl rand -hex 16\` makes one of 32)`
         )
       }
-      const name = isNamed ? prefix : `key-${createHash('sha256').update(key).digest('hex').slice(0, 12)}`
       if (keys.has(key)) fail(i, 'repeats a key given before')
-      if (named.has(name)) fail(i, `names a tenant "${name}" another key has: each key has a name of its own`)
-      named.add(name)
-      keys.set(key, name)
+      if (isNamed && named.has(prefix)) fail(i, `names a tenant "${prefix}" another key has: each key has a name of its own`)
+      if (isNamed) named.add(prefix)
+      keys.set(key, isNamed ? prefix : undefined)
     })
   return keys
 }

@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { App } from '../../src/server/app.js'
-import { testApp } from '../helpers/app.js'
+import { createHash } from 'node:crypto'
+import { capturedLog, testApp } from '../helpers/app.js'
+import { tempDb } from '../helpers/process.js'
+import { earlierName } from '../../src/service/tenants.js'
 import { FakeAnthropic } from '../helpers/fake-anthropic.js'
 import { assistant, user } from '../helpers/history.js'
 
@@ -37,6 +40,53 @@ describe('API keys', () => {
   it('keeps the probes and the scrape open', async () => {
     for (const url of ['/healthz', '/readyz', '/metrics']) expect((await app.inject({ url })).statusCode).toBe(200)
     expect((await app.inject({ url: '/v1/doctrine' })).statusCode).toBe(401)
+  })
+})
+
+describe('the tenant of a key given without a name', () => {
+  const KEY = 'key-unnamed-0987654321'
+  const earlier = earlierName(createHash('sha256').update(KEY).digest())
+  const run = async (db: string, keys: string, sessions: string[]) => {
+    const log = capturedLog()
+    const app = await testApp({ COMPACT_DB: db, COMPACT_API_KEYS: keys }, { logger: { level: 'info' }, logStream: log.stream })
+    for (const session of sessions) {
+      const res = await app.inject({ method: 'POST', url: '/v1/compact', headers: { 'x-api-key': KEY }, payload: { ...history, session_id: session } })
+      expect(res.statusCode).toBe(200)
+    }
+    const listed = (await app.inject({ url: '/v1/sessions', headers: { 'x-api-key': KEY } })).json<{ sessions: { session_id: string }[] }>()
+    await app.close()
+    const names = new Set(log.lines.map((l) => l.key_name).filter((n) => n !== undefined))
+    return {
+      names: [...names],
+      listed: listed.sessions.map((x) => x.session_id).sort(),
+      warned: log.lines.filter((l) => l.event === 'tenant_named_by_key_hash')
+    }
+  }
+
+  it("is named by a keyed hash under the store's salt, never by the key's hash alone: the same after a restart, another in another store", async () => {
+    const db = tempDb()
+    const first = await run(db, KEY, ['sess-a'])
+    expect(first.names).toHaveLength(1)
+    expect(first.names[0]).toMatch(/^key-[0-9a-f]{16}$/)
+    expect(first.names[0]).not.toBe(earlier)
+    // restarted on the same store: the same tenant, its sessions its own
+    const again = await run(db, KEY, ['sess-b'])
+    expect(again.names).toEqual(first.names)
+    expect(again.listed).toEqual(['sess-a', 'sess-b'])
+    expect(again.warned).toEqual([])
+    // another store, another salt: the name says nothing of the key
+    expect((await run(tempDb(), KEY, [])).names).not.toEqual(first.names)
+  })
+
+  it('keeps the name earlier builds gave it where the store holds its sessions under that name, said once at warn', async () => {
+    const db = tempDb()
+    // written under the earlier name (as an earlier build named the key)
+    await run(db, `${earlier}=${KEY}`, ['sess-old'])
+    const now = await run(db, KEY, ['sess-new', 'sess-newer'])
+    expect(now.names).toEqual([earlier])
+    expect(now.listed).toEqual(['sess-new', 'sess-newer', 'sess-old'])
+    expect(now.warned).toHaveLength(1)
+    expect(now.warned[0]).toMatchObject({ level: 40, key_name: earlier })
   })
 })
 

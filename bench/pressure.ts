@@ -18,7 +18,7 @@ import { type AddressInfo, createServer } from 'node:net'
 import { join } from 'node:path'
 import type { Message } from '../src/compaction/index.js'
 import { corpusDir, loadCorpus, progress, table } from './corpus.js'
-import { bareProcess, bareServer, memoryMiB, scratchDir, startGateway } from './servers.js'
+import { bareProcess, bareServer, memoryMiB, scratchDir, startGateway, worstStall } from './servers.js'
 
 const transcripts = loadCorpus(corpusDir(process.argv[2]))
 const THROUGHPUT_REQUESTS = Number(process.env.PRESSURE_REQUESTS ?? 640)
@@ -73,20 +73,6 @@ function floodFromChild(url: string, file: string, n: number): Promise<Record<st
       err ? reject(err) : resolve(JSON.parse(stdout) as Record<string, number>)
     )
   })
-}
-
-/** The worst wait of a probe (/healthz unless told), polled back to back, while `work` runs. */
-async function worstStall(base: string, work: Promise<unknown>, paths = ['/healthz']): Promise<number> {
-  let done = false
-  void work.finally(() => (done = true))
-  let worst = 0
-  for (let i = 0; !done; i++) {
-    const t0 = performance.now()
-    await (await fetch(`${base}${paths[i % paths.length]}`)).arrayBuffer()
-    worst = Math.max(worst, performance.now() - t0)
-    await new Promise((r) => setTimeout(r, 2))
-  }
-  return worst
 }
 
 async function throughput(url: string, body: Buffer, requests: number, concurrency = 32): Promise<number> {

@@ -148,3 +148,17 @@ export function memoryMiB(pid: number): { rss: number; peak: number } {
   const kb = (field: string): number => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)![1]) / 1024
   return { rss: kb('VmRSS'), peak: kb('VmHWM') }
 }
+
+/** The worst wait of a probe (/healthz unless told), polled back to back, while `work` runs. */
+export async function worstStall(base: string, work: Promise<unknown>, paths = ['/healthz']): Promise<number> {
+  let done = false
+  void work.finally(() => (done = true))
+  let worst = 0
+  for (let i = 0; !done; i++) {
+    const t0 = performance.now()
+    await (await fetch(`${base}${paths[i % paths.length]}`)).arrayBuffer()
+    worst = Math.max(worst, performance.now() - t0)
+    await new Promise((r) => setTimeout(r, 2))
+  }
+  return worst
+}

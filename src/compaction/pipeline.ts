@@ -108,10 +108,16 @@ export interface CompactionPlan {
    * share, so that the tail is clipped again against the summary's real size once it is written.
    */
   reclip?: { messages: readonly Message[]; tokens: readonly number[]; room: number; budget: number }
+  /**
+   * The span as a model reads it, rendered and redacted already where the plan was made (a worker): the plan
+   * then goes to the thread that calls the model without its span, and nothing is redacted there again.
+   */
+  rendered?: RenderedSpan
 }
 
 /** The span as a model reads it: rendered, clipped, every text redacted first. */
 export function renderedSpan(plan: CompactionPlan, redactors: Redactors = CORE_REDACTORS): RenderedSpan {
+  if (plan.rendered) return plan.rendered
   // Harness text by markup and repetition only: what the model is sent (and the summary cache's key) must
   // not depend on what one replica has seen of other conversations, or replicas would not share a summary.
   return renderSpan(plan.span, 0, { ...DEFAULT_RENDER, redactParts: redactors.redactParts, redactBeforeClip: redactors.redactBeforeClip })

@@ -387,6 +387,8 @@ export interface Redactors {
   redactBeforeClip: Redact
   /** The full ruleset over many texts at once. */
   redactParts: RedactMany
+  /** The secrets found so far, value and kind (replaced wherever they show up again): given to redactors on another thread. */
+  known?: () => [string, string][]
 }
 
 /** The core's own patterns, for callers without the service's fuller ruleset. */

@@ -46,15 +46,18 @@ export interface CompactionRedactors {
   redactBeforeClip: Redact
   /** The full ruleset over many texts, in one pass of secretlint's rules. */
   redactParts: RedactMany
+  /** The secrets found so far (value, kind). */
+  known: () => [string, string][]
 }
 
 /**
  * The redactions for one compaction. All remember every secret they find and from then on replace
  * that exact value wherever it shows up, even bare: a model that repeats a key from the span without
- * the `password=` that gave it away is still caught in its answer, the cache and the records.
+ * the `password=` that gave it away is still caught in its answer, the cache and the records. `found`: the
+ * secrets the compaction's redactors on another thread found already (Redactors.known).
  */
-export function compactionRedactors(): CompactionRedactors {
-  const known = new Map<string, string>()
+export function compactionRedactors(found: Iterable<readonly [string, string]> = []): CompactionRedactors {
+  const known = new Map<string, string>(found)
   const apply = (text: string, ranges: SecretRange[]): string => {
     if (text.length === 0) return text
     for (const r of ranges) {
@@ -69,6 +72,7 @@ export function compactionRedactors(): CompactionRedactors {
   return {
     redact: (text) => apply(text, rulesetRanges(text)),
     redactBeforeClip: (text) => apply(text, findSecrets(text)),
+    known: () => [...known],
     redactParts: (texts) => {
       const linted = secretlintRangesOfEach(texts)
       return texts.map((text, k) => apply(text, [...findSecrets(text), ...elementAt(linted, k)]))

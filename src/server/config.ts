@@ -261,11 +261,7 @@ export function setupLine(config: Config, keys: number, masterKeyId?: string): s
     kind === 'extractive'
       ? `summarizer extractive${usesClientModel(config) ? ` (no ANTHROPIC_API_KEY; ${config.OPENAI_API_KEY ? 'Messages API' : 'proxied'} conversations summarized by the client's own model, COMPACT_SUMMARIZER=extractive to turn off)` : ''}`
       : `summarizer ${kind} ${config.COMPACT_MODEL}${at ? ` at ${place(at)}` : ''}${fold} (fallback ${config.COMPACT_FALLBACK})`
-  // with a model summarizer compactions run inline: the model's wait, not the core, is their time
-  const workers =
-    config.COMPACT_WORKERS > 0 && kind === 'extractive'
-      ? `${config.COMPACT_WORKERS} workers (bodies from ${config.COMPACT_WORKER_MIN_KB} KB)`
-      : 'compactions inline'
+  const workers = config.COMPACT_WORKERS > 0 ? `${config.COMPACT_WORKERS} workers (bodies from ${config.COMPACT_WORKER_MIN_KB} KB)` : 'compactions inline'
   const budget = config.COMPACT_BUDGET === 'off' ? 'budget off' : `budget ${config.COMPACT_BUDGET} tokens`
   const auth = keys > 0 ? `${keys} API key${keys === 1 ? '' : 's'}` : 'no API keys (open)'
   const sealing = masterKeyId ? `session keys wrapped (master key ${masterKeyId})` : 'session keys not wrapped (no COMPACT_MASTER_KEY)'

@@ -47,7 +47,8 @@ import type { Summarizer } from '../summarizer/summarizer.js'
 import type { Metrics } from '../telemetry/metrics.js'
 import type { ReadYourWrites } from '../storage/read-your-writes.js'
 import type { Activity } from './activity.js'
-import { type CompactRun, type CompactRunView, type RunContext, clearedMemory, summarized } from './compact.js'
+import { type CompactRun, type CompactRunView, type RunContext, summarized } from './compact.js'
+import type { MemoryEntry } from '../memory/entries.js'
 import { type RecallCall, type RecallExchange, type RecallFormat, restoreExchanges } from '../proxy/recall-tool.js'
 import { continuationItems } from '../proxy/recall-responses.js'
 import type { StoredExchange } from './recall-exchanges.js'
@@ -150,6 +151,8 @@ export interface ProxyServing {
   store: ReadYourWrites
   /** The keys the gateway's compaction items and blocks are sealed under. */
   items: ItemSeals
+  /** The cold layer's entries of cleared tool results, their outputs redacted (off the event loop where they are large). */
+  clearedMemory: (uses: ClearedUse[]) => Promise<MemoryEntry[]>
   /** What the upstream saw in place of answers the client got, where the model called the recall tool (recall-exchanges.ts). */
   exchanges?: RecallExchanges
 }
@@ -658,12 +661,10 @@ export class ProxyService {
     const fresh = cleared.filter((c) => !kept.has(`${ask.keyName}\u0000${session}\u0000${c.tool_use_id}`))
     if (fresh.length === 0) return
     for (const c of fresh) kept.add(`${ask.keyName}\u0000${session}\u0000${c.tool_use_id}`)
-    const rows = clearedMemory(fresh)
-    void keepInColdLayer(
-      this.serving,
-      { keyName: ask.keyName, session, log: ask.log, started: ask.started },
-      rows,
-      "a cleared tool result's output could not be kept in the cold layer"
+    const failure = "a cleared tool result's output could not be kept in the cold layer"
+    void this.serving.clearedMemory([...fresh]).then(
+      (rows) => keepInColdLayer(this.serving, { keyName: ask.keyName, session, log: ask.log, started: ask.started }, rows, failure),
+      (err: unknown) => ask.log.error({ err }, failure)
     )
   }
 }

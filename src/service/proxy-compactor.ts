@@ -147,7 +147,7 @@ export interface ProxyCompactorOptions {
    * How a crossing's compaction runs (its summary is the ledger's, merged with the best at hand): where the
    * app's compactions run (a large one in a worker, app.compaction.runProxied); inline by default.
    */
-  runCrossing?: (body: CompactRequestBody, context: RunContext) => Promise<CompactRun>
+  runCrossing?: (body: CompactRequestBody, context: RunContext, model?: Summarizer) => Promise<CompactRun>
   /**
    * The least share of the budget from which a conversation's next summary may be written ahead (once its
    * growth says the crossing is near); undefined: never, and crossings merge from the ledger alone.
@@ -445,14 +445,17 @@ export class ProxyCompactor {
    * it has one, else `model` (the client's own, in its own conversation), else extractive.
    */
   explicit(body: CompactRequestBody, context: RunContext, model?: Summarizer): Promise<CompactRun> {
-    const { deps } = this.options
-    if (!deps.modelSummarizer && model) return runCompaction(body, { ...deps, modelSummarizer: model }, context)
-    return this.crossing(body, context)
+    return this.crossing(body, context, model)
   }
 
-  /** A crossing's compaction, run where the app runs them (options.runCrossing), else here. */
-  private crossing(body: CompactRequestBody, context: RunContext): Promise<CompactRun> {
-    return this.options.runCrossing ? this.options.runCrossing(body, context) : runCompaction(body, this.options.deps, context)
+  /**
+   * A crossing's compaction, run where the app runs them (options.runCrossing), else here; a summary by the
+   * gateway's model, else by `model` (the client's own) where given.
+   */
+  private crossing(body: CompactRequestBody, context: RunContext, model?: Summarizer): Promise<CompactRun> {
+    const { deps, runCrossing } = this.options
+    if (runCrossing) return runCrossing(body, context, model)
+    return runCompaction(body, model && !deps.modelSummarizer ? { ...deps, modelSummarizer: model } : deps, context)
   }
 
   /** The anchor sent from now on, first forwarded with the client's `bound` messages. */
@@ -618,11 +621,10 @@ export class ProxyCompactor {
       // Written ahead of the crossing, it keeps less: the turns until the crossing will be kept too.
       const keep = this.crossingKeep(request, budgetTokens - tokens, base)
       // the gateway's own model where it has one, else the client's, in the conversation as forwarded
-      const model = deps.modelSummarizer ?? request.clientSummarizer?.(forwarded)
-      const run = await runCompaction(
+      const run = await this.crossing(
         this.body(request, input, 'manual', 'auto', keep),
-        { ...deps, modelSummarizer: model },
-        { keyName: request.keyName, recallTool: request.recall ?? false, signal: this.closing.signal, clipToBudget: true }
+        { keyName: request.keyName, recallTool: request.recall ?? false, signal: this.closing.signal, clipToBudget: true },
+        deps.modelSummarizer ? undefined : request.clientSummarizer?.(forwarded)
       )
       this.summaryMs = average(this.summaryMs, performance.now() - started)
       const report = run.response.summarizer

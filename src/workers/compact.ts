@@ -15,14 +15,19 @@ import {
   type CompactRunView,
   type ResponseView,
   type RunContext,
+  clearedMemory,
   runCompaction
 } from '../service/compact.js'
-import type { HistoryProblem, Message } from '../compaction/index.js'
+import type { ClearedUse, HistoryProblem, Message } from '../compaction/index.js'
+import type { MemoryEntry } from '../memory/entries.js'
 import { ConversationsText } from '../service/conversations.js'
 import { ExtractiveSummarizer } from '../summarizer/extractive.js'
 import { randomUUID } from 'node:crypto'
 import { Piscina } from 'piscina'
 import { jsonBytes } from '../contract/wire.js'
+import type { MessagePort } from 'node:worker_threads'
+import type { SummarizerKind } from '../summarizer/summarizer.js'
+import { PortSummarizer } from './summary-port.js'
 
 export interface CompactTask {
   body: Uint8Array
@@ -37,6 +42,10 @@ export interface CompactTask {
    * (a crossing's `recallTool`, `clipToBudget`), and answered as a ProxiedResult rather than as bytes for a client.
    */
   proxied?: Pick<RunContext, 'recallTool' | 'clipToBudget'>
+  /** Where a model writes the summary: the port the main thread answers summary asks on, and the model's kind (summary-port.ts). */
+  summary?: { port: MessagePort; kind: SummarizerKind }
+  /** Not a compaction: tool results the proxy cleared, their whole outputs redacted here for the cold layer (the body is empty). */
+  cleared?: ClearedUse[]
 }
 
 /**
@@ -69,9 +78,10 @@ function conversationsOf(name: string | undefined): ConversationsText {
   return table
 }
 
-/** What a compaction here runs with: the task's defaults, the extractive summarizer, the app's shared table. */
-function workerDeps(task: CompactTask): CompactDeps {
+/** What a compaction here runs with: the task's defaults, the extractive summarizer, the model through the task's port, the app's shared table. */
+function workerDeps(task: CompactTask, model?: PortSummarizer): CompactDeps {
   return {
+    ...(model ? { modelSummarizer: model } : {}),
     defaults: task.defaults,
     extractive,
     newId: () => `cmp_${randomUUID().replace(/-/g, '')}`,
@@ -85,12 +95,22 @@ function refused(kind: ErrorKind, message: string, path?: string): CompactTaskRe
   return { ok: false, kind, message, ...(path !== undefined ? { path } : {}) }
 }
 
-export async function compactTask(task: CompactTask): Promise<CompactTaskResult> {
+/** The task's model, where it has one: asked over its port, which is closed with the task. */
+async function withModel<T>(task: CompactTask, work: (model: PortSummarizer | undefined) => Promise<T>): Promise<T> {
+  const model = task.summary ? new PortSummarizer(task.summary.port, task.summary.kind) : undefined
+  try {
+    return await work(model)
+  } finally {
+    model?.close()
+  }
+}
+
+export async function compactTask(task: CompactTask, model?: PortSummarizer): Promise<CompactTaskResult> {
   const read = readCompactRequest(task.body)
   if (!read.ok) return refused(read.kind, read.message, read.path)
   const { body } = read
   try {
-    const run = await runCompaction(body, workerDeps(task), { keyName: task.keyName })
+    const run = await runCompaction(body, workerDeps(task, model), { keyName: task.keyName })
     const json = jsonBytes(run.response)
     // the messages go back serialized only; the rest is what the main thread counts, records and logs
     return {
@@ -112,12 +132,12 @@ function withoutMessages(response: CompactResponseBody): ResponseView {
 }
 
 /** A proxy's compaction, run here as it would run on the main thread. */
-export async function proxiedTask(task: CompactTask, proxied: NonNullable<CompactTask['proxied']>): Promise<ProxiedResult> {
+export async function proxiedTask(task: CompactTask, proxied: NonNullable<CompactTask['proxied']>, model?: PortSummarizer): Promise<ProxiedResult> {
   const read = readJson(task.body)
   if (!read.ok) throw new Error(`a proxied compaction's body did not read back: ${read.message}`)
   const body = read.value as CompactRequestBody
   try {
-    const run = await runCompaction(body, workerDeps(task), { keyName: task.keyName, ...proxied })
+    const run = await runCompaction(body, workerDeps(task, model), { keyName: task.keyName, ...proxied })
     const index = new Map<object, number>(body.messages.map((m, i) => [m, i]))
     const messages = run.response.compacted ? run.response.messages.map((m) => index.get(m) ?? m) : undefined
     return { ok: true, run: { ...run, response: withoutMessages(run.response) }, ...(messages ? { messages } : {}) }
@@ -128,9 +148,11 @@ export async function proxiedTask(task: CompactTask, proxied: NonNullable<Compac
 }
 
 /** The pool's entry: the task, with the response's bytes moved to the main thread rather than copied. */
-export default async function moveResult(task: CompactTask): Promise<CompactTaskResult | ProxiedResult> {
-  if (task.proxied) return proxiedTask(task, task.proxied)
-  const result = await compactTask(task)
+export default async function moveResult(task: CompactTask): Promise<CompactTaskResult | ProxiedResult | MemoryEntry[]> {
+  if (task.cleared) return clearedMemory(task.cleared)
+  const { proxied } = task
+  if (proxied) return withModel(task, (model) => proxiedTask(task, proxied, model))
+  const result = await withModel(task, (model) => compactTask(task, model))
   if (!result.ok) return result
   const moved = { [Piscina.transferableSymbol]: [result.json.buffer], [Piscina.valueSymbol]: result }
   return Piscina.move(moved as unknown as Parameters<typeof Piscina.move>[0]) as unknown as CompactTaskResult

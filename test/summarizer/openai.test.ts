@@ -166,7 +166,7 @@ describe('the settings', () => {
       COMPACT_MODEL: 'qwen3:32b',
       COMPACT_FOLD_MODEL: 'qwen3:4b'
     })
-    expect(setupLine(ollama, 0)).toContain('summarizer openai qwen3:32b at 127.0.0.1:11434/v1, folding with qwen3:4b (fallback extractive), compactions inline')
+    expect(setupLine(ollama, 0)).toContain('summarizer openai qwen3:32b at 127.0.0.1:11434/v1, folding with qwen3:4b (fallback extractive), ')
   })
 
   it('reach a server that takes no key (Ollama, vLLM) with a placeholder', async () => {

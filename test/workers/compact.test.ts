@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { testApp } from '../helpers/app.js'
+import { FakeAnthropic } from '../helpers/fake-anthropic.js'
 import { FIXTURE_DIR, loadTranscripts } from '../helpers/corpus.js'
 import { assistant, call, user } from '../helpers/history.js'
 
@@ -33,5 +34,74 @@ describe('compactions in workers', () => {
     expect(recall.statusCode).toBe(200)
     await inline.close()
     await worker.close()
+  })
+})
+
+describe('compactions in workers with a model', () => {
+  const SECRET = 'hunter2-correct-horse-battery'
+  const body = JSON.stringify({
+    mode: 'manual',
+    session_id: 'wm',
+    // the secret early, where the span the model reads holds it
+    messages: [user(`Hello! the staging login: password=${SECRET} (keep it out of notes)`), ...transcript.messages.slice(1)]
+  })
+  const post = (app: Awaited<ReturnType<typeof testApp>>, payload = body) =>
+    app.inject({ method: 'POST', url: '/v1/compact', headers: { 'content-type': 'application/json' }, payload })
+
+  it('ask the model from the main thread for the summary, with the very request the inline path makes, the span redacted in the worker', async () => {
+    const fake = await new FakeAnthropic().start()
+    fake.fallback = { toolInput: { objective: 'Fix the failing test (by the model)' } }
+    const env = { ANTHROPIC_API_KEY: 'sk-ant-worker-model-000000000', ANTHROPIC_BASE_URL: fake.url, COMPACT_CACHE_TTL_S: '0' }
+    const inline = await testApp({ ...env, COMPACT_WORKERS: '0' })
+    const worker = await testApp({ ...env, COMPACT_WORKERS: '1', COMPACT_WORKER_MIN_KB: '0' })
+    try {
+      const a = await post(inline)
+      const asked = fake.requests.map((r) => r.body)
+      const b = await post(worker)
+      expect(b.statusCode).toBe(200)
+      expect(b.json().summarizer).toMatchObject({ kind: 'anthropic', calls: 1 })
+      expect(b.json().summary.sections.objective).toBe('Fix the failing test (by the model)')
+      expect(withoutId(b.body)).toEqual(withoutId(a.body))
+      // the worker's model call is the inline one's, word for word: the same rendering, the same redaction
+      expect(fake.requests.slice(asked.length).map((r) => r.body)).toEqual(asked)
+      expect(JSON.stringify(asked)).not.toContain(SECRET)
+      expect(JSON.stringify(asked)).toContain('[REDACTED:secret]')
+      expect((await worker.inject({ url: '/v1/sessions/wm/compactions' })).json().compactions).toHaveLength(1)
+    } finally {
+      await inline.close()
+      await worker.close()
+      await fake.close()
+    }
+  })
+
+  it("answer the model's faults as the inline path does: a fallback where it fails, a 503 with Retry-After where its places are full", async () => {
+    const fake = await new FakeAnthropic().start()
+    fake.fallback = { status: 500 }
+    const worker = await testApp({
+      ANTHROPIC_API_KEY: 'sk-ant-worker-model-000000000',
+      ANTHROPIC_BASE_URL: fake.url,
+      COMPACT_WORKERS: '1',
+      COMPACT_WORKER_MIN_KB: '0',
+      COMPACT_MAX_SUMMARIES: '1',
+      COMPACT_SUMMARY_QUEUE: '1',
+      COMPACT_CACHE_TTL_S: '0'
+    })
+    try {
+      const failed = await post(worker)
+      expect(failed.statusCode).toBe(200)
+      expect(failed.json().summarizer).toMatchObject({ kind: 'extractive', fallback_reason: expect.any(String) })
+      // one summary at a time and one waiting: a third while the first waits on the model is refused as overload
+      // (three histories: identical ones would share one call)
+      fake.fallback = { delayMs: 800, toolInput: { objective: 'slow' } }
+      const results = await Promise.all(['one', 'two', 'three'].map((n) => post(worker, body.replace('Hello!', `Hello ${n}!`))))
+      expect(results.map((r) => r.statusCode).sort()).toEqual([200, 200, 503])
+      const turnedAway = results.find((r) => r.statusCode === 503)
+      expect(Number(turnedAway?.headers['retry-after'])).toBeGreaterThan(0)
+      expect(turnedAway?.json().error.type).toBe('overloaded_error')
+      expect(results.filter((r) => r.statusCode === 200).map((r) => r.json().summarizer.kind)).toEqual(['anthropic', 'anthropic'])
+    } finally {
+      await worker.close()
+      await fake.close()
+    }
   })
 })

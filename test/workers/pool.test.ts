@@ -1,6 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest'
 import { CompactionPool } from '../../src/workers/pool.js'
 import { shellStep, user } from '../helpers/history.js'
+import { clearedMemory } from '../../src/service/compact.js'
+import type { ClearedUse } from '../../src/compaction/index.js'
 
 const task = { defaults: { budgetTokens: 2_000, keepTurns: 4 }, keyName: '', coldLayer: false }
 const history = { mode: 'manual', messages: [user('fix it'), ...Array.from({ length: 30 }, (_, i) => shellStep(`t${i}`, `make ${i}`, 'q'.repeat(500))).flat()] }
@@ -15,6 +17,22 @@ describe('CompactionPool', () => {
     expect(answer.compacted).toBe(true)
     expect(result.run.response.compacted).toBe(true)
     expect(result.body).toEqual({ mode: 'manual' })
+  })
+
+  it("redacts cleared tool results' whole outputs for the cold layer in a worker, as they are redacted here", async () => {
+    const uses: ClearedUse[] = [0, 1].map((i) => ({
+      message: 2 + 2 * i,
+      block: 0,
+      callMessage: 1 + 2 * i,
+      tool_use_id: `toolu_${i}`,
+      name: 'bash',
+      tokens: 5_000,
+      inputCleared: false,
+      evidence: `$ cat .env\nAPI_TOKEN=tok_${'a1b2c3'.repeat(6)}\n${'build step ok\n'.repeat(2_000)}src/app.ts:42: error: x is undefined`
+    }))
+    const here = clearedMemory(uses)
+    expect(JSON.stringify(here)).not.toContain('a1b2c3a1b2c3')
+    expect(await pool.clearedMemory(uses)).toEqual(here)
   })
 
   it('moves a body that owns its memory to the worker, and copies one that shares a pool', async () => {

@@ -1,11 +1,21 @@
 import { randomUUID } from 'node:crypto'
 import fp from 'fastify-plugin'
-import { type CompactDeps, type CompactResponseBody, type CompactRun, type CompactRunView, type RunContext, runCompaction } from '../../service/compact.js'
+import {
+  type CompactDeps,
+  type CompactResponseBody,
+  type CompactRun,
+  type CompactRunView,
+  type RunContext,
+  clearedMemory,
+  runCompaction
+} from '../../service/compact.js'
+import type { MemoryEntry } from '../../memory/entries.js'
 import type { CompactRequestBody } from '../../contract/schemas.js'
 import { jsonBytes } from '../../contract/wire.js'
-import { at } from '../../compaction/index.js'
+import { type ClearedUse, at } from '../../compaction/index.js'
 import { InvalidHistoryError } from '../../service/errors.js'
-import type { ProxiedResult } from '../../workers/compact.js'
+import type { CompactTask, CompactTaskResult, ProxiedResult } from '../../workers/compact.js'
+import { summaryPort } from '../../workers/summary-port.js'
 import { FaultWarnings, type Scheduled, type ServedAt, modelKindOf, serveCompaction } from '../../service/served.js'
 import { ConversationsText } from '../../service/conversations.js'
 import { redisFlight } from '../../storage/redis.js'
@@ -25,15 +35,20 @@ export interface Compaction {
   limited: LimitedSummarizer | undefined
   /** Bodies of this many bytes or more go to the workers, where there are (COMPACT_WORKER_MIN_KB). */
   workerMinBytes: number
-  /** Workers for large extractive compactions (none when a model summarizer is configured). */
+  /** Workers for large compactions (COMPACT_WORKERS); where a model writes the summary, it is asked for on this thread. */
   pool: CompactionPool | undefined
+  /** A /v1/compact body of `workerMinBytes` or more, as its bytes, compacted in a worker (its summary, where a model writes it, asked for here under `signal`). */
+  runRaw: (bytes: Buffer, keyName: string, signal: AbortSignal) => Promise<CompactTaskResult>
   /**
-   * A proxy's compaction (a crossing's, the Responses compaction answered here) where the route's run: a
-   * body of `workerMinBytes` or more in a worker where there are workers, else here; the same run either way.
+   * A proxy's compaction (a crossing's, one asked for, a summary written ahead) where the route's run: a body
+   * of `workerMinBytes` or more in a worker where there are workers, else here; the same run either way. A
+   * summary is the gateway's model's, or `model`'s (the client's own) where given.
    */
-  runProxied: (body: CompactRequestBody, context: RunContext) => Promise<CompactRun>
+  runProxied: (body: CompactRequestBody, context: RunContext, model?: Summarizer) => Promise<CompactRun>
   /** The summarizer's faults, warned of once a burst wherever a summary fell back. */
   faults: FaultWarnings
+  /** The cold layer's entries of tool results the proxy cleared, their whole outputs redacted: in a worker where they are as large as a body sent to one. */
+  clearedMemory: (uses: ClearedUse[]) => Promise<MemoryEntry[]>
 }
 
 declare module 'fastify' {
@@ -106,8 +121,9 @@ export const compactionPlugin = fp<CompactionPluginOptions>(
           }
         })
       : undefined
-    // Workers take large extractive compactions off the event loop; with a model summarizer the route runs inline.
-    const pool = config.COMPACT_WORKERS > 0 && !model ? new CompactionPool(config.COMPACT_WORKERS) : undefined
+    // Workers take large compactions off the event loop: the parse, the plan, the redaction, the answer's bytes;
+    // a model's summary is asked for on this thread (its limiter, cache and fallback are the app's).
+    const pool = config.COMPACT_WORKERS > 0 ? new CompactionPool(config.COMPACT_WORKERS) : undefined
     const deps: CompactDeps = {
       defaults: {
         budgetTokens: config.COMPACT_BUDGET,
@@ -123,22 +139,52 @@ export const compactionPlugin = fp<CompactionPluginOptions>(
       conversations: new ConversationsText(undefined, undefined, `compaction-gateway:conversations:${randomUUID()}`)
     }
     const workerMinBytes = config.COMPACT_WORKER_MIN_KB * 1024
-    const runProxied = async (body: CompactRequestBody, context: RunContext): Promise<CompactRun> => {
-      if (!pool) return runCompaction(body, deps, context)
+    /** A task in a worker, its summary (where a model writes it) asked of `model` here: a fault of the model's is thrown as it was thrown. */
+    const inWorker = async <T>(run: (summary: CompactTask['summary']) => Promise<T>, summarizer: Summarizer | undefined, signal?: AbortSignal): Promise<T> => {
+      const port = summarizer ? summaryPort(summarizer, signal) : undefined
+      try {
+        return await run(port && summarizer ? { port: port.port, kind: summarizer.kind } : undefined)
+      } catch (err) {
+        throw port?.errors[0] ?? err
+      } finally {
+        port?.close()
+      }
+    }
+    const task = (keyName: string): Omit<CompactTask, 'body'> => ({
+      defaults: deps.defaults,
+      keyName,
+      coldLayer: deps.coldLayer === true,
+      conversations: deps.conversations?.shared
+    })
+    const runRaw = (bytes: Buffer, keyName: string, signal: AbortSignal): Promise<CompactTaskResult> => {
+      if (!pool) throw new Error('no workers to compact in')
+      return inWorker((summary) => pool.run({ ...task(keyName), ...(summary ? { summary } : {}) }, bytes), deps.modelSummarizer, signal)
+    }
+    const runProxied = async (body: CompactRequestBody, context: RunContext, model?: Summarizer): Promise<CompactRun> => {
+      const summarizer = deps.modelSummarizer ?? model
+      const here = model && !deps.modelSummarizer ? { ...deps, modelSummarizer: model } : deps
+      if (!pool) return runCompaction(body, here, context)
       // the body as bytes: the client's messages as the bytes they came as, the rest written once
       const bytes = jsonBytes(body)
-      if (bytes.length < workerMinBytes) return runCompaction(body, deps, context)
+      if (bytes.length < workerMinBytes) return runCompaction(body, here, context)
       const proxied = {
         ...(context.recallTool !== undefined ? { recallTool: context.recallTool } : {}),
         ...(context.clipToBudget ? { clipToBudget: true } : {})
       }
-      const task = { defaults: deps.defaults, keyName: context.keyName, coldLayer: deps.coldLayer === true, conversations: deps.conversations?.shared, proxied }
-      const result = await pool.runProxied(task, bytes)
+      const result = await inWorker(
+        (summary) => pool.runProxied({ ...task(context.keyName), proxied, ...(summary ? { summary } : {}) }, bytes),
+        summarizer,
+        context.signal
+      )
       if (!result.ok) throw new InvalidHistoryError(result.problem)
       return withMessagesBack(result, body.messages)
     }
+    const keepCleared = async (uses: ClearedUse[]): Promise<MemoryEntry[]> => {
+      const bytes = uses.reduce((n, u) => n + u.evidence.length, 0)
+      return pool && bytes >= workerMinBytes ? pool.clearedMemory(uses) : clearedMemory(uses)
+    }
     const faults = new FaultWarnings()
-    app.decorate('compaction', { deps, limited, pool, workerMinBytes, runProxied, faults })
+    app.decorate('compaction', { deps, limited, pool, workerMinBytes, runRaw, runProxied, faults, clearedMemory: keepCleared })
     app.addHook('onClose', async () => {
       await pool?.close()
       deps.conversations?.close()

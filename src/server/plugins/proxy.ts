@@ -159,7 +159,8 @@ export const proxyPlugin = fp<{ config: Config; keys: KeyMaterial }>(
       metrics,
       store: app.store,
       exchanges,
-      items: new ItemSeals(keys, (fresh) => app.store.firstState(ITEM_SECRET_STATE, fresh))
+      items: new ItemSeals(keys, (fresh) => app.store.firstState(ITEM_SECRET_STATE, fresh)),
+      clearedMemory: app.compaction.clearedMemory
     })
     app.decorate('proxy', { upstream, openai, gemini, compactor, clearing, policy, service, exchanges })
     app.addHook('preClose', async () => compactor.close())

@@ -63,7 +63,7 @@ declare module 'fastify' {
 
 export const compactRoutes: FastifyPluginAsync = async (app) => {
   const { metrics } = app
-  const { deps, pool, workerMinBytes } = app.compaction
+  const { deps, pool, workerMinBytes, runRaw } = app.compaction
   // One reading of a body, inline or in a worker (readCompactRequest): a large one's bytes go to a worker
   // unparsed, where there are workers; any other is read here.
   app.decorateRequest('compactCount', null)
@@ -84,11 +84,8 @@ export const compactRoutes: FastifyPluginAsync = async (app) => {
    * the run to count and record, and what the body said of itself.
    */
   const compact = async (body: unknown, keyName: string, signal: AbortSignal): Promise<{ json: Uint8Array; run: CompactRunView; body: CompactedBody }> => {
-    if (body instanceof RawBody && pool) {
-      const result = await pool.run(
-        { defaults: deps.defaults, keyName, coldLayer: deps.coldLayer === true, conversations: deps.conversations?.shared },
-        body.bytes
-      )
+    if (body instanceof RawBody) {
+      const result = await runRaw(body.bytes, keyName, signal)
       if (!result.ok) throw new GatewayError(result.kind, result.message, result.path !== undefined ? { path: result.path } : {})
       return result
     }

@@ -33,6 +33,13 @@ export const DEFAULT_WORKERS = availableParallelism()
  * loop for about 10 ms.
  */
 export const DEFAULT_WORKER_MIN_KB = 256
+/**
+ * With a summary model, bodies from this size (or COMPACT_WORKER_MIN_KB where lower) go to the workers: the
+ * model's seconds dwarf the hop to a worker, and a body built to make redaction work hard (every few
+ * characters a secret's prefix that nothing completes) costs up to about 0.3 ms a KiB a pass, so that a larger
+ * one redacted inline would hold the event loop past 20 ms (bench/stall.ts).
+ */
+export const MODEL_WORKER_MIN_KB = 32
 export const DEFAULT_MAX_INFLIGHT_MB = 256
 /** The Messages API the proxy forwards to when ANTHROPIC_BASE_URL is not set. */
 export const DEFAULT_UPSTREAM_URL = 'https://api.anthropic.com'

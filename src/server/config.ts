@@ -30,7 +30,8 @@ import {
   DEFAULT_UPSTREAM_CONNECTIONS,
   DEFAULT_UPSTREAM_TIMEOUT_MS,
   DEFAULT_WORKERS,
-  DEFAULT_WORKER_MIN_KB
+  DEFAULT_WORKER_MIN_KB,
+  MODEL_WORKER_MIN_KB
 } from '../contract/defaults.js'
 
 /** false, true, a hop count, or a comma-separated list of addresses and CIDR ranges (Fastify's trustProxy). */
@@ -261,7 +262,8 @@ export function setupLine(config: Config, keys: number, masterKeyId?: string): s
     kind === 'extractive'
       ? `summarizer extractive${usesClientModel(config) ? ` (no ANTHROPIC_API_KEY; ${config.OPENAI_API_KEY ? 'Messages API' : 'proxied'} conversations summarized by the client's own model, COMPACT_SUMMARIZER=extractive to turn off)` : ''}`
       : `summarizer ${kind} ${config.COMPACT_MODEL}${at ? ` at ${place(at)}` : ''}${fold} (fallback ${config.COMPACT_FALLBACK})`
-  const workers = config.COMPACT_WORKERS > 0 ? `${config.COMPACT_WORKERS} workers (bodies from ${config.COMPACT_WORKER_MIN_KB} KB)` : 'compactions inline'
+  const minKb = kind === 'extractive' ? config.COMPACT_WORKER_MIN_KB : Math.min(config.COMPACT_WORKER_MIN_KB, MODEL_WORKER_MIN_KB)
+  const workers = config.COMPACT_WORKERS > 0 ? `${config.COMPACT_WORKERS} workers (bodies from ${minKb} KB)` : 'compactions inline'
   const budget = config.COMPACT_BUDGET === 'off' ? 'budget off' : `budget ${config.COMPACT_BUDGET} tokens`
   const auth = keys > 0 ? `${keys} API key${keys === 1 ? '' : 's'}` : 'no API keys (open)'
   const sealing = masterKeyId ? `session keys wrapped (master key ${masterKeyId})` : 'session keys not wrapped (no COMPACT_MASTER_KEY)'

@@ -97,7 +97,7 @@ describe('setupLine', () => {
       'c0ffee0123456789'
     )
     expect(line).toBe(
-      'postgresql db.internal:5432/compaction, redis cache.internal:6379/0, summarizer anthropic claude-haiku-4-5 (fallback extractive), 2 workers (bodies from 256 KB), budget 120000 tokens, 3 API keys, session keys wrapped (master key c0ffee0123456789)'
+      'postgresql db.internal:5432/compaction, redis cache.internal:6379/0, summarizer anthropic claude-haiku-4-5 (fallback extractive), 2 workers (bodies from 32 KB), budget 120000 tokens, 3 API keys, session keys wrapped (master key c0ffee0123456789)'
     )
     for (const secret of ['pg-secret-pass', 'redis-secret-pass', 'sk-ant-not-in-the-line', 'sslmode', 'never shows']) expect(line).not.toContain(secret)
   })

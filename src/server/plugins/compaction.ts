@@ -26,14 +26,14 @@ import { LimitedSummarizer } from '../../summarizer/limit.js'
 import type { Summarizer } from '../../summarizer/summarizer.js'
 import { CompactionPool } from '../../workers/pool.js'
 import type { Config } from '../config.js'
-import { OVERLOADED_RETRY_AFTER_S } from '../../contract/defaults.js'
+import { MODEL_WORKER_MIN_KB, OVERLOADED_RETRY_AFTER_S } from '../../contract/defaults.js'
 
 /** What compacting takes: the summarizer stack, the defaults and the workers. */
 export interface Compaction {
   deps: CompactDeps
   /** The model summarizer's limiter (places and queue), when there is a model. */
   limited: LimitedSummarizer | undefined
-  /** Bodies of this many bytes or more go to the workers, where there are (COMPACT_WORKER_MIN_KB). */
+  /** Bodies of this many bytes or more go to the workers, where there are (COMPACT_WORKER_MIN_KB; with a model, MODEL_WORKER_MIN_KB where lower). */
   workerMinBytes: number
   /** Workers for large compactions (COMPACT_WORKERS); where a model writes the summary, it is asked for on this thread. */
   pool: CompactionPool | undefined
@@ -138,7 +138,7 @@ export const compactionPlugin = fp<CompactionPluginOptions>(
       coldLayer: true,
       conversations: new ConversationsText(undefined, undefined, `compaction-gateway:conversations:${randomUUID()}`)
     }
-    const workerMinBytes = config.COMPACT_WORKER_MIN_KB * 1024
+    const workerMinBytes = (model ? Math.min(config.COMPACT_WORKER_MIN_KB, MODEL_WORKER_MIN_KB) : config.COMPACT_WORKER_MIN_KB) * 1024
     /** A task in a worker, its summary (where a model writes it) asked of `model` here: a fault of the model's is thrown as it was thrown. */
     const inWorker = async <T>(run: (summary: CompactTask['summary']) => Promise<T>, summarizer: Summarizer | undefined, signal?: AbortSignal): Promise<T> => {
       const port = summarizer ? summaryPort(summarizer, signal) : undefined

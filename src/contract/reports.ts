@@ -82,7 +82,7 @@ export const Overview = Type.Object(
       {
         count: Count('Requests the proxies answered (200).'),
         tokens_kept_out: Count("Tokens compaction kept out of them: the client's history less what was forwarded."),
-        metered: Count("Those whose answers' usage the proxy reads (the Messages API's)."),
+        metered: Count("Those whose answers' usage the proxy read (every API's, the others' in the Messages API's terms: cached input as cache reads)."),
         metered_tokens_kept_out: Count('The tokens kept out of the metered ones.'),
         metered_tokens_kept_out_cached: Count('Of those, the ones kept out of requests that read from the prompt cache (they would have been cache reads).'),
         upstream: UpstreamUsage

@@ -5,6 +5,7 @@
  * upstream saw in place of the client's answer (its assistant messages and the tool messages between them)
  * is put back on the next request where the client's answer stands. Pure: the relay does the I/O.
  */
+import { chatUsage } from './usage.js'
 import { createHash } from 'node:crypto'
 import { PROXY_RECALL_TOOL } from '../compaction/index.js'
 import type { RecallCall } from './recall-tool.js'
@@ -203,18 +204,6 @@ export class ChatRound {
 
   usage(): Usage {
     return addUsage(emptyUsage(), chatUsage(this.usageChunk?.usage))
-  }
-}
-
-/** Chat Completions' usage in the Messages API's terms (the session's cost reads those). */
-export function chatUsage(usage: unknown): Usage {
-  const u = (usage ?? {}) as { prompt_tokens?: number; completion_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } }
-  const cached = u.prompt_tokens_details?.cached_tokens ?? 0
-  return {
-    input_tokens: Math.max(0, (u.prompt_tokens ?? 0) - cached),
-    cache_creation_input_tokens: 0,
-    cache_read_input_tokens: cached,
-    output_tokens: u.completion_tokens ?? 0
   }
 }
 

@@ -7,6 +7,7 @@
  * responses beside the client's own in the user content after it (Gemini answers a turn's calls together).
  * Pure: the relay does the I/O.
  */
+import { geminiUsage } from './usage.js'
 import { createHash } from 'node:crypto'
 import { PROXY_RECALL_TOOL } from '../compaction/index.js'
 import { RECALL_TOOL_DEFINITION, type RecallCall, type Usage, addUsage, emptyUsage } from './recall-tool.js'
@@ -122,18 +123,6 @@ export function geminiCallsClient(content: Item): boolean {
 /** A result as the model reads it: a function response part (with the call's id where the call had one). */
 export function geminiResult(call: RecallCall, text: string): Part {
   return { functionResponse: { ...(call.id.startsWith('#') ? {} : { id: call.id }), name: PROXY_RECALL_TOOL, response: { output: text } } }
-}
-
-/** Gemini's usage metadata in the Messages API's terms (the session's cost reads those). */
-export function geminiUsage(metadata: unknown): Usage {
-  const u = (metadata ?? {}) as { promptTokenCount?: number; cachedContentTokenCount?: number; candidatesTokenCount?: number; thoughtsTokenCount?: number }
-  const cached = u.cachedContentTokenCount ?? 0
-  return {
-    input_tokens: Math.max(0, (u.promptTokenCount ?? 0) - cached),
-    cache_creation_input_tokens: 0,
-    cache_read_input_tokens: cached,
-    output_tokens: (u.candidatesTokenCount ?? 0) + (u.thoughtsTokenCount ?? 0)
-  }
 }
 
 /** Usage metadata summed over rounds, in Gemini's own fields (the last round's others kept; thoughts counted with the candidates). */

@@ -7,6 +7,7 @@
  * upstream saw in place of the client's answer (the run of items it sends back where its answer stands) is
  * put back on the next request. Pure: the relay does the I/O.
  */
+import { responsesUsage } from './usage.js'
 import { createHash } from 'node:crypto'
 import { PROXY_RECALL_TOOL } from '../compaction/index.js'
 import { RECALL_TOOL_DEFINITION, type RecallCall, type Usage, addUsage, emptyUsage } from './recall-tool.js'
@@ -121,18 +122,6 @@ export function responsesResult(callId: string, text: string): Item {
 /** The rounds' items as a continuation sends them and the next request puts them back: as they came, in order. */
 export function continuationItems(rounds: readonly unknown[]): Item[] {
   return (rounds as (Item[] | Item)[]).flat()
-}
-
-/** The Responses API's usage in the Messages API's terms (the session's cost reads those). */
-export function responsesUsage(usage: unknown): Usage {
-  const u = (usage ?? {}) as { input_tokens?: number; output_tokens?: number; input_tokens_details?: { cached_tokens?: number } }
-  const cached = u.input_tokens_details?.cached_tokens ?? 0
-  return {
-    input_tokens: Math.max(0, (u.input_tokens ?? 0) - cached),
-    cache_creation_input_tokens: 0,
-    cache_read_input_tokens: cached,
-    output_tokens: u.output_tokens ?? 0
-  }
 }
 
 /** A usage summed over rounds, in the Responses API's own fields (the last round's others kept). */

@@ -11,7 +11,7 @@ import type { Readable, Transform } from 'node:stream'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import { keyedResponses } from './routes/security.js'
-import { UsageTap, type UpstreamUsage } from '../proxy/usage.js'
+import { UsageTap, type UpstreamUsage, type UsageFormat } from '../proxy/usage.js'
 import { EventCuts } from '../proxy/events.js'
 import type { ProxyOutcome } from '../service/proxy-compactor.js'
 import { type Upstream, type UpstreamResponse, clientHeaders, upstreamHeaders } from '../proxy/upstream.js'
@@ -172,7 +172,7 @@ function writeAnswer(
 /** The upstream's answer relayed: its status and headers, what the gateway did, its body as it arrives (an event stream event by event). */
 function relay(
   reply: FastifyReply,
-  api: { name: string },
+  api: { name: string; usage?: UsageFormat },
   res: UpstreamResponse,
   outcome: ProxyOutcome,
   notRead: string | undefined,
@@ -198,7 +198,7 @@ function relay(
   if (rewrite && res.status === 200) {
     reply.removeHeader('content-length')
     if (tapping) {
-      const tap = new UsageTap(stream)
+      const tap = new UsageTap(stream, api.usage)
       res.body.on('data', (chunk: Buffer) => tap.push(chunk))
       res.body.once('end', () => onUsage(tap.end()))
     }
@@ -206,7 +206,7 @@ function relay(
     res.body.on('error', (err) => rewritten.destroy(err))
     return writeAnswer(reply, rewritten, events)
   }
-  return writeAnswer(reply, res.body, events, tapping ? { tap: new UsageTap(stream), done: onUsage } : undefined)
+  return writeAnswer(reply, res.body, events, tapping ? { tap: new UsageTap(stream, api.usage), done: onUsage } : undefined)
 }
 
 /**

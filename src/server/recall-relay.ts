@@ -27,7 +27,8 @@ import {
   visibleBlocks,
   visibleFingerprint
 } from '../proxy/recall-tool.js'
-import { ChatRound, chatClosing, chatFingerprint, chatRecallCalls, chatResult, chatUsage, chatVisible, parseChunks } from '../proxy/recall-chat.js'
+import { ChatRound, chatClosing, chatFingerprint, chatRecallCalls, chatResult, chatVisible, parseChunks } from '../proxy/recall-chat.js'
+import { chatUsage, geminiUsage, responsesUsage } from '../proxy/usage.js'
 import {
   type ResponsesCursor,
   ResponsesRound,
@@ -36,7 +37,6 @@ import {
   responsesFingerprint,
   responsesRecallCalls,
   responsesResult,
-  responsesUsage,
   responsesUsageOf,
   responsesVisible
 } from '../proxy/recall-responses.js'
@@ -46,7 +46,6 @@ import {
   geminiFingerprint,
   geminiRecallCalls,
   geminiResult,
-  geminiUsage,
   geminiUsageOf,
   geminiVisible,
   parseGeminiChunks

@@ -42,7 +42,7 @@ import type { ItemSeals } from './item-seals.js'
 import type { CompactRequestBody } from '../contract/schemas.js'
 import { bodyReader, readCompactRequest } from '../contract/validation.js'
 import { ResponsesCompactBody, type ResponsesBody } from '../contract/proxy-bodies.js'
-import type { UpstreamUsage } from '../proxy/usage.js'
+import type { UpstreamUsage, UsageFormat } from '../proxy/usage.js'
 import type { Summarizer } from '../summarizer/summarizer.js'
 import type { Metrics } from '../telemetry/metrics.js'
 import type { ReadYourWrites } from '../storage/read-your-writes.js'
@@ -92,8 +92,8 @@ export interface ProxiedDialect<R> {
     after: Promise<unknown>,
     forwarded: () => Buffer | undefined
   ) => ((messages: Message[]) => Summarizer) | undefined
-  /** Whether the answers' usage is the Messages API's, counted into the session's cost. */
-  costs?: true
+  /** Whose usage its answers carry (the Messages API's, Chat Completions', the Responses API's, Gemini's): read from each answer into the session's cost; none where its answers bill nothing (a token count). */
+  usage?: UsageFormat
   /** Whether its requests may carry the Messages API's `context_management` edits, which the gateway performs (context-management.ts). */
   contextManagement?: true
   /** Whether its requests may carry the Responses API's compaction (`context_management`, the gateway's own compaction items: responses-compaction.ts). */
@@ -449,10 +449,11 @@ export class ProxyService {
         }
         // A session's cost: what the upstream says each answer cost, and what compaction kept out of the request.
         const keptOut = outcome.kind === 'none' ? 0 : (body.bytes.length - payload.length) / CHARS_PER_TOKEN
-        const onUsage = dialect.costs
-          ? (usage: UpstreamUsage | undefined) => serving.activity.request(keyName, session, { keptOut, metered: true, usage })
+        // (an answer whose usage could not be read, an error's or one too large, is counted unmetered)
+        const onUsage = dialect.usage
+          ? (usage: UpstreamUsage | undefined) => serving.activity.request(keyName, session, { keptOut, metered: usage !== undefined, usage })
           : undefined
-        if (!dialect.costs && status === 200) serving.activity.request(keyName, session, { keptOut, metered: false })
+        if (!dialect.usage && status === 200) serving.activity.request(keyName, session, { keptOut, metered: false })
         return { line, ...(onUsage ? { onUsage } : {}), ...answerRewrite(managed, compaction, responses, outcome, payload, seal) }
       }
     }

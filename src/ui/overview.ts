@@ -47,7 +47,7 @@ export function headline(o: Overview): { label: string; value: string; note: str
       value: r.metered === 0 ? '–' : money(s.saved, s.prices.currency),
       note:
         r.metered === 0
-          ? "Nothing metered: the estimate reads the Messages API proxy's answers."
+          ? "Nothing metered: the estimate reads the usage in the proxies' answers."
           : s.saved_share === null
             ? ''
             : `${Math.abs(Math.round(100 * s.saved_share))}% ${s.saved >= 0 ? 'less' : 'more'} than without compaction`

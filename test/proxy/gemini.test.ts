@@ -3,6 +3,7 @@ import { GoogleGenAI } from '@google/genai'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { App } from '../../src/server/app.js'
 import { testApp } from '../helpers/app.js'
+import { until } from '../helpers/wait.js'
 import { FakeGemini } from '../helpers/fake-gemini.js'
 
 /**
@@ -92,6 +93,25 @@ describe("Gemini's API, proxied", () => {
     }>()
     expect(records.compactions).toHaveLength(1)
     expect(records.compactions[0]!.stats.context_after_compaction).toBeLessThanOrEqual(12_000)
+  })
+
+  it("counts every generation's usage metadata into the session's cost, plain and streamed (a token count bills nothing)", async () => {
+    const { app, ai } = await gateway()
+    const config = { httpOptions: { headers: { 'x-compaction-session': 'gemini-usage-1' } } }
+    await ai.models.generateContent({ model: 'gemini-test', contents: session(1), config })
+    for await (const chunk of await ai.models.generateContentStream({ model: 'gemini-test', contents: session(2), config })) void chunk
+    await ai.models.countTokens({ model: 'gemini-test', contents: session(1), config })
+    const read = async () =>
+      (await app.inject({ url: '/v1/sessions/gemini-usage-1/cost', headers: { 'x-api-key': GATEWAY_KEY } })).json<{
+        requests: number
+        upstream: Record<string, number>
+      }>()
+    await until('the two generations are counted', async () => (await read()).upstream.output_tokens === 4)
+    const cost = await read()
+    // (the fake answers 2 candidate tokens a generation, and its stream's last chunk holds the counts)
+    expect(cost.requests).toBe(2)
+    expect(cost.upstream).toMatchObject({ cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 4 })
+    expect(cost.upstream.input_tokens).toBeGreaterThan(0)
   })
 
   it('counts tokens and lists models through the gateway, and takes the key in the query as Gemini clients send it', async () => {

@@ -156,6 +156,34 @@ describe('POST /v1/chat/completions and /v1/responses: drop-in proxies for OpenA
     expect(fake.requests.map((r) => r.path)).toEqual(['/v1/responses', '/v1/responses'])
   })
 
+  it("counts every answer's usage into the session's cost, Chat Completions' and the Responses API's, plain and streamed, cached input as cache reads", async () => {
+    fake.fallback = { text: 'Counted.' }
+    const session = { headers: { 'x-session-id': 'usage-openai-1' } }
+    await sdk.chat.completions.create({ model: 'gpt-test', messages: [{ role: 'user', content: 'one' }] }, session)
+    const chunks = await sdk.chat.completions.create(
+      { model: 'gpt-test', messages: [{ role: 'user', content: 'two' }], stream: true, stream_options: { include_usage: true } },
+      session
+    )
+    for await (const _chunk of chunks) void _chunk
+    await sdk.responses.create({ model: 'gpt-test', input: [{ role: 'user', content: 'three' }] }, session)
+    await (await sdk.responses.stream({ model: 'gpt-test', input: [{ role: 'user', content: 'four' }] }, session)).finalResponse()
+    // the upstream's own account of what it answered, as the fake billed it
+    const prompt = fake.requests.reduce((n, r) => n + (r.cache?.prompt ?? 0), 0)
+    const cached = fake.requests.reduce((n, r) => n + (r.cache?.cached ?? 0), 0)
+    expect(fake.requests.every((r) => r.cache !== undefined)).toBe(true)
+    await until('the four answers are counted', async () => {
+      const cost = (await app.inject({ url: '/v1/sessions/usage-openai-1/cost', headers: { authorization: `Bearer ${GATEWAY_KEY}` } })).json<{
+        requests: number
+      }>()
+      return cost.requests === 4
+    })
+    const cost = (await app.inject({ url: '/v1/sessions/usage-openai-1/cost', headers: { authorization: `Bearer ${GATEWAY_KEY}` } })).json<{
+      upstream: Record<string, number>
+    }>()
+    // (the fake bills 100 output tokens for a chat answer, 10 for a streamed one and for each response)
+    expect(cost.upstream).toEqual({ input_tokens: prompt - cached, cache_creation_input_tokens: 0, cache_read_input_tokens: cached, output_tokens: 130 })
+  })
+
   it('forwards a body under the budget byte for byte: spacing, key order, huge numbers and unknown fields as sent', async () => {
     const raw = `{"model":"gpt-test",  "messages":[{"role":"user","content":"h\\u00e9llo"}],"seed":12345678901234567890123,"zz_future":{"a":[1,2.50]}}`
     const res = await fetch(`${url}/v1/chat/completions`, {

@@ -15,7 +15,7 @@ const messages: ProxiedDialect<undefined> = {
   read: (body) => ({ parts: readMessagesRequest(body.value()), read: undefined }),
   write: (body, _read, outcome) => withMessages(body.value() as object, outcome?.messages ?? (body.value() as { messages: unknown[] }).messages),
   contextManagement: true,
-  costs: true
+  usage: 'messages'
 }
 
 const long = [

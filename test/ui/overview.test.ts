@@ -80,7 +80,7 @@ describe('the overview in words', () => {
       'No request through the proxies yet.',
       'None in this range.',
       'No proxied request crossed its budget.',
-      "Nothing metered: the estimate reads the Messages API proxy's answers."
+      "Nothing metered: the estimate reads the usage in the proxies' answers."
     ])
     const costly = headline(overview({ savings: { ...overview().savings, saved: -0.004, saved_share: -0.02 } }))
     expect(costly[3]).toMatchObject({ value: '-$0.0040', note: '2% more than without compaction' })

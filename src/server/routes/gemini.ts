@@ -123,6 +123,8 @@ export const geminiRoutes: FastifyPluginAsync = async (app) => {
         },
         // the gateway's recall tool: its exchanges put back in the client's own contents
         recallTool: 'gemini',
+        // a generation bills (a token count does not): its usage metadata enters the session's cost
+        ...(endpoint === 'gemini_count_tokens' ? {} : { usage: 'gemini' as const }),
         answerAt: (history) => history.items.length,
         restoreItems: (body, history, exchanges) => {
           const { items, restored } = restoreGemini(history.items, exchanges as GeminiExchange[])

@@ -51,7 +51,7 @@ export const messagesRoutes: FastifyPluginAsync = async (app) => {
         ? {
             clientSummarizer: (settings, body, _read, headers, after, forwarded) =>
               clientSummarizer(settings, body.value() as Record<string, unknown>, headers, after, forwarded),
-            costs: true as const
+            usage: 'messages' as const
           }
         : {}),
       contextManagement: true,

@@ -107,6 +107,8 @@ export const openAiRoutes: FastifyPluginAsync = async (app) => {
             }
           }),
       ...(route.endpoint === 'responses' ? { responsesCompaction: true as const } : {}),
+      // every answer bills: its usage, read into the Messages API's terms, enters the session's cost
+      usage: kind === 'chat' ? ('chat' as const) : ('responses' as const),
       // the core's message i is the turn that starts at the client's item starts[i]
       place: (history, path) => path.replace(/^\/messages\/(\d+).*/, (_m, i: string) => `/${history.field}/${history.adapted.starts[Number(i)] ?? i}`)
     }

@@ -19,6 +19,16 @@ const UpstreamUsage = Type.Object(
   { additionalProperties: false, description: 'Tokens as the upstream billed them, summed.' }
 )
 
+const GroupFigures = Type.Object(
+  {
+    requests: Count('Metered requests of the group in the bin.'),
+    units_per_request: Type.Union([Type.Integer(), Type.Null()], {
+      description: 'Their mean billed units (the treated: with their summary calls spread over them); null with none.'
+    })
+  },
+  { additionalProperties: false }
+)
+
 /** GET /v1/overview's answer. */
 export const Overview = Type.Object(
   {
@@ -118,6 +128,41 @@ export const Overview = Type.Object(
           "An estimate, in the prices' currency (per the whole range, not per million): a floor of what compaction saved (a longer prompt would also have written more to the cache)."
       }
     ),
+    measured: Type.Union(
+      [
+        Type.Object(
+          {
+            treated_requests: Count('Metered requests of conversations the gateway compacted as it does (with a session).'),
+            control_requests: Count('Metered requests of conversations of the control group (COMPACT_CONTROL_SHARE), sent through uncompacted.'),
+            bins: Type.Array(
+              Type.Object(
+                {
+                  from_tokens: Count("The bin's shortest history, in tokens as the client sent it."),
+                  to_tokens: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], { description: "The next bin's; null for the last." }),
+                  treated: GroupFigures,
+                  control: GroupFigures
+                },
+                { additionalProperties: false }
+              ),
+              { description: 'Requests by the length of the history the client sent: conversations of similar length side by side.' }
+            ),
+            saved_share: Type.Union([Type.Number(), Type.Null()], {
+              description:
+                "1 − the treated requests' billed units over the control's, bin by bin weighed by the control's requests, the treated conversations' summary calls spread over their requests; null where no bin has both groups."
+            }),
+            interval: Type.Union([Type.Object({ low: Type.Number(), high: Type.Number() }, { additionalProperties: false }), Type.Null()], {
+              description: 'Its 95% interval (normal approximation); null where a bin both groups share has fewer than two requests of one.'
+            })
+          },
+          { additionalProperties: false }
+        ),
+        Type.Null()
+      ],
+      {
+        description:
+          'What compaction saved, measured against a control group of conversations sent through uncompacted (COMPACT_CONTROL_SHARE), in billed units (input 1x, cache writes 1.25x, reads 0.1x, output 5x); null where no control request was metered.'
+      }
+    ),
     series: Type.Array(
       Type.Object(
         {
@@ -145,7 +190,8 @@ const Tokens = (description: string) => Type.Integer({ minimum: 0, description }
 export const SessionCost = Type.Object(
   {
     session_id: Type.String(),
-    requests: Tokens('Requests of the session the Messages API proxy answered since its cost was first kept.'),
+    requests: Tokens('Requests of the session whose usage the proxies read, since its cost was first kept.'),
+    control: Type.Boolean({ description: 'The session is in the control group (COMPACT_CONTROL_SHARE): its conversation went through uncompacted.' }),
     upstream: Type.Object(
       {
         input_tokens: Tokens('Uncached input, as the upstream reported it.'),

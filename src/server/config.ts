@@ -92,6 +92,7 @@ export const ConfigSchema = Type.Object({
   COMPACT_PRECOMPUTE_AT: Type.Union([Type.Number({ exclusiveMinimum: 0, maximum: 1 }), Type.Literal('off')], { default: DEFAULT_PRECOMPUTE_AT }),
   COMPACT_PROMPT_CACHE_S: Type.Union([Type.Integer({ minimum: 1, maximum: 86_400 }), Type.Literal('off')], { default: DEFAULT_PROMPT_CACHE_S }),
   COMPACT_TARGET_SHARE: Type.Number({ minimum: 0.1, maximum: 0.9, default: DEFAULT_TARGET_SHARE }),
+  COMPACT_CONTROL_SHARE: Type.Number({ minimum: 0, maximum: 1, default: 0 }),
   COMPACT_STRATEGY: Type.Union([Type.Literal('summarize'), Type.Literal('clear'), Type.Literal('hybrid')], { default: 'summarize' }),
   COMPACT_CONTEXT_MANAGEMENT: Type.Union([Type.Literal('auto'), Type.Literal('gateway'), Type.Literal('forward')], { default: 'auto' }),
   COMPACT_PRICE_INPUT: Type.Number({ minimum: 0, maximum: 10_000, default: DEFAULT_PRICES_PER_MTOK.input }),
@@ -149,6 +150,7 @@ function describe(variable: string): string {
   if (variable === 'LOG_LEVEL') return 'one of fatal, error, warn, info, debug, trace, silent'
   if (variable === 'COMPACT_PRECOMPUTE_AT') return 'a share of the budget above 0 and at most 1, or "off"'
   if (variable === 'COMPACT_TARGET_SHARE') return 'a share from 0.1 to 0.9'
+  if (variable === 'COMPACT_CONTROL_SHARE') return 'a share from 0 to 1'
   if (variable === 'COMPACT_PROMPT_CACHE_S') return 'seconds from 1 to 86400, or "off"'
   if (variable === 'COMPACT_PRICE_CURRENCY') return 'a currency code of three capitals (USD, EUR, ...)'
   if (variable.startsWith('COMPACT_PRICE_')) return 'a price per million tokens, from 0 to 10000'

@@ -3,6 +3,7 @@ import { WAIT_BOUNDS_MS } from '../contract/defaults.js'
 import type { UpstreamUsage } from '../proxy/usage.js'
 import type { ActivityRow, ActivityTally, Store } from '../storage/store.js'
 import { type SessionCost, PRICE, legacyCost } from './costs.js'
+import { type GroupTally, type MeasuredSavings, lengthBin, measuredSavings } from './control.js'
 
 /** An hour, in ms: the tallies' grain. */
 export const HOUR_MS = 3_600_000
@@ -36,6 +37,8 @@ export interface ActivityFigures {
     upstream: UpstreamUsage
   }
   summary_calls: { calls: number; input_tokens: number; output_tokens: number }
+  /** The control group's comparison (COMPACT_CONTROL_SHARE); null where no control request was metered. */
+  measured: MeasuredSavings | null
   series: { at: string; compactions: number; tokens_removed: number; tokens_kept_out: number; crossings: number }[]
 }
 
@@ -122,6 +125,16 @@ export function figuresOf(rows: readonly ActivityRow[], range: { fromMs: number;
         .sort((a, b) => b[1] - a[1])
     )
   const fallbackReasons = named('fallback:')
+  // the control group's tallies: ab:GROUP:BIN:n|units|squares
+  const groups: { treated: GroupTally[]; control: GroupTally[] } = { treated: [], control: [] }
+  for (const [k, v] of sum) {
+    const m = /^ab:(treated|control):(\d+):(n|units|squares)$/.exec(k)
+    if (!m) continue
+    const bins = groups[m[1] as 'treated' | 'control']
+    const bin = Number(m[2])
+    const t = (bins[bin] ??= { n: 0, units: 0, squares: 0 })
+    t[m[3] as keyof GroupTally] += v
+  }
   const crossings = n('crossings')
   return {
     compactions: {
@@ -161,6 +174,7 @@ export function figuresOf(rows: readonly ActivityRow[], range: { fromMs: number;
       }
     },
     summary_calls: { calls: n('summary_calls'), input_tokens: n('summary_input'), output_tokens: n('summary_output') },
+    measured: measuredSavings(groups, PRICE.input * n('summary_input') + PRICE.output * n('summary_output')),
     series: series.map((p) => ({ ...p, tokens_removed: Math.round(p.tokens_removed), tokens_kept_out: Math.round(p.tokens_kept_out) }))
   }
 }
@@ -233,10 +247,20 @@ export class Activity {
   }
 
   /**
-   * A proxied request answered (200): the tokens compaction kept out of it, and, where the proxy reads the
-   * upstream's usage from its answers (`metered`: the Messages API), what the upstream says it cost.
+   * A proxied request answered (200): the tokens compaction kept out of it, and, where the proxy read the
+   * upstream's usage from its answer (`metered`), what the upstream says it cost. With a control group
+   * (`group`), a metered request of a known session is tallied in its group and its history's length bin too.
    */
-  request(keyName: string, session: string | undefined, answer: { keptOut: number; metered: boolean; usage?: UpstreamUsage | undefined }): void {
+  request(
+    keyName: string,
+    session: string | undefined,
+    answer: {
+      keptOut: number
+      metered: boolean
+      usage?: UpstreamUsage | undefined
+      group?: { control: boolean; historyTokens: number } | undefined
+    }
+  ): void {
     const add = (name: string, value: number): void => this.add(keyName, session, name, value)
     add('requests', 1)
     const kept = Math.max(0, Math.round(answer.keptOut))
@@ -252,6 +276,18 @@ export class Activity {
     add('cache_write', usage.cache_creation_input_tokens)
     add('cache_read', usage.cache_read_input_tokens)
     add('output', usage.output_tokens)
+    const { group } = answer
+    if (!group || session === undefined) return
+    const units =
+      PRICE.input * usage.input_tokens +
+      PRICE.cache_write * usage.cache_creation_input_tokens +
+      PRICE.cache_read * usage.cache_read_input_tokens +
+      PRICE.output * usage.output_tokens
+    const name = `ab:${group.control ? 'control' : 'treated'}:${lengthBin(group.historyTokens)}`
+    add(`${name}:n`, 1)
+    add(`${name}:units`, units)
+    add(`${name}:squares`, units * units)
+    if (group.control) add('control_requests', 1)
   }
 
   /** A summary the gateway had a model write for a conversation (used or not). */
@@ -277,6 +313,7 @@ export class Activity {
     const cached = f.requests.metered_tokens_kept_out_cached
     const own: SessionCost = {
       requests: f.requests.metered,
+      ...((f.measured?.control_requests ?? 0) > 0 ? { control: true } : {}),
       upstream: f.requests.upstream,
       tokens_kept_out: f.requests.metered_tokens_kept_out,
       kept_out_units: PRICE.cache_read * cached + PRICE.input * (f.requests.metered_tokens_kept_out - cached),
@@ -287,6 +324,7 @@ export class Activity {
     if (!legacy) return own
     return {
       requests: own.requests + legacy.requests,
+      ...(own.control ? { control: true } : {}),
       upstream: {
         input_tokens: own.upstream.input_tokens + legacy.upstream.input_tokens,
         cache_creation_input_tokens: own.upstream.cache_creation_input_tokens + legacy.upstream.cache_creation_input_tokens,

@@ -8,6 +8,8 @@ export const PRICE = { input: 1, cache_write: 1.25, cache_read: 0.1, output: 5 }
 /** What a session's proxied requests cost, summed: the upstream's own usage, and the gateway's summary calls. */
 export interface SessionCost {
   requests: number
+  /** The session is in the control group: sent through uncompacted (an earlier version's kept cost says nothing of it). */
+  control?: boolean
   upstream: UpstreamUsage
   /** Tokens the proxy kept out of the requests it forwarded (the client's history less what was sent). */
   tokens_kept_out: number

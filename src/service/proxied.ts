@@ -39,6 +39,7 @@ import { type ProxyParts, budgetTokensOf, derivedSession, ownSession, proxySessi
 import { OWN_ITEM_KEY, compactedResponse, compactionItem, readBackItems, withCompactionItem } from '../proxy/responses-compaction.js'
 import type { TenantSeal } from '../proxy/item-seal.js'
 import type { ItemSeals } from './item-seals.js'
+import { inControlGroup } from './control.js'
 import type { CompactRequestBody } from '../contract/schemas.js'
 import { bodyReader, readCompactRequest } from '../contract/validation.js'
 import { ResponsesCompactBody, type ResponsesBody } from '../contract/proxy-bodies.js'
@@ -120,6 +121,8 @@ export interface ProxyPolicy {
   contextManagement?: 'gateway' | 'forward'
   /** COMPACT_RECALL: the recall tool the model is given (the gateway's own, where the dialect answers it), the MCP server's alone, or none. */
   recall?: 'auto' | 'mcp' | 'off'
+  /** COMPACT_CONTROL_SHARE: the share of conversations sent through uncompacted, to measure what compaction saves (service/control.ts). */
+  controlShare?: number
 }
 
 /** One proxied request as it came. */
@@ -292,12 +295,13 @@ export class ProxyService {
     // every conversation on record: one whose client names no session gets a stable id of the gateway's
     // (a body forwarded unread has the session its headers name, if any: its cost is counted there)
     const session = 'parts' in read ? (proxySession(headers, read.parts.userId) ?? derivedSession(read.parts)) : proxySession(headers, undefined)
-    const naming = recallNaming(
-      policy.recall,
-      dialect,
-      session,
-      'read' in read ? [...(read.parts.tools ?? []), ...(dialect.declaredTools?.(read.read) ?? [])] : undefined
-    )
+    // a conversation of the control group (COMPACT_CONTROL_SHARE) goes through as if the gateway were not there:
+    // nothing compacted or cleared, no recall tool; what its client asks for itself (context edits, a compaction) is done
+    const control = policy.controlShare !== undefined && session !== undefined && inControlGroup(keyName, session, policy.controlShare)
+    const gatewayBudget = control && !managed?.compact && responses?.threshold === undefined ? ('off' as const) : budgetTokens
+    const naming = control
+      ? undefined
+      : recallNaming(policy.recall, dialect, session, 'read' in read ? [...(read.parts.tools ?? []), ...(dialect.declaredTools?.(read.read) ?? [])] : undefined)
     // answers the model got with the recall tool's help, put back as the upstream saw them
     // (a session holds several conversations: an agent's main loop and each of its subagents)
     const conversation = 'parts' in read ? conversationKey({ keyName, session, messages: read.parts.messages, system: read.parts.system }) : ''
@@ -324,7 +328,7 @@ export class ProxyService {
     const readBody = 'parts' in read ? read : undefined
     const fixed = dialect.fixed
     const cleared =
-      serving.clearing && !managed?.compact && !responses && readBody
+      serving.clearing && !control && !managed?.compact && !responses && readBody
         ? serving.clearing.apply(
             `${keyName}\u0000${session}`,
             readBody.parts,
@@ -356,7 +360,7 @@ export class ProxyService {
     const outcome = await this.compact(dialect, read, ask, {
       keyName,
       session,
-      budgetTokens,
+      budgetTokens: gatewayBudget,
       ...(naming ? { recall: naming } : {}),
       ...(forClient ? { clientSummarizer: forClient } : {}),
       ...(instructions ? { instructions } : {}),
@@ -438,6 +442,7 @@ export class ProxyService {
           endpoint: dialect.endpoint,
           status,
           compaction: outcome.kind,
+          ...(control ? { control: true } : {}),
           ...(notRead ? { not_read: notRead } : {}),
           summary_id: outcome.kind === 'none' ? undefined : outcome.summaryId,
           // a crossing's size as it crossed the budget, and what was forwarded in its place
@@ -450,8 +455,10 @@ export class ProxyService {
         // A session's cost: what the upstream says each answer cost, and what compaction kept out of the request.
         const keptOut = outcome.kind === 'none' ? 0 : (body.bytes.length - payload.length) / CHARS_PER_TOKEN
         // (an answer whose usage could not be read, an error's or one too large, is counted unmetered)
+        // with a control group, each metered request of a known conversation is tallied in its group and by its history's length
+        const group = policy.controlShare !== undefined ? { control, historyTokens: ask.body.bytes.length / CHARS_PER_TOKEN } : undefined
         const onUsage = dialect.usage
-          ? (usage: UpstreamUsage | undefined) => serving.activity.request(keyName, session, { keptOut, metered: usage !== undefined, usage })
+          ? (usage: UpstreamUsage | undefined) => serving.activity.request(keyName, session, { keptOut, metered: usage !== undefined, usage, group })
           : undefined
         if (!dialect.usage && status === 200) serving.activity.request(keyName, session, { keptOut, metered: false })
         return { line, ...(onUsage ? { onUsage } : {}), ...answerRewrite(managed, compaction, responses, outcome, payload, seal) }

@@ -92,13 +92,28 @@ export function describeSavings(o: Overview): string {
   const { savings: s, requests: r, summary_calls: calls } = o
   const p = s.prices
   const at = `at ${money(p.input, p.currency)} input, ${money(p.output, p.currency)} output, ${money(p.cache_write, p.currency)} cache-write and ${money(p.cache_read, p.currency)} cache-read per million tokens`
-  if (r.metered === 0) return `No answer of the Messages API proxy in this range: the estimate reads the upstream's own usage from them (${at}).`
+  if (r.metered === 0) return `No metered answer of the proxies in this range: the estimate reads the upstream's own usage from them (${at}).`
   const u = r.upstream
+  const measured = describeMeasured(o)
   return [
     `Billed: ${money(s.billed, p.currency)}, for ${plural(r.metered, 'metered request')} (${fmt(u.input_tokens)} input, ${fmt(u.cache_creation_input_tokens)} cache-write, ${fmt(u.cache_read_input_tokens)} cache-read and ${fmt(u.output_tokens)} output tokens, as the upstream reported them) and ${plural(calls.calls, 'summary call')} (${fmt(calls.input_tokens)} input, ${fmt(calls.output_tokens)} output tokens).`,
     `Without compaction: ${money(s.without_compaction, p.currency)}, the same requests each also sending the ${fmt(r.metered_tokens_kept_out)} tokens compaction kept out of them (${fmt(r.metered_tokens_kept_out_cached)} at the cache-read price, where the request read from the cache; the rest at the input price), and no summary call.`,
-    `Prices ${at} (COMPACT_PRICE_*). A floor: a longer prompt would also have written more to the cache, and past its window it would have failed.`
+    `Prices ${at} (COMPACT_PRICE_*). A floor: a longer prompt would also have written more to the cache, and past its window it would have failed.`,
+    ...(measured ? [measured] : [])
   ].join(' ')
+}
+
+/** What the control group measured, in words; empty without one (COMPACT_CONTROL_SHARE). */
+export function describeMeasured(o: Overview): string {
+  const m = o.measured
+  if (!m) return ''
+  const groups = `${plural(m.treated_requests, 'request')} of compacted conversations against ${plural(m.control_requests, 'request')} of the control group (COMPACT_CONTROL_SHARE, sent through uncompacted)`
+  if (m.saved_share === null) return `Measured: ${groups}, but no length of history has both yet.`
+  const share = (x: number): string => `${Math.round(100 * Math.abs(x))}% ${x >= 0 ? 'less' : 'more'}`
+  const interval = m.interval
+    ? ` (95% interval: ${Math.round(100 * m.interval.low)}% to ${Math.round(100 * m.interval.high)}% saved)`
+    : ' (too few requests yet for an interval)'
+  return `Measured: ${share(m.saved_share)} billed per request than without compaction${interval}, over ${groups}, compared between histories of similar length.`
 }
 
 /** The range's ends in local time, for the overview's heading. */

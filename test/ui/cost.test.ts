@@ -5,6 +5,7 @@ import type { SessionCost } from '../../src/contract/reports.js'
 const cost = (over: Partial<SessionCost>): SessionCost => ({
   session_id: 's-1',
   requests: 12,
+  control: false,
   upstream: { input_tokens: 1_200, cache_creation_input_tokens: 30_000, cache_read_input_tokens: 400_000, output_tokens: 2_000 },
   tokens_kept_out: 0,
   kept_out_units: 0,

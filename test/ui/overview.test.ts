@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { Overview } from '../../src/contract/reports.js'
-import { describeSavings, describeWriters, duration, headline, money, waitRows, writerParts } from '../../src/ui/overview.js'
+import { describeMeasured, describeSavings, describeWriters, duration, headline, money, waitRows, writerParts } from '../../src/ui/overview.js'
 
 const overview = (over: Partial<Overview> = {}): Overview => ({
   from: '2026-11-26T12:00:00.000Z',
@@ -31,6 +31,7 @@ const overview = (over: Partial<Overview> = {}): Overview => ({
     upstream: { input_tokens: 10_000, cache_creation_input_tokens: 400_000, cache_read_input_tokens: 6_000_000, output_tokens: 90_000 }
   },
   summary_calls: { calls: 7, input_tokens: 300_000, output_tokens: 12_000 },
+  measured: null,
   savings: {
     prices: { currency: 'USD', input: 3, output: 15, cache_write: 3.75, cache_read: 0.3 },
     billed: 6.54,
@@ -123,5 +124,31 @@ describe('the overview in words', () => {
     expect(text).toContain('at €2.00 input, €10.00 output, €2.50 cache-write and €0.20 cache-read per million tokens')
     // a code Intl knows no symbol for is written as the code
     expect(money(1.5, 'XXQ')).toMatch(/^XXQ\s1\.50$/)
+  })
+})
+
+describe('what the control group measured, in words', () => {
+  const bins = [
+    { from_tokens: 0, to_tokens: 25_000, treated: { requests: 90, units_per_request: 12_000 }, control: { requests: 10, units_per_request: 20_000 } }
+  ]
+  it('gives the measured share with its interval, and what it compared', () => {
+    const o = overview({ measured: { treated_requests: 90, control_requests: 10, bins, saved_share: 0.4, interval: { low: 0.31, high: 0.49 } } })
+    expect(describeMeasured(o)).toBe(
+      'Measured: 40% less billed per request than without compaction (95% interval: 31% to 49% saved), over 90 requests of compacted conversations against 10 requests of the control group (COMPACT_CONTROL_SHARE, sent through uncompacted), compared between histories of similar length.'
+    )
+    expect(describeSavings(o)).toContain('Measured: 40% less')
+  })
+
+  it('says when it cannot compare yet, and nothing without a control group', () => {
+    expect(describeMeasured(overview({ measured: { treated_requests: 5, control_requests: 1, bins, saved_share: 0.1, interval: null } }))).toContain(
+      '(too few requests yet for an interval)'
+    )
+    expect(describeMeasured(overview({ measured: { treated_requests: 5, control_requests: 1, bins, saved_share: null, interval: null } }))).toContain(
+      'no length of history has both yet'
+    )
+    expect(
+      describeMeasured(overview({ measured: { treated_requests: 5, control_requests: 1, bins, saved_share: -0.05, interval: { low: -0.1, high: 0 } } }))
+    ).toContain('5% more billed per request')
+    expect(describeMeasured(overview())).toBe('')
   })
 })

@@ -129,9 +129,12 @@ export const proxyPlugin = fp<{ config: Config; keys: KeyMaterial }>(
           fallback: config.COMPACT_FALLBACK
         }
       : undefined
+    // the share of new conversations sent through uncompacted, to measure what compaction saves
+    const control = config.COMPACT_CONTROL_SHARE > 0 ? { controlShare: config.COMPACT_CONTROL_SHARE } : {}
     const policy: ProxyPolicies = {
       messages: {
         budgetTokens,
+        ...control,
         credentials: upstreamCredentials(config.ANTHROPIC_API_KEY, checksKeys),
         contextManagement: contextManagement(config),
         recall: config.COMPACT_RECALL,
@@ -139,12 +142,13 @@ export const proxyPlugin = fp<{ config: Config; keys: KeyMaterial }>(
       },
       openai: {
         budgetTokens,
+        ...control,
         credentials: openAiCredentials(config.OPENAI_API_KEY, checksKeys),
         contextManagement: openAiContextManagement(config),
         recall: config.COMPACT_RECALL,
         ...(clientSummaries ? { clientSummaries } : {})
       },
-      gemini: { budgetTokens, recall: config.COMPACT_RECALL, credentials: geminiCredentials(config.GEMINI_API_KEY, checksKeys) }
+      gemini: { budgetTokens, ...control, recall: config.COMPACT_RECALL, credentials: geminiCredentials(config.GEMINI_API_KEY, checksKeys) }
     }
     const exchanges = new RecallExchanges(app.store, (err: unknown) => {
       metrics.storeErrors.inc({ operation: 'recall_exchanges' })

@@ -186,7 +186,7 @@ export const sessionRoutes: FastifyPluginAsync = async (app) => {
     async (request) => {
       const sessionId = request.params.session_id
       const cost = await app.activity.sessionCost(request.keyName, sessionId)
-      return { session_id: sessionId, ...cost, estimate: costEstimate(cost) }
+      return { session_id: sessionId, ...cost, control: cost.control ?? false, estimate: costEstimate(cost) }
     }
   )
 

@@ -59,7 +59,7 @@ export async function everyOperation(): Promise<void> {
   const entries = await client.GET('/v1/sessions/{session_id}/compactions/{compaction_id}/entries', { params: { path: { session_id: 's', compaction_id: 'cmp_1' }, query: { limit: 50 } } })
   if (entries.data) void [entries.data.next_cursor, entries.data.entries.map((e) => [e.kind, e.text, e.messages[0]])]
   await client.GET('/openapi.yaml')
-  await client.GET('/ui/')
+  await client.GET('/ui')
   await client.GET('/ui/{file}', { params: { path: { file: 'app.js' } } })
   const gone = await client.DELETE('/v1/sessions/{session_id}', { params: { path: { session_id: 's' } } })
   const loose = await client.DELETE('/v1/compactions/{compaction_id}', { params: { path: { compaction_id: 'cmp_1' } } })

@@ -44,23 +44,30 @@ export const uiRoutes: FastifyPluginAsync<{ files: Map<UiFile, Buffer> | undefin
     if (!body) throw new NotFoundError('the web page is not built: run npm run build')
     return reply.headers(PAGE_HEADERS).type(FILES[file]).send(body)
   }
+  // The page's address in the contract: /ui, sent on to the page's folder (its links are relative to it). The
+  // folder itself is a web page's, not an API's path, and stays out of the contract (no path ends in a slash there).
   app.get(
-    '/ui/',
+    '/ui',
     {
       schema: {
         tags: ['health'],
         operationId: 'getSessionsPage',
         summary: 'The sessions page: sign in with a key, see sessions, their compactions and cold layer, delete one',
+        description: 'A web page, not an API: this address sends the browser on to the page, at /ui/ (whose script and style sheet are /ui/{file}).',
         security: OPEN,
         response: {
-          200: { description: 'An HTML page', content: { 'text/html': { schema: { type: 'string' } } } },
-          404: Type.Ref('ErrorResponse', { description: 'The page is not built (npm run build writes it).' }),
+          301: {
+            description: 'The page is at /ui/.',
+            headers: { location: { type: 'string', description: '/ui/' } },
+            content: { 'text/plain': { schema: { type: 'string' } } }
+          },
           ...openResponses()
         }
       }
     },
-    send('index.html')
+    async (_request, reply) => reply.redirect('/ui/', 301)
   )
+  app.get('/ui/', { schema: { hide: true } }, send('index.html'))
   app.withTypeProvider<TypeBoxTypeProvider>().get(
     '/ui/:file',
     {

@@ -7,9 +7,11 @@
  * log lines are written as in use and read by a process of their own (servers.ts: LOG_SINK), on the
  * client's core.
  *
- * Targets (issue 42): each body's added latency (its time through a server less its time straight to the
- * upstream, the median over turns) ≤ 1.5x the relay's; requests per second at 16 concurrent clients ≥ 0.5x
- * the relay's; RSS under that load ≤ 2x the relay's plus the anchors the gateway holds.
+ * Targets (issue 66), at every body and both ways of answering: CPU a request (all threads, under the load
+ * below) ≤ 2x the relay's; requests per second at 16 concurrent clients ≥ 0.5x the relay's; RSS under that
+ * load ≤ 2x the relay's plus the anchors the gateway holds. Each body's added latency (its time through a
+ * server less its time straight to the upstream, the median over turns) is reported beside the relay's, with
+ * no target (issue 42's 1.5x was withdrawn: the difference is under a millisecond, within the machine's noise).
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { availableParallelism } from 'node:os'
@@ -28,7 +30,7 @@ const ROUNDS = Number(process.env.BENCH_RELAY_ROUNDS ?? 400)
 const WARMUP = Number(process.env.BENCH_RELAY_WARMUP ?? 1_500)
 /** Concurrent clients of the throughput's run, and the requests each sends in one server's turn. */
 const CLIENTS = 16
-const LOAD_REQUESTS = Number(process.env.BENCH_RELAY_LOAD ?? 150)
+const LOAD_REQUESTS = Number(process.env.BENCH_RELAY_LOAD ?? 100)
 const LOAD_ROUNDS = 3
 
 /** CPU time a process has used, all its threads (utime + stime from /proc), in ms. */
@@ -193,11 +195,12 @@ async function timed(pool: Pool, body: Buffer): Promise<[number, number]> {
 }
 
 /** Requests per second of `CLIENTS` clients each sending `LOAD_REQUESTS` bodies back to back, and the server's peak RSS meanwhile. */
-async function load(url: string, pid: number, sent: Buffer[]): Promise<{ rps: number; rssMiB: number }> {
+async function load(url: string, pid: number, sent: Buffer[]): Promise<{ rps: number; rssMiB: number; cpuMs: number }> {
   const pool = new Pool(url, { connections: CLIENTS })
   let peak = memoryMiB(pid).rss
   const sampler = setInterval(() => (peak = Math.max(peak, memoryMiB(pid).rss)), 20)
   const t0 = performance.now()
+  const cpu0 = cpuMs(pid)
   try {
     await Promise.all(
       Array.from({ length: CLIENTS }, async (_, c) => {
@@ -208,7 +211,11 @@ async function load(url: string, pid: number, sent: Buffer[]): Promise<{ rps: nu
         }
       })
     )
-    return { rps: (CLIENTS * LOAD_REQUESTS) / ((performance.now() - t0) / 1_000), rssMiB: Math.max(peak, memoryMiB(pid).rss) }
+    return {
+      rps: (CLIENTS * LOAD_REQUESTS) / ((performance.now() - t0) / 1_000),
+      rssMiB: Math.max(peak, memoryMiB(pid).rss),
+      cpuMs: (cpuMs(pid) - cpu0) / (CLIENTS * LOAD_REQUESTS)
+    }
   } finally {
     clearInterval(sampler)
     await pool.close()
@@ -245,7 +252,9 @@ export async function relayBench(): Promise<void> {
   }))
   const pids = { relay: relay.pid, gateway: gateway.child.pid! }
   let cpuPerRequest = { relay: 0, gateway: 0 }
-  const loads: { relay: { rps: number; rssMiB: number }[]; gateway: { rps: number; rssMiB: number }[] } = { relay: [], gateway: [] }
+  type Load = { rps: number; rssMiB: number; cpuMs: number }
+  /** Each body's runs under load, each server's in turns. */
+  const loads = variants.map(() => ({ relay: [] as Load[], gateway: [] as Load[] }))
   try {
     for (let i = 0; i < WARMUP / variants.length; i++) for (const v of variants) await Promise.all(who.map((w) => timed(clients[w], v.body)))
     const cpu0 = { relay: cpuMs(pids.relay), gateway: cpuMs(pids.gateway) }
@@ -266,11 +275,12 @@ export async function relayBench(): Promise<void> {
     }
     const timedRequests = ROUNDS * variants.length
     cpuPerRequest = { relay: (cpuMs(pids.relay) - cpu0.relay) / timedRequests, gateway: (cpuMs(pids.gateway) - cpu0.gateway) / timedRequests }
-    // throughput: the three bodies, streamed, 16 clients; the two servers in turns
-    const sent = variants.filter((v) => v.name.endsWith(', streamed')).map((v) => v.body)
-    for (let r = 0; r < LOAD_ROUNDS; r++) {
-      for (const w of r % 2 === 0 ? (['relay', 'gateway'] as const) : (['gateway', 'relay'] as const))
-        loads[w].push(await load(w === 'relay' ? relay.url : gateway.url, pids[w], sent))
+    // under load: each body and way of answering, 16 clients; the two servers in turns
+    for (const [k, v] of variants.entries()) {
+      for (let r = 0; r < LOAD_ROUNDS; r++) {
+        for (const w of r % 2 === 0 ? (['relay', 'gateway'] as const) : (['gateway', 'relay'] as const))
+          loads[k]![w].push(await load(w === 'relay' ? relay.url : gateway.url, pids[w], [v.body]))
+      }
     }
   } finally {
     for (const c of Object.values(clients)) await c.close()
@@ -285,26 +295,29 @@ export async function relayBench(): Promise<void> {
   console.log(
     `CPU per request (all threads): gateway ${cpuPerRequest.gateway.toFixed(3)} ms, relay ${cpuPerRequest.relay.toFixed(3)} ms, ${(cpuPerRequest.gateway / cpuPerRequest.relay).toFixed(2)}x`
   )
+  let worst = { cpu: 0, rps: Infinity, rss: 0 }
   for (const [k, v] of variants.entries()) {
     const t = times[k]!
     // each server's request beside the direct request just before it: the machine's drift moves both alike
     const added = (w: 'relay' | 'gateway'): number => median(t.total[w].map((ms, i) => ms - t.straight[w][i]!))
     const relayAdds = added('relay')
     const gatewayAdds = added('gateway')
-    const ratio = gatewayAdds / relayAdds
+    const l = loads[k]!
+    const cpu = { relay: median(l.relay.map((x) => x.cpuMs)), gateway: median(l.gateway.map((x) => x.cpuMs)) }
+    const rps = { relay: median(l.relay.map((x) => x.rps)), gateway: median(l.gateway.map((x) => x.rps)) }
+    const rss = { relay: Math.max(...l.relay.map((x) => x.rssMiB)), gateway: Math.max(...l.gateway.map((x) => x.rssMiB)) }
+    worst = { cpu: Math.max(worst.cpu, cpu.gateway / cpu.relay), rps: Math.min(worst.rps, rps.gateway / rps.relay), rss: Math.max(worst.rss, rss.gateway / rss.relay) }
     console.log(
-      `target: added latency ≤ 1.5x the relay's, ${v.name}: ${ratio.toFixed(2)}x (gateway +${gatewayAdds.toFixed(3)} ms, relay +${relayAdds.toFixed(3)} ms over ${median([...t.straight.relay, ...t.straight.gateway]).toFixed(2)} ms straight; totals ${(median(t.total.gateway) / median(t.total.relay)).toFixed(2)}x, first bytes ${(median(t.first.gateway) / median(t.first.relay)).toFixed(2)}x), ${ratio <= 1.5 ? 'meets' : 'misses'}`
+      `${v.name}: CPU a request under load ${(cpu.gateway / cpu.relay).toFixed(2)}x (${cpu.gateway.toFixed(3)} against ${cpu.relay.toFixed(3)} ms), ` +
+        `requests/s at ${CLIENTS} clients ${(rps.gateway / rps.relay).toFixed(2)}x (${rps.gateway.toFixed(0)} against ${rps.relay.toFixed(0)}), ` +
+        `RSS ${(rss.gateway / rss.relay).toFixed(2)}x (${rss.gateway.toFixed(0)} against ${rss.relay.toFixed(0)} MiB); ` +
+        `added latency ${(gatewayAdds / relayAdds).toFixed(2)}x (gateway +${gatewayAdds.toFixed(3)} ms, relay +${relayAdds.toFixed(3)} ms over ${median([...t.straight.relay, ...t.straight.gateway]).toFixed(2)} ms straight; no target)`
     )
   }
-  const rps = { relay: median(loads.relay.map((l) => l.rps)), gateway: median(loads.gateway.map((l) => l.rps)) }
-  const rss = { relay: Math.max(...loads.relay.map((l) => l.rssMiB)), gateway: Math.max(...loads.gateway.map((l) => l.rssMiB)) }
-  const rpsRatio = rps.gateway / rps.relay
-  console.log(
-    `target: requests/s at ${CLIENTS} clients ≥ 0.5x the relay's: ${rpsRatio.toFixed(2)}x (gateway ${rps.gateway.toFixed(0)}, relay ${rps.relay.toFixed(0)} req/s, median of ${LOAD_ROUNDS} turns of ${CLIENTS * LOAD_REQUESTS} requests each), ${rpsRatio >= 0.5 ? 'meets' : 'misses'}`
-  )
+  console.log(`target: CPU a request ≤ 2x the relay's at every body: worst ${worst.cpu.toFixed(2)}x, ${worst.cpu <= 2 ? 'meets' : 'misses'}`)
+  console.log(`target: requests/s at ${CLIENTS} clients ≥ 0.5x the relay's at every body: worst ${worst.rps.toFixed(2)}x, ${worst.rps >= 0.5 ? 'meets' : 'misses'}`)
   // bodies under the budget leave no anchors: the bound is twice the relay's own
-  const rssRatio = rss.gateway / rss.relay
   console.log(
-    `target: RSS under that load ≤ 2x the relay's plus the anchors held (none: every body under the budget): ${rssRatio.toFixed(2)}x (peak ${rss.gateway.toFixed(0)} MiB against ${rss.relay.toFixed(0)} MiB), ${rssRatio <= 2 ? 'meets' : 'misses'}`
+    `target: RSS under that load ≤ 2x the relay's plus the anchors held (none: every body under the budget): worst ${worst.rss.toFixed(2)}x, ${worst.rss <= 2 ? 'meets' : 'misses'}`
   )
 }

@@ -306,7 +306,11 @@ export async function relayBench(): Promise<void> {
     const cpu = { relay: median(l.relay.map((x) => x.cpuMs)), gateway: median(l.gateway.map((x) => x.cpuMs)) }
     const rps = { relay: median(l.relay.map((x) => x.rps)), gateway: median(l.gateway.map((x) => x.rps)) }
     const rss = { relay: Math.max(...l.relay.map((x) => x.rssMiB)), gateway: Math.max(...l.gateway.map((x) => x.rssMiB)) }
-    worst = { cpu: Math.max(worst.cpu, cpu.gateway / cpu.relay), rps: Math.min(worst.rps, rps.gateway / rps.relay), rss: Math.max(worst.rss, rss.gateway / rss.relay) }
+    worst = {
+      cpu: Math.max(worst.cpu, cpu.gateway / cpu.relay),
+      rps: Math.min(worst.rps, rps.gateway / rps.relay),
+      rss: Math.max(worst.rss, rss.gateway / rss.relay)
+    }
     console.log(
       `${v.name}: CPU a request under load ${(cpu.gateway / cpu.relay).toFixed(2)}x (${cpu.gateway.toFixed(3)} against ${cpu.relay.toFixed(3)} ms), ` +
         `requests/s at ${CLIENTS} clients ${(rps.gateway / rps.relay).toFixed(2)}x (${rps.gateway.toFixed(0)} against ${rps.relay.toFixed(0)}), ` +
@@ -315,7 +319,9 @@ export async function relayBench(): Promise<void> {
     )
   }
   console.log(`target: CPU a request ≤ 2x the relay's at every body: worst ${worst.cpu.toFixed(2)}x, ${worst.cpu <= 2 ? 'meets' : 'misses'}`)
-  console.log(`target: requests/s at ${CLIENTS} clients ≥ 0.5x the relay's at every body: worst ${worst.rps.toFixed(2)}x, ${worst.rps >= 0.5 ? 'meets' : 'misses'}`)
+  console.log(
+    `target: requests/s at ${CLIENTS} clients ≥ 0.5x the relay's at every body: worst ${worst.rps.toFixed(2)}x, ${worst.rps >= 0.5 ? 'meets' : 'misses'}`
+  )
   // bodies under the budget leave no anchors: the bound is twice the relay's own
   console.log(
     `target: RSS under that load ≤ 2x the relay's plus the anchors held (none: every body under the budget): worst ${worst.rss.toFixed(2)}x, ${worst.rss <= 2 ? 'meets' : 'misses'}`

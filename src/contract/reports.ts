@@ -19,6 +19,26 @@ const UpstreamUsage = Type.Object(
   { additionalProperties: false, description: 'Tokens as the upstream billed them, summed.' }
 )
 
+/** The prompt cache around proxied compactions, as the upstreams' own usage reports it. */
+export const CompactionCacheFigures = Type.Object(
+  {
+    crossings: Count('Requests that crossed their budget (compacted there) whose usage the proxy read.'),
+    crossing_read: Count('Their input read from the prompt cache (what the rewrite left in place: system prompt, tools).'),
+    crossing_written: Count('Their input written to the cache (the rewritten prefix).'),
+    invalidated: Count(
+      "What the cache held of those conversations just before (the previous answer's cache read and written) that the crossing no longer read."
+    ),
+    after_requests: Count('Requests after a compaction that carried its summary, whose usage the proxy read.'),
+    after_read: Count('Their input read from the cache.'),
+    after_written: Count('Their input written to the cache.')
+  },
+  {
+    additionalProperties: false,
+    description:
+      "The prompt cache around compactions, from the upstream's own usage (the Messages API reports writes; OpenAI's and Gemini's APIs reads only): what a compaction cost in cache and what the requests after it read back."
+  }
+)
+
 const GroupFigures = Type.Object(
   {
     requests: Count('Metered requests of the group in the bin.'),
@@ -128,6 +148,7 @@ export const Overview = Type.Object(
           "An estimate, in the prices' currency (per the whole range, not per million): a floor of what compaction saved (a longer prompt would also have written more to the cache)."
       }
     ),
+    compaction_cache: CompactionCacheFigures,
     measured: Type.Union(
       [
         Type.Object(

@@ -39,8 +39,25 @@ export interface ActivityFigures {
   summary_calls: { calls: number; input_tokens: number; output_tokens: number }
   /** The control group's comparison (COMPACT_CONTROL_SHARE); null where no control request was metered. */
   measured: MeasuredSavings | null
+  /** The prompt cache around the proxied compactions, summed (the upstream's own usage of the requests that crossed and of those after). */
+  compaction_cache: CompactionCache
+  /** The same for each compaction of a session read alone (by its summary id); empty for a tenant's total. */
+  byCompaction: Record<string, CompactionCache>
   series: { at: string; compactions: number; tokens_removed: number; tokens_kept_out: number; crossings: number }[]
 }
+
+/** The prompt cache around compactions: the requests that crossed (read, written, what they left of the cache unread) and those after them. */
+export interface CompactionCache {
+  crossings: number
+  crossing_read: number
+  crossing_written: number
+  invalidated: number
+  after_requests: number
+  after_read: number
+  after_written: number
+}
+
+const CACHE_FIGURES = ['crossings', 'crossing_read', 'crossing_written', 'invalidated', 'after_requests', 'after_read', 'after_written'] as const
 
 /** Prices per million tokens an estimate is made at, in `currency` (an ISO 4217 code). */
 export interface Prices {
@@ -90,6 +107,10 @@ export function savingsAt(figures: Pick<ActivityFigures, 'requests' | 'summary_c
   }
 }
 
+function emptyCache(): CompactionCache {
+  return { crossings: 0, crossing_read: 0, crossing_written: 0, invalidated: 0, after_requests: 0, after_read: 0, after_written: 0 }
+}
+
 /** The tallies of a range read into its figures; `bucketMs` the series' step (an hour or a day), from `fromMs`. */
 export function figuresOf(rows: readonly ActivityRow[], range: { fromMs: number; toMs: number }, bucketMs: number): ActivityFigures {
   const sum = new Map<string, number>()
@@ -125,6 +146,13 @@ export function figuresOf(rows: readonly ActivityRow[], range: { fromMs: number;
         .sort((a, b) => b[1] - a[1])
     )
   const fallbackReasons = named('fallback:')
+  const byCompaction: Record<string, CompactionCache> = {}
+  for (const [k, v] of sum) {
+    const m = /^cmp:([^:]+):(\w+)$/.exec(k)
+    if (!m || !(CACHE_FIGURES as readonly string[]).includes(m[2] as string)) continue
+    const c = (byCompaction[m[1] as string] ??= emptyCache())
+    c[m[2] as keyof CompactionCache] += Math.round(v)
+  }
   // the control group's tallies: ab:GROUP:BIN:n|units|squares
   const groups: { treated: GroupTally[]; control: GroupTally[] } = { treated: [], control: [] }
   for (const [k, v] of sum) {
@@ -175,6 +203,8 @@ export function figuresOf(rows: readonly ActivityRow[], range: { fromMs: number;
     },
     summary_calls: { calls: n('summary_calls'), input_tokens: n('summary_input'), output_tokens: n('summary_output') },
     measured: measuredSavings(groups, PRICE.input * n('summary_input') + PRICE.output * n('summary_output')),
+    compaction_cache: Object.fromEntries(CACHE_FIGURES.map((f) => [f, n(`cache:${f}`)])) as unknown as CompactionCache,
+    byCompaction,
     series: series.map((p) => ({ ...p, tokens_removed: Math.round(p.tokens_removed), tokens_kept_out: Math.round(p.tokens_kept_out) }))
   }
 }
@@ -288,6 +318,45 @@ export class Activity {
     add(`${name}:units`, units)
     add(`${name}:squares`, units * units)
     if (group.control) add('control_requests', 1)
+  }
+
+  /**
+   * The prompt cache around a proxied compaction, from the upstream's own usage: the request that crossed
+   * (`crossing`: what it read and wrote, and what the cache held of the conversation before that it no longer
+   * read, `invalidated`) or one of the requests after it that carried its summary (`after`). Tallied for the
+   * tenant and the session, and for the compaction itself under the session (deleted with it).
+   */
+  compactionCache(
+    keyName: string,
+    session: string | undefined,
+    summaryId: string,
+    event: { phase: 'crossing' | 'after'; usage: UpstreamUsage; invalidated?: number }
+  ): void {
+    const { usage, phase } = event
+    const figures: [string, number][] =
+      phase === 'crossing'
+        ? [
+            ['crossings', 1],
+            ['crossing_read', usage.cache_read_input_tokens],
+            ['crossing_written', usage.cache_creation_input_tokens],
+            ['invalidated', event.invalidated ?? 0]
+          ]
+        : [
+            ['after_requests', 1],
+            ['after_read', usage.cache_read_input_tokens],
+            ['after_written', usage.cache_creation_input_tokens]
+          ]
+    const hour = Math.floor(this.now() / HOUR_MS) * HOUR_MS
+    for (const [name, value] of figures) {
+      this.add(keyName, session, `cache:${name}`, value)
+      if (session !== undefined && value !== 0) this.tally(keyName, session, hour, `cmp:${summaryId}:${name}`, value)
+    }
+  }
+
+  /** One compaction's cache figures (CompactionCache), from its session's tallies; undefined where none were tallied. */
+  async cacheOf(keyName: string, session: string, summaryId: string): Promise<CompactionCache | undefined> {
+    const f = await this.figures(keyName, session, { fromMs: 0, toMs: this.now() + HOUR_MS }, Number.MAX_SAFE_INTEGER)
+    return f.byCompaction[summaryId]
   }
 
   /** A summary the gateway had a model write for a conversation (used or not). */

@@ -244,7 +244,39 @@ const checkResponsesCompaction = bodyReader<ResponsesBody>(ResponsesCompactBody)
 
 /** The proxy's requests served: one per app, over its compactor, clearing tier and records. */
 export class ProxyService {
+  /** What the prompt cache held of each conversation after its last metered answer (read + written), the oldest forgotten first. */
+  private readonly cacheHeld = new Map<string, number>()
+
   constructor(private readonly serving: ProxyServing) {}
+
+  /**
+   * The prompt cache around a compaction, from an answer's usage: the request that crossed (and what the cache
+   * held of the conversation before it that it no longer read), or one after it that carried its summary.
+   */
+  private cacheAround(
+    ask: ProxiedAsk,
+    session: string | undefined,
+    conversation: string,
+    around: { phase: 'crossing' | 'after'; summaryId: string } | undefined,
+    usage: UpstreamUsage
+  ): void {
+    // by the conversation where the body was read, else by the session its headers name (a body far under the budget is forwarded unread)
+    const keys = [conversation, session === undefined ? '' : `${ask.keyName}\u0000${session}`].filter((k) => k !== '')
+    const held = keys.map((k) => this.cacheHeld.get(k)).find((h) => h !== undefined)
+    if (around?.phase === 'crossing') {
+      const invalidated = held === undefined ? 0 : Math.max(0, held - usage.cache_read_input_tokens)
+      this.serving.activity.compactionCache(ask.keyName, session, around.summaryId, { phase: 'crossing', usage, invalidated })
+    } else if (around) this.serving.activity.compactionCache(ask.keyName, session, around.summaryId, { phase: 'after', usage })
+    for (const key of keys) {
+      this.cacheHeld.delete(key)
+      this.cacheHeld.set(key, usage.cache_read_input_tokens + usage.cache_creation_input_tokens)
+    }
+    while (this.cacheHeld.size > CACHE_HELD_KEPT) {
+      const oldest = this.cacheHeld.keys().next()
+      if (oldest.done) break
+      this.cacheHeld.delete(oldest.value)
+    }
+  }
 
   /**
    * The tenant's sealing of the gateway's compaction items, its keys read first where the request may hold an
@@ -457,8 +489,18 @@ export class ProxyService {
         // (an answer whose usage could not be read, an error's or one too large, is counted unmetered)
         // with a control group, each metered request of a known conversation is tallied in its group and by its history's length
         const group = policy.controlShare !== undefined ? { control, historyTokens: ask.body.bytes.length / CHARS_PER_TOKEN } : undefined
+        // (a recall round's continuation after a crossing is a request after it: only the first answer crossed)
+        let around =
+          outcome.kind === 'none'
+            ? undefined
+            : { phase: outcome.kind === 'compacted' ? ('crossing' as const) : ('after' as const), summaryId: outcome.summaryId }
         const onUsage = dialect.usage
-          ? (usage: UpstreamUsage | undefined) => serving.activity.request(keyName, session, { keptOut, metered: usage !== undefined, usage, group })
+          ? (usage: UpstreamUsage | undefined) => {
+              serving.activity.request(keyName, session, { keptOut, metered: usage !== undefined, usage, group })
+              if (!usage) return
+              this.cacheAround(ask, session, conversation, around, usage)
+              if (around) around = { ...around, phase: 'after' }
+            }
           : undefined
         if (!dialect.usage && status === 200) serving.activity.request(keyName, session, { keptOut, metered: false })
         return { line, ...(onUsage ? { onUsage } : {}), ...answerRewrite(managed, compaction, responses, outcome, payload, seal) }
@@ -676,6 +718,9 @@ export class ProxyService {
     )
   }
 }
+
+/** Conversations whose cache is remembered (a forgotten one's next crossing counts nothing invalidated). */
+const CACHE_HELD_KEPT = 100_000
 
 /** The endpoints whose answers are a model's turn (a recall call in them is answered; a token count has none). */
 const GENERATION = new Set(['messages', 'chat_completions', 'responses', 'gemini_generate', 'gemini_stream'])

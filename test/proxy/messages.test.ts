@@ -12,6 +12,7 @@ import { capturedLog, testApp } from '../helpers/app.js'
 import { FakeAnthropic, type ReceivedRequest } from '../helpers/fake-anthropic.js'
 import { assistant, call, shellStep, user } from '../helpers/history.js'
 import { ROOT } from '../helpers/process.js'
+import { until } from '../helpers/wait.js'
 
 const UPSTREAM_KEY = 'sk-ant-upstream-proxy-test-0000000000'
 const GATEWAY_KEY = 'gw-proxy-test-key-1'
@@ -671,6 +672,72 @@ describe('a JSON answer the upstream breaks off', () => {
       await app.close()
       await fake.close()
       await new Promise((resolve) => upstream.close(resolve))
+    }
+  })
+})
+
+describe("the prompt cache around a proxied compaction, from the upstream's own usage", () => {
+  it('is kept per compaction and summed in the overview: what the crossing read, wrote and left unread, and what the requests after it read', async () => {
+    const fake = await new FakeAnthropic().start()
+    fake.fallback = { text: 'ok' }
+    const app = await testApp({
+      ANTHROPIC_API_KEY: UPSTREAM_KEY,
+      ANTHROPIC_BASE_URL: fake.url,
+      COMPACT_SUMMARIZER: 'extractive',
+      COMPACT_BUDGET: '12000',
+      COMPACT_PRECOMPUTE_AT: 'off'
+    })
+    try {
+      await app.listen({ port: 0, host: '127.0.0.1' })
+      const sdk = new Anthropic({ apiKey: 'unused', baseURL: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, maxRetries: 0 })
+      const mark = { type: 'ephemeral' as const }
+      const system = [{ type: 'text' as const, text: 'You are a coding agent. '.repeat(60), cache_control: mark }]
+      // the newest message marked for the cache, as Claude Code marks it
+      const marked = (messages: Message[]): Anthropic.MessageParam[] =>
+        messages.map((m, i) =>
+          i === messages.length - 1 && typeof m.content === 'string' ? { role: m.role, content: [{ type: 'text', text: m.content, cache_control: mark }] } : m
+        ) as Anthropic.MessageParam[]
+      const send = async (messages: Message[]) =>
+        (
+          await sdk.messages
+            .create({ model: 'claude-any', max_tokens: 16, system, messages: marked(messages) }, { headers: { 'x-compaction-session': 'cache-1' } })
+            .withResponse()
+        ).response.headers
+      // the conversation grows under the budget, then past it, then goes on from the compaction
+      let history = session(6, 1_500)
+      expect((await send(history)).get('x-compaction')).toBe('none')
+      history = [
+        ...history,
+        ...Array.from({ length: 16 }, (_, i) => shellStep(`toolu_b_${i}`, `cat src/more_${i}.ts`, `more ${i}: ${'y'.repeat(3_000)}`)).flat(),
+        assistant('Read the rest.'),
+        user('Now the changelog')
+      ]
+      const crossed = await send(history)
+      expect(crossed.get('x-compaction')).toBe('compacted')
+      const summaryId = crossed.get('x-compaction-summary-id') as string
+      await send([...history, assistant('Updated.'), user('And the changelog')])
+      expect(fake.refused).toEqual([])
+      const [before, crossing, after] = proxied(fake).map((r) => r.cache!)
+      const detail = async () =>
+        (await app.inject({ url: `/v1/sessions/cache-1/compactions/${summaryId}` })).json<{ cache: Record<string, number> | null }>().cache
+      await until('the three answers are counted', async () => (await detail())?.after_requests === 1)
+      const expected = {
+        crossings: 1,
+        crossing_read: crossing!.read,
+        crossing_written: crossing!.written,
+        invalidated: before!.read + before!.written - crossing!.read,
+        after_requests: 1,
+        after_read: after!.read,
+        after_written: after!.written
+      }
+      expect(await detail()).toEqual(expected)
+      // the rewrite invalidated what the cache held of the conversation; the request after it read the new prefix back
+      expect(expected.invalidated).toBeGreaterThan(0)
+      expect(expected.after_read).toBeGreaterThan(crossing!.read)
+      expect((await app.inject({ url: '/v1/overview' })).json().compaction_cache).toEqual(expected)
+    } finally {
+      await app.close()
+      await fake.close()
     }
   })
 })

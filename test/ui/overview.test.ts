@@ -32,6 +32,7 @@ const overview = (over: Partial<Overview> = {}): Overview => ({
   },
   summary_calls: { calls: 7, input_tokens: 300_000, output_tokens: 12_000 },
   measured: null,
+  compaction_cache: { crossings: 0, crossing_read: 0, crossing_written: 0, invalidated: 0, after_requests: 0, after_read: 0, after_written: 0 },
   savings: {
     prices: { currency: 'USD', input: 3, output: 15, cache_write: 3.75, cache_read: 0.3 },
     billed: 6.54,

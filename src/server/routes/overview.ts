@@ -83,7 +83,7 @@ export const overviewRoutes: FastifyPluginAsync = async (app) => {
       const start = Math.floor(fromMs / HOUR_MS) * HOUR_MS
       const bucketMs = toMs - start <= HOURLY_UP_TO_MS ? HOUR_MS : DAY_MS
       const session = query.session_id ?? null
-      const figures = await app.activity.figures(request.keyName, session, { fromMs: start, toMs }, bucketMs)
+      const { byCompaction: _each, ...figures } = await app.activity.figures(request.keyName, session, { fromMs: start, toMs }, bucketMs)
       return {
         from: new Date(start).toISOString(),
         to: new Date(toMs).toISOString(),

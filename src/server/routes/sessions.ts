@@ -9,6 +9,7 @@ import { SessionCost } from '../../contract/reports.js'
 import { KEYED, keyedResponses } from './security.js'
 import { deleteSession } from '../../service/sessions.js'
 import { costEstimate } from '../../service/costs.js'
+import { CompactionCacheFigures } from '../../contract/reports.js'
 import { dropFlights } from '../../storage/redis.js'
 import { DEFAULT_PAGE_SIZE, DEFAULT_TIMELINE_POINTS, MAX_TIMELINE_POINTS, MAX_PAGE_SIZE } from '../../contract/defaults.js'
 
@@ -96,6 +97,10 @@ const CompactionDetailSchema = Type.Object(
     ]),
     cold_layer: Type.Record(Type.String(), Type.Integer(), {
       description: "This compaction's cold-layer entries, by kind (searchable with /recall); empty where the session kept none."
+    }),
+    cache: Type.Union([CompactionCacheFigures, Type.Null()], {
+      description:
+        "The prompt cache around this compaction, where it was a proxy's and the upstream's usage was read: its crossing request's and the next ones'; null otherwise."
     })
   },
   { additionalProperties: false, description: 'One compaction: its record (summary, figures, summarizer), what it removed and what its cold layer keeps.' }
@@ -287,7 +292,8 @@ export const sessionRoutes: FastifyPluginAsync = async (app) => {
       const detail = await store.compaction(sessionId, request.keyName, compactionId)
       if (!detail) throw new NotFoundError(`no compaction "${compactionId}" of session "${sessionId}"`, '/compaction_id')
       const n = detail.record.stats.compacted_messages
-      return { compaction: detail.record, removed: n > 0 ? { from: 0, to: n - 1, messages: n } : null, cold_layer: detail.memory }
+      const cache = (await app.activity.cacheOf(request.keyName, sessionId, compactionId)) ?? null
+      return { compaction: detail.record, removed: n > 0 ? { from: 0, to: n - 1, messages: n } : null, cold_layer: detail.memory, cache }
     }
   )
 

@@ -49,8 +49,10 @@ export function tenantSeal(keys: readonly Buffer[], tenant: string): TenantSeal 
     },
     open(field) {
       if (!field.startsWith(SEALED_ITEM)) return undefined
-      const bytes = Buffer.from(field.slice(SEALED_ITEM.length), 'base64url')
-      if (bytes.length < IV_BYTES + TAG_BYTES) return undefined
+      const encoded = field.slice(SEALED_ITEM.length)
+      const bytes = Buffer.from(encoded, 'base64url')
+      // only the one encoding of the bytes: a decoder ignores a last character's spare bits and what is not base64url
+      if (bytes.length < IV_BYTES + TAG_BYTES || bytes.toString('base64url') !== encoded) return undefined
       for (const key of keys) {
         try {
           const decipher = createDecipheriv('aes-256-gcm', key, bytes.subarray(0, IV_BYTES))

@@ -9,40 +9,28 @@ export interface UpstreamUsage {
 /** Whose answers a tap reads: the Messages API's, Chat Completions', the Responses API's or Gemini's. */
 export type UsageFormat = 'messages' | 'chat' | 'responses' | 'gemini'
 
+/** Input tokens of which `cached` were read from the cache, and output tokens, in the Messages API's terms (OpenAI's and Gemini's APIs bill no cache writes). */
+function withCacheReads(input: number | undefined, cached: number | undefined, output: number): UpstreamUsage {
+  const read = cached ?? 0
+  return { input_tokens: Math.max(0, (input ?? 0) - read), cache_creation_input_tokens: 0, cache_read_input_tokens: read, output_tokens: output }
+}
+
 /** Chat Completions' usage in the Messages API's terms (the session's cost reads those). */
 export function chatUsage(usage: unknown): UpstreamUsage {
   const u = (usage ?? {}) as { prompt_tokens?: number; completion_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } }
-  const cached = u.prompt_tokens_details?.cached_tokens ?? 0
-  return {
-    input_tokens: Math.max(0, (u.prompt_tokens ?? 0) - cached),
-    cache_creation_input_tokens: 0,
-    cache_read_input_tokens: cached,
-    output_tokens: u.completion_tokens ?? 0
-  }
+  return withCacheReads(u.prompt_tokens, u.prompt_tokens_details?.cached_tokens, u.completion_tokens ?? 0)
 }
 
 /** The Responses API's usage in the Messages API's terms (the session's cost reads those). */
 export function responsesUsage(usage: unknown): UpstreamUsage {
   const u = (usage ?? {}) as { input_tokens?: number; output_tokens?: number; input_tokens_details?: { cached_tokens?: number } }
-  const cached = u.input_tokens_details?.cached_tokens ?? 0
-  return {
-    input_tokens: Math.max(0, (u.input_tokens ?? 0) - cached),
-    cache_creation_input_tokens: 0,
-    cache_read_input_tokens: cached,
-    output_tokens: u.output_tokens ?? 0
-  }
+  return withCacheReads(u.input_tokens, u.input_tokens_details?.cached_tokens, u.output_tokens ?? 0)
 }
 
-/** Gemini's usage metadata in the Messages API's terms (the session's cost reads those). */
+/** Gemini's usage metadata in the Messages API's terms (the session's cost reads those; thoughts are output). */
 export function geminiUsage(metadata: unknown): UpstreamUsage {
   const u = (metadata ?? {}) as { promptTokenCount?: number; cachedContentTokenCount?: number; candidatesTokenCount?: number; thoughtsTokenCount?: number }
-  const cached = u.cachedContentTokenCount ?? 0
-  return {
-    input_tokens: Math.max(0, (u.promptTokenCount ?? 0) - cached),
-    cache_creation_input_tokens: 0,
-    cache_read_input_tokens: cached,
-    output_tokens: (u.candidatesTokenCount ?? 0) + (u.thoughtsTokenCount ?? 0)
-  }
+  return withCacheReads(u.promptTokenCount, u.cachedContentTokenCount, (u.candidatesTokenCount ?? 0) + (u.thoughtsTokenCount ?? 0))
 }
 
 /** A usage as the Messages API reports it (a field it leaves out is undefined: its later events replace only what they hold). */

@@ -24,12 +24,12 @@ describe('tenantSeal', () => {
   it('opens nothing changed at any place, nor sealed for another tenant or under a key it does not hold', () => {
     const seal = tenantSeal([KEY], 'alpha')
     const sealed = seal.seal('the compacted history')
-    fc.assert(
-      fc.property(fc.integer({ min: SEALED_ITEM.length, max: sealed.length - 1 }), (at) => {
-        const c = sealed[at] === 'A' ? 'B' : 'A'
-        expect(seal.open(`${sealed.slice(0, at)}${c}${sealed.slice(at + 1)}`)).toBeUndefined()
-      })
-    )
+    // every place, each character changed to its neighbour (the last one's spare bits included)
+    for (let at = SEALED_ITEM.length; at < sealed.length; at++) {
+      const c = sealed[at] === 'A' ? 'B' : 'A'
+      expect(seal.open(`${sealed.slice(0, at)}${c}${sealed.slice(at + 1)}`)).toBeUndefined()
+    }
+    expect(seal.open(`${sealed}=`)).toBeUndefined()
     expect(seal.open(sealed.slice(0, -4))).toBeUndefined()
     expect(seal.open(SEALED_ITEM)).toBeUndefined()
     expect(seal.open(`cgw1.${Buffer.from('["x"]').toString('base64url')}`)).toBeUndefined()

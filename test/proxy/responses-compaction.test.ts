@@ -17,7 +17,7 @@ afterEach(async () => {
   for (const o of opened.splice(0).reverse()) await o.close()
 })
 
-async function gateway(): Promise<{ app: App; fake: FakeOpenAi; sdk: OpenAI }> {
+async function gateway(env: Record<string, string> = {}): Promise<{ app: App; fake: FakeOpenAi; sdk: OpenAI; baseURL: string }> {
   const fake = await new FakeOpenAi().start()
   fake.compaction = false
   fake.fallback = { text: 'Hello from the upstream.' }
@@ -27,12 +27,14 @@ async function gateway(): Promise<{ app: App; fake: FakeOpenAi; sdk: OpenAI }> {
     OPENAI_BASE_URL: `${fake.url}/v1`,
     COMPACT_SUMMARIZER: 'extractive',
     COMPACT_BUDGET: 'off',
-    COMPACT_PRECOMPUTE_AT: 'off'
+    COMPACT_PRECOMPUTE_AT: 'off',
+    ...env
   })
   await app.listen({ port: 0, host: '127.0.0.1' })
   opened.push(app)
-  const sdk = new OpenAI({ apiKey: 'unused', baseURL: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/v1`, maxRetries: 0 })
-  return { app, fake, sdk }
+  const baseURL = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/v1`
+  const sdk = new OpenAI({ apiKey: 'unused', baseURL, maxRetries: 0 })
+  return { app, fake, sdk, baseURL }
 }
 
 /** A Responses history: the task, then function calls with long outputs, then the newest ask. */
@@ -101,21 +103,7 @@ describe("the Responses API's compaction performed by the gateway", () => {
   })
 
   it("refuses an item of its own that was changed, another API key's, or an earlier build's unsealed one, naming its field", async () => {
-    const fake = await new FakeOpenAi().start()
-    fake.compaction = false
-    fake.fallback = { text: 'Hello from the upstream.' }
-    opened.push(fake)
-    const app = await testApp({
-      OPENAI_API_KEY: 'sk-upstream-responses-0000000000',
-      OPENAI_BASE_URL: `${fake.url}/v1`,
-      COMPACT_API_KEYS: 'alpha=key-alpha-0123456789abcdef,beta=key-beta-0123456789abcdef',
-      COMPACT_SUMMARIZER: 'extractive',
-      COMPACT_BUDGET: 'off',
-      COMPACT_PRECOMPUTE_AT: 'off'
-    })
-    await app.listen({ port: 0, host: '127.0.0.1' })
-    opened.push(app)
-    const baseURL = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/v1`
+    const { fake, baseURL } = await gateway({ COMPACT_API_KEYS: 'alpha=key-alpha-0123456789abcdef,beta=key-beta-0123456789abcdef' })
     const alpha = new OpenAI({ apiKey: 'key-alpha-0123456789abcdef', baseURL, maxRetries: 0 })
     const beta = new OpenAI({ apiKey: 'key-beta-0123456789abcdef', baseURL, maxRetries: 0 })
     const compacted = await alpha.responses.compact({ model: 'gpt-test', input: session(6) as never })

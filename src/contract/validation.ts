@@ -165,7 +165,21 @@ export function readJson(bytes: Uint8Array, field: ItemsField = 'messages'): { o
 export function readCompactRequest(bytes: Uint8Array): { ok: true; body: CompactRequestBody } | ({ ok: false; value?: unknown } & RequestProblem) {
   const read = readJson(bytes)
   if (!read.ok) return read
-  const parsed = read.value
+  return checkedCompact(read.value)
+}
+
+/**
+ * A /v1/compact body the service made of what it has read already (a proxy's compaction of a Responses input):
+ * looked over and checked as readCompactRequest checks bytes, with no writing out and reading back.
+ */
+export function checkCompactValue(parsed: unknown): { ok: true; body: CompactRequestBody } | ({ ok: false; value?: unknown } & RequestProblem) {
+  const problem = jsonProblem(parsed)
+  if (problem) return { ok: false, kind: 'invalid_request', message: problem.message, path: problem.path }
+  return checkedCompact(parsed)
+}
+
+/** A body looked over already (readJson's nesting and prototype check), against the request schema. */
+function checkedCompact(parsed: unknown): { ok: true; body: CompactRequestBody } | ({ ok: false; value?: unknown } & RequestProblem) {
   const checked = checkCompactRequest(parsed)
   // a body that parsed but breaks the schema is given back too: what it says of itself labels its refusal
   if (!checked.ok) return { ...checked, value: parsed }

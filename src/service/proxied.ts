@@ -41,7 +41,7 @@ import type { TenantSeal } from '../proxy/item-seal.js'
 import type { ItemSeals } from './item-seals.js'
 import { inControlGroup } from './control.js'
 import type { CompactRequestBody } from '../contract/schemas.js'
-import { bodyReader, readCompactRequest } from '../contract/validation.js'
+import { bodyReader, checkCompactValue } from '../contract/validation.js'
 import { ResponsesCompactBody, type ResponsesBody } from '../contract/proxy-bodies.js'
 import type { UpstreamUsage, UsageFormat } from '../proxy/usage.js'
 import type { Summarizer } from '../summarizer/summarizer.js'
@@ -581,9 +581,7 @@ export class ProxyService {
       ask.headers,
       typeof fields.prompt_cache_key === 'string' && fields.prompt_cache_key !== '' ? fields.prompt_cache_key : undefined
     )
-    const read = readCompactRequest(
-      Buffer.from(JSON.stringify({ messages: input, format: 'openai-responses', mode: 'manual', ...(session !== undefined ? { session_id: session } : {}) }))
-    )
+    const read = checkCompactValue({ messages: input, format: 'openai-responses', mode: 'manual', ...(session !== undefined ? { session_id: session } : {}) })
     if (!read.ok) throw inInput(read.message, read.path)
     // written by a model while the client waits: the gateway's, else the client's own (its request as sent, its key)
     const model = clientModel?.(read.body.messages as Message[])

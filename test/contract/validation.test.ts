@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { bodyReader, urlPartValidatorCompiler } from '../../src/contract/validation.js'
+import { bodyReader, checkCompactValue, readCompactRequest, urlPartValidatorCompiler } from '../../src/contract/validation.js'
 import { CompactRequestChecked } from '../../src/contract/schemas.js'
 
 const read = bodyReader(CompactRequestChecked)
@@ -48,5 +48,24 @@ describe('urlPartValidatorCompiler', () => {
     expect(query.limit).toBe(20)
     expect(check({ limit: 'many' })).toBe(false)
     expect(check({ limit: '0' })).toBe(false)
+  })
+})
+
+describe('a /v1/compact body read from bytes and one made of what was read already', () => {
+  it('are checked alike: the same body taken, the same problems at the same places', () => {
+    const bodies: unknown[] = [
+      { messages: history, mode: 'manual' },
+      { messages: [{ role: 'robot', content: 'x' }] },
+      { messages: history, extra: 1 },
+      JSON.parse('{"messages":[{"role":"user","content":"x","__proto__":{"polluted":true}}]}'),
+      { messages: [{ role: 'user', content: [{ type: 'text', text: 'x', deep: JSON.parse(`${'['.repeat(200)}${']'.repeat(200)}`) }] }] }
+    ]
+    for (const body of bodies) {
+      const fromBytes = readCompactRequest(Buffer.from(JSON.stringify(body)))
+      const made = checkCompactValue(body)
+      expect(made.ok, JSON.stringify(body).slice(0, 60)).toBe(fromBytes.ok)
+      if (!made.ok && !fromBytes.ok) expect([made.message, made.path]).toEqual([fromBytes.message, fromBytes.path])
+      if (made.ok && fromBytes.ok) expect(made.body).toEqual(fromBytes.body)
+    }
   })
 })

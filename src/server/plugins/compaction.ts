@@ -139,6 +139,9 @@ export const compactionPlugin = fp<CompactionPluginOptions>(
       conversations: new ConversationsText(undefined, undefined, `compaction-gateway:conversations:${randomUUID()}`)
     }
     const workerMinBytes = (model ? Math.min(config.COMPACT_WORKER_MIN_KB, MODEL_WORKER_MIN_KB) : config.COMPACT_WORKER_MIN_KB) * 1024
+    // a compaction no model writes (a crossing's merge from the ledger) goes to a worker from the operator's size
+    // alone: the client waits for it, and the hop is most of its time below that size
+    const mergeMinBytes = config.COMPACT_WORKER_MIN_KB * 1024
     /** A task in a worker, its summary (where a model writes it) asked of `model` here: a fault of the model's is thrown as it was thrown. */
     const inWorker = async <T>(run: (summary: CompactTask['summary']) => Promise<T>, summarizer: Summarizer | undefined, signal?: AbortSignal): Promise<T> => {
       const port = summarizer ? summaryPort(summarizer, signal) : undefined
@@ -166,7 +169,7 @@ export const compactionPlugin = fp<CompactionPluginOptions>(
       if (!pool) return runCompaction(body, here, context)
       // the body as bytes: the client's messages as the bytes they came as, the rest written once
       const bytes = jsonBytes(body)
-      if (bytes.length < workerMinBytes) return runCompaction(body, here, context)
+      if (bytes.length < (body.summarizer === 'extractive' ? mergeMinBytes : workerMinBytes)) return runCompaction(body, here, context)
       const proxied = {
         ...(context.recallTool !== undefined ? { recallTool: context.recallTool } : {}),
         ...(context.clipToBudget ? { clipToBudget: true } : {})

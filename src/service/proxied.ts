@@ -282,9 +282,15 @@ export class ProxyService {
    * The tenant's sealing of the gateway's compaction items, its keys read first where the request may hold an
    * item or a block, or ask for one (a request that can do neither never waits for the store).
    */
-  private async sealFor(ask: ProxiedAsk, holdsCompaction: boolean): Promise<TenantSeal> {
+  private async sealFor<R>(dialect: ProxiedDialect<R>, ask: ProxiedAsk, holdsCompaction: boolean): Promise<TenantSeal> {
     const { bytes } = ask.body
-    if (holdsCompaction || bytes.includes(OWN_ITEM_KEY) || bytes.includes(CONTEXT_MANAGEMENT_KEY)) await this.serving.items.ready()
+    // (only a dialect whose API has them, and where the gateway performs them, searches its bytes for them)
+    const performs = ask.policy.contextManagement !== 'forward'
+    const mayHold =
+      holdsCompaction ||
+      (performs && dialect.responsesCompaction === true && bytes.includes(OWN_ITEM_KEY)) ||
+      (performs && (dialect.contextManagement === true || dialect.responsesCompaction === true) && bytes.includes(CONTEXT_MANAGEMENT_KEY))
+    if (mayHold) await this.serving.items.ready()
     return this.serving.items.for(ask.keyName)
   }
 
@@ -299,7 +305,7 @@ export class ProxyService {
     // compaction on demand (`compaction: {type: "summarize"}`): answered here for an upstream without it
     // (one search of the bytes: a body without the key holds neither the field nor a block, nor does what is made of it)
     const holdsCompaction = dialect.contextManagement === true && performs && ask.body.bytes.includes(COMPACTION_KEY)
-    const seal = await this.sealFor(ask, holdsCompaction)
+    const seal = await this.sealFor(dialect, ask, holdsCompaction)
     const onDemand = holdsCompaction ? topLevelField(ask.body.bytes, 'compaction') : undefined
     if (onDemand && dialect.endpoint !== 'count_tokens') return this.compactOnDemand(dialect, ask, seal)
     // (a token count takes the field and ignores it: it counts the conversation as sent)

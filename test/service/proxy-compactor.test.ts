@@ -1,3 +1,4 @@
+import type { CompactDeps } from '../../src/service/compact.js'
 import fc from 'fast-check'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { type Message, emptySections, promptTokens, validateHistory } from '../../src/compaction/index.js'
@@ -15,6 +16,12 @@ const model: Summarizer = {
     sections: { ...emptySections(), objective: 'Keep the service running' },
     report: { kind: 'anthropic', model: 'm', input_tokens: 1, output_tokens: 1, calls: 1, fallback_reason: null, duration_ms: 0 }
   })
+}
+
+/** A compactor's deps with the extractive summarizer alone, at `budgetTokens`, its ids numbered. */
+function extractiveDeps(budgetTokens: number): CompactDeps {
+  let n = 0
+  return { defaults: { budgetTokens, keepTurns: 8 }, extractive: new ExtractiveSummarizer(), newId: () => `cmp_${++n}`, now: () => performance.now() }
 }
 
 function compactor(withModel: boolean, precomputeAt: number | undefined): ProxyCompactor {
@@ -158,14 +165,8 @@ describe('the proxy compactor over a growing session', () => {
 
   it('keeps the newest tool output whole when the budget holds it beside the summary, whatever the target share', async () => {
     // The crossing lands at half the room; the output the model just asked for is more than that share, not more than the budget.
-    let n = 0
     const proxy = new ProxyCompactor({
-      deps: {
-        defaults: { budgetTokens: 37_000, keepTurns: 8 },
-        extractive: new ExtractiveSummarizer(),
-        newId: () => `cmp_${++n}`,
-        now: () => performance.now()
-      },
+      deps: extractiveDeps(37_000),
       precomputeAt: undefined,
       canPrecompute: () => true,
       onPrecompute: () => undefined,
@@ -399,7 +400,6 @@ describe('a crossing timed by the prompt cache', () => {
   }
   const withClock = (promptCacheMs: number | undefined, shared = false): { proxy: ProxyCompactor; at: (ms: number) => void } => {
     let now = 1_000_000
-    let n = 0
     const saved = new Map<string, SavedConversation>()
     const anchors: AnchorStore = {
       shared,
@@ -407,12 +407,7 @@ describe('a crossing timed by the prompt cache', () => {
       save: async (key, value) => void saved.set(key, value)
     }
     const proxy = new ProxyCompactor({
-      deps: {
-        defaults: { budgetTokens: 45_000, keepTurns: 8 },
-        extractive: new ExtractiveSummarizer(),
-        newId: () => `cmp_${++n}`,
-        now: () => performance.now()
-      },
+      deps: extractiveDeps(45_000),
       precomputeAt: undefined,
       canPrecompute: () => true,
       onPrecompute: () => undefined,

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest'
-import { emptySections } from '../../src/compaction/index.js'
 import { PostgresStore } from '../../src/storage/postgres.js'
+import { compactionRecord } from '../helpers/records.js'
 import { dropSchemas, freshPgUrl, pgBehindRelay, pgMissing } from '../helpers/services.js'
 
 describe.skipIf(pgMissing !== undefined)(`PostgreSQL connections reset under load${pgMissing ? ` (skipped: ${pgMissing})` : ''}`, () => {
@@ -42,35 +42,15 @@ describe.skipIf(pgMissing !== undefined)(`PostgreSQL connections reset under loa
     const store = new PostgresStore(freshPgUrl())
     try {
       const odd = 'before\u0000after \ud83d lone, \\u0000 escaped, 😀 paired'
-      const stats = {
-        raw_history_tokens: 1,
-        summary_tokens: 1,
-        compacted_turns: 1,
-        compacted_messages: 1,
-        kept_messages: 1,
-        kept_tokens: 1,
-        context_after_compaction: 1,
-        clipped_tool_results: 0,
-        guard_added: 0,
-        estimate_scale: 1,
-        carried_context_tokens: 0,
-        carried_context_dropped: 0
-      }
-      await store.saveRecord({
-        id: 'cmp_odd',
-        session_id: 's-odd',
-        key_name: 'k',
-        created_at: new Date().toISOString(),
-        mode: 'manual',
-        reason: 'manual',
-        stats,
-        summarizer: { kind: 'extractive', model: null, input_tokens: 0, output_tokens: 0, calls: 0, fallback_reason: null, duration_ms: 1 },
-        doctrine_version: 'v',
-        summary: {
-          text: `<compaction-summary id="cmp_odd" version="1" compacted_turns="1">\n## Objective\n${odd}\n</compaction-summary>`,
-          sections: emptySections()
-        }
-      })
+      await store.saveRecord(
+        compactionRecord(
+          'cmp_odd',
+          's-odd',
+          'k',
+          new Date().toISOString(),
+          `<compaction-summary id="cmp_odd" version="1" compacted_turns="1">\n## Objective\n${odd}\n</compaction-summary>`
+        )
+      )
       const page = await store.listRecords('s-odd', 'k', { limit: 5 })
       expect(page.records).toHaveLength(1)
       expect(page.records[0]!.summary.text).toContain(odd)

@@ -97,9 +97,21 @@ const CANDIDATE_UNGATED = candidates(SECRET_PATTERNS.filter((p) => p.contains ==
 const KEY_BODY = new RegExp(KEY_BODY_LINE, 'gm')
 const WORD_CHAR = /[A-Za-z0-9_]/
 
-/** A value that is a placeholder or a reference to one, whole (a random value may begin with `$` or `%` too). */
-const PLACEHOLDER =
-  /^(?:\$\{[A-Za-z_][A-Za-z0-9_]*(?::?[-=?+][^}]*)?\}|\$[A-Za-z_][A-Za-z0-9_]*|\$\(.*\)|<[^<>]*>|\{\{.*\}\}|\{%.*%\}|\{[A-Za-z_][\w.]*\}|%\(?[A-Za-z_]\w*\)?s?|%[A-Za-z_]\w*%)$/
+/**
+ * The name a placeholder holds: at most 40 characters, or more in capitals (`$AZURE_STORAGE_CONNECTION_STRING_…`).
+ * A random value of a name's characters is longer and mixes its cases or is lowercase (a Django key).
+ */
+const PLACEHOLDER_NAME = '(?:[A-Za-z_][A-Za-z0-9_]{0,39}|[A-Z_][A-Z0-9_]{40,})'
+/**
+ * A value that is a placeholder or a reference to one, whole (a random value may begin with `$` or `%` too):
+ * `${NAME}`, `$NAME`, `<your-key>`, `{{ secret }}`, `{% … %}`, `{token}`, `%(password)s`, `%NAME%`. A command
+ * substitution is a command's name (a word of at most 40 characters, or a redirection `<`) and its arguments
+ * after a blank. A Django key may be `$(` and 47 more characters of its alphabet up to a `)`, or `%(`, 46 word
+ * characters and `)s`: longer than any name.
+ */
+const PLACEHOLDER = new RegExp(
+  `^(?:\\$\\{${PLACEHOLDER_NAME}(?::?[-=?+][^}]*)?\\}|\\$${PLACEHOLDER_NAME}|\\$\\((?:[A-Za-z_./~][\\w./~-]{0,39}|<)(?:\\s.*)?\\)|<[^<>]*>|\\{\\{.*\\}\\}|\\{%.*%\\}|\\{[A-Za-z_][\\w.]*\\}|%\\(?${PLACEHOLDER_NAME}\\)?s?|%${PLACEHOLDER_NAME}%)$`
+)
 
 /** A bare value read on past brackets: up to a blank, a quote or a separator. */
 const VALUE_REST = /[^\s"'`,;]*/y

@@ -87,8 +87,32 @@ describe('credential kinds by their shapes', () => {
       'API_KEY=os.environ.get(NAME)',
       'secret = config.secrets[name]',
       'password = make_password(raw, salt=salt)',
-      'DATABASE_PASSWORD=${DB_PASSWORD}'
+      'DATABASE_PASSWORD=${DB_PASSWORD}',
+      'SECRET_KEY=$(cat /run/secrets/django_key)',
+      'export SECRET_KEY=$(openssl rand -base64 48)',
+      'SECRET_KEY=$(pwgen)',
+      'DJANGO_SECRET_KEY=$(< /run/secrets/key)',
+      'API_KEY=$AZURE_STORAGE_CONNECTION_STRING_FOR_PRODUCTION_EU',
+      'SECRET_KEY=%(secret_key)s'
     ]
-    for (const line of ordinary) expect(serviceRedact(line), line).toBe(line)
+    for (const line of ordinary) for (const out of [redact(line), serviceRedact(line)]) expect(out, line).toBe(line)
+  })
+
+  it('a Django key shaped like a reference ($(…), $…, %(…)s, %…%) is a key: longer than any name (property)', () => {
+    const WORD = 'abcdefghijklmnopqrstuvwxyz0123456789_'
+    const referenceLike = fc.oneof(
+      chars(DJANGO_ALPHABET, 47, 47).map((k) => `$(${k})`),
+      chars(WORD, 48, 48).map((k) => `$k${k}`),
+      chars(WORD, 45, 45).map((k) => `%(k${k})s`),
+      chars(WORD, 47, 47).map((k) => `%k${k}%`)
+    )
+    fc.assert(
+      fc.property(referenceLike, fc.nat(placements.length - 1), (key, k) =>
+        gone((placements[k] as (n: string, v: string) => string)('SECRET_KEY', key), key)
+      ),
+      { numRuns: 400 }
+    )
+    // the shrunk counterexample that a run of the first property found
+    gone(`SECRET_KEY=$(${'a'.repeat(47)})`, `$(${'a'.repeat(47)})`)
   })
 })

@@ -9,7 +9,9 @@
  * uses the most written-ahead summaries).
  *
  * Summarizers: extractive (COMPACT_SUMMARIZER=extractive), the client's own model (no key of the
- * gateway's), the gateway's own model (ANTHROPIC_API_KEY). Budgets: 45,000 and 100,000. Reported per
+ * gateway's), the gateway's key (ANTHROPIC_API_KEY: the conversation's model writes the summaries with it,
+ * the default), the gateway's own model (COMPACT_PROXY_SUMMARIES=gateway: COMPACT_MODEL from a transcript).
+ * Budgets: 45,000 and 100,000. Reported per
  * session and in total: billed input as a share of uncompacted (summary calls included), summary calls
  * per compaction, the largest prompt; each target with "meets" or "misses".
  */
@@ -28,8 +30,8 @@ const BUDGETS = process.env.COST_BUDGETS ? process.env.COST_BUDGETS.split(',').m
 const { output: OUTPUT_PRICE, cache_write: CACHE_WRITE, cache_read: CACHE_READ } = PRICE
 const mark = { type: 'ephemeral' }
 
-type Mode = 'uncompacted' | 'extractive' | 'client model' | 'gateway model'
-const ALL: Exclude<Mode, 'uncompacted'>[] = ['extractive', 'client model', 'gateway model']
+type Mode = 'uncompacted' | 'extractive' | 'client model' | 'gateway key' | 'gateway model'
+const ALL: Exclude<Mode, 'uncompacted'>[] = ['extractive', 'client model', 'gateway key', 'gateway model']
 /** COST_MODES (comma-separated) and COST_BUDGETS narrow a run; COST_ENV (JSON) adds settings to the gateway's, to compare them. */
 const SUMMARIZERS = process.env.COST_MODES ? ALL.filter((m) => process.env.COST_MODES!.split(',').includes(m)) : ALL
 
@@ -203,7 +205,8 @@ async function replay(t: Transcript, mode: Mode, budget: number): Promise<Bill> 
     ...(JSON.parse(process.env.COST_ENV ?? '{}') as Record<string, string>)
   }
   if (mode === 'extractive') env.COMPACT_SUMMARIZER = 'extractive'
-  if (mode === 'gateway model') env.ANTHROPIC_API_KEY = 'sk-ant-cost-gateway-key-0000000000'
+  if (mode === 'gateway key' || mode === 'gateway model') env.ANTHROPIC_API_KEY = 'sk-ant-cost-gateway-key-0000000000'
+  if (mode === 'gateway model') env.COMPACT_PROXY_SUMMARIES = 'gateway'
   const app = mode === 'uncompacted' ? undefined : await buildApp({ config: loadConfig(env), logger: false })
   let url = `${fake.url}/v1/messages`
   if (app) {

@@ -8,12 +8,12 @@ import { SDK_MAX_RETRIES } from '../summarizer/index.js'
 import { ResilientSummarizer } from '../summarizer/resilient.js'
 import type { Summarizer } from '../summarizer/summarizer.js'
 
-/** How summaries are written with the client's own model where the gateway has no model of its own. */
+/** How a proxied conversation's summaries are written by its own model, in the conversation (COMPACT_PROXY_SUMMARIES). */
 export interface ClientSummaries {
   /** The Messages API the proxy forwards to (the base URL, as the SDK takes it). */
   baseUrl: string
-  /** The OpenAI-compatible API the proxy forwards to, where the client's credentials are what it is sent with (the gateway has no OPENAI_API_KEY). */
-  openAiBaseUrl?: string
+  /** The OpenAI-compatible API the proxy forwards to. */
+  openAiBaseUrl: string
   /** The whole summary, retry included, ends within this; then the fallback. */
   timeoutMs: number
   fallback: 'extractive' | 'error'
@@ -24,7 +24,7 @@ const SDK_OWN = new Set(['content-type', 'content-length', 'accept', 'accept-enc
 
 /**
  * The summarizer of one proxied conversation, made from its request: the client's body but for its messages,
- * the headers it is forwarded with (its own credentials, anthropic-version and -beta), and the messages as
+ * the headers it is forwarded with (the credentials it goes with, anthropic-version and -beta), and the messages as
  * they are forwarded. `after` settles once the upstream has begun to answer the forwarded request, whose
  * prefix is then in its cache: the summary call waits for it, so that it reads that prefix.
  */
@@ -58,16 +58,15 @@ export function clientSummarizer(
 
 /**
  * The summarizer of one proxied Chat Completions or Responses conversation: the body it was forwarded
- * with (`forwarded`, read once the upstream has begun to answer it), the client's own credentials and
- * headers, its model. Undefined where the gateway forwards with a key of its own.
+ * with (`forwarded`, read once the upstream has begun to answer it), the credentials and headers it is
+ * forwarded with, its model.
  */
 export function openAiClientSummarizer(
   settings: ClientSummaries,
   conversation: Omit<OpenAiConversation, 'client'>,
   model: string,
   headers: Record<string, string>
-): ((messages: Message[]) => Summarizer) | undefined {
-  if (!settings.openAiBaseUrl) return undefined
+): (messages: Message[]) => Summarizer {
   const baseURL = settings.openAiBaseUrl
   const own = Object.fromEntries(Object.entries(headers).filter(([name]) => !SDK_OWN.has(name.toLowerCase()) && name.toLowerCase() !== 'authorization'))
   const bearer = /^Bearer\s+(.+)$/i.exec(Object.entries(headers).find(([name]) => name.toLowerCase() === 'authorization')?.[1] ?? '')?.[1]

@@ -52,6 +52,7 @@ export const ConfigSchema = Type.Object({
     [Type.Literal('auto'), Type.Literal('anthropic'), Type.Literal('openai'), Type.Literal('gemini'), Type.Literal('extractive')],
     { default: 'auto' }
   ),
+  COMPACT_PROXY_SUMMARIES: Type.Union([Type.Literal('auto'), Type.Literal('conversation'), Type.Literal('gateway')], { default: 'auto' }),
   COMPACT_FOLD_MODEL: Type.Optional(Type.String({ minLength: 1 })),
   OPENAI_API_KEY: Type.Optional(Type.String({ minLength: 1 })),
   OPENAI_BASE_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
@@ -246,12 +247,22 @@ function place(url: string): string {
  * its model, the workers, the budget and whether keys are checked. Logged once the server listens.
  */
 /**
- * Whether the proxy's summaries are written by the client's own model: the gateway has no model of its own
- * (COMPACT_SUMMARIZER=auto without ANTHROPIC_API_KEY), so a proxied conversation's summaries are written
- * with the client's credentials, in its own conversation. COMPACT_SUMMARIZER=extractive turns it off.
+ * Who writes a proxied conversation's summaries (COMPACT_PROXY_SUMMARIES):
+ * - `conversation`: the conversation's own model, asked in the conversation itself with the credentials it is
+ *   forwarded with (the client's, or the gateway's own key): its prefix is the one the forwarded requests wrote
+ *   to the provider's prompt cache, so the call reads it at the cache's price;
+ * - `gateway`: the gateway's summarizer (COMPACT_SUMMARIZER, COMPACT_MODEL), a transcript of the span written
+ *   afresh, uncached; where the gateway has no model, the conversation's as above;
+ * - `auto`: `conversation` when COMPACT_SUMMARIZER is `auto`, `gateway` when it names a summarizer.
+ * COMPACT_SUMMARIZER=extractive keeps every summary extractive.
  */
-export function usesClientModel(config: Pick<Config, 'COMPACT_SUMMARIZER' | 'ANTHROPIC_API_KEY'>): boolean {
-  return config.COMPACT_SUMMARIZER === 'auto' && !config.ANTHROPIC_API_KEY
+export function proxySummaries(
+  config: Pick<Config, 'COMPACT_SUMMARIZER' | 'COMPACT_PROXY_SUMMARIES' | 'ANTHROPIC_API_KEY'>
+): 'conversation' | 'gateway' | 'extractive' {
+  if (config.COMPACT_SUMMARIZER === 'extractive') return 'extractive'
+  const chosen =
+    config.COMPACT_PROXY_SUMMARIES === 'auto' ? (config.COMPACT_SUMMARIZER === 'auto' ? 'conversation' : 'gateway') : config.COMPACT_PROXY_SUMMARIES
+  return chosen === 'gateway' && summarizerKind(config) !== 'extractive' ? 'gateway' : 'conversation'
 }
 
 export function setupLine(config: Config, keys: number, masterKeyId?: string): string {
@@ -260,10 +271,16 @@ export function setupLine(config: Config, keys: number, masterKeyId?: string): s
   const kind = summarizerKind(config)
   const at = kind === 'anthropic' ? config.ANTHROPIC_BASE_URL : kind === 'openai' ? (config.OPENAI_BASE_URL ?? DEFAULT_OPENAI_BASE_URL) : undefined
   const fold = config.COMPACT_FOLD_MODEL ? `, folding with ${config.COMPACT_FOLD_MODEL}` : ''
+  const proxied =
+    proxySummaries(config) === 'conversation'
+      ? kind === 'extractive'
+        ? ` (no ANTHROPIC_API_KEY; proxied conversations summarized by the client's own model, COMPACT_SUMMARIZER=extractive to turn off)`
+        : `, proxied conversations by their own model from the prompt cache (COMPACT_PROXY_SUMMARIES=gateway for ${config.COMPACT_MODEL})`
+      : ''
   const summarizer =
     kind === 'extractive'
-      ? `summarizer extractive${usesClientModel(config) ? ` (no ANTHROPIC_API_KEY; ${config.OPENAI_API_KEY ? 'Messages API' : 'proxied'} conversations summarized by the client's own model, COMPACT_SUMMARIZER=extractive to turn off)` : ''}`
-      : `summarizer ${kind} ${config.COMPACT_MODEL}${at ? ` at ${place(at)}` : ''}${fold} (fallback ${config.COMPACT_FALLBACK})`
+      ? `summarizer extractive${proxied}`
+      : `summarizer ${kind} ${config.COMPACT_MODEL}${at ? ` at ${place(at)}` : ''}${fold} (fallback ${config.COMPACT_FALLBACK})${proxied}`
   const minKb = kind === 'extractive' ? config.COMPACT_WORKER_MIN_KB : Math.min(config.COMPACT_WORKER_MIN_KB, MODEL_WORKER_MIN_KB)
   const workers = config.COMPACT_WORKERS > 0 ? `${config.COMPACT_WORKERS} workers (bodies from ${minKb} KB)` : 'compactions inline'
   const budget = config.COMPACT_BUDGET === 'off' ? 'budget off' : `budget ${config.COMPACT_BUDGET} tokens`

@@ -308,7 +308,7 @@ export async function compactResponsesHere(
 ): Promise<FastifyReply> {
   const hangUp = abortOnClose(reply)
   const body = request.body as ProxiedBody
-  // where the gateway forwards with the client's own key, the client's own model writes the summary
+  // the conversation's own model writes the summary (COMPACT_PROXY_SUMMARIES), with the credentials it is forwarded with
   const credentials = app.proxy.policy.openai.clientSummaries ? app.proxy.policy.openai.credentials(request) : undefined
   const model = credentials && clientModel ? clientModel(body, upstreamHeaders(request.headers, credentials)) : undefined
   const answer = await app.proxy.service.compactResponses(

@@ -81,7 +81,7 @@ export interface ProxiedDialect<R> {
   /** Where, in the client's body, a problem the core found at one of its messages is (its path). */
   place?(read: R, path: string): string
   /**
-   * Where the client's own model may write the conversation's summaries (the generation endpoints): the
+   * Where the conversation's own model may write its summaries (the generation endpoints): the
    * summarizer of this request, from its body, the headers it is forwarded with, a promise settled once
    * the upstream has begun to answer, and the bytes it was forwarded as (set by then).
    */
@@ -115,7 +115,7 @@ export interface ProxiedDialect<R> {
 export interface ProxyPolicy {
   /** COMPACT_BUDGET: the prompt size from which a proxied request is compacted. */
   budgetTokens: number | 'off'
-  /** Set where the gateway has no model of its own: summaries are written by the client's, with its credentials. */
+  /** Set where the conversation's own model writes its summaries (COMPACT_PROXY_SUMMARIES), with the credentials it is forwarded with. */
   clientSummaries?: ClientSummaries
   /** COMPACT_CONTEXT_MANAGEMENT: the Messages API's context editing performed by the gateway, or forwarded untouched. */
   contextManagement?: 'gateway' | 'forward'
@@ -377,7 +377,7 @@ export class ProxyService {
           )
         : undefined
     if (cleared?.changed && 'parts' in read) read = { parts: { ...read.parts, messages: cleared.messages }, read: read.read }
-    // The client's own model writes summaries ahead where the gateway has none, once the upstream has begun to
+    // The conversation's own model writes summaries ahead (COMPACT_PROXY_SUMMARIES), once the upstream has begun to
     // answer this request (its prefix is then in the cache the summary call reads).
     let began = (): void => undefined
     const after = new Promise<void>((resolve) => (began = resolve))
@@ -387,7 +387,7 @@ export class ProxyService {
         ? dialect.clientSummarizer(policy.clientSummaries, body, read.read, headersUp, after, () => forwarded.bytes)
         : undefined
     const instructions = managed?.compact?.instructions
-    // compact_20260112: the client asked for the compaction and waits for it, written by a model (the client's own where the gateway has none)
+    // compact_20260112: the client asked for the compaction and waits for it, written by a model (the conversation's own: COMPACT_PROXY_SUMMARIES)
     const explicit = managed?.compact
       ? {
           ...(policy.clientSummaries && dialect.clientSummarizer && 'read' in read
@@ -537,7 +537,7 @@ export class ProxyService {
       ...(instructions !== undefined ? { instructions } : {}),
       ...(session !== undefined ? { session_id: session } : {})
     }
-    // The client's own model, where the gateway has none: its request as sent but for the field, in its conversation.
+    // The conversation's own model (COMPACT_PROXY_SUMMARIES): its request as sent but for the field, in its conversation.
     const field = topLevelField(ask.body.bytes, 'compaction')
     const settings = ask.policy.clientSummaries
     const clientModel =

@@ -83,8 +83,8 @@ export interface ProxyRequest {
   instructions?: string
   signal?: AbortSignal
   /**
-   * Where the gateway has no model of its own: the client's own model, in the client's own conversation
-   * (`messages`: as they are forwarded), to write summaries ahead with.
+   * The conversation's own model (COMPACT_PROXY_SUMMARIES), asked in the conversation (`messages`: as they
+   * are forwarded): it writes the conversation's summaries, ahead and at the crossing.
    */
   clientSummarizer?: (messages: Message[]) => Summarizer
   /** The model checks each thinking block against its prefix: the kept turns' stale thinking is taken out (compaction/thinking.ts). */
@@ -441,21 +441,21 @@ export class ProxyCompactor {
   }
 
   /**
-   * A compaction the client asked for and waits for (compaction on demand): with the gateway's model where
-   * it has one, else `model` (the client's own, in its own conversation), else extractive.
+   * A compaction the client asked for and waits for (compaction on demand): by `model` where given (the
+   * conversation's own, in the conversation: COMPACT_PROXY_SUMMARIES), else the gateway's model, else extractive.
    */
   explicit(body: CompactRequestBody, context: RunContext, model?: Summarizer): Promise<CompactRun> {
     return this.crossing(body, context, model)
   }
 
   /**
-   * A crossing's compaction, run where the app runs them (options.runCrossing), else here; a summary by the
-   * gateway's model, else by `model` (the client's own) where given.
+   * A crossing's compaction, run where the app runs them (options.runCrossing), else here; a summary by `model`
+   * where given (the conversation's own), else by the gateway's model.
    */
   private crossing(body: CompactRequestBody, context: RunContext, model?: Summarizer): Promise<CompactRun> {
     const { deps, runCrossing } = this.options
     if (runCrossing) return runCrossing(body, context, model)
-    return runCompaction(body, model && !deps.modelSummarizer ? { ...deps, modelSummarizer: model } : deps, context)
+    return runCompaction(body, model ? { ...deps, modelSummarizer: model } : deps, context)
   }
 
   /** The anchor sent from now on, first forwarded with the client's `bound` messages. */
@@ -603,7 +603,7 @@ export class ProxyCompactor {
   private maybeWriteAhead(state: ConversationState, request: ProxyRequest, tokens: number, forwarded: Message[]): void {
     const { precomputeAt, deps } = this.options
     const { budgetTokens, messages } = request
-    if (this.closed || precomputeAt === undefined || budgetTokens === 'off' || !(deps.modelSummarizer || request.clientSummarizer) || state.working) return
+    if (this.closed || precomputeAt === undefined || budgetTokens === 'off' || !(request.clientSummarizer || deps.modelSummarizer) || state.working) return
     if (tokens < precomputeAt * budgetTokens || pendingFor(state, messages)) return
     // a client that compacts by itself will not use a summary written ahead
     if (compactsByItself(messages)) return
@@ -620,11 +620,11 @@ export class ProxyCompactor {
     this.track(state, async () => {
       // Written ahead of the crossing, it keeps less: the turns until the crossing will be kept too.
       const keep = this.crossingKeep(request, budgetTokens - tokens, base)
-      // the gateway's own model where it has one, else the client's, in the conversation as forwarded
+      // the conversation's own model, in the conversation as forwarded (COMPACT_PROXY_SUMMARIES), else the gateway's
       const run = await this.crossing(
         this.body(request, input, 'manual', 'auto', keep),
         { keyName: request.keyName, recallTool: request.recall ?? false, signal: this.closing.signal, clipToBudget: true },
-        deps.modelSummarizer ? undefined : request.clientSummarizer?.(forwarded)
+        request.clientSummarizer?.(forwarded)
       )
       this.summaryMs = average(this.summaryMs, performance.now() - started)
       const report = run.response.summarizer

@@ -107,9 +107,7 @@ describe('credential kinds by their shapes', () => {
       chars(WORD, 47, 47).map((k) => `%k${k}%`)
     )
     fc.assert(
-      fc.property(referenceLike, fc.nat(placements.length - 1), (key, k) =>
-        gone((placements[k] as (n: string, v: string) => string)('SECRET_KEY', key), key)
-      ),
+      fc.property(referenceLike, fc.nat(placements.length - 1), (key, k) => gone((placements[k] as (n: string, v: string) => string)('SECRET_KEY', key), key)),
       { numRuns: 400 }
     )
     // the shrunk counterexample that a run of the first property found

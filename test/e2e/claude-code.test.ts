@@ -154,6 +154,8 @@ describe.skipIf(missing !== undefined)(`Claude Code ${CLAUDE_CODE_VERSION} throu
     const budget = fixedTokens() + ROOM
     const env = {
       ANTHROPIC_API_KEY: UPSTREAM_KEY,
+      // the gateway's own model writes the summaries (its summary tool), at every pace
+      COMPACT_PROXY_SUMMARIES: 'gateway',
       ANTHROPIC_BASE_URL: fake.url,
       COMPACT_API_KEYS: `e2e=${GATEWAY_KEY}`,
       COMPACT_DB: db,
@@ -337,6 +339,8 @@ describe.skipIf(missing !== undefined)(`Claude Code ${CLAUDE_CODE_VERSION} throu
     }
     const gateway = await startServer({
       ANTHROPIC_API_KEY: UPSTREAM_KEY,
+      // the gateway's own model writes the summaries (its summary tool), at every pace
+      COMPACT_PROXY_SUMMARIES: 'gateway',
       ANTHROPIC_BASE_URL: fake.url,
       COMPACT_API_KEYS: `e2e=${GATEWAY_KEY}`,
       COMPACT_DB: tempDb(),
@@ -366,6 +370,8 @@ describe.skipIf(missing !== undefined)(`Claude Code ${CLAUDE_CODE_VERSION} throu
     const budget = fixedTokens() + ROOM
     const gateway = await startServer({
       ANTHROPIC_API_KEY: UPSTREAM_KEY,
+      // the gateway's own model writes the summaries (its summary tool), at every pace
+      COMPACT_PROXY_SUMMARIES: 'gateway',
       ANTHROPIC_BASE_URL: fake.url,
       COMPACT_API_KEYS: `e2e=${GATEWAY_KEY}`,
       COMPACT_DB: tempDb(),
@@ -407,6 +413,8 @@ describe.skipIf(missing !== undefined)(`Claude Code ${CLAUDE_CODE_VERSION} throu
       const budget = fixedTokens() + ROOM
       const gateway = await startServer({
         ANTHROPIC_API_KEY: UPSTREAM_KEY,
+        // the gateway's own model writes the summaries (its summary tool), at every pace
+        COMPACT_PROXY_SUMMARIES: 'gateway',
         ANTHROPIC_BASE_URL: fake.url,
         COMPACT_API_KEYS: `e2e=${GATEWAY_KEY}`,
         COMPACT_DB: tempDb(),

@@ -74,7 +74,7 @@ async function untilCrossing(app: App, sdk: Anthropic): Promise<{ compacted: str
   throw new Error('never crossed')
 }
 
-describe("summaries by the client's own model, where the gateway has none", () => {
+describe("summaries by the conversation's own model, in the conversation (COMPACT_PROXY_SUMMARIES)", () => {
   it("are written ahead in the client's conversation with its credentials, read its prefix from the cache, and are taken at the crossing", async () => {
     const { app, fake, sdk } = await gateway({})
     const { compacted } = await untilCrossing(app, sdk)
@@ -175,10 +175,32 @@ describe("summaries by the client's own model, where the gateway has none", () =
     expect(JSON.stringify(crossing.body.messages[0])).not.toContain('by the client model')
   })
 
-  it("are not made with the gateway's own key: its own model writes them", async () => {
-    const { app, fake, sdk } = await gateway({ ANTHROPIC_API_KEY: 'sk-ant-gateway-own-key-000000000000' })
-    await untilCrossing(app, sdk)
-    expect(fake.requests.filter(isSummaryCall)).toEqual([])
-    expect(fake.requests.some((r) => (r.body.tools ?? []).some((t) => t.name === 'record_summary'))).toBe(true)
+  it("are written in the conversation with the gateway's own key where it forwards with one, read from the cache it wrote", async () => {
+    const GATEWAY_KEY = 'sk-ant-gateway-own-key-000000000000'
+    const { app, fake, sdk } = await gateway({ ANTHROPIC_API_KEY: GATEWAY_KEY })
+    const { compacted } = await untilCrossing(app, sdk)
+    expect(compacted).toBeTruthy()
+    const calls = fake.requests.filter(isSummaryCall)
+    expect(calls).toHaveLength(1)
+    const [call] = calls
+    // the key the conversation is forwarded with (the gateway's), the conversation's model: the same cache
+    expect(call!.headers['x-api-key']).toBe(GATEWAY_KEY)
+    expect(JSON.stringify(call!.headers)).not.toContain(CLIENT_KEY)
+    expect(call!.body.model).toBe('claude-client-model')
+    expect(call!.cache!.read / call!.cache!.tokens).toBeGreaterThan(0.8)
+    // the gateway's own summarizer (a transcript, uncached) was not called
+    expect(fake.requests.some((r) => (r.body.tools ?? []).some((t) => t.name === 'record_summary'))).toBe(false)
+    const crossing = fake.requests.filter((r) => !isSummaryCall(r)).at(-1)!
+    expect(JSON.stringify(crossing.body.messages[0])).toContain('by the client model')
+    expect(fake.refused).toEqual([])
+  })
+
+  it("are written by the gateway's own model (COMPACT_MODEL) with COMPACT_PROXY_SUMMARIES=gateway, or where COMPACT_SUMMARIZER names one", async () => {
+    for (const env of [{ COMPACT_PROXY_SUMMARIES: 'gateway' }, { COMPACT_SUMMARIZER: 'anthropic' }] as Record<string, string>[]) {
+      const { app, fake, sdk } = await gateway({ ANTHROPIC_API_KEY: 'sk-ant-gateway-own-key-000000000000', ...env })
+      await untilCrossing(app, sdk)
+      expect(fake.requests.filter(isSummaryCall), JSON.stringify(env)).toEqual([])
+      expect(fake.requests.some((r) => (r.body.tools ?? []).some((t) => t.name === 'record_summary'))).toBe(true)
+    }
   })
 })

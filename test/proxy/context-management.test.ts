@@ -313,7 +313,7 @@ describe('compaction (compact_20260112) performed by the gateway', () => {
     expect(again).toEqual([...upstreamHistory, { role: 'assistant', content: [first.content[1]] }, user('And now the exporter')])
   })
 
-  it("is written by a model while the client waits, under its instructions: the gateway's, else the client's own with its own key", async () => {
+  it("is written by a model while the client waits, under its instructions: the gateway's (COMPACT_PROXY_SUMMARIES=gateway), else the client's own with its own key", async () => {
     const instructions = 'Name every failing test; leave out the passing parts.'
     const isSummary = (r: ReceivedRequest): boolean => (r.body.tools ?? []).some((t) => t.name === 'record_summary')
     const isClientSummary = (r: ReceivedRequest): boolean => JSON.stringify(r.body.messages.at(-1) ?? null).includes('<compaction-request>')
@@ -325,7 +325,7 @@ describe('compaction (compact_20260112) performed by the gateway', () => {
         context_management: { edits: [{ ...COMPACT, instructions }] }
       })
     // the gateway's own model
-    const own = await gateway()
+    const own = await gateway({ COMPACT_PROXY_SUMMARIES: 'gateway' })
     own.fake.fallback = (r) => (isSummary(r) ? { toolInput: { objective: 'Make the importer tests pass (model)' } } : { text: 'ok' })
     const first = await ask(own.sdk)
     expect((first.content[0] as { content: string }).content).toContain('(model)')

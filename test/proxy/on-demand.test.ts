@@ -36,7 +36,10 @@ async function gateway(env: Record<string, string> = {}, own = true): Promise<{ 
       : isClientSummaryCall(r)
         ? { text: JSON.stringify({ objective: 'Fix the failing parser test (by the client model)', files: ['src/parse.ts'] }) }
         : { text: 'ok' }
-  const keys: Record<string, string> = own ? { ANTHROPIC_API_KEY: UPSTREAM_KEY, COMPACT_API_KEYS: `alice=${GATEWAY_KEY}` } : {}
+  // the gateway's own key and model (its summaries by COMPACT_MODEL); without, the client's own
+  const keys: Record<string, string> = own
+    ? { ANTHROPIC_API_KEY: UPSTREAM_KEY, COMPACT_API_KEYS: `alice=${GATEWAY_KEY}`, COMPACT_PROXY_SUMMARIES: 'gateway' }
+    : {}
   const app = await testApp({ ANTHROPIC_BASE_URL: fake.url, ...keys, ...env })
   await app.listen({ port: 0, host: '127.0.0.1' })
   opened.push(app)

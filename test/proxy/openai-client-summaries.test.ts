@@ -90,7 +90,7 @@ async function untilCrossing(app: App, send: (steps: number) => Promise<Response
 
 const headers = (session: string) => ({ 'x-compaction-budget': String(BUDGET), 'x-session-id': session })
 
-describe("Chat Completions and Responses summaries by the client's own model, where the gateway has no key", () => {
+describe("Chat Completions and Responses summaries by the conversation's own model, in the conversation", () => {
   it("Chat Completions: written ahead in the client's conversation with its key, its prefix read from the upstream's cache, taken at the crossing", async () => {
     const { app, fake, sdk } = await gateway({})
     const send = async (steps: number) =>
@@ -167,13 +167,30 @@ describe("Chat Completions and Responses summaries by the client's own model, wh
     expect(records.json().compactions[0].summarizer).toMatchObject({ kind: 'extractive', fallback_reason: 'invalid_output' })
   })
 
-  it('are not made where the gateway forwards with its own OPENAI_API_KEY, nor with COMPACT_SUMMARIZER=extractive', async () => {
-    for (const env of [{ OPENAI_API_KEY: 'sk-gateway-own-openai-key-00000000000' }, { COMPACT_SUMMARIZER: 'extractive' }] as Record<string, string>[]) {
+  it("are written with the gateway's own OPENAI_API_KEY where it forwards with one, its cache read", async () => {
+    const GATEWAY_KEY = 'sk-gateway-own-openai-key-00000000000'
+    const { app, fake, sdk } = await gateway({ OPENAI_API_KEY: GATEWAY_KEY })
+    const send = async (steps: number) =>
+      (await sdk.chat.completions.create({ model: 'gpt-client-model', messages: chat(steps) }, { headers: headers('chat-own-4') }).withResponse()).response
+    await untilCrossing(app, send)
+    const calls = fake.requests.filter(isSummaryCall)
+    expect(calls).toHaveLength(1)
+    expect(calls[0]!.headers.authorization).toBe(`Bearer ${GATEWAY_KEY}`)
+    expect(calls[0]!.body.model).toBe('gpt-client-model')
+    expect(calls[0]!.cache!.cached / calls[0]!.cache!.prompt).toBeGreaterThan(0.8)
+    expect(fake.refused).toEqual([])
+  })
+
+  it('are not made with COMPACT_SUMMARIZER=extractive, nor with COMPACT_PROXY_SUMMARIES=gateway and the gateway a model of its own', async () => {
+    for (const env of [
+      { COMPACT_SUMMARIZER: 'extractive' },
+      { OPENAI_API_KEY: 'sk-gateway-own-openai-key-00000000000', COMPACT_SUMMARIZER: 'openai', COMPACT_PROXY_SUMMARIES: 'gateway' }
+    ] as Record<string, string>[]) {
       const { app, fake, sdk } = await gateway(env)
       const send = async (steps: number) =>
         (await sdk.chat.completions.create({ model: 'gpt-client-model', messages: chat(steps) }, { headers: headers('chat-own-3') }).withResponse()).response
       await untilCrossing(app, send)
-      expect(fake.requests.filter(isSummaryCall)).toEqual([])
+      expect(fake.requests.filter(isSummaryCall), JSON.stringify(env)).toEqual([])
     }
   })
 })

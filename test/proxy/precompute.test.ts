@@ -54,6 +54,7 @@ describe('summaries written ahead: only near the crossing, taken at it, never wa
       isSummaryCall(r) ? { delayMs: 300, toolInput: { objective: `Migrate the config loader (summary ${++summaries})` } } : { text: 'ok' }
     app = await testApp({
       ANTHROPIC_API_KEY: 'sk-ant-upstream-precompute-000000',
+      COMPACT_PROXY_SUMMARIES: 'gateway',
       ANTHROPIC_BASE_URL: fake.url,
       COMPACT_API_KEYS: `bob=${GATEWAY_KEY}`,
       COMPACT_PRECOMPUTE_AT: '0.5'
@@ -169,7 +170,12 @@ describe('a summary model that never answers at all', () => {
   it('keeps no shutdown waiting: the summary in flight is given up when the gateway closes', async () => {
     const fake = await new FakeAnthropic().start()
     fake.fallback = (r) => (isSummaryCall(r) ? { after: new Promise(() => undefined) } : { text: 'ok' })
-    const app = await testApp({ ANTHROPIC_API_KEY: 'sk-ant-upstream-precompute-000000', ANTHROPIC_BASE_URL: fake.url, COMPACT_PRECOMPUTE_AT: '0.5' })
+    const app = await testApp({
+      ANTHROPIC_API_KEY: 'sk-ant-upstream-precompute-000000',
+      COMPACT_PROXY_SUMMARIES: 'gateway',
+      ANTHROPIC_BASE_URL: fake.url,
+      COMPACT_PRECOMPUTE_AT: '0.5'
+    })
     await app.listen({ port: 0, host: '127.0.0.1' })
     const client = new Anthropic({ apiKey: 'unused', baseURL: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, maxRetries: 0 })
     let steps = 1
@@ -197,6 +203,7 @@ describe('a summary model that fails the summaries written ahead', () => {
         COMPACT_DB: ':memory:',
         LOG_LEVEL: 'warn',
         ANTHROPIC_API_KEY: 'sk-ant-upstream-precompute-000000',
+        COMPACT_PROXY_SUMMARIES: 'gateway',
         ANTHROPIC_BASE_URL: fake.url,
         COMPACT_API_KEYS: `bob=${GATEWAY_KEY}`,
         COMPACT_PRECOMPUTE_AT: '0.5'

@@ -97,9 +97,16 @@ describe('setupLine', () => {
       'c0ffee0123456789'
     )
     expect(line).toBe(
-      'postgresql db.internal:5432/compaction, redis cache.internal:6379/0, summarizer anthropic claude-haiku-4-5 (fallback extractive), 2 workers (bodies from 32 KB), budget 120000 tokens, 3 API keys, session keys wrapped (master key c0ffee0123456789)'
+      'postgresql db.internal:5432/compaction, redis cache.internal:6379/0, summarizer anthropic claude-haiku-4-5 (fallback extractive), proxied conversations by their own model from the prompt cache (COMPACT_PROXY_SUMMARIES=gateway for claude-haiku-4-5), 2 workers (bodies from 32 KB), budget 120000 tokens, 3 API keys, session keys wrapped (master key c0ffee0123456789)'
     )
     for (const secret of ['pg-secret-pass', 'redis-secret-pass', 'sk-ant-not-in-the-line', 'sslmode', 'never shows']) expect(line).not.toContain(secret)
+  })
+
+  it("says where the gateway's model writes the proxied conversations' summaries too", () => {
+    for (const env of [{ COMPACT_PROXY_SUMMARIES: 'gateway' }, { COMPACT_SUMMARIZER: 'anthropic' }])
+      expect(setupLine(loadConfig({ ANTHROPIC_API_KEY: 'sk-ant-x', COMPACT_MODEL: 'claude-haiku-4-5', COMPACT_WORKERS: '0', ...env }), 0)).toContain(
+        'summarizer anthropic claude-haiku-4-5 (fallback extractive), compactions inline'
+      )
   })
 
   it('says so when there is no key for the model, no Redis and no API keys', () => {

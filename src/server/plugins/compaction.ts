@@ -164,8 +164,9 @@ export const compactionPlugin = fp<CompactionPluginOptions>(
       return inWorker((summary) => pool.run({ ...task(keyName), ...(summary ? { summary } : {}) }, bytes), deps.modelSummarizer, signal)
     }
     const runProxied = async (body: CompactRequestBody, context: RunContext, model?: Summarizer): Promise<CompactRun> => {
-      const summarizer = deps.modelSummarizer ?? model
-      const here = model && !deps.modelSummarizer ? { ...deps, modelSummarizer: model } : deps
+      // the conversation's own model where the proxy gives one (COMPACT_PROXY_SUMMARIES), else the gateway's
+      const summarizer = model ?? deps.modelSummarizer
+      const here = model ? { ...deps, modelSummarizer: model } : deps
       if (!pool) return runCompaction(body, here, context)
       // the body as bytes: the client's messages as the bytes they came as, the rest written once
       const bytes = jsonBytes(body)

@@ -3,7 +3,7 @@ import { ProxyCompactor, type ProxyOutcome, storedAnchors } from '../../service/
 import { ClearingTier } from '../../proxy/clearing.js'
 import { promptTokens } from '../../compaction/index.js'
 import { Upstream } from '../../proxy/upstream.js'
-import { type Config, DEFAULT_GEMINI_BASE_URL, DEFAULT_OPENAI_BASE_URL, parseApiKeys, usesClientModel } from '../config.js'
+import { type Config, DEFAULT_GEMINI_BASE_URL, DEFAULT_OPENAI_BASE_URL, parseApiKeys, proxySummaries } from '../config.js'
 import type { FastifyRequest } from 'fastify'
 import type { ClientSummaries } from '../../proxy/client-summaries.js'
 import type { ProxyContext } from '../proxying.js'
@@ -84,8 +84,9 @@ export const proxyPlugin = fp<{ config: Config; keys: KeyMaterial }>(
       ...(config.COMPACT_PROMPT_CACHE_S === 'off' ? {} : { promptCacheMs: config.COMPACT_PROMPT_CACHE_S * 1_000 }),
       // Background summaries take a free place only: they never queue ahead of a client's.
       canPrecompute: (inFlight) => {
-        // the client's own model (no limiter of the gateway's): as many at once as the gateway's would take
-        if (!limited) return inFlight < config.COMPACT_MAX_SUMMARIES
+        // as many at once as the gateway's model would take (the conversation's own pass no limiter of the gateway's)
+        if (inFlight >= config.COMPACT_MAX_SUMMARIES) return false
+        if (!limited) return true
         const { load } = limited
         return load.waiting === 0 && load.active < config.COMPACT_MAX_SUMMARIES
       },
@@ -118,17 +119,17 @@ export const proxyPlugin = fp<{ config: Config; keys: KeyMaterial }>(
             return fixed + Math.floor(config.COMPACT_TARGET_SHARE * Math.max(0, budgetTokens - fixed))
           })
     const budgetTokens = config.COMPACT_BUDGET
-    // With no model of its own (and not told to stay extractive), the gateway has the client's own model write
-    // its conversation's summaries, with the client's credentials (never a gateway key: there is none then).
-    const clientSummaries: ClientSummaries | undefined = usesClientModel(config)
-      ? {
-          baseUrl: config.ANTHROPIC_BASE_URL ?? DEFAULT_UPSTREAM_URL,
-          // OpenAI's APIs too, where what they are forwarded with is the client's own key (the gateway has none)
-          ...(config.OPENAI_API_KEY ? {} : { openAiBaseUrl: config.OPENAI_BASE_URL ?? DEFAULT_OPENAI_BASE_URL }),
-          timeoutMs: config.COMPACT_SUMMARIZER_TIMEOUT_MS,
-          fallback: config.COMPACT_FALLBACK
-        }
-      : undefined
+    // The conversation's own model writes its summaries (COMPACT_PROXY_SUMMARIES), asked in the conversation with
+    // the credentials it is forwarded with (the client's, or the gateway's key): the prefix is read from the cache.
+    const clientSummaries: ClientSummaries | undefined =
+      proxySummaries(config) === 'conversation'
+        ? {
+            baseUrl: config.ANTHROPIC_BASE_URL ?? DEFAULT_UPSTREAM_URL,
+            openAiBaseUrl: config.OPENAI_BASE_URL ?? DEFAULT_OPENAI_BASE_URL,
+            timeoutMs: config.COMPACT_SUMMARIZER_TIMEOUT_MS,
+            fallback: config.COMPACT_FALLBACK
+          }
+        : undefined
     // the share of new conversations sent through uncompacted, to measure what compaction saves
     const control = config.COMPACT_CONTROL_SHARE > 0 ? { controlShare: config.COMPACT_CONTROL_SHARE } : {}
     const policy: ProxyPolicies = {

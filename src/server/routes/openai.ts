@@ -92,7 +92,7 @@ export const openAiRoutes: FastifyPluginAsync = async (app) => {
             declaredTools: (history: OpenAiHistory) => history.items.filter((i) => i.type === 'additional_tools')
           }),
       fixed: (history, message, block) => !settable(history.adapted, message, block),
-      // the client's own model writes summaries in its own conversation (not behind the upstream's own compaction)
+      // the conversation's own model writes its summaries in the conversation (not behind the upstream's own compaction)
       ...(route.endpoint === 'responses_compact'
         ? {}
         : {

@@ -285,7 +285,26 @@ export const CompactionRecordSchema = Type.Object(
     stats: Type.Ref('Stats'),
     summarizer: Type.Ref('SummarizerReport'),
     doctrine_version: Type.String(),
-    summary: Type.Object({ text: Type.String(), sections: Type.Ref('SummarySections') }, { additionalProperties: false })
+    summary: Type.Object({ text: Type.String(), sections: Type.Ref('SummarySections') }, { additionalProperties: false }),
+    crossing: Type.Optional(
+      Type.Object(
+        {
+          because: Type.Enum(['over_limit', 'cache_cold', 'pays_back', 'reaches_limit'], {
+            description:
+              'Why the crossing was made then: `pays_back`, the conversation is expected to run long enough for the rewrite (the kept prompt written to the cache) to be paid back by the cache reads it saves; `reaches_limit`, it is expected to reach the limit first; `cache_cold`, its requests come further apart than the prompt cache lives, so each writes its prefix anyway; `over_limit`, the prompt passed the limit.'
+          }),
+          waited_requests: Type.Integer({
+            minimum: 0,
+            description: 'Requests forwarded over the budget, uncompacted, before it: a compaction then would not have paid back.'
+          }),
+          limit_tokens: Type.Integer({ description: 'The hard bound (COMPACT_LIMIT) the budget is a target under.' })
+        },
+        {
+          additionalProperties: false,
+          description: "A proxied crossing's timing where the budget is a target under a limit (COMPACT_LIMIT); absent otherwise."
+        }
+      )
+    )
   },
   { additionalProperties: false, $id: 'CompactionRecord', description: 'What one compaction said and cost. The history itself is never kept.' }
 )

@@ -59,6 +59,7 @@ export const ConfigSchema = Type.Object({
   GEMINI_API_KEY: Type.Optional(Type.String({ minLength: 1 })),
   GOOGLE_GEMINI_BASE_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
   COMPACT_BUDGET: Type.Union([Type.Integer({ minimum: 1_000 }), Type.Literal('off')], { default: DEFAULT_BUDGET_TOKENS }),
+  COMPACT_LIMIT: Type.Union([Type.Integer({ minimum: 1_000 }), Type.Literal('off')], { default: 'off' }),
   COMPACT_KEEP_TOKENS: Type.Optional(Type.Integer({ minimum: 100 })),
   COMPACT_KEEP_TURNS: Type.Integer({ minimum: 1, maximum: 1_000, default: DEFAULT_KEEP_TURNS }),
   COMPACT_API_KEYS: Type.Optional(Type.String()),
@@ -136,6 +137,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (Value.Check(ConfigSchema, value)) {
     const problem = summarizerProblem(value)
     if (problem) throw new ConfigError('COMPACT_SUMMARIZER', problem)
+    if (typeof value.COMPACT_LIMIT === 'number' && (value.COMPACT_BUDGET === 'off' || value.COMPACT_LIMIT <= value.COMPACT_BUDGET))
+      throw new ConfigError(
+        'COMPACT_LIMIT',
+        `invalid COMPACT_LIMIT (got ${value.COMPACT_LIMIT}): a bound above COMPACT_BUDGET (${value.COMPACT_BUDGET}), the budget then a target`
+      )
     return value
   }
   const first = Value.Errors(ConfigSchema, value)[0]
@@ -148,6 +154,7 @@ function describe(variable: string): string {
   const schema = (ConfigSchema.properties as unknown as Record<string, Record<string, unknown>>)[variable]
   if (!schema) return 'unknown setting'
   if (variable === 'COMPACT_BUDGET') return 'an integer of at least 1000, or "off"'
+  if (variable === 'COMPACT_LIMIT') return 'an integer of at least 1000 (above COMPACT_BUDGET), or "off"'
   if (variable === 'LOG_LEVEL') return 'one of fatal, error, warn, info, debug, trace, silent'
   if (variable === 'COMPACT_PRECOMPUTE_AT') return 'a share of the budget above 0 and at most 1, or "off"'
   if (variable === 'COMPACT_TARGET_SHARE') return 'a share from 0.1 to 0.9'

@@ -115,6 +115,8 @@ export interface ProxiedDialect<R> {
 export interface ProxyPolicy {
   /** COMPACT_BUDGET: the prompt size from which a proxied request is compacted. */
   budgetTokens: number | 'off'
+  /** COMPACT_LIMIT: a hard bound over the budget, which is then a target (a crossing waits while it would not pay back). */
+  limitTokens?: number
   /** Set where the conversation's own model writes its summaries (COMPACT_PROXY_SUMMARIES), with the credentials it is forwarded with. */
   clientSummaries?: ClientSummaries
   /** COMPACT_CONTEXT_MANAGEMENT: the Messages API's context editing performed by the gateway, or forwarded untouched. */
@@ -399,6 +401,8 @@ export class ProxyService {
       keyName,
       session,
       budgetTokens: gatewayBudget,
+      // the limit over the gateway's own budget only: a compaction the client asks for at its trigger is made there
+      ...(policy.limitTokens !== undefined && !managed?.compact && responses?.threshold === undefined ? { limitTokens: policy.limitTokens } : {}),
       ...(naming ? { recall: naming } : {}),
       ...(forClient ? { clientSummarizer: forClient } : {}),
       ...(instructions ? { instructions } : {}),
@@ -669,7 +673,8 @@ export class ProxyService {
       via: 'proxy',
       mode: 'auto',
       source: outcome.source,
-      waitMs: performance.now() - at.started
+      waitMs: performance.now() - at.started,
+      ...(outcome.timing ? { crossing: outcome.timing } : {})
     })
   }
 

@@ -17,7 +17,7 @@ import {
 import type { MemoryEntry } from '../memory/entries.js'
 import type { Summarizer } from '../summarizer/summarizer.js'
 import type { CompactRequestBody } from '../contract/schemas.js'
-import type { SessionOwner, Store } from '../storage/store.js'
+import type { CrossingTiming, SessionOwner, Store } from '../storage/store.js'
 import {
   type CompactDeps,
   type CompactRun,
@@ -29,7 +29,9 @@ import {
 } from './compact.js'
 import { type Anchor, anchorOf, anchoredTail, hashPrefix, holds, withAnchor } from '../proxy/anchors.js'
 import { derivedSession } from '../proxy/request.js'
-import { MAX_PROXY_SESSIONS, PROXY_SESSION_IDLE_MS, ANCHOR_TTL_MS, LAPSED_CACHE_SHARE } from '../contract/defaults.js'
+import { type CachePrices, crossingCall, requestsOf } from '../compaction/payback.js'
+import { MAX_PROXY_SESSIONS, PROXY_SESSION_IDLE_MS, ANCHOR_TTL_MS, LAPSED_CACHE_SHARE, DEFAULT_PROMPT_CACHE_S } from '../contract/defaults.js'
+import { PRICE } from './costs.js'
 
 /** How far past the target share of the room a crossing may land with a summary written ahead, taken as it is. */
 const LANDING_SLACK = 0.1
@@ -96,6 +98,11 @@ export interface ProxyRequest {
   explicit?: { model?: (messages: Message[]) => Summarizer }
   /** The recall tool the conversation's model has (COMPACT_RECALL): the summary note names it, else none. */
   recall?: RecallNaming
+  /**
+   * The hard bound over the gateway's own budget (COMPACT_LIMIT), which is then a target: a crossing waits,
+   * forwarded uncompacted, while a compaction would not pay back (compaction/payback.ts), never past this.
+   */
+  limitTokens?: number
 }
 
 /** The prompt's tokens when `messages` are sent with the request's system prompt and tools. */
@@ -132,6 +139,8 @@ export type ProxyOutcome =
       source: 'precomputed' | 'merged'
       /** The prompt's estimate before the crossing (what crossed the budget); `tokens` is what is forwarded. */
       crossed: number
+      /** Under a limit (COMPACT_LIMIT): why the crossing was made then, after how many requests over the budget. */
+      timing?: CrossingTiming
       /** The compaction as it is recorded and counted (its messages are the ones above). */
       run: CompactedView
       /** The cold layer of everything this compaction removed. */
@@ -166,12 +175,16 @@ export interface ProxyCompactorOptions {
    * share the anchors, another may have kept the cache warm).
    */
   promptCacheMs?: number
+  /** The prompt cache's prices as multiples of an input token's (COMPACT_PRICE_*): what a crossing's rewrite costs and saves. */
+  prices?: CachePrices
   /** The clock of the conversations' pace (tests move it). */
   clock?: () => number
   /** Where anchors outlive the process; only in memory without. */
   anchors?: AnchorStore
   /** A store fault while anchors were read or written (the proxy goes on from memory). */
   onAnchorFault?: (err: unknown) => void
+  /** A crossing that waited: forwarded over its budget, uncompacted, for it would not have paid back. */
+  onWait?: () => void
   /** A summary written ahead for a session's conversation, with what its model calls took (used or not). */
   onSummary?: (request: ProxyRequest, report: NonNullable<CompactedResponse['summarizer']>) => void
 }
@@ -219,6 +232,8 @@ interface ConversationState {
   /** The write of its anchors in flight. */
   saving?: Promise<void>
   pace?: Pace
+  /** Requests forwarded over the budget, uncompacted, since the last crossing: a compaction would not have paid back (COMPACT_LIMIT). */
+  waited?: number
 }
 
 /** A crossing made because the prompt cache lapsed: recorded with that reason. */
@@ -316,11 +331,45 @@ export class ProxyCompactor {
       this.maybeWriteAhead(state, request, tokens, effective)
       return unchanged
     }
+    // Over a budget that is a target: the crossing waits while it would not pay back, up to the limit.
+    const timing = lapsed ? undefined : this.timing(state, request, tokens, budgetTokens)
+    if (timing === 'wait') {
+      state.waited = (state.waited ?? 0) + 1
+      this.options.onWait?.()
+      this.maybeWriteAhead(state, request, tokens, effective)
+      return unchanged
+    }
     // Over the budget (or back after the cache lapsed): a summary written ahead is taken at once; one still
     // being written is not waited for.
     const pending = pendingFor(state, messages)
     const crossing = pending ? this.fromPending(state, request, pending, tokens, unchanged) : this.merge(state, request, tokens, unchanged, lapsed)
+    if (timing) return crossing.then((outcome) => (outcome.kind === 'compacted' ? { ...outcome, timing } : outcome))
     return lapsed ? crossing.then(cacheLapsed) : crossing
+  }
+
+  /**
+   * Where the budget is a target under a limit (the request's `limitTokens`): whether this crossing waits, else
+   * why it is made now (and how many requests it waited). Undefined where there is no limit over the budget.
+   */
+  private timing(state: ConversationState, request: ProxyRequest, tokens: number, budget: number): CrossingTiming | 'wait' | undefined {
+    const limit = request.limitTokens
+    if (limit === undefined || limit <= budget) return undefined
+    const fixed = requestTokens(request, [])
+    const call = crossingCall({
+      tokens,
+      limit,
+      // what a crossing leaves: the system prompt and tools, and the target share of the room beside them
+      keptTokens: Math.min(tokens, fixed + Math.floor((this.options.targetShare ?? 0.5) * Math.max(0, budget - fixed))),
+      requestsSoFar: requestsOf(request.messages.length),
+      ...(state.pace?.growth !== undefined ? { growth: state.pace.growth } : {}),
+      ...(state.pace?.interval !== undefined ? { intervalMs: state.pace.interval } : {}),
+      cacheMs: this.options.promptCacheMs ?? DEFAULT_PROMPT_CACHE_S * 1_000,
+      prices: this.options.prices ?? PRICE
+    })
+    if (call.kind === 'wait') return 'wait'
+    const waited = state.waited ?? 0
+    state.waited = 0
+    return { because: call.because, waited_requests: waited, limit_tokens: limit }
   }
 
   /** Whether the conversation, past LAPSED_CACHE_SHARE of its budget, comes back after the prompt cache's life: compacted now, at no extra cache write. */

@@ -10,7 +10,7 @@ import type { BaseLogger } from 'pino'
 /** The log a compaction's events go to (a request's). */
 type Log = Pick<BaseLogger, 'info' | 'warn' | 'error'>
 import type { ReadYourWrites } from '../storage/read-your-writes.js'
-import type { CompactionRecord, Store } from '../storage/store.js'
+import type { CompactionRecord, CrossingTiming, Store } from '../storage/store.js'
 import type { Metrics } from '../telemetry/metrics.js'
 import type { CompactRequestBody } from '../contract/schemas.js'
 import type { Activity } from './activity.js'
@@ -63,7 +63,7 @@ function recordWrites(
   store: Store,
   metrics: Metrics,
   log: Log,
-  body: Pick<CompactRequestBody, 'mode' | 'session_id'> & { budgetTokens: number | 'off' },
+  body: Pick<CompactRequestBody, 'mode' | 'session_id'> & { budgetTokens: number | 'off'; crossing?: CrossingTiming },
   keyName: string,
   response: SummarizedView,
   memory: CompactRunView['memory'],
@@ -81,7 +81,8 @@ function recordWrites(
     stats: response.stats,
     summarizer: response.summarizer,
     doctrine_version: response.doctrine_version,
-    summary: { text: response.summary.text, sections: response.summary.sections }
+    summary: { text: response.summary.text, sections: response.summary.sections },
+    ...(body.crossing ? { crossing: body.crossing } : {})
   }
   return {
     compaction,
@@ -210,6 +211,8 @@ export interface ServedAt {
   source?: 'precomputed' | 'merged'
   /** A proxy's crossing: how long the request waited before it was forwarded. */
   waitMs?: number
+  /** A proxy's crossing under a limit: when it was made, and why then (COMPACT_LIMIT). */
+  crossing?: CrossingTiming
 }
 
 /** A compaction's record writes as scheduled: `recorded` to wait for before the answer, `begin` once it has gone, `unkept` where the record could not be journaled. */
@@ -267,7 +270,7 @@ export async function serveCompaction(serving: Serving, run: CompactRunView, at:
       store,
       metrics,
       at.log,
-      { mode: at.mode, session_id: at.session, budgetTokens: at.budgetTokens },
+      { mode: at.mode, session_id: at.session, budgetTokens: at.budgetTokens, ...(at.crossing ? { crossing: at.crossing } : {}) },
       at.keyName,
       response,
       run.memory,

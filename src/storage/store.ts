@@ -19,6 +19,15 @@ export interface CompactionRecord {
   summarizer: SummarizerReportBody
   doctrine_version: string
   summary: { text: string; sections: SummarySections }
+  /** A proxied crossing's timing where the budget is a target under a limit (COMPACT_LIMIT). */
+  crossing?: CrossingTiming
+}
+
+/** Why a crossing under a limit was made when it was, and how many requests it waited over the budget. */
+export interface CrossingTiming {
+  because: 'over_limit' | 'cache_cold' | 'pays_back' | 'reaches_limit'
+  waited_requests: number
+  limit_tokens: number
 }
 
 /** The record as stored agrees with the contract's (its referenced parts are checked where they are defined). */

@@ -122,6 +122,11 @@ export function createMetrics() {
       labelNames: ['source'] as const,
       registers
     }),
+    proxyCrossingsWaited: new Counter({
+      name: 'compaction_proxy_crossings_waited_total',
+      help: 'Proxied requests over their budget forwarded uncompacted, the budget being a target under COMPACT_LIMIT: a compaction then would not have paid back its rewrite before the conversation is expected to end',
+      registers
+    }),
     proxyPrecomputes: new Counter({
       name: 'compaction_proxy_precomputes_total',
       help: 'Summaries written ahead for proxied conversations, by event (started; done: ready before its crossing; late: done after it, the base of the next merge; skipped: no free place; failed)',

@@ -36,6 +36,7 @@ interface CompactionRecord {
   mode: string
   reason: string
   budget_tokens?: number | null
+  crossing?: { because: string; waited_requests: number; limit_tokens: number }
   stats: Stats
   summarizer: { kind: string; model: string | null; fallback_reason: string | null }
   summary: { text: string; sections: Record<string, string | string[]> }
@@ -475,6 +476,18 @@ async function loadEntries(compactionId: string, fresh: boolean, cursor?: string
   }
 }
 
+/** Why a crossing under a limit was made when it was (COMPACT_LIMIT), in words. */
+function crossingText(c: NonNullable<CompactionRecord['crossing']>): string {
+  const why: Record<string, string> = {
+    pays_back: 'it pays back: the conversation is expected to run long enough for the cache reads it saves to cover the rewrite',
+    reaches_limit: `the conversation was expected to reach the limit of ${fmt(c.limit_tokens)} tokens first`,
+    cache_cold: 'its requests come further apart than the prompt cache lives, so the rewrite cost nothing more',
+    over_limit: `the prompt passed the limit of ${fmt(c.limit_tokens)} tokens`
+  }
+  const waited = c.waited_requests > 0 ? `after ${plural(c.waited_requests, 'request')} over the budget that would not have paid back; ` : ''
+  return `made ${waited}${why[c.because] ?? c.because}`
+}
+
 function showDetail({ compaction: c, removed, cold_layer: cold }: CompactionDetail): void {
   $('detail').hidden = false
   $('detail-title').textContent = `Compaction ${c.id}`
@@ -482,6 +495,7 @@ function showDetail({ compaction: c, removed, cold_layer: cold }: CompactionDeta
     ['When', when(c.created_at)],
     ['Prompt', `${fmt(c.stats.raw_history_tokens)} → ${fmt(c.stats.context_after_compaction)} tokens`],
     ['Budget', c.budget_tokens === undefined ? 'not recorded' : c.budget_tokens === null ? 'off' : `${fmt(c.budget_tokens)} tokens`],
+    ...(c.crossing ? [['Crossing', crossingText(c.crossing)] as [string, string]] : []),
     ['Summary', `${fmt(c.stats.summary_tokens)} tokens for ${plural(c.stats.compacted_turns, 'turn')}`],
     ['Number', current?.numbers.has(c.id) ? `#${fmt(current.numbers.get(c.id) ?? 0)} of ${fmt(totals.get(current.id) ?? 0)}` : 'not listed yet'],
     ['Written by', writer(c.summarizer)],

@@ -454,3 +454,65 @@ describe('a crossing timed by the prompt cache', () => {
     }
   })
 })
+
+describe('a crossing that pays back (a budget that is a target under COMPACT_LIMIT)', () => {
+  /** A conversation of `steps` tool steps of 8,000 characters (about 2,000 tokens each), then a new prompt. */
+  const session = (steps: number): Message[] => {
+    const history: Message[] = [user('Port the exporter')]
+    for (let i = 0; i < steps; i++)
+      history.push(assistant(call(`toolu_p${i}`, 'bash', { command: `cat e${i}.ts` })), results(result(`toolu_p${i}`, `e${i} `.repeat(2_000))))
+    history.push(assistant('Done.'), user('Go on'))
+    return history
+  }
+  const make = (waits: { n: number }): ProxyCompactor =>
+    new ProxyCompactor({
+      deps: extractiveDeps(45_000),
+      precomputeAt: undefined,
+      canPrecompute: () => true,
+      onPrecompute: () => undefined,
+      targetShare: 0.5,
+      onWait: () => void waits.n++
+    })
+
+  it('forwards a young conversation over its budget uncompacted, then compacts once it pays back, saying how many requests it waited', async () => {
+    const waits = { n: 0 }
+    const proxy = make(waits)
+    const outcomes: ProxyOutcome[] = []
+    // the budget crossed at about the 5th step; a crossing then would not pay back in so short a conversation
+    for (let steps = 1; steps <= 30; steps++) {
+      const messages = session(steps)
+      const outcome = await proxy.prepare({ messages, keyName: 'k', session: 'pays', budgetTokens: 10_000, limitTokens: 200_000 })
+      outcomes.push(outcome)
+      if (outcome.kind === 'compacted') break
+    }
+    const first = outcomes.findIndex((o) => o.kind !== 'none' || (o.tokens ?? 0) > 10_000)
+    const compacted = outcomes.at(-1)!
+    expect(compacted.kind).toBe('compacted')
+    if (compacted.kind !== 'compacted') return
+    // it waited over the budget: each of those requests forwarded as it came, and counted
+    const waited = outcomes.length - 1 - first
+    expect(waited).toBeGreaterThan(0)
+    expect(waits.n).toBe(waited)
+    expect(outcomes.slice(first, -1).every((o) => o.kind === 'none' && (o.tokens ?? 0) > 10_000)).toBe(true)
+    expect(compacted.timing).toEqual({ because: 'pays_back', waited_requests: waited, limit_tokens: 200_000 })
+    // the compaction itself lands in the budget as any other
+    expect(compacted.tokens).toBeLessThanOrEqual(10_000)
+    expect(validateHistory(compacted.messages)).toBeUndefined()
+  })
+
+  it('never forwards a prompt over the limit: past it, the crossing is made whatever the pace', async () => {
+    const proxy = make({ n: 0 })
+    const messages = session(8) // about 16,000 tokens: over a limit of 12,000
+    expect(promptTokens(messages, undefined, undefined)).toBeGreaterThan(12_000)
+    const outcome = await proxy.prepare({ messages, keyName: 'k', session: 'limit', budgetTokens: 10_000, limitTokens: 12_000 })
+    expect(outcome.kind).toBe('compacted')
+    if (outcome.kind === 'compacted') expect(outcome.timing).toEqual({ because: 'over_limit', waited_requests: 0, limit_tokens: 12_000 })
+  })
+
+  it('crosses at the budget as before without a limit (and says nothing of timing)', async () => {
+    const proxy = make({ n: 0 })
+    const outcome = await proxy.prepare({ messages: session(8), keyName: 'k', session: 'none', budgetTokens: 10_000 })
+    expect(outcome.kind).toBe('compacted')
+    if (outcome.kind === 'compacted') expect(outcome.timing).toBeUndefined()
+  })
+})

@@ -82,6 +82,16 @@ export const proxyPlugin = fp<{ config: Config; keys: KeyMaterial }>(
       precomputeAt: config.COMPACT_PRECOMPUTE_AT === 'off' ? undefined : config.COMPACT_PRECOMPUTE_AT,
       targetShare: config.COMPACT_TARGET_SHARE,
       ...(config.COMPACT_PROMPT_CACHE_S === 'off' ? {} : { promptCacheMs: config.COMPACT_PROMPT_CACHE_S * 1_000 }),
+      // what a crossing's rewrite costs and saves, as the operator prices them (COMPACT_PRICE_*)
+      ...(config.COMPACT_PRICE_INPUT > 0
+        ? {
+            prices: {
+              cache_write: config.COMPACT_PRICE_CACHE_WRITE / config.COMPACT_PRICE_INPUT,
+              cache_read: config.COMPACT_PRICE_CACHE_READ / config.COMPACT_PRICE_INPUT
+            }
+          }
+        : {}),
+      onWait: () => metrics.proxyCrossingsWaited.inc(),
       // Background summaries take a free place only: they never queue ahead of a client's.
       canPrecompute: (inFlight) => {
         // as many at once as the gateway's model would take (the conversation's own pass no limiter of the gateway's)
@@ -119,6 +129,8 @@ export const proxyPlugin = fp<{ config: Config; keys: KeyMaterial }>(
             return fixed + Math.floor(config.COMPACT_TARGET_SHARE * Math.max(0, budgetTokens - fixed))
           })
     const budgetTokens = config.COMPACT_BUDGET
+    // a hard bound over the budget, which is then a target (COMPACT_LIMIT)
+    const limit = config.COMPACT_LIMIT === 'off' ? {} : { limitTokens: config.COMPACT_LIMIT }
     // The conversation's own model writes its summaries (COMPACT_PROXY_SUMMARIES), asked in the conversation with
     // the credentials it is forwarded with (the client's, or the gateway's key): the prefix is read from the cache.
     const clientSummaries: ClientSummaries | undefined =
@@ -135,6 +147,7 @@ export const proxyPlugin = fp<{ config: Config; keys: KeyMaterial }>(
     const policy: ProxyPolicies = {
       messages: {
         budgetTokens,
+        ...limit,
         ...control,
         credentials: upstreamCredentials(config.ANTHROPIC_API_KEY, checksKeys),
         contextManagement: contextManagement(config),
@@ -143,13 +156,14 @@ export const proxyPlugin = fp<{ config: Config; keys: KeyMaterial }>(
       },
       openai: {
         budgetTokens,
+        ...limit,
         ...control,
         credentials: openAiCredentials(config.OPENAI_API_KEY, checksKeys),
         contextManagement: openAiContextManagement(config),
         recall: config.COMPACT_RECALL,
         ...(clientSummaries ? { clientSummaries } : {})
       },
-      gemini: { budgetTokens, ...control, recall: config.COMPACT_RECALL, credentials: geminiCredentials(config.GEMINI_API_KEY, checksKeys) }
+      gemini: { budgetTokens, ...limit, ...control, recall: config.COMPACT_RECALL, credentials: geminiCredentials(config.GEMINI_API_KEY, checksKeys) }
     }
     const exchanges = new RecallExchanges(app.store, (err: unknown) => {
       metrics.storeErrors.inc({ operation: 'recall_exchanges' })

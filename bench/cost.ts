@@ -11,7 +11,8 @@
  * Summarizers: extractive (COMPACT_SUMMARIZER=extractive), the client's own model (no key of the
  * gateway's), the gateway's key (ANTHROPIC_API_KEY: the conversation's model writes the summaries with it,
  * the default), the gateway's own model (COMPACT_PROXY_SUMMARIES=gateway: COMPACT_MODEL from a transcript).
- * Budgets: 45,000 and 100,000. Reported per
+ * Budgets: 45,000 and 100,000. COST_ENV='{"COMPACT_LIMIT":"180000"}' makes the budget a target under that
+ * limit (a crossing waits while it would not pay back), and reports the waits. Reported per
  * session and in total: billed input as a share of uncompacted (summary calls included), summary calls
  * per compaction, the largest prompt; each target with "meets" or "misses".
  */
@@ -93,6 +94,9 @@ interface Bill {
   /** The session's compactions, and those whose record has its cache figures. */
   recorded: number
   withCache: number
+  /** Under COMPACT_LIMIT: requests forwarded over the budget uncompacted (a compaction would not have paid back), and why each compaction was made when it was. */
+  waited: number
+  because: Record<string, number>
 }
 
 function bill(requests: ReceivedRequest[], compactions: number, refused: number, facts: Bill['facts'], lines: Bill['lines']): Bill {
@@ -111,7 +115,9 @@ function bill(requests: ReceivedRequest[], compactions: number, refused: number,
     summaryRead: 0,
     cache: {},
     recorded: 0,
-    withCache: 0
+    withCache: 0,
+    waited: 0,
+    because: {}
   }
   let previous = 0
   for (const r of requests) {
@@ -217,7 +223,7 @@ async function replay(t: Transcript, mode: Mode, budget: number): Promise<Bill> 
   let lastSummary: string | null = null
   let facts: Bill['facts'] = { total: 0, inPrompt: 0, recalled: 0 }
   let lines: Bill['lines'] = { total: 0, inPrompt: 0, recalled: 0 }
-  const around = { cache: {} as Record<string, number>, recorded: 0, withCache: 0 }
+  const around = { cache: {} as Record<string, number>, recorded: 0, withCache: 0, waited: 0, because: {} as Record<string, number> }
   try {
     for (const turn of turns(t)) {
       const res = await fetch(url, {
@@ -247,9 +253,16 @@ async function replay(t: Transcript, mode: Mode, budget: number): Promise<Bill> 
       const listed = (await app.inject({ url: `/v1/sessions/${session}/compactions?limit=100` })).json<{ compactions?: { id: string }[] }>().compactions ?? []
       for (const c of listed) {
         around.recorded++
-        const detail = (await app.inject({ url: `/v1/sessions/${session}/compactions/${c.id}` })).json<{ cache: unknown }>()
+        const detail = (await app.inject({ url: `/v1/sessions/${session}/compactions/${c.id}` })).json<{
+          cache: unknown
+          compaction: { crossing?: { because: string } }
+        }>()
         if (detail.cache !== null && detail.cache !== undefined) around.withCache++
+        const because = detail.compaction.crossing?.because
+        if (because) around.because[because] = (around.because[because] ?? 0) + 1
       }
+      const metrics = await app.metrics.registry.getSingleMetricAsString('compaction_proxy_crossings_waited_total')
+      around.waited = Number(/compaction_proxy_crossings_waited_total (\d+)/.exec(metrics)?.[1] ?? 0)
     }
   } finally {
     await app?.close()
@@ -337,6 +350,18 @@ for (const budget of BUDGETS) {
         `the prompt cache around the compactions (GET /v1/overview): crossing requests read ${sum('crossing_read').toLocaleString('en')} and wrote ${sum('crossing_written').toLocaleString('en')} tokens, invalidated ${sum('invalidated').toLocaleString('en')}; the ${sum('after_requests')} requests after them read ${sum('after_read').toLocaleString('en')} and wrote ${sum('after_written').toLocaleString('en')}`
       )
       console.log(`target: the cache figures on every compaction: ${withCache} of ${recorded}, ${verdict(withCache === recorded)}`)
+    }
+    if (process.env.COST_ENV?.includes('COMPACT_LIMIT')) {
+      const waited = [...bills.values()].reduce((n, b) => n + b.waited, 0)
+      const because: Record<string, number> = {}
+      for (const b of bills.values()) for (const [k, n] of Object.entries(b.because)) because[k] = (because[k] ?? 0) + n
+      console.log(
+        `crossings under COMPACT_LIMIT: ${waited} requests forwarded over the budget uncompacted (a compaction then would not have paid back); the compactions made because ${
+          Object.entries(because)
+            .map(([k, n]) => `${k} ${n}`)
+            .join(', ') || 'none'
+        }`
+      )
     }
     if (mode !== 'extractive') {
       const summaryInput = [...bills.values()].reduce((n, b) => n + b.summaryInput, 0)

@@ -4,6 +4,7 @@ import type { Message } from '../compaction/index.js'
 import { topLevelField } from './events.js'
 import { ConversationSummarizer } from '../summarizer/conversation.js'
 import { type OpenAiConversation, OpenAiConversationSummarizer } from '../summarizer/openai-conversation.js'
+import { type GeminiConversation, GeminiConversationSummarizer } from '../summarizer/gemini-conversation.js'
 import { SDK_MAX_RETRIES } from '../summarizer/index.js'
 import { ResilientSummarizer } from '../summarizer/resilient.js'
 import type { Summarizer } from '../summarizer/summarizer.js'
@@ -14,6 +15,8 @@ export interface ClientSummaries {
   baseUrl: string
   /** The OpenAI-compatible API the proxy forwards to. */
   openAiBaseUrl: string
+  /** Gemini's API the proxy forwards to. */
+  geminiBaseUrl: string
   /** The whole summary, retry included, ends within this; then the fallback. */
   timeoutMs: number
   fallback: 'extractive' | 'error'
@@ -84,6 +87,24 @@ export function openAiClientSummarizer(
       fallback: settings.fallback
     })
   }
+}
+
+/**
+ * The summarizer of one proxied Gemini conversation: the body it was forwarded with (`forwarded`, read once
+ * the upstream has begun to answer it), the credentials and headers it is forwarded with, its model.
+ */
+export function geminiClientSummarizer(
+  settings: ClientSummaries,
+  conversation: Pick<GeminiConversation, 'forwarded' | 'after'>,
+  model: string,
+  headers: Record<string, string>
+): (messages: Message[]) => Summarizer {
+  const url = `${settings.geminiBaseUrl.replace(/\/+$/, '')}/v1beta/models/${encodeURIComponent(model)}:generateContent`
+  return () =>
+    new ResilientSummarizer(new GeminiConversationSummarizer({ ...conversation, url, headers, timeoutMs: settings.timeoutMs }, model), {
+      timeoutMs: settings.timeoutMs,
+      fallback: settings.fallback
+    })
 }
 
 /** The request with its `tools` read from the forwarded bytes when it is read (at the summary call), where they were forwarded. */

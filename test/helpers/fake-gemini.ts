@@ -8,12 +8,18 @@ import { type Server, createServer } from 'node:http'
  * the model content before it did not make (by id, or by name and order), a call of the model's that the
  * content after it leaves unanswered, and, for a model that requires
  * them (`requireSignatures`), a function call of the model's without its thought signature.
+ * It caches as Gemini's implicit caching does (models 2.5 and newer): a request whose prompt begins with the
+ * same bytes as a recent one's (the system instruction, tools and settings, then whole contents), over the
+ * model's least count (`implicitCacheMin`), reads that prefix from the cache (`cachedContentTokenCount`).
  */
 export interface GeminiRequest {
   path: string
   headers: import('node:http').IncomingHttpHeaders
   raw: string
   body: { contents?: { role?: string; parts: Record<string, unknown>[] }[]; systemInstruction?: unknown; [k: string]: unknown }
+  /** Its prompt's tokens (as counted here), and those read from the implicit cache. */
+  tokens?: number
+  cached?: number
 }
 
 type Content = { role?: string; parts?: unknown }
@@ -101,8 +107,34 @@ export class FakeGemini {
    * the call's arguments, a text instead of a call, or an HTTP status.
    */
   summaries: ({ args: Record<string, unknown> } | { text: string } | { status: number })[] = [{ args: { objective: 'fake summary' } }]
+  /** The answers to summaries asked in the conversation itself (its last content holds `<compaction-request>`), taken in turn, the last kept: a text, or an HTTP status. */
+  conversationSummaries: (string | { status: number })[] = [JSON.stringify({ objective: 'fake summary (the conversation model)' })]
+  /** The least prompt, in tokens, whose prefix implicit caching keeps (Gemini 3 models: 4,096). */
+  implicitCacheMin = 4_096
+  /** The prompts seen, by model and key: each a list of the byte runs a prefix is matched in. */
+  private readonly prompts = new Map<string, string[][]>()
   private server: Server | undefined
   url = ''
+
+  /**
+   * The tokens of this prompt's longest prefix that a recent prompt of the same model and key began with (whole
+   * runs: the settings, then each content), where that prefix reaches `implicitCacheMin`; the prompt is kept.
+   */
+  private implicitCache(key: string, body: GeminiRequest['body']): number {
+    const { contents, ...settings } = body
+    const runs = [JSON.stringify({ ...settings, generationConfig: undefined }), ...(contents ?? []).map((c) => JSON.stringify(c))]
+    const seen = this.prompts.get(key) ?? []
+    let best = 0
+    for (const prior of seen) {
+      let chars = 0
+      for (let i = 0; i < Math.min(prior.length, runs.length) && prior[i] === runs[i]; i++) chars += runs[i]!.length
+      best = Math.max(best, chars)
+    }
+    seen.push(runs)
+    this.prompts.set(key, seen.slice(-32))
+    const tokens = Math.ceil(best / 4)
+    return tokens >= this.implicitCacheMin ? tokens : 0
+  }
 
   async start(): Promise<this> {
     this.server = createServer((req, res) => {
@@ -133,6 +165,25 @@ export class FakeGemini {
         }
         const promptTokenCount = Math.ceil(raw.length / 4)
         if (m[2] === 'countTokens') return json(200, { totalTokens: promptTokenCount })
+        const cached = this.implicitCache(`${m[1]}\u0000${String(req.headers['x-goog-api-key'])}`, body)
+        Object.assign(this.requests.at(-1)!, { tokens: promptTokenCount, cached })
+        const usage = (out: number): Record<string, number> => ({
+          promptTokenCount,
+          ...(cached > 0 ? { cachedContentTokenCount: cached } : {}),
+          candidatesTokenCount: out,
+          totalTokenCount: promptTokenCount + out
+        })
+        if (JSON.stringify(body.contents?.at(-1) ?? null).includes('<compaction-request>')) {
+          const next = (this.conversationSummaries.length > 1 ? this.conversationSummaries.shift() : this.conversationSummaries[0]) as
+            string | { status: number }
+          if (typeof next !== 'string')
+            return error(next.status, next.status === 429 ? 'RESOURCE_EXHAUSTED' : next.status >= 500 ? 'INTERNAL' : 'INVALID_ARGUMENT', `fake ${next.status}`)
+          return json(200, {
+            candidates: [{ content: { role: 'model', parts: [{ text: next }] }, finishReason: 'STOP', index: 0 }],
+            usageMetadata: usage(60),
+            modelVersion: m[1]
+          })
+        }
         const offers = JSON.stringify(body.tools ?? []).includes('"record_summary"')
         if (offers) {
           const answerSummary = (): void => {
@@ -148,7 +199,7 @@ export class FakeGemini {
               'args' in next ? [{ functionCall: { name: 'record_summary', args: next.args }, thoughtSignature: 'c3VtbWFyeQ==' }] : [{ text: next.text }]
             json(200, {
               candidates: [{ content: { role: 'model', parts }, finishReason: 'STOP', index: 0 }],
-              usageMetadata: { promptTokenCount, candidatesTokenCount: 40, totalTokenCount: promptTokenCount + 40 },
+              usageMetadata: usage(40),
               modelVersion: m[1]
             })
           }
@@ -159,7 +210,7 @@ export class FakeGemini {
         }
         const answer = (parts: Record<string, unknown>[], last: boolean) => ({
           candidates: [{ content: { role: 'model', parts }, ...(last ? { finishReason: 'STOP' } : {}), index: 0 }],
-          usageMetadata: { promptTokenCount, candidatesTokenCount: 2, totalTokenCount: promptTokenCount + 2 },
+          usageMetadata: usage(2),
           modelVersion: m[1]
         })
         // a request for JSON (a client's own routing or checks) gets an object of its schema

@@ -138,6 +138,7 @@ export const proxyPlugin = fp<{ config: Config; keys: KeyMaterial }>(
         ? {
             baseUrl: config.ANTHROPIC_BASE_URL ?? DEFAULT_UPSTREAM_URL,
             openAiBaseUrl: config.OPENAI_BASE_URL ?? DEFAULT_OPENAI_BASE_URL,
+            geminiBaseUrl: config.GOOGLE_GEMINI_BASE_URL ?? DEFAULT_GEMINI_BASE_URL,
             timeoutMs: config.COMPACT_SUMMARIZER_TIMEOUT_MS,
             fallback: config.COMPACT_FALLBACK
           }
@@ -163,7 +164,14 @@ export const proxyPlugin = fp<{ config: Config; keys: KeyMaterial }>(
         recall: config.COMPACT_RECALL,
         ...(clientSummaries ? { clientSummaries } : {})
       },
-      gemini: { budgetTokens, ...limit, ...control, recall: config.COMPACT_RECALL, credentials: geminiCredentials(config.GEMINI_API_KEY, checksKeys) }
+      gemini: {
+        budgetTokens,
+        ...limit,
+        ...control,
+        recall: config.COMPACT_RECALL,
+        credentials: geminiCredentials(config.GEMINI_API_KEY, checksKeys),
+        ...(clientSummaries ? { clientSummaries } : {})
+      }
     }
     const exchanges = new RecallExchanges(app.store, (err: unknown) => {
       metrics.storeErrors.inc({ operation: 'recall_exchanges' })

@@ -11,6 +11,7 @@ import { KEYED, keyedResponses } from './security.js'
 import { withRecallToolBytes } from '../../proxy/recall-tool.js'
 import { GEMINI_RECALL_TOOL_DEFINITION, type GeminiExchange, restoreGemini } from '../../proxy/recall-gemini.js'
 import { ProxiedBody } from '../../proxy/body.js'
+import { geminiClientSummarizer } from '../../proxy/client-summaries.js'
 import { withMessages } from '../../contract/wire.js'
 
 /** The methods of a model the proxy serves, and the endpoint each is counted under. */
@@ -123,8 +124,15 @@ export const geminiRoutes: FastifyPluginAsync = async (app) => {
         },
         // the gateway's recall tool: its exchanges put back in the client's own contents
         recallTool: 'gemini',
-        // a generation bills (a token count does not): its usage metadata enters the session's cost
-        ...(endpoint === 'gemini_count_tokens' ? {} : { usage: 'gemini' as const }),
+        // a generation bills (a token count does not): its usage metadata enters the session's cost; the
+        // conversation's own model writes its summaries in the conversation (COMPACT_PROXY_SUMMARIES)
+        ...(endpoint === 'gemini_count_tokens'
+          ? {}
+          : {
+              usage: 'gemini' as const,
+              clientSummarizer: (settings, _body, _history, headers, after, forwarded) =>
+                geminiClientSummarizer(settings, { after, forwarded: () => forwardedContents(forwarded()) }, model, headers)
+            }),
         answerAt: (history) => history.items.length,
         restoreItems: (body, history, exchanges) => {
           const { items, restored } = restoreGemini(history.items, exchanges as GeminiExchange[])
@@ -136,6 +144,14 @@ export const geminiRoutes: FastifyPluginAsync = async (app) => {
       return proxyRequest(app, options, api, request, reply)
     }
   )
+
+  /** The body a request was forwarded as, and where each of its messages starts among its contents (read again from the bytes sent). */
+  function forwardedContents(bytes: Buffer | undefined): { body: Record<string, unknown>; starts: readonly number[] } | undefined {
+    if (!bytes) return undefined
+    const body = JSON.parse(bytes.toString('utf8')) as Record<string, unknown>
+    const read = readGeminiRequest(body, () => true)
+    return { body, starts: read.kind === 'history' ? read.history.adapted.starts : [] }
+  }
 
   async function forward(request: FastifyRequest, reply: FastifyReply, below: string): Promise<FastifyReply> {
     const given = credentials(request)

@@ -52,7 +52,7 @@ import { type CompactRun, type CompactRunView, type RunContext, summarized } fro
 import type { MemoryEntry } from '../memory/entries.js'
 import { type RecallCall, type RecallExchange, type RecallFormat, restoreExchanges } from '../proxy/recall-tool.js'
 import { continuationItems } from '../proxy/recall-responses.js'
-import type { StoredExchange } from './recall-exchanges.js'
+import type { RecallState, StoredExchange } from './recall-exchanges.js'
 import type { RecallExchanges } from './recall-exchanges.js'
 import { answerRecall, recallLimit } from './recall.js'
 import { InvalidHistoryError } from './errors.js'
@@ -223,6 +223,68 @@ export interface Relayed {
   rewrite?: (stream: boolean) => Transform
 }
 
+/** What the provider's own context management left of a request (ProxyService.managed). */
+interface Edited {
+  /** The body after the API's own edits, read on from a compaction block where it holds one. */
+  body: ProxiedBody
+  managed: Managed | undefined
+  responses: ManagedResponses | undefined
+  /** The budget it is compacted at: the client's trigger or threshold where it asked for one, else the gateway's. */
+  budgetTokens: number | 'off'
+  headersUp: Record<string, string>
+  /** The gateway's recall tool may come with a rewrite (a rewrite then leaves no thinking made before it). */
+  toolMayCome: boolean
+}
+
+/** A request's conversation as read (ProxyService.conversationOf). */
+interface ConversationRead<R> {
+  /** The body, the client's own recall-tool items put back where they were. */
+  body: ProxiedBody
+  read: ProxyRead<R>
+  session: string | undefined
+  /** Of the control group (COMPACT_CONTROL_SHARE): forwarded as if the gateway were not there. */
+  control: boolean
+  gatewayBudget: number | 'off'
+  naming: RecallNaming | undefined
+  /** The conversation's key (conversationKey), '' where the body was not read. */
+  conversation: string
+  recallState: RecallState | undefined
+  /** Where the client's answer to this request will stand among its messages. */
+  answerAt: number
+  restored: { restored: number } | undefined
+}
+
+/** The conversation's own model for this request's summaries (ProxyService.summaryModels). */
+interface SummaryModels {
+  /** The upstream has begun to answer (or failed): a summary written ahead may begin. */
+  began(): void
+  /** The bytes the request is forwarded as, once they are known. */
+  forwarded: { bytes?: Buffer }
+  ahead?: (messages: Message[]) => Summarizer
+  explicit?: { model?: (messages: Message[]) => Summarizer }
+}
+
+/** Where a proxied compaction is served from: its request's session, budget, tenant and endpoint. */
+type ServedFrom = Pick<ServedAt, 'session' | 'budgetTokens' | 'started' | 'keyName' | 'log' | 'endpoint'>
+
+/** compact_20260112: the compaction given to the client as the API gives it, with what writing it took. */
+interface CompactionGiven {
+  block: ReturnType<typeof compactionBlock>
+  usage: { input_tokens: number; output_tokens: number }
+}
+
+/** A request made ready to be forwarded: each step's result. */
+interface Prepared<R> {
+  edited: Edited
+  conversation: ConversationRead<R>
+  cleared: ReturnType<ClearingTier['apply']> | undefined
+  outcome: ProxyOutcome
+  at: ServedFrom
+  models: SummaryModels
+  seal: TenantSeal
+  compaction: CompactionGiven | undefined
+}
+
 /** A compaction's response with its summary (summarized). */
 type Summarized = Extract<CompactRun['response'], { summarizer: object }>
 
@@ -297,21 +359,65 @@ export class ProxyService {
   }
 
   /**
-   * One proxied request made ready: compacted past its budget, forwarded byte for byte under it. Every
-   * refusal of what it holds is a 400 at its place in the client's body.
+   * One proxied request made ready, in named steps: read the provider's own context management (managed),
+   * read the conversation (conversationOf), clear old tool results (cleared), compact (compacted), then
+   * pause with the compaction alone (paused) or forward (forwardOf); what is noted once the upstream has
+   * answered is `answered`. Compacted past its budget, forwarded byte for byte under it; every refusal of
+   * what it holds is a 400 at its place in the client's body.
    */
   async prepare<R>(dialect: ProxiedDialect<R>, ask: ProxiedAsk): Promise<Paused | Forward> {
-    const { serving } = this
-    const { policy, headers, keyName, started } = ask
-    const performs = policy.contextManagement !== 'forward'
+    const performs = ask.policy.contextManagement !== 'forward'
     // compaction on demand (`compaction: {type: "summarize"}`): answered here for an upstream without it
     // (one search of the bytes: a body without the key holds neither the field nor a block, nor does what is made of it)
     const holdsCompaction = dialect.contextManagement === true && performs && ask.body.bytes.includes(COMPACTION_KEY)
     const seal = await this.sealFor(dialect, ask, holdsCompaction)
     const onDemand = holdsCompaction ? topLevelField(ask.body.bytes, 'compaction') : undefined
     if (onDemand && dialect.endpoint !== 'count_tokens') return this.compactOnDemand(dialect, ask, seal)
+    const edited = this.managed(dialect, ask, seal, holdsCompaction, onDemand?.without)
+    const conversation = await this.conversationOf(dialect, ask, edited)
+    const cleared = this.cleared(dialect, ask, edited, conversation)
+    const read =
+      cleared?.changed && 'parts' in conversation.read
+        ? { parts: { ...conversation.read.parts, messages: cleared.messages }, read: conversation.read.read }
+        : conversation.read
+    const models = this.summaryModels(dialect, ask, edited, { ...conversation, read })
+    const outcome = await this.compacted(dialect, ask, edited, { ...conversation, read }, models)
+    const at = {
+      session: conversation.session,
+      budgetTokens: edited.budgetTokens,
+      started: ask.started,
+      keyName: ask.keyName,
+      log: ask.log,
+      endpoint: dialect.endpoint
+    }
+    // compact_20260112: the compaction (new, or an earlier one standing in) given to the client as the API gives it
+    const compaction =
+      edited.managed?.compact && outcome.kind !== 'none'
+        ? {
+            block: compactionBlock(outcome.messages, seal),
+            usage:
+              outcome.kind === 'compacted'
+                ? { input_tokens: outcome.run.response.summarizer.input_tokens, output_tokens: outcome.run.response.summarizer.output_tokens }
+                : { input_tokens: 0, output_tokens: 0 }
+          }
+        : undefined
+    if (edited.managed && compaction && edited.managed.compact?.pauseAfterCompaction && outcome.kind !== 'none') {
+      models.began()
+      return this.paused(edited.managed, conversation.body, outcome, at, compaction)
+    }
+    return this.forwardOf(dialect, ask, { edited, conversation: { ...conversation, read }, cleared, outcome, at, models, seal, compaction })
+  }
+
+  /**
+   * Step one: the provider's own context management performed where the gateway performs it (the Messages
+   * API's edits and `compact_20260112`, the Responses API's compaction items), a compaction block read back,
+   * the budget the request is compacted at, the headers it goes up with.
+   */
+  private managed<R>(dialect: ProxiedDialect<R>, ask: ProxiedAsk, seal: TenantSeal, holdsCompaction: boolean, withoutOnDemand: Buffer | undefined): Edited {
+    const { policy, headers } = ask
+    const performs = policy.contextManagement !== 'forward'
     // (a token count takes the field and ignores it: it counts the conversation as sent)
-    const asked = onDemand ? ask.body.without(onDemand.without) : ask.body
+    const asked = withoutOnDemand ? ask.body.without(withoutOnDemand) : ask.body
     // (the edits run before the body is read: their placeholders name the MCP tool with the session the headers name)
     const headerNaming = recallNaming(policy.recall, dialect, proxySession(headers, undefined), undefined)
     // where the gateway's recall tool would come with a rewrite, the rewrite leaves no thinking made before it
@@ -320,7 +426,7 @@ export class ProxyService {
     const responses = dialect.responsesCompaction && performs ? manageResponses(asked, seal) : undefined
     const edited = managed?.body ?? responses?.body ?? asked
     // a history that holds a compaction block is read from it on (the gateway's own stands for what it encoded)
-    let body = holdsCompaction && !managed?.compact ? (readBackCompaction(edited, seal) ?? edited) : edited
+    const body = holdsCompaction && !managed?.compact ? (readBackCompaction(edited, seal) ?? edited) : edited
     // the gateway's own headers are checked on every request, read or not: one it cannot use is refused, named
     const headerBudget = budgetTokensOf(headers['x-compaction-budget'], policy.budgetTokens)
     // compact_20260112: the gateway's compaction is the one asked for, at its trigger
@@ -328,7 +434,18 @@ export class ProxyService {
     ownSession(headers)
     const forwardHeaders = ask.forwardHeaders()
     const headersUp = managed ? withoutConsumedBetas(forwardHeaders) : forwardHeaders
+    return { body, managed, responses, budgetTokens, headersUp, toolMayCome }
+  }
 
+  /**
+   * Step two: the conversation read where it may be compacted: its session (the client's, else a stable id of
+   * the gateway's), whether it is of the control group, the recall it is offered, and the recall exchanges the
+   * upstream saw in place of answers the client got, put back.
+   */
+  private async conversationOf<R>(dialect: ProxiedDialect<R>, ask: ProxiedAsk, edited: Edited): Promise<ConversationRead<R>> {
+    const { policy, headers, keyName } = ask
+    const { managed, responses, budgetTokens } = edited
+    let body = edited.body
     const named = proxySession(headers, undefined) !== undefined
     const clientModel = policy.clientSummaries !== undefined && dialect.clientSummarizer !== undefined
     let read = this.read(dialect, body, budgetTokens, clientModel, named)
@@ -345,7 +462,7 @@ export class ProxyService {
     // answers the model got with the recall tool's help, put back as the upstream saw them
     // (a session holds several conversations: an agent's main loop and each of its subagents)
     const conversation = 'parts' in read ? conversationKey({ keyName, session, messages: read.parts.messages, system: read.parts.system }) : ''
-    const recallState = naming && 'tool' in naming && serving.exchanges && 'parts' in read ? await serving.exchanges.load(conversation) : undefined
+    const recallState = naming && 'tool' in naming && this.serving.exchanges && 'parts' in read ? await this.serving.exchanges.load(conversation) : undefined
     // (the client's answer to this request will stand after the messages it sent)
     const answerAt = 'read' in read ? (dialect.answerAt?.(read.read) ?? read.parts.messages.length) : 0
     let restored: { restored: number } | undefined
@@ -364,75 +481,78 @@ export class ProxyService {
         if (done.restored > 0) read = { parts: { ...read.parts, messages: done.messages }, read: read.read }
       }
     }
-    // clearing first (COMPACT_STRATEGY): the Messages API's history, its old tool results cleared where that is enough
-    const readBody = 'parts' in read ? read : undefined
+    return { body, read, session, control, gatewayBudget, naming, conversation, recallState, answerAt, restored }
+  }
+
+  /** Step three, clearing first (COMPACT_STRATEGY): the history's old tool results cleared where that is enough. */
+  private cleared<R>(dialect: ProxiedDialect<R>, ask: ProxiedAsk, edited: Edited, c: ConversationRead<R>): ReturnType<ClearingTier['apply']> | undefined {
+    const { clearing } = this.serving
+    const readBody = 'parts' in c.read ? c.read : undefined
+    if (!clearing || c.control || edited.managed?.compact || edited.responses || !readBody) return undefined
     const fixed = dialect.fixed
-    const cleared =
-      serving.clearing && !control && !managed?.compact && !responses && readBody
-        ? serving.clearing.apply(
-            `${keyName}\u0000${session}`,
-            readBody.parts,
-            budgetTokens,
-            fixed ? (m, b) => fixed(readBody.read, m, b) : undefined,
-            (id) => clearedNote(naming, id),
-            toolMayCome
-          )
-        : undefined
-    if (cleared?.changed && 'parts' in read) read = { parts: { ...read.parts, messages: cleared.messages }, read: read.read }
-    // The conversation's own model writes summaries ahead (COMPACT_PROXY_SUMMARIES), once the upstream has begun to
-    // answer this request (its prefix is then in the cache the summary call reads).
+    return clearing.apply(
+      `${ask.keyName}\u0000${c.session}`,
+      readBody.parts,
+      edited.budgetTokens,
+      fixed ? (m, b) => fixed(readBody.read, m, b) : undefined,
+      (id) => clearedNote(c.naming, id),
+      edited.toolMayCome
+    )
+  }
+
+  /**
+   * The conversation's own model (COMPACT_PROXY_SUMMARIES): a summarizer that writes ahead once the upstream
+   * has begun to answer this request (its prefix is then in the cache the summary call reads), and the one a
+   * compaction the client asked for and waits for is written by.
+   */
+  private summaryModels<R>(dialect: ProxiedDialect<R>, ask: ProxiedAsk, edited: Edited, c: ConversationRead<R>): SummaryModels {
     let began = (): void => undefined
     const after = new Promise<void>((resolve) => (began = resolve))
     const forwarded: { bytes?: Buffer } = {}
-    const forClient =
-      policy.clientSummaries && dialect.clientSummarizer && 'read' in read
-        ? dialect.clientSummarizer(policy.clientSummaries, body, read.read, headersUp, after, () => forwarded.bytes)
-        : undefined
-    const instructions = managed?.compact?.instructions
+    const settings = ask.policy.clientSummaries
+    const make = settings && dialect.clientSummarizer && 'read' in c.read ? dialect.clientSummarizer : undefined
+    const read = 'read' in c.read ? c.read.read : undefined
+    const ahead = make && settings ? make(settings, c.body, read as R, edited.headersUp, after, () => forwarded.bytes) : undefined
     // compact_20260112: the client asked for the compaction and waits for it, written by a model (the conversation's own: COMPACT_PROXY_SUMMARIES)
-    const explicit = managed?.compact
-      ? {
-          ...(policy.clientSummaries && dialect.clientSummarizer && 'read' in read
-            ? { model: dialect.clientSummarizer(policy.clientSummaries, body, read.read, headersUp, Promise.resolve(), () => undefined) }
-            : {})
-        }
+    const explicit = edited.managed?.compact
+      ? { ...(make && settings ? { model: make(settings, c.body, read as R, edited.headersUp, Promise.resolve(), () => undefined) } : {}) }
       : undefined
-    const outcome = await this.compact(dialect, read, ask, {
-      keyName,
-      session,
-      budgetTokens: gatewayBudget,
+    return { began: () => began(), forwarded, ...(ahead ? { ahead } : {}), ...(explicit ? { explicit } : {}) }
+  }
+
+  /** Step four: the history compacted by the proxy's compactor (a crossing, or the summary standing in), the upstream let go where it fails. */
+  private compacted<R>(dialect: ProxiedDialect<R>, ask: ProxiedAsk, edited: Edited, c: ConversationRead<R>, models: SummaryModels): Promise<ProxyOutcome> {
+    const { policy } = ask
+    const instructions = edited.managed?.compact?.instructions
+    return this.compact(dialect, c.read, ask, {
+      keyName: ask.keyName,
+      session: c.session,
+      budgetTokens: c.gatewayBudget,
       // the limit over the gateway's own budget only: a compaction the client asks for at its trigger is made there
-      ...(policy.limitTokens !== undefined && !managed?.compact && responses?.threshold === undefined ? { limitTokens: policy.limitTokens } : {}),
-      ...(naming ? { recall: naming } : {}),
-      ...(forClient ? { clientSummarizer: forClient } : {}),
+      ...(policy.limitTokens !== undefined && !edited.managed?.compact && edited.responses?.threshold === undefined ? { limitTokens: policy.limitTokens } : {}),
+      ...(c.naming ? { recall: c.naming } : {}),
+      ...(models.ahead ? { clientSummarizer: models.ahead } : {}),
       ...(instructions ? { instructions } : {}),
-      ...(explicit ? { explicit } : {})
+      ...(models.explicit ? { explicit: models.explicit } : {})
     }).catch((err: unknown) => {
-      began()
+      models.began()
       throw err
     })
-    const at = { session, budgetTokens, started, keyName, log: ask.log, endpoint: dialect.endpoint }
+  }
 
-    // compact_20260112: the compaction (new, or an earlier one standing in) given to the client as the API gives it
-    const compaction =
-      managed?.compact && outcome.kind !== 'none'
-        ? {
-            block: compactionBlock(outcome.messages, seal),
-            usage:
-              outcome.kind === 'compacted'
-                ? { input_tokens: outcome.run.response.summarizer.input_tokens, output_tokens: outcome.run.response.summarizer.output_tokens }
-                : { input_tokens: 0, output_tokens: 0 }
-          }
-        : undefined
-    if (managed && compaction && managed.compact?.pauseAfterCompaction && outcome.kind !== 'none') {
-      began()
-      const scheduled = await this.serve(outcome, at)
-      await scheduled.recorded
-      const value = body.value() as Record<string, unknown>
-      const paused = pausedAnswer(value.model, value.stream === true, compaction.block, compaction.usage, managed.edited.applied)
-      return { kind: 'paused', outcome: { kind: outcome.kind, summaryId: outcome.summaryId }, scheduled, ...paused }
-    }
+  /** compact_20260112 with `pause_after_compaction`: the compaction block alone, recorded before it is answered. */
+  private async paused(managed: Managed, body: ProxiedBody, outcome: ProxyOutcome, at: ServedFrom, compaction: CompactionGiven): Promise<Paused> {
+    const scheduled = await this.serve(outcome, at)
+    await scheduled.recorded
+    const value = body.value() as Record<string, unknown>
+    const paused = pausedAnswer(value.model, value.stream === true, compaction.block, compaction.usage, managed.edited.applied)
+    return { kind: 'paused', outcome: outcome.kind === 'none' ? { kind: 'none' } : { kind: outcome.kind, summaryId: outcome.summaryId }, scheduled, ...paused }
+  }
 
+  /** Step five: the bytes forwarded (the compaction, the cleared history, the recall tool written in where any is), the compaction served. */
+  private async forwardOf<R>(dialect: ProxiedDialect<R>, ask: ProxiedAsk, p: Prepared<R>): Promise<Forward> {
+    const { edited, conversation: c, cleared, outcome, models } = p
+    const { read, body, recallState, restored, naming, session } = c
     const restoredAny = restored !== undefined && restored.restored > 0 && !dialect.restoreItems
     const clearedHistory = cleared?.changed
       ? { messages: cleared.messages, uses: cleared.uses }
@@ -440,82 +560,93 @@ export class ProxyService {
         ? { messages: read.parts.messages, uses: [] }
         : undefined
     // the recall tool, from the conversation's first rewrite on (its request changes the prompt anyway)
-    const rewritten = outcome.kind !== 'none' || clearedHistory !== undefined || (managed?.edited.cleared.length ?? 0) > 0
+    const rewritten = outcome.kind !== 'none' || clearedHistory !== undefined || (edited.managed?.edited.cleared.length ?? 0) > 0
     const offer =
       naming !== undefined && 'tool' in naming && dialect.recallTool !== undefined && session !== undefined && (rewritten || recallState?.offered === true)
     if (offer && recallState?.offered !== true)
-      await serving.exchanges?.offer(conversation, { key_name: keyName, session_id: session, since_ms: wallClock(started) })
+      await this.serving.exchanges?.offer(c.conversation, { key_name: ask.keyName, session_id: session, since_ms: wallClock(ask.started) })
     const payload = !('read' in read)
       ? body.bytes
       : outcome.kind !== 'none' || clearedHistory || offer
         ? dialect.write(body, read.read, outcome.kind === 'none' ? undefined : outcome, clearedHistory, offer)
         : body.bytes
-    forwarded.bytes = payload
-    const scheduled = await this.serve(outcome, at)
-    const notRead = 'unread' in read ? read.unread : undefined
+    models.forwarded.bytes = payload
+    const scheduled = await this.serve(outcome, p.at)
     return {
       kind: 'forward',
       outcome,
       scheduled,
       payload,
-      headers: headersUp,
-      notRead,
+      headers: edited.headersUp,
+      notRead: 'unread' in read ? read.unread : undefined,
       changed: cleared?.changed === true,
-      began,
+      began: models.began,
       ...(offer ? { recallTool: PROXY_RECALL_TOOL } : {}),
       ...(offer && session !== undefined && dialect.recallTool !== undefined && GENERATION.has(dialect.endpoint)
-        ? { recall: this.offered(keyName, session, conversation, payload, answerAt, dialect.recallTool, wallClock(started)) }
+        ? { recall: this.offered(ask.keyName, session, c.conversation, payload, c.answerAt, dialect.recallTool, wallClock(ask.started)) }
         : {}),
-      answered: (status, asked, upstreamMs) => {
-        serving.metrics.proxyUpstreamSeconds.observe({ endpoint: dialect.endpoint }, upstreamMs / 1_000)
-        if (outcome.kind === 'compacted') serving.metrics.crossingWait.observe((asked - started) / 1_000)
-        if (managed) this.keepClearedEvidence(ask, session, managed.edited.cleared)
-        if (cleared && cleared.newly.length > 0) {
-          this.keepClearedEvidence(ask, session, cleared.newly)
-          serving.activity.clearing(keyName, session, {
-            tokens: cleared.newly.reduce((n, c) => n + c.tokens, 0),
-            uses: cleared.newly.length,
-            waitMs: asked - started
-          })
-        }
-        // On the request's one line, written when the answer ends (a line of its own cost a write a request).
-        const line = {
-          event: 'proxied',
-          endpoint: dialect.endpoint,
-          status,
-          compaction: outcome.kind,
-          ...(control ? { control: true } : {}),
-          ...(notRead ? { not_read: notRead } : {}),
-          summary_id: outcome.kind === 'none' ? undefined : outcome.summaryId,
-          // a crossing's size as it crossed the budget, and what was forwarded in its place
-          estimated_tokens: outcome.kind === 'compacted' ? outcome.crossed : outcome.tokens,
-          ...(outcome.kind === 'compacted' ? { forwarded_tokens: outcome.tokens, source: outcome.source } : {}),
-          session_id: session,
-          prepare_ms: Math.round(asked - started),
-          upstream_ms: Math.round(upstreamMs)
-        }
-        // A session's cost: what the upstream says each answer cost, and what compaction kept out of the request.
-        const keptOut = outcome.kind === 'none' ? 0 : (body.bytes.length - payload.length) / CHARS_PER_TOKEN
-        // (an answer whose usage could not be read, an error's or one too large, is counted unmetered)
-        // with a control group, each metered request of a known conversation is tallied in its group and by its history's length
-        const group = policy.controlShare !== undefined ? { control, historyTokens: ask.body.bytes.length / CHARS_PER_TOKEN } : undefined
-        // (a recall round's continuation after a crossing is a request after it: only the first answer crossed)
-        let around =
-          outcome.kind === 'none'
-            ? undefined
-            : { phase: outcome.kind === 'compacted' ? ('crossing' as const) : ('after' as const), summaryId: outcome.summaryId }
-        const onUsage = dialect.usage
-          ? (usage: UpstreamUsage | undefined) => {
-              serving.activity.request(keyName, session, { keptOut, metered: usage !== undefined, usage, group })
-              if (!usage) return
-              this.cacheAround(ask, session, conversation, around, usage)
-              if (around) around = { ...around, phase: 'after' }
-            }
-          : undefined
-        if (!dialect.usage && status === 200) serving.activity.request(keyName, session, { keptOut, metered: false })
-        return { line, ...(onUsage ? { onUsage } : {}), ...answerRewrite(managed, compaction, responses, outcome, payload, seal) }
-      }
+      answered: (status, asked, upstreamMs) => this.answered(dialect, ask, p, payload, { status, asked, upstreamMs })
     }
+  }
+
+  /** Step six, once the upstream has answered: what was done noted (cleared outputs, tallies, the session's cost, the log line) and how the answer is relayed. */
+  private answered<R>(
+    dialect: ProxiedDialect<R>,
+    ask: ProxiedAsk,
+    p: Prepared<R>,
+    payload: Buffer,
+    answer: { status: number; asked: number; upstreamMs: number }
+  ): Relayed {
+    const { serving } = this
+    const { edited, conversation: c, cleared, outcome } = p
+    const { keyName, started } = ask
+    const { status, asked, upstreamMs } = answer
+    const { session } = c
+    serving.metrics.proxyUpstreamSeconds.observe({ endpoint: dialect.endpoint }, upstreamMs / 1_000)
+    if (outcome.kind === 'compacted') serving.metrics.crossingWait.observe((asked - started) / 1_000)
+    if (edited.managed) this.keepClearedEvidence(ask, session, edited.managed.edited.cleared)
+    if (cleared && cleared.newly.length > 0) {
+      this.keepClearedEvidence(ask, session, cleared.newly)
+      serving.activity.clearing(keyName, session, {
+        tokens: cleared.newly.reduce((n, u) => n + u.tokens, 0),
+        uses: cleared.newly.length,
+        waitMs: asked - started
+      })
+    }
+    // On the request's one line, written when the answer ends (a line of its own cost a write a request).
+    const line = {
+      event: 'proxied',
+      endpoint: dialect.endpoint,
+      status,
+      compaction: outcome.kind,
+      ...(c.control ? { control: true } : {}),
+      ...('unread' in c.read && c.read.unread ? { not_read: c.read.unread } : {}),
+      summary_id: outcome.kind === 'none' ? undefined : outcome.summaryId,
+      // a crossing's size as it crossed the budget, and what was forwarded in its place
+      estimated_tokens: outcome.kind === 'compacted' ? outcome.crossed : outcome.tokens,
+      ...(outcome.kind === 'compacted' ? { forwarded_tokens: outcome.tokens, source: outcome.source } : {}),
+      session_id: session,
+      prepare_ms: Math.round(asked - started),
+      upstream_ms: Math.round(upstreamMs)
+    }
+    // A session's cost: what the upstream says each answer cost, and what compaction kept out of the request.
+    const keptOut = outcome.kind === 'none' ? 0 : (c.body.bytes.length - payload.length) / CHARS_PER_TOKEN
+    // (an answer whose usage could not be read, an error's or one too large, is counted unmetered)
+    // with a control group, each metered request of a known conversation is tallied in its group and by its history's length
+    const group = ask.policy.controlShare !== undefined ? { control: c.control, historyTokens: ask.body.bytes.length / CHARS_PER_TOKEN } : undefined
+    // (a recall round's continuation after a crossing is a request after it: only the first answer crossed)
+    let around =
+      outcome.kind === 'none' ? undefined : { phase: outcome.kind === 'compacted' ? ('crossing' as const) : ('after' as const), summaryId: outcome.summaryId }
+    const onUsage = dialect.usage
+      ? (usage: UpstreamUsage | undefined) => {
+          serving.activity.request(keyName, session, { keptOut, metered: usage !== undefined, usage, group })
+          if (!usage) return
+          this.cacheAround(ask, session, c.conversation, around, usage)
+          if (around) around = { ...around, phase: 'after' }
+        }
+      : undefined
+    if (!dialect.usage && status === 200) serving.activity.request(keyName, session, { keptOut, metered: false })
+    return { line, ...(onUsage ? { onUsage } : {}), ...answerRewrite(edited.managed, p.compaction, edited.responses, outcome, payload, p.seal) }
   }
 
   /**

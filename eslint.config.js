@@ -31,7 +31,7 @@ export default tseslint.config(
   layer('summarizer', '^\\.\\./(server|service|workers|cli)/', 'summarizers know nothing of the service or the HTTP server'),
   layer('telemetry', '^\\.\\./(server|service|workers|cli)/', 'telemetry knows nothing of the layers that use it'),
   layer('service', '^\\.\\./(server|workers|cli)/', 'the service knows nothing of the HTTP server'),
-  layer('proxy', '^\\.\\./(server|workers|cli)/', 'the proxy knows nothing of the HTTP server that serves it'),
+  layer('proxy', '^\\.\\./(server|service|workers|cli)/', 'the proxy knows nothing of the service that uses it nor of the HTTP server that serves it'),
   layer('workers', '^\\.\\./(server|cli)/', 'workers run the service, never the HTTP server'),
   layer('server', '^\\.\\./(\\.\\./)?cli/', 'the server knows nothing of the command-line client'),
   layer('threads', '^\\.\\./', "where a thread's code is found: it imports nothing of the project's other layers"),

@@ -13,7 +13,6 @@ import {
   isToolUse,
   unbindThinking
 } from '../compaction/index.js'
-import type { CompactedResponse } from '../service/compact.js'
 
 /**
  * A summary that stands for the first `cut` messages of a client's history. A proxied client keeps
@@ -136,10 +135,28 @@ function clippedOf(sent: readonly Message[], messages: readonly Message[], cut: 
 }
 
 /**
+ * Where a forwarded history's own messages begin: `messages` is a summary turn (which may open the first of
+ * them) and the client's messages from `keptFrom` on, as sent but for `clips` (at the client's indices).
+ * A client in another API's format is given its own items back from these.
+ */
+export interface ForwardedTail {
+  keptFrom: number
+  clips: Clip[]
+}
+
+/** What an anchor is made of a compaction: where its kept tail begins, what it sent, what it clipped, its summary's id. */
+export interface CompactionMade {
+  kept_from: number
+  messages: Message[]
+  clips: Clip[]
+  summary: { id: string }
+}
+
+/**
  * The anchor a compaction of `input` makes, in terms of the client's history: `input` is the client's
  * `messages`, or them with `base`'s head in front (which may share the first kept messages).
  */
-export function anchorOf(response: CompactedResponse, messages: readonly Message[], base: Anchor | undefined): Anchor {
+export function anchorOf(response: CompactionMade, messages: readonly Message[], base: Anchor | undefined): Anchor {
   let shift = 0
   if (base) {
     const { messages: head, replaced } = assembledHead(base.head, messages.slice(base.cut))

@@ -11,7 +11,7 @@ import { withMessages } from '../contract/wire.js'
 import { type Adapted, adaptHistory, givenBack, withCleared } from '../formats/index.js'
 import type { ClearedHistory } from './openai.js'
 import { geminiRules, systemInstructionText } from '../formats/gemini.js'
-import type { ForwardedTail } from '../service/proxy-compactor.js'
+import type { ForwardedTail } from './anchors.js'
 import type { ProxyParts } from './request.js'
 
 /** A Gemini request whose history the proxy read, and the way back to the client's contents. */

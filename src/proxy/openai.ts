@@ -10,7 +10,7 @@ import { type BodyRead, bodyReader } from '../contract/validation.js'
 import { type ItemsField, withMessages } from '../contract/wire.js'
 import { type Adapted, adaptHistory, givenBack, rulesOf, withCleared } from '../formats/index.js'
 import type { FormatRules } from '../formats/history.js'
-import type { ForwardedTail } from '../service/proxy-compactor.js'
+import type { ForwardedTail } from './anchors.js'
 import type { ProxyParts } from './request.js'
 
 export type OpenAiApi = 'chat' | 'responses'

@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto'
 import {
   type RecallNaming,
   CARRIED_SHARE,
-  type Clip,
   type Message,
   SUMMARY_FLOOR_TOKENS,
   SUMMARY_SHARE,
@@ -27,7 +26,7 @@ import {
   type SummarizedView,
   runCompaction
 } from './compact.js'
-import { type Anchor, anchorOf, anchoredTail, hashPrefix, holds, withAnchor } from '../proxy/anchors.js'
+import { type Anchor, type ForwardedTail, anchorOf, anchoredTail, hashPrefix, holds, withAnchor } from '../proxy/anchors.js'
 import { derivedSession } from '../proxy/request.js'
 import { type CachePrices, crossingCall, requestsOf } from '../compaction/payback.js'
 import { MAX_PROXY_SESSIONS, PROXY_SESSION_IDLE_MS, ANCHOR_TTL_MS, LAPSED_CACHE_SHARE, DEFAULT_PROMPT_CACHE_S } from '../contract/defaults.js'
@@ -108,16 +107,6 @@ export interface ProxyRequest {
 /** The prompt's tokens when `messages` are sent with the request's system prompt and tools. */
 function requestTokens(request: ProxyRequest, messages: Message[]): number {
   return promptTokens(messages, request.system as SystemPrompt | undefined, request.tools)
-}
-
-/**
- * Where a forwarded history's own messages begin: `messages` is a summary turn (which may open the first of
- * them) and the client's messages from `keptFrom` on, as sent but for `clips` (at the client's indices).
- * A client in another API's format is given its own items back from these.
- */
-export interface ForwardedTail {
-  keptFrom: number
-  clips: Clip[]
 }
 
 /** What the proxy forwards: the body as it came, or with its messages replaced. */

@@ -369,3 +369,11 @@ export function closingEvents(closing: Record<string, unknown> | undefined, usag
     eventText({ event: 'message_stop', data: { type: 'message_stop' } })
   )
 }
+
+/** An exchange as kept, whichever API's items it holds (recall-tool.ts's, recall-chat.ts's). */
+export interface StoredExchange {
+  at: number
+  visible: string
+  rounds: unknown[]
+  pending: unknown[]
+}

@@ -34,8 +34,7 @@ import {
   readBackCompaction
 } from '../proxy/managed.js'
 import { topLevelField } from '../proxy/events.js'
-import type { ClearedHistory } from '../proxy/openai.js'
-import { type ProxyParts, budgetTokensOf, derivedSession, ownSession, proxySession, readMessagesRequest } from '../proxy/request.js'
+import { budgetTokensOf, derivedSession, ownSession, proxySession, readMessagesRequest } from '../proxy/request.js'
 import { OWN_ITEM_KEY, compactedResponse, compactionItem, readBackItems, withCompactionItem } from '../proxy/responses-compaction.js'
 import type { TenantSeal } from '../proxy/item-seal.js'
 import type { ItemSeals } from './item-seals.js'
@@ -43,7 +42,7 @@ import { inControlGroup } from './control.js'
 import type { CompactRequestBody } from '../contract/schemas.js'
 import { bodyReader, checkCompactValue } from '../contract/validation.js'
 import { ResponsesCompactBody, type ResponsesBody } from '../contract/proxy-bodies.js'
-import type { UpstreamUsage, UsageFormat } from '../proxy/usage.js'
+import type { UpstreamUsage } from '../proxy/usage.js'
 import type { Summarizer } from '../summarizer/summarizer.js'
 import type { Metrics } from '../telemetry/metrics.js'
 import type { ReadYourWrites } from '../storage/read-your-writes.js'
@@ -52,64 +51,15 @@ import { type CompactRun, type CompactRunView, type RunContext, summarized } fro
 import type { MemoryEntry } from '../memory/entries.js'
 import { type RecallCall, type RecallExchange, type RecallFormat, restoreExchanges } from '../proxy/recall-tool.js'
 import { continuationItems } from '../proxy/recall-responses.js'
-import type { RecallState, StoredExchange } from './recall-exchanges.js'
+import type { RecallState } from './recall-exchanges.js'
+import type { StoredExchange } from '../proxy/recall-tool.js'
+import type { ProxiedDialect, ProxyRead } from '../proxy/dialect.js'
+export type { ProxiedDialect, ProxyRead } from '../proxy/dialect.js'
 import type { RecallExchanges } from './recall-exchanges.js'
 import { answerRecall, recallLimit } from './recall.js'
 import { InvalidHistoryError } from './errors.js'
 import { type ProxyCompactor, type ProxyOutcome, type ProxyRequest, conversationKey } from './proxy-compactor.js'
 import { type Scheduled, type ServedAt, keepInColdLayer, wallClock } from './served.js'
-
-/** What an API's body gave the proxy: the parts its compactor reads, or nothing (forwarded unread), with why when it matters. */
-export type ProxyRead<R> = { parts: ProxyParts; read: R } | { unread: string | undefined }
-
-/** One proxied API as the service sees it: how its body is read and written back, and what it may ask for. */
-export interface ProxiedDialect<R> {
-  /** The metrics' and log's name of the endpoint. */
-  endpoint: string
-  /** The API's name, in errors ("the Messages API"). */
-  name: string
-  /** Reads the body, which is not far under the budget (or has none). */
-  read(body: ProxiedBody, budgetMayPass: () => boolean): ProxyRead<R>
-  /**
-   * The body to forward when the history was compacted or an earlier summary stands in for its start
-   * (`outcome`), or its old tool results were cleared (`cleared`: the core's messages with them, and where
-   * each is), or both.
-   */
-  write(body: ProxiedBody, read: R, outcome: Exclude<ProxyOutcome, { kind: 'none' }> | undefined, cleared?: ClearedHistory, offerRecall?: boolean): Buffer
-  /** Whether a result the core reads at (message, block) cannot take a placeholder in the client's body (clearing leaves it). */
-  fixed?: (read: R, message: number, block: number) => boolean
-  /** Where, in the client's body, a problem the core found at one of its messages is (its path). */
-  place?(read: R, path: string): string
-  /**
-   * Where the conversation's own model may write its summaries (the generation endpoints): the
-   * summarizer of this request, from its body, the headers it is forwarded with, a promise settled once
-   * the upstream has begun to answer, and the bytes it was forwarded as (set by then).
-   */
-  clientSummarizer?: (
-    settings: ClientSummaries,
-    body: ProxiedBody,
-    read: R,
-    headers: Record<string, string>,
-    after: Promise<unknown>,
-    forwarded: () => Buffer | undefined
-  ) => ((messages: Message[]) => Summarizer) | undefined
-  /** Whose usage its answers carry (the Messages API's, Chat Completions', the Responses API's, Gemini's): read from each answer into the session's cost; none where its answers bill nothing (a token count). */
-  usage?: UsageFormat
-  /** Whether its requests may carry the Messages API's `context_management` edits, which the gateway performs (context-management.ts). */
-  contextManagement?: true
-  /** Whether its requests may carry the Responses API's compaction (`context_management`, the gateway's own compaction items: responses-compaction.ts). */
-  responsesCompaction?: true
-  /** The dialect offers the gateway's recall tool and answers the model's calls of it, in this API's format (server/recall-relay.ts). */
-  recallTool?: RecallFormat
-  /**
-   * Where the client's items map to the core's turns through the read (Chat Completions): the body with the
-   * exchanges put back in its own items, to be read again; and where the client's answer will stand.
-   */
-  restoreItems?: (body: ProxiedBody, read: R, exchanges: readonly StoredExchange[]) => ProxiedBody | undefined
-  answerAt?: (read: R) => number
-  /** Tools the client declares elsewhere than in `tools` (Codex's `additional_tools` input items), for the recall tool's name. */
-  declaredTools?: (read: R) => readonly unknown[]
-}
 
 /** A proxy's policy, from the settings. */
 export interface ProxyPolicy {

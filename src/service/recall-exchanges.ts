@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import type { SessionOwner, Store } from '../storage/store.js'
 import { ANCHOR_TTL_MS } from '../contract/defaults.js'
+import type { StoredExchange } from '../proxy/recall-tool.js'
 
 /** Exchanges kept a conversation: the newest; an older answer the client sends back is forwarded as it sent it. */
 export const MAX_EXCHANGES = 100
@@ -13,13 +14,6 @@ const MAX_CONVERSATIONS = 2_000
  * session's state: in memory, and in the store, sealed under the session's key and deleted with it, so
  * that the next process, or another replica where the store is shared, puts them back the same way.
  */
-/** An exchange as kept, whichever API's items it holds (recall-tool.ts's, recall-chat.ts's). */
-export interface StoredExchange {
-  at: number
-  visible: string
-  rounds: unknown[]
-  pending: unknown[]
-}
 
 /** A conversation's recall state: whether the tool has been offered (from then on it always is), and its exchanges, oldest first. */
 export interface RecallState {

@@ -2,17 +2,12 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { checkedWhenRead } from '../json.js'
 import { Type } from 'typebox'
 import { ConfigurationError, NotFoundError } from '../../contract/errors.js'
-import { type GeminiHistory, geminiPayload, readGeminiRequest } from '../../proxy/gemini.js'
+import type { GeminiHistory } from '../../proxy/gemini.js'
 import { GenerateContentBody } from '../../contract/proxy-bodies.js'
-import { settable } from '../../formats/index.js'
 import { clientHeaders, upstreamHeaders } from '../../proxy/upstream.js'
 import { type ProxiedApi, abortOnClose, installProxyHooks, proxyErrors, proxyHeaders, proxyRequest, upstreamAnswer } from '../proxying.js'
 import { KEYED, keyedResponses } from './security.js'
-import { withRecallToolBytes } from '../../proxy/recall-tool.js'
-import { GEMINI_RECALL_TOOL_DEFINITION, type GeminiExchange, restoreGemini } from '../../proxy/recall-gemini.js'
-import { ProxiedBody } from '../../proxy/body.js'
-import { geminiClientSummarizer } from '../../proxy/client-summaries.js'
-import { withMessages } from '../../contract/wire.js'
+import { geminiDialect } from '../../proxy/dialects/gemini.js'
 
 /** The methods of a model the proxy serves, and the endpoint each is counted under. */
 const ACTIONS: Record<string, string> = { generateContent: 'gemini_generate', streamGenerateContent: 'gemini_stream', countTokens: 'gemini_count_tokens' }
@@ -107,51 +102,16 @@ export const geminiRoutes: FastifyPluginAsync = async (app) => {
       if (!endpoint || model === '')
         throw new NotFoundError(`no method "${action}" of models here: the gateway serves generateContent, streamGenerateContent and countTokens`, '/model')
       const api: ProxiedApi<GeminiHistory> = {
-        endpoint,
+        ...geminiDialect(model, endpoint),
         path: `/v1beta/models/${encodeURIComponent(model)}:${action}`,
-        name: "Gemini's API",
         keySetting: 'GEMINI_API_KEY',
         upstream,
         credentials,
-        query: withoutKey,
-        read: (body, budgetMayPass) => {
-          const read = readGeminiRequest(body.value('contents'), budgetMayPass)
-          return read.kind === 'unread' ? { unread: read.reason } : { parts: read.history, read: read.history }
-        },
-        write: (body, history, outcome, cleared, offerRecall) => {
-          const bytes = geminiPayload(body.value() as object, history, outcome, cleared)
-          return offerRecall ? withRecallToolBytes(bytes, GEMINI_RECALL_TOOL_DEFINITION) : bytes
-        },
-        // the gateway's recall tool: its exchanges put back in the client's own contents
-        recallTool: 'gemini',
-        // a generation bills (a token count does not): its usage metadata enters the session's cost; the
-        // conversation's own model writes its summaries in the conversation (COMPACT_PROXY_SUMMARIES)
-        ...(endpoint === 'gemini_count_tokens'
-          ? {}
-          : {
-              usage: 'gemini' as const,
-              clientSummarizer: (settings, _body, _history, headers, after, forwarded) =>
-                geminiClientSummarizer(settings, { after, forwarded: () => forwardedContents(forwarded()) }, model, headers)
-            }),
-        answerAt: (history) => history.items.length,
-        restoreItems: (body, history, exchanges) => {
-          const { items, restored } = restoreGemini(history.items, exchanges as GeminiExchange[])
-          return restored === 0 ? undefined : new ProxiedBody(withMessages(body.value() as object, items, 'contents'))
-        },
-        fixed: (history, message, block) => !settable(history.adapted, message, block),
-        place: (history, path) => path.replace(/^\/messages\/(\d+).*/, (_m, i: string) => `/contents/${history.adapted.starts[Number(i)] ?? i}`)
+        query: withoutKey
       }
       return proxyRequest(app, options, api, request, reply)
     }
   )
-
-  /** The body a request was forwarded as, and where each of its messages starts among its contents (read again from the bytes sent). */
-  function forwardedContents(bytes: Buffer | undefined): { body: Record<string, unknown>; starts: readonly number[] } | undefined {
-    if (!bytes) return undefined
-    const body = JSON.parse(bytes.toString('utf8')) as Record<string, unknown>
-    const read = readGeminiRequest(body, () => true)
-    return { body, starts: read.kind === 'history' ? read.history.adapted.starts : [] }
-  }
 
   async function forward(request: FastifyRequest, reply: FastifyReply, below: string): Promise<FastifyReply> {
     const given = credentials(request)

@@ -1,13 +1,9 @@
 import type { FastifyPluginAsync } from 'fastify'
 import { checkedWhenRead } from '../json.js'
-import { clientSummarizer } from '../../proxy/client-summaries.js'
-import { readMessagesRequest } from '../../proxy/request.js'
-import { withRecallToolBytes } from '../../proxy/recall-tool.js'
 import { MessagesBody } from '../../contract/proxy-bodies.js'
-import { withMessages } from '../../contract/wire.js'
-import { type Message, hasPrefixCheck, openLoopWithoutThinking } from '../../compaction/index.js'
 import { type ProxiedApi, installProxyHooks, proxyErrors, proxyHeaders, proxyRequest, upstreamAnswer } from '../proxying.js'
 import { KEYED } from './security.js'
+import { messagesDialect } from '../../proxy/dialects/messages.js'
 
 /** The proxied endpoints: the same path upstream as here. */
 const ENDPOINTS = [
@@ -40,29 +36,11 @@ export const messagesRoutes: FastifyPluginAsync = async (app) => {
   installProxyHooks(app, (url) => ENDPOINTS.find((e) => e.path === url)?.endpoint ?? 'messages')
   for (const route of ENDPOINTS) {
     const api: ProxiedApi<undefined> = {
-      endpoint: route.endpoint,
+      ...messagesDialect(route.endpoint),
       path: route.path,
-      name: 'the Messages API',
       keySetting: 'ANTHROPIC_API_KEY',
       upstream,
-      credentials,
-      read: (body) => ({ parts: readMessagesRequest(body.value()), read: undefined }),
-      ...(route.endpoint === 'messages'
-        ? {
-            clientSummarizer: (settings, body, _read, headers, after, forwarded) =>
-              clientSummarizer(settings, body.value() as Record<string, unknown>, headers, after, forwarded),
-            usage: 'messages' as const
-          }
-        : {}),
-      contextManagement: true,
-      recallTool: 'messages',
-      // a compaction's messages are built on the cleared ones where both were done; the recall tool after the client's own
-      write: (body, _read, outcome, cleared, offerRecall) => {
-        const value = body.value() as Record<string, unknown>
-        const messages = outcome?.messages ?? cleared?.messages ?? (value.messages as Message[])
-        const bytes = withMessages(thinkingAsAccepted(value, messages), messages)
-        return offerRecall ? withRecallToolBytes(bytes) : bytes
-      }
+      credentials
     }
     // The body stays bytes until the proxy reads it (one under its budget is forwarded unread); what it reads
     // is checked then, against this same schema (readMessagesRequest).
@@ -94,15 +72,4 @@ export const messagesRoutes: FastifyPluginAsync = async (app) => {
       async (request, reply) => proxyRequest(app, options, api, request, reply)
     )
   }
-}
-
-/**
- * The request's thinking setting as the API accepts it with the rewritten history: with thinking `enabled`,
- * the last assistant message of an open tool loop must begin with a thinking block; where the rewrite took
- * its stale thinking out, thinking is off for the request (the API's documented way), until the loop ends.
- */
-function thinkingAsAccepted(body: Record<string, unknown>, messages: readonly Message[]): object {
-  const thinking = body.thinking as { type?: unknown } | undefined
-  if (thinking?.type !== 'enabled' || !hasPrefixCheck(body.model) || !openLoopWithoutThinking(messages)) return body
-  return { ...body, thinking: { type: 'disabled' } }
 }

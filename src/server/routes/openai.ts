@@ -1,19 +1,12 @@
 import type { FastifyPluginAsync } from 'fastify'
 import { checkedWhenRead } from '../json.js'
 import { openAiClientSummarizer } from '../../proxy/client-summaries.js'
-import { type OpenAiApi, type OpenAiBody, type OpenAiHistory, openAiPayload, readOpenAiRequest } from '../../proxy/openai.js'
+import type { OpenAiApi, OpenAiBody, OpenAiHistory } from '../../proxy/openai.js'
 import { ChatCompletionsBody, ResponsesBody, ResponsesCompactBody } from '../../contract/proxy-bodies.js'
-import { type BodyRead, bodyReader } from '../../contract/validation.js'
-import { settable } from '../../formats/index.js'
-import type { ProxyRead } from '../../service/proxied.js'
+import { bodyReader } from '../../contract/validation.js'
 import { type ProxiedApi, compactResponsesHere, installProxyHooks, proxyErrors, proxyHeaders, proxyRequest, upstreamAnswer } from '../proxying.js'
 import { KEYED } from './security.js'
-import { CHAT_RECALL_TOOL_DEFINITION, withRecallToolBytes } from '../../proxy/recall-tool.js'
-import { type ChatExchange, restoreChat } from '../../proxy/recall-chat.js'
-import { RESPONSES_RECALL_TOOL_DEFINITION, type ResponsesExchange, restoreResponses } from '../../proxy/recall-responses.js'
-import { ProxiedBody } from '../../proxy/body.js'
-import { withMessages } from '../../contract/wire.js'
-import type { StoredExchange } from '../../service/recall-exchanges.js'
+import { forwardedConversation, openAiDialect } from '../../proxy/dialects/openai.js'
 
 /** The proxied endpoints: the path below OPENAI_BASE_URL upstream, below /v1 here. */
 const ENDPOINTS = [
@@ -62,55 +55,11 @@ export const openAiRoutes: FastifyPluginAsync = async (app) => {
     // the route's schema, the one check of the bodies it reads
     const check = bodyReader<OpenAiBody>(route.body)
     const api: ProxiedApi<OpenAiHistory> = {
-      endpoint: route.endpoint,
+      ...openAiDialect(kind, route.endpoint, check),
       path: route.path,
-      name: 'the OpenAI API',
       keySetting: 'OPENAI_API_KEY',
       upstream,
-      credentials,
-      read: (body, budgetMayPass): ProxyRead<OpenAiHistory> => {
-        const read = readOpenAiRequest(body.value(kind === 'chat' ? 'messages' : 'input'), kind, budgetMayPass, check)
-        return read.kind === 'unread' ? { unread: read.reason } : { parts: read.history, read: read.history }
-      },
-      write: (body, history, outcome, cleared, offerRecall) => {
-        const bytes = openAiPayload(body.value() as object, history, outcome, cleared)
-        if (!offerRecall) return bytes
-        return withRecallToolBytes(bytes, kind === 'chat' ? CHAT_RECALL_TOOL_DEFINITION : RESPONSES_RECALL_TOOL_DEFINITION)
-      },
-      // the gateway's recall tool: its exchanges put back in the client's own items (not on the upstream's own compaction)
-      ...(route.endpoint === 'responses_compact'
-        ? {}
-        : {
-            recallTool: kind,
-            answerAt: (history: OpenAiHistory) => history.items.length,
-            restoreItems: (body: ProxiedBody, history: OpenAiHistory, exchanges: readonly StoredExchange[]) => {
-              const { items, restored } =
-                kind === 'chat' ? restoreChat(history.items, exchanges as ChatExchange[]) : restoreResponses(history.items, exchanges as ResponsesExchange[])
-              return restored === 0 ? undefined : new ProxiedBody(withMessages(body.value() as object, items, history.field))
-            },
-            // Codex declares its tools in `additional_tools` input items
-            declaredTools: (history: OpenAiHistory) => history.items.filter((i) => i.type === 'additional_tools')
-          }),
-      fixed: (history, message, block) => !settable(history.adapted, message, block),
-      // the conversation's own model writes its summaries in the conversation (not behind the upstream's own compaction)
-      ...(route.endpoint === 'responses_compact'
-        ? {}
-        : {
-            clientSummarizer: (settings, body, _history, headers, after, forwarded) => {
-              const model = (body.value() as { model?: unknown }).model
-              return openAiClientSummarizer(
-                settings,
-                { api: kind, after, forwarded: () => forwardedConversation(forwarded(), kind, check) },
-                typeof model === 'string' ? model : 'unknown',
-                headers
-              )
-            }
-          }),
-      ...(route.endpoint === 'responses' ? { responsesCompaction: true as const } : {}),
-      // every answer bills: its usage, read into the Messages API's terms, enters the session's cost
-      usage: kind === 'chat' ? ('chat' as const) : ('responses' as const),
-      // the core's message i is the turn that starts at the client's item starts[i]
-      place: (history, path) => path.replace(/^\/messages\/(\d+).*/, (_m, i: string) => `/${history.field}/${history.adapted.starts[Number(i)] ?? i}`)
+      credentials
     }
     // The body stays bytes until the proxy reads it (one under its budget is forwarded unread); what it reads
     // is checked then, against this same schema (`check`).
@@ -157,16 +106,4 @@ export const openAiRoutes: FastifyPluginAsync = async (app) => {
         : async (request, reply) => proxyRequest(app, options, api, request, reply)
     )
   }
-}
-
-/** The body a request was forwarded as, and where each of its messages starts among its items (read again from the bytes sent). */
-function forwardedConversation(
-  bytes: Buffer | undefined,
-  kind: OpenAiApi,
-  check: (body: unknown) => BodyRead<OpenAiBody>
-): { body: Record<string, unknown>; starts: readonly number[] } | undefined {
-  if (!bytes) return undefined
-  const body = JSON.parse(bytes.toString('utf8')) as Record<string, unknown>
-  const read = readOpenAiRequest(body, kind, () => true, check)
-  return { body, starts: read.kind === 'history' ? read.history.adapted.starts : [] }
 }

@@ -1,0 +1,83 @@
+/**
+ * The dialect of OpenAI's APIs, Chat Completions and the Responses API (and the Responses API's own
+ * compaction): the body read into the core's turns and given back as the client's own items, its usage
+ * billed, the gateway's recall tool offered in its format and its exchanges put back in the client's items,
+ * the Responses API's compaction performed by the gateway, summaries by the conversation's own model.
+ */
+import { settable } from '../../formats/index.js'
+import type { BodyRead } from '../../contract/validation.js'
+import { withMessages } from '../../contract/wire.js'
+import { ProxiedBody } from '../body.js'
+import { openAiClientSummarizer } from '../client-summaries.js'
+import type { ProxiedDialect, ProxyRead } from '../dialect.js'
+import { type OpenAiApi, type OpenAiBody, type OpenAiHistory, openAiPayload, readOpenAiRequest } from '../openai.js'
+import { type ChatExchange, restoreChat } from '../recall-chat.js'
+import { RESPONSES_RECALL_TOOL_DEFINITION, type ResponsesExchange, restoreResponses } from '../recall-responses.js'
+import { CHAT_RECALL_TOOL_DEFINITION, type StoredExchange, withRecallToolBytes } from '../recall-tool.js'
+
+/** `check`: the route's schema, the one check of the bodies it reads. */
+export function openAiDialect(
+  kind: OpenAiApi,
+  endpoint: 'chat_completions' | 'responses' | 'responses_compact',
+  check: (body: unknown) => BodyRead<OpenAiBody>
+): ProxiedDialect<OpenAiHistory> {
+  return {
+    endpoint,
+    name: 'the OpenAI API',
+    read: (body, budgetMayPass): ProxyRead<OpenAiHistory> => {
+      const read = readOpenAiRequest(body.value(kind === 'chat' ? 'messages' : 'input'), kind, budgetMayPass, check)
+      return read.kind === 'unread' ? { unread: read.reason } : { parts: read.history, read: read.history }
+    },
+    write: (body, history, outcome, cleared, offerRecall) => {
+      const bytes = openAiPayload(body.value() as object, history, outcome, cleared)
+      if (!offerRecall) return bytes
+      return withRecallToolBytes(bytes, kind === 'chat' ? CHAT_RECALL_TOOL_DEFINITION : RESPONSES_RECALL_TOOL_DEFINITION)
+    },
+    // the gateway's recall tool: its exchanges put back in the client's own items (not on the upstream's own compaction)
+    ...(endpoint === 'responses_compact'
+      ? {}
+      : {
+          recallTool: kind,
+          answerAt: (history: OpenAiHistory) => history.items.length,
+          restoreItems: (body: ProxiedBody, history: OpenAiHistory, exchanges: readonly StoredExchange[]) => {
+            const { items, restored } =
+              kind === 'chat' ? restoreChat(history.items, exchanges as ChatExchange[]) : restoreResponses(history.items, exchanges as ResponsesExchange[])
+            return restored === 0 ? undefined : new ProxiedBody(withMessages(body.value() as object, items, history.field))
+          },
+          // Codex declares its tools in `additional_tools` input items
+          declaredTools: (history: OpenAiHistory) => history.items.filter((i) => i.type === 'additional_tools')
+        }),
+    fixed: (history, message, block) => !settable(history.adapted, message, block),
+    // the conversation's own model writes its summaries in the conversation (not behind the upstream's own compaction)
+    ...(endpoint === 'responses_compact'
+      ? {}
+      : {
+          clientSummarizer: (settings, body, _history, headers, after, forwarded) => {
+            const model = (body.value() as { model?: unknown }).model
+            return openAiClientSummarizer(
+              settings,
+              { api: kind, after, forwarded: () => forwardedConversation(forwarded(), kind, check) },
+              typeof model === 'string' ? model : 'unknown',
+              headers
+            )
+          }
+        }),
+    ...(endpoint === 'responses' ? { responsesCompaction: true as const } : {}),
+    // every answer bills: its usage, read into the Messages API's terms, enters the session's cost
+    usage: kind === 'chat' ? ('chat' as const) : ('responses' as const),
+    // the core's message i is the turn that starts at the client's item starts[i]
+    place: (history, path) => path.replace(/^\/messages\/(\d+).*/, (_m, i: string) => `/${history.field}/${history.adapted.starts[Number(i)] ?? i}`)
+  }
+}
+
+/** The body a request was forwarded as, and where each of its messages starts among its items (read again from the bytes sent). */
+export function forwardedConversation(
+  bytes: Buffer | undefined,
+  kind: OpenAiApi,
+  check: (body: unknown) => BodyRead<OpenAiBody>
+): { body: Record<string, unknown>; starts: readonly number[] } | undefined {
+  if (!bytes) return undefined
+  const body = JSON.parse(bytes.toString('utf8')) as Record<string, unknown>
+  const read = readOpenAiRequest(body, kind, () => true, check)
+  return { body, starts: read.kind === 'history' ? read.history.adapted.starts : [] }
+}

@@ -17,7 +17,7 @@ function runtimeModule(source: string): boolean {
 
 describe('layout', () => {
   it.each(MIRRORED)('every module of src/%s that runs has its own test file', (folder) => {
-    const missing = readdirSync(join('src', folder))
+    const missing = readdirSync(join('src', folder), { recursive: true, encoding: 'utf8' })
       .filter((f) => f.endsWith('.ts') && runtimeModule(readFileSync(join('src', folder, f), 'utf8')))
       .map((f) => join('test', folder, f.replace(/\.ts$/, '.test.ts')))
       .filter((t) => !existsSync(t))

@@ -20,7 +20,7 @@ import { DEFAULT_BODY_LIMIT } from '../contract/defaults.js'
 import { errorBody } from './errors.js'
 import { ConfigurationError } from '../contract/errors.js'
 import { ProxiedBody } from '../proxy/body.js'
-import type { ProxiedDialect, ProxyPolicy } from '../service/proxied.js'
+import type { Forward, OfferedRecall, Paused, ProxiedDialect, ProxyPolicy, Relayed } from '../service/proxied.js'
 import { RECORD_HEADER } from '../service/served.js'
 import { type RecallTurn, relayRecallJson, relayRecallStream } from './recall-relay.js'
 import { type Message, PROXY_RECALL_TOOL } from '../compaction/index.js'
@@ -241,16 +241,24 @@ export async function proxyRequest<R>(
   request.proxyOutcome = outcome.kind
   if (scheduled.unkept) void reply.header(RECORD_HEADER, 'not-kept')
   if (scheduled.begin) reply.raw.once('close', scheduled.begin)
-  if (prepared.kind === 'paused') {
-    void reply
-      .code(200)
-      .header('content-type', prepared.contentType)
-      .header('x-compaction', prepared.outcome.kind === 'none' ? 'none' : 'compacted')
-    if (prepared.outcome.summaryId !== undefined) void reply.header('x-compaction-summary-id', prepared.outcome.summaryId)
-    if (prepared.summarizer !== undefined) void reply.header('x-compaction-summarizer', prepared.summarizer)
-    return reply.send(prepared.body)
-  }
+  if (prepared.kind === 'paused') return answerPaused(reply, prepared)
+  return forwardPrepared(api, request, reply, prepared, hangUp)
+}
 
+/** The gateway's own answer, its compaction block alone (compact_20260112 paused, compaction on demand). */
+function answerPaused(reply: FastifyReply, prepared: Paused): FastifyReply {
+  void reply
+    .code(200)
+    .header('content-type', prepared.contentType)
+    .header('x-compaction', prepared.outcome.kind === 'none' ? 'none' : 'compacted')
+  if (prepared.outcome.summaryId !== undefined) void reply.header('x-compaction-summary-id', prepared.outcome.summaryId)
+  if (prepared.summarizer !== undefined) void reply.header('x-compaction-summarizer', prepared.summarizer)
+  return reply.send(prepared.body)
+}
+
+/** The prepared request sent upstream, what was done noted once it answers, and the answer relayed (through the recall tool's rounds where it was offered). */
+async function forwardPrepared<R>(api: ProxiedApi<R>, request: FastifyRequest, reply: FastifyReply, prepared: Forward, hangUp: HangUp): Promise<FastifyReply> {
+  const { scheduled } = prepared
   const asked = performance.now()
   // The query string goes on as it came (Claude Code's `?beta=true`).
   const query = request.url.indexOf('?')
@@ -264,24 +272,7 @@ export async function proxyRequest<R>(
   // (a proxied request's one line is written once, so its fields are set once)
   request.lineFields = relayed.line
   const recall = prepared.recall
-  if (recall && res.status === 200) {
-    void reply.code(res.status).headers(clientHeaders(res.headers)).header('x-compaction', 'compacted').header('x-compaction-recall-tool', PROXY_RECALL_TOOL)
-    if (prepared.outcome.kind !== 'none') void reply.header('x-compaction-summary-id', prepared.outcome.summaryId)
-    const turn: RecallTurn = {
-      search: (call) => recall.search(call),
-      send: (added) => api.upstream.send(`${api.path}${search}`, prepared.headers, recall.continuation(added), hangUp),
-      keep: (exchange) => recall.keep(exchange),
-      ...(relayed.onUsage ? { onUsage: relayed.onUsage } : {}),
-      ...(relayed.rewrite ? { rewrite: relayed.rewrite } : {}),
-      aborted: () => hangUp.aborted
-    }
-    const contentType = res.headers['content-type']
-    if (typeof contentType === 'string' && contentType.startsWith('text/event-stream')) {
-      await relayRecallStream(reply, res, turn, api.name, recall.format)
-      return reply
-    }
-    return relayRecallJson(reply, res, turn, recall.format)
-  }
+  if (recall && res.status === 200) return relayRecall(api, reply, res, prepared, recall, relayed, `${api.path}${search}`, hangUp)
   return relay(
     reply,
     api,
@@ -294,6 +285,35 @@ export async function proxyRequest<R>(
     prepared.changed,
     prepared.recallTool
   )
+}
+
+/** An answer where the model was offered the gateway's recall tool: its calls answered and the turn continued upstream (recall-relay.ts). */
+async function relayRecall<R>(
+  api: ProxiedApi<R>,
+  reply: FastifyReply,
+  res: UpstreamResponse,
+  prepared: Forward,
+  recall: OfferedRecall,
+  relayed: Relayed,
+  path: string,
+  hangUp: HangUp
+): Promise<FastifyReply> {
+  void reply.code(res.status).headers(clientHeaders(res.headers)).header('x-compaction', 'compacted').header('x-compaction-recall-tool', PROXY_RECALL_TOOL)
+  if (prepared.outcome.kind !== 'none') void reply.header('x-compaction-summary-id', prepared.outcome.summaryId)
+  const turn: RecallTurn = {
+    search: (call) => recall.search(call),
+    send: (added) => api.upstream.send(path, prepared.headers, recall.continuation(added), hangUp),
+    keep: (exchange) => recall.keep(exchange),
+    ...(relayed.onUsage ? { onUsage: relayed.onUsage } : {}),
+    ...(relayed.rewrite ? { rewrite: relayed.rewrite } : {}),
+    aborted: () => hangUp.aborted
+  }
+  const contentType = res.headers['content-type']
+  if (typeof contentType === 'string' && contentType.startsWith('text/event-stream')) {
+    await relayRecallStream(reply, res, turn, api.name, recall.format)
+    return reply
+  }
+  return relayRecallJson(reply, res, turn, recall.format)
 }
 
 /**

@@ -4,7 +4,7 @@ import { ClearingTier } from '../../proxy/clearing.js'
 import { promptTokens } from '../../compaction/index.js'
 import { Upstream } from '../../proxy/upstream.js'
 import { type Config, DEFAULT_GEMINI_BASE_URL, DEFAULT_OPENAI_BASE_URL, parseApiKeys, proxySummaries } from '../config.js'
-import type { FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { ClientSummaries } from '../../proxy/client-summaries.js'
 import type { ProxyContext } from '../proxying.js'
 import { ProxyService } from '../../service/proxied.js'
@@ -68,58 +68,12 @@ export class SeenSet {
 /** The proxy's upstream clients and its per-session compactor (anchors, summaries written ahead), one for every API it proxies. */
 export const proxyPlugin = fp<{ config: Config; keys: KeyMaterial }>(
   async (app, { config, keys }) => {
-    // whether the gateway checks keys of its own: the client's key is then never forwarded
-    const checksKeys = parseApiKeys(config.COMPACT_API_KEYS).size > 0
     const { metrics } = app
-    const { deps, limited } = app.compaction
     const timeouts = { timeoutMs: config.COMPACT_UPSTREAM_TIMEOUT_MS, connections: config.COMPACT_UPSTREAM_CONNECTIONS }
     const upstream = new Upstream({ baseUrl: config.ANTHROPIC_BASE_URL ?? DEFAULT_UPSTREAM_URL, ...timeouts })
     const openai = new Upstream({ baseUrl: config.OPENAI_BASE_URL ?? DEFAULT_OPENAI_BASE_URL, name: 'the OpenAI API', ...timeouts })
     const gemini = new Upstream({ baseUrl: config.GOOGLE_GEMINI_BASE_URL ?? DEFAULT_GEMINI_BASE_URL, name: "Gemini's API", ...timeouts })
-    const compactor = new ProxyCompactor({
-      deps,
-      runCrossing: app.compaction.runProxied,
-      precomputeAt: config.COMPACT_PRECOMPUTE_AT === 'off' ? undefined : config.COMPACT_PRECOMPUTE_AT,
-      targetShare: config.COMPACT_TARGET_SHARE,
-      ...(config.COMPACT_PROMPT_CACHE_S === 'off' ? {} : { promptCacheMs: config.COMPACT_PROMPT_CACHE_S * 1_000 }),
-      // what a crossing's rewrite costs and saves, as the operator prices them (COMPACT_PRICE_*)
-      ...(config.COMPACT_PRICE_INPUT > 0
-        ? {
-            prices: {
-              cache_write: config.COMPACT_PRICE_CACHE_WRITE / config.COMPACT_PRICE_INPUT,
-              cache_read: config.COMPACT_PRICE_CACHE_READ / config.COMPACT_PRICE_INPUT
-            }
-          }
-        : {}),
-      onWait: () => metrics.proxyCrossingsWaited.inc(),
-      // Background summaries take a free place only: they never queue ahead of a client's.
-      canPrecompute: (inFlight) => {
-        // as many at once as the gateway's model would take (the conversation's own pass no limiter of the gateway's)
-        if (inFlight >= config.COMPACT_MAX_SUMMARIES) return false
-        if (!limited) return true
-        const { load } = limited
-        return load.waiting === 0 && load.active < config.COMPACT_MAX_SUMMARIES
-      },
-      onPrecompute: (event, err) => {
-        metrics.proxyPrecomputes.inc({ event })
-        if (err) app.log.warn({ err, event: 'precompute_failed' }, 'a background summary failed')
-      },
-      anchors: storedAnchors(app.store),
-      onSummary: (request, report) => {
-        app.activity.summary(request.keyName, request.session, report)
-        // a summary written ahead that fell back: the model fails, and the crossings will merge without it
-        warnSummarizerFault(app.compaction.faults, app.log, report.fallback_reason, {
-          key_name: request.keyName || undefined,
-          session_id: request.session,
-          summarizer_calls: report.calls,
-          via: 'write_ahead'
-        })
-      },
-      onAnchorFault: (err) => {
-        metrics.storeErrors.inc({ operation: 'anchors' })
-        app.log.error({ err, event: 'anchors_not_kept' }, "a conversation's anchors could not be read or kept; the proxy goes on from memory")
-      }
-    })
+    const compactor = proxyCompactor(app, config)
     // clearing first (COMPACT_STRATEGY clear or hybrid), landing where the compactor's crossings land
     const clearing =
       config.COMPACT_STRATEGY === 'summarize'
@@ -128,51 +82,7 @@ export const proxyPlugin = fp<{ config: Config; keys: KeyMaterial }>(
             const fixed = promptTokens([], parts.system, parts.tools)
             return fixed + Math.floor(config.COMPACT_TARGET_SHARE * Math.max(0, budgetTokens - fixed))
           })
-    const budgetTokens = config.COMPACT_BUDGET
-    // a hard bound over the budget, which is then a target (COMPACT_LIMIT)
-    const limit = config.COMPACT_LIMIT === 'off' ? {} : { limitTokens: config.COMPACT_LIMIT }
-    // The conversation's own model writes its summaries (COMPACT_PROXY_SUMMARIES), asked in the conversation with
-    // the credentials it is forwarded with (the client's, or the gateway's key): the prefix is read from the cache.
-    const clientSummaries: ClientSummaries | undefined =
-      proxySummaries(config) === 'conversation'
-        ? {
-            baseUrl: config.ANTHROPIC_BASE_URL ?? DEFAULT_UPSTREAM_URL,
-            openAiBaseUrl: config.OPENAI_BASE_URL ?? DEFAULT_OPENAI_BASE_URL,
-            geminiBaseUrl: config.GOOGLE_GEMINI_BASE_URL ?? DEFAULT_GEMINI_BASE_URL,
-            timeoutMs: config.COMPACT_SUMMARIZER_TIMEOUT_MS,
-            fallback: config.COMPACT_FALLBACK
-          }
-        : undefined
-    // the share of new conversations sent through uncompacted, to measure what compaction saves
-    const control = config.COMPACT_CONTROL_SHARE > 0 ? { controlShare: config.COMPACT_CONTROL_SHARE } : {}
-    const policy: ProxyPolicies = {
-      messages: {
-        budgetTokens,
-        ...limit,
-        ...control,
-        credentials: upstreamCredentials(config.ANTHROPIC_API_KEY, checksKeys),
-        contextManagement: contextManagement(config),
-        recall: config.COMPACT_RECALL,
-        ...(clientSummaries ? { clientSummaries } : {})
-      },
-      openai: {
-        budgetTokens,
-        ...limit,
-        ...control,
-        credentials: openAiCredentials(config.OPENAI_API_KEY, checksKeys),
-        contextManagement: openAiContextManagement(config),
-        recall: config.COMPACT_RECALL,
-        ...(clientSummaries ? { clientSummaries } : {})
-      },
-      gemini: {
-        budgetTokens,
-        ...limit,
-        ...control,
-        recall: config.COMPACT_RECALL,
-        credentials: geminiCredentials(config.GEMINI_API_KEY, checksKeys),
-        ...(clientSummaries ? { clientSummaries } : {})
-      }
-    }
+    const policy = proxyPolicies(config)
     const exchanges = new RecallExchanges(app.store, (err: unknown) => {
       metrics.storeErrors.inc({ operation: 'recall_exchanges' })
       app.log.error({ err, event: 'recall_exchanges_not_kept' }, "a conversation's recall exchanges could not be read or kept; the proxy goes on from memory")
@@ -197,6 +107,107 @@ export const proxyPlugin = fp<{ config: Config; keys: KeyMaterial }>(
   },
   { name: 'proxy', dependencies: ['metrics', 'compaction', 'store'] }
 )
+
+/** The proxy's per-conversation compactor: its crossings run where the app runs compactions, its summaries written ahead within the model's places, its anchors in the store. */
+function proxyCompactor(app: FastifyInstance, config: Config): ProxyCompactor {
+  const { metrics } = app
+  const { deps, limited } = app.compaction
+  return new ProxyCompactor({
+    deps,
+    runCrossing: app.compaction.runProxied,
+    precomputeAt: config.COMPACT_PRECOMPUTE_AT === 'off' ? undefined : config.COMPACT_PRECOMPUTE_AT,
+    targetShare: config.COMPACT_TARGET_SHARE,
+    ...(config.COMPACT_PROMPT_CACHE_S === 'off' ? {} : { promptCacheMs: config.COMPACT_PROMPT_CACHE_S * 1_000 }),
+    // what a crossing's rewrite costs and saves, as the operator prices them (COMPACT_PRICE_*)
+    ...(config.COMPACT_PRICE_INPUT > 0
+      ? {
+          prices: {
+            cache_write: config.COMPACT_PRICE_CACHE_WRITE / config.COMPACT_PRICE_INPUT,
+            cache_read: config.COMPACT_PRICE_CACHE_READ / config.COMPACT_PRICE_INPUT
+          }
+        }
+      : {}),
+    onWait: () => metrics.proxyCrossingsWaited.inc(),
+    // Background summaries take a free place only: they never queue ahead of a client's.
+    canPrecompute: (inFlight) => {
+      // as many at once as the gateway's model would take (the conversation's own pass no limiter of the gateway's)
+      if (inFlight >= config.COMPACT_MAX_SUMMARIES) return false
+      if (!limited) return true
+      const { load } = limited
+      return load.waiting === 0 && load.active < config.COMPACT_MAX_SUMMARIES
+    },
+    onPrecompute: (event, err) => {
+      metrics.proxyPrecomputes.inc({ event })
+      if (err) app.log.warn({ err, event: 'precompute_failed' }, 'a background summary failed')
+    },
+    anchors: storedAnchors(app.store),
+    onSummary: (request, report) => {
+      app.activity.summary(request.keyName, request.session, report)
+      // a summary written ahead that fell back: the model fails, and the crossings will merge without it
+      warnSummarizerFault(app.compaction.faults, app.log, report.fallback_reason, {
+        key_name: request.keyName || undefined,
+        session_id: request.session,
+        summarizer_calls: report.calls,
+        via: 'write_ahead'
+      })
+    },
+    onAnchorFault: (err) => {
+      metrics.storeErrors.inc({ operation: 'anchors' })
+      app.log.error({ err, event: 'anchors_not_kept' }, "a conversation's anchors could not be read or kept; the proxy goes on from memory")
+    }
+  })
+}
+
+/** Each proxy's policy from the settings: its budget and limit, credentials, context management, recall, who writes its summaries, the control group. */
+function proxyPolicies(config: Config): ProxyPolicies {
+  // whether the gateway checks keys of its own: the client's key is then never forwarded
+  const checksKeys = parseApiKeys(config.COMPACT_API_KEYS).size > 0
+  const budgetTokens = config.COMPACT_BUDGET
+  // a hard bound over the budget, which is then a target (COMPACT_LIMIT)
+  const limit = config.COMPACT_LIMIT === 'off' ? {} : { limitTokens: config.COMPACT_LIMIT }
+  // The conversation's own model writes its summaries (COMPACT_PROXY_SUMMARIES), asked in the conversation with
+  // the credentials it is forwarded with (the client's, or the gateway's key): the prefix is read from the cache.
+  const clientSummaries: ClientSummaries | undefined =
+    proxySummaries(config) === 'conversation'
+      ? {
+          baseUrl: config.ANTHROPIC_BASE_URL ?? DEFAULT_UPSTREAM_URL,
+          openAiBaseUrl: config.OPENAI_BASE_URL ?? DEFAULT_OPENAI_BASE_URL,
+          geminiBaseUrl: config.GOOGLE_GEMINI_BASE_URL ?? DEFAULT_GEMINI_BASE_URL,
+          timeoutMs: config.COMPACT_SUMMARIZER_TIMEOUT_MS,
+          fallback: config.COMPACT_FALLBACK
+        }
+      : undefined
+  // the share of new conversations sent through uncompacted, to measure what compaction saves
+  const control = config.COMPACT_CONTROL_SHARE > 0 ? { controlShare: config.COMPACT_CONTROL_SHARE } : {}
+  return {
+    messages: {
+      budgetTokens,
+      ...limit,
+      ...control,
+      credentials: upstreamCredentials(config.ANTHROPIC_API_KEY, checksKeys),
+      contextManagement: contextManagement(config),
+      recall: config.COMPACT_RECALL,
+      ...(clientSummaries ? { clientSummaries } : {})
+    },
+    openai: {
+      budgetTokens,
+      ...limit,
+      ...control,
+      credentials: openAiCredentials(config.OPENAI_API_KEY, checksKeys),
+      contextManagement: openAiContextManagement(config),
+      recall: config.COMPACT_RECALL,
+      ...(clientSummaries ? { clientSummaries } : {})
+    },
+    gemini: {
+      budgetTokens,
+      ...limit,
+      ...control,
+      recall: config.COMPACT_RECALL,
+      credentials: geminiCredentials(config.GEMINI_API_KEY, checksKeys),
+      ...(clientSummaries ? { clientSummaries } : {})
+    }
+  }
+}
 
 /**
  * What the proxy sends upstream as credentials: the gateway's ANTHROPIC_API_KEY; without one, and only

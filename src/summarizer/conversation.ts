@@ -4,7 +4,7 @@ import { DOCTRINE_TEXT } from '../prompts/doctrine.js'
 import { type Usage, maxOutputTokens } from './fold.js'
 import { countAnswer } from './anthropic.js'
 import { SummarizerFault, faultOf } from './faults.js'
-import type { SummarizeRequest, SummarizeResult, Summarizer } from './summarizer.js'
+import type { SummarizeRequest, SummarizeResult, Summarizer, SummarizerKind } from './summarizer.js'
 import { readToolInput } from './tool.js'
 
 /** The conversation a summary is written in: the client's own request, as its upstream last received it. */
@@ -113,33 +113,75 @@ export class ConversationSummarizer implements Summarizer {
         .filter((b): b is Anthropic.TextBlock => b.type === 'text')
         .map((b) => b.text)
         .join('\n')
-      const read = readAnswer(text)
-      if ('sections' in read) {
-        return {
-          sections: read.sections,
-          report: {
-            kind: 'anthropic',
-            model: this.model,
-            input_tokens: usage.input,
-            output_tokens: usage.output,
-            calls: usage.calls,
-            fallback_reason: null,
-            duration_ms: Math.round(performance.now() - started)
-          }
+      const judged = judgeAnswer(
+        text,
+        attempt,
+        response.content.some((b) => b.type === 'tool_use'),
+        {
+          kind: 'anthropic',
+          model: this.model,
+          usage,
+          started
         }
-      }
-      // a tool call is no summary, and its pairing rules leave no retry worth its price
-      const calledTool = response.content.some((b) => b.type === 'tool_use')
-      if (attempt >= 1 || calledTool || !text.trim())
-        throw new SummarizerFault('invalid_output', calledTool ? 'the model called a tool instead of answering with the summary' : read.error)
+      )
+      if ('result' in judged) return judged.result
       // The retry goes on in the same conversation: its prefix, the first attempt included, is read from cache.
-      messages = [
-        ...messages,
-        { role: 'assistant', content: [{ type: 'text', text }] },
-        { role: 'user', content: `${read.error}. Answer with the JSON object only.` }
-      ]
+      messages = [...messages, { role: 'assistant', content: [{ type: 'text', text }] }, { role: 'user', content: judged.retry }]
     }
   }
+}
+
+/** What one attempt of a summary asked in a conversation came to: the summary, or the error to ask again with. */
+export type Judged = { result: SummarizeResult } | { retry: string }
+
+/**
+ * An answer of a summary asked in a conversation, judged: its sections and the report where its text holds the
+ * JSON object; else a fault where no retry is worth its price (the second attempt, a tool called — its pairing
+ * rules leave nothing to retry in —, or no text), or the error to ask again with in the same conversation.
+ */
+export function judgeAnswer(
+  text: string,
+  attempt: number,
+  calledTool: boolean,
+  made: { kind: SummarizerKind; model: string; usage: { input: number; output: number; calls: number }; started: number }
+): Judged {
+  const read = readAnswer(text)
+  if ('sections' in read) {
+    const { kind, model, usage, started } = made
+    const report = { kind, model, input_tokens: usage.input, output_tokens: usage.output, calls: usage.calls, fallback_reason: null }
+    return { result: { sections: read.sections, report: { ...report, duration_ms: Math.round(performance.now() - started) } } }
+  }
+  if (attempt >= 1 || calledTool || !text.trim())
+    throw new SummarizerFault('invalid_output', calledTool ? 'the model called a tool instead of answering with the summary' : read.error)
+  return { retry: `${read.error}. Answer with the JSON object only.` }
+}
+
+/** A conversation forwarded upstream as its client's items: its body, and where each of the core's messages begins among them. */
+export interface ForwardedItems {
+  body: Record<string, unknown>
+  starts: readonly number[]
+}
+
+/**
+ * What a summary asked after a forwarded conversation says: the instruction (the kept part counted in the
+ * client's own items, where a tool's result may be an item of its own) and the summary's budget. `field`
+ * names the items (`messages`, `input`, `contents`); the request must have been forwarded, with them.
+ */
+export function askAfter(
+  request: SummarizeRequest,
+  forwarded: ForwardedItems | undefined,
+  field: string
+): { body: Record<string, unknown>; items: unknown[]; instruction: string; summaryBudget: number } {
+  if (!forwarded) throw new SummarizerFault('bad_request', 'the request this summary continues was never forwarded')
+  const items = forwarded.body[field]
+  if (!Array.isArray(items)) throw new SummarizerFault('bad_request', `the forwarded request has no ${field}`)
+  const { plan } = request
+  const summaryBudget = Math.max(200, Math.floor(plan.summaryMaxTokens / plan.scale))
+  const tail = plan.cut.tail
+  const firstKept = tail.length > 0 ? (forwarded.starts[plan.cut.cut] ?? items.length) : items.length
+  const focus = request.instructions?.trim() ? request.redactors.redact(request.instructions.trim()) : undefined
+  const instruction = summaryInstruction(items.length - firstKept, tail.length > 0 ? openingOf(at(tail, 0)) : '', summaryBudget, focus)
+  return { body: forwarded.body, items, instruction, summaryBudget }
 }
 
 /** The first words of a message, to point the model at where the kept turns begin. */

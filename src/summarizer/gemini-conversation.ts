@@ -1,5 +1,4 @@
-import { at } from '../compaction/index.js'
-import { openingOf, readAnswer, summaryInstruction } from './conversation.js'
+import { type ForwardedItems, askAfter, judgeAnswer } from './conversation.js'
 import { maxOutputTokens } from './fold.js'
 import { SummarizerFault } from './faults.js'
 import type { SummarizeRequest, SummarizeResult, Summarizer } from './summarizer.js'
@@ -10,7 +9,7 @@ export interface GeminiConversation {
    * The body forwarded upstream (parsed), read once the client's request has been answered, and the index,
    * in its `contents`, of the content each of the core's messages starts at.
    */
-  forwarded: () => { body: Record<string, unknown>; starts: readonly number[] } | undefined
+  forwarded: () => ForwardedItems | undefined
   /** Where `generateContent` of the conversation's model is (its upstream, the model in the path). */
   url: string
   /** The headers the conversation is forwarded with (its key among them). */
@@ -49,22 +48,14 @@ export class GeminiConversationSummarizer implements Summarizer {
   async summarize(request: SummarizeRequest): Promise<SummarizeResult> {
     const started = performance.now()
     await this.conversation.after
-    const forwarded = this.conversation.forwarded()
-    if (!forwarded) throw new SummarizerFault('bad_request', 'the request this summary continues was never forwarded')
-    const { plan, signal } = request
-    const contents = forwarded.body.contents
-    if (!Array.isArray(contents)) throw new SummarizerFault('bad_request', 'the forwarded request has no contents')
-    const summaryBudget = Math.max(200, Math.floor(plan.summaryMaxTokens / plan.scale))
-    const tail = plan.cut.tail
-    const firstKept = tail.length > 0 ? (forwarded.starts[plan.cut.cut] ?? contents.length) : contents.length
-    const focus = request.instructions?.trim() ? request.redactors.redact(request.instructions.trim()) : undefined
-    const instruction = summaryInstruction(contents.length - firstKept, tail.length > 0 ? openingOf(at(tail, 0)) : '', summaryBudget, focus)
+    const { body: sent, items: contents, instruction, summaryBudget } = askAfter(request, this.conversation.forwarded(), 'contents')
+    const { signal } = request
     const usage = { input: 0, output: 0, calls: 0 }
     let added: Record<string, unknown>[] = [{ role: 'user', parts: [{ text: instruction }] }]
     for (let attempt = 0; ; attempt++) {
-      const settings = (forwarded.body.generationConfig ?? {}) as Record<string, unknown>
+      const settings = (sent.generationConfig ?? {}) as Record<string, unknown>
       const body = {
-        ...forwarded.body,
+        ...sent,
         contents: [...contents, ...added],
         // room for the answer where the client set none (its own setting kept: it is not part of the cached prefix)
         generationConfig: settings.maxOutputTokens === undefined ? { ...settings, maxOutputTokens: maxOutputTokens(summaryBudget) } : settings
@@ -87,26 +78,10 @@ export class GeminiConversationSummarizer implements Summarizer {
         .map((p) => p.text)
         .join('')
       const calledTool = parts.some((p) => p.functionCall !== undefined)
-      const read = readAnswer(text)
-      if ('sections' in read) {
-        return {
-          sections: read.sections,
-          report: {
-            kind: 'gemini',
-            model: this.model,
-            input_tokens: usage.input,
-            output_tokens: usage.output,
-            calls: usage.calls,
-            fallback_reason: null,
-            duration_ms: Math.round(performance.now() - started)
-          }
-        }
-      }
-      // a function call is no summary, and its pairing rules leave no retry worth its price
-      if (attempt >= 1 || calledTool || !text.trim())
-        throw new SummarizerFault('invalid_output', calledTool ? 'the model called a function instead of answering with the summary' : read.error)
+      const judged = judgeAnswer(text, attempt, calledTool, { kind: 'gemini', model: this.model, usage, started })
+      if ('result' in judged) return judged.result
       // the retry goes on in the same conversation (the model's content as it came, thought signatures with it)
-      added = [...added, { role: 'model', parts }, { role: 'user', parts: [{ text: `${read.error}. Answer with the JSON object only.` }] }]
+      added = [...added, { role: 'model', parts }, { role: 'user', parts: [{ text: judged.retry }] }]
     }
   }
 

@@ -1,6 +1,5 @@
 import type OpenAI from 'openai'
-import { at } from '../compaction/index.js'
-import { openingOf, readAnswer, summaryInstruction } from './conversation.js'
+import { type ForwardedItems, askAfter, judgeAnswer } from './conversation.js'
 import { maxOutputTokens } from './fold.js'
 import { SummarizerFault, faultOf } from './faults.js'
 import type { SummarizeRequest, SummarizeResult, Summarizer } from './summarizer.js'
@@ -12,7 +11,7 @@ export interface OpenAiConversation {
    * The body forwarded upstream (parsed), read once the client's request has been answered, and the index,
    * in its `messages` or `input`, of the item each of the core's messages starts at.
    */
-  forwarded: () => { body: Record<string, unknown>; starts: readonly number[] } | undefined
+  forwarded: () => ForwardedItems | undefined
   /** An OpenAI client with the client's own credentials and the proxy's upstream. */
   client: OpenAI
   /** Settles when the client's own request has been answered (its prefix is then in the upstream's cache). */
@@ -43,23 +42,14 @@ export class OpenAiConversationSummarizer implements Summarizer {
   async summarize(request: SummarizeRequest): Promise<SummarizeResult> {
     const started = performance.now()
     await this.conversation.after
-    const forwarded = this.conversation.forwarded()
-    if (!forwarded) throw new SummarizerFault('bad_request', 'the request this summary continues was never forwarded')
-    const { plan, signal } = request
     const { api, client } = this.conversation
     const field = api === 'chat' ? 'messages' : 'input'
-    const items = forwarded.body[field]
-    if (!Array.isArray(items)) throw new SummarizerFault('bad_request', `the forwarded request has no ${field}`)
-    const summaryBudget = Math.max(200, Math.floor(plan.summaryMaxTokens / plan.scale))
-    const tail = plan.cut.tail
-    // the kept messages, counted in the client's own items (a tool's result is an item of its own)
-    const firstKept = tail.length > 0 ? (forwarded.starts[plan.cut.cut] ?? items.length) : items.length
-    const focus = request.instructions?.trim() ? request.redactors.redact(request.instructions.trim()) : undefined
-    const instruction = summaryInstruction(items.length - firstKept, tail.length > 0 ? openingOf(at(tail, 0)) : '', summaryBudget, focus)
+    const { body: sent, items, instruction, summaryBudget } = askAfter(request, this.conversation.forwarded(), field)
+    const { signal } = request
     const usage = { input: 0, cached: 0, output: 0, calls: 0 }
     let added: Record<string, unknown>[] = [{ role: 'user', content: instruction }]
     for (let attempt = 0; ; attempt++) {
-      const body: Record<string, unknown> = { ...forwarded.body, [field]: [...items, ...added] }
+      const body: Record<string, unknown> = { ...sent, [field]: [...items, ...added] }
       for (const name of STREAM_ONLY) delete body[name]
       if (api === 'responses') body.store = false
       else if (body.max_tokens === undefined && body.max_completion_tokens === undefined) body.max_tokens = maxOutputTokens(summaryBudget)
@@ -96,26 +86,10 @@ export class OpenAiConversationSummarizer implements Summarizer {
         throw faultOf(err)
       }
       usage.calls++
-      const read = readAnswer(text)
-      if ('sections' in read) {
-        return {
-          sections: read.sections,
-          report: {
-            kind: 'openai',
-            model: this.model,
-            input_tokens: usage.input,
-            output_tokens: usage.output,
-            calls: usage.calls,
-            fallback_reason: null,
-            duration_ms: Math.round(performance.now() - started)
-          }
-        }
-      }
-      // a tool call is no summary, and its pairing rules leave no retry worth its price
-      if (attempt >= 1 || calledTool || !text.trim())
-        throw new SummarizerFault('invalid_output', calledTool ? 'the model called a tool instead of answering with the summary' : read.error)
+      const judged = judgeAnswer(text, attempt, calledTool, { kind: 'openai', model: this.model, usage, started })
+      if ('result' in judged) return judged.result
       // The retry goes on in the same conversation: its prefix, the first attempt included, is read from cache.
-      added = [...added, { role: 'assistant', content: text }, { role: 'user', content: `${read.error}. Answer with the JSON object only.` }]
+      added = [...added, { role: 'assistant', content: text }, { role: 'user', content: judged.retry }]
     }
   }
 }

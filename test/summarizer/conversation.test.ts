@@ -1,11 +1,12 @@
 import Anthropic from '@anthropic-ai/sdk'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { CORE_REDACTORS, type Message, planCompaction } from '../../src/compaction/index.js'
+import { CORE_REDACTORS, type Message } from '../../src/compaction/index.js'
 import { DOCTRINE_TEXT } from '../../src/prompts/doctrine.js'
 import { ConversationSummarizer, readAnswer } from '../../src/summarizer/conversation.js'
 import { SummarizerFault } from '../../src/summarizer/faults.js'
 import { FakeAnthropic, type ReceivedRequest } from '../helpers/fake-anthropic.js'
 import { assistant, shellStep, user } from '../helpers/history.js'
+import { conversationPlan } from '../helpers/conversation-plan.js'
 
 const KEY = 'sk-ant-client-own-key-000000000000'
 const mark = { type: 'ephemeral' }
@@ -58,15 +59,7 @@ function summarizerFor(steps: number): {
   sent: ReturnType<typeof clientRequest>
 } {
   const sent = clientRequest(steps)
-  const plan = planCompaction({
-    messages: sent.messages,
-    mode: 'manual',
-    budgetTokens: 20_000,
-    sizingBudgetTokens: 20_000,
-    keepTokens: 2_000,
-    keepTurns: 2,
-    dryRun: false
-  })
+  const plan = conversationPlan(sent.messages)
   return {
     sent,
     summarizer: new ConversationSummarizer({ request: sent.body, messages: sent.messages, client }),
@@ -138,15 +131,7 @@ describe("a summary written by the client's own model in its own conversation", 
 
   it('asks for room for the thinking the client enabled on top of the summary', async () => {
     const sent = clientRequest(4)
-    const plan = planCompaction({
-      messages: sent.messages,
-      mode: 'manual',
-      budgetTokens: 20_000,
-      sizingBudgetTokens: 20_000,
-      keepTokens: 2_000,
-      keepTurns: 2,
-      dryRun: false
-    })
+    const plan = conversationPlan(sent.messages)
     const thinking = new ConversationSummarizer({
       request: { ...sent.body, thinking: { type: 'enabled', budget_tokens: 4_000 } },
       messages: sent.messages,

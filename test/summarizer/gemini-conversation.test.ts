@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { CORE_REDACTORS, planCompaction } from '../../src/compaction/index.js'
-import { adaptHistory, rulesOf } from '../../src/formats/index.js'
+import { CORE_REDACTORS } from '../../src/compaction/index.js'
 import { SummarizerFault } from '../../src/summarizer/faults.js'
 import { GeminiConversationSummarizer } from '../../src/summarizer/gemini-conversation.js'
 import { FakeGemini } from '../helpers/fake-gemini.js'
+import { planOfItems } from '../helpers/conversation-plan.js'
 
 const KEY = 'gemini-conversation-key-0000000000'
 const answer = JSON.stringify({ objective: 'Port the exporter to the new API', next_steps: ['Go on with the next file'] })
@@ -40,27 +40,17 @@ beforeEach(() => {
 
 function summarizerFor(steps: number, timeoutMs = 5_000) {
   const body = geminiBody(steps)
-  const adapted = adaptHistory(body.contents as Record<string, unknown>[], rulesOf('gemini'))
-  if (!('messages' in adapted)) throw new Error('the history did not read')
-  const plan = planCompaction({
-    messages: adapted.messages,
-    mode: 'manual',
-    budgetTokens: 20_000,
-    sizingBudgetTokens: 20_000,
-    keepTokens: 2_000,
-    keepTurns: 2,
-    dryRun: false
-  })
+  const { plan, starts } = planOfItems(body.contents as Record<string, unknown>[], 'gemini')
   const summarizer = new GeminiConversationSummarizer(
     {
-      forwarded: () => ({ body, starts: adapted.starts }),
+      forwarded: () => ({ body, starts }),
       url: `${fake.url}/v1beta/models/gemini-test:generateContent`,
       headers: { 'x-goog-api-key': KEY, 'content-length': '1' },
       timeoutMs
     },
     'gemini-test'
   )
-  return { body, plan, starts: adapted.starts, summarizer, request: () => ({ plan, redactors: CORE_REDACTORS }) }
+  return { body, plan, starts, summarizer, request: () => ({ plan, redactors: CORE_REDACTORS }) }
 }
 
 describe("a Gemini summary written by the conversation's own model in the conversation", () => {

@@ -1,10 +1,10 @@
 import OpenAI from 'openai'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { CORE_REDACTORS, planCompaction } from '../../src/compaction/index.js'
-import { adaptHistory, rulesOf } from '../../src/formats/index.js'
+import { CORE_REDACTORS } from '../../src/compaction/index.js'
 import { SummarizerFault } from '../../src/summarizer/faults.js'
 import { OpenAiConversationSummarizer } from '../../src/summarizer/openai-conversation.js'
 import { FakeOpenAi } from '../helpers/fake-openai.js'
+import { planOfItems } from '../helpers/conversation-plan.js'
 
 const KEY = 'sk-client-own-openai-key-000000000000'
 const answer = JSON.stringify({ objective: 'Port the storage layer to the new driver', next_steps: ['Go on with the next part'] })
@@ -54,19 +54,9 @@ beforeEach(() => {
 
 function summarizerFor(steps: number) {
   const body = chatBody(steps)
-  const adapted = adaptHistory(body.messages as Record<string, unknown>[], rulesOf('openai-chat'))
-  if (!('messages' in adapted)) throw new Error('the history did not read')
-  const plan = planCompaction({
-    messages: adapted.messages,
-    mode: 'manual',
-    budgetTokens: 20_000,
-    sizingBudgetTokens: 20_000,
-    keepTokens: 2_000,
-    keepTurns: 2,
-    dryRun: false
-  })
-  const summarizer = new OpenAiConversationSummarizer({ api: 'chat', client, forwarded: () => ({ body, starts: adapted.starts }) }, 'gpt-client-model')
-  return { body, plan, starts: adapted.starts, summarizer, request: () => ({ plan, redactors: CORE_REDACTORS }) }
+  const { plan, starts } = planOfItems(body.messages as Record<string, unknown>[], 'openai-chat')
+  const summarizer = new OpenAiConversationSummarizer({ api: 'chat', client, forwarded: () => ({ body, starts }) }, 'gpt-client-model')
+  return { body, plan, starts, summarizer, request: () => ({ plan, redactors: CORE_REDACTORS }) }
 }
 
 describe("a Chat Completions summary written by the client's own model in its own conversation", () => {

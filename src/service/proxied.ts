@@ -58,7 +58,8 @@ export type { ProxiedDialect, ProxyRead } from '../proxy/dialect.js'
 import type { RecallExchanges } from './recall-exchanges.js'
 import { answerRecall, recallLimit } from './recall.js'
 import { InvalidHistoryError } from './errors.js'
-import { type ProxyCompactor, type ProxyOutcome, type ProxyRequest, conversationKey } from './proxy-compactor.js'
+import type { ProxyCompactor, ProxyOutcome, ProxyRequest } from './proxy-compactor.js'
+import { conversationKey } from './proxy-conversations.js'
 import { type Scheduled, type ServedAt, keepInColdLayer, wallClock } from './served.js'
 
 /** A proxy's policy, from the settings. */

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto'
 import {
   type RecallNaming,
   CARRIED_SHARE,
@@ -16,20 +15,12 @@ import {
 import type { MemoryEntry } from '../memory/entries.js'
 import type { Summarizer } from '../summarizer/summarizer.js'
 import type { CompactRequestBody } from '../contract/schemas.js'
-import type { CrossingTiming, SessionOwner, Store } from '../storage/store.js'
-import {
-  type CompactDeps,
-  type CompactRun,
-  type CompactRunView,
-  type CompactedResponse,
-  type RunContext,
-  type SummarizedView,
-  runCompaction
-} from './compact.js'
-import { type Anchor, type ForwardedTail, anchorOf, anchoredTail, hashPrefix, holds, withAnchor } from '../proxy/anchors.js'
-import { derivedSession } from '../proxy/request.js'
+import type { CrossingTiming } from '../storage/store.js'
+import { type CompactDeps, type CompactRun, type CompactedResponse, type RunContext, runCompaction } from './compact.js'
+import { type Anchor, type ForwardedTail, anchorOf, anchoredTail, holds, withAnchor } from '../proxy/anchors.js'
 import { type CachePrices, crossingCall, requestsOf } from '../compaction/payback.js'
-import { MAX_PROXY_SESSIONS, PROXY_SESSION_IDLE_MS, ANCHOR_TTL_MS, LAPSED_CACHE_SHARE, DEFAULT_PROMPT_CACHE_S } from '../contract/defaults.js'
+import { LAPSED_CACHE_SHARE, DEFAULT_PROMPT_CACHE_S } from '../contract/defaults.js'
+import { type AnchorStore, type CompactedView, type ConversationState, type Pending, ProxyConversations } from './proxy-conversations.js'
 import { PRICE } from './costs.js'
 
 /** How far past the target share of the room a crossing may land with a summary written ahead, taken as it is. */
@@ -38,38 +29,6 @@ const LANDING_SLACK = 0.1
 const SUMMARY_GROWTH = 1.25
 /** The least tail a proxied compaction keeps (keep_tokens' own floor). */
 const MIN_KEEP_TOKENS = 100
-
-/** A conversation's anchors as kept where the next process and the other replicas find them. */
-export interface SavedConversation {
-  current?: Anchor
-  refined?: Anchor
-  pending?: Pending
-}
-
-/** Where anchors are kept beyond this process: the store (SQLite, or PostgreSQL shared by replicas). */
-export interface AnchorStore {
-  /** Read by other replicas too: the saved anchors are read at every request, not only a conversation's first here. */
-  shared: boolean
-  load(key: string): Promise<SavedConversation | undefined>
-  /** `owner`: the client's session, whose deletion deletes the anchors too. */
-  save(key: string, saved: SavedConversation, owner?: SessionOwner): Promise<void>
-}
-
-/**
- * A conversation's anchors in the store, under a hash of its key (tenant, session, first message). They are
- * kept as JSON text, not as JSON the database may reorder, so that the summary turn comes back byte for byte.
- */
-export function storedAnchors(store: Pick<Store, 'shared' | 'getState' | 'putState'>, now: () => number = Date.now): AnchorStore {
-  const key = (conversation: string): string => `anchors:${createHash('sha256').update(conversation).digest('hex')}`
-  return {
-    shared: store.shared === true,
-    load: async (conversation) => {
-      const text = await store.getState(key(conversation), now())
-      return typeof text === 'string' ? (JSON.parse(text) as SavedConversation) : undefined
-    },
-    save: (conversation, saved, owner) => store.putState(key(conversation), JSON.stringify(saved), now() + ANCHOR_TTL_MS, owner)
-  }
-}
 
 export interface ProxyRequest {
   messages: Message[]
@@ -178,53 +137,6 @@ export interface ProxyCompactorOptions {
   onSummary?: (request: ProxyRequest, report: NonNullable<CompactedResponse['summarizer']>) => void
 }
 
-/** A compaction without its messages: what is recorded and counted. */
-export type CompactedView = CompactRunView & { response: SummarizedView }
-
-export interface Pending extends Anchor {
-  /** The estimate of the history when it was written. */
-  atTokens: number
-  /** The compaction that wrote it, without its messages (the anchor rebuilds them from the client's). */
-  run: CompactedView
-}
-
-/** How a conversation grows: what the next crossing's nearness is judged by. */
-interface Pace {
-  /** The estimate of its last request, and when it came. */
-  tokens: number
-  at: number
-  /** Tokens a request adds, and milliseconds between requests (moving averages; undefined until seen). */
-  growth?: number
-  interval?: number
-}
-
-interface ConversationState {
-  /** The conversation's key (conversationKey). */
-  key: string
-  /** The client's session it belongs to, if it named one. */
-  owner?: SessionOwner
-  /** Its session was deleted: work still in flight for it keeps nothing. */
-  forgotten?: boolean
-  /** Whether its saved anchors were read in this process. */
-  loaded: boolean
-  /** When a request of the session was last seen, and the one before (this process's). */
-  seenAt: number
-  previousAt?: number
-  /** The summary sent now in place of the first turns. */
-  current?: Anchor
-  /** A model's summary of the history's first `cut` messages (at most the current cut): the base the next crossing merges from. */
-  refined?: Anchor
-  /** A summary written in the background, ahead of the crossing. */
-  pending?: Pending
-  /** The background summary in flight. */
-  working?: Promise<void>
-  /** The write of its anchors in flight. */
-  saving?: Promise<void>
-  pace?: Pace
-  /** Requests forwarded over the budget, uncompacted, since the last crossing: a compaction would not have paid back (COMPACT_LIMIT). */
-  waited?: number
-}
-
 /** A crossing made because the prompt cache lapsed: recorded with that reason. */
 function cacheLapsed(outcome: ProxyOutcome): ProxyOutcome {
   if (outcome.kind !== 'compacted') return outcome
@@ -267,9 +179,8 @@ const average = (prior: number | undefined, value: number): number => (prior ===
  * a time; one that comes after its crossing is the base of the next crossing's merge, so none is wasted.
  */
 export class ProxyCompactor {
-  private readonly conversations = new Map<string, ConversationState>()
-  /** Anchor writes in flight. */
-  private readonly writes = new Set<Promise<void>>()
+  /** The conversations remembered, their anchors kept in the store. */
+  private readonly conversations: ProxyConversations
   /** Summaries being written ahead. */
   private readonly summaries = new Set<Promise<void>>()
   private closed = false
@@ -278,11 +189,19 @@ export class ProxyCompactor {
   /** How long a summary written ahead took here (a moving average): how far ahead the next one begins. */
   private summaryMs = FIRST_SUMMARY_MS
 
-  constructor(private readonly options: ProxyCompactorOptions) {}
+  constructor(private readonly options: ProxyCompactorOptions) {
+    const { anchors, onAnchorFault, clock, maxSessions } = options
+    this.conversations = new ProxyConversations({
+      ...(anchors ? { anchors } : {}),
+      ...(onAnchorFault ? { onAnchorFault } : {}),
+      ...(clock ? { clock } : {}),
+      ...(maxSessions !== undefined ? { maxSessions } : {})
+    })
+  }
 
   async prepare(request: ProxyRequest): Promise<ProxyOutcome> {
-    const state = this.state(request)
-    if (this.options.anchors) await this.load(state)
+    const state = this.conversations.stateOf(request)
+    if (this.options.anchors) await this.conversations.load(state)
     const outcome = this.decide(state, request)
     // Another replica may take the conversation's next request: what this one decided is saved first.
     if (this.options.anchors?.shared) await state.saving
@@ -295,15 +214,15 @@ export class ProxyCompactor {
     if (asksProviderCompaction(messages)) return { kind: 'none', tokens: requestTokens(request, messages) }
     if (state.current && !holds(state.current, messages)) {
       // The client's history is not the one summarized (it was edited, or this is another conversation).
-      this.reset(state)
-      this.persist(state)
+      this.conversations.reset(state)
+      this.conversations.persist(state)
     }
     const current = state.current
     // an anchor kept before its bound was (an earlier build's): every kept turn sent so far is taken as stale,
     // which the check accepts, and the thinking from now on stays
     if (current && current.bound === undefined && request.unbindThinking) {
       current.bound = messages.length
-      this.persist(state)
+      this.conversations.persist(state)
     }
     const anchored = current ? anchoredTail(current, messages, request.unbindThinking) : undefined
     const effective = anchored ? anchored.messages : messages
@@ -498,7 +417,7 @@ export class ProxyCompactor {
 
   /** The anchor sent from now on, first forwarded with the client's `bound` messages. */
   private adopt(state: ConversationState, anchor: Anchor, bound: number): Anchor {
-    this.reset(state)
+    this.conversations.reset(state)
     const current = {
       cut: anchor.cut,
       prefixHash: anchor.prefixHash,
@@ -508,7 +427,7 @@ export class ProxyCompactor {
       bound
     }
     state.current = current
-    this.persist(state)
+    this.conversations.persist(state)
     return current
   }
 
@@ -519,52 +438,6 @@ export class ProxyCompactor {
   private sent(request: ProxyRequest, anchor: Anchor, compacted: Message[]): Message[] {
     if (!request.unbindThinking || !holdsThinking(request.messages, anchor.cut)) return compacted
     return anchoredTail(anchor, request.messages, true).messages
-  }
-
-  /** The conversation's saved anchors, read once here (at every request where other replicas write them too). */
-  private async load(state: ConversationState): Promise<void> {
-    const store = this.options.anchors
-    if (!store || (state.loaded && !store.shared)) return
-    state.loaded = true
-    try {
-      await state.saving // this process's own last write lands first
-      const saved = await store.load(state.key)
-      if (!saved) {
-        // where replicas share the store, anchors this process holds and the store has not were deleted
-        // with their session (every anchor held here was saved: this process's own writes landed above)
-        if (store.shared && (state.current || state.pending)) this.reset(state)
-        return
-      }
-      state.current = saved.current
-      state.refined = saved.refined
-      state.pending = saved.pending
-    } catch (err) {
-      this.options.onAnchorFault?.(err)
-    }
-  }
-
-  /** Keeps the conversation's anchors where the next process and the other replicas find them. */
-  private persist(state: ConversationState): void {
-    const store = this.options.anchors
-    if (!store || state.forgotten) return
-    const saved: SavedConversation = { current: state.current, refined: state.refined, pending: state.pending }
-    // One write at a time per conversation, in the order they were made.
-    const job = (state.saving ?? Promise.resolve())
-      // (the conversation's last request its time: a deletion of its session since refuses what work begun before it keeps)
-      .then(() => store.save(state.key, saved, state.owner ? { ...state.owner, since_ms: state.seenAt } : undefined))
-      .catch((err: unknown) => this.options.onAnchorFault?.(err))
-      .finally(() => {
-        this.writes.delete(job)
-        if (state.saving === job) state.saving = undefined
-      })
-    state.saving = job
-    this.writes.add(job)
-  }
-
-  private reset(state: ConversationState): void {
-    state.current = undefined
-    state.refined = undefined
-    state.pending = undefined
   }
 
   private body(
@@ -672,14 +545,14 @@ export class ProxyCompactor {
       const { messages: _sent, ...response } = run.response
       if (anchor.cut > (state.current?.cut ?? 0)) {
         state.pending = { ...anchor, atTokens: tokens, run: { ...run, response } }
-        this.persist(state)
+        this.conversations.persist(state)
         this.options.onPrecompute('done')
         return
       }
       // A crossing came first: the model's summary of the first `cut` messages is the base of the next one's merge.
       if (!state.refined || anchor.cut >= state.refined.cut) {
         state.refined = { cut: anchor.cut, prefixHash: anchor.prefixHash, head: anchor.head, summaryId: anchor.summaryId }
-        this.persist(state)
+        this.conversations.persist(state)
       }
       this.options.onPrecompute('late')
     })
@@ -695,31 +568,6 @@ export class ProxyCompactor {
       })
     state.working = job
     this.summaries.add(job)
-  }
-
-  private state(request: ProxyRequest): ConversationState {
-    const key = conversationKey(request)
-    const now = (this.options.clock ?? Date.now)()
-    let state = this.conversations.get(key)
-    if (state) {
-      this.conversations.delete(key)
-      state.previousAt = state.seenAt
-    } else
-      state = {
-        key,
-        loaded: false,
-        seenAt: now,
-        ...(request.session !== undefined ? { owner: { key_name: request.keyName, session_id: request.session } } : {})
-      }
-    state.seenAt = now
-    this.conversations.set(key, state) // most recently used last
-    // The least recently used come first: forget those over the count, and those idle too long.
-    const max = this.options.maxSessions ?? MAX_PROXY_SESSIONS
-    for (const [k, s] of this.conversations) {
-      if (this.conversations.size <= max && now - s.seenAt < PROXY_SESSION_IDLE_MS) break
-      this.conversations.delete(k)
-    }
-    return state
   }
 
   /**
@@ -738,22 +586,10 @@ export class ProxyCompactor {
 
   /**
    * Forgets a tenant's session's conversations here (their anchors and summaries written ahead): it is
-   * being deleted. Resolves once their anchor writes in flight have landed, so that a deletion after it
-   * finds them; work still running for them keeps nothing.
+   * being deleted. Resolves once their anchor writes in flight have landed.
    */
-  async forget(keyName: string, session: string): Promise<number> {
-    const landing: Promise<void>[] = []
-    let forgotten = 0
-    for (const [key, state] of this.conversations) {
-      if (state.owner?.key_name !== keyName || state.owner.session_id !== session) continue
-      forgotten++
-      this.conversations.delete(key)
-      state.forgotten = true
-      this.reset(state)
-      if (state.saving) landing.push(state.saving)
-    }
-    await Promise.all(landing)
-    return forgotten
+  forget(keyName: string, session: string): Promise<number> {
+    return this.conversations.forget(keyName, session)
   }
 
   /** Conversations remembered now. */
@@ -763,24 +599,13 @@ export class ProxyCompactor {
 
   /** Resolves when the background work in flight now (summaries and anchor writes) is over. */
   async idle(): Promise<void> {
-    await Promise.allSettled([...this.summaries, ...this.writes])
+    await Promise.allSettled([...this.summaries, ...this.conversations.inFlight])
   }
 
   /** No new background work; summaries still waiting for a model are given up (a crossing never needs one), anchor writes waited for. */
   async close(): Promise<void> {
     this.closed = true
     this.closing.abort()
-    await Promise.allSettled([...this.writes])
+    await Promise.allSettled(this.conversations.inFlight)
   }
-}
-
-/**
- * The conversation a request belongs to, per tenant: within the client's session, the one its first
- * message opens (an agent's main loop and each of its subagents send their own first message, and it does
- * not change as a conversation grows); without a session, the one named by its system prompt and first message.
- */
-export function conversationKey(request: Pick<ProxyRequest, 'keyName' | 'session' | 'messages' | 'system'>): string {
-  if (request.session !== undefined)
-    return `${request.keyName}\u0000s:${request.session}\u0000${hashPrefix(request.messages, Math.min(1, request.messages.length))}`
-  return `${request.keyName}\u0000h:${derivedSession(request)}`
 }

@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest'
 import { type Message, emptySections } from '../../src/compaction/index.js'
-import { ProxyCompactor, type ProxyOutcome, storedAnchors } from '../../src/service/proxy-compactor.js'
+import { ProxyCompactor, type ProxyOutcome } from '../../src/service/proxy-compactor.js'
+import { storedAnchors } from '../../src/service/proxy-conversations.js'
 import { PostgresStore } from '../../src/storage/postgres.js'
 import { SqliteStore } from '../../src/storage/sqlite.js'
 import type { Store } from '../../src/storage/store.js'

@@ -1,5 +1,6 @@
 import fp from 'fastify-plugin'
-import { ProxyCompactor, type ProxyOutcome, storedAnchors } from '../../service/proxy-compactor.js'
+import { ProxyCompactor, type ProxyOutcome } from '../../service/proxy-compactor.js'
+import { storedAnchors } from '../../service/proxy-conversations.js'
 import { ClearingTier } from '../../proxy/clearing.js'
 import { promptTokens } from '../../compaction/index.js'
 import { Upstream } from '../../proxy/upstream.js'

@@ -8,7 +8,6 @@ import {
   asksProviderCompaction,
   carriedContext,
   carriedTokens,
-  compactsByItself,
   holdsThinking,
   promptTokens
 } from '../compaction/index.js'
@@ -21,6 +20,7 @@ import { type Anchor, type ForwardedTail, anchorOf, anchoredTail, holds, withAnc
 import { type CachePrices, crossingCall, requestsOf } from '../compaction/payback.js'
 import { LAPSED_CACHE_SHARE, DEFAULT_PROMPT_CACHE_S } from '../contract/defaults.js'
 import { type AnchorStore, type CompactedView, type ConversationState, type Pending, ProxyConversations } from './proxy-conversations.js'
+import { WriteAhead, isCompacted, pendingFor } from './write-ahead.js'
 import { PRICE } from './costs.js'
 
 /** How far past the target share of the room a crossing may land with a summary written ahead, taken as it is. */
@@ -149,25 +149,6 @@ function forwardedTail(response: CompactedResponse, anchor: Anchor): ForwardedTa
   return { keptFrom: anchor.cut, clips: response.clips.map((clip) => ({ ...clip, message_index: clip.message_index + shift })) }
 }
 
-function isCompacted(run: CompactRun): run is CompactRun & { response: CompactedResponse } {
-  return run.response.compacted
-}
-
-/** The summary written ahead for this history, when it still holds and goes further than the current one. */
-function pendingFor(state: ConversationState, messages: readonly Message[]): Pending | undefined {
-  const { pending, current } = state
-  return pending && holds(pending, messages) && pending.cut > (current?.cut ?? 0) ? pending : undefined
-}
-
-/** Weight of the newest observation in a moving average of a conversation's pace. */
-const PACE_WEIGHT = 0.5
-/** What a summary is assumed to take before one has been timed here. */
-const FIRST_SUMMARY_MS = 10_000
-/** A summary is written ahead at most this many requests before the crossing it is for (fewer where turns are slower than summaries). */
-const MAX_LEAD_REQUESTS = 3
-
-const average = (prior: number | undefined, value: number): number => (prior === undefined ? value : prior + PACE_WEIGHT * (value - prior))
-
 /**
  * Compaction for a proxy whose clients keep sending their whole history. Per conversation it remembers the
  * summary that stands for the history's first turns (an anchor), so that each request sends the same
@@ -181,13 +162,8 @@ const average = (prior: number | undefined, value: number): number => (prior ===
 export class ProxyCompactor {
   /** The conversations remembered, their anchors kept in the store. */
   private readonly conversations: ProxyConversations
-  /** Summaries being written ahead. */
-  private readonly summaries = new Set<Promise<void>>()
-  private closed = false
-  /** Ends the background summaries still waiting for a model when the compactor closes. */
-  private readonly closing = new AbortController()
-  /** How long a summary written ahead took here (a moving average): how far ahead the next one begins. */
-  private summaryMs = FIRST_SUMMARY_MS
+  /** The summaries written ahead of the crossings, and the conversations' pace they are timed by. */
+  private readonly writeAhead: WriteAhead
 
   constructor(private readonly options: ProxyCompactorOptions) {
     const { anchors, onAnchorFault, clock, maxSessions } = options
@@ -196,6 +172,18 @@ export class ProxyCompactor {
       ...(onAnchorFault ? { onAnchorFault } : {}),
       ...(clock ? { clock } : {}),
       ...(maxSessions !== undefined ? { maxSessions } : {})
+    })
+    const { precomputeAt, canPrecompute, onPrecompute, onSummary } = options
+    this.writeAhead = new WriteAhead({
+      precomputeAt,
+      canPrecompute,
+      onPrecompute,
+      ...(onSummary ? { onSummary } : {}),
+      hasModel: options.deps.modelSummarizer !== undefined,
+      persist: (state) => this.conversations.persist(state),
+      keep: (request, grownSince, base) => this.crossingKeep(request, grownSince, base),
+      body: (request, input, keep) => this.body(request, input, 'manual', 'auto', keep),
+      run: (body, context, model) => this.crossing(body, context, model)
     })
   }
 
@@ -227,7 +215,7 @@ export class ProxyCompactor {
     const anchored = current ? anchoredTail(current, messages, request.unbindThinking) : undefined
     const effective = anchored ? anchored.messages : messages
     const tokens = requestTokens(request, effective)
-    this.observe(state, tokens)
+    this.writeAhead.observe(state, tokens)
     // What is sent when nothing new is compacted: the current summary and the turns since (clipped as the
     // crossing clipped them), or the body as it came.
     const unchanged: ProxyOutcome =
@@ -236,7 +224,7 @@ export class ProxyCompactor {
         : { kind: 'none', tokens }
     const lapsed = budgetTokens !== 'off' && tokens <= budgetTokens && this.cacheLapsed(state, tokens, budgetTokens)
     if ((budgetTokens === 'off' || tokens <= budgetTokens) && !lapsed) {
-      this.maybeWriteAhead(state, request, tokens, effective)
+      this.writeAhead.maybe(state, request, tokens, effective)
       return unchanged
     }
     // Over a budget that is a target: the crossing waits while it would not pay back, up to the limit.
@@ -244,7 +232,7 @@ export class ProxyCompactor {
     if (timing === 'wait') {
       state.waited = (state.waited ?? 0) + 1
       this.options.onWait?.()
-      this.maybeWriteAhead(state, request, tokens, effective)
+      this.writeAhead.maybe(state, request, tokens, effective)
       return unchanged
     }
     // Over the budget (or back after the cache lapsed): a summary written ahead is taken at once; one still
@@ -492,84 +480,6 @@ export class ProxyCompactor {
     return Math.max(MIN_KEEP_TOKENS, Math.floor(this.options.targetShare * room) - summary - carried - grownSince)
   }
 
-  /** Notes how the conversation grows: the estimate of each request under the anchor, and the time between requests. */
-  private observe(state: ConversationState, tokens: number): void {
-    const now = performance.now()
-    const prior = state.pace
-    if (!prior || tokens < prior.tokens) {
-      // a first request, or one after a crossing (the history shrank): the averages go on from here
-      state.pace = { ...prior, tokens, at: now }
-      return
-    }
-    state.pace = { tokens, at: now, growth: average(prior.growth, tokens - prior.tokens), interval: average(prior.interval, now - prior.at) }
-  }
-
-  /**
-   * The compaction the next crossing would make is written ahead, only when the crossing is near: the
-   * conversation's growth per request, over as many requests as a summary takes at its pace (at most
-   * MAX_LEAD_REQUESTS), would carry it past the budget. Never before `precomputeAt` of the budget, never two
-   * at once, never again for the same crossing: a summary made far from the crossing is one a conversation
-   * that stops short of it pays for and never uses.
-   */
-  private maybeWriteAhead(state: ConversationState, request: ProxyRequest, tokens: number, forwarded: Message[]): void {
-    const { precomputeAt, deps } = this.options
-    const { budgetTokens, messages } = request
-    if (this.closed || precomputeAt === undefined || budgetTokens === 'off' || !(request.clientSummarizer || deps.modelSummarizer) || state.working) return
-    if (tokens < precomputeAt * budgetTokens || pendingFor(state, messages)) return
-    // a client that compacts by itself will not use a summary written ahead
-    if (compactsByItself(messages)) return
-    const { growth, interval } = state.pace ?? {}
-    if (growth === undefined || interval === undefined || growth <= 0) return
-    const lead = Math.min(MAX_LEAD_REQUESTS, Math.max(1, Math.ceil(this.summaryMs / Math.max(1, interval))))
-    if (tokens + lead * growth < budgetTokens) return
-    if (!this.options.canPrecompute(this.summaries.size)) return this.options.onPrecompute('skipped')
-    const current = state.current
-    const base = holds(state.refined, messages) ? state.refined : current
-    const input = base ? withAnchor(base, messages) : messages
-    this.options.onPrecompute('started')
-    const started = performance.now()
-    this.track(state, async () => {
-      // Written ahead of the crossing, it keeps less: the turns until the crossing will be kept too.
-      const keep = this.crossingKeep(request, budgetTokens - tokens, base)
-      // the conversation's own model, in the conversation as forwarded (COMPACT_PROXY_SUMMARIES), else the gateway's
-      const run = await this.crossing(
-        this.body(request, input, 'manual', 'auto', keep),
-        { keyName: request.keyName, recallTool: request.recall ?? false, signal: this.closing.signal, clipToBudget: true },
-        request.clientSummarizer?.(forwarded)
-      )
-      this.summaryMs = average(this.summaryMs, performance.now() - started)
-      const report = run.response.summarizer
-      if (report && report.calls > 0) this.options.onSummary?.(request, report)
-      if (!isCompacted(run) || state.forgotten || this.closed) return
-      const anchor = anchorOf(run.response, messages, base)
-      const { messages: _sent, ...response } = run.response
-      if (anchor.cut > (state.current?.cut ?? 0)) {
-        state.pending = { ...anchor, atTokens: tokens, run: { ...run, response } }
-        this.conversations.persist(state)
-        this.options.onPrecompute('done')
-        return
-      }
-      // A crossing came first: the model's summary of the first `cut` messages is the base of the next one's merge.
-      if (!state.refined || anchor.cut >= state.refined.cut) {
-        state.refined = { cut: anchor.cut, prefixHash: anchor.prefixHash, head: anchor.head, summaryId: anchor.summaryId }
-        this.conversations.persist(state)
-      }
-      this.options.onPrecompute('late')
-    })
-  }
-
-  /** Runs background work for the conversation, one at a time. */
-  private track(state: ConversationState, work: () => Promise<void>): void {
-    const job = work()
-      .catch((err: unknown) => this.options.onPrecompute('failed', err))
-      .finally(() => {
-        if (state.working === job) state.working = undefined
-        this.summaries.delete(job)
-      })
-    state.working = job
-    this.summaries.add(job)
-  }
-
   /**
    * The share of the budget under which a request needs nothing of the proxy: no compaction, no summary
    * written ahead (whose pace is read from the target share or from precomputeAt, whichever comes first).
@@ -599,13 +509,12 @@ export class ProxyCompactor {
 
   /** Resolves when the background work in flight now (summaries and anchor writes) is over. */
   async idle(): Promise<void> {
-    await Promise.allSettled([...this.summaries, ...this.conversations.inFlight])
+    await Promise.allSettled([...this.writeAhead.inFlight, ...this.conversations.inFlight])
   }
 
   /** No new background work; summaries still waiting for a model are given up (a crossing never needs one), anchor writes waited for. */
   async close(): Promise<void> {
-    this.closed = true
-    this.closing.abort()
+    this.writeAhead.close()
     await Promise.allSettled(this.conversations.inFlight)
   }
 }

@@ -99,50 +99,16 @@ export function readContextManagement(body: Record<string, unknown>): ContextMan
   field.edits.forEach((edit: unknown, i: number) => {
     const path = [...root, 'edits', i]
     if (!isObject(edit)) throw invalid(path, 'Input should be a valid object')
-    if (edit.type === 'clear_tool_uses_20250919') {
-      onlyFields(edit, path, ['type', 'trigger', 'keep', 'clear_at_least', 'exclude_tools', 'clear_tool_inputs'])
-      const trigger =
-        edit.trigger === undefined || edit.trigger === null
-          ? { type: 'input_tokens', value: CLEAR_TOOL_USES_DEFAULTS.triggerInputTokens }
-          : count(edit.trigger, [...path, 'trigger'], ['input_tokens', 'tool_uses'], 1)
-      const keep =
-        edit.keep === undefined || edit.keep === null ? CLEAR_TOOL_USES_DEFAULTS.keepToolUses : count(edit.keep, [...path, 'keep'], ['tool_uses'], 0).value
-      const clearAtLeast =
-        edit.clear_at_least === undefined || edit.clear_at_least === null
-          ? 0
-          : count(edit.clear_at_least, [...path, 'clear_at_least'], ['input_tokens'], 0).value
-      const excludeTools = edit.exclude_tools === undefined || edit.exclude_tools === null ? [] : names(edit.exclude_tools, [...path, 'exclude_tools'])
-      const inputs = edit.clear_tool_inputs
-      if (inputs !== undefined && inputs !== null && typeof inputs !== 'boolean') names(inputs, [...path, 'clear_tool_inputs'])
-      edits.push({
-        type: 'clear_tool_uses_20250919',
-        trigger: trigger as ClearToolUsesEdit['trigger'],
-        keep,
-        clearAtLeast,
-        excludeTools,
-        clearInputs: (inputs ?? false) as boolean | string[]
-      })
-    } else if (edit.type === 'clear_thinking_20251015') {
-      onlyFields(edit, path, ['type', 'keep'])
-      const k = edit.keep
-      let keep: number | 'all' = CLEAR_THINKING_DEFAULT_KEEP
-      if (k === 'all' || (isObject(k) && k.type === 'all' && Object.keys(k).length === 1)) keep = 'all'
-      else if (k !== undefined && k !== null) keep = count(k, [...path, 'keep'], ['thinking_turns'], 1).value
-      edits.push({ type: 'clear_thinking_20251015', keep })
-    } else if (edit.type === 'compact_20260112') {
-      onlyFields(edit, path, ['type', 'trigger', 'pause_after_compaction', 'instructions'])
+    if (edit.type === 'compact_20260112') {
+      // (its fields are checked before it is found twice, as the API checks them)
+      onlyFields(edit, path, COMPACT_FIELDS)
       if (compact) throw invalid([...path, 'type'], 'compact_20260112 is given twice')
-      const trigger =
-        edit.trigger === undefined || edit.trigger === null ? COMPACT_DEFAULT_TRIGGER : count(edit.trigger, [...path, 'trigger'], ['input_tokens'], 1).value
-      const pause = edit.pause_after_compaction ?? false
-      if (typeof pause !== 'boolean') throw invalid([...path, 'pause_after_compaction'], 'Input should be a valid boolean')
-      const instructions = edit.instructions ?? undefined
-      if (instructions !== undefined && typeof instructions !== 'string') throw invalid([...path, 'instructions'], 'Input should be a valid string')
-      compact = { trigger, pauseAfterCompaction: pause, instructions: instructions?.trim() ? instructions : undefined }
+      compact = readCompactEdit(edit, path)
       return
-    } else {
-      throw invalid([...path, 'type'], "Input should be 'clear_tool_uses_20250919', 'clear_thinking_20251015' or 'compact_20260112'")
     }
+    if (edit.type === 'clear_tool_uses_20250919') edits.push(readClearToolUses(edit, path))
+    else if (edit.type === 'clear_thinking_20251015') edits.push(readClearThinking(edit, path))
+    else throw invalid([...path, 'type'], "Input should be 'clear_tool_uses_20250919', 'clear_thinking_20251015' or 'compact_20260112'")
     if (edits.filter((e) => e.type === edits[edits.length - 1]?.type).length > 1) throw invalid([...path, 'type'], `${String(edit.type)} is given twice`)
   })
   // the API applies thinking clearing first, and asks for it to be listed so
@@ -150,6 +116,55 @@ export function readContextManagement(body: Record<string, unknown>): ContextMan
   const thinking = listed.indexOf('clear_thinking_20251015')
   if (thinking > 0) throw invalid([...root, 'edits', thinking], 'clear_thinking_20251015 must be the first edit when edits are combined')
   return { edits, compact }
+}
+
+/** A `clear_tool_uses_20250919` edit, its defaults filled in. */
+function readClearToolUses(edit: Record<string, unknown>, path: (string | number)[]): ClearToolUsesEdit {
+  onlyFields(edit, path, ['type', 'trigger', 'keep', 'clear_at_least', 'exclude_tools', 'clear_tool_inputs'])
+  const trigger =
+    edit.trigger === undefined || edit.trigger === null
+      ? { type: 'input_tokens', value: CLEAR_TOOL_USES_DEFAULTS.triggerInputTokens }
+      : count(edit.trigger, [...path, 'trigger'], ['input_tokens', 'tool_uses'], 1)
+  const keep =
+    edit.keep === undefined || edit.keep === null ? CLEAR_TOOL_USES_DEFAULTS.keepToolUses : count(edit.keep, [...path, 'keep'], ['tool_uses'], 0).value
+  const clearAtLeast =
+    edit.clear_at_least === undefined || edit.clear_at_least === null ? 0 : count(edit.clear_at_least, [...path, 'clear_at_least'], ['input_tokens'], 0).value
+  const excludeTools = edit.exclude_tools === undefined || edit.exclude_tools === null ? [] : names(edit.exclude_tools, [...path, 'exclude_tools'])
+  const inputs = edit.clear_tool_inputs
+  if (inputs !== undefined && inputs !== null && typeof inputs !== 'boolean') names(inputs, [...path, 'clear_tool_inputs'])
+  return {
+    type: 'clear_tool_uses_20250919',
+    trigger: trigger as ClearToolUsesEdit['trigger'],
+    keep,
+    clearAtLeast,
+    excludeTools,
+    clearInputs: (inputs ?? false) as boolean | string[]
+  }
+}
+
+/** A `clear_thinking_20251015` edit: the thinking turns it keeps, or all. */
+function readClearThinking(edit: Record<string, unknown>, path: (string | number)[]): ContextEdit {
+  onlyFields(edit, path, ['type', 'keep'])
+  const k = edit.keep
+  let keep: number | 'all' = CLEAR_THINKING_DEFAULT_KEEP
+  if (k === 'all' || (isObject(k) && k.type === 'all' && Object.keys(k).length === 1)) keep = 'all'
+  else if (k !== undefined && k !== null) keep = count(k, [...path, 'keep'], ['thinking_turns'], 1).value
+  return { type: 'clear_thinking_20251015', keep }
+}
+
+/** The fields a `compact_20260112` edit may have. */
+const COMPACT_FIELDS = ['type', 'trigger', 'pause_after_compaction', 'instructions']
+
+/** A `compact_20260112` edit: its trigger, whether to pause after the compaction, and its instructions. */
+function readCompactEdit(edit: Record<string, unknown>, path: (string | number)[]): CompactEdit {
+  onlyFields(edit, path, COMPACT_FIELDS)
+  const trigger =
+    edit.trigger === undefined || edit.trigger === null ? COMPACT_DEFAULT_TRIGGER : count(edit.trigger, [...path, 'trigger'], ['input_tokens'], 1).value
+  const pause = edit.pause_after_compaction ?? false
+  if (typeof pause !== 'boolean') throw invalid([...path, 'pause_after_compaction'], 'Input should be a valid boolean')
+  const instructions = edit.instructions ?? undefined
+  if (instructions !== undefined && typeof instructions !== 'string') throw invalid([...path, 'instructions'], 'Input should be a valid string')
+  return { trigger, pauseAfterCompaction: pause, instructions: instructions?.trim() ? instructions : undefined }
 }
 
 /** Compaction on demand's beta. */

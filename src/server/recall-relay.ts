@@ -407,18 +407,18 @@ function pump(body: Readable, take: (text: string) => string, write: (text: stri
   })
 }
 
-/** A stream's turn: rounds until the model answers without a recall call, the client's tools are called, or the budget ends it. */
-export async function relayRecallStream(reply: FastifyReply, res: UpstreamResponse, turn: RecallTurn, api: string, kind: RecallFormat): Promise<void> {
-  const format = RECALL_FORMATS[kind]
+/**
+ * The client's answer, one stream as the API gives it (its head written now, the reply hijacked), through the
+ * context management's rewrite where there is one; `resume` lets the upstream's current body flow again once
+ * the client has drained what it was sent.
+ */
+function clientStream(reply: FastifyReply, rewrite: Transform | undefined, resume: () => void): { write(text: string): boolean; end(text: string): void } {
   const raw = reply.raw
   reply.removeHeader('content-length')
   reply.stamp()
   reply.watchClient()
   raw.writeHead(reply.statusCode, reply.getHeaders() as OutgoingHttpHeaders)
   reply.hijack()
-  let body = res.body
-  // the client's answer, one stream as the API gives it, through the context management's rewrite where there is one
-  const rewrite = turn.rewrite?.(true)
   if (rewrite) {
     rewrite.on('data', (chunk: Buffer) => {
       if (!raw.destroyed && !raw.write(chunk)) rewrite.pause()
@@ -427,16 +427,28 @@ export async function relayRecallStream(reply: FastifyReply, res: UpstreamRespon
       if (!raw.destroyed) raw.end()
     })
     raw.on('drain', () => rewrite.resume())
-    rewrite.on('drain', () => body.resume())
-  } else raw.on('drain', () => body.resume())
-  const write = (text: string): boolean => (raw.destroyed ? true : rewrite ? rewrite.write(text) : raw.write(text))
+    rewrite.on('drain', resume)
+  } else raw.on('drain', resume)
+  return {
+    write: (text) => (raw.destroyed ? true : rewrite ? rewrite.write(text) : raw.write(text)),
+    end: (text) => {
+      if (rewrite) rewrite.end(text)
+      else if (!raw.destroyed) raw.end(text)
+    }
+  }
+}
+
+/** A stream's turn: rounds until the model answers without a recall call, the client's tools are called, or the budget ends it. */
+export async function relayRecallStream(reply: FastifyReply, res: UpstreamResponse, turn: RecallTurn, api: string, kind: RecallFormat): Promise<void> {
+  const format = RECALL_FORMATS[kind]
+  let body = res.body
+  const { write, end } = clientStream(reply, turn.rewrite?.(true), () => body.resume())
   let usage = emptyUsage()
   let previous: Round | undefined
   const rounds: unknown[] = []
   const visible: unknown[] = []
   const finish = (text: string, pending: unknown[] = []): void => {
-    if (rewrite) rewrite.end(text)
-    else if (!raw.destroyed) raw.end(text)
+    end(text)
     const exchange = exchangeOf(format, rounds, visible, pending)
     if (exchange) turn.keep(exchange)
   }
@@ -445,7 +457,7 @@ export async function relayRecallStream(reply: FastifyReply, res: UpstreamRespon
     try {
       await pump(body, (text) => r.take(text), write)
     } catch (err) {
-      if (!turn.aborted() && !raw.destroyed && kind === 'messages')
+      if (!turn.aborted() && !reply.raw.destroyed && kind === 'messages')
         write(eventText({ event: 'error', data: errorBody('api_error', `${api} stream broke off: ${(err as Error).message}`) }))
       return finish('')
     }
@@ -537,7 +549,11 @@ export async function relayRecallJson(reply: FastifyReply, res: UpstreamResponse
   if (!visible.some(format.says)) visible.push(format.notCompleted)
   const exchange = exchangeOf(format, rounds, visible, pending)
   if (exchange) turn.keep(exchange)
-  const whole = Buffer.from(JSON.stringify(format.json.answer(last ?? {}, visible, usage, ended, clientCalls)))
+  return sendAnswer(reply, turn, Buffer.from(JSON.stringify(format.json.answer(last ?? {}, visible, usage, ended, clientCalls))))
+}
+
+/** A JSON answer sent, through the context management's rewrite where there is one. */
+async function sendAnswer(reply: FastifyReply, turn: RecallTurn, whole: Buffer): Promise<FastifyReply> {
   const rewrite = turn.rewrite?.(false)
   if (!rewrite) return reply.type('application/json').send(whole)
   const rewritten = readAll(rewrite)

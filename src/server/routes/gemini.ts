@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify'
 import { checkedWhenRead } from '../json.js'
 import { Type } from 'typebox'
 import { ConfigurationError, NotFoundError } from '../../contract/errors.js'
@@ -40,6 +40,52 @@ function withoutKey(url: string): string {
 }
 
 /**
+ * The gateway's own refusals in Gemini's error shape, as Google's SDK and Gemini CLI read them (the upstream's
+ * pass as they came): `{error: {code, message, status}}`, the place named in the message.
+ */
+const inGeminiShape: onSendHookHandler = (_request, reply, payload, done) => {
+  if (reply.statusCode < 400 || typeof payload !== 'string' || !payload.startsWith('{"type":"error"')) return done(null, payload)
+  try {
+    const { error } = JSON.parse(payload) as { error: { message: string; path?: string } }
+    const message = error.path ? `${error.message} (at ${error.path})` : error.message
+    done(
+      null,
+      JSON.stringify({
+        error: { code: reply.statusCode, message, status: GOOGLE_STATUS[reply.statusCode] ?? (reply.statusCode >= 500 ? 'INTERNAL' : 'INVALID_ARGUMENT') }
+      })
+    )
+  } catch {
+    done(null, payload)
+  }
+}
+
+/** The contract of `POST /v1beta/models/{model}:{method}`; its body checked when it is read. */
+const GENERATE_SCHEMA = {
+  schema: {
+    tags: ['proxy'],
+    operationId: 'geminiGenerateContent',
+    summary:
+      "Gemini's generateContent, streamGenerateContent and countTokens, proxied: compacted past the budget, forwarded byte for byte under it, streamed back as it arrives",
+    security: KEYED,
+    params: Type.Object({
+      model: Type.String({ description: 'The model and its method: `gemini-2.5-pro:generateContent`, `…:streamGenerateContent`, `…:countTokens`.' })
+    }),
+    headers: proxyHeaders("the session id the agent sends, else a stable id of the gateway's for the conversation"),
+    body: GenerateContentBody,
+    response: {
+      200: upstreamAnswer(
+        "The answer, as Gemini's API gave it (`text/event-stream` for `alt=sse`), with `x-compaction: none|compacted`, `x-compaction-summary-id`, and `x-compaction-recall-tool` where the gateway added its recall tool to the request (its calls are answered by the gateway and never reach the client)."
+      ),
+      ...proxyErrors(
+        'The body is not a Gemini request the gateway can read while it may be over the budget, or its history breaks the rules of a conversation; `error.path` names the place.',
+        { name: "Gemini's API", failures: '' }
+      )
+    }
+  },
+  validatorCompiler: checkedWhenRead
+} as const
+
+/**
  * Gemini's API as a drop-in proxy: `POST /v1beta/models/{model}:generateContent`, `:streamGenerateContent`
  * (`alt=sse`) and `:countTokens`, compacted past the budget as the other proxies are (the same compactor,
  * anchors, records and cold layer), forwarded byte for byte under it; `GET /v1beta/models[/{model}]` passed
@@ -50,69 +96,25 @@ export const geminiRoutes: FastifyPluginAsync = async (app) => {
   const { credentials } = options
   const upstream = app.proxy.gemini
   installProxyHooks(app, () => 'gemini_generate')
-  // The gateway's own refusals in Gemini's error shape, as Google's SDK and Gemini CLI read them (the
-  // upstream's pass as they came): `{error: {code, message, status}}`, the place named in the message.
-  app.addHook('onSend', (_request, reply, payload, done) => {
-    if (reply.statusCode < 400 || typeof payload !== 'string' || !payload.startsWith('{"type":"error"')) return done(null, payload)
-    try {
-      const { error } = JSON.parse(payload) as { error: { message: string; path?: string } }
-      const message = error.path ? `${error.message} (at ${error.path})` : error.message
-      done(
-        null,
-        JSON.stringify({
-          error: { code: reply.statusCode, message, status: GOOGLE_STATUS[reply.statusCode] ?? (reply.statusCode >= 500 ? 'INTERNAL' : 'INVALID_ARGUMENT') }
-        })
-      )
-    } catch {
-      done(null, payload)
+  app.addHook('onSend', inGeminiShape)
+  app.post('/v1beta/models/:model', GENERATE_SCHEMA, async (request, reply) => {
+    const target = (request.params as { model: string }).model
+    const colon = target.lastIndexOf(':')
+    const model = colon < 0 ? target : target.slice(0, colon)
+    const action = colon < 0 ? '' : target.slice(colon + 1)
+    const endpoint = Object.hasOwn(ACTIONS, action) ? ACTIONS[action] : undefined
+    if (!endpoint || model === '')
+      throw new NotFoundError(`no method "${action}" of models here: the gateway serves generateContent, streamGenerateContent and countTokens`, '/model')
+    const api: ProxiedApi<GeminiHistory> = {
+      ...geminiDialect(model, endpoint),
+      path: `/v1beta/models/${encodeURIComponent(model)}:${action}`,
+      keySetting: 'GEMINI_API_KEY',
+      upstream,
+      credentials,
+      query: withoutKey
     }
+    return proxyRequest(app, options, api, request, reply)
   })
-  app.post(
-    '/v1beta/models/:model',
-    {
-      schema: {
-        tags: ['proxy'],
-        operationId: 'geminiGenerateContent',
-        summary:
-          "Gemini's generateContent, streamGenerateContent and countTokens, proxied: compacted past the budget, forwarded byte for byte under it, streamed back as it arrives",
-        security: KEYED,
-        params: Type.Object({
-          model: Type.String({ description: 'The model and its method: `gemini-2.5-pro:generateContent`, `…:streamGenerateContent`, `…:countTokens`.' })
-        }),
-        headers: proxyHeaders("the session id the agent sends, else a stable id of the gateway's for the conversation"),
-        body: GenerateContentBody,
-        response: {
-          200: upstreamAnswer(
-            "The answer, as Gemini's API gave it (`text/event-stream` for `alt=sse`), with `x-compaction: none|compacted`, `x-compaction-summary-id`, and `x-compaction-recall-tool` where the gateway added its recall tool to the request (its calls are answered by the gateway and never reach the client)."
-          ),
-          ...proxyErrors(
-            'The body is not a Gemini request the gateway can read while it may be over the budget, or its history breaks the rules of a conversation; `error.path` names the place.',
-            { name: "Gemini's API", failures: '' }
-          )
-        }
-      },
-      validatorCompiler: checkedWhenRead
-    },
-    async (request, reply) => {
-      const target = (request.params as { model: string }).model
-      const colon = target.lastIndexOf(':')
-      const model = colon < 0 ? target : target.slice(0, colon)
-      const action = colon < 0 ? '' : target.slice(colon + 1)
-      const endpoint = Object.hasOwn(ACTIONS, action) ? ACTIONS[action] : undefined
-      if (!endpoint || model === '')
-        throw new NotFoundError(`no method "${action}" of models here: the gateway serves generateContent, streamGenerateContent and countTokens`, '/model')
-      const api: ProxiedApi<GeminiHistory> = {
-        ...geminiDialect(model, endpoint),
-        path: `/v1beta/models/${encodeURIComponent(model)}:${action}`,
-        keySetting: 'GEMINI_API_KEY',
-        upstream,
-        credentials,
-        query: withoutKey
-      }
-      return proxyRequest(app, options, api, request, reply)
-    }
-  )
-
   async function forward(request: FastifyRequest, reply: FastifyReply, below: string): Promise<FastifyReply> {
     const given = credentials(request)
     if (!given) throw new ConfigurationError("the gateway has no key for Gemini's API: set GEMINI_API_KEY on the gateway")

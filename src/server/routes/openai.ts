@@ -65,29 +65,7 @@ export const openAiRoutes: FastifyPluginAsync = async (app) => {
     // is checked then, against this same schema (`check`).
     app.post(
       `/v1${route.path}`,
-      {
-        schema: {
-          tags: ['proxy'],
-          operationId: route.operationId,
-          summary: route.summary,
-          security: KEYED,
-          headers: proxyHeaders('the session id the agent sends (x-session-id, x-session-affinity, session-id, thread-id…), else prompt_cache_key'),
-          body: route.body,
-          response: {
-            200: upstreamAnswer(
-              'The answer, as the OpenAI-compatible API gave it (status, headers and body; `text/event-stream` for `stream: true`), with `x-compaction: none|compacted`, `x-compaction-summary-id`, `x-compaction-not-read` (previous_response_id, conversation, single_input, history_not_read) where the history could not be read, and `x-compaction-recall-tool` where the gateway added its recall tool to the request (its calls are answered by the gateway and never reach the client).'
-            ),
-            ...proxyErrors(
-              'The body is not a request the gateway can read while it may be over the budget, or its history breaks the rules of a conversation; `error.path` names the place.',
-              {
-                name: 'The upstream',
-                failures: ''
-              }
-            )
-          }
-        },
-        validatorCompiler: checkedWhenRead
-      },
+      routeSchema(route),
       // the Responses API's own compaction, answered by the gateway where the upstream has none (COMPACT_CONTEXT_MANAGEMENT)
       route.endpoint === 'responses_compact' && options.contextManagement === 'gateway'
         ? async (request, reply) =>
@@ -105,5 +83,32 @@ export const openAiRoutes: FastifyPluginAsync = async (app) => {
             })
         : async (request, reply) => proxyRequest(app, options, api, request, reply)
     )
+  }
+}
+
+/** The contract of one proxied endpoint (its body checked when it is read, against the same schema). */
+function routeSchema(route: (typeof ENDPOINTS)[number]) {
+  return {
+    schema: {
+      tags: ['proxy'],
+      operationId: route.operationId,
+      summary: route.summary,
+      security: KEYED,
+      headers: proxyHeaders('the session id the agent sends (x-session-id, x-session-affinity, session-id, thread-id…), else prompt_cache_key'),
+      body: route.body,
+      response: {
+        200: upstreamAnswer(
+          'The answer, as the OpenAI-compatible API gave it (status, headers and body; `text/event-stream` for `stream: true`), with `x-compaction: none|compacted`, `x-compaction-summary-id`, `x-compaction-not-read` (previous_response_id, conversation, single_input, history_not_read) where the history could not be read, and `x-compaction-recall-tool` where the gateway added its recall tool to the request (its calls are answered by the gateway and never reach the client).'
+        ),
+        ...proxyErrors(
+          'The body is not a request the gateway can read while it may be over the budget, or its history breaks the rules of a conversation; `error.path` names the place.',
+          {
+            name: 'The upstream',
+            failures: ''
+          }
+        )
+      }
+    },
+    validatorCompiler: checkedWhenRead
   }
 }

@@ -325,14 +325,15 @@ export class ProxyService {
     const onDemand = holdsCompaction ? topLevelField(ask.body.bytes, 'compaction') : undefined
     if (onDemand && dialect.endpoint !== 'count_tokens') return this.compactOnDemand(dialect, ask, seal)
     const edited = this.managed(dialect, ask, seal, holdsCompaction, onDemand?.without)
-    const conversation = await this.conversationOf(dialect, ask, edited)
-    const cleared = this.cleared(dialect, ask, edited, conversation)
-    const read =
-      cleared?.changed && 'parts' in conversation.read
-        ? { parts: { ...conversation.read.parts, messages: cleared.messages }, read: conversation.read.read }
-        : conversation.read
-    const models = this.summaryModels(dialect, ask, edited, { ...conversation, read })
-    const outcome = await this.compacted(dialect, ask, edited, { ...conversation, read }, models)
+    const asRead = await this.conversationOf(dialect, ask, edited)
+    const cleared = this.cleared(dialect, ask, edited, asRead)
+    // what is compacted and forwarded: the history with its cleared results where clearing changed it
+    const conversation =
+      cleared?.changed && 'parts' in asRead.read
+        ? { ...asRead, read: { parts: { ...asRead.read.parts, messages: cleared.messages }, read: asRead.read.read } }
+        : asRead
+    const models = this.summaryModels(dialect, ask, edited, conversation)
+    const outcome = await this.compacted(dialect, ask, edited, conversation, models)
     const at = {
       session: conversation.session,
       budgetTokens: edited.budgetTokens,
@@ -356,7 +357,7 @@ export class ProxyService {
       models.began()
       return this.paused(edited.managed, conversation.body, outcome, at, compaction)
     }
-    return this.forwardOf(dialect, ask, { edited, conversation: { ...conversation, read }, cleared, outcome, at, models, seal, compaction })
+    return this.forwardOf(dialect, ask, { edited, conversation, cleared, outcome, at, models, seal, compaction })
   }
 
   /**

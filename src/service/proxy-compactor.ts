@@ -19,7 +19,7 @@ import { type CompactDeps, type CompactRun, type CompactedResponse, type RunCont
 import { type Anchor, type ForwardedTail, anchorOf, anchoredTail, holds, withAnchor } from '../proxy/anchors.js'
 import { type CachePrices, crossingCall, requestsOf } from '../compaction/payback.js'
 import { LAPSED_CACHE_SHARE, DEFAULT_PROMPT_CACHE_S } from '../contract/defaults.js'
-import { type AnchorStore, type CompactedView, type ConversationState, type Pending, ProxyConversations } from './proxy-conversations.js'
+import { type CompactedView, type ConversationState, type Pending, ProxyConversations, type ProxyConversationsOptions } from './proxy-conversations.js'
 import { WriteAhead, isCompacted, pendingFor } from './write-ahead.js'
 import { PRICE } from './costs.js'
 
@@ -98,7 +98,8 @@ export type ProxyOutcome =
 /** started, done, failed, skipped (no free place); late: done after its crossing, kept as the base of the next merge. */
 export type PrecomputeEvent = 'started' | 'done' | 'failed' | 'skipped' | 'late'
 
-export interface ProxyCompactorOptions {
+/** The compactor's settings; those of its conversations (their anchors' store, clock and count) are ProxyConversationsOptions. */
+export interface ProxyCompactorOptions extends ProxyConversationsOptions {
   deps: CompactDeps
   /**
    * How a crossing's compaction runs (its summary is the ledger's, merged with the best at hand): where the
@@ -113,7 +114,6 @@ export interface ProxyCompactorOptions {
   /** Whether a background summary may start now, `inFlight` being written ahead already (the summary limiter has a free place). */
   canPrecompute: (inFlight: number) => boolean
   onPrecompute: (event: PrecomputeEvent, err?: unknown) => void
-  maxSessions?: number
   /** After a crossing the context lands at this share of the room between system + tools and the budget; undefined: keep_tokens' default. */
   targetShare?: number
   /**
@@ -125,12 +125,6 @@ export interface ProxyCompactorOptions {
   promptCacheMs?: number
   /** The prompt cache's prices as multiples of an input token's (COMPACT_PRICE_*): what a crossing's rewrite costs and saves. */
   prices?: CachePrices
-  /** The clock of the conversations' pace (tests move it). */
-  clock?: () => number
-  /** Where anchors outlive the process; only in memory without. */
-  anchors?: AnchorStore
-  /** A store fault while anchors were read or written (the proxy goes on from memory). */
-  onAnchorFault?: (err: unknown) => void
   /** A crossing that waited: forwarded over its budget, uncompacted, for it would not have paid back. */
   onWait?: () => void
   /** A summary written ahead for a session's conversation, with what its model calls took (used or not). */
@@ -166,13 +160,7 @@ export class ProxyCompactor {
   private readonly writeAhead: WriteAhead
 
   constructor(private readonly options: ProxyCompactorOptions) {
-    const { anchors, onAnchorFault, clock, maxSessions } = options
-    this.conversations = new ProxyConversations({
-      ...(anchors ? { anchors } : {}),
-      ...(onAnchorFault ? { onAnchorFault } : {}),
-      ...(clock ? { clock } : {}),
-      ...(maxSessions !== undefined ? { maxSessions } : {})
-    })
+    this.conversations = new ProxyConversations(options)
     const { precomputeAt, canPrecompute, onPrecompute, onSummary } = options
     this.writeAhead = new WriteAhead({
       precomputeAt,

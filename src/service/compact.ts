@@ -28,7 +28,7 @@ import type { CompactRequestBody } from '../contract/schemas.js'
 import type { SummarizerReport, Summarizer } from '../summarizer/summarizer.js'
 import { InvalidHistoryError, SummarizerUnavailableError } from './errors.js'
 import { InvalidRequestError } from '../contract/errors.js'
-import { adaptHistory, givenBack, rulesOf } from '../formats/index.js'
+import { type Format, adaptHistory, givenBack, rulesOf } from '../formats/index.js'
 
 export interface CompactDefaults {
   budgetTokens: number | 'off'
@@ -140,14 +140,53 @@ export function spanMemory(plan: CompactionPlan, messages: Message[], clips: Cli
   )
 }
 
+/**
+ * A compaction asked for, as the service takes it: the compact route's body once read (compactionInput), a
+ * proxy's crossing or a compaction on demand as the proxy builds it. Its settings not yet defaulted (the
+ * server's defaults apply where one is absent); its history in `format`, the Messages API's where absent.
+ */
+export interface CompactionInput {
+  format?: Format
+  messages: CompactRequestBody['messages']
+  /** Counted only, never returned. */
+  system?: CompactRequestBody['system']
+  tools?: CompactRequestBody['tools']
+  mode?: 'auto' | 'manual'
+  budgetTokens?: number | 'off'
+  keepTokens?: number
+  keepTurns?: number
+  instructions?: string
+  sessionId?: string
+  /** What the client's last request was billed for: the estimate is scaled to it. */
+  usage?: CompactRequestBody['usage']
+  recallHint?: string
+  summarizer?: CompactRequestBody['summarizer']
+  dryRun?: boolean
+  strategy?: CompactRequestBody['strategy']
+}
+
+/** A /v1/compact body, checked against its schema, as the service takes it. */
+export function compactionInput(body: CompactRequestBody): CompactionInput {
+  const { budget_tokens, keep_tokens, keep_turns, session_id, recall_hint, dry_run, ...same } = body
+  return {
+    ...same,
+    ...(budget_tokens !== undefined ? { budgetTokens: budget_tokens } : {}),
+    ...(keep_tokens !== undefined ? { keepTokens: keep_tokens } : {}),
+    ...(keep_turns !== undefined ? { keepTurns: keep_turns } : {}),
+    ...(session_id !== undefined ? { sessionId: session_id } : {}),
+    ...(recall_hint !== undefined ? { recallHint: recall_hint } : {}),
+    ...(dry_run !== undefined ? { dryRun: dry_run } : {})
+  }
+}
+
 /** A request whose history is the Messages API's, as the core reads it. */
-type MessagesRequest = Omit<CompactRequestBody, 'messages' | 'format'> & { messages: Message[] }
+type MessagesRequest = Omit<CompactionInput, 'messages' | 'format'> & { messages: Message[] }
 
 /**
  * The whole path of one compaction, in the format the request names: a history in another API's format
  * is read into the core's turns, compacted, and given back in its own format (formats/).
  */
-export async function runCompaction(body: CompactRequestBody, deps: CompactDeps, context: RunContext = { keyName: '' }): Promise<CompactRun> {
+export async function runCompaction(body: CompactionInput, deps: CompactDeps, context: RunContext = { keyName: '' }): Promise<CompactRun> {
   const format = body.format ?? 'anthropic'
   if (format !== 'anthropic' && body.strategy !== undefined && body.strategy !== 'summarize')
     throw new InvalidRequestError(`strategy ${body.strategy} reads Messages API histories only (format anthropic)`, '/strategy')
@@ -197,9 +236,9 @@ export async function runCompaction(body: CompactRequestBody, deps: CompactDeps,
  * not (or nothing is over the budget): the history is then summarized as it came.
  */
 function clearFirst(body: MessagesRequest, deps: CompactDeps, strategy: 'clear' | 'hybrid'): { outcome: ClearedOutcome; uses: ClearedUse[] } | undefined {
-  if (body.dry_run) return undefined
+  if (body.dryRun) return undefined
   const manual = (body.mode ?? 'auto') === 'manual'
-  const budget = body.budget_tokens ?? deps.defaults.budgetTokens
+  const budget = body.budgetTokens ?? deps.defaults.budgetTokens
   const tokens = promptTokens(body.messages, body.system, body.tools)
   if (!manual && (budget === 'off' || tokens <= budget)) return undefined
   const fixed = promptTokens([], body.system, body.tools)
@@ -213,7 +252,7 @@ function clearFirst(body: MessagesRequest, deps: CompactDeps, strategy: 'clear' 
       clearAtLeast: manual || budget === 'off' ? 0 : Math.ceil(budget / 10),
       ...(target !== undefined && !manual ? { enough: tokens - target } : {})
     },
-    (id) => clearedNote(body.session_id !== undefined ? { tool: RECALL_TOOL_NAME } : undefined, id)
+    (id) => clearedNote(body.sessionId !== undefined ? { tool: RECALL_TOOL_NAME } : undefined, id)
   )
   if (done.cleared.length === 0) return undefined
   const after = tokens - done.tokens
@@ -266,7 +305,7 @@ async function compactMessages(body: MessagesRequest, deps: CompactDeps, context
     const cleared = clearFirst(body, deps, strategy)
     if (cleared) {
       const t2 = deps.now()
-      const coldLayer = deps.coldLayer === true && body.session_id !== undefined
+      const coldLayer = deps.coldLayer === true && body.sessionId !== undefined
       return {
         response: cleared.outcome,
         timings: { validate: t1 - t0, plan: t2 - t1, summarize: 0 },
@@ -277,7 +316,7 @@ async function compactMessages(body: MessagesRequest, deps: CompactDeps, context
 
   const usage = body.usage
   const prompts = deps.conversations ? promptTexts(messages) : []
-  const conversation = ConversationsText.conversation(body.session_id, prompts)
+  const conversation = ConversationsText.conversation(body.sessionId, prompts)
   // One compaction's redactors remember what they find, so a secret seen anywhere is replaced everywhere.
   const redactors = compactionRedactors()
   const plan = planCompaction(
@@ -286,12 +325,12 @@ async function compactMessages(body: MessagesRequest, deps: CompactDeps, context
       system: body.system,
       tools: body.tools,
       mode: body.mode ?? 'auto',
-      budgetTokens: body.budget_tokens ?? deps.defaults.budgetTokens,
+      budgetTokens: body.budgetTokens ?? deps.defaults.budgetTokens,
       sizingBudgetTokens: typeof deps.defaults.budgetTokens === 'number' ? deps.defaults.budgetTokens : DEFAULT_BUDGET_TOKENS,
-      keepTokens: body.keep_tokens ?? deps.defaults.keepTokens,
-      keepTurns: body.keep_turns ?? deps.defaults.keepTurns,
+      keepTokens: body.keepTokens ?? deps.defaults.keepTokens,
+      keepTurns: body.keepTurns ?? deps.defaults.keepTurns,
       usageInputTokens: usage ? usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0) : undefined,
-      dryRun: body.dry_run ?? false,
+      dryRun: body.dryRun ?? false,
       ...(context.clipToBudget ? { clipToBudget: true } : {}),
       ...(deps.conversations ? { commonText: deps.conversations.common(context.keyName, conversation) } : {})
     },
@@ -318,17 +357,17 @@ async function compactMessages(body: MessagesRequest, deps: CompactDeps, context
     redactors,
     instructions: body.instructions,
     keyName: context.keyName,
-    session: body.session_id,
+    session: body.sessionId,
     signal: context.signal
   })
   // Without a key the extractive summary is the default, and the response says why no model wrote it (unless
   // the operator chose it: then it is no fallback).
   if (requested === 'auto' && !deps.modelSummarizer && deps.defaults.extractiveChosen !== true)
     result.report = { ...result.report, fallback_reason: 'no_api_key' }
-  const coldLayer = deps.coldLayer === true && body.session_id !== undefined
+  const coldLayer = deps.coldLayer === true && body.sessionId !== undefined
   const outcome = finishCompaction(
     plan,
-    { id: deps.newId(), recallHint: body.recall_hint, modelSections: result.sections, recallTool: coldLayer ? recallNamed(context.recallTool) : undefined },
+    { id: deps.newId(), recallHint: body.recallHint, modelSections: result.sections, recallTool: coldLayer ? recallNamed(context.recallTool) : undefined },
     redactors
   )
   const t3 = deps.now()

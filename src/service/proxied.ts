@@ -39,7 +39,6 @@ import { OWN_ITEM_KEY, compactedResponse, compactionItem, readBackItems, withCom
 import type { TenantSeal } from '../proxy/item-seal.js'
 import type { ItemSeals } from './item-seals.js'
 import { inControlGroup } from './control.js'
-import type { CompactRequestBody } from '../contract/schemas.js'
 import { bodyReader, checkCompactValue } from '../contract/validation.js'
 import { ResponsesCompactBody, type ResponsesBody } from '../contract/proxy-bodies.js'
 import type { UpstreamUsage } from '../proxy/usage.js'
@@ -47,7 +46,7 @@ import type { Summarizer } from '../summarizer/summarizer.js'
 import type { Metrics } from '../telemetry/metrics.js'
 import type { ReadYourWrites } from '../storage/read-your-writes.js'
 import type { Activity } from './activity.js'
-import { type CompactRun, type CompactRunView, type RunContext, summarized } from './compact.js'
+import { type CompactRun, type CompactRunView, type CompactionInput, type RunContext, compactionInput, summarized } from './compact.js'
 import type { MemoryEntry } from '../memory/entries.js'
 import { type RecallCall, type RecallExchange, type RecallFormat, restoreExchanges } from '../proxy/recall-tool.js'
 import { continuationItems } from '../proxy/recall-responses.js'
@@ -615,14 +614,14 @@ export class ProxyService {
     const parts = readMessagesRequest(value)
     const messages = fromCompaction(parts.messages, seal).messages
     const session = proxySession(ask.headers, parts.userId) ?? derivedSession(parts)
-    const request: CompactRequestBody = {
+    const request: CompactionInput = {
       messages,
       mode: 'manual',
-      keep_tokens: ON_DEMAND_KEEP_TOKENS,
+      keepTokens: ON_DEMAND_KEEP_TOKENS,
       ...(parts.system !== undefined ? { system: parts.system } : {}),
       ...(parts.tools !== undefined ? { tools: parts.tools } : {}),
       ...(instructions !== undefined ? { instructions } : {}),
-      ...(session !== undefined ? { session_id: session } : {})
+      ...(session !== undefined ? { sessionId: session } : {})
     }
     // The conversation's own model (COMPACT_PROXY_SUMMARIES): its request as sent but for the field, in its conversation.
     const field = topLevelField(ask.body.bytes, 'compaction')
@@ -678,7 +677,7 @@ export class ProxyService {
     if (!read.ok) throw inInput(read.message, read.path)
     // written by a model while the client waits: the gateway's, else the client's own (its request as sent, its key)
     const model = clientModel?.(read.body.messages as Message[])
-    const { scheduled, done, usage } = await this.explicit(read.body, ask, { session, endpoint: 'responses_compact' }, model, (err) =>
+    const { scheduled, done, usage } = await this.explicit(compactionInput(read.body), ask, { session, endpoint: 'responses_compact' }, model, (err) =>
       err instanceof InvalidHistoryError ? inInput(err.message, err.path) : err
     )
     const item = compactionItem(done ? done.messages : input, seal)
@@ -691,7 +690,7 @@ export class ProxyService {
    * `refusal`: what a problem in the history is said as, in the client's request.
    */
   private async explicit(
-    request: CompactRequestBody,
+    request: CompactionInput,
     ask: Pick<ProxiedAsk, 'keyName' | 'hangUp' | 'log' | 'started'>,
     at: { session: string | undefined; endpoint: string; recallTool?: RecallNaming | false },
     model: Summarizer | undefined,

@@ -15,7 +15,7 @@ import type { MemoryEntry } from '../memory/entries.js'
 import type { Summarizer } from '../summarizer/summarizer.js'
 import type { CompactRequestBody } from '../contract/schemas.js'
 import type { CrossingTiming } from '../storage/store.js'
-import { type CompactDeps, type CompactRun, type CompactedResponse, type RunContext, runCompaction } from './compact.js'
+import { type CompactDeps, type CompactRun, type CompactedResponse, type CompactionInput, type RunContext, runCompaction } from './compact.js'
 import { type Anchor, type ForwardedTail, anchorOf, anchoredTail, holds, withAnchor } from '../proxy/anchors.js'
 import { type CachePrices, crossingCall, requestsOf } from '../compaction/payback.js'
 import { LAPSED_CACHE_SHARE, DEFAULT_PROMPT_CACHE_S } from '../contract/defaults.js'
@@ -103,9 +103,9 @@ export interface ProxyCompactorOptions extends ProxyConversationsOptions {
   deps: CompactDeps
   /**
    * How a crossing's compaction runs (its summary is the ledger's, merged with the best at hand): where the
-   * app's compactions run (a large one in a worker, app.compaction.runProxied); inline by default.
+   * app's compactions run (a large one in a worker, service/compactions.ts: Compactions.run); inline by default.
    */
-  runCrossing?: (body: CompactRequestBody, context: RunContext, model?: Summarizer) => Promise<CompactRun>
+  runCrossing?: (body: CompactionInput, context: RunContext, model?: Summarizer) => Promise<CompactRun>
   /**
    * The least share of the budget from which a conversation's next summary may be written ahead (once its
    * growth says the crossing is near); undefined: never, and crossings merge from the ledger alone.
@@ -367,7 +367,7 @@ export class ProxyCompactor {
    * A crossing's compaction: merged from the ledger at once (a crossing waits for no model), or, where the
    * client asked for it and waits (request.explicit), summarized by a model.
    */
-  private summarized(request: ProxyRequest, body: CompactRequestBody): Promise<CompactRun> {
+  private summarized(request: ProxyRequest, body: CompactionInput): Promise<CompactRun> {
     const context: RunContext = { keyName: request.keyName, signal: request.signal, recallTool: request.recall ?? false, clipToBudget: true }
     if (!request.explicit) return this.crossing(body, context)
     return this.explicit({ ...body, summarizer: 'auto' }, context, request.explicit.model?.(body.messages as Message[]))
@@ -377,7 +377,7 @@ export class ProxyCompactor {
    * A compaction the client asked for and waits for (compaction on demand): by `model` where given (the
    * conversation's own, in the conversation: COMPACT_PROXY_SUMMARIES), else the gateway's model, else extractive.
    */
-  explicit(body: CompactRequestBody, context: RunContext, model?: Summarizer): Promise<CompactRun> {
+  explicit(body: CompactionInput, context: RunContext, model?: Summarizer): Promise<CompactRun> {
     return this.crossing(body, context, model)
   }
 
@@ -385,7 +385,7 @@ export class ProxyCompactor {
    * A crossing's compaction, run where the app runs them (options.runCrossing), else here; a summary by `model`
    * where given (the conversation's own), else by the gateway's model.
    */
-  private crossing(body: CompactRequestBody, context: RunContext, model?: Summarizer): Promise<CompactRun> {
+  private crossing(body: CompactionInput, context: RunContext, model?: Summarizer): Promise<CompactRun> {
     const { deps, runCrossing } = this.options
     if (runCrossing) return runCrossing(body, context, model)
     return runCompaction(body, model ? { ...deps, modelSummarizer: model } : deps, context)
@@ -422,16 +422,16 @@ export class ProxyCompactor {
     mode: 'auto' | 'manual',
     summarizer: 'auto' | 'extractive' = 'auto',
     keep = this.crossingKeep(request)
-  ): CompactRequestBody {
+  ): CompactionInput {
     return {
       messages,
       system: request.system,
       tools: request.tools,
       mode,
-      budget_tokens: request.budgetTokens,
+      budgetTokens: request.budgetTokens,
       summarizer,
-      ...(keep !== undefined ? { keep_tokens: keep } : {}),
-      ...(request.session !== undefined ? { session_id: request.session } : {}),
+      ...(keep !== undefined ? { keepTokens: keep } : {}),
+      ...(request.session !== undefined ? { sessionId: request.session } : {}),
       ...(request.instructions !== undefined ? { instructions: request.instructions } : {})
     }
   }

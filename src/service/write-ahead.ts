@@ -6,10 +6,9 @@
  * (proxy-compactor.ts).
  */
 import { type Message, compactsByItself } from '../compaction/index.js'
-import type { CompactRequestBody } from '../contract/schemas.js'
 import { type Anchor, anchorOf, holds, withAnchor } from '../proxy/anchors.js'
 import type { Summarizer } from '../summarizer/summarizer.js'
-import type { CompactRun, CompactedResponse, RunContext } from './compact.js'
+import type { CompactRun, CompactedResponse, CompactionInput, RunContext } from './compact.js'
 import type { ProxyCompactorOptions, ProxyRequest } from './proxy-compactor.js'
 import type { ConversationState, Pending } from './proxy-conversations.js'
 
@@ -40,9 +39,9 @@ export interface WriteAheadOptions extends Pick<ProxyCompactorOptions, 'precompu
   /** The tail a compaction written ahead keeps, the turns until the crossing being kept too (`grownSince` tokens of room fewer). */
   keep: (request: ProxyRequest, grownSince: number, base: Anchor | undefined) => number | undefined
   /** The body of a compaction of `input`, keeping `keep`. */
-  body: (request: ProxyRequest, input: Message[], keep: number | undefined) => CompactRequestBody
+  body: (request: ProxyRequest, input: Message[], keep: number | undefined) => CompactionInput
   /** Runs it where the compactor runs its compactions, by `model` where given. */
-  run: (body: CompactRequestBody, context: RunContext, model?: Summarizer) => Promise<CompactRun>
+  run: (body: CompactionInput, context: RunContext, model?: Summarizer) => Promise<CompactRun>
 }
 
 export class WriteAhead {

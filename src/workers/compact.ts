@@ -5,20 +5,21 @@ import type { ErrorKind } from '../contract/errors.js'
  * prototype check, schema validation, the history's rules, the plan, the extractive summary, the cold
  * layer's entries and the response's serialization. The main thread only routes and answers.
  */
-import type { CompactRequestBody } from '../contract/schemas.js'
 import { readCompactRequest, readJson } from '../contract/validation.js'
 import { InvalidHistoryError, SummarizerUnavailableError } from '../service/errors.js'
 import {
   type CompactDefaults,
   type CompactDeps,
   type CompactResponseBody,
-  type CompactRunView,
+  type CompactionInput,
   type ResponseView,
   type RunContext,
   clearedMemory,
+  compactionInput,
   runCompaction
 } from '../service/compact.js'
-import type { ClearedUse, HistoryProblem, Message } from '../compaction/index.js'
+import type { BytesResult, ProxiedResult } from '../service/compactions.js'
+import type { ClearedUse } from '../compaction/index.js'
 import type { MemoryEntry } from '../memory/entries.js'
 import { ConversationsText } from '../service/conversations.js'
 import { ExtractiveSummarizer } from '../summarizer/extractive.js'
@@ -48,23 +49,6 @@ export interface CompactTask {
   cleared?: ClearedUse[]
 }
 
-/**
- * A proxy's compaction: what the main thread counts, records and logs (the run without the response's
- * messages), and the messages, each given as the index of the body's own message where it came back
- * unchanged (the main thread has that object, and the bytes the client sent it as, which are forwarded as
- * they came), else whole (a summary turn, a clipped message).
- */
-export type ProxiedResult = { ok: true; run: CompactRunView; messages?: (number | Message)[] } | { ok: false; problem: HistoryProblem }
-
-/**
- * The answer: the response's UTF-8 bytes and what the main thread needs to count, record and log it.
- * The bytes are made here and moved, not copied: the main thread writes them to the socket as they are
- * (handed a string instead, it would spend its own time encoding it in its socket write).
- */
-export type CompactTaskResult =
-  | { ok: true; json: Uint8Array; run: CompactRunView; body: Pick<CompactRequestBody, 'mode' | 'session_id' | 'budget_tokens' | 'format'> }
-  | { ok: false; kind: ErrorKind; message: string; path?: string }
-
 const extractive = new ExtractiveSummarizer()
 /** What the app's conversations sent, by the name its threads share it under (one app's pool per worker: one entry). */
 const tables = new Map<string, ConversationsText>()
@@ -91,7 +75,7 @@ function workerDeps(task: CompactTask, model?: PortSummarizer): CompactDeps {
   }
 }
 
-function refused(kind: ErrorKind, message: string, path?: string): CompactTaskResult {
+function refused(kind: ErrorKind, message: string, path?: string): BytesResult {
   return { ok: false, kind, message, ...(path !== undefined ? { path } : {}) }
 }
 
@@ -105,19 +89,19 @@ async function withModel<T>(task: CompactTask, work: (model: PortSummarizer | un
   }
 }
 
-export async function compactTask(task: CompactTask, model?: PortSummarizer): Promise<CompactTaskResult> {
+export async function compactTask(task: CompactTask, model?: PortSummarizer): Promise<BytesResult> {
   const read = readCompactRequest(task.body)
   if (!read.ok) return refused(read.kind, read.message, read.path)
-  const { body } = read
+  const input = compactionInput(read.body)
   try {
-    const run = await runCompaction(body, workerDeps(task, model), { keyName: task.keyName })
+    const run = await runCompaction(input, workerDeps(task, model), { keyName: task.keyName })
     const json = jsonBytes(run.response)
     // the messages go back serialized only; the rest is what the main thread counts, records and logs
     return {
       ok: true,
       json,
       run: { ...run, response: withoutMessages(run.response) },
-      body: { mode: body.mode, session_id: body.session_id, budget_tokens: body.budget_tokens, format: body.format }
+      as: { mode: input.mode, sessionId: input.sessionId, budgetTokens: input.budgetTokens, format: input.format }
     }
   } catch (err) {
     if (err instanceof InvalidHistoryError) return refused(err.kind, err.problem.message, err.problem.path)
@@ -135,7 +119,7 @@ function withoutMessages(response: CompactResponseBody): ResponseView {
 export async function proxiedTask(task: CompactTask, proxied: NonNullable<CompactTask['proxied']>, model?: PortSummarizer): Promise<ProxiedResult> {
   const read = readJson(task.body)
   if (!read.ok) throw new Error(`a proxied compaction's body did not read back: ${read.message}`)
-  const body = read.value as CompactRequestBody
+  const body = read.value as CompactionInput
   try {
     const run = await runCompaction(body, workerDeps(task, model), { keyName: task.keyName, ...proxied })
     const index = new Map<object, number>(body.messages.map((m, i) => [m, i]))
@@ -148,12 +132,12 @@ export async function proxiedTask(task: CompactTask, proxied: NonNullable<Compac
 }
 
 /** The pool's entry: the task, with the response's bytes moved to the main thread rather than copied. */
-export default async function moveResult(task: CompactTask): Promise<CompactTaskResult | ProxiedResult | MemoryEntry[]> {
+export default async function moveResult(task: CompactTask): Promise<BytesResult | ProxiedResult | MemoryEntry[]> {
   if (task.cleared) return clearedMemory(task.cleared)
   const { proxied } = task
   if (proxied) return withModel(task, (model) => proxiedTask(task, proxied, model))
   const result = await withModel(task, (model) => compactTask(task, model))
   if (!result.ok) return result
   const moved = { [Piscina.transferableSymbol]: [result.json.buffer], [Piscina.valueSymbol]: result }
-  return Piscina.move(moved as unknown as Parameters<typeof Piscina.move>[0]) as unknown as CompactTaskResult
+  return Piscina.move(moved as unknown as Parameters<typeof Piscina.move>[0]) as unknown as BytesResult
 }

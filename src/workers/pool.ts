@@ -1,6 +1,7 @@
 import { Piscina } from 'piscina'
 import { threadModule } from '../threads/entry.js'
-import type { CompactTask, CompactTaskResult, ProxiedResult } from './compact.js'
+import type { CompactTask } from './compact.js'
+import type { BytesResult, ProxiedResult } from '../service/compactions.js'
 import type { ClearedUse } from '../compaction/index.js'
 import type { MemoryEntry } from '../memory/entries.js'
 
@@ -36,12 +37,12 @@ export class CompactionPool {
     return this.pool
   }
 
-  run(task: Omit<CompactTask, 'body'>, body: Buffer): Promise<CompactTaskResult> {
+  run(task: Omit<CompactTask, 'body'>, body: Buffer): Promise<BytesResult> {
     // A body that owns its whole memory moves to the worker as it is; one that shares a pool is copied once.
     const own = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength ? new Uint8Array(body.buffer) : new Uint8Array(body)
     // (the summary's port, where a model writes it, moves with it)
     const transferList = [own.buffer as ArrayBuffer, ...(task.summary ? [task.summary.port] : [])]
-    return this.piscina.run({ ...task, body: own } satisfies CompactTask, { transferList }) as Promise<CompactTaskResult>
+    return this.piscina.run({ ...task, body: own } satisfies CompactTask, { transferList }) as Promise<BytesResult>
   }
 
   /** A proxy's compaction (CompactTask.proxied), its body the gateway's own bytes, moved to the worker as run() moves a body. */

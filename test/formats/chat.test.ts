@@ -2,7 +2,7 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { argumentsInput, chatRules } from '../../src/formats/chat.js'
 import { adaptHistory } from '../../src/formats/history.js'
-import { runCompaction } from '../../src/service/compact.js'
+import { type CompactionInput, runCompaction } from '../../src/service/compact.js'
 import { ExtractiveSummarizer } from '../../src/summarizer/extractive.js'
 import { chatCompletionsRefusal } from '../helpers/fake-openai.js'
 
@@ -35,12 +35,12 @@ function agentHistory(steps: number, output = (k: number) => `FAIL test/part${k}
   return items
 }
 
-const compact = (messages: Item[], extra: Record<string, unknown> = {}) => runCompaction({ format: 'openai-chat', messages, mode: 'manual', ...extra }, deps)
+const compact = (messages: Item[], extra: Partial<CompactionInput> = {}) => runCompaction({ format: 'openai-chat', messages, mode: 'manual', ...extra }, deps)
 
 describe('Chat Completions histories', () => {
   it('compact to: the system messages as sent, one summary message, the client’s own messages from a turn on; a request the API takes', async () => {
     const items = agentHistory(40)
-    const { response } = await compact(items, { budget_tokens: 12_000 })
+    const { response } = await compact(items, { budgetTokens: 12_000 })
     expect(response.compacted).toBe(true)
     if (!response.compacted) return
     const out = response.messages as unknown as Item[]
@@ -58,7 +58,7 @@ describe('Chat Completions histories', () => {
 
   it('clips an output too big for the bound in the client’s own message, and says where', async () => {
     const items = agentHistory(6, (k) => (k === 5 ? `Traceback (most recent call last):\n${'line of output\n'.repeat(9_000)}` : 'ok'))
-    const { response } = await compact(items, { budget_tokens: 4_000 })
+    const { response } = await compact(items, { budgetTokens: 4_000 })
     if (!response.compacted) throw new Error('not compacted')
     expect(response.clips.length).toBeGreaterThan(0)
     const clip = response.clips[0]!
@@ -130,7 +130,7 @@ describe('Chat Completions histories', () => {
           if (items.at(-1)!.role !== 'user') items.push({ role: 'user', content: 'last' })
           let run
           try {
-            run = await compact(items, { budget_tokens: budget, mode })
+            run = await compact(items, { budgetTokens: budget, mode })
           } catch (err) {
             // the one refusal a valid history may get: its newest step cannot fit the budget even clipped
             expect((err as { status: number }).status).toBe(422)
@@ -161,7 +161,7 @@ describe('a Chat Completions history at the size users send', () => {
     for (let k = 0; items.length < 50_000; k++) items.push(...step(k, `${'🦀'.repeat(k % 97)}${'x'.repeat(300 + (k % 13))}`, 1 + (k % 3)))
     items.push({ role: 'user', content: 'Keep going.' })
     expect(JSON.stringify(items).length).toBeGreaterThan(9_000_000)
-    const { response } = await compact(items, { budget_tokens: 45_000, mode: 'auto' })
+    const { response } = await compact(items, { budgetTokens: 45_000, mode: 'auto' })
     if (!response.compacted) throw new Error('not compacted')
     expect(response.stats.context_after_compaction).toBeLessThanOrEqual(45_000)
     const out = response.messages as unknown as Item[]

@@ -102,7 +102,7 @@ describe('Gemini contents (format "gemini")', () => {
 
   it('compacts a Gemini CLI session into its own contents: the summary a user content, the kept ones as sent, signatures with their parts, the bound hard', async () => {
     const contents = session(16)
-    const run = await runCompaction({ format: 'gemini', messages: contents, budget_tokens: 8_000, system: 'You are Gemini CLI.' }, deps())
+    const run = await runCompaction({ format: 'gemini', messages: contents, budgetTokens: 8_000, system: 'You are Gemini CLI.' }, deps())
     const r = run.response
     if (!summarized(r)) throw new Error('not summarized')
     const out = (r as unknown as { messages: Content[] }).messages
@@ -135,7 +135,7 @@ describe('Gemini contents (format "gemini")', () => {
         async (steps, chars, extra, budget) => {
           const contents = session(steps, chars)
           contents.push({ role: 'model', parts: [{ text: extra }] }, { role: 'user', parts: [{ text: extra }] })
-          const run = await runCompaction({ format: 'gemini', messages: contents, budget_tokens: budget, mode: 'manual' }, deps())
+          const run = await runCompaction({ format: 'gemini', messages: contents, budgetTokens: budget, mode: 'manual' }, deps())
           const r = run.response as unknown as { compacted: boolean; messages?: Content[]; stats: { context_after_compaction: number } }
           if (!r.compacted || !r.messages) return
           const adapted = adaptHistory(r.messages as Record<string, unknown>[], geminiRules)

@@ -2,7 +2,7 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { adaptHistory } from '../../src/formats/history.js'
 import { responsesRules } from '../../src/formats/responses.js'
-import { runCompaction } from '../../src/service/compact.js'
+import { type CompactionInput, runCompaction } from '../../src/service/compact.js'
 import { ExtractiveSummarizer } from '../../src/summarizer/extractive.js'
 import { responsesInputRefusal } from '../helpers/fake-openai.js'
 
@@ -61,13 +61,13 @@ function codexHistory(steps: number, output = (k: number) => `error[E0308]: mism
   return items
 }
 
-const compact = (messages: Item[], extra: Record<string, unknown> = {}) =>
+const compact = (messages: Item[], extra: Partial<CompactionInput> = {}) =>
   runCompaction({ format: 'openai-responses', messages, mode: 'manual', ...extra }, deps)
 
 describe('Responses API input items', () => {
   it('compact a Codex session: its instructions as sent, a summary item, its own items from a turn on; reasoning kept with its call; an input the API takes', async () => {
     const items = codexHistory(40)
-    const { response } = await compact(items, { budget_tokens: 20_000 })
+    const { response } = await compact(items, { budgetTokens: 20_000 })
     if (!response.compacted) throw new Error('not compacted')
     const out = response.messages as unknown as Item[]
     expect(out[0]).toBe(instructions)
@@ -100,7 +100,7 @@ describe('Responses API input items', () => {
     if ('kind' in adapted) throw new Error(adapted.message)
     expect(adapted.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'user'])
     expect(adapted.starts).toEqual([0, 1, 2, 3, 6])
-    const { response } = await compact(items, { keep_turns: 1 })
+    const { response } = await compact(items, { keepTurns: 1 })
     if (!response.compacted) throw new Error('not compacted')
     const out = response.messages as unknown as Item[]
     expect(out.slice(1)).toEqual(items.slice(response.kept_from))
@@ -142,7 +142,7 @@ describe('Responses API input items', () => {
           })
           let run
           try {
-            run = await compact(items, { budget_tokens: budget, mode })
+            run = await compact(items, { budgetTokens: budget, mode })
           } catch (err) {
             expect((err as { status: number }).status).toBe(422)
             return

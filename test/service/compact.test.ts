@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import type { CompactRequestBody } from '../../src/contract/schemas.js'
-import { type CompactDeps, runCompaction, summarized } from '../../src/service/compact.js'
+import { type CompactDeps, type CompactionInput, runCompaction, summarized } from '../../src/service/compact.js'
 import { InvalidHistoryError, SummarizerUnavailableError } from '../../src/service/errors.js'
 import { ExtractiveSummarizer } from '../../src/summarizer/extractive.js'
 import type { Summarizer } from '../../src/summarizer/summarizer.js'
@@ -19,11 +18,11 @@ const deps = (more: Partial<CompactDeps> = {}): CompactDeps => ({
   now: () => performance.now(),
   ...more
 })
-const body = (more: Partial<CompactRequestBody> = {}): CompactRequestBody => ({ messages: history, ...more })
+const body = (more: Partial<CompactionInput> = {}): CompactionInput => ({ messages: history, ...more })
 
 describe('runCompaction', () => {
   it('does not compact a history under its budget, and says why', async () => {
-    const run = await runCompaction(body({ budget_tokens: 1_000_000 }), deps())
+    const run = await runCompaction(body({ budgetTokens: 1_000_000 }), deps())
     expect(run.response).toMatchObject({ compacted: false, reason: 'under_budget' })
     expect(run.timings.summarize).toBe(0)
     expect(run.memory).toBeUndefined()
@@ -73,9 +72,9 @@ describe('runCompaction', () => {
   })
 
   it('keeps the cold layer only for a session, and only where the server keeps one', async () => {
-    expect((await runCompaction(body({ session_id: 's1' }), deps())).memory).toBeUndefined()
+    expect((await runCompaction(body({ sessionId: 's1' }), deps())).memory).toBeUndefined()
     expect((await runCompaction(body(), deps({ coldLayer: true }))).memory).toBeUndefined()
-    const kept = await runCompaction(body({ session_id: 's1' }), deps({ coldLayer: true }))
+    const kept = await runCompaction(body({ sessionId: 's1' }), deps({ coldLayer: true }))
     expect(kept.memory?.length).toBeGreaterThan(0)
     expect(kept.response.compacted && kept.response.messages[0]?.content).toEqual(
       expect.arrayContaining([expect.objectContaining({ text: expect.stringContaining('recall') })])
@@ -96,7 +95,7 @@ describe('strategy clear and hybrid on /v1/compact (the service)', () => {
 
   it('clears the old tool results where that brings the history to its target, and reports each; summarizes where it does not', async () => {
     const messages = stepMessages(10)
-    const cleared = await runCompaction({ messages, budget_tokens: 15_000, strategy: 'hybrid' }, deps())
+    const cleared = await runCompaction({ messages, budgetTokens: 15_000, strategy: 'hybrid' }, deps())
     const r = cleared.response
     expect(r).toMatchObject({ compacted: true, reason: 'cleared', kept_from: 0, clips: [] })
     if (!r.compacted || summarized(r)) throw new Error('not cleared')
@@ -107,14 +106,14 @@ describe('strategy clear and hybrid on /v1/compact (the service)', () => {
     r.messages.forEach((m, i) => (changed.has(i) ? expect(m).not.toEqual(messages[i]) : expect(m).toEqual(messages[i])))
     expect(r.cleared.map((c) => c.tool_use_id)).not.toContain('toolu_s9')
     // under the budget: nothing to do, as with summarize
-    expect((await runCompaction({ messages: stepMessages(1), budget_tokens: 15_000, strategy: 'hybrid' }, deps())).response.reason).toBe('under_budget')
+    expect((await runCompaction({ messages: stepMessages(1), budgetTokens: 15_000, strategy: 'hybrid' }, deps())).response.reason).toBe('under_budget')
     // prose, not tool output: clearing cannot reach the target, a summary is made
     const talk: Message[] = [
       { role: 'user', content: `Context: ${'words '.repeat(12_000)}` },
       { role: 'assistant', content: 'Understood.' },
       { role: 'user', content: 'Go on' }
     ]
-    const summarizedRun = await runCompaction({ messages: talk, budget_tokens: 15_000, strategy: 'hybrid', mode: 'manual' }, deps())
+    const summarizedRun = await runCompaction({ messages: talk, budgetTokens: 15_000, strategy: 'hybrid', mode: 'manual' }, deps())
     expect(summarized(summarizedRun.response)).toBe(true)
     // another format: a 400 naming the field
     await expect(runCompaction({ messages: [{ role: 'user', content: 'hi' }], format: 'openai-chat', strategy: 'clear' }, deps())).rejects.toMatchObject({

@@ -51,7 +51,7 @@ describe('serveCompaction', () => {
     const s = serving()
     const events: Record<string, unknown>[] = []
     for (const via of ['route', 'proxy'] as const) {
-      const run = await runCompaction({ messages: history, session_id: `sess-${via}` }, deps, { keyName: 'alpha' })
+      const run = await runCompaction({ messages: history, sessionId: `sess-${via}` }, deps, { keyName: 'alpha' })
       if (!summarized(run.response)) throw new Error('not summarized')
       const { lines, log } = capturing()
       const scheduled = await serveCompaction(s, run, {
@@ -96,7 +96,7 @@ describe('serveCompaction', () => {
 
   it('logs a compaction skipped, and records nothing for it', async () => {
     const s = serving()
-    const run = await runCompaction({ messages: history.slice(0, 3), session_id: 'sess-small' }, deps, { keyName: 'alpha' })
+    const run = await runCompaction({ messages: history.slice(0, 3), sessionId: 'sess-small' }, deps, { keyName: 'alpha' })
     expect(run.response.compacted).toBe(false)
     const { lines, log } = capturing()
     expect(
@@ -116,7 +116,7 @@ describe('serveCompaction', () => {
 
   it('journals the record of a SQLite file at once and begins its writes when told; reads of the session wait for them', async () => {
     const s = serving(tempDb())
-    const run = await runCompaction({ messages: history, session_id: 'sess-file' }, deps, { keyName: 'alpha' })
+    const run = await runCompaction({ messages: history, sessionId: 'sess-file' }, deps, { keyName: 'alpha' })
     const { log } = capturing()
     const scheduled = await serveCompaction(s, run, {
       via: 'route',

@@ -55,9 +55,9 @@ function writeAhead(model: Summarizer, places = 8) {
     body: (request, input, keep) => ({
       messages: input,
       mode: 'manual',
-      budget_tokens: request.budgetTokens,
+      budgetTokens: request.budgetTokens,
       summarizer: 'auto',
-      ...(keep ? { keep_tokens: keep } : {})
+      ...(keep ? { keepTokens: keep } : {})
     }),
     run: (body, context) => runCompaction(body, deps, context)
   })

@@ -16,7 +16,7 @@ describe('CompactionPool', () => {
     const answer = JSON.parse(Buffer.from(result.json).toString()) as { compacted: boolean; messages: unknown[] }
     expect(answer.compacted).toBe(true)
     expect(result.run.response.compacted).toBe(true)
-    expect(result.body).toEqual({ mode: 'manual' })
+    expect(result.as).toEqual({ mode: 'manual' })
   })
 
   it("redacts cleared tool results' whole outputs for the cold layer in a worker, as they are redacted here", async () => {

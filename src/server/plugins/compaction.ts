@@ -1,22 +1,10 @@
 import { randomUUID } from 'node:crypto'
 import fp from 'fastify-plugin'
-import {
-  type CompactDeps,
-  type CompactResponseBody,
-  type CompactRun,
-  type CompactRunView,
-  type RunContext,
-  clearedMemory,
-  runCompaction
-} from '../../service/compact.js'
-import type { MemoryEntry } from '../../memory/entries.js'
-import type { CompactRequestBody } from '../../contract/schemas.js'
-import { jsonBytes } from '../../contract/wire.js'
-import { type ClearedUse, at } from '../../compaction/index.js'
-import { InvalidHistoryError } from '../../service/errors.js'
-import type { CompactTask, CompactTaskResult, ProxiedResult } from '../../workers/compact.js'
+import { type CompactDeps, runCompaction } from '../../service/compact.js'
+import { type CompactionWorkers, Compactions } from '../../service/compactions.js'
+import type { CompactTask } from '../../workers/compact.js'
 import { summaryPort } from '../../workers/summary-port.js'
-import { FaultWarnings, type Scheduled, type ServedAt, modelKindOf, serveCompaction } from '../../service/served.js'
+import { FaultWarnings, modelKindOf } from '../../service/served.js'
 import { ConversationsText } from '../../service/conversations.js'
 import { redisFlight } from '../../storage/redis.js'
 import { CachingSummarizer } from '../../summarizer/cache.js'
@@ -28,27 +16,17 @@ import { CompactionPool } from '../../workers/pool.js'
 import type { Config } from '../config.js'
 import { MODEL_WORKER_MIN_KB, OVERLOADED_RETRY_AFTER_S } from '../../contract/defaults.js'
 
-/** What compacting takes: the summarizer stack, the defaults and the workers. */
+/** What compacting takes: the summarizer stack and its defaults, and the service that runs and serves every compaction. */
 export interface Compaction {
   deps: CompactDeps
   /** The model summarizer's limiter (places and queue), when there is a model. */
   limited: LimitedSummarizer | undefined
-  /** Bodies of this many bytes or more go to the workers, where there are (COMPACT_WORKER_MIN_KB; with a model, MODEL_WORKER_MIN_KB where lower). */
-  workerMinBytes: number
   /** Workers for large compactions (COMPACT_WORKERS); where a model writes the summary, it is asked for on this thread. */
   pool: CompactionPool | undefined
-  /** A /v1/compact body of `workerMinBytes` or more, as its bytes, compacted in a worker (its summary, where a model writes it, asked for here under `signal`). */
-  runRaw: (bytes: Buffer, keyName: string, signal: AbortSignal) => Promise<CompactTaskResult>
-  /**
-   * A proxy's compaction (a crossing's, one asked for, a summary written ahead) where the route's run: a body
-   * of `workerMinBytes` or more in a worker where there are workers, else here; the same run either way. A
-   * summary is the gateway's model's, or `model`'s (the client's own) where given.
-   */
-  runProxied: (body: CompactRequestBody, context: RunContext, model?: Summarizer) => Promise<CompactRun>
+  /** Every compaction, the compact route's and the proxy's: run where it runs, then served (service/compactions.ts). */
+  service: Compactions
   /** The summarizer's faults, warned of once a burst wherever a summary fell back. */
   faults: FaultWarnings
-  /** The cold layer's entries of tool results the proxy cleared, their whole outputs redacted: in a worker where they are as large as a body sent to one. */
-  clearedMemory: (uses: ClearedUse[]) => Promise<MemoryEntry[]>
 }
 
 declare module 'fastify' {
@@ -56,8 +34,6 @@ declare module 'fastify' {
     compaction: Compaction
     /** Runs one small compaction inline and one in every worker, so that the first requests do not pay for compiling the pipeline. */
     warm: () => Promise<void>
-    /** A compaction served, wherever it ran: counted, logged, tallied, its record written or scheduled (service/served.ts). */
-    serve: (run: CompactRunView, at: ServedAt) => Promise<Scheduled>
   }
 }
 
@@ -74,13 +50,6 @@ const WARM_HISTORY = [
   { role: 'assistant' as const, content: 'Fixed it.' },
   { role: 'user' as const, content: 'thanks' }
 ]
-
-/** A proxied compaction's run as the main thread would have made it: each message the worker gave back by its index is the body's own object (the one whose bytes the client sent). */
-function withMessagesBack(result: Extract<ProxiedResult, { ok: true }>, sent: readonly unknown[]): CompactRun {
-  const { run, messages } = result
-  if (!messages) return run as CompactRun
-  return { ...run, response: { ...run.response, messages: messages.map((m) => (typeof m === 'number' ? at(sent, m) : m)) } as CompactResponseBody }
-}
 
 export interface CompactionPluginOptions {
   config: Config
@@ -142,59 +111,19 @@ export const compactionPlugin = fp<CompactionPluginOptions>(
     // a compaction no model writes (a crossing's merge from the ledger) goes to a worker from the operator's size
     // alone: the client waits for it, and the hop is most of its time below that size
     const mergeMinBytes = config.COMPACT_WORKER_MIN_KB * 1024
-    /** A task in a worker, its summary (where a model writes it) asked of `model` here: a fault of the model's is thrown as it was thrown. */
-    const inWorker = async <T>(run: (summary: CompactTask['summary']) => Promise<T>, summarizer: Summarizer | undefined, signal?: AbortSignal): Promise<T> => {
-      const port = summarizer ? summaryPort(summarizer, signal) : undefined
-      try {
-        return await run(port && summarizer ? { port: port.port, kind: summarizer.kind } : undefined)
-      } catch (err) {
-        throw port?.errors[0] ?? err
-      } finally {
-        port?.close()
-      }
-    }
-    const task = (keyName: string): Omit<CompactTask, 'body'> => ({
-      defaults: deps.defaults,
-      keyName,
-      coldLayer: deps.coldLayer === true,
-      conversations: deps.conversations?.shared
-    })
-    const runRaw = (bytes: Buffer, keyName: string, signal: AbortSignal): Promise<CompactTaskResult> => {
-      if (!pool) throw new Error('no workers to compact in')
-      return inWorker((summary) => pool.run({ ...task(keyName), ...(summary ? { summary } : {}) }, bytes), deps.modelSummarizer, signal)
-    }
-    const runProxied = async (body: CompactRequestBody, context: RunContext, model?: Summarizer): Promise<CompactRun> => {
-      // the conversation's own model where the proxy gives one (COMPACT_PROXY_SUMMARIES), else the gateway's
-      const summarizer = model ?? deps.modelSummarizer
-      const here = model ? { ...deps, modelSummarizer: model } : deps
-      if (!pool) return runCompaction(body, here, context)
-      // the body as bytes: the client's messages as the bytes they came as, the rest written once
-      const bytes = jsonBytes(body)
-      if (bytes.length < (body.summarizer === 'extractive' ? mergeMinBytes : workerMinBytes)) return runCompaction(body, here, context)
-      const proxied = {
-        ...(context.recallTool !== undefined ? { recallTool: context.recallTool } : {}),
-        ...(context.clipToBudget ? { clipToBudget: true } : {})
-      }
-      const result = await inWorker(
-        (summary) => pool.runProxied({ ...task(context.keyName), proxied, ...(summary ? { summary } : {}) }, bytes),
-        summarizer,
-        context.signal
-      )
-      if (!result.ok) throw new InvalidHistoryError(result.problem)
-      return withMessagesBack(result, body.messages)
-    }
-    const keepCleared = async (uses: ClearedUse[]): Promise<MemoryEntry[]> => {
-      const bytes = uses.reduce((n, u) => n + u.evidence.length, 0)
-      return pool && bytes >= workerMinBytes ? pool.clearedMemory(uses) : clearedMemory(uses)
-    }
     const faults = new FaultWarnings()
-    app.decorate('compaction', { deps, limited, pool, workerMinBytes, runRaw, runProxied, faults, clearedMemory: keepCleared })
+    const service = new Compactions({
+      deps,
+      workers: pool ? poolWorkers(pool, deps) : undefined,
+      workerMinBytes,
+      mergeMinBytes,
+      serving: { store: app.store, metrics: app.metrics, activity: app.activity, modelKind: modelKindOf(deps.modelSummarizer?.kind), faults }
+    })
+    app.decorate('compaction', { deps, limited, pool, service, faults })
     app.addHook('onClose', async () => {
       await pool?.close()
       deps.conversations?.close()
     })
-    const serving = { store: app.store, metrics: app.metrics, activity: app.activity, modelKind: modelKindOf(deps.modelSummarizer?.kind), faults }
-    app.decorate('serve', (run: CompactRunView, at: ServedAt) => serveCompaction(serving, run, at))
     app.decorate('warm', async () => {
       // extractive: warming never calls (or pays for) a model
       const body = { mode: 'manual' as const, summarizer: 'extractive' as const, messages: WARM_HISTORY }
@@ -204,3 +133,37 @@ export const compactionPlugin = fp<CompactionPluginOptions>(
   },
   { name: 'compaction', dependencies: ['metrics', 'store', 'shared-state'] }
 )
+
+/** A task in a worker, its summary (where a model writes it) asked of `model` here: a fault of the model's is thrown as it was thrown. */
+async function withSummaryPort<T>(run: (summary: CompactTask['summary']) => Promise<T>, model: Summarizer | undefined, signal?: AbortSignal): Promise<T> {
+  const port = model ? summaryPort(model, signal) : undefined
+  try {
+    return await run(port && model ? { port: port.port, kind: model.kind } : undefined)
+  } catch (err) {
+    throw port?.errors[0] ?? err
+  } finally {
+    port?.close()
+  }
+}
+
+/** The pool as the compactions service uses it: each task with the app's defaults, its summary asked for over a port. */
+function poolWorkers(pool: CompactionPool, deps: CompactDeps): CompactionWorkers {
+  const task = (keyName: string, summary: CompactTask['summary']): Omit<CompactTask, 'body'> => ({
+    defaults: deps.defaults,
+    keyName,
+    coldLayer: deps.coldLayer === true,
+    conversations: deps.conversations?.shared,
+    ...(summary ? { summary } : {})
+  })
+  return {
+    compact: (bytes, keyName, model, signal) => withSummaryPort((summary) => pool.run(task(keyName, summary), bytes), model, signal),
+    proxied: (bytes, context, model) => {
+      const proxied = {
+        ...(context.recallTool !== undefined ? { recallTool: context.recallTool } : {}),
+        ...(context.clipToBudget ? { clipToBudget: true } : {})
+      }
+      return withSummaryPort((summary) => pool.runProxied({ ...task(context.keyName, summary), proxied }, bytes), model, context.signal)
+    },
+    cleared: (uses) => pool.clearedMemory(uses)
+  }
+}

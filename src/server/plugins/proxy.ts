@@ -92,13 +92,13 @@ export const proxyPlugin = fp<{ config: Config; keys: KeyMaterial }>(
       compactor,
       clearing,
       clearedKept: new SeenSet(CLEARED_KEPT),
-      serve: app.serve,
+      serve: (run, at) => app.compaction.service.serve(run, at),
       activity: app.activity,
       metrics,
       store: app.store,
       exchanges,
       items: new ItemSeals(keys, (fresh) => app.store.firstState(ITEM_SECRET_STATE, fresh)),
-      clearedMemory: app.compaction.clearedMemory
+      clearedMemory: (uses) => app.compaction.service.clearedMemory(uses)
     })
     app.decorate('proxy', { upstream, openai, gemini, compactor, clearing, policy, service, exchanges })
     app.addHook('preClose', async () => compactor.close())
@@ -115,7 +115,7 @@ function proxyCompactor(app: FastifyInstance, config: Config): ProxyCompactor {
   const { deps, limited } = app.compaction
   return new ProxyCompactor({
     deps,
-    runCrossing: app.compaction.runProxied,
+    runCrossing: (input, context, model) => app.compaction.service.run(input, context, model),
     precomputeAt: config.COMPACT_PRECOMPUTE_AT === 'off' ? undefined : config.COMPACT_PRECOMPUTE_AT,
     targetShare: config.COMPACT_TARGET_SHARE,
     ...(config.COMPACT_PROMPT_CACHE_S === 'off' ? {} : { promptCacheMs: config.COMPACT_PROMPT_CACHE_S * 1_000 }),

@@ -1,15 +1,14 @@
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyPluginAsync, FastifyReply } from 'fastify'
 import { checkedWhenRead } from '../json.js'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { type CompactRunView, runCompaction } from '../../service/compact.js'
-import { RECORD_HEADER } from '../../service/served.js'
+import { type CompactionInput, type PhaseTimings, compactionInput } from '../../service/compact.js'
+import { RECORD_HEADER, type Scheduled } from '../../service/served.js'
 import { bodyParser } from '../body.js'
 import { DEFAULT_BODY_LIMIT } from '../../contract/defaults.js'
-import { CompactRequest, type CompactRequestBody, CompactResponse } from '../../contract/schemas.js'
+import { CompactRequest, CompactResponse } from '../../contract/schemas.js'
 import { KEYED, UNAUTHORIZED_DESCRIPTION } from './security.js'
-import { GatewayError, InvalidRequestError } from '../../contract/errors.js'
-import { jsonBytes } from '../../contract/wire.js'
+import { InvalidRequestError } from '../../contract/errors.js'
 import { readCompactRequest } from '../../contract/validation.js'
 import { FORMATS } from '../../formats/index.js'
 
@@ -46,9 +45,6 @@ function labelsOf(body: unknown): { mode: string; format: string } {
   }
 }
 
-/** What a compaction's body said of itself: what is counted, recorded and logged. */
-type CompactedBody = Pick<CompactRequestBody, 'mode' | 'session_id' | 'budget_tokens' | 'format'>
-
 /** A body handed to a worker as it came: its bytes, unparsed. */
 class RawBody {
   constructor(readonly bytes: Buffer) {}
@@ -63,7 +59,7 @@ declare module 'fastify' {
 
 export const compactRoutes: FastifyPluginAsync = async (app) => {
   const { metrics } = app
-  const { deps, pool, workerMinBytes, runRaw } = app.compaction
+  const compactions = app.compaction.service
   // One reading of a body, inline or in a worker (readCompactRequest): a large one's bytes go to a worker
   // unparsed, where there are workers; any other is read here.
   app.decorateRequest('compactCount', null)
@@ -71,28 +67,13 @@ export const compactRoutes: FastifyPluginAsync = async (app) => {
   app.addContentTypeParser(
     'application/json',
     bodyParser<unknown>(app.initialConfig.bodyLimit ?? DEFAULT_BODY_LIMIT, (bytes, request) => {
-      if (pool && bytes.length >= workerMinBytes) return { value: new RawBody(bytes) }
+      if (compactions.readsInWorker(bytes.length)) return { value: new RawBody(bytes) }
       const read = readCompactRequest(bytes)
-      if (read.ok) return { value: read.body }
+      if (read.ok) return { value: compactionInput(read.body) }
       if (read.value !== undefined) request.compactCount = labelsOf(read.value)
       return { error: new InvalidRequestError(read.message, read.path) }
     })
   )
-  /**
-   * One compaction, wherever it runs: a body left as bytes goes to a worker, which parses, checks,
-   * compacts and serializes it there; a body read here is compacted here. Either way the answer's bytes,
-   * the run to count and record, and what the body said of itself.
-   */
-  const compact = async (body: unknown, keyName: string, signal: AbortSignal): Promise<{ json: Uint8Array; run: CompactRunView; body: CompactedBody }> => {
-    if (body instanceof RawBody) {
-      const result = await runRaw(body.bytes, keyName, signal)
-      if (!result.ok) throw new GatewayError(result.kind, result.message, result.path !== undefined ? { path: result.path } : {})
-      return result
-    }
-    const checked = body as CompactRequestBody
-    const run = await runCompaction(checked, deps, { keyName, signal })
-    return { json: jsonBytes(run.response), run, body: checked }
-  }
   app.addHook('onResponse', async (request, reply) => {
     if (request.routeOptions.url !== '/v1/compact') return
     const counted: { mode: string; format: string; outcome?: string } = request.compactCount ?? labelsOf(request.body)
@@ -117,51 +98,42 @@ export const compactRoutes: FastifyPluginAsync = async (app) => {
       validatorCompiler: checkedWhenRead
     },
     async (request, reply) => {
-      const started = performance.now()
-      // A client that hangs up signals it here; a model summary goes on all the same, because the cache
-      // shares the call and the client's retry then pays for no second one. (The request stream's own
-      // 'close' fires as soon as the body is read, so the response's is the one to watch.)
-      const abort = new AbortController()
-      reply.raw.once('close', () => {
-        if (!reply.raw.writableFinished) abort.abort()
-      })
-      const done = await compact(request.body, request.keyName, abort.signal)
-      request.compactCount = labelsOf(done.body)
-      await afterCompaction(request, reply, done.run, done.body, started)
-      return sendJson(reply, done.json)
+      const body = request.body as unknown
+      const ask = body instanceof RawBody ? { bytes: body.bytes } : { input: body as CompactionInput }
+      const who = { keyName: request.keyName, log: request.log, started: performance.now(), signal: hangUp(reply) }
+      const { json, run, as, scheduled } = await compactions.compact(ask, who)
+      request.compactCount = { ...labelsOf(as), outcome: run.response.reason }
+      await answered(reply, scheduled)
+      void reply.header('server-timing', serverTiming(run.timings))
+      return reply.type('application/json; charset=utf-8').send(Buffer.from(json.buffer, json.byteOffset, json.byteLength) as never)
     }
   )
+}
 
-  /**
-   * A response's JSON sent as UTF-8 bytes, not as a string: Node would encode a string in its socket write,
-   * where the bytes are written message by message (jsonBytes) for much less.
-   */
-  function sendJson(reply: FastifyReply, json: Uint8Array): FastifyReply {
-    return reply.type('application/json; charset=utf-8').send(Buffer.from(json.buffer, json.byteOffset, json.byteLength) as never)
-  }
+/**
+ * A client that hangs up signals it here; a model summary goes on all the same, because the cache shares the
+ * call and the client's retry then pays for no second one. (The request stream's own 'close' fires as soon
+ * as the body is read, so the response's is the one to watch.)
+ */
+function hangUp(reply: FastifyReply): AbortSignal {
+  const abort = new AbortController()
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) abort.abort()
+  })
+  return abort.signal
+}
 
-  /** What follows every compaction, wherever it ran: served (service/served.ts), then the answer's headers. */
-  async function afterCompaction(request: FastifyRequest, reply: FastifyReply, run: CompactRunView, body: CompactedBody, started: number): Promise<void> {
-    request.compactCount = { ...(request.compactCount ?? labelsOf(body)), outcome: run.response.reason }
-    const { recorded, begin, unkept } = await app.serve(run, {
-      via: 'route',
-      keyName: request.keyName,
-      session: body.session_id,
-      mode: body.mode ?? 'auto',
-      budgetTokens: body.budget_tokens ?? deps.defaults.budgetTokens,
-      log: request.log,
-      started
-    })
-    if (unkept) void reply.header(RECORD_HEADER, 'not-kept')
-    if (begin) {
-      reply.raw.once('finish', begin)
-      reply.raw.once('close', begin)
-    }
-    await recorded
-    const t = run.timings
-    void reply.header(
-      'server-timing',
-      `validate;dur=${t.validate.toFixed(1)}, plan;dur=${t.plan.toFixed(1)}, summarize;dur=${t.summarize.toFixed(1)}, total;dur=${(t.validate + t.plan + t.summarize).toFixed(1)}`
-    )
+/** The answer's part of a compaction's record: a record not kept said in a header, the writes begun once it has gone, the record waited for where it must be. */
+async function answered(reply: FastifyReply, { recorded, begin, unkept }: Scheduled): Promise<void> {
+  if (unkept) void reply.header(RECORD_HEADER, 'not-kept')
+  if (begin) {
+    reply.raw.once('finish', begin)
+    reply.raw.once('close', begin)
   }
+  await recorded
+}
+
+/** The phases' times, for the Server-Timing header. */
+function serverTiming(t: PhaseTimings): string {
+  return `validate;dur=${t.validate.toFixed(1)}, plan;dur=${t.plan.toFixed(1)}, summarize;dur=${t.summarize.toFixed(1)}, total;dur=${(t.validate + t.plan + t.summarize).toFixed(1)}`
 }

@@ -90,17 +90,46 @@ function describeAt(path: string, context: string, text: string): { message: str
 }
 
 /**
- * Ajv as Fastify is set up here: no coercion, no stripping, no defaults: what a client sent is what is
- * checked; and, as Fastify's Ajv does, Infinity and NaN are no numbers (`1e400` parses to Infinity, which
- * an integer schema would otherwise take). One instance for every body schema, the shared ones added once.
+ * The one set of options every check runs with: no coercion, no stripping, no defaults (what a client sent is
+ * what is checked), and Infinity and NaN no numbers (`1e400` parses to Infinity, which an integer schema would
+ * otherwise take). Ajv is the one engine: every route's schema, every body read outside Fastify, the summary
+ * tool's input and the configuration are checked by it.
  */
+const AJV_OPTIONS = { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false, strict: false, strictNumbers: true } as const
+
 let bodyAjv: Ajv | undefined
 function ajvForBodies(): Ajv {
   if (!bodyAjv) {
-    bodyAjv = new Ajv({ removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false, strict: false, strictNumbers: true })
+    bodyAjv = new Ajv(AJV_OPTIONS)
     for (const schema of SHARED_SCHEMAS) bodyAjv.addSchema(schema as object)
   }
   return bodyAjv
+}
+
+/** URL parts (path parameters, query strings) arrive as text: the same options but that `?limit=20` meets an integer schema. */
+let urlAjv: Ajv | undefined
+function ajvForUrlParts(): Ajv {
+  urlAjv ??= new Ajv({ ...AJV_OPTIONS, coerceTypes: true })
+  return urlAjv
+}
+
+/** Each schema compiled once a process, however many readers and routes check it. */
+const compiled = { body: new WeakMap<object, ValidateFunction>(), url: new WeakMap<object, ValidateFunction>() }
+
+/** A schema's check, compiled at its first use and kept: a body's, or a URL part's (its text coerced). */
+export function compiledCheck<T = unknown>(schema: TSchema | object, part: 'body' | 'url' = 'body'): ValidateFunction<T> {
+  const cache = compiled[part]
+  let validate = cache.get(schema)
+  if (!validate) {
+    validate = (part === 'body' ? ajvForBodies() : ajvForUrlParts()).compile(schema as object)
+    cache.set(schema, validate)
+  }
+  return validate as ValidateFunction<T>
+}
+
+/** Fastify's validator compiler, for every route: a body checked as the body readers check, a URL part with its text coerced. */
+export function routeValidatorCompiler({ schema, httpPart }: { schema: unknown; httpPart?: string }): ValidateFunction {
+  return compiledCheck(schema as object, httpPart === 'body' ? 'body' : 'url')
 }
 
 /** A body checked against its route's schema: the value, typed, or the first problem in the words a client is answered with. */
@@ -114,20 +143,10 @@ export type BodyRead<T> = { ok: true; value: T } | ({ ok: false } & RequestProbl
 export function bodyReader<T>(schema: TSchema, context = 'body'): (value: unknown) => BodyRead<T> {
   let validate: ValidateFunction | undefined
   return (value) => {
-    validate ??= ajvForBodies().compile(schema as object)
+    validate ??= compiledCheck(schema)
     if (validate(value)) return { ok: true, value: value as T }
     return { ok: false, kind: 'invalid_request', ...describeValidation((validate.errors ?? []) as AjvIssue[], context) }
   }
-}
-
-/**
- * A route's URL parts (path parameters, query string) arrive as text: this compiler lets `?limit=20`
- * meet an integer schema. Bodies are never coerced.
- */
-let urlAjv: Ajv | undefined
-export function urlPartValidatorCompiler({ schema }: { schema: unknown }): (data: unknown) => boolean {
-  urlAjv ??= new Ajv({ coerceTypes: true, removeAdditional: false, useDefaults: false, allErrors: false, strict: false })
-  return urlAjv.compile(schema as object)
 }
 
 /** A request that could not be read, as both paths answer it: the kind, the sentence and the place. */

@@ -49,6 +49,7 @@ import { overviewRoutes } from './routes/overview.js'
 import { geminiRoutes } from './routes/gemini.js'
 import { sessionRoutes } from './routes/sessions.js'
 import { type ErrorResponseBody, SHARED_SCHEMAS } from '../contract/schemas.js'
+import { routeValidatorCompiler } from '../contract/validation.js'
 import { HEADERS_TIMEOUT_MS, KEEP_ALIVE_TIMEOUT_MS, LINGER_MS, MAX_PARAM_LENGTH, OVERLOADED_RETRY_AFTER_S, lingerBytes } from '../contract/defaults.js'
 import { cachedSerializers } from './serializers.js'
 
@@ -101,11 +102,12 @@ export async function buildApp(options: AppOptions): Promise<App> {
     genReqId: () => randomUUID(),
     logController: new AnsweredRequestLog(),
     requestIdHeader: 'x-request-id',
-    // Validation must never change what a client sent: no stripped fields, no coerced types.
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false } },
     schemaController: { compilersFactory: { buildSerializer: cachedSerializers } }
   }).withTypeProvider<TypeBoxTypeProvider>()
   app.server.headersTimeout = Math.min(HEADERS_TIMEOUT_MS, config.COMPACT_BODY_TIMEOUT_MS)
+  // One validation engine for every route, with one set of options (contract/validation.ts): validation never
+  // changes what a client sent (no stripped fields, no coerced body types), each schema compiled once.
+  app.setValidatorCompiler(routeValidatorCompiler)
   app.decorateRequest('lineFields', null)
   await app.register(timeoutsPlugin, { idleTimeoutMs: config.COMPACT_IDLE_TIMEOUT_MS })
   await app.register(shutdownDrainPlugin)

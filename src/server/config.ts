@@ -1,5 +1,6 @@
 import { type Static, Type } from 'typebox'
 import { Value } from 'typebox/value'
+import { compiledCheck } from '../contract/validation.js'
 import { summarizerKind, summarizerProblem } from '../summarizer/index.js'
 import {
   DEFAULT_AUTH_FAILURES_PER_MIN,
@@ -132,9 +133,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const v = env[key]
     if (v !== undefined && v.trim() !== '') picked[key] = v.trim()
   }
-  // Default and Convert work in place; `picked` keeps the strings as given, for the error message.
+  // Default and Convert work in place (the text of the environment made the schema's types, then checked as every
+  // schema is: contract/validation.ts); `picked` keeps the strings as given, for the error message.
   const value = Value.Convert(ConfigSchema, Value.Default(ConfigSchema, { ...picked }))
-  if (Value.Check(ConfigSchema, value)) {
+  const check = compiledCheck<Config>(ConfigSchema)
+  if (check(value)) {
     const problem = summarizerProblem(value)
     if (problem) throw new ConfigError('COMPACT_SUMMARIZER', problem)
     if (typeof value.COMPACT_LIMIT === 'number' && (value.COMPACT_BUDGET === 'off' || value.COMPACT_LIMIT <= value.COMPACT_BUDGET))
@@ -144,7 +147,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       )
     return value
   }
-  const first = Value.Errors(ConfigSchema, value)[0]
+  const first = check.errors?.[0]
   const variable = first?.instancePath.replace(/^\//, '') || 'environment'
   const shown = variable in picked ? ` (got ${JSON.stringify(picked[variable])})` : ''
   throw new ConfigError(variable, `invalid ${variable}${shown}: ${describe(variable)}`)

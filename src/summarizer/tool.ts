@@ -1,5 +1,5 @@
 import { Type } from 'typebox'
-import { Value } from 'typebox/value'
+import { compiledCheck } from '../contract/validation.js'
 import { LIST_SECTIONS, SECTION_PURPOSE, type SummarySections, emptySections } from '../compaction/index.js'
 
 /** The forced tool whose input is the summary: structured by construction. */
@@ -20,8 +20,9 @@ export const summaryTool = {
 
 /** The model's tool input as sections, or the first thing wrong with it (for the one retry). */
 export function readToolInput(input: unknown): { sections: SummarySections } | { error: string } {
-  if (!Value.Check(SummaryToolInput, input)) {
-    const first = Value.Errors(SummaryToolInput, input)[0]
+  const check = compiledCheck(SummaryToolInput)
+  if (!check(input)) {
+    const first = check.errors?.[0]
     const where = first?.instancePath || '/'
     return { error: `the ${SUMMARY_TOOL_NAME} input at ${where} ${first?.message ?? 'is invalid'}` }
   }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { bodyReader, checkCompactValue, readCompactRequest, urlPartValidatorCompiler } from '../../src/contract/validation.js'
+import { bodyReader, checkCompactValue, compiledCheck, readCompactRequest, routeValidatorCompiler } from '../../src/contract/validation.js'
 import { CompactRequestChecked } from '../../src/contract/schemas.js'
 
 const read = bodyReader(CompactRequestChecked)
@@ -40,14 +40,32 @@ describe('describeValidation', () => {
   })
 })
 
-describe('urlPartValidatorCompiler', () => {
+describe('routeValidatorCompiler', () => {
   it('lets a query string’s text meet an integer schema, and refuses what is no integer', () => {
-    const check = urlPartValidatorCompiler({ schema: { type: 'object', properties: { limit: { type: 'integer', minimum: 1 } } } })
+    const check = routeValidatorCompiler({ schema: { type: 'object', properties: { limit: { type: 'integer', minimum: 1 } } }, httpPart: 'querystring' })
     const query: Record<string, unknown> = { limit: '20' }
     expect(check(query)).toBe(true)
     expect(query.limit).toBe(20)
     expect(check({ limit: 'many' })).toBe(false)
     expect(check({ limit: '0' })).toBe(false)
+  })
+
+  it('checks a body as the body readers do: its text never coerced, Infinity no number, nothing stripped', () => {
+    const schema = { type: 'object', properties: { k: { type: 'integer' } }, additionalProperties: false }
+    const check = routeValidatorCompiler({ schema, httpPart: 'body' })
+    expect(check({ k: '20' })).toBe(false)
+    expect(check({ k: Infinity })).toBe(false)
+    const extra: Record<string, unknown> = { k: 1, more: true }
+    expect(check(extra)).toBe(false)
+    expect(extra).toEqual({ k: 1, more: true })
+    expect(check({ k: 20 })).toBe(true)
+  })
+
+  it('compiles each schema once a process, for its routes and its readers alike', () => {
+    const schema = { type: 'object', properties: { n: { type: 'string' } } }
+    expect(routeValidatorCompiler({ schema, httpPart: 'body' })).toBe(compiledCheck(schema))
+    expect(routeValidatorCompiler({ schema, httpPart: 'params' })).toBe(compiledCheck(schema, 'url'))
+    expect(compiledCheck(schema)).not.toBe(compiledCheck(schema, 'url'))
   })
 })
 

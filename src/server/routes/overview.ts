@@ -2,7 +2,6 @@ import type { FastifyPluginAsync } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { GatewayError } from '../../contract/errors.js'
-import { urlPartValidatorCompiler } from '../../contract/validation.js'
 import { SessionId } from '../../contract/schemas.js'
 import { Overview } from '../../contract/reports.js'
 import { DEFAULT_OVERVIEW_DAYS, MAX_OVERVIEW_DAYS } from '../../contract/defaults.js'
@@ -57,7 +56,6 @@ export const overviewRoutes: FastifyPluginAsync = async (app) => {
   app.withTypeProvider<TypeBoxTypeProvider>().get(
     '/v1/overview',
     {
-      validatorCompiler: urlPartValidatorCompiler,
       schema: {
         tags: ['compaction'],
         operationId: 'getOverview',

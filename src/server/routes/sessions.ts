@@ -3,7 +3,6 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { decodeCursor, encodeCursor } from '../../storage/common.js'
 import { NotFoundError } from '../../contract/errors.js'
-import { urlPartValidatorCompiler } from '../../contract/validation.js'
 import { SessionId, TimelinePoint } from '../../contract/schemas.js'
 import { SessionCost } from '../../contract/reports.js'
 import { KEYED, keyedResponses } from './security.js'
@@ -140,7 +139,6 @@ export const sessionRoutes: FastifyPluginAsync = async (app) => {
   app.withTypeProvider<TypeBoxTypeProvider>().get(
     '/v1/sessions/:session_id/timeline',
     {
-      validatorCompiler: urlPartValidatorCompiler,
       schema: {
         tags: ['compaction'],
         operationId: 'getSessionTimeline',
@@ -174,7 +172,6 @@ export const sessionRoutes: FastifyPluginAsync = async (app) => {
   app.withTypeProvider<TypeBoxTypeProvider>().get(
     '/v1/sessions/:session_id/cost',
     {
-      validatorCompiler: urlPartValidatorCompiler,
       schema: {
         tags: ['compaction'],
         operationId: 'getSessionCost',
@@ -198,7 +195,6 @@ export const sessionRoutes: FastifyPluginAsync = async (app) => {
   app.withTypeProvider<TypeBoxTypeProvider>().delete(
     '/v1/compactions/:compaction_id',
     {
-      validatorCompiler: urlPartValidatorCompiler,
       schema: {
         tags: ['compaction'],
         operationId: 'deleteCompaction',
@@ -225,7 +221,6 @@ export const sessionRoutes: FastifyPluginAsync = async (app) => {
   app.withTypeProvider<TypeBoxTypeProvider>().delete(
     '/v1/sessions/:session_id',
     {
-      validatorCompiler: urlPartValidatorCompiler,
       schema: {
         tags: ['compaction'],
         operationId: 'deleteSession',
@@ -272,7 +267,6 @@ export const sessionRoutes: FastifyPluginAsync = async (app) => {
   app.withTypeProvider<TypeBoxTypeProvider>().get(
     '/v1/sessions/:session_id/compactions/:compaction_id',
     {
-      validatorCompiler: urlPartValidatorCompiler,
       schema: {
         tags: ['compaction'],
         operationId: 'getCompaction',
@@ -300,7 +294,6 @@ export const sessionRoutes: FastifyPluginAsync = async (app) => {
   app.withTypeProvider<TypeBoxTypeProvider>().get(
     '/v1/sessions/:session_id/compactions/:compaction_id/entries',
     {
-      validatorCompiler: urlPartValidatorCompiler,
       schema: {
         tags: ['compaction'],
         operationId: 'listCompactionEntries',
@@ -327,7 +320,6 @@ export const sessionRoutes: FastifyPluginAsync = async (app) => {
   app.withTypeProvider<TypeBoxTypeProvider>().get(
     '/v1/sessions',
     {
-      validatorCompiler: urlPartValidatorCompiler,
       schema: {
         tags: ['compaction'],
         operationId: 'listSessions',
@@ -348,7 +340,6 @@ export const sessionRoutes: FastifyPluginAsync = async (app) => {
     '/v1/sessions/:session_id/compactions',
     {
       // `?limit=20` is text; this route's URL parts are checked with coercion (it has no body).
-      validatorCompiler: urlPartValidatorCompiler,
       schema: {
         tags: ['compaction'],
         operationId: 'listSessionCompactions',

@@ -1,4 +1,4 @@
-import type { SummarizedView } from './compact.js'
+import type { ResponseView, Summarized } from './compact.js'
 import { WAIT_BOUNDS_MS } from '../contract/defaults.js'
 import type { UpstreamUsage } from '../proxy/usage.js'
 import type { ActivityRow, ActivityTally, Store } from '../storage/store.js'
@@ -212,7 +212,7 @@ export function figuresOf(rows: readonly ActivityRow[], range: { fromMs: number;
 /** A compaction as the tallies take it: who wrote its summary, how much it removed, and how long its crossing waited (proxied ones). */
 export interface CompactionEvent {
   via: 'proxy' | 'route'
-  response: SummarizedView
+  response: Summarized<ResponseView>
   /** The proxied request's wait from its arrival to its forwarding. */
   waitMs?: number
 }

@@ -80,32 +80,28 @@ export type CompactResponseBody =
   | (NotCompacted & { summarizer?: undefined; doctrine_version: string })
   | ClearedOutcome
 
-/** A compaction's answer that summarized: its summary and summarizer are there, no assertion needed. */
-export type CompactedResponse = Extract<CompactResponseBody, { compacted: true; summarizer: SummarizerReport }>
-
-/** An answer without its messages (what a worker hands back beside the serialized answer). */
+/**
+ * A compaction's answer has three views: the answer (CompactResponseBody), the answer without its messages
+ * (ResponseView: what a worker hands back beside the serialized answer, and what is counted, recorded and
+ * logged), and either narrowed to one that summarized (Summarized<…>: its summary and summarizer there, no
+ * assertion needed).
+ */
 export type ResponseView = CompactResponseBody extends infer T ? (T extends unknown ? Omit<T, 'messages'> : never) : never
 
-/** An answer that summarized, without its messages: what is recorded and counted of a compaction. */
-export type SummarizedView = Extract<ResponseView, { summarizer: SummarizerReport }>
+/** An answer, or an answer's view, that summarized (a summary replaced turns), as opposed to one that cleared or did nothing. */
+export type Summarized<T extends ResponseView | CompactResponseBody> = Extract<T, { summarizer: SummarizerReport }>
 
-/** An answer that summarized (a summary replaced turns), as opposed to one that cleared or did nothing. */
-export function summarized<T extends ResponseView | CompactResponseBody>(response: T): response is Extract<T, { summarizer: SummarizerReport }> {
+/** Whether an answer summarized. */
+export function summarized<T extends ResponseView | CompactResponseBody>(response: T): response is Summarized<T> {
   return response.compacted && response.reason !== 'cleared'
 }
 
 /** The newest tool uses /v1/compact's clearing never clears (the API's own default). */
 const CLEAR_KEEP_TOOL_USES = 3
 
-/** A compaction as the HTTP layer records, counts and logs it, wherever it ran. */
-export interface CompactRunView {
-  response: ResponseView
-  timings: PhaseTimings
-  memory?: MemoryEntry[]
-}
-
-export interface CompactRun {
-  response: CompactResponseBody
+/** A compaction run: its answer (by default whole; as the HTTP layer records, counts and logs it, a ResponseView), its phases' times and its cold layer. */
+export interface CompactRun<R extends ResponseView | CompactResponseBody = CompactResponseBody> {
+  response: R
   timings: PhaseTimings
   /** What the compaction removed, redacted, for the session's cold layer (with a session id and a cold layer only). */
   memory?: MemoryEntry[]

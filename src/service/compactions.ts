@@ -14,7 +14,7 @@ import {
   type CompactDeps,
   type CompactResponseBody,
   type CompactRun,
-  type CompactRunView,
+  type ResponseView,
   type CompactionInput,
   type RunContext,
   clearedMemory,
@@ -31,7 +31,8 @@ export type CompactedAs = Pick<CompactionInput, 'mode' | 'sessionId' | 'budgetTo
  * main thread writes them to the socket as they are) and what the main thread counts, records and logs; or
  * the body's refusal, in the words and at the place a client is answered with.
  */
-export type BytesResult = { ok: true; json: Uint8Array; run: CompactRunView; as: CompactedAs } | { ok: false; kind: ErrorKind; message: string; path?: string }
+export type BytesResult =
+  { ok: true; json: Uint8Array; run: CompactRun<ResponseView>; as: CompactedAs } | { ok: false; kind: ErrorKind; message: string; path?: string }
 
 /**
  * A proxy's compaction run in a worker: what the main thread counts, records and logs (the run without the
@@ -39,7 +40,7 @@ export type BytesResult = { ok: true; json: Uint8Array; run: CompactRunView; as:
  * back unchanged (the main thread has that object, and the bytes the client sent it as, which are forwarded as
  * they came), else whole (a summary turn, a clipped message).
  */
-export type ProxiedResult = { ok: true; run: CompactRunView; messages?: (number | Message)[] } | { ok: false; problem: HistoryProblem }
+export type ProxiedResult = { ok: true; run: CompactRun<ResponseView>; messages?: (number | Message)[] } | { ok: false; problem: HistoryProblem }
 
 /** The app's compaction workers (workers/pool.ts), as this service uses them; a summary a model writes is asked of `model` on this thread. */
 export interface CompactionWorkers {
@@ -67,7 +68,7 @@ export interface RouteAt {
 /** A compaction of the compact route, run and served: the answer's bytes, its run, what it said of itself, and its record's schedule. */
 export interface RouteCompaction {
   json: Uint8Array
-  run: CompactRunView
+  run: CompactRun<ResponseView>
   as: CompactedAs
   scheduled: Scheduled
 }
@@ -150,7 +151,7 @@ export class Compactions {
   }
 
   /** A compaction served, wherever it ran: counted, logged, tallied, its record written or scheduled (served.ts). */
-  serve(run: CompactRunView, where: ServedAt): Promise<Scheduled> {
+  serve(run: CompactRun<ResponseView>, where: ServedAt): Promise<Scheduled> {
     return serveCompaction(this.options.serving, run, where)
   }
 

@@ -46,7 +46,16 @@ import type { Summarizer } from '../summarizer/summarizer.js'
 import type { Metrics } from '../telemetry/metrics.js'
 import type { ReadYourWrites } from '../storage/read-your-writes.js'
 import type { Activity } from './activity.js'
-import { type CompactRun, type CompactRunView, type CompactionInput, type RunContext, compactionInput, summarized } from './compact.js'
+import {
+  type CompactRun,
+  type CompactResponseBody,
+  type ResponseView,
+  type Summarized,
+  type CompactionInput,
+  type RunContext,
+  compactionInput,
+  summarized
+} from './compact.js'
 import type { MemoryEntry } from '../memory/entries.js'
 import { type RecallCall, type RecallExchange, type RecallFormat, restoreExchanges } from '../proxy/recall-tool.js'
 import { continuationItems } from '../proxy/recall-responses.js'
@@ -100,7 +109,7 @@ export interface ProxyServing {
   /** The tool results cleared by context editing whose output this process has put in the cold layer (tenant, session, call). */
   clearedKept: { has(key: string): boolean; add(key: string): void }
   /** A compaction served: counted, logged, tallied, its record written or scheduled (service/served.ts). */
-  serve: (run: CompactRunView, at: ServedAt) => Promise<Scheduled>
+  serve: (run: CompactRun<ResponseView>, at: ServedAt) => Promise<Scheduled>
   activity: Activity
   metrics: Metrics
   store: ReadYourWrites
@@ -234,9 +243,6 @@ interface Prepared<R> {
   seal: TenantSeal
   compaction: CompactionGiven | undefined
 }
-
-/** A compaction's response with its summary (summarized). */
-type Summarized = Extract<CompactRun['response'], { summarizer: object }>
 
 /** The tail compaction on demand keeps raw, at the most: the compaction request's least (everything else is summarized, as the API summarizes every message it is sent). */
 const ON_DEMAND_KEEP_TOKENS = 100
@@ -695,7 +701,7 @@ export class ProxyService {
     at: { session: string | undefined; endpoint: string; recallTool?: RecallNaming | false },
     model: Summarizer | undefined,
     refusal: (err: unknown) => unknown
-  ): Promise<{ scheduled: Scheduled; done: Summarized | undefined; usage: { input_tokens: number; output_tokens: number } }> {
+  ): Promise<{ scheduled: Scheduled; done: Summarized<CompactResponseBody> | undefined; usage: { input_tokens: number; output_tokens: number } }> {
     const context: RunContext = { keyName: ask.keyName, signal: ask.hangUp.signal, ...(at.recallTool !== undefined ? { recallTool: at.recallTool } : {}) }
     const run = await this.serving.compactor.explicit(request, context, model).catch((err: unknown) => {
       throw refusal(err)

@@ -15,11 +15,20 @@ import type { MemoryEntry } from '../memory/entries.js'
 import type { Summarizer } from '../summarizer/summarizer.js'
 import type { CompactRequestBody } from '../contract/schemas.js'
 import type { CrossingTiming } from '../storage/store.js'
-import { type CompactDeps, type CompactRun, type CompactedResponse, type CompactionInput, type RunContext, runCompaction } from './compact.js'
+import {
+  type CompactDeps,
+  type CompactResponseBody,
+  type CompactRun,
+  type CompactionInput,
+  type ResponseView,
+  type RunContext,
+  type Summarized,
+  runCompaction
+} from './compact.js'
 import { type Anchor, type ForwardedTail, anchorOf, anchoredTail, holds, withAnchor } from '../proxy/anchors.js'
 import { type CachePrices, crossingCall, requestsOf } from '../compaction/payback.js'
 import { LAPSED_CACHE_SHARE, DEFAULT_PROMPT_CACHE_S } from '../contract/defaults.js'
-import { type CompactedView, type ConversationState, type Pending, ProxyConversations, type ProxyConversationsOptions } from './proxy-conversations.js'
+import { type ConversationState, type Pending, ProxyConversations, type ProxyConversationsOptions } from './proxy-conversations.js'
 import { WriteAhead, isCompacted, pendingFor } from './write-ahead.js'
 import { PRICE } from './costs.js'
 
@@ -90,7 +99,7 @@ export type ProxyOutcome =
       /** Under a limit (COMPACT_LIMIT): why the crossing was made then, after how many requests over the budget. */
       timing?: CrossingTiming
       /** The compaction as it is recorded and counted (its messages are the ones above). */
-      run: CompactedView
+      run: CompactRun<Summarized<ResponseView>>
       /** The cold layer of everything this compaction removed. */
       memory: MemoryEntry[] | undefined
     } & ForwardedTail)
@@ -128,7 +137,7 @@ export interface ProxyCompactorOptions extends ProxyConversationsOptions {
   /** A crossing that waited: forwarded over its budget, uncompacted, for it would not have paid back. */
   onWait?: () => void
   /** A summary written ahead for a session's conversation, with what its model calls took (used or not). */
-  onSummary?: (request: ProxyRequest, report: NonNullable<CompactedResponse['summarizer']>) => void
+  onSummary?: (request: ProxyRequest, report: NonNullable<Summarized<CompactResponseBody>['summarizer']>) => void
 }
 
 /** A crossing made because the prompt cache lapsed: recorded with that reason. */
@@ -138,7 +147,7 @@ function cacheLapsed(outcome: ProxyOutcome): ProxyOutcome {
 }
 
 /** A compaction's tail in the client's indices: it compacted the client's messages, or them behind an earlier summary (the anchor knows the cut). */
-function forwardedTail(response: CompactedResponse, anchor: Anchor): ForwardedTail {
+function forwardedTail(response: Summarized<CompactResponseBody>, anchor: Anchor): ForwardedTail {
   const shift = anchor.cut - response.kept_from
   return { keptFrom: anchor.cut, clips: response.clips.map((clip) => ({ ...clip, message_index: clip.message_index + shift })) }
 }

@@ -10,7 +10,7 @@ import { hashPrefix } from '../proxy/anchors.js'
 import { derivedSession } from '../proxy/request.js'
 import type { SessionOwner, Store } from '../storage/store.js'
 import { ANCHOR_TTL_MS, MAX_PROXY_SESSIONS, PROXY_SESSION_IDLE_MS } from '../contract/defaults.js'
-import type { CompactRunView, SummarizedView } from './compact.js'
+import type { CompactRun, ResponseView, Summarized } from './compact.js'
 import type { ProxyRequest } from './proxy-compactor.js'
 
 /** A conversation's anchors as kept where the next process and the other replicas find them. */
@@ -45,14 +45,11 @@ export function storedAnchors(store: Pick<Store, 'shared' | 'getState' | 'putSta
   }
 }
 
-/** A compaction without its messages: what is recorded and counted. */
-export type CompactedView = CompactRunView & { response: SummarizedView }
-
 export interface Pending extends Anchor {
   /** The estimate of the history when it was written. */
   atTokens: number
   /** The compaction that wrote it, without its messages (the anchor rebuilds them from the client's). */
-  run: CompactedView
+  run: CompactRun<Summarized<ResponseView>>
 }
 
 /** How a conversation grows: what the next crossing's nearness is judged by. */

@@ -14,7 +14,7 @@ import type { CompactionRecord, CrossingTiming, Store } from '../storage/store.j
 import type { Metrics } from '../telemetry/metrics.js'
 import type { CompactRequestBody } from '../contract/schemas.js'
 import type { Activity } from './activity.js'
-import { type CompactRunView, type SummarizedView, summarized } from './compact.js'
+import { type CompactRun, type ResponseView, type Summarized, summarized } from './compact.js'
 
 /** The answer's header that says its compaction's record could not be kept (`not-kept`): a full disk, say. */
 export const RECORD_HEADER = 'x-compaction-record'
@@ -25,7 +25,7 @@ export function modelKindOf(kind: string | undefined): 'anthropic' | 'openai' | 
 }
 
 /** Counts a compaction's figures and its summarizer's work, wherever it ran (the compact route, the proxy). */
-function countCompaction(metrics: Metrics, run: CompactRunView, modelKind: 'anthropic' | 'openai' | 'gemini' = 'anthropic'): void {
+function countCompaction(metrics: Metrics, run: CompactRun<ResponseView>, modelKind: 'anthropic' | 'openai' | 'gemini' = 'anthropic'): void {
   const { response } = run
   const s = response.stats
   if (response.compacted) {
@@ -65,8 +65,8 @@ function recordWrites(
   log: Log,
   body: Pick<CompactRequestBody, 'mode' | 'session_id'> & { budgetTokens: number | 'off'; crossing?: CrossingTiming },
   keyName: string,
-  response: SummarizedView,
-  memory: CompactRunView['memory'],
+  response: Summarized<ResponseView>,
+  memory: CompactRun<ResponseView>['memory'],
   since: number
 ): RecordWrites {
   const created_at = new Date().toISOString()
@@ -228,7 +228,7 @@ export interface Scheduled {
  * scheduled (a clearing's cleared outputs kept in the cold layer, its session's). Never rejects for the
  * store: each write counts and logs its own failure.
  */
-export async function serveCompaction(serving: Serving, run: CompactRunView, at: ServedAt): Promise<Scheduled> {
+export async function serveCompaction(serving: Serving, run: CompactRun<ResponseView>, at: ServedAt): Promise<Scheduled> {
   const { store, metrics, activity } = serving
   const { response } = run
   countCompaction(metrics, run, serving.modelKind)

@@ -8,11 +8,11 @@
 import { type Message, compactsByItself } from '../compaction/index.js'
 import { type Anchor, anchorOf, holds, withAnchor } from '../proxy/anchors.js'
 import type { Summarizer } from '../summarizer/summarizer.js'
-import type { CompactRun, CompactedResponse, CompactionInput, RunContext } from './compact.js'
+import type { CompactResponseBody, CompactRun, CompactionInput, RunContext, Summarized } from './compact.js'
 import type { ProxyCompactorOptions, ProxyRequest } from './proxy-compactor.js'
 import type { ConversationState, Pending } from './proxy-conversations.js'
 
-export function isCompacted(run: CompactRun): run is CompactRun & { response: CompactedResponse } {
+export function isCompacted(run: CompactRun): run is CompactRun & { response: Summarized<CompactResponseBody> } {
   return run.response.compacted
 }
 

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import type { ClearedUse, Message } from '../../src/compaction/index.js'
 import { GatewayError } from '../../src/contract/errors.js'
-import { type CompactDeps, type CompactRunView, type RunContext, summarized } from '../../src/service/compact.js'
+import { type CompactDeps, type CompactRun, type ResponseView, type RunContext, summarized } from '../../src/service/compact.js'
 import { type BytesResult, type CompactionWorkers, Compactions, type ProxiedResult } from '../../src/service/compactions.js'
 import { Activity } from '../../src/service/activity.js'
 import { InvalidHistoryError } from '../../src/service/errors.js'
@@ -110,7 +110,7 @@ describe('Compactions', () => {
 
   it("runs a proxy's large input in a worker, its messages given back as the input's own objects where the worker named them by index", async () => {
     const summaryTurn: Message = user('<compaction-summary>the summary</compaction-summary>')
-    const run = { response: { compacted: true, reason: 'over_budget' }, timings: { validate: 0, plan: 0, summarize: 0 } } as unknown as CompactRunView
+    const run = { response: { compacted: true, reason: 'over_budget' }, timings: { validate: 0, plan: 0, summarize: 0 } } as unknown as CompactRun<ResponseView>
     const { workers, calls } = fakeWorkers({ proxied: { ok: true, run, messages: [summaryTurn, history.length - 2, history.length - 1] } })
     const { compactions } = service(workers, { workerMinBytes: 1_024, mergeMinBytes: 1_000_000 })
     const model = new ExtractiveSummarizer()

@@ -58,9 +58,18 @@ export function openConnection(path: string): Database.Database {
   db.pragma('secure_delete = ON')
   db.pragma('journal_mode = WAL')
   db.pragma('synchronous = NORMAL')
-  db.pragma('busy_timeout = 5000')
+  db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
   return db
 }
+
+/** How long a statement waits for a lock another connection holds. */
+const BUSY_TIMEOUT_MS = 5_000
+/**
+ * How long emptying the WAL waits for the readers before it says it is kept busy (and is retried, every
+ * RECLAIM_RETRY_MS): a reader's transaction can last any time, and the writer's thread, which every write
+ * of the store goes through, must not wait out the busy timeout for it.
+ */
+const CHECKPOINT_WAIT_MS = 100
 
 /**
  * How long one slice of a deletion, a prune or a reclaim holds the writer: it works in small steps and
@@ -274,8 +283,13 @@ export class SqliteWrites {
         this.db.pragma(`incremental_vacuum(${STEP_PAGES})`)
       }
     }
-    const [checkpoint] = this.db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[]
-    return { done: true, busy: checkpoint?.busy !== 0 }
+    this.db.pragma(`busy_timeout = ${CHECKPOINT_WAIT_MS}`)
+    try {
+      const [checkpoint] = this.db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[]
+      return { done: true, busy: checkpoint?.busy !== 0 }
+    } finally {
+      this.db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
+    }
   }
 
   saveMemory(owner: MemoryOwner, rows: readonly MemoryRow[]): ColdSaved {

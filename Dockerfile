@@ -11,7 +11,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-COPY scripts/build-ui.mjs ./scripts/
+COPY scripts/build.mjs scripts/build-ui.mjs ./scripts/
 RUN npm run build && npm prune --omit=dev
 
 FROM node:22.14.0-bookworm-slim AS runtime

@@ -8,7 +8,7 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 /** Written after a build: dist/ is as new as the sources the build read, or newer. */
 const STAMP = join(ROOT, 'dist', '.built')
 /** What the build reads. */
-const INPUTS = ['src', 'scripts/build-ui.mjs', 'tsconfig.build.json', 'tsconfig.json', 'package-lock.json']
+const INPUTS = ['src', 'scripts/build.mjs', 'scripts/build-ui.mjs', 'tsconfig.build.json', 'tsconfig.json', 'package-lock.json']
 
 /** The newest modification time under a file or folder. */
 function newest(path: string): number {

@@ -1,7 +1,7 @@
 /**
  * One proxied API as the proxy sees it (its dialect): how its body is read and written back, what its
  * answers bill, and which of its provider's own features it carries. Each API's is a module of
- * proxy/dialects; the service runs a request through it (service/proxied.ts), the route adds where it goes.
+ * proxy/dialects; the service runs a request through it (service/proxy/requests.ts), the route adds where it goes.
  */
 import type { Message } from '../compaction/index.js'
 import type { Summarizer } from '../summarizer/summarizer.js'
@@ -56,7 +56,7 @@ export interface ProxiedDialect<R> {
   contextManagement?: true
   /** Whether its requests may carry the Responses API's compaction (`context_management`, the gateway's own compaction items: responses-compaction.ts). */
   responsesCompaction?: true
-  /** The dialect offers the gateway's recall tool and answers the model's calls of it, in this API's format (server/recall-relay.ts). */
+  /** The dialect offers the gateway's recall tool and answers the model's calls of it, in this API's format (server/proxy/recall-relay.ts). */
   recallTool?: RecallFormat
   /**
    * Where the client's items map to the core's turns through the read (Chat Completions): the body with the

@@ -1,7 +1,7 @@
 /**
  * The proxy's recall tool on the Messages API: offered to the model once the gateway has rewritten a
  * conversation, its calls found in the answer as it comes and answered by the gateway, the turn continued
- * upstream, and the client given one answer without a trace of it. Pure: the relay (server/proxying.ts)
+ * upstream, and the client given one answer without a trace of it. Pure: the relay (server/proxy/forward.ts)
  * feeds it events and does the I/O.
  *
  * - A stream is read event by event: what comes before and beside a recall call (text, thinking, the
@@ -65,7 +65,7 @@ export function withRecallToolBytes(bytes: Buffer, tool: object = RECALL_TOOL_DE
   return Buffer.concat([base.subarray(0, close), Buffer.from(`${empty ? '' : ','}"tools":[${json}]`), base.subarray(close)])
 }
 
-/** The APIs whose rounds the proxy answers the recall tool in (server/recall-relay.ts has a format each). */
+/** The APIs whose rounds the proxy answers the recall tool in (server/proxy/recall-relay.ts has a format each). */
 export type RecallFormat = 'messages' | 'chat' | 'responses' | 'gemini'
 
 /** One call of the recall tool in an answer. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { HangUp } from '../../src/server/proxying.js'
+import { HangUp } from '../../src/server/proxy/forward.js'
 
 describe("HangUp: a client's hang-up told to what is being done for it", () => {
   it('tells the upstream request as an EventEmitter (undici takes one) and aborts a signal asked for before', () => {

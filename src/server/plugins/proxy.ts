@@ -1,15 +1,15 @@
 import fp from 'fastify-plugin'
-import { ProxyCompactor, type ProxyOutcome } from '../../service/proxy-compactor.js'
-import { storedAnchors } from '../../service/proxy-conversations.js'
+import { ProxyCompactor, type ProxyOutcome } from '../../service/proxy/compactor.js'
+import { storedAnchors } from '../../service/proxy/conversations.js'
 import { ClearingTier } from '../../proxy/clearing.js'
 import { promptTokens } from '../../compaction/index.js'
 import { Upstream } from '../../proxy/upstream.js'
 import { type Config, DEFAULT_GEMINI_BASE_URL, DEFAULT_OPENAI_BASE_URL, parseApiKeys, proxySummaries } from '../config.js'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { ClientSummaries } from '../../proxy/client-summaries.js'
-import type { ProxyContext } from '../proxying.js'
-import { ProxyService } from '../../service/proxied.js'
-import { RecallExchanges } from '../../service/recall-exchanges.js'
+import type { ProxyContext } from '../proxy/forward.js'
+import { ProxyService } from '../../service/proxy/requests.js'
+import { RecallExchanges } from '../../service/proxy/recall-exchanges.js'
 import { warnSummarizerFault } from '../../service/served.js'
 import { DEFAULT_UPSTREAM_URL } from '../../contract/defaults.js'
 import { ITEM_SECRET_STATE, ItemSeals } from '../../service/item-seals.js'
@@ -26,7 +26,7 @@ declare module 'fastify' {
       compactor: ProxyCompactor
       clearing: ClearingTier | undefined
       policy: ProxyPolicies
-      /** Each proxied request made ready to forward (service/proxied.ts). */
+      /** Each proxied request made ready to forward (service/proxy/requests.ts). */
       service: ProxyService
       /** What the upstream saw in place of answers where the model called the recall tool. */
       exchanges: RecallExchanges

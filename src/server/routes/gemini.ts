@@ -5,7 +5,7 @@ import { ConfigurationError, NotFoundError } from '../../contract/errors.js'
 import type { GeminiHistory } from '../../proxy/gemini.js'
 import { GenerateContentBody } from '../../contract/proxy-bodies.js'
 import { clientHeaders, upstreamHeaders } from '../../proxy/upstream.js'
-import { type ProxiedApi, abortOnClose, installProxyHooks, proxyErrors, proxyHeaders, proxyRequest, upstreamAnswer } from '../proxying.js'
+import { type ProxiedApi, abortOnClose, installProxyHooks, proxyErrors, proxyHeaders, proxyRequest, upstreamAnswer } from '../proxy/forward.js'
 import { KEYED, keyedResponses } from './security.js'
 import { geminiDialect } from '../../proxy/dialects/gemini.js'
 

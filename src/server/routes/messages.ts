@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify'
 import { checkedWhenRead } from '../json.js'
 import { MessagesBody } from '../../contract/proxy-bodies.js'
-import { type ProxiedApi, installProxyHooks, proxyErrors, proxyHeaders, proxyRequest, upstreamAnswer } from '../proxying.js'
+import { type ProxiedApi, installProxyHooks, proxyErrors, proxyHeaders, proxyRequest, upstreamAnswer } from '../proxy/forward.js'
 import { KEYED } from './security.js'
 import { messagesDialect } from '../../proxy/dialects/messages.js'
 

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import { ConfigurationError } from '../../contract/errors.js'
 import { clientHeaders, upstreamHeaders } from '../../proxy/upstream.js'
-import { abortOnClose, upstreamAnswer } from '../proxying.js'
+import { abortOnClose, upstreamAnswer } from '../proxy/forward.js'
 import { KEYED, keyedResponses } from './security.js'
 
 const ANSWERS = {

@@ -4,7 +4,7 @@ import { openAiClientSummarizer } from '../../proxy/client-summaries.js'
 import type { OpenAiApi, OpenAiBody, OpenAiHistory } from '../../proxy/openai.js'
 import { ChatCompletionsBody, ResponsesBody, ResponsesCompactBody } from '../../contract/proxy-bodies.js'
 import { bodyReader } from '../../contract/validation.js'
-import { type ProxiedApi, compactResponsesHere, installProxyHooks, proxyErrors, proxyHeaders, proxyRequest, upstreamAnswer } from '../proxying.js'
+import { type ProxiedApi, compactResponsesHere, installProxyHooks, proxyErrors, proxyHeaders, proxyRequest, upstreamAnswer } from '../proxy/forward.js'
 import { KEYED } from './security.js'
 import { forwardedConversation, openAiDialect } from '../../proxy/dialects/openai.js'
 

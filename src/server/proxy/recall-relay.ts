@@ -8,8 +8,8 @@
 import type { OutgoingHttpHeaders } from 'node:http'
 import type { Readable, Transform } from 'node:stream'
 import type { FastifyReply } from 'fastify'
-import { type Block, type Message, PROXY_RECALL_TOOL } from '../compaction/index.js'
-import { EventCuts } from '../proxy/events.js'
+import { type Block, type Message, PROXY_RECALL_TOOL } from '../../compaction/index.js'
+import { EventCuts } from '../../proxy/events.js'
 import {
   RECALL_ROUNDS,
   type RecallCall,
@@ -26,9 +26,9 @@ import {
   spentResult,
   visibleBlocks,
   visibleFingerprint
-} from '../proxy/recall-tool.js'
-import { ChatRound, chatClosing, chatFingerprint, chatRecallCalls, chatResult, chatVisible, parseChunks } from '../proxy/recall-chat.js'
-import { chatUsage, geminiUsage, responsesUsage } from '../proxy/usage.js'
+} from '../../proxy/recall-tool.js'
+import { ChatRound, chatClosing, chatFingerprint, chatRecallCalls, chatResult, chatVisible, parseChunks } from '../../proxy/recall-chat.js'
+import { chatUsage, geminiUsage, responsesUsage } from '../../proxy/usage.js'
 import {
   type ResponsesCursor,
   ResponsesRound,
@@ -39,7 +39,7 @@ import {
   responsesResult,
   responsesUsageOf,
   responsesVisible
-} from '../proxy/recall-responses.js'
+} from '../../proxy/recall-responses.js'
 import {
   GeminiRound,
   geminiCallsClient,
@@ -49,9 +49,9 @@ import {
   geminiUsageOf,
   geminiVisible,
   parseGeminiChunks
-} from '../proxy/recall-gemini.js'
-import type { UpstreamResponse } from '../proxy/upstream.js'
-import { errorBody } from './errors.js'
+} from '../../proxy/recall-gemini.js'
+import type { UpstreamResponse } from '../../proxy/upstream.js'
+import { errorBody } from '../errors.js'
 
 /** How often a keep-alive goes while the gateway searches and the continuation has not begun. */
 const KEEPALIVE_MS = 5_000

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { PROXY_SESSION_IDLE_MS } from '../../src/contract/defaults.js'
-import { type AnchorStore, ProxyConversations, type SavedConversation, conversationKey } from '../../src/service/proxy-conversations.js'
-import { user } from '../helpers/history.js'
+import { PROXY_SESSION_IDLE_MS } from '../../../src/contract/defaults.js'
+import { type AnchorStore, ProxyConversations, type SavedConversation, conversationKey } from '../../../src/service/proxy/conversations.js'
+import { user } from '../../helpers/history.js'
 
 const anchor = { cut: 2, prefixHash: 'h', head: { user: [{ type: 'text' as const, text: 'summary' }], system: [] }, summaryId: 'cmp_1' }
 const request = (session: string, first = 'Fix the parser') => ({ keyName: 'k', session, messages: [user(first), user('Go on')] })

@@ -4,16 +4,16 @@
  * first where that is the strategy, the history compacted by the proxy's compactor, the compaction served
  * (service/served.ts), and the bytes to forward. Once the upstream has answered: what was done noted (the
  * cleared outputs in the cold layer, the tallies, the request's log fields) and how its answer is relayed.
- * The HTTP layer reads body → service → upstream → reply around it (server/proxying.ts).
+ * The HTTP layer reads body → service → upstream → reply around it (server/proxy/forward.ts).
  */
 import type { IncomingHttpHeaders } from 'node:http'
 import type { Transform } from 'node:stream'
 import type { BaseLogger } from 'pino'
-import { type ClearedUse, CHARS_PER_TOKEN, type Message, PROXY_RECALL_TOOL, type RecallNaming, clearedNote } from '../compaction/index.js'
-import { InvalidRequestError } from '../contract/errors.js'
-import type { ProxiedBody } from '../proxy/body.js'
-import type { ClearingTier } from '../proxy/clearing.js'
-import type { ClientSummaries } from '../proxy/client-summaries.js'
+import { type ClearedUse, CHARS_PER_TOKEN, type Message, PROXY_RECALL_TOOL, type RecallNaming, clearedNote } from '../../compaction/index.js'
+import { InvalidRequestError } from '../../contract/errors.js'
+import type { ProxiedBody } from '../../proxy/body.js'
+import type { ClearingTier } from '../../proxy/clearing.js'
+import type { ClientSummaries } from '../../proxy/client-summaries.js'
 import {
   compactionBlock,
   fromCompaction,
@@ -23,7 +23,7 @@ import {
   readOnDemand,
   withAppliedEdits,
   withoutConsumedBetas
-} from '../proxy/context-management.js'
+} from '../../proxy/context-management.js'
 import {
   COMPACTION_KEY,
   CONTEXT_MANAGEMENT_KEY,
@@ -32,20 +32,20 @@ import {
   manageContext,
   manageResponses,
   readBackCompaction
-} from '../proxy/managed.js'
-import { topLevelField } from '../proxy/events.js'
-import { budgetTokensOf, derivedSession, ownSession, proxySession, readMessagesRequest } from '../proxy/request.js'
-import { OWN_ITEM_KEY, compactedResponse, compactionItem, readBackItems, withCompactionItem } from '../proxy/responses-compaction.js'
-import type { TenantSeal } from '../proxy/item-seal.js'
-import type { ItemSeals } from './item-seals.js'
-import { inControlGroup } from './control.js'
-import { bodyReader, checkCompactValue } from '../contract/validation.js'
-import { ResponsesCompactBody, type ResponsesBody } from '../contract/proxy-bodies.js'
-import type { UpstreamUsage } from '../proxy/usage.js'
-import type { Summarizer } from '../summarizer/summarizer.js'
-import type { Metrics } from '../telemetry/metrics.js'
-import type { ReadYourWrites } from '../storage/read-your-writes.js'
-import type { Activity } from './activity.js'
+} from '../../proxy/managed.js'
+import { topLevelField } from '../../proxy/events.js'
+import { budgetTokensOf, derivedSession, ownSession, proxySession, readMessagesRequest } from '../../proxy/request.js'
+import { OWN_ITEM_KEY, compactedResponse, compactionItem, readBackItems, withCompactionItem } from '../../proxy/responses-compaction.js'
+import type { TenantSeal } from '../../proxy/item-seal.js'
+import type { ItemSeals } from '../item-seals.js'
+import { inControlGroup } from '../control.js'
+import { bodyReader, checkCompactValue } from '../../contract/validation.js'
+import { ResponsesCompactBody, type ResponsesBody } from '../../contract/proxy-bodies.js'
+import type { UpstreamUsage } from '../../proxy/usage.js'
+import type { Summarizer } from '../../summarizer/summarizer.js'
+import type { Metrics } from '../../telemetry/metrics.js'
+import type { ReadYourWrites } from '../../storage/read-your-writes.js'
+import type { Activity } from '../activity.js'
 import {
   type CompactRun,
   type CompactResponseBody,
@@ -55,20 +55,20 @@ import {
   type RunContext,
   compactionInput,
   summarized
-} from './compact.js'
-import type { MemoryEntry } from '../memory/entries.js'
-import { type RecallCall, type RecallExchange, type RecallFormat, restoreExchanges } from '../proxy/recall-tool.js'
-import { continuationItems } from '../proxy/recall-responses.js'
+} from '../compact.js'
+import type { MemoryEntry } from '../../memory/entries.js'
+import { type RecallCall, type RecallExchange, type RecallFormat, restoreExchanges } from '../../proxy/recall-tool.js'
+import { continuationItems } from '../../proxy/recall-responses.js'
 import type { RecallState } from './recall-exchanges.js'
-import type { StoredExchange } from '../proxy/recall-tool.js'
-import type { ProxiedDialect, ProxyRead } from '../proxy/dialect.js'
-export type { ProxiedDialect, ProxyRead } from '../proxy/dialect.js'
+import type { StoredExchange } from '../../proxy/recall-tool.js'
+import type { ProxiedDialect, ProxyRead } from '../../proxy/dialect.js'
+export type { ProxiedDialect, ProxyRead } from '../../proxy/dialect.js'
 import type { RecallExchanges } from './recall-exchanges.js'
-import { answerRecall, recallLimit } from './recall.js'
-import { InvalidHistoryError } from './errors.js'
-import type { ProxyCompactor, ProxyOutcome, ProxyRequest } from './proxy-compactor.js'
-import { conversationKey } from './proxy-conversations.js'
-import { type Scheduled, type ServedAt, keepInColdLayer, wallClock } from './served.js'
+import { answerRecall, recallLimit } from '../recall.js'
+import { InvalidHistoryError } from '../errors.js'
+import type { ProxyCompactor, ProxyOutcome, ProxyRequest } from './compactor.js'
+import { conversationKey } from './conversations.js'
+import { type Scheduled, type ServedAt, keepInColdLayer, wallClock } from '../served.js'
 
 /** A proxy's policy, from the settings. */
 export interface ProxyPolicy {
@@ -158,7 +158,7 @@ export interface Forward {
   answered(status: number, asked: number, upstreamMs: number): Relayed
   /** The gateway's recall tool was added to the request's tools (its name: `x-compaction-recall-tool`). */
   recallTool?: string
-  /** The model was offered the gateway's recall tool: how its calls are answered and the turn continued (server/recall-relay.ts). */
+  /** The model was offered the gateway's recall tool: how its calls are answered and the turn continued (server/proxy/recall-relay.ts). */
   recall?: OfferedRecall
 }
 
@@ -692,7 +692,7 @@ export class ProxyService {
 
   /**
    * A compaction the client asked for and waits for (compaction on demand, the Responses API's): run by a model
-   * (service/proxy-compactor.ts: explicit), served and recorded under its session, the record waited for.
+   * (service/proxy/compactor.ts: explicit), served and recorded under its session, the record waited for.
    * `refusal`: what a problem in the history is said as, in the client's request.
    */
   private async explicit(

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { RecallExchanges } from '../../src/service/recall-exchanges.js'
-import { SqliteStore } from '../../src/storage/sqlite.js'
-import type { RecallExchange } from '../../src/proxy/recall-tool.js'
-import { tempDb } from '../helpers/process.js'
+import { RecallExchanges } from '../../../src/service/proxy/recall-exchanges.js'
+import { SqliteStore } from '../../../src/storage/sqlite.js'
+import type { RecallExchange } from '../../../src/proxy/recall-tool.js'
+import { tempDb } from '../../helpers/process.js'
 
 const stores: SqliteStore[] = []
 afterEach(async () => {

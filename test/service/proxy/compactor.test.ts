@@ -1,14 +1,14 @@
-import type { CompactDeps } from '../../src/service/compact.js'
+import type { CompactDeps } from '../../../src/service/compact.js'
 import fc from 'fast-check'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { type Message, emptySections, promptTokens, validateHistory } from '../../src/compaction/index.js'
-import { ProxyCompactor, type ProxyOutcome } from '../../src/service/proxy-compactor.js'
-import type { AnchorStore, SavedConversation } from '../../src/service/proxy-conversations.js'
-import { checkThinkingPrefix, producedThinking } from '../helpers/preserved-thinking.js'
-import { PROXY_SESSION_IDLE_MS } from '../../src/contract/defaults.js'
-import { ExtractiveSummarizer } from '../../src/summarizer/extractive.js'
-import type { Summarizer } from '../../src/summarizer/summarizer.js'
-import { assistant, call, result, results, user } from '../helpers/history.js'
+import { type Message, emptySections, promptTokens, validateHistory } from '../../../src/compaction/index.js'
+import { ProxyCompactor, type ProxyOutcome } from '../../../src/service/proxy/compactor.js'
+import type { AnchorStore, SavedConversation } from '../../../src/service/proxy/conversations.js'
+import { checkThinkingPrefix, producedThinking } from '../../helpers/preserved-thinking.js'
+import { PROXY_SESSION_IDLE_MS } from '../../../src/contract/defaults.js'
+import { ExtractiveSummarizer } from '../../../src/summarizer/extractive.js'
+import type { Summarizer } from '../../../src/summarizer/summarizer.js'
+import { assistant, call, result, results, user } from '../../helpers/history.js'
 
 /** A model that answers at once: the proxy's background paths run as they would with a real one. */
 const model: Summarizer = {

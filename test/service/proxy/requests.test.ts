@@ -1,12 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import type { App } from '../../src/server/app.js'
-import { ProxiedBody } from '../../src/proxy/body.js'
-import { readMessagesRequest } from '../../src/proxy/request.js'
-import { withMessages } from '../../src/contract/wire.js'
-import { ConfigurationError, InvalidRequestError } from '../../src/contract/errors.js'
-import type { ProxiedAsk, ProxiedDialect } from '../../src/service/proxied.js'
-import { testApp } from '../helpers/app.js'
-import { shellStep, user } from '../helpers/history.js'
+import type { App } from '../../../src/server/app.js'
+import { ProxiedBody } from '../../../src/proxy/body.js'
+import { readMessagesRequest } from '../../../src/proxy/request.js'
+import { withMessages } from '../../../src/contract/wire.js'
+import { ConfigurationError, InvalidRequestError } from '../../../src/contract/errors.js'
+import type { ProxiedAsk, ProxiedDialect } from '../../../src/service/proxy/requests.js'
+import { testApp } from '../../helpers/app.js'
+import { shellStep, user } from '../../helpers/history.js'
 
 /** The Messages API as the service sees it (its route's own dialect). */
 const messages: ProxiedDialect<undefined> = {

@@ -2,16 +2,16 @@
  * The proxy's conversations as it remembers them: each conversation's state (its anchors, the summary written
  * ahead, its pace), the least recently used forgotten past a count or an idle time, and the anchors kept in the
  * store where the next process and the other replicas find them. The crossing and the write-ahead
- * (proxy-compactor.ts) read and change a conversation's state through this.
+ * (compactor.ts) read and change a conversation's state through this.
  */
 import { createHash } from 'node:crypto'
-import type { Anchor } from '../proxy/anchors.js'
-import { hashPrefix } from '../proxy/anchors.js'
-import { derivedSession } from '../proxy/request.js'
-import type { SessionOwner, Store } from '../storage/store.js'
-import { ANCHOR_TTL_MS, MAX_PROXY_SESSIONS, PROXY_SESSION_IDLE_MS } from '../contract/defaults.js'
-import type { CompactRun, ResponseView, Summarized } from './compact.js'
-import type { ProxyRequest } from './proxy-compactor.js'
+import type { Anchor } from '../../proxy/anchors.js'
+import { hashPrefix } from '../../proxy/anchors.js'
+import { derivedSession } from '../../proxy/request.js'
+import type { SessionOwner, Store } from '../../storage/store.js'
+import { ANCHOR_TTL_MS, MAX_PROXY_SESSIONS, PROXY_SESSION_IDLE_MS } from '../../contract/defaults.js'
+import type { CompactRun, ResponseView, Summarized } from '../compact.js'
+import type { ProxyRequest } from './compactor.js'
 
 /** A conversation's anchors as kept where the next process and the other replicas find them. */
 export interface SavedConversation {

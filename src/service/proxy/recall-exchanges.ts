@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
-import type { SessionOwner, Store } from '../storage/store.js'
-import { ANCHOR_TTL_MS } from '../contract/defaults.js'
-import type { StoredExchange } from '../proxy/recall-tool.js'
+import type { SessionOwner, Store } from '../../storage/store.js'
+import { ANCHOR_TTL_MS } from '../../contract/defaults.js'
+import type { StoredExchange } from '../../proxy/recall-tool.js'
 
 /** Exchanges kept a conversation: the newest; an older answer the client sends back is forwarded as it sent it. */
 export const MAX_EXCHANGES = 100

@@ -1,6 +1,6 @@
 /**
  * The drop-in proxies' HTTP side (the Messages API's, Chat Completions', Responses', Gemini's): the body kept
- * as its bytes; the request made ready by the proxy's service (service/proxied.ts: what is done to it, what
+ * as its bytes; the request made ready by the proxy's service (service/proxy/requests.ts: what is done to it, what
  * is forwarded, the record and cold layer written while the upstream works); forwarded; the answer relayed
  * as it arrives. An API differs only in how its body is read and written back (its dialect), where it goes,
  * and with what credentials (ProxiedApi).
@@ -10,21 +10,21 @@ import type { OutgoingHttpHeaders } from 'node:http'
 import type { Readable, Transform } from 'node:stream'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
-import { keyedResponses } from './routes/security.js'
-import { UsageTap, type UpstreamUsage, type UsageFormat } from '../proxy/usage.js'
-import { EventCuts } from '../proxy/events.js'
-import type { ProxyOutcome } from '../service/proxy-compactor.js'
-import { type Upstream, type UpstreamResponse, clientHeaders, upstreamHeaders } from '../proxy/upstream.js'
-import { bodyParser } from './body.js'
-import { DEFAULT_BODY_LIMIT } from '../contract/defaults.js'
-import { errorBody } from './errors.js'
-import { ConfigurationError } from '../contract/errors.js'
-import { ProxiedBody } from '../proxy/body.js'
-import type { Forward, OfferedRecall, Paused, ProxiedDialect, ProxyPolicy, Relayed } from '../service/proxied.js'
-import { RECORD_HEADER } from '../service/served.js'
+import { keyedResponses } from '../routes/security.js'
+import { UsageTap, type UpstreamUsage, type UsageFormat } from '../../proxy/usage.js'
+import { EventCuts } from '../../proxy/events.js'
+import type { ProxyOutcome } from '../../service/proxy/compactor.js'
+import { type Upstream, type UpstreamResponse, clientHeaders, upstreamHeaders } from '../../proxy/upstream.js'
+import { bodyParser } from '../body.js'
+import { DEFAULT_BODY_LIMIT } from '../../contract/defaults.js'
+import { errorBody } from '../errors.js'
+import { ConfigurationError } from '../../contract/errors.js'
+import { ProxiedBody } from '../../proxy/body.js'
+import type { Forward, OfferedRecall, Paused, ProxiedDialect, ProxyPolicy, Relayed } from '../../service/proxy/requests.js'
+import { RECORD_HEADER } from '../../service/served.js'
 import { type RecallTurn, relayRecallJson, relayRecallStream } from './recall-relay.js'
-import { type Message, PROXY_RECALL_TOOL } from '../compaction/index.js'
-import type { Summarizer } from '../summarizer/summarizer.js'
+import { type Message, PROXY_RECALL_TOOL } from '../../compaction/index.js'
+import type { Summarizer } from '../../summarizer/summarizer.js'
 
 /** One proxied API: the service's dialect of it (how its body is read and written back), where it goes and with what credentials. */
 export interface ProxiedApi<R> extends ProxiedDialect<R> {
@@ -318,7 +318,7 @@ async function relayRecall<R>(
 
 /**
  * `POST /v1/responses/compact` answered by the gateway, for an upstream without the Responses API's
- * compaction (service/proxied.ts: ProxyService.compactResponses).
+ * compaction (service/proxy/requests.ts: ProxyService.compactResponses).
  */
 export async function compactResponsesHere(
   app: FastifyInstance,

@@ -3,14 +3,14 @@
  * conversation's pace (how much a request adds, how far apart requests come) so that one begins only when the
  * crossing is near, one at a time per conversation, within the summary places free; one that comes after its
  * crossing is the base of the next crossing's merge. The crossing itself never waits for one
- * (proxy-compactor.ts).
+ * (compactor.ts).
  */
-import { type Message, compactsByItself } from '../compaction/index.js'
-import { type Anchor, anchorOf, holds, withAnchor } from '../proxy/anchors.js'
-import type { Summarizer } from '../summarizer/summarizer.js'
-import type { CompactResponseBody, CompactRun, CompactionInput, RunContext, Summarized } from './compact.js'
-import type { ProxyCompactorOptions, ProxyRequest } from './proxy-compactor.js'
-import type { ConversationState, Pending } from './proxy-conversations.js'
+import { type Message, compactsByItself } from '../../compaction/index.js'
+import { type Anchor, anchorOf, holds, withAnchor } from '../../proxy/anchors.js'
+import type { Summarizer } from '../../summarizer/summarizer.js'
+import type { CompactResponseBody, CompactRun, CompactionInput, RunContext, Summarized } from '../compact.js'
+import type { ProxyCompactorOptions, ProxyRequest } from './compactor.js'
+import type { ConversationState, Pending } from './conversations.js'
 
 export function isCompacted(run: CompactRun): run is CompactRun & { response: Summarized<CompactResponseBody> } {
   return run.response.compacted

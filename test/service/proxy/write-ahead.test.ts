@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest'
-import { type Message, emptySections } from '../../src/compaction/index.js'
-import { type CompactDeps, runCompaction } from '../../src/service/compact.js'
-import type { ProxyRequest } from '../../src/service/proxy-compactor.js'
-import type { ConversationState } from '../../src/service/proxy-conversations.js'
-import { WriteAhead } from '../../src/service/write-ahead.js'
-import { ExtractiveSummarizer } from '../../src/summarizer/extractive.js'
-import type { Summarizer } from '../../src/summarizer/summarizer.js'
-import { assistant, call, result, results, user } from '../helpers/history.js'
+import { type Message, emptySections } from '../../../src/compaction/index.js'
+import { type CompactDeps, runCompaction } from '../../../src/service/compact.js'
+import type { ProxyRequest } from '../../../src/service/proxy/compactor.js'
+import type { ConversationState } from '../../../src/service/proxy/conversations.js'
+import { WriteAhead } from '../../../src/service/proxy/write-ahead.js'
+import { ExtractiveSummarizer } from '../../../src/summarizer/extractive.js'
+import type { Summarizer } from '../../../src/summarizer/summarizer.js'
+import { assistant, call, result, results, user } from '../../helpers/history.js'
 
 /** A model that answers when it is let (`answer`), counting its calls. */
 function slowModel(): Summarizer & { calls: number; answer: () => void } {

@@ -10,11 +10,11 @@ import {
   carriedTokens,
   holdsThinking,
   promptTokens
-} from '../compaction/index.js'
-import type { MemoryEntry } from '../memory/entries.js'
-import type { Summarizer } from '../summarizer/summarizer.js'
-import type { CompactRequestBody } from '../contract/schemas.js'
-import type { CrossingTiming } from '../storage/store.js'
+} from '../../compaction/index.js'
+import type { MemoryEntry } from '../../memory/entries.js'
+import type { Summarizer } from '../../summarizer/summarizer.js'
+import type { CompactRequestBody } from '../../contract/schemas.js'
+import type { CrossingTiming } from '../../storage/store.js'
 import {
   type CompactDeps,
   type CompactResponseBody,
@@ -24,13 +24,13 @@ import {
   type RunContext,
   type Summarized,
   runCompaction
-} from './compact.js'
-import { type Anchor, type ForwardedTail, anchorOf, anchoredTail, holds, withAnchor } from '../proxy/anchors.js'
-import { type CachePrices, crossingCall, requestsOf } from '../compaction/payback.js'
-import { LAPSED_CACHE_SHARE, DEFAULT_PROMPT_CACHE_S } from '../contract/defaults.js'
-import { type ConversationState, type Pending, ProxyConversations, type ProxyConversationsOptions } from './proxy-conversations.js'
+} from '../compact.js'
+import { type Anchor, type ForwardedTail, anchorOf, anchoredTail, holds, withAnchor } from '../../proxy/anchors.js'
+import { type CachePrices, crossingCall, requestsOf } from '../../compaction/payback.js'
+import { LAPSED_CACHE_SHARE, DEFAULT_PROMPT_CACHE_S } from '../../contract/defaults.js'
+import { type ConversationState, type Pending, ProxyConversations, type ProxyConversationsOptions } from './conversations.js'
 import { WriteAhead, isCompacted, pendingFor } from './write-ahead.js'
-import { PRICE } from './costs.js'
+import { PRICE } from '../costs.js'
 
 /** How far past the target share of the room a crossing may land with a summary written ahead, taken as it is. */
 const LANDING_SLACK = 0.1

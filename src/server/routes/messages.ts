@@ -23,7 +23,6 @@ const ENDPOINTS = [
   }
 ] as const
 
-/** The Messages API's request, described for the contract; the upstream checks it whole. */
 /**
  * POST /v1/messages and /v1/messages/count_tokens: the Messages API, proxied. A request over its budget
  * has its messages compacted (the pipeline, doctrine, summarizer, records and cold layer of /v1/compact);

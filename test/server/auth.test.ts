@@ -107,7 +107,10 @@ describe('limits', () => {
 
   it('503 with Retry-After when summaries in flight and the queue are full', async () => {
     const fake = await new FakeAnthropic().start()
-    fake.fallback = { delayMs: 800, toolInput: {} }
+    // the model answers once the third request has been turned away: one summary in flight, one queued
+    let release = (): void => undefined
+    const held = new Promise<void>((resolve) => (release = resolve))
+    fake.fallback = { after: held, toolInput: {} }
     const app = await testApp({
       ANTHROPIC_API_KEY: 'sk-ant-test-limits-00000000000',
       ANTHROPIC_BASE_URL: fake.url,
@@ -117,12 +120,15 @@ describe('limits', () => {
     // three different histories: identical ones would share one model call
     const send = (n: number) =>
       app.inject({ method: 'POST', url: '/v1/compact', payload: { messages: [user(`a${n}`), assistant('b'), user('c')], mode: 'manual' } })
-    const results = await Promise.all([send(1), send(2), send(3)])
-    const codes = results.map((r) => r.statusCode).sort()
-    expect(codes).toEqual([200, 200, 503])
-    const turnedAway = results.find((r) => r.statusCode === 503)!
+    const sent = [send(1), send(2), send(3)]
+    // the one answered while the model holds its answer is the one turned away
+    const turnedAway = await Promise.race(sent)
+    expect(turnedAway.statusCode).toBe(503)
     expect(Number(turnedAway.headers['retry-after'])).toBeGreaterThan(0)
     expect(turnedAway.json().error.type).toBe('overloaded_error')
+    release()
+    const codes = (await Promise.all(sent)).map((r) => r.statusCode).sort()
+    expect(codes).toEqual([200, 200, 503])
     // the queued one ran after the first: never two calls at once
     expect(fake.requests).toHaveLength(2)
     await app.close()

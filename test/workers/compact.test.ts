@@ -92,12 +92,18 @@ describe('compactions in workers with a model', () => {
       expect(failed.json().summarizer).toMatchObject({ kind: 'extractive', fallback_reason: expect.any(String) })
       // one summary at a time and one waiting: a third while the first waits on the model is refused as overload
       // (three histories: identical ones would share one call)
-      fake.fallback = { delayMs: 800, toolInput: { objective: 'slow' } }
-      const results = await Promise.all(['one', 'two', 'three'].map((n) => post(worker, body.replace('Hello!', `Hello ${n}!`))))
+      // (the model answers once the third has been turned away)
+      let release = (): void => undefined
+      const held = new Promise<void>((resolve) => (release = resolve))
+      fake.fallback = { after: held, toolInput: { objective: 'slow' } }
+      const sent = ['one', 'two', 'three'].map((n) => post(worker, body.replace('Hello!', `Hello ${n}!`)))
+      const turnedAway = await Promise.race(sent)
+      expect(turnedAway.statusCode).toBe(503)
+      expect(Number(turnedAway.headers['retry-after'])).toBeGreaterThan(0)
+      expect(turnedAway.json().error.type).toBe('overloaded_error')
+      release()
+      const results = await Promise.all(sent)
       expect(results.map((r) => r.statusCode).sort()).toEqual([200, 200, 503])
-      const turnedAway = results.find((r) => r.statusCode === 503)
-      expect(Number(turnedAway?.headers['retry-after'])).toBeGreaterThan(0)
-      expect(turnedAway?.json().error.type).toBe('overloaded_error')
       expect(results.filter((r) => r.statusCode === 200).map((r) => r.json().summarizer.kind)).toEqual(['anthropic', 'anthropic'])
     } finally {
       await worker.close()

@@ -4,11 +4,13 @@
  * billed, the gateway's recall tool offered in its format and its exchanges put back in the client's items,
  * the Responses API's compaction performed by the gateway, summaries by the conversation's own model.
  */
+import type { Message } from '../../compaction/index.js'
+import type { Summarizer } from '../../summarizer/summarizer.js'
 import { settable } from '../../formats/index.js'
 import type { BodyRead } from '../../contract/validation.js'
 import { withMessages } from '../../contract/wire.js'
 import { ProxiedBody } from '../body.js'
-import { openAiClientSummarizer } from '../client-summaries.js'
+import { type ClientSummaries, openAiClientSummarizer } from '../client-summaries.js'
 import type { ProxiedDialect, ProxyRead } from '../dialect.js'
 import { type OpenAiApi, type OpenAiBody, type OpenAiHistory, openAiPayload, readOpenAiRequest } from '../openai.js'
 import { type ChatExchange, restoreChat } from '../recall-chat.js'
@@ -67,6 +69,27 @@ export function openAiDialect(
     usage: kind === 'chat' ? ('chat' as const) : ('responses' as const),
     // the core's message i is the turn that starts at the client's item starts[i]
     place: (history, path) => path.replace(/^\/messages\/(\d+).*/, (_m, i: string) => `/${history.field}/${history.adapted.starts[Number(i)] ?? i}`)
+  }
+}
+
+/**
+ * The Responses API's own compaction (`/v1/responses/compact`) answered by the gateway: its summary written by the
+ * conversation's own model (COMPACT_PROXY_SUMMARIES), asked in the conversation as the client sent it, with the
+ * headers it is forwarded with; none where the operator keeps summaries to the gateway's model (`settings` unset).
+ */
+export function responsesCompactionModel(
+  settings: ClientSummaries | undefined,
+  check: (body: unknown) => BodyRead<OpenAiBody>
+): ((body: ProxiedBody, headers: Record<string, string>) => ((messages: Message[]) => Summarizer) | undefined) | undefined {
+  if (!settings) return undefined
+  return (body, headers) => {
+    const model = (body.value('input') as { model?: unknown }).model
+    return openAiClientSummarizer(
+      settings,
+      { api: 'responses', after: Promise.resolve(), forwarded: () => forwardedConversation(body.bytes, 'responses', check) },
+      typeof model === 'string' ? model : 'unknown',
+      headers
+    )
   }
 }
 

@@ -1,12 +1,11 @@
 import type { FastifyPluginAsync } from 'fastify'
 import { checkedWhenRead } from '../json.js'
-import { openAiClientSummarizer } from '../../proxy/client-summaries.js'
 import type { OpenAiApi, OpenAiBody, OpenAiHistory } from '../../proxy/openai.js'
 import { ChatCompletionsBody, ResponsesBody, ResponsesCompactBody } from '../../contract/proxy-bodies.js'
 import { bodyReader } from '../../contract/validation.js'
 import { type ProxiedApi, compactResponsesHere, installProxyHooks, proxyErrors, proxyHeaders, proxyRequest, upstreamAnswer } from '../proxy/forward.js'
 import { KEYED } from './security.js'
-import { forwardedConversation, openAiDialect } from '../../proxy/dialects/openai.js'
+import { openAiDialect, responsesCompactionModel } from '../../proxy/dialects/openai.js'
 
 /** The proxied endpoints: the path below OPENAI_BASE_URL upstream, below /v1 here. */
 const ENDPOINTS = [
@@ -54,6 +53,8 @@ export const openAiRoutes: FastifyPluginAsync = async (app) => {
     const kind: OpenAiApi = route.api
     // the route's schema, the one check of the bodies it reads
     const check = bodyReader<OpenAiBody>(route.body)
+    // the Responses API's own compaction, where the gateway answers it: its summary by the conversation's own model
+    const compactionModel = responsesCompactionModel(options.clientSummaries, check)
     const api: ProxiedApi<OpenAiHistory> = {
       ...openAiDialect(kind, route.endpoint, check),
       path: route.path,
@@ -68,19 +69,7 @@ export const openAiRoutes: FastifyPluginAsync = async (app) => {
       routeSchema(route),
       // the Responses API's own compaction, answered by the gateway where the upstream has none (COMPACT_CONTEXT_MANAGEMENT)
       route.endpoint === 'responses_compact' && options.contextManagement === 'gateway'
-        ? async (request, reply) =>
-            compactResponsesHere(app, request, reply, (body, headers) => {
-              const settings = options.clientSummaries
-              const model = (body.value('input') as { model?: unknown }).model
-              return settings
-                ? openAiClientSummarizer(
-                    settings,
-                    { api: 'responses', after: Promise.resolve(), forwarded: () => forwardedConversation(body.bytes, 'responses', check) },
-                    typeof model === 'string' ? model : 'unknown',
-                    headers
-                  )
-                : undefined
-            })
+        ? async (request, reply) => compactResponsesHere(app, request, reply, compactionModel)
         : async (request, reply) => proxyRequest(app, options, api, request, reply)
     )
   }

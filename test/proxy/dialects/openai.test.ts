@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { ChatCompletionsBody, ResponsesBody } from '../../../src/contract/proxy-bodies.js'
 import { bodyReader } from '../../../src/contract/validation.js'
 import { ProxiedBody } from '../../../src/proxy/body.js'
-import { forwardedConversation, openAiDialect } from '../../../src/proxy/dialects/openai.js'
+import { forwardedConversation, openAiDialect, responsesCompactionModel } from '../../../src/proxy/dialects/openai.js'
 import type { OpenAiBody } from '../../../src/proxy/openai.js'
 
 const body = (value: object): ProxiedBody => new ProxiedBody(Buffer.from(JSON.stringify(value)))
@@ -52,5 +52,20 @@ describe("OpenAI's APIs' dialect", () => {
     expect(read?.body).toEqual(chat)
     // the system message is the system prompt; the tool's result and the user's next message are one user turn, from item 3
     expect(read?.starts).toEqual([1, 2, 3])
+  })
+
+  it("has the Responses API's own compaction summarized by the conversation's own model where the operator lets it, by none where not", () => {
+    expect(responsesCompactionModel(undefined, responsesCheck)).toBeUndefined()
+    const settings = {
+      baseUrl: 'http://127.0.0.1:9',
+      openAiBaseUrl: 'http://127.0.0.1:9/v1',
+      geminiBaseUrl: 'http://127.0.0.1:9',
+      timeoutMs: 1_000,
+      fallback: 'extractive' as const
+    }
+    const asked = responsesCompactionModel(settings, responsesCheck)?.(body({ model: 'gpt-codex-test', input: 'List the files' }), {
+      authorization: 'Bearer sk-test-client'
+    })
+    expect(asked?.([]).kind).toBe('openai')
   })
 })

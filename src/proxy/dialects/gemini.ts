@@ -54,3 +54,53 @@ function forwardedContents(bytes: Buffer | undefined): { body: Record<string, un
   const read = readGeminiRequest(body, () => true)
   return { body, starts: read.kind === 'history' ? read.history.adapted.starts : [] }
 }
+
+/** The methods of a model the proxy serves, and the endpoint each is counted under. */
+const METHODS: Record<string, string> = { generateContent: 'gemini_generate', streamGenerateContent: 'gemini_stream', countTokens: 'gemini_count_tokens' }
+
+/**
+ * A model's method as its path names it (`gemini-2.5-pro:streamGenerateContent`): the model, the method, and
+ * the endpoint it is counted under (undefined where the gateway serves no such method, or no model is named).
+ */
+export function geminiMethod(target: string): { model: string; method: string; endpoint: string | undefined } {
+  const colon = target.lastIndexOf(':')
+  const model = colon < 0 ? target : target.slice(0, colon)
+  const method = colon < 0 ? '' : target.slice(colon + 1)
+  return { model, method, endpoint: Object.hasOwn(METHODS, method) && model !== '' ? METHODS[method] : undefined }
+}
+
+/** A request's query without the client's `key` (the key goes as a header, the gateway's where it has one). */
+export function withoutKey(url: string): string {
+  const at = url.indexOf('?')
+  if (at < 0) return ''
+  const params = new URLSearchParams(url.slice(at + 1))
+  params.delete('key')
+  const rest = params.toString()
+  return rest === '' ? '' : `?${rest}`
+}
+
+/** The status names of Google's APIs, by HTTP status. */
+const GOOGLE_STATUS: Record<number, string> = {
+  400: 'INVALID_ARGUMENT',
+  401: 'UNAUTHENTICATED',
+  403: 'PERMISSION_DENIED',
+  404: 'NOT_FOUND',
+  408: 'DEADLINE_EXCEEDED',
+  409: 'ABORTED',
+  413: 'INVALID_ARGUMENT',
+  415: 'INVALID_ARGUMENT',
+  429: 'RESOURCE_EXHAUSTED',
+  500: 'INTERNAL',
+  502: 'UNAVAILABLE',
+  503: 'UNAVAILABLE',
+  504: 'DEADLINE_EXCEEDED'
+}
+
+/**
+ * One of the gateway's own refusals in Gemini's error shape, as Google's SDK and Gemini CLI read them:
+ * `{error: {code, message, status}}`, the place named in the message.
+ */
+export function inGeminiErrorShape(status: number, error: { message: string; path?: string }): string {
+  const message = error.path ? `${error.message} (at ${error.path})` : error.message
+  return JSON.stringify({ error: { code: status, message, status: GOOGLE_STATUS[status] ?? (status >= 500 ? 'INTERNAL' : 'INVALID_ARGUMENT') } })
+}

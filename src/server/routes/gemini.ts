@@ -7,53 +7,17 @@ import { GenerateContentBody } from '../../contract/proxy-bodies.js'
 import { clientHeaders, upstreamHeaders } from '../../proxy/upstream.js'
 import { type ProxiedApi, abortOnClose, installProxyHooks, proxyErrors, proxyHeaders, proxyRequest, upstreamAnswer } from '../proxy/forward.js'
 import { KEYED, keyedResponses } from './security.js'
-import { geminiDialect } from '../../proxy/dialects/gemini.js'
-
-/** The methods of a model the proxy serves, and the endpoint each is counted under. */
-const ACTIONS: Record<string, string> = { generateContent: 'gemini_generate', streamGenerateContent: 'gemini_stream', countTokens: 'gemini_count_tokens' }
-
-/** The status names of Google's APIs, by HTTP status. */
-const GOOGLE_STATUS: Record<number, string> = {
-  400: 'INVALID_ARGUMENT',
-  401: 'UNAUTHENTICATED',
-  403: 'PERMISSION_DENIED',
-  404: 'NOT_FOUND',
-  408: 'DEADLINE_EXCEEDED',
-  409: 'ABORTED',
-  413: 'INVALID_ARGUMENT',
-  415: 'INVALID_ARGUMENT',
-  429: 'RESOURCE_EXHAUSTED',
-  500: 'INTERNAL',
-  502: 'UNAVAILABLE',
-  503: 'UNAVAILABLE',
-  504: 'DEADLINE_EXCEEDED'
-}
-
-/** A request's query without the client's `key` (the key goes as a header, the gateway's where it has one). */
-function withoutKey(url: string): string {
-  const at = url.indexOf('?')
-  if (at < 0) return ''
-  const params = new URLSearchParams(url.slice(at + 1))
-  params.delete('key')
-  const rest = params.toString()
-  return rest === '' ? '' : `?${rest}`
-}
+import { geminiDialect, geminiMethod, inGeminiErrorShape, withoutKey } from '../../proxy/dialects/gemini.js'
 
 /**
- * The gateway's own refusals in Gemini's error shape, as Google's SDK and Gemini CLI read them (the upstream's
- * pass as they came): `{error: {code, message, status}}`, the place named in the message.
+ * The gateway's own refusals in Gemini's error shape (the dialect's), as Google's SDK and Gemini CLI read them;
+ * the upstream's pass as they came.
  */
 const inGeminiShape: onSendHookHandler = (_request, reply, payload, done) => {
   if (reply.statusCode < 400 || typeof payload !== 'string' || !payload.startsWith('{"type":"error"')) return done(null, payload)
   try {
     const { error } = JSON.parse(payload) as { error: { message: string; path?: string } }
-    const message = error.path ? `${error.message} (at ${error.path})` : error.message
-    done(
-      null,
-      JSON.stringify({
-        error: { code: reply.statusCode, message, status: GOOGLE_STATUS[reply.statusCode] ?? (reply.statusCode >= 500 ? 'INTERNAL' : 'INVALID_ARGUMENT') }
-      })
-    )
+    done(null, inGeminiErrorShape(reply.statusCode, error))
   } catch {
     done(null, payload)
   }
@@ -98,16 +62,12 @@ export const geminiRoutes: FastifyPluginAsync = async (app) => {
   installProxyHooks(app, () => 'gemini_generate')
   app.addHook('onSend', inGeminiShape)
   app.post('/v1beta/models/:model', GENERATE_SCHEMA, async (request, reply) => {
-    const target = (request.params as { model: string }).model
-    const colon = target.lastIndexOf(':')
-    const model = colon < 0 ? target : target.slice(0, colon)
-    const action = colon < 0 ? '' : target.slice(colon + 1)
-    const endpoint = Object.hasOwn(ACTIONS, action) ? ACTIONS[action] : undefined
-    if (!endpoint || model === '')
-      throw new NotFoundError(`no method "${action}" of models here: the gateway serves generateContent, streamGenerateContent and countTokens`, '/model')
+    const { model, method, endpoint } = geminiMethod((request.params as { model: string }).model)
+    if (!endpoint)
+      throw new NotFoundError(`no method "${method}" of models here: the gateway serves generateContent, streamGenerateContent and countTokens`, '/model')
     const api: ProxiedApi<GeminiHistory> = {
       ...geminiDialect(model, endpoint),
-      path: `/v1beta/models/${encodeURIComponent(model)}:${action}`,
+      path: `/v1beta/models/${encodeURIComponent(model)}:${method}`,
       keySetting: 'GEMINI_API_KEY',
       upstream,
       credentials,

@@ -113,18 +113,12 @@ function ajvForUrlParts(): Ajv {
   return urlAjv
 }
 
-/** Each schema compiled once a process, however many readers and routes check it. */
-const compiled = { body: new WeakMap<object, ValidateFunction>(), url: new WeakMap<object, ValidateFunction>() }
-
-/** A schema's check, compiled at its first use and kept: a body's, or a URL part's (its text coerced). */
+/**
+ * A schema's check, a body's or a URL part's (its text coerced): compiled at its first use, once a process
+ * however many readers and routes check it (Ajv keeps what it compiled, by the schema object).
+ */
 export function compiledCheck<T = unknown>(schema: TSchema | object, part: 'body' | 'url' = 'body'): ValidateFunction<T> {
-  const cache = compiled[part]
-  let validate = cache.get(schema)
-  if (!validate) {
-    validate = (part === 'body' ? ajvForBodies() : ajvForUrlParts()).compile(schema as object)
-    cache.set(schema, validate)
-  }
-  return validate as ValidateFunction<T>
+  return (part === 'body' ? ajvForBodies() : ajvForUrlParts()).compile<T>(schema as object)
 }
 
 /** Fastify's validator compiler, for every route: a body checked as the body readers check, a URL part with its text coerced. */

@@ -54,15 +54,8 @@ export function openAiDialect(
     ...(endpoint === 'responses_compact'
       ? {}
       : {
-          clientSummarizer: (settings, body, _history, headers, after, forwarded) => {
-            const model = (body.value() as { model?: unknown }).model
-            return openAiClientSummarizer(
-              settings,
-              { api: kind, after, forwarded: () => forwardedConversation(forwarded(), kind, check) },
-              typeof model === 'string' ? model : 'unknown',
-              headers
-            )
-          }
+          clientSummarizer: (settings, body, _history, headers, after, forwarded) =>
+            conversationModel(settings, kind, check, { body, headers, after, forwarded })
         }),
     ...(endpoint === 'responses' ? { responsesCompaction: true as const } : {}),
     // every answer bills: its usage, read into the Messages API's terms, enters the session's cost
@@ -82,15 +75,26 @@ export function responsesCompactionModel(
   check: (body: unknown) => BodyRead<OpenAiBody>
 ): ((body: ProxiedBody, headers: Record<string, string>) => ((messages: Message[]) => Summarizer) | undefined) | undefined {
   if (!settings) return undefined
-  return (body, headers) => {
-    const model = (body.value('input') as { model?: unknown }).model
-    return openAiClientSummarizer(
-      settings,
-      { api: 'responses', after: Promise.resolve(), forwarded: () => forwardedConversation(body.bytes, 'responses', check) },
-      typeof model === 'string' ? model : 'unknown',
-      headers
-    )
-  }
+  return (body, headers) => conversationModel(settings, 'responses', check, { body, headers, after: Promise.resolve(), forwarded: () => body.bytes })
+}
+
+/**
+ * The conversation's own model, asked in the conversation as it was forwarded (`forwarded`: its bytes once sent,
+ * `after` the upstream has begun to answer them), with the headers it is forwarded with.
+ */
+function conversationModel(
+  settings: ClientSummaries,
+  kind: OpenAiApi,
+  check: (body: unknown) => BodyRead<OpenAiBody>,
+  sent: { body: ProxiedBody; headers: Record<string, string>; after: Promise<unknown>; forwarded: () => Buffer | undefined }
+): (messages: Message[]) => Summarizer {
+  const model = (sent.body.value(kind === 'chat' ? 'messages' : 'input') as { model?: unknown }).model
+  return openAiClientSummarizer(
+    settings,
+    { api: kind, after: sent.after, forwarded: () => forwardedConversation(sent.forwarded(), kind, check) },
+    typeof model === 'string' ? model : 'unknown',
+    sent.headers
+  )
 }
 
 /** The body a request was forwarded as, and where each of its messages starts among its items (read again from the bytes sent). */

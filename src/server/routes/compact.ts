@@ -5,6 +5,7 @@ import { Type } from 'typebox'
 import { type CompactionInput, type PhaseTimings, compactionInput } from '../../service/compact.js'
 import { RECORD_HEADER, type Scheduled } from '../../service/served.js'
 import { bodyParser } from '../body.js'
+import { abortOnClose } from '../proxy/forward.js'
 import { DEFAULT_BODY_LIMIT } from '../../contract/defaults.js'
 import { CompactRequest, CompactResponse } from '../../contract/schemas.js'
 import { KEYED, UNAUTHORIZED_DESCRIPTION } from './security.js'
@@ -100,7 +101,9 @@ export const compactRoutes: FastifyPluginAsync = async (app) => {
     async (request, reply) => {
       const body = request.body as unknown
       const ask = body instanceof RawBody ? { bytes: body.bytes } : { input: body as CompactionInput }
-      const who = { keyName: request.keyName, log: request.log, started: performance.now(), signal: hangUp(reply) }
+      // A client that hangs up signals it here; a model summary goes on all the same, because the cache shares the
+      // call and the client's retry then pays for no second one.
+      const who = { keyName: request.keyName, log: request.log, started: performance.now(), signal: abortOnClose(reply).signal }
       const { json, run, as, scheduled } = await compactions.compact(ask, who)
       request.compactCount = { ...labelsOf(as), outcome: run.response.reason }
       await answered(reply, scheduled)
@@ -108,19 +111,6 @@ export const compactRoutes: FastifyPluginAsync = async (app) => {
       return reply.type('application/json; charset=utf-8').send(Buffer.from(json.buffer, json.byteOffset, json.byteLength) as never)
     }
   )
-}
-
-/**
- * A client that hangs up signals it here; a model summary goes on all the same, because the cache shares the
- * call and the client's retry then pays for no second one. (The request stream's own 'close' fires as soon
- * as the body is read, so the response's is the one to watch.)
- */
-function hangUp(reply: FastifyReply): AbortSignal {
-  const abort = new AbortController()
-  reply.raw.once('close', () => {
-    if (!reply.raw.writableFinished) abort.abort()
-  })
-  return abort.signal
 }
 
 /** The answer's part of a compaction's record: a record not kept said in a header, the writes begun once it has gone, the record waited for where it must be. */

@@ -94,10 +94,6 @@ function withMessagesBack(result: Extract<ProxiedResult, { ok: true }>, sent: re
 export class Compactions {
   constructor(private readonly options: CompactionsOptions) {}
 
-  get deps(): CompactDeps {
-    return this.options.deps
-  }
-
   /** Whether a /v1/compact body of this many bytes is left as bytes, to be read in a worker. */
   readsInWorker(bytes: number): boolean {
     return this.options.workers !== undefined && bytes >= this.options.workerMinBytes
